@@ -1,0 +1,22 @@
+import { COTWIRE_VERSION } from '../version.js';
+
+/** The PostgreSQL version cotwire presents (ParameterStatus, version(), the catalog). */
+export const SERVER_VERSION = '15.0';
+export const SERVER_VERSION_NUM = '150000';
+
+/** What version() returns: PostgreSQL's shape, naming cotwire and the engine. */
+export function versionString(engineVersion: string): string {
+  return `PostgreSQL ${SERVER_VERSION} (cotwire ${COTWIRE_VERSION}, ${engineVersion}) on ${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-pc-linux-gnu, 64-bit`;
+}
+
+const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * Statements run on each new engine connection to give it PostgreSQL's
+ * face. They create TEMP objects, which live in the connection's own
+ * catalog, so nothing is written to the database file and no other
+ * connection is affected.
+ */
+export function connectionSetup(engineVersion: string): string[] {
+  return [`CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`];
+}

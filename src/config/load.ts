@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { parseScramVerifier } from '../session/scram.js';
+import { AUTH_METHODS, DEFAULTS, LOG_LEVELS, type Config, type UserConfig } from './schema.js';
+
+/** A configuration problem, reported as one line naming the key, the value and what is allowed. */
+export class ConfigError extends Error {}
+
+export interface ConfigSources {
+  readonly argv: Readonly<Record<string, string | undefined>>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Obj = { [key: string]: Json };
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const show = (v: unknown): string => JSON.stringify(v) ?? String(v);
+
+function fail(key: string, value: unknown, allowed: string): never {
+  throw new ConfigError(`invalid configuration: ${key} = ${show(value)}; ${allowed}`);
+}
+
+function section(root: Obj, key: string, known: readonly string[]): Obj {
+  const v = root[key];
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) fail(key, v, 'expected a mapping');
+  for (const k of Object.keys(v)) {
+    if (!known.includes(k)) fail(`${key}.${k}`, v[k], `unknown key; known keys are ${known.join(', ')}`);
+  }
+  return v;
+}
+
+function str(obj: Obj, key: string, path: string, def: string): string {
+  const v = obj[key];
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'string' || v === '') fail(path, v, 'expected a non-empty string');
+  return v;
+}
+
+function optStr(obj: Obj, key: string, path: string): string | null {
+  const v = obj[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string' || v === '') fail(path, v, 'expected a file path');
+  return v;
+}
+
+function int(v: unknown, path: string, def: number, min: number, max: number): number {
+  if (v === undefined || v === null) return def;
+  const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    fail(path, v, `expected an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function oneOf<T extends string>(v: unknown, path: string, def: T, allowed: readonly T[]): T {
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) fail(path, v, `expected one of ${allowed.join(', ')}`);
+  return v as T;
+}
+
+function users(v: Json | undefined): UserConfig[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) fail('users', v, 'expected a list of { name, password }');
+  const seen = new Set<string>();
+  return v.map((u, i) => {
+    if (!isObj(u)) fail(`users[${i}]`, u, 'expected { name, password }');
+    for (const k of Object.keys(u)) if (!['name', 'password'].includes(k)) fail(`users[${i}].${k}`, u[k], 'unknown key; known keys are name, password');
+    const name = str(u, 'name', `users[${i}].name`, '');
+    if (name === '') fail(`users[${i}].name`, u.name, 'expected a user name');
+    if (seen.has(name)) fail(`users[${i}].name`, name, 'user names must be unique');
+    seen.add(name);
+    const password = str(u, 'password', `users[${i}].password`, '');
+    if (parseScramVerifier(password) === null) {
+      fail(`users[${i}].password`, password.length > 12 ? `${password.slice(0, 12)}...` : password, 'expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password');
+    }
+    return { name, password };
+  });
+}
+
+/** Reads the file named by --config or COTWIRE_CONFIG (if any), applies env and flags, validates, freezes. */
+export function loadConfig(sources: ConfigSources): Config {
+  const { argv, env } = sources;
+  const path = argv.config ?? env.COTWIRE_CONFIG;
+  let root: Obj = {};
+  if (path !== undefined && path !== '') {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`cannot read the configuration file ${path}: ${(err as Error).message}`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = parseYaml(text);
+    } catch (err) {
+      throw new ConfigError(`cannot parse the configuration file ${path}: ${(err as Error).message.split('\n')[0]}`);
+    }
+    if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
+    root = (parsed ?? {}) as Obj;
+  }
+  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log'];
+  for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
+
+  const listen = section(root, 'listen', ['host', 'port']);
+  const database = section(root, 'database', ['path', 'name']);
+  const tls = section(root, 'tls', ['key', 'cert']);
+  const auth = section(root, 'auth', ['method']);
+  const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs']);
+  const log = section(root, 'log', ['level']);
+
+  const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
+    flag ?? envVar ?? fileValue;
+
+  const config: Config = {
+    listen: {
+      host: str({ v: pick(argv.host, env.COTWIRE_HOST, listen.host) ?? null }, 'v', 'listen.host', DEFAULTS.listen.host),
+      port: int(pick(argv.port, env.COTWIRE_PORT, listen.port), 'listen.port', DEFAULTS.listen.port, 0, 65535),
+    },
+    database: {
+      path: str({ v: pick(argv.db, env.COTWIRE_DB, database.path) ?? null }, 'v', 'database.path', DEFAULTS.database.path),
+      name: str(database, 'name', 'database.name', DEFAULTS.database.name),
+    },
+    tls: {
+      key: optStr({ v: pick(argv['tls-key'], env.COTWIRE_TLS_KEY, tls.key) ?? null }, 'v', 'tls.key'),
+      cert: optStr({ v: pick(argv['tls-cert'], env.COTWIRE_TLS_CERT, tls.cert) ?? null }, 'v', 'tls.cert'),
+    },
+    auth: { method: oneOf(auth.method, 'auth.method', DEFAULTS.auth.method, AUTH_METHODS) },
+    users: users(root.users),
+    limits: {
+      maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
+      maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
+      shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
+    },
+    log: { level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS) },
+  };
+  if ((config.tls.key === null) !== (config.tls.cert === null)) {
+    fail('tls', config.tls, 'set both tls.key and tls.cert, or neither');
+  }
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
+}

@@ -1,0 +1,48 @@
+/**
+ * The configuration: every key, its default and what it allows. The file
+ * (YAML or JSON) is validated against this once at start-up; environment
+ * variables override it, and command-line flags override both.
+ */
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+export type AuthMethod = 'scram-sha-256' | 'password';
+
+export interface UserConfig {
+  readonly name: string;
+  /** A SCRAM-SHA-256 verifier, as printed by `cotwire passwd`. Never a plain password. */
+  readonly password: string;
+}
+
+export interface Config {
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly database: {
+    /** A file path, or ":memory:". */
+    readonly path: string;
+    /** The database name clients connect to. */
+    readonly name: string;
+  };
+  readonly tls: { readonly key: string | null; readonly cert: string | null };
+  readonly auth: { readonly method: AuthMethod };
+  readonly users: readonly UserConfig[];
+  readonly limits: {
+    /** The largest protocol message accepted, in bytes. */
+    readonly maxMessageSize: number;
+    readonly maxConnections: number;
+    /** How long shutdown waits for running statements before cancelling them, in milliseconds. */
+    readonly shutdownGraceMs: number;
+  };
+  readonly log: { readonly level: LogLevel };
+}
+
+export const DEFAULTS: Config = {
+  listen: { host: '127.0.0.1', port: 5433 },
+  database: { path: './data/cotwire.duckdb', name: 'cotwire' },
+  tls: { key: null, cert: null },
+  auth: { method: 'scram-sha-256' },
+  users: [],
+  limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000 },
+  log: { level: 'info' },
+};
+
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+export const AUTH_METHODS: readonly AuthMethod[] = ['scram-sha-256', 'password'];

@@ -1,0 +1,413 @@
+import {
+  DuckDBInstance,
+  DuckDBTypeId,
+  ResultReturnType,
+  StatementType,
+  type DuckDBConnection,
+  type DuckDBDataChunk,
+  type DuckDBPreparedStatement,
+  type DuckDBResult,
+  type DuckDBType,
+  type DuckDBValue,
+} from '@duckdb/node-api';
+import { TypeOid } from '../../protocol/type-oids.js';
+import { tokenize } from '../../sql/lexer.js';
+import { TimeZoneOffsets } from '../pg-format.js';
+import type {
+  ColumnInfo,
+  Engine,
+  EngineConnection,
+  EngineCursor,
+  EngineStatement,
+  RenderSettings,
+  RowSink,
+  StatementKind,
+  WireParam,
+} from '../port.js';
+import { fromDuckDBError } from './errors.js';
+import { bindParams } from './params.js';
+import { codecFor, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
+
+export interface DuckDBEngineOptions {
+  /** A file path, or ':memory:'. */
+  readonly path: string;
+}
+
+const statementKinds = new Map<number, StatementKind>(
+  Object.entries(StatementType)
+    .filter((e): e is [string, number] => typeof e[1] === 'number')
+    .map(([name, value]) => [value, name as StatementKind]),
+);
+
+/** The DuckDB type a client-declared parameter type is cast to when DuckDB cannot infer one. */
+const castForOid = new Map<number, string>([
+  [TypeOid.bool, 'BOOLEAN'],
+  [TypeOid.int2, 'SMALLINT'],
+  [TypeOid.int4, 'INTEGER'],
+  [TypeOid.int8, 'BIGINT'],
+  [TypeOid.float4, 'FLOAT'],
+  [TypeOid.float8, 'DOUBLE'],
+  [TypeOid.bytea, 'BLOB'],
+  [TypeOid.date, 'DATE'],
+  [TypeOid.time, 'TIME'],
+  [TypeOid.timestamp, 'TIMESTAMP'],
+  [TypeOid.timestamptz, 'TIMESTAMPTZ'],
+  [TypeOid.interval, 'INTERVAL'],
+  [TypeOid.uuid, 'UUID'],
+  [TypeOid.json, 'JSON'],
+  [TypeOid.jsonb, 'JSON'],
+]);
+
+export class DuckDBEngine implements Engine {
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    readonly version: string,
+  ) {}
+
+  /**
+   * Opens the database, then locks the engine down: no file or network access
+   * on a client's behalf, no extension loading, and no configuration changes
+   * (DESIGN invariant 6).
+   */
+  static async open(opts: DuckDBEngineOptions): Promise<DuckDBEngine> {
+    const instance = await DuckDBInstance.create(opts.path, {
+      autoinstall_known_extensions: 'false',
+      autoload_known_extensions: 'false',
+    });
+    try {
+      const conn = await instance.connect();
+      try {
+        const reader = await conn.runAndReadAll('SELECT version()');
+        const version = `DuckDB ${String(reader.getRows()[0]?.[0] ?? 'unknown')}`;
+        // Timestamps without an offset are read as UTC, whatever the host's zone.
+        await conn.run("SET GLOBAL TimeZone = 'UTC'");
+        await conn.run('SET GLOBAL enable_external_access = false');
+        await conn.run('SET GLOBAL allow_community_extensions = false');
+        await conn.run('SET GLOBAL lock_configuration = true');
+        return new DuckDBEngine(instance, version);
+      } finally {
+        conn.closeSync();
+      }
+    } catch (err) {
+      instance.closeSync();
+      throw err;
+    }
+  }
+
+  async connect(): Promise<EngineConnection> {
+    return new DuckDBSession(await this.instance.connect());
+  }
+
+  async checkpoint(): Promise<void> {
+    const conn = await this.instance.connect();
+    try {
+      await conn.run('CHECKPOINT');
+    } finally {
+      conn.closeSync();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.instance.closeSync();
+  }
+}
+
+class DuckDBSession implements EngineConnection {
+  /** A streaming result left open by a suspended portal; DuckDB allows one per connection. */
+  active: DuckDBCursor | null = null;
+  private closed = false;
+
+  constructor(private readonly conn: DuckDBConnection) {}
+
+  async prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement> {
+    await this.settleActive();
+    let prepared = await this.prepareRaw(sql);
+    const unresolved = unresolvedParams(prepared);
+    if (unresolved.length > 0) {
+      // PostgreSQL types a parameter that has no context as text; DuckDB leaves
+      // it unresolved, and then cannot even say how many columns the result has.
+      const rewritten = castParams(sql, unresolved, declaredTypes);
+      if (rewritten !== null) {
+        const retyped = await this.prepareRaw(rewritten).catch(() => null);
+        if (retyped !== null) {
+          prepared.destroySync();
+          prepared = retyped;
+        }
+      }
+    }
+    return new DuckDBStatement(this, prepared, sql, declaredTypes);
+  }
+
+  private async prepareRaw(sql: string): Promise<DuckDBPreparedStatement> {
+    try {
+      return await this.conn.prepare(sql);
+    } catch (err) {
+      throw fromDuckDBError(err, sql);
+    }
+  }
+
+  async run(sql: string): Promise<void> {
+    await this.settleActive();
+    try {
+      await this.conn.run(sql);
+    } catch (err) {
+      throw fromDuckDBError(err, sql);
+    }
+  }
+
+  /** Reads the rest of an open streaming result into memory before the connection runs something else. */
+  async settleActive(): Promise<void> {
+    const active = this.active;
+    this.active = null;
+    if (active !== null) await active.materialize();
+  }
+
+  interrupt(): void {
+    if (!this.closed) this.conn.interrupt();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.conn.interrupt();
+    this.conn.closeSync();
+  }
+}
+
+function unresolvedParams(p: DuckDBPreparedStatement): number[] {
+  const out: number[] = [];
+  for (let i = 1; i <= p.parameterCount; i++) {
+    if (p.parameterTypeId(i) === DuckDBTypeId.INVALID) out.push(i);
+  }
+  return out;
+}
+
+/** Wraps each unresolved $n in CAST($n AS VARCHAR); returns null when the text has no $n tokens to wrap. */
+function castParams(sql: string, unresolved: readonly number[], declared: readonly number[] = []): string | null {
+  const wanted = new Set(unresolved);
+  let out = '';
+  let last = 0;
+  let changed = false;
+  for (const t of tokenize(sql)) {
+    if (t.kind !== 'param') continue;
+    const n = Number(t.text.slice(1));
+    if (!wanted.has(n)) continue;
+    const type = castForOid.get(declared[n - 1] ?? 0) ?? 'VARCHAR';
+    out += `${sql.slice(last, t.start)}CAST(${t.text} AS ${type})`;
+    last = t.end;
+    changed = true;
+  }
+  return changed ? out + sql.slice(last) : null;
+}
+
+/** Whether a statement of this kind returns a result set rather than a count. */
+function returnsRows(kind: StatementKind, sql: string, p: DuckDBPreparedStatement): boolean {
+  switch (kind) {
+    case 'SELECT':
+    case 'EXPLAIN':
+    case 'PRAGMA':
+    case 'RELATION':
+      return true;
+    case 'INSERT':
+    case 'UPDATE':
+    case 'DELETE':
+    case 'MERGE_INTO':
+      return tokenize(sql).some((t) => t.kind === 'word' && t.text.toUpperCase() === 'RETURNING');
+    case 'CALL':
+    case 'EXECUTE':
+      return p.columnCount > 0 && !(p.columnCount === 1 && p.columnName(0) === 'Count');
+    default:
+      return false;
+  }
+}
+
+class DuckDBStatement implements EngineStatement {
+  readonly kind: StatementKind;
+  readonly paramTypes: readonly number[];
+  readonly columns: readonly ColumnInfo[] | null;
+  private readonly paramDuckTypes: readonly (DuckDBType | null)[];
+  private readonly codecs: readonly PgCodec[];
+
+  constructor(
+    private readonly session: DuckDBSession,
+    private readonly prepared: DuckDBPreparedStatement,
+    sql: string,
+    declaredTypes: readonly number[],
+  ) {
+    this.kind = statementKinds.get(prepared.statementType) ?? 'INVALID';
+    const duckTypes: (DuckDBType | null)[] = [];
+    const oids: number[] = [];
+    for (let i = 1; i <= prepared.parameterCount; i++) {
+      const type = prepared.parameterTypeId(i) === DuckDBTypeId.INVALID ? null : prepared.parameterType(i);
+      duckTypes.push(type);
+      const declared = declaredTypes[i - 1] ?? 0;
+      oids.push(declared !== 0 ? declared : type === null ? TypeOid.text : codecFor(type).oid);
+    }
+    this.paramDuckTypes = duckTypes;
+    this.paramTypes = oids;
+    if (returnsRows(this.kind, sql, prepared)) {
+      const codecs: PgCodec[] = [];
+      const columns: ColumnInfo[] = [];
+      for (let i = 0; i < prepared.columnCount; i++) {
+        const codec =
+          prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? UNRESOLVED_CODEC : codecFor(prepared.columnType(i));
+        codecs.push(codec);
+        columns.push({ name: prepared.columnName(i), typeOid: codec.oid, typeSize: codec.size, typeModifier: codec.typmod });
+      }
+      this.codecs = codecs;
+      this.columns = columns;
+    } else {
+      this.codecs = [];
+      this.columns = null;
+    }
+  }
+
+  bind(params: readonly WireParam[]): void {
+    bindParams(this.prepared, this.paramDuckTypes, params.slice(0, this.prepared.parameterCount));
+  }
+
+  async execute(): Promise<EngineCursor> {
+    await this.session.settleActive();
+    let result: DuckDBResult;
+    try {
+      result = await this.prepared.stream();
+    } catch (err) {
+      throw fromDuckDBError(err);
+    }
+    const cursor = new DuckDBCursor(result, this.columns !== null, this.codecs, () => {
+      if (this.session.active === cursor) this.session.active = null;
+    });
+    if (this.columns !== null) this.session.active = cursor;
+    else await cursor.readCount();
+    return cursor;
+  }
+
+  close(): void {
+    this.prepared.destroySync();
+  }
+}
+
+/** A codec that renders whatever the engine produced as text, for columns described as text. */
+function asText(actual: PgCodec): PgCodec {
+  return {
+    ...UNRESOLVED_CODEC,
+    text: actual.text,
+    binary: (v, ctx) => Buffer.from(actual.text(v, ctx), 'utf8'),
+  };
+}
+
+const zones = new Map<string, TimeZoneOffsets>();
+function zoneFor(name: string): TimeZoneOffsets {
+  let z = zones.get(name);
+  if (z === undefined) {
+    z = new TimeZoneOffsets(name);
+    zones.set(name, z);
+  }
+  return z;
+}
+
+class DuckDBCursor implements EngineCursor {
+  rowsChanged = 0;
+  private chunk: DuckDBDataChunk | null = null;
+  private chunkRow = 0;
+  private exhausted = false;
+  private buffered: DuckDBDataChunk[] | null = null;
+  private readonly codecs: readonly PgCodec[];
+
+  constructor(
+    private readonly result: DuckDBResult,
+    readonly returnsRows: boolean,
+    described: readonly PgCodec[],
+    private readonly onClose: () => void,
+  ) {
+    const codecs: PgCodec[] = [];
+    for (let i = 0; i < described.length && i < result.columnCount; i++) {
+      const actual = codecFor(result.columnType(i));
+      const d = described[i] as PgCodec;
+      codecs.push(actual.oid === d.oid ? actual : asText(actual));
+    }
+    this.codecs = codecs;
+  }
+
+  /** For statements that report a count: DuckDB returns it as a one-row "Count" result. */
+  async readCount(): Promise<void> {
+    this.rowsChanged = this.result.rowsChanged;
+    if (this.result.returnType !== ResultReturnType.QUERY_RESULT && this.result.columnCount === 1) {
+      const chunk = await this.nextChunk();
+      const v = chunk?.rowCount ? chunk.getColumnVector(0).getItem(0) : null;
+      if (typeof v === 'bigint' || typeof v === 'number') this.rowsChanged = Number(v);
+    }
+    this.exhausted = true;
+  }
+
+  private async nextChunk(): Promise<DuckDBDataChunk | null> {
+    if (this.buffered !== null) return this.buffered.shift() ?? null;
+    try {
+      const chunk = await this.result.fetchChunk();
+      return chunk === null || chunk.rowCount === 0 ? null : chunk;
+    } catch (err) {
+      throw fromDuckDBError(err);
+    }
+  }
+
+  async fetch(
+    maxRows: number,
+    formats: readonly (0 | 1)[],
+    sink: RowSink,
+    settings: RenderSettings,
+  ): Promise<{ rows: number; done: boolean }> {
+    const ctx: RenderContext = { zone: zoneFor(settings.timeZone) };
+    const ncols = this.codecs.length;
+    const binary = this.codecs.map((_, i) => formats[i] === 1);
+    let sent = 0;
+    while (!this.exhausted && (maxRows === 0 || sent < maxRows)) {
+      if (this.chunk === null || this.chunkRow >= this.chunk.rowCount) {
+        this.chunk = await this.nextChunk();
+        this.chunkRow = 0;
+        if (this.chunk === null) {
+          this.exhausted = true;
+          break;
+        }
+      }
+      const chunk = this.chunk;
+      const vectors = Array.from({ length: ncols }, (_, c) => chunk.getColumnVector(c));
+      const end = maxRows === 0 ? chunk.rowCount : Math.min(chunk.rowCount, this.chunkRow + (maxRows - sent));
+      for (let r = this.chunkRow; r < end; r++) {
+        const cells: (string | Uint8Array | null)[] = new Array(ncols);
+        for (let c = 0; c < ncols; c++) {
+          const v: DuckDBValue = (vectors[c] as ReturnType<DuckDBDataChunk['getColumnVector']>).getItem(r);
+          if (v === null) cells[c] = null;
+          else {
+            const codec = this.codecs[c] as PgCodec;
+            cells[c] = binary[c] ? codec.binary(v, ctx) : codec.text(v, ctx);
+          }
+        }
+        sink.row(cells);
+      }
+      sent += end - this.chunkRow;
+      this.chunkRow = end;
+      await sink.flushIfFull();
+    }
+    if (this.exhausted) this.onClose();
+    return { rows: sent, done: this.exhausted };
+  }
+
+  /** Pulls the remaining chunks into memory, so the connection can run another statement. */
+  async materialize(): Promise<void> {
+    if (this.exhausted || this.buffered !== null) return;
+    const rest: DuckDBDataChunk[] = [];
+    for (;;) {
+      const chunk = await this.nextChunk();
+      if (chunk === null) break;
+      rest.push(chunk);
+    }
+    this.buffered = rest;
+  }
+
+  close(): void {
+    this.exhausted = true;
+    this.chunk = null;
+    this.buffered = null;
+    this.onClose();
+  }
+}

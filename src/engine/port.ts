@@ -1,0 +1,117 @@
+/**
+ * What the rest of cotwire sees of the database engine. engine/duckdb is the
+ * only implementation and the only code that imports @duckdb/node-api.
+ */
+
+/** A result column as PostgreSQL describes it. */
+export interface ColumnInfo {
+  readonly name: string;
+  readonly typeOid: number;
+  readonly typeSize: number;
+  readonly typeModifier: number;
+}
+
+/** The statement kinds DuckDB's parser reports (StatementType), by name. */
+export type StatementKind =
+  | 'SELECT'
+  | 'INSERT'
+  | 'UPDATE'
+  | 'DELETE'
+  | 'MERGE_INTO'
+  | 'EXPLAIN'
+  | 'PREPARE'
+  | 'EXECUTE'
+  | 'CREATE'
+  | 'CREATE_FUNC'
+  | 'ALTER'
+  | 'DROP'
+  | 'TRANSACTION'
+  | 'COPY'
+  | 'COPY_DATABASE'
+  | 'ANALYZE'
+  | 'VARIABLE_SET'
+  | 'SET'
+  | 'EXPORT'
+  | 'PRAGMA'
+  | 'VACUUM'
+  | 'CALL'
+  | 'LOAD'
+  | 'RELATION'
+  | 'EXTENSION'
+  | 'LOGICAL_PLAN'
+  | 'ATTACH'
+  | 'DETACH'
+  | 'MULTI'
+  | 'UPDATE_EXTENSIONS'
+  | 'INVALID';
+
+/** A parameter value as it arrived in Bind. */
+export interface WireParam {
+  readonly value: Buffer | null;
+  /** 0 text, 1 binary. */
+  readonly format: number;
+  /** The PostgreSQL type the value is in. */
+  readonly typeOid: number;
+}
+
+/** Session settings that change how values are rendered. */
+export interface RenderSettings {
+  /** IANA zone for timestamptz output. */
+  readonly timeZone: string;
+}
+
+export interface RowSink {
+  row(cells: readonly (string | Uint8Array | null)[]): void;
+  /** Called between batches; resolves when the consumer can take more. */
+  flushIfFull(): Promise<void>;
+}
+
+export interface EngineStatement {
+  readonly kind: StatementKind;
+  /** PostgreSQL OIDs of the parameters; 0 where the engine could not infer a type. */
+  readonly paramTypes: readonly number[];
+  /** Result columns, or null when the statement returns only a row count. */
+  readonly columns: readonly ColumnInfo[] | null;
+  bind(params: readonly WireParam[]): void;
+  /** Starts execution; rows are pulled from the cursor. */
+  execute(): Promise<EngineCursor>;
+  close(): void;
+}
+
+export interface EngineCursor {
+  /** Rows affected, for statements that report a count. */
+  readonly rowsChanged: number;
+  /** Whether the statement produced a result set (SELECT, RETURNING, SHOW ...). */
+  readonly returnsRows: boolean;
+  /**
+   * Renders up to `maxRows` rows (0 = all) into `sink` in the given formats,
+   * respecting the sink's backpressure. Returns how many were sent and whether the result is exhausted.
+   */
+  fetch(
+    maxRows: number,
+    formats: readonly (0 | 1)[],
+    sink: RowSink,
+    settings: RenderSettings,
+  ): Promise<{ readonly rows: number; readonly done: boolean }>;
+  close(): void;
+}
+
+export interface EngineConnection {
+  /**
+   * Prepares exactly one statement; several in one string are an error.
+   * `declaredTypes` are the PostgreSQL OIDs a client gave in Parse (0 = infer).
+   */
+  prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement>;
+  /** Runs a statement text with no parameters and discards its result. */
+  run(sql: string): Promise<void>;
+  interrupt(): void;
+  close(): void;
+}
+
+export interface Engine {
+  /** For version(): the engine's own version string. */
+  readonly version: string;
+  connect(): Promise<EngineConnection>;
+  checkpoint(): Promise<void>;
+  close(): Promise<void>;
+}

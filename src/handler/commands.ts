@@ -1,0 +1,178 @@
+import type { Token } from '../sql/lexer.js';
+import { isKnownSetting } from './settings.js';
+
+/**
+ * Statements that cotwire answers itself because they concern the session or
+ * transaction state rather than data: transaction control (with savepoint
+ * emulation) and PostgreSQL's run-time parameters. Everything else goes to the
+ * engine.
+ */
+export type SessionCommand =
+  | { readonly kind: 'begin' }
+  | { readonly kind: 'commit' }
+  | { readonly kind: 'rollback' }
+  | { readonly kind: 'savepoint'; readonly name: string }
+  | { readonly kind: 'release'; readonly name: string }
+  | { readonly kind: 'rollback-to'; readonly name: string }
+  | { readonly kind: 'set'; readonly name: string; readonly value: string | null; readonly local: boolean }
+  | { readonly kind: 'set-transaction' }
+  | { readonly kind: 'reset'; readonly name: string | null }
+  | { readonly kind: 'show'; readonly name: string }
+  | { readonly kind: 'discard'; readonly what: string };
+
+const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
+
+function identifier(t: Token | undefined): string | null {
+  if (t === undefined) return null;
+  if (t.kind === 'word') return t.text.toLowerCase();
+  if (t.kind === 'quoted' && t.text.startsWith('"')) return t.text.slice(1, -1).replaceAll('""', '"');
+  return null;
+}
+
+/** A dotted parameter name (a.b) starting at `i`; returns the name and the index after it. */
+function settingName(tokens: readonly Token[], i: number): { name: string; next: number } | null {
+  let name = identifier(tokens[i]);
+  if (name === null) return null;
+  let j = i + 1;
+  while (tokens[j]?.text === '.' && identifier(tokens[j + 1]) !== null) {
+    name += `.${identifier(tokens[j + 1]) as string}`;
+    j += 2;
+  }
+  return { name, next: j };
+}
+
+function unquoteString(text: string): string {
+  if (text.startsWith("'")) return text.slice(1, -1).replaceAll("''", "'");
+  if (/^[eE]'/.test(text)) {
+    return text
+      .slice(2, -1)
+      .replaceAll("''", "'")
+      .replace(/\\(.)/g, (_, c: string) => ({ n: '\n', t: '\t', r: '\r', b: '\b', f: '\f' })[c] ?? c);
+  }
+  const dollar = /^(\$[^$]*\$)([\s\S]*)\1$/.exec(text);
+  if (dollar !== null) return dollar[2] as string;
+  return text;
+}
+
+/** The value list of SET: 'a', b, "C", -8 → "a, b, \"C\", -8"; null for DEFAULT. */
+function settingValue(tokens: readonly Token[], i: number): string | null | undefined {
+  if (i >= tokens.length) return undefined;
+  if (tokens.length === i + 1 && upper(tokens[i]) === 'DEFAULT') return null;
+  const parts: string[] = [];
+  let current = '';
+  for (let j = i; j < tokens.length; j++) {
+    const t = tokens[j] as Token;
+    if (t.kind === 'punct' && t.text === ',') {
+      parts.push(current);
+      current = '';
+      continue;
+    }
+    if (t.kind === 'string') current += unquoteString(t.text);
+    else if (t.kind === 'word') current += t.text.toLowerCase();
+    else if (t.kind === 'quoted' || t.kind === 'number' || t.kind === 'operator' || t.text === '.') current += t.text;
+    else return undefined;
+  }
+  parts.push(current);
+  return parts.join(', ');
+}
+
+export function recognizeCommand(tokens: readonly Token[]): SessionCommand | null {
+  const w0 = upper(tokens[0]);
+  const w1 = upper(tokens[1]);
+  switch (w0) {
+    case 'BEGIN':
+    case 'START':
+      if (w0 === 'START' && w1 !== 'TRANSACTION') return null;
+      return { kind: 'begin' };
+    case 'COMMIT':
+    case 'END':
+      if (w1 === 'PREPARED') return null;
+      return { kind: 'commit' };
+    case 'ABORT':
+      return { kind: 'rollback' };
+    case 'ROLLBACK': {
+      if (w1 === 'PREPARED') return null;
+      let i = 1;
+      if (w1 === 'WORK' || w1 === 'TRANSACTION') i = 2;
+      if (upper(tokens[i]) === 'TO') {
+        i++;
+        if (upper(tokens[i]) === 'SAVEPOINT') i++;
+        const name = identifier(tokens[i]);
+        return name === null ? null : { kind: 'rollback-to', name };
+      }
+      return { kind: 'rollback' };
+    }
+    case 'SAVEPOINT': {
+      const name = identifier(tokens[1]);
+      return name === null ? null : { kind: 'savepoint', name };
+    }
+    case 'RELEASE': {
+      const name = identifier(tokens[w1 === 'SAVEPOINT' ? 2 : 1]);
+      return name === null ? null : { kind: 'release', name };
+    }
+    case 'SET':
+      return recognizeSet(tokens);
+    case 'RESET': {
+      if (w1 === 'ALL' && tokens.length === 2) return { kind: 'reset', name: null };
+      const n = settingName(tokens, 1);
+      if (n === null || n.next !== tokens.length) return null;
+      return isKnownSetting(n.name) || n.name.includes('.') ? { kind: 'reset', name: n.name } : null;
+    }
+    case 'SHOW': {
+      if (w1 === 'ALL' && tokens.length === 2) return { kind: 'show', name: 'all' };
+      if (w1 === 'TIME' && upper(tokens[2]) === 'ZONE' && tokens.length === 3) return { kind: 'show', name: 'TimeZone' };
+      if (w1 === 'TRANSACTION' && upper(tokens[2]) === 'ISOLATION' && upper(tokens[3]) === 'LEVEL' && tokens.length === 4) {
+        return { kind: 'show', name: 'transaction_isolation' };
+      }
+      if (w1 === 'SESSION' && upper(tokens[2]) === 'AUTHORIZATION' && tokens.length === 3) {
+        return { kind: 'show', name: 'session_authorization' };
+      }
+      const n = settingName(tokens, 1);
+      if (n === null || n.next !== tokens.length) return null;
+      return isKnownSetting(n.name) || n.name.includes('.') ? { kind: 'show', name: n.name } : null;
+    }
+    case 'DISCARD': {
+      const what = w1 === 'TEMPORARY' ? 'TEMP' : w1;
+      return ['ALL', 'PLANS', 'SEQUENCES', 'TEMP'].includes(what) && tokens.length === 2 ? { kind: 'discard', what } : null;
+    }
+    default:
+      return null;
+  }
+}
+
+function recognizeSet(tokens: readonly Token[]): SessionCommand | null {
+  let i = 1;
+  let local = false;
+  const scope = upper(tokens[1]);
+  if (scope === 'SESSION' || scope === 'LOCAL') {
+    if (scope === 'SESSION' && upper(tokens[2]) === 'CHARACTERISTICS') return { kind: 'set-transaction' };
+    if (scope === 'SESSION' && upper(tokens[2]) === 'AUTHORIZATION') return null;
+    local = scope === 'LOCAL';
+    i = 2;
+  }
+  const head = upper(tokens[i]);
+  if (head === 'TRANSACTION') return { kind: 'set-transaction' };
+  if (head === 'TIME' && upper(tokens[i + 1]) === 'ZONE') {
+    const rest = tokens.slice(i + 2);
+    if (rest.length === 1 && (upper(rest[0]) === 'LOCAL' || upper(rest[0]) === 'DEFAULT')) {
+      return { kind: 'set', name: 'TimeZone', value: null, local };
+    }
+    const value = settingValue(tokens, i + 2);
+    return value === undefined ? null : { kind: 'set', name: 'TimeZone', value, local };
+  }
+  if (head === 'NAMES') {
+    const value = settingValue(tokens, i + 1);
+    return value === undefined ? null : { kind: 'set', name: 'client_encoding', value, local };
+  }
+  if (head === 'SCHEMA' && tokens[i + 1]?.kind === 'string') {
+    const value = settingValue(tokens, i + 1);
+    return value === undefined || value === null ? null : { kind: 'set', name: 'search_path', value, local };
+  }
+  const n = settingName(tokens, i);
+  if (n === null) return null;
+  if (!isKnownSetting(n.name) && !n.name.includes('.')) return null;
+  const op = tokens[n.next];
+  if (op === undefined || !(upper(op) === 'TO' || op.text === '=')) return null;
+  const value = settingValue(tokens, n.next + 1);
+  return value === undefined ? null : { kind: 'set', name: n.name, value, local };
+}

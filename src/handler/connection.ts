@@ -1,0 +1,523 @@
+import { connectionSetup } from '../catalog/compat.js';
+import type { EngineConnection, EngineCursor, EngineStatement, StatementKind } from '../engine/port.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import type { TransactionStatus } from '../protocol/codes.js';
+import type { FieldDescription } from '../protocol/messages.js';
+import { TypeOid } from '../protocol/type-oids.js';
+import type {
+  ConnectionHandler,
+  ExecuteOutcome,
+  Portal,
+  PreparedStatement,
+  ResultSink,
+  SessionInfo,
+  StatementSource,
+} from '../session/handler-port.js';
+import { splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
+import { commandTag } from './command-tag.js';
+import { recognizeCommand, type SessionCommand } from './commands.js';
+import { SessionSettings } from './settings.js';
+
+type Plan =
+  | { readonly kind: 'engine'; readonly statement: EngineStatement; readonly tokens: readonly Token[]; readonly offset: number }
+  | { readonly kind: 'command'; readonly command: SessionCommand }
+  | { readonly kind: 'empty' };
+
+class Statement implements PreparedStatement {
+  portals = 0;
+  closed = false;
+  /** The portal whose parameters are currently bound to the engine statement. */
+  boundBy: ConnectionPortal | null = null;
+
+  constructor(
+    readonly plan: Plan,
+    readonly paramTypes: readonly number[],
+    readonly fields: readonly FieldDescription[] | null,
+  ) {}
+}
+
+class ConnectionPortal implements Portal {
+  cursor: EngineCursor | null = null;
+  done = false;
+
+  constructor(
+    readonly statement: Statement,
+    readonly fields: readonly FieldDescription[] | null,
+    readonly params: readonly (Buffer | null)[],
+    readonly paramFormats: readonly number[],
+    readonly formats: readonly (0 | 1)[],
+  ) {}
+}
+
+interface Savepoint {
+  readonly name: string;
+  /** How many writing statements the transaction had run when the savepoint was set. */
+  readonly writes: number;
+}
+
+const READ_KINDS = new Set<StatementKind>(['SELECT', 'EXPLAIN', 'PRAGMA', 'RELATION']);
+const TRANSACTION_COMMANDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'rollback-to']);
+
+const textField = (name: string): FieldDescription => ({
+  name,
+  tableOid: 0,
+  columnAttr: 0,
+  typeOid: TypeOid.text,
+  typeSize: -1,
+  typeModifier: -1,
+  format: 0,
+});
+
+function notice(code: string, message: string): PgError {
+  return new PgError(code, message, {}, 'WARNING');
+}
+
+/**
+ * One client connection's "do" side: it answers session commands itself,
+ * sends everything else to its own engine connection, and keeps PostgreSQL's
+ * transaction states (including the failed state, which DuckDB lacks).
+ */
+export class ConnectionHandlerImpl implements ConnectionHandler {
+  private status: TransactionStatus = 'I';
+  private implicitTransaction = false;
+  private savepoints: Savepoint[] = [];
+  private writes = 0;
+  private running = false;
+  private cancelReason: 'user' | 'timeout' | null = null;
+  readonly settings: SessionSettings;
+
+  private constructor(
+    private readonly engine: EngineConnection,
+    readonly info: SessionInfo,
+  ) {
+    this.settings = new SessionSettings(new Map());
+  }
+
+  static async open(engine: EngineConnection, info: SessionInfo, engineVersion: string): Promise<ConnectionHandlerImpl> {
+    const handler = new ConnectionHandlerImpl(engine, info);
+    try {
+      handler.settings.applyStartup(info.startupParameters);
+    } catch (err) {
+      engine.close();
+      if (err instanceof PgError) throw new PgError(err.code, err.message, { hint: err.hint ?? '' }, 'FATAL');
+      throw err;
+    }
+    handler.settings.forceSet('session_authorization', info.user);
+    handler.settings.takeChanges();
+    for (const sql of connectionSetup(engineVersion)) await engine.run(sql);
+    return handler;
+  }
+
+  get reportedParameters(): ReadonlyArray<readonly [string, string]> {
+    return this.settings.reported();
+  }
+
+  transactionStatus(): TransactionStatus {
+    return this.status;
+  }
+
+  takeParameterChanges(): ReadonlyArray<readonly [string, string]> {
+    return this.settings.takeChanges();
+  }
+
+  splitQuery(sql: string): StatementSource[] {
+    return splitStatements(sql);
+  }
+
+  async beginQueryString(statements: readonly StatementSource[]): Promise<void> {
+    if (this.status !== 'I' || statements.length < 2) return;
+    // PostgreSQL runs a multi-statement string as one transaction unless it
+    // controls transactions itself.
+    const controls = statements.some((s) => {
+      const cmd = recognizeCommand((s as StatementText).tokens ?? tokenize(s.text));
+      return cmd !== null && TRANSACTION_COMMANDS.has(cmd.kind);
+    });
+    if (controls) return;
+    await this.engine.run('BEGIN TRANSACTION');
+    this.implicitTransaction = true;
+  }
+
+  async endQueryString(succeeded: boolean): Promise<void> {
+    if (!this.implicitTransaction) return;
+    this.implicitTransaction = false;
+    await this.engine.run(succeeded ? 'COMMIT' : 'ROLLBACK');
+  }
+
+  async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
+    let statement: StatementText;
+    if (typeof source === 'string') {
+      const parts = splitStatements(source);
+      if (parts.length > 1) {
+        throw new PgError(SqlState.SyntaxError, 'cannot insert multiple commands into a prepared statement');
+      }
+      if (parts.length === 0) return new Statement({ kind: 'empty' }, paramTypes, null);
+      statement = parts[0] as StatementText;
+    } else {
+      statement = source as StatementText;
+    }
+    const command = recognizeCommand(statement.tokens);
+    if (command !== null) {
+      const fields =
+        command.kind === 'show'
+          ? command.name === 'all'
+            ? ['name', 'setting', 'description'].map(textField)
+            : [textField(this.settings.canonicalName(command.name))]
+          : null;
+      return new Statement({ kind: 'command', command }, [], fields);
+    }
+    this.checkNotFailed();
+    let engineStatement: EngineStatement;
+    try {
+      engineStatement = await this.engine.prepare(statement.text, paramTypes);
+    } catch (err) {
+      throw this.positioned(err, statement.offset);
+    }
+    const fields =
+      engineStatement.columns?.map((c) => ({
+        name: c.name,
+        tableOid: 0,
+        columnAttr: 0,
+        typeOid: c.typeOid,
+        typeSize: c.typeSize,
+        typeModifier: c.typeModifier,
+        format: 0 as const,
+      })) ?? null;
+    const types = [...engineStatement.paramTypes];
+    for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
+    return new Statement(
+      { kind: 'engine', statement: engineStatement, tokens: statement.tokens, offset: statement.offset },
+      types,
+      fields,
+    );
+  }
+
+  async bind(
+    prepared: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+  ): Promise<Portal> {
+    const statement = prepared as Statement;
+    const columns = statement.fields?.length ?? 0;
+    if (resultFormats.length > 1 && resultFormats.length !== columns) {
+      throw new PgError(
+        SqlState.ProtocolViolation,
+        `bind message has ${resultFormats.length} result formats but query has ${columns} columns`,
+      );
+    }
+    const formats: (0 | 1)[] = [];
+    for (let i = 0; i < columns; i++) {
+      const f = resultFormats.length === 0 ? 0 : (resultFormats[resultFormats.length === 1 ? 0 : i] as number);
+      if (f !== 0 && f !== 1) throw new PgError(SqlState.ProtocolViolation, `unsupported format code: ${f}`);
+      formats.push(f);
+    }
+    const fields = statement.fields?.map((f, i) => ({ ...f, format: formats[i] as 0 | 1 })) ?? null;
+    const portal = new ConnectionPortal(statement, fields, params, paramFormats, formats);
+    if (statement.plan.kind === 'engine') this.bindEngine(portal, statement.plan.statement);
+    statement.portals++;
+    return portal;
+  }
+
+  private bindEngine(portal: ConnectionPortal, engineStatement: EngineStatement): void {
+    const { params, paramFormats, statement } = portal;
+    engineStatement.bind(
+      params.map((value, i) => ({
+        value,
+        format: paramFormats.length === 0 ? 0 : (paramFormats[paramFormats.length === 1 ? 0 : i] as number),
+        typeOid: statement.paramTypes[i] ?? 0,
+      })),
+    );
+    statement.boundBy = portal;
+  }
+
+  async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    const portal = p as ConnectionPortal;
+    const { plan } = portal.statement;
+    switch (plan.kind) {
+      case 'empty':
+        return { done: true, tag: null };
+      case 'command':
+        return { done: true, tag: await this.runCommand(plan.command, sink) };
+      case 'engine':
+        return this.executeEngine(portal, plan, maxRows, sink);
+    }
+  }
+
+  private async executeEngine(
+    portal: ConnectionPortal,
+    plan: Extract<Plan, { kind: 'engine' }>,
+    maxRows: number,
+    sink: ResultSink,
+  ): Promise<ExecuteOutcome> {
+    if (portal.done) return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
+    this.checkNotFailed();
+    const timeoutMs = this.settings.statementTimeoutMs;
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            this.cancelReason = 'timeout';
+            this.engine.interrupt();
+          }, timeoutMs)
+        : null;
+    this.running = true;
+    this.cancelReason = null;
+    try {
+      if (portal.cursor === null) {
+        if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
+        if (!READ_KINDS.has(plan.statement.kind)) this.writes++;
+        portal.cursor = await plan.statement.execute();
+      }
+      const cursor = portal.cursor;
+      if (!cursor.returnsRows) {
+        portal.done = true;
+        return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
+      }
+      const { rows, done } = await cursor.fetch(maxRows, portal.formats, sink, { timeZone: this.settings.timeZone });
+      if (!done) return { done: false };
+      portal.done = true;
+      return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };
+    } catch (err) {
+      portal.done = true;
+      portal.cursor?.close();
+      throw this.positioned(err, plan.offset);
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+      this.running = false;
+    }
+  }
+
+  /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
+  private positioned(err: unknown, offset: number): unknown {
+    if (!(err instanceof PgError)) return err;
+    if (err.code === SqlState.QueryCanceled) {
+      const reason = this.cancelReason === 'timeout' ? 'statement timeout' : 'user request';
+      return new PgError(SqlState.QueryCanceled, `canceling statement due to ${reason}`);
+    }
+    return err.position !== undefined && offset > 0 ? err.withPosition(err.position + offset) : err;
+  }
+
+  private checkNotFailed(): void {
+    if (this.status === 'E') {
+      throw new PgError(
+        SqlState.InFailedSqlTransaction,
+        'current transaction is aborted, commands ignored until end of transaction block',
+      );
+    }
+  }
+
+  failTransaction(): void {
+    if (this.status === 'T') this.status = 'E';
+  }
+
+  closePortal(p: Portal): void {
+    const portal = p as ConnectionPortal;
+    portal.cursor?.close();
+    portal.cursor = null;
+    const statement = portal.statement;
+    if (statement.boundBy === portal) statement.boundBy = null;
+    statement.portals--;
+    if (statement.closed && statement.portals === 0) this.destroy(statement);
+  }
+
+  closeStatement(p: PreparedStatement): void {
+    const statement = p as Statement;
+    statement.closed = true;
+    if (statement.portals === 0) this.destroy(statement);
+  }
+
+  private destroy(statement: Statement): void {
+    if (statement.plan.kind === 'engine') statement.plan.statement.close();
+  }
+
+  cancel(): void {
+    if (!this.running) return;
+    this.cancelReason = 'user';
+    this.engine.interrupt();
+  }
+
+  async close(): Promise<void> {
+    this.engine.close();
+  }
+
+  // ---- session commands -----------------------------------------------------------------------
+
+  private async runCommand(cmd: SessionCommand, sink: ResultSink): Promise<string> {
+    if (this.status === 'E' && !['commit', 'rollback', 'rollback-to'].includes(cmd.kind)) this.checkNotFailed();
+    switch (cmd.kind) {
+      case 'begin':
+        if (this.status !== 'I' || this.implicitTransaction) {
+          sink.notice(notice(SqlState.ActiveSqlTransaction, 'there is already a transaction in progress'));
+          return 'BEGIN';
+        }
+        await this.engine.run('BEGIN TRANSACTION');
+        this.status = 'T';
+        this.writes = 0;
+        this.savepoints = [];
+        return 'BEGIN';
+      case 'commit':
+        if (this.status === 'I') {
+          sink.notice(notice(SqlState.NoActiveSqlTransaction, 'there is no transaction in progress'));
+          return 'COMMIT';
+        }
+        if (this.status === 'E') {
+          await this.endTransaction('ROLLBACK');
+          return 'ROLLBACK';
+        }
+        await this.endTransaction('COMMIT');
+        return 'COMMIT';
+      case 'rollback':
+        if (this.status === 'I') {
+          sink.notice(notice(SqlState.NoActiveSqlTransaction, 'there is no transaction in progress'));
+          return 'ROLLBACK';
+        }
+        await this.endTransaction('ROLLBACK');
+        return 'ROLLBACK';
+      case 'savepoint':
+        this.requireBlock('SAVEPOINT');
+        this.savepoints.push({ name: cmd.name, writes: this.writes });
+        return 'SAVEPOINT';
+      case 'release': {
+        this.requireBlock('RELEASE SAVEPOINT');
+        const at = this.findSavepoint(cmd.name);
+        this.savepoints.length = at;
+        return 'RELEASE';
+      }
+      case 'rollback-to':
+        await this.rollbackToSavepoint(cmd.name);
+        return 'ROLLBACK';
+      case 'set':
+        await this.setParameter(cmd.name, cmd.value, cmd.local);
+        return 'SET';
+      case 'set-transaction':
+        return 'SET';
+      case 'reset':
+        if (cmd.name === null) {
+          this.settings.resetAll();
+          await this.applySearchPath();
+        } else {
+          await this.setParameter(cmd.name, null, false);
+        }
+        return 'RESET';
+      case 'show':
+        if (cmd.name === 'all') {
+          for (const row of this.settings.all()) sink.row(row);
+          return 'SHOW';
+        }
+        {
+          const value = this.settings.get(cmd.name);
+          if (value === undefined) {
+            throw new PgError(SqlState.UndefinedObject, `unrecognized configuration parameter "${cmd.name}"`);
+          }
+          sink.row([value]);
+        }
+        return 'SHOW';
+      case 'discard':
+        if (this.status !== 'I') {
+          throw new PgError(SqlState.ActiveSqlTransaction, `DISCARD ${cmd.what} cannot run inside a transaction block`);
+        }
+        if (cmd.what === 'ALL') {
+          this.settings.resetAll();
+          await this.applySearchPath();
+        }
+        return `DISCARD ${cmd.what}`;
+    }
+  }
+
+  private requireBlock(what: string): void {
+    if (this.status === 'I') {
+      throw new PgError(SqlState.NoActiveSqlTransaction, `${what} can only be used in transaction blocks`);
+    }
+  }
+
+  private findSavepoint(name: string): number {
+    for (let i = this.savepoints.length - 1; i >= 0; i--) {
+      if ((this.savepoints[i] as Savepoint).name === name) return i;
+    }
+    throw new PgError(SqlState.InvalidSavepointSpecification, `savepoint "${name}" does not exist`);
+  }
+
+  /**
+   * DuckDB has no savepoints. ROLLBACK TO is emulated where that is exact:
+   * when nothing was written since the savepoint (only the failed state is
+   * cleared), or when nothing was written before it (the engine transaction
+   * restarts). Anything else would silently keep or lose writes, so it is
+   * refused.
+   */
+  private async rollbackToSavepoint(name: string): Promise<void> {
+    this.requireBlock('ROLLBACK TO SAVEPOINT');
+    const at = this.findSavepoint(name);
+    const savepoint = this.savepoints[at] as Savepoint;
+    if (this.writes === savepoint.writes && (await this.engineTransactionUsable())) {
+      this.savepoints.length = at + 1;
+      this.status = 'T';
+      return;
+    }
+    if (savepoint.writes === 0) {
+      await this.engine.run('ROLLBACK');
+      await this.engine.run('BEGIN TRANSACTION');
+      this.writes = 0;
+      this.savepoints.length = at + 1;
+      this.status = 'T';
+      return;
+    }
+    this.status = 'E';
+    throw new PgError(
+      SqlState.FeatureNotSupported,
+      `cannot roll back to savepoint "${name}": statements that may have written ran both before and after it`,
+      { hint: 'cotwire emulates savepoints only when one side of them is free of writes. Roll back the whole transaction.' },
+    );
+  }
+
+  private async engineTransactionUsable(): Promise<boolean> {
+    try {
+      await this.engine.run('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async endTransaction(how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    this.status = 'I';
+    this.savepoints = [];
+    this.writes = 0;
+    this.settings.endTransaction();
+    await this.engine.run(how);
+  }
+
+  private async setParameter(name: string, value: string | null, local: boolean): Promise<void> {
+    if (local && this.status === 'I') {
+      // PostgreSQL warns and does nothing outside a transaction block.
+      return;
+    }
+    this.settings.set(name, value, local);
+    if (name.toLowerCase() === 'search_path') await this.applySearchPath();
+  }
+
+  /**
+   * search_path is the one setting the engine needs. PostgreSQL's "public"
+   * is DuckDB's "main"; "$user" and pg_catalog have no DuckDB counterpart,
+   * and schemas that do not exist are skipped, as PostgreSQL ignores them.
+   */
+  private async applySearchPath(): Promise<void> {
+    const value = this.settings.get('search_path') ?? '';
+    const schemas = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '' && s !== '"$user"' && s !== '$user' && s.toLowerCase() !== 'pg_catalog')
+      .map((s) => (s.startsWith('"') ? s.slice(1, -1).replaceAll('""', '"') : s))
+      .map((s) => (s === 'public' ? 'main' : s));
+    const usable: string[] = [];
+    for (const s of schemas) {
+      try {
+        await this.engine.run(`SET search_path = '${s.replaceAll("'", "''")}'`);
+        usable.push(s);
+      } catch {
+        // not a schema DuckDB knows
+      }
+    }
+    const path = usable.length === 0 ? 'main' : usable.join(',');
+    await this.engine.run(`SET search_path = '${path.replaceAll("'", "''")}'`);
+  }
+}

@@ -1,0 +1,110 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import tls from 'node:tls';
+import type { Config } from './config/schema.js';
+import { DuckDBEngine } from './engine/duckdb/engine.js';
+import type { Engine } from './engine/port.js';
+import { EngineHandlerFactory } from './handler/factory.js';
+import type { Logger } from './log/logger.js';
+import { PgServer } from './server/server.js';
+import { AuthPolicy, isLoopback } from './session/auth.js';
+import { parseScramVerifier, type ScramVerifier } from './session/scram.js';
+
+/** A problem the user can fix (a taken port, an unreadable file): reported in one line, without a stack. */
+export class StartupError extends Error {}
+
+export interface RunningServer {
+  readonly address: AddressInfo;
+  readonly server: PgServer;
+  readonly engine: Engine;
+  /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
+  close(): Promise<void>;
+}
+
+/** The composition root: the only place where concrete classes are created and wired. */
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  if (config.users.length === 0 && !isLoopbackHost(config.listen.host)) {
+    throw new StartupError(
+      `refusing to listen on ${config.listen.host} without authentication: no users are configured, so anyone who can reach the port could connect. Add users to the configuration file (see \`cotwire passwd\`), or listen on 127.0.0.1.`,
+    );
+  }
+  const secureContext = loadTls(config);
+  const engine = await openEngine(config.database.path);
+  const auth = new AuthPolicy(
+    config.users.map((u) => ({ name: u.name, verifier: parseScramVerifier(u.password) as ScramVerifier })),
+    config.auth.method,
+  );
+  const server = new PgServer({
+    host: config.listen.host,
+    port: config.listen.port,
+    maxMessageSize: config.limits.maxMessageSize,
+    maxConnections: config.limits.maxConnections,
+    tls: secureContext,
+    auth,
+    handlers: new EngineHandlerFactory(engine, config.database.name),
+    log,
+  });
+  let address: AddressInfo;
+  try {
+    address = await server.listen();
+  } catch (err) {
+    await engine.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new StartupError(`port ${config.listen.port} on ${config.listen.host} is already in use; stop the other server or choose another port with --port`);
+    }
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EACCES') {
+      throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}`);
+    }
+    throw err;
+  }
+  let closing: Promise<void> | null = null;
+  return {
+    address,
+    server,
+    engine,
+    close: () => {
+      closing ??= (async () => {
+        await server.close(config.limits.shutdownGraceMs);
+        try {
+          await engine.checkpoint();
+        } catch (err) {
+          log.warn({ err }, 'checkpoint at shutdown failed');
+        }
+        await engine.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || isLoopback(host);
+}
+
+async function openEngine(path: string): Promise<Engine> {
+  if (path !== ':memory:') {
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (err) {
+      throw new StartupError(`cannot create the directory for the database file ${path}: ${(err as Error).message}`);
+    }
+  }
+  try {
+    return await DuckDBEngine.open({ path });
+  } catch (err) {
+    const reason = (err as Error).message.split('\n')[0] ?? 'unknown error';
+    throw new StartupError(`cannot open the database file ${path}: ${reason}`);
+  }
+}
+
+function loadTls(config: Config): tls.SecureContext | null {
+  const { key, cert } = config.tls;
+  if (key === null || cert === null) return null;
+  try {
+    return tls.createSecureContext({ key: readFileSync(key), cert: readFileSync(cert) });
+  } catch (err) {
+    throw new StartupError(`cannot load the TLS key and certificate (${key}, ${cert}): ${(err as Error).message}`);
+  }
+}

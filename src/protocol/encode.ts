@@ -1,0 +1,283 @@
+import type { PgError } from '../errors/pg-error.js';
+import { AuthCode, BackendCode, type TransactionStatus } from './codes.js';
+import type { FieldDescription } from './messages.js';
+
+const INITIAL_CAPACITY = 16 * 1024;
+
+/**
+ * Accumulates backend messages for one response into a single buffer, so a
+ * whole result (or a batch of it) leaves in one socket write. Each message
+ * reserves its 5-byte header and back-patches the length when it ends.
+ */
+export class BackendWriter {
+  private buf: Buffer = Buffer.allocUnsafe(INITIAL_CAPACITY);
+  private pos = 0;
+  private start = 0;
+
+  get length(): number {
+    return this.pos;
+  }
+
+  /** Hands out what has been written; the writer starts a fresh buffer, since the old one is now the socket's. */
+  take(): Buffer {
+    const out = this.buf.subarray(0, this.pos);
+    this.buf = Buffer.allocUnsafe(Math.max(INITIAL_CAPACITY, Math.min(this.buf.length, 1 << 20)));
+    this.pos = 0;
+    return out;
+  }
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length + (this.buf.length >> 1), this.pos + n));
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
+
+  private begin(code: number): void {
+    this.ensure(5);
+    this.start = this.pos;
+    this.buf[this.pos] = code;
+    this.pos += 5;
+  }
+
+  private end(): void {
+    this.buf.writeInt32BE(this.pos - this.start - 1, this.start + 1);
+  }
+
+  private int8(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+
+  private int16(v: number): void {
+    this.ensure(2);
+    this.buf.writeInt16BE(v, this.pos);
+    this.pos += 2;
+  }
+
+  private int32(v: number): void {
+    this.ensure(4);
+    this.buf.writeInt32BE(v, this.pos);
+    this.pos += 4;
+  }
+
+  private uint32(v: number): void {
+    this.ensure(4);
+    this.buf.writeUInt32BE(v >>> 0, this.pos);
+    this.pos += 4;
+  }
+
+  private cstring(s: string): void {
+    // A NUL inside would end the string early on the client's side.
+    const clean = s.includes('\0') ? s.replaceAll('\0', '') : s;
+    this.ensure(clean.length * 3 + 1);
+    this.pos += this.buf.write(clean, this.pos, 'utf8');
+    this.buf[this.pos++] = 0;
+  }
+
+  private raw(b: Uint8Array): void {
+    this.ensure(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+  }
+
+  /** Appends pre-encoded frames (for example the constant ones below). */
+  frame(b: Buffer): this {
+    this.raw(b);
+    return this;
+  }
+
+  authenticationOk(): this {
+    return this.frame(AUTH_OK);
+  }
+
+  authenticationCleartextPassword(): this {
+    this.begin(BackendCode.Authentication);
+    this.int32(AuthCode.CleartextPassword);
+    this.end();
+    return this;
+  }
+
+  authenticationSASL(mechanisms: readonly string[]): this {
+    this.begin(BackendCode.Authentication);
+    this.int32(AuthCode.SASL);
+    for (const m of mechanisms) this.cstring(m);
+    this.int8(0);
+    this.end();
+    return this;
+  }
+
+  authenticationSASLContinue(data: string): this {
+    this.begin(BackendCode.Authentication);
+    this.int32(AuthCode.SASLContinue);
+    this.raw(Buffer.from(data, 'utf8'));
+    this.end();
+    return this;
+  }
+
+  authenticationSASLFinal(data: string): this {
+    this.begin(BackendCode.Authentication);
+    this.int32(AuthCode.SASLFinal);
+    this.raw(Buffer.from(data, 'utf8'));
+    this.end();
+    return this;
+  }
+
+  parameterStatus(name: string, value: string): this {
+    this.begin(BackendCode.ParameterStatus);
+    this.cstring(name);
+    this.cstring(value);
+    this.end();
+    return this;
+  }
+
+  backendKeyData(processId: number, secretKey: number): this {
+    this.begin(BackendCode.BackendKeyData);
+    this.int32(processId);
+    this.int32(secretKey);
+    this.end();
+    return this;
+  }
+
+  readyForQuery(status: TransactionStatus): this {
+    return this.frame(status === 'I' ? READY_IDLE : status === 'T' ? READY_IN_TX : READY_FAILED_TX);
+  }
+
+  rowDescription(fields: readonly FieldDescription[]): this {
+    this.begin(BackendCode.RowDescription);
+    this.int16(fields.length);
+    for (const f of fields) {
+      this.cstring(f.name);
+      this.uint32(f.tableOid);
+      this.int16(f.columnAttr);
+      this.uint32(f.typeOid);
+      this.int16(f.typeSize);
+      this.int32(f.typeModifier);
+      this.int16(f.format);
+    }
+    this.end();
+    return this;
+  }
+
+  parameterDescription(typeOids: readonly number[]): this {
+    this.begin(BackendCode.ParameterDescription);
+    this.int16(typeOids.length);
+    for (const oid of typeOids) this.uint32(oid);
+    this.end();
+    return this;
+  }
+
+  /**
+   * One DataRow. A string cell is written as UTF-8 straight into the buffer
+   * and its length back-patched, so the text is never measured twice.
+   */
+  dataRow(cells: readonly (string | Uint8Array | null)[]): this {
+    this.begin(BackendCode.DataRow);
+    this.int16(cells.length);
+    for (const cell of cells) {
+      if (cell === null) {
+        this.int32(-1);
+      } else if (typeof cell === 'string') {
+        this.ensure(4 + cell.length * 3);
+        const lengthAt = this.pos;
+        this.pos += 4;
+        const n = this.buf.write(cell, this.pos, 'utf8');
+        this.buf.writeInt32BE(n, lengthAt);
+        this.pos += n;
+      } else {
+        this.int32(cell.length);
+        this.raw(cell);
+      }
+    }
+    this.end();
+    return this;
+  }
+
+  commandComplete(tag: string): this {
+    this.begin(BackendCode.CommandComplete);
+    this.cstring(tag);
+    this.end();
+    return this;
+  }
+
+  errorResponse(err: PgError): this {
+    return this.notice(BackendCode.ErrorResponse, err);
+  }
+
+  noticeResponse(err: PgError): this {
+    return this.notice(BackendCode.NoticeResponse, err);
+  }
+
+  private notice(code: number, err: PgError): this {
+    this.begin(code);
+    this.field(0x53, err.severity); // S
+    this.field(0x56, err.severity); // V: not localized
+    this.field(0x43, err.code); // C
+    this.field(0x4d, err.message); // M
+    if (err.detail !== undefined) this.field(0x44, err.detail); // D
+    if (err.hint !== undefined) this.field(0x48, err.hint); // H
+    if (err.position !== undefined) this.field(0x50, String(err.position)); // P
+    if (err.schema !== undefined) this.field(0x73, err.schema); // s
+    if (err.table !== undefined) this.field(0x74, err.table); // t
+    if (err.column !== undefined) this.field(0x63, err.column); // c
+    if (err.constraint !== undefined) this.field(0x6e, err.constraint); // n
+    this.int8(0);
+    this.end();
+    return this;
+  }
+
+  private field(type: number, value: string): void {
+    this.int8(type);
+    this.cstring(value);
+  }
+
+  copyInResponse(overallFormat: 0 | 1, columnFormats: readonly number[]): this {
+    return this.copyResponse(BackendCode.CopyInResponse, overallFormat, columnFormats);
+  }
+
+  copyOutResponse(overallFormat: 0 | 1, columnFormats: readonly number[]): this {
+    return this.copyResponse(BackendCode.CopyOutResponse, overallFormat, columnFormats);
+  }
+
+  private copyResponse(code: number, overallFormat: 0 | 1, columnFormats: readonly number[]): this {
+    this.begin(code);
+    this.int8(overallFormat);
+    this.int16(columnFormats.length);
+    for (const f of columnFormats) this.int16(f);
+    this.end();
+    return this;
+  }
+
+  copyData(data: string | Uint8Array): this {
+    this.begin(BackendCode.CopyData);
+    if (typeof data === 'string') {
+      this.ensure(data.length * 3);
+      this.pos += this.buf.write(data, this.pos, 'utf8');
+    } else {
+      this.raw(data);
+    }
+    this.end();
+    return this;
+  }
+}
+
+function codeOnly(code: number): Buffer {
+  return Buffer.from([code, 0, 0, 0, 4]);
+}
+
+function ready(status: number): Buffer {
+  return Buffer.from([BackendCode.ReadyForQuery, 0, 0, 0, 5, status]);
+}
+
+// Constant frames, built once.
+const AUTH_OK = Buffer.from([BackendCode.Authentication, 0, 0, 0, 8, 0, 0, 0, 0]);
+const READY_IDLE = ready(0x49);
+const READY_IN_TX = ready(0x54);
+const READY_FAILED_TX = ready(0x45);
+export const PARSE_COMPLETE = codeOnly(BackendCode.ParseComplete);
+export const BIND_COMPLETE = codeOnly(BackendCode.BindComplete);
+export const CLOSE_COMPLETE = codeOnly(BackendCode.CloseComplete);
+export const NO_DATA = codeOnly(BackendCode.NoData);
+export const PORTAL_SUSPENDED = codeOnly(BackendCode.PortalSuspended);
+export const EMPTY_QUERY_RESPONSE = codeOnly(BackendCode.EmptyQueryResponse);
+export const COPY_DONE = codeOnly(BackendCode.CopyDone);

@@ -1,0 +1,93 @@
+import type { PgError } from '../errors/pg-error.js';
+import type { TransactionStatus } from '../protocol/codes.js';
+import type { FieldDescription } from '../protocol/messages.js';
+
+/** What the session knows about a connection once it is authenticated. */
+export interface SessionInfo {
+  readonly processId: number;
+  readonly user: string;
+  readonly database: string;
+  /** Every StartupMessage parameter except user and database. */
+  readonly startupParameters: ReadonlyMap<string, string>;
+  readonly remoteAddress: string;
+  readonly tls: boolean;
+}
+
+/** Where a statement's output goes; the session turns it into protocol messages. */
+export interface ResultSink {
+  row(cells: readonly (string | Uint8Array | null)[]): void;
+  notice(notice: PgError): void;
+  /**
+   * Flushes the output when enough has accumulated, and waits while the
+   * socket is congested. Producers call it between batches of rows, which is
+   * how a large result respects backpressure.
+   */
+  flushIfFull(): Promise<void>;
+}
+
+/** One statement of a query string, with where it starts (for error positions). */
+export interface StatementSource {
+  readonly text: string;
+  readonly offset: number;
+}
+
+/** A parsed statement, as Parse and Describe (statement) see it. */
+export interface PreparedStatement {
+  readonly paramTypes: readonly number[];
+  /** The result columns with text format, or null when it returns no rows (NoData). */
+  readonly fields: readonly FieldDescription[] | null;
+}
+
+/** A bound statement, ready to execute. */
+export interface Portal {
+  /** The result columns with the formats that Bind asked for, or null (NoData). */
+  readonly fields: readonly FieldDescription[] | null;
+}
+
+export type ExecuteOutcome =
+  /** Finished; `tag` is the CommandComplete tag, or null for an empty query. */
+  | { readonly done: true; readonly tag: string | null }
+  /** maxRows reached; Execute may be called again. */
+  | { readonly done: false };
+
+/**
+ * The application side of one connection: the session does the protocol
+ * bookkeeping and calls these "do" operations (pgwire's on_/do_ split).
+ * Every method may throw a PgError; anything else becomes XX000.
+ */
+export interface ConnectionHandler {
+  /** ParameterStatus values sent at startup, after authentication. */
+  readonly reportedParameters: ReadonlyArray<readonly [string, string]>;
+  transactionStatus(): TransactionStatus;
+  /** Splits a simple-query string into statements; an empty array is an empty query. */
+  splitQuery(sql: string): StatementSource[];
+  /**
+   * Runs before the statements of one simple-query string and after them
+   * (with whether all succeeded): a string of several statements runs in one
+   * implicit transaction, as in PostgreSQL.
+   */
+  beginQueryString(statements: readonly StatementSource[]): Promise<void>;
+  endQueryString(succeeded: boolean): Promise<void>;
+  /** A string comes from Parse and may be empty; a StatementSource comes from splitQuery. */
+  prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement>;
+  bind(
+    statement: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+  ): Promise<Portal>;
+  execute(portal: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome>;
+  closePortal(portal: Portal): void;
+  closeStatement(statement: PreparedStatement): void;
+  /** An error outside execute (for example in Bind) still fails an open transaction block. */
+  failTransaction(): void;
+  /** ParameterStatus changes since the last call, reported before ReadyForQuery. */
+  takeParameterChanges(): ReadonlyArray<readonly [string, string]>;
+  /** CancelRequest: interrupt the running statement, if any. */
+  cancel(): void;
+  close(): Promise<void>;
+}
+
+export interface HandlerFactory {
+  open(info: SessionInfo): Promise<ConnectionHandler>;
+}

@@ -1,0 +1,621 @@
+import { PgError, protocolViolation } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import { decodeFrontendMessage, decodeStartupPacket } from '../protocol/decode.js';
+import {
+  BackendWriter,
+  BIND_COMPLETE,
+  CLOSE_COMPLETE,
+  EMPTY_QUERY_RESPONSE,
+  NO_DATA,
+  PARSE_COMPLETE,
+  PORTAL_SUSPENDED,
+} from '../protocol/encode.js';
+import { STARTUP_FRAME, type Frame } from '../protocol/framer.js';
+import type { Bind, Close, Describe, Execute, FrontendMessage, Parse, StartupMessage } from '../protocol/messages.js';
+import { MessageReader } from '../protocol/reader.js';
+import { type AuthMethod, type AuthPolicy, passwordFailed } from './auth.js';
+import type {
+  ConnectionHandler,
+  HandlerFactory,
+  Portal,
+  PreparedStatement,
+  ResultSink,
+  SessionInfo,
+} from './handler-port.js';
+import { checkPassword, ScramError, ScramExchange } from './scram.js';
+
+/** The socket side, injected by server/ so the session never touches node:net or node:tls. */
+export interface Transport {
+  readonly remoteAddress: string;
+  readonly tls: boolean;
+  /** Returns false when the socket is congested; then wait for drain(). */
+  write(data: Buffer): boolean;
+  drain(): Promise<void>;
+  /** Upgrades to TLS after 'S' was sent; null when no TLS is configured. */
+  readonly startTls: (() => Promise<void>) | null;
+  pauseInput(): void;
+  resumeInput(): void;
+  /** Flushes what was written and closes. */
+  end(): void;
+}
+
+/** The logger subset the session uses (pino's shape). */
+export interface SessionLog {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+  child(bindings: object): SessionLog;
+}
+
+export interface SessionOptions {
+  readonly processId: number;
+  readonly secretKey: number;
+  readonly auth: AuthPolicy;
+  readonly handlers: HandlerFactory;
+  readonly log: SessionLog;
+  /** Called with the key of a CancelRequest that arrived on this connection. */
+  readonly onCancelRequest: (processId: number, secretKey: number) => void;
+  /** Called once the session is closed, whatever the reason. */
+  readonly onClose: () => void;
+}
+
+type Phase =
+  | { readonly name: 'startup' }
+  | { readonly name: 'password'; readonly user: string; readonly startup: StartupMessage }
+  | { readonly name: 'sasl-initial'; readonly user: string; readonly startup: StartupMessage }
+  | {
+      readonly name: 'sasl-final';
+      readonly user: string;
+      readonly startup: StartupMessage;
+      readonly exchange: ScramExchange;
+      readonly exists: boolean;
+    }
+  | { readonly name: 'ready' }
+  | { readonly name: 'closed' };
+
+/** Output is written to the socket whenever this much has accumulated inside one response. */
+const FLUSH_THRESHOLD = 64 * 1024;
+/** Input frames queued beyond this pause the socket, so a pipelining client cannot grow memory without bound. */
+const INPUT_HIGH_WATER = 256;
+
+interface StatementEntry {
+  readonly statement: PreparedStatement;
+}
+
+/**
+ * The per-connection protocol state machine: startup, authentication, simple
+ * and extended query, error recovery up to Sync, and ReadyForQuery with the
+ * transaction status. What a statement means is the handler's business.
+ */
+export class Session {
+  private phase: Phase = { name: 'startup' };
+  private readonly out = new BackendWriter();
+  private readonly queue: Frame[] = [];
+  private running = false;
+  private inputPaused = false;
+  private ignoreTillSync = false;
+  private handler: ConnectionHandler | null = null;
+  private readonly statements = new Map<string, StatementEntry>();
+  private readonly portals = new Map<string, Portal>();
+  private readonly sink: ResultSink;
+  private log: SessionLog;
+  private draining = false;
+  private closedResolve: (() => void) | null = null;
+  readonly closed: Promise<void>;
+  /** True while a statement is running, for cancel and shutdown. */
+  private busy = false;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly opts: SessionOptions,
+  ) {
+    this.log = opts.log;
+    this.closed = new Promise((resolve) => {
+      this.closedResolve = resolve;
+    });
+    this.sink = {
+      row: (cells) => {
+        this.out.dataRow(cells);
+      },
+      notice: (notice) => {
+        this.out.noticeResponse(notice);
+      },
+      flushIfFull: async () => {
+        if (this.out.length >= FLUSH_THRESHOLD && !this.flush()) await this.transport.drain();
+      },
+    };
+  }
+
+  get isClosed(): boolean {
+    return this.phase.name === 'closed';
+  }
+
+  /** Hands a frame from the framer to the session; frames are processed strictly in order. */
+  receive(frame: Frame): void {
+    if (this.phase.name === 'closed') return;
+    this.queue.push(frame);
+    if (!this.inputPaused && this.queue.length >= INPUT_HIGH_WATER) {
+      this.inputPaused = true;
+      this.transport.pauseInput();
+    }
+    if (!this.running) void this.run();
+  }
+
+  /** A framing error or a broken socket: report if possible, then close. */
+  fail(err: PgError): void {
+    if (this.phase.name === 'closed') return;
+    this.out.errorResponse(err);
+    this.close();
+  }
+
+  /** The peer went away. */
+  disconnected(): void {
+    this.close();
+  }
+
+  /** CancelRequest from another connection with this session's key. */
+  cancel(): void {
+    if (this.busy) this.handler?.cancel();
+  }
+
+  /**
+   * Graceful shutdown: an idle session is closed at once with 57P01; a busy one
+   * after its current statement, or when `deadline` passes (its statement is then cancelled).
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    this.draining = true;
+    if (!this.running) {
+      this.terminateForShutdown();
+    } else {
+      const timer = setTimeout(() => {
+        this.handler?.cancel();
+        this.terminateForShutdown();
+      }, graceMs);
+      await this.closed;
+      clearTimeout(timer);
+    }
+    await this.closed;
+  }
+
+  private terminateForShutdown(): void {
+    this.fail(new PgError(SqlState.AdminShutdown, 'terminating connection due to administrator command', {}, 'FATAL'));
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0 && this.phase.name !== 'closed') {
+        const frame = this.queue.shift() as Frame;
+        if (this.inputPaused && this.queue.length < INPUT_HIGH_WATER / 4) {
+          this.inputPaused = false;
+          this.transport.resumeInput();
+        }
+        try {
+          await this.dispatch(frame);
+        } catch (err) {
+          this.report(err, true);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+    if (this.draining && this.phase.name !== 'closed') this.terminateForShutdown();
+  }
+
+  private async dispatch(frame: Frame): Promise<void> {
+    if (frame.code === STARTUP_FRAME) {
+      if (this.phase.name !== 'startup') throw protocolViolation('unexpected startup packet');
+      await this.onStartupPacket(frame.body);
+      return;
+    }
+    const msg = decodeFrontendMessage(frame.code, frame.body);
+    switch (this.phase.name) {
+      case 'password':
+      case 'sasl-initial':
+      case 'sasl-final':
+        if (msg.kind !== 'PasswordData') {
+          throw protocolViolation(`expected a password response, got ${msg.kind}`);
+        }
+        await this.onPasswordData(msg.data);
+        return;
+      case 'ready':
+        await this.onMessage(msg);
+        return;
+      default:
+        throw protocolViolation(`unexpected ${msg.kind} message`);
+    }
+  }
+
+  // ---- startup and authentication -------------------------------------------------------------
+
+  private async onStartupPacket(body: Buffer): Promise<void> {
+    const packet = decodeStartupPacket(body);
+    switch (packet.kind) {
+      case 'SSLRequest':
+        if (this.transport.startTls !== null && !this.transport.tls) {
+          // Anything queued behind the SSLRequest was sent in plaintext before
+          // the handshake and must not be trusted (CVE-2021-23214).
+          if (this.queue.length > 0) throw protocolViolation('received unencrypted data after SSL request');
+          this.transport.write(Buffer.from('S'));
+          await this.transport.startTls();
+        } else {
+          this.transport.write(Buffer.from('N'));
+        }
+        return;
+      case 'GSSENCRequest':
+        this.transport.write(Buffer.from('N'));
+        return;
+      case 'CancelRequest':
+        this.opts.onCancelRequest(packet.processId, packet.secretKey);
+        this.close();
+        return;
+      case 'StartupMessage':
+        await this.onStartupMessage(packet);
+        return;
+    }
+  }
+
+  private async onStartupMessage(startup: StartupMessage): Promise<void> {
+    const user = startup.parameters.get('user');
+    if (user === undefined || user === '') {
+      throw new PgError(
+        SqlState.InvalidAuthorizationSpecification,
+        'no PostgreSQL user name specified in startup packet',
+        {},
+        'FATAL',
+      );
+    }
+    if (startup.parameters.has('replication') && startup.parameters.get('replication') !== 'false') {
+      throw new PgError(SqlState.FeatureNotSupported, 'replication connections are not supported', {}, 'FATAL');
+    }
+    this.log = this.opts.log.child({ user, application_name: startup.parameters.get('application_name') });
+    const method: AuthMethod | PgError = this.opts.auth.methodFor(this.transport.remoteAddress, this.transport.tls);
+    if (method instanceof PgError) throw method;
+    switch (method) {
+      case 'trust':
+        await this.completeStartup(user, startup);
+        return;
+      case 'password':
+        this.phase = { name: 'password', user, startup };
+        this.out.authenticationCleartextPassword();
+        this.flush();
+        return;
+      case 'scram-sha-256':
+        this.phase = { name: 'sasl-initial', user, startup };
+        this.out.authenticationSASL(['SCRAM-SHA-256']);
+        this.flush();
+        return;
+    }
+  }
+
+  private async onPasswordData(data: Buffer): Promise<void> {
+    const phase = this.phase;
+    if (phase.name === 'password') {
+      const password = new MessageReader(data).cstring();
+      const { verifier, exists } = this.opts.auth.verifierFor(phase.user);
+      if (!(checkPassword(verifier, password) && exists)) throw passwordFailed(phase.user);
+      await this.completeStartup(phase.user, phase.startup);
+      return;
+    }
+    try {
+      if (phase.name === 'sasl-initial') {
+        const r = new MessageReader(data);
+        const mechanism = r.cstring();
+        if (mechanism !== 'SCRAM-SHA-256') {
+          throw protocolViolation(`client selected an invalid SASL authentication mechanism "${mechanism}"`);
+        }
+        const len = r.int32();
+        const clientFirst = r.bytes(len < 0 ? 0 : len).toString('utf8');
+        const { verifier, exists } = this.opts.auth.verifierFor(phase.user);
+        const exchange = new ScramExchange(verifier);
+        this.out.authenticationSASLContinue(exchange.serverFirst(clientFirst));
+        this.flush();
+        this.phase = { name: 'sasl-final', user: phase.user, startup: phase.startup, exchange, exists };
+        return;
+      }
+      if (phase.name === 'sasl-final') {
+        const serverFinal = phase.exchange.serverFinal(data.toString('utf8'));
+        if (serverFinal === null || !phase.exists) throw passwordFailed(phase.user);
+        this.out.authenticationSASLFinal(serverFinal);
+        await this.completeStartup(phase.user, phase.startup);
+      }
+    } catch (err) {
+      if (err instanceof ScramError) throw protocolViolation(err.message);
+      throw err;
+    }
+  }
+
+  private async completeStartup(user: string, startup: StartupMessage): Promise<void> {
+    this.out.authenticationOk();
+    const params = new Map(startup.parameters);
+    params.delete('user');
+    const database = params.get('database') || user;
+    params.delete('database');
+    const info: SessionInfo = {
+      processId: this.opts.processId,
+      user,
+      database,
+      startupParameters: params,
+      remoteAddress: this.transport.remoteAddress,
+      tls: this.transport.tls,
+    };
+    this.handler = await this.opts.handlers.open(info);
+    if (this.phase.name === 'closed') {
+      await this.handler.close();
+      return;
+    }
+    for (const [name, value] of this.handler.reportedParameters) this.out.parameterStatus(name, value);
+    this.out.backendKeyData(this.opts.processId, this.opts.secretKey);
+    this.phase = { name: 'ready' };
+    this.log.info({ database, tls: this.transport.tls }, 'connection authorized');
+    this.readyForQuery();
+  }
+
+  // ---- queries --------------------------------------------------------------------------------
+
+  private async onMessage(msg: FrontendMessage): Promise<void> {
+    if (msg.kind === 'Terminate') {
+      this.close();
+      return;
+    }
+    if (msg.kind === 'Sync') {
+      this.ignoreTillSync = false;
+      this.readyForQuery();
+      return;
+    }
+    // "When an error is detected while processing any extended-query message, the backend
+    // issues ErrorResponse, then reads and discards messages until a Sync is reached."
+    if (this.ignoreTillSync) return;
+    try {
+      switch (msg.kind) {
+        case 'Query':
+          await this.onQuery(msg.sql);
+          return;
+        case 'Parse':
+          await this.onParse(msg);
+          return;
+        case 'Bind':
+          await this.onBind(msg);
+          return;
+        case 'Describe':
+          this.onDescribe(msg);
+          return;
+        case 'Execute':
+          await this.onExecute(msg);
+          return;
+        case 'Close':
+          this.onClose(msg);
+          return;
+        case 'Flush':
+          this.flush();
+          return;
+        case 'CopyData':
+        case 'CopyDone':
+        case 'CopyFail':
+          // Outside COPY these are ignored, as the protocol specifies.
+          return;
+        case 'FunctionCall':
+          throw new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported');
+        case 'PasswordData':
+          throw protocolViolation('unexpected password message');
+      }
+    } catch (err) {
+      if (err instanceof PgError && err.isFatal) throw err;
+      this.report(err, false);
+      this.handler?.failTransaction();
+      this.ignoreTillSync = true;
+    }
+  }
+
+  private async onQuery(sql: string): Promise<void> {
+    const handler = this.requireHandler();
+    let succeeded = false;
+    let started = false;
+    try {
+      const statements = handler.splitQuery(sql);
+      if (statements.length === 0) {
+        this.out.frame(EMPTY_QUERY_RESPONSE);
+        succeeded = true;
+        return;
+      }
+      await handler.beginQueryString(statements);
+      started = true;
+      for (const source of statements) {
+        const prepared = await handler.prepare(source, []);
+        const portal = await handler.bind(prepared, [], [], []);
+        if (portal.fields !== null) this.out.rowDescription(portal.fields);
+        const outcome = await this.executeTracked(handler, portal, 0);
+        handler.closePortal(portal);
+        handler.closeStatement(prepared);
+        if (outcome.done) this.complete(outcome.tag);
+      }
+      succeeded = true;
+    } catch (err) {
+      if (err instanceof PgError && err.isFatal) throw err;
+      this.report(err, false);
+      handler.failTransaction();
+    } finally {
+      if (started) {
+        try {
+          await handler.endQueryString(succeeded);
+        } catch (err) {
+          this.report(err, false);
+        }
+      }
+      this.readyForQuery();
+    }
+  }
+
+  private async onParse(msg: Parse): Promise<void> {
+    const handler = this.requireHandler();
+    if (msg.name !== '' && this.statements.has(msg.name)) {
+      throw new PgError(SqlState.DuplicatePreparedStatement, `prepared statement "${msg.name}" already exists`);
+    }
+    const statement = await handler.prepare(msg.sql, msg.parameterTypes);
+    const old = this.statements.get(msg.name);
+    if (old !== undefined) handler.closeStatement(old.statement);
+    this.statements.set(msg.name, { statement });
+    this.out.frame(PARSE_COMPLETE);
+  }
+
+  private async onBind(msg: Bind): Promise<void> {
+    const handler = this.requireHandler();
+    const entry = this.statements.get(msg.statement);
+    if (entry === undefined) {
+      throw new PgError(SqlState.InvalidSqlStatementName, `prepared statement "${msg.statement}" does not exist`);
+    }
+    if (msg.portal !== '' && this.portals.has(msg.portal)) {
+      throw new PgError(SqlState.DuplicateCursor, `portal "${msg.portal}" already exists`);
+    }
+    const { paramTypes } = entry.statement;
+    if (msg.parameters.length !== paramTypes.length) {
+      throw protocolViolation(
+        `bind message supplies ${msg.parameters.length} parameters, but prepared statement "${msg.statement}" requires ${paramTypes.length}`,
+      );
+    }
+    checkFormats(msg.parameterFormats, msg.parameters.length, 'parameter');
+    const old = this.portals.get(msg.portal);
+    if (old !== undefined) {
+      this.portals.delete(msg.portal);
+      handler.closePortal(old);
+    }
+    const portal = await handler.bind(entry.statement, msg.parameters, msg.parameterFormats, msg.resultFormats);
+    this.portals.set(msg.portal, portal);
+    this.out.frame(BIND_COMPLETE);
+  }
+
+  private onDescribe(msg: Describe): void {
+    if (msg.target === 'S') {
+      const entry = this.statements.get(msg.name);
+      if (entry === undefined) {
+        throw new PgError(SqlState.InvalidSqlStatementName, `prepared statement "${msg.name}" does not exist`);
+      }
+      this.out.parameterDescription(entry.statement.paramTypes);
+      this.describeFields(entry.statement.fields);
+    } else {
+      const portal = this.portals.get(msg.name);
+      if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.name}" does not exist`);
+      this.describeFields(portal.fields);
+    }
+  }
+
+  private describeFields(fields: PreparedStatement['fields']): void {
+    if (fields === null) this.out.frame(NO_DATA);
+    else this.out.rowDescription(fields);
+  }
+
+  private async onExecute(msg: Execute): Promise<void> {
+    const handler = this.requireHandler();
+    const portal = this.portals.get(msg.portal);
+    if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.portal}" does not exist`);
+    const outcome = await this.executeTracked(handler, portal, msg.maxRows);
+    if (outcome.done) this.complete(outcome.tag);
+    else this.out.frame(PORTAL_SUSPENDED);
+  }
+
+  private async executeTracked(handler: ConnectionHandler, portal: Portal, maxRows: number) {
+    this.busy = true;
+    try {
+      return await handler.execute(portal, maxRows, this.sink);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private complete(tag: string | null): void {
+    if (tag === null) this.out.frame(EMPTY_QUERY_RESPONSE);
+    else this.out.commandComplete(tag);
+  }
+
+  private onClose(msg: Close): void {
+    const handler = this.requireHandler();
+    if (msg.target === 'S') {
+      const entry = this.statements.get(msg.name);
+      if (entry !== undefined) {
+        this.statements.delete(msg.name);
+        handler.closeStatement(entry.statement);
+      }
+    } else {
+      const portal = this.portals.get(msg.name);
+      if (portal !== undefined) {
+        this.portals.delete(msg.name);
+        handler.closePortal(portal);
+      }
+    }
+    this.out.frame(CLOSE_COMPLETE);
+  }
+
+  private readyForQuery(): void {
+    const handler = this.requireHandler();
+    for (const [name, value] of handler.takeParameterChanges()) this.out.parameterStatus(name, value);
+    const status = handler.transactionStatus();
+    // Portals live only as long as their transaction.
+    if (status === 'I' && this.portals.size > 0) {
+      for (const portal of this.portals.values()) handler.closePortal(portal);
+      this.portals.clear();
+    }
+    this.out.readyForQuery(status);
+    this.flush();
+  }
+
+  // ---- plumbing -------------------------------------------------------------------------------
+
+  private requireHandler(): ConnectionHandler {
+    if (this.handler === null) throw protocolViolation('not ready for queries');
+    return this.handler;
+  }
+
+  /** Sends an error; internal errors are logged and replaced by a generic XX000. */
+  private report(err: unknown, fatalByDefault: boolean): void {
+    let pgErr: PgError;
+    if (err instanceof PgError) {
+      pgErr = err;
+      if (err.isFatal) this.log.info({ code: err.code, msg: err.message }, 'connection closed with a fatal error');
+      else this.log.warn({ code: err.code, err: err.message }, 'statement failed');
+    } else {
+      this.log.error({ err }, 'internal error');
+      pgErr = new PgError(SqlState.InternalError, 'internal error', {}, fatalByDefault ? 'FATAL' : 'ERROR');
+    }
+    if (this.phase.name === 'closed') return;
+    this.out.errorResponse(pgErr);
+    if (pgErr.isFatal || this.phase.name !== 'ready') this.close();
+  }
+
+  /** Writes what has accumulated; false when the socket asks us to wait. */
+  private flush(): boolean {
+    if (this.out.length === 0) return true;
+    return this.transport.write(this.out.take());
+  }
+
+  private close(): void {
+    if (this.phase.name === 'closed') return;
+    this.flush();
+    this.phase = { name: 'closed' };
+    this.queue.length = 0;
+    this.transport.end();
+    const handler = this.handler;
+    this.handler = null;
+    const finish = (): void => {
+      this.opts.onClose();
+      this.closedResolve?.();
+    };
+    if (handler === null) {
+      finish();
+    } else {
+      handler.close().then(finish, (err: unknown) => {
+        this.log.error({ err }, 'closing the connection handler failed');
+        finish();
+      });
+    }
+  }
+}
+
+function checkFormats(formats: readonly number[], count: number, what: string): void {
+  if (formats.length > 1 && formats.length !== count) {
+    throw protocolViolation(`bind message has ${formats.length} ${what} formats but ${count} ${what}s`);
+  }
+  for (const f of formats) {
+    if (f !== 0 && f !== 1) throw protocolViolation(`unsupported format code: ${f}`);
+  }
+}

@@ -1,0 +1,232 @@
+/**
+ * A lexer for the PostgreSQL/DuckDB surface syntax: enough to find statement
+ * boundaries and the leading words of a statement, never to decide what a
+ * statement may do (that is the guard's job, with a real parser). It knows
+ * every form that can hide a semicolon or a keyword: '' and E'' strings,
+ * dollar quotes, quoted and U&"" identifiers, line and nested block comments.
+ */
+
+export type TokenKind =
+  | 'word' // unquoted identifier or keyword
+  | 'quoted' // "quoted identifier"
+  | 'string' // any string literal form
+  | 'number'
+  | 'param' // $1
+  | 'operator'
+  | 'punct' // ( ) , [ ] . :: etc.
+  | 'semicolon';
+
+export interface Token {
+  readonly kind: TokenKind;
+  /** Source text of the token. */
+  readonly text: string;
+  /** Offset (in UTF-16 code units) into the lexed string. */
+  readonly start: number;
+  readonly end: number;
+}
+
+const isWordStart = (c: number): boolean =>
+  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c >= 0x80;
+const isWordPart = (c: number): boolean => isWordStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x24;
+const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
+const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0c || c === 0x0b;
+const OPERATOR_CHARS = new Set('+-*/<>=~!@#%^&|`?');
+
+export function tokenize(sql: string): Token[] {
+  const tokens: Token[] = [];
+  const n = sql.length;
+  let i = 0;
+  const push = (kind: TokenKind, start: number, end: number): void => {
+    tokens.push({ kind, text: sql.slice(start, end), start, end });
+  };
+  while (i < n) {
+    const c = sql.charCodeAt(i);
+    if (isSpace(c)) {
+      i++;
+      continue;
+    }
+    const start = i;
+    // -- line comment
+    if (c === 0x2d && sql.charCodeAt(i + 1) === 0x2d) {
+      const nl = sql.indexOf('\n', i);
+      i = nl < 0 ? n : nl + 1;
+      continue;
+    }
+    // /* nested block comment */
+    if (c === 0x2f && sql.charCodeAt(i + 1) === 0x2a) {
+      let depth = 1;
+      i += 2;
+      while (i < n && depth > 0) {
+        if (sql.charCodeAt(i) === 0x2f && sql.charCodeAt(i + 1) === 0x2a) {
+          depth++;
+          i += 2;
+        } else if (sql.charCodeAt(i) === 0x2a && sql.charCodeAt(i + 1) === 0x2f) {
+          depth--;
+          i += 2;
+        } else {
+          i++;
+        }
+      }
+      continue;
+    }
+    if (c === 0x3b) {
+      push('semicolon', i, i + 1);
+      i++;
+      continue;
+    }
+    // String literal prefixes: E'', B'', X'', N'', U&''
+    if (isWordStart(c)) {
+      const next = sql.charCodeAt(i + 1);
+      const upper = c & ~0x20;
+      if (next === 0x27 && (upper === 0x45 || upper === 0x42 || upper === 0x58 || upper === 0x4e)) {
+        i = scanQuoted(sql, i + 1, 0x27, upper === 0x45);
+        push('string', start, i);
+        continue;
+      }
+      if (upper === 0x55 && next === 0x26 && (sql.charCodeAt(i + 2) === 0x27 || sql.charCodeAt(i + 2) === 0x22)) {
+        const q = sql.charCodeAt(i + 2);
+        i = scanQuoted(sql, i + 2, q, false);
+        push(q === 0x27 ? 'string' : 'quoted', start, i);
+        continue;
+      }
+      i++;
+      while (i < n && isWordPart(sql.charCodeAt(i))) i++;
+      push('word', start, i);
+      continue;
+    }
+    if (c === 0x27) {
+      i = scanQuoted(sql, i, 0x27, false);
+      push('string', start, i);
+      continue;
+    }
+    if (c === 0x22) {
+      i = scanQuoted(sql, i, 0x22, false);
+      push('quoted', start, i);
+      continue;
+    }
+    if (c === 0x24) {
+      // $1 parameter, or $tag$ ... $tag$ dollar quote
+      if (isDigit(sql.charCodeAt(i + 1))) {
+        i++;
+        while (i < n && isDigit(sql.charCodeAt(i))) i++;
+        push('param', start, i);
+        continue;
+      }
+      let j = i + 1;
+      while (j < n && isWordPart(sql.charCodeAt(j)) && sql.charCodeAt(j) !== 0x24) j++;
+      if (sql.charCodeAt(j) === 0x24 && (j === i + 1 || isWordStart(sql.charCodeAt(i + 1)))) {
+        const tag = sql.slice(i, j + 1);
+        const close = sql.indexOf(tag, j + 1);
+        i = close < 0 ? n : close + tag.length;
+        push('string', start, i);
+        continue;
+      }
+      i++;
+      push('operator', start, i);
+      continue;
+    }
+    if (isDigit(c) || (c === 0x2e && isDigit(sql.charCodeAt(i + 1)))) {
+      i++;
+      while (i < n) {
+        const d = sql.charCodeAt(i);
+        if (isDigit(d) || d === 0x2e || d === 0x5f || isWordStart(d)) {
+          // exponent sign: 1e-5
+          if ((d === 0x65 || d === 0x45) && (sql.charCodeAt(i + 1) === 0x2d || sql.charCodeAt(i + 1) === 0x2b)) i++;
+          i++;
+        } else {
+          break;
+        }
+      }
+      push('number', start, i);
+      continue;
+    }
+    if (c === 0x3a && sql.charCodeAt(i + 1) === 0x3a) {
+      push('punct', i, i + 2);
+      i += 2;
+      continue;
+    }
+    if (OPERATOR_CHARS.has(sql[i] as string)) {
+      i++;
+      while (i < n && OPERATOR_CHARS.has(sql[i] as string)) {
+        // an operator never swallows the start of a comment
+        const d = sql.charCodeAt(i);
+        if ((d === 0x2d && sql.charCodeAt(i + 1) === 0x2d) || (d === 0x2f && sql.charCodeAt(i + 1) === 0x2a)) break;
+        i++;
+      }
+      push('operator', start, i);
+      continue;
+    }
+    push('punct', i, i + 1);
+    i++;
+  }
+  return tokens;
+}
+
+/** Returns the offset just past the closing quote (or the end of input when unterminated). */
+function scanQuoted(sql: string, open: number, quote: number, backslashEscapes: boolean): number {
+  let i = open + 1;
+  const n = sql.length;
+  while (i < n) {
+    const c = sql.charCodeAt(i);
+    if (backslashEscapes && c === 0x5c) {
+      i += 2;
+      continue;
+    }
+    if (c === quote) {
+      if (sql.charCodeAt(i + 1) === quote) {
+        i += 2;
+        continue;
+      }
+      return i + 1;
+    }
+    i++;
+  }
+  return n;
+}
+
+export interface StatementText {
+  /** The statement without its terminating semicolon. */
+  readonly text: string;
+  /** Where it starts in the whole string, for error positions. */
+  readonly offset: number;
+  readonly tokens: readonly Token[];
+}
+
+/**
+ * Splits a query string at top-level semicolons. Statements made only of
+ * whitespace and comments are dropped, so an empty result means an empty
+ * query (PostgreSQL's EmptyQueryResponse).
+ */
+export function splitStatements(sql: string): StatementText[] {
+  const tokens = tokenize(sql);
+  const out: StatementText[] = [];
+  let current: Token[] = [];
+  const finish = (): void => {
+    if (current.length === 0) return;
+    const first = current[0] as Token;
+    const last = current[current.length - 1] as Token;
+    const offset = first.start;
+    out.push({
+      text: sql.slice(offset, last.end),
+      offset,
+      tokens: current.map((t) => ({ ...t, start: t.start - offset, end: t.end - offset })),
+    });
+    current = [];
+  };
+  for (const t of tokens) {
+    if (t.kind === 'semicolon') finish();
+    else current.push(t);
+  }
+  finish();
+  return out;
+}
+
+/** The upper-cased leading words of a statement, for recognising commands such as BEGIN or SET. */
+export function leadingWords(tokens: readonly Token[], max: number): string[] {
+  const words: string[] = [];
+  for (const t of tokens) {
+    if (t.kind !== 'word' || words.length >= max) break;
+    words.push(t.text.toUpperCase());
+  }
+  return words;
+}
