@@ -168,9 +168,10 @@ function recognizeSet(tokens: readonly Token[]): SessionCommand | null {
     const value = settingValue(tokens, i + 1);
     return value === undefined || value === null ? null : { kind: 'set', name: 'search_path', value, local };
   }
+  // DuckDB's own forms (SET GLOBAL, SET VARIABLE) go to the engine.
+  if (head === 'GLOBAL' || head === 'VARIABLE') return null;
   const n = settingName(tokens, i);
   if (n === null) return null;
-  if (!isKnownSetting(n.name) && !n.name.includes('.')) return null;
   const op = tokens[n.next];
   if (op === undefined || !(upper(op) === 'TO' || op.text === '=')) return null;
   const value = settingValue(tokens, n.next + 1);

@@ -209,7 +209,9 @@ export class SessionSettings {
     const key = name.toLowerCase();
     const spec = SPEC_BY_NAME.get(key);
     if (spec === undefined && !key.includes('.')) {
-      throw new PgError(SqlState.UndefinedObject, `unrecognized configuration parameter "${name}"`);
+      throw new PgError(SqlState.UndefinedObject, `unrecognized configuration parameter "${name}"`, {
+        hint: "The engine's own settings are locked; the PostgreSQL parameters that cotwire keeps are listed by SHOW ALL.",
+      });
     }
     if (spec?.readOnly === true) {
       throw new PgError('55P02', `parameter "${spec.name}" cannot be changed`);

@@ -1,0 +1,203 @@
+import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import type pg from 'pg';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
+
+let server: TestServer;
+let client: pg.Client;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  client = await server.client();
+});
+afterAll(async () => {
+  await server[Symbol.asyncDispose]();
+});
+
+async function sqlstate(p: Promise<unknown>): Promise<string> {
+  const err = (await p.then(
+    () => null,
+    (e: unknown) => e,
+  )) as { code?: string } | null;
+  expect(err).not.toBeNull();
+  return err?.code ?? '';
+}
+
+describe('simple query', () => {
+  it('creates, inserts and selects with Postgres command tags', async () => {
+    const created = await client.query('CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR, price DOUBLE)');
+    expect(created.command).toBe('CREATE');
+    const inserted = await client.query("INSERT INTO items VALUES (1, 'a', 1.5), (2, 'b', 2.5), (3, 'c', NULL)");
+    expect(inserted.command).toBe('INSERT');
+    expect(inserted.rowCount).toBe(3);
+    const selected = await client.query('SELECT id, name, price FROM items ORDER BY id');
+    expect(selected.command).toBe('SELECT');
+    expect(selected.rowCount).toBe(3);
+    expect(selected.rows).toEqual([
+      { id: 1, name: 'a', price: 1.5 },
+      { id: 2, name: 'b', price: 2.5 },
+      { id: 3, name: 'c', price: null },
+    ]);
+    const updated = await client.query("UPDATE items SET name = 'z' WHERE id > 1");
+    expect(updated.command).toBe('UPDATE');
+    expect(updated.rowCount).toBe(2);
+    const deleted = await client.query('DELETE FROM items WHERE id = 3');
+    expect(deleted.command).toBe('DELETE');
+    expect(deleted.rowCount).toBe(1);
+  });
+
+  it('runs several statements in one string and returns each result', async () => {
+    const results = (await client.query('SELECT 1 AS a; SELECT 2 AS b, 3 AS c')) as unknown as pg.QueryResult[];
+    expect(results).toHaveLength(2);
+    expect(results[0]?.rows).toEqual([{ a: 1 }]);
+    expect(results[1]?.rows).toEqual([{ b: 2, c: 3 }]);
+  });
+
+  it('stops a multi-statement string at the first error and rolls the string back', async () => {
+    await client.query('CREATE TABLE multi (x INTEGER)');
+    expect(await sqlstate(client.query('INSERT INTO multi VALUES (1); SELECT * FROM missing_table; INSERT INTO multi VALUES (2)'))).toBe('42P01');
+    const { rows } = await client.query('SELECT count(*)::INTEGER AS n FROM multi');
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('answers an empty query and a comment-only query with EmptyQueryResponse', async () => {
+    const empty = await client.query('');
+    expect(empty.rows).toEqual([]);
+    const comment = await client.query('-- ping');
+    expect(comment.command).toBeNull();
+  });
+
+  it('maps DuckDB errors to SQLSTATEs with a position', async () => {
+    const err = (await client.query('SELECT * FROM nope').catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.code).toBe('42P01');
+    expect(err.position).toBe('15');
+    expect(await sqlstate(client.query('SELECT nocolumn FROM items'))).toBe('42703');
+    expect(await sqlstate(client.query('SELEC 1'))).toBe('42601');
+    expect(await sqlstate(client.query("SELECT 'abc'::INTEGER"))).toBe('22P02');
+    expect(await sqlstate(client.query('INSERT INTO items VALUES (1, NULL, NULL)'))).toBe('23505');
+    await client.query('CREATE TABLE nn (x INTEGER NOT NULL)');
+    expect(await sqlstate(client.query('INSERT INTO nn VALUES (NULL)'))).toBe('23502');
+    expect(await sqlstate(client.query('SELECT (2::BIGINT ^ 62)::BIGINT * 4'))).toBe('22003');
+  });
+
+  it('reports the position of an error in a later statement of the string', async () => {
+    const err = (await client.query('SELECT 1; SELECT * FROM nope').catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.position).toBe('25');
+  });
+
+  it('returns a Postgres-style version() naming cotwire and DuckDB', async () => {
+    const { rows } = await client.query('SELECT version() AS v');
+    expect(rows[0].v).toMatch(/^PostgreSQL 15\.0 \(cotwire [\d.]+, DuckDB v[\d.]+\)/);
+  });
+
+  it('runs DuckDB analytic SQL', async () => {
+    const { rows } = await client.query(
+      'SELECT g % 3 AS k, count(*)::INTEGER AS n, sum(g)::BIGINT AS s FROM range(1000) t(g) GROUP BY ALL ORDER BY k',
+    );
+    expect(rows).toEqual([
+      { k: '0', n: 334, s: '166833' },
+      { k: '1', n: 333, s: '166167' },
+      { k: '2', n: 333, s: '166500' },
+    ]);
+  });
+});
+
+describe('transactions', () => {
+  it('tracks BEGIN/COMMIT/ROLLBACK and the failed state like Postgres', async () => {
+    const c = await server.client();
+    await c.query('CREATE TABLE tx (x INTEGER)');
+    expect((await c.query('BEGIN')).command).toBe('BEGIN');
+    await c.query('INSERT INTO tx VALUES (1)');
+    expect(await sqlstate(c.query('SELECT * FROM nope'))).toBe('42P01');
+    expect(await sqlstate(c.query('SELECT 1'))).toBe('25P02');
+    expect((await c.query('COMMIT')).command).toBe('ROLLBACK');
+    expect((await c.query('SELECT count(*)::INTEGER AS n FROM tx')).rows[0].n).toBe(0);
+    await c.query('START TRANSACTION');
+    await c.query('INSERT INTO tx VALUES (2)');
+    expect((await c.query('END')).command).toBe('COMMIT');
+    expect((await c.query('SELECT count(*)::INTEGER AS n FROM tx')).rows[0].n).toBe(1);
+  });
+
+  it('answers ROLLBACK outside a transaction with a warning, not an error', async () => {
+    const c = await server.client();
+    const notices: string[] = [];
+    c.on('notice', (n) => notices.push(`${n.severity} ${n.code} ${n.message}`));
+    const r = await c.query('ROLLBACK');
+    expect(r.command).toBe('ROLLBACK');
+    await c.query('SELECT 1');
+    expect(notices).toEqual(['WARNING 25P01 there is no transaction in progress']);
+  });
+
+  it('emulates savepoints when nothing was written before them', async () => {
+    const c = await server.client();
+    await c.query('CREATE TABLE sp (x INTEGER)');
+    await c.query('BEGIN');
+    await c.query('SAVEPOINT probe');
+    await c.query('INSERT INTO sp VALUES (1)');
+    await c.query('ROLLBACK TO SAVEPOINT probe');
+    await c.query('RELEASE SAVEPOINT probe');
+    await c.query('INSERT INTO sp VALUES (2)');
+    await c.query('COMMIT');
+    expect((await c.query('SELECT x FROM sp')).rows).toEqual([{ x: 2 }]);
+  });
+
+  it('recovers from an error with ROLLBACK TO when nothing was written since the savepoint', async () => {
+    const c = await server.client();
+    await c.query('CREATE TABLE sp2 (x INTEGER)');
+    await c.query('BEGIN');
+    await c.query('INSERT INTO sp2 VALUES (1)');
+    await c.query('SAVEPOINT a');
+    expect(await sqlstate(c.query('SELECT * FROM nope'))).toBe('42P01');
+    await c.query('ROLLBACK TO a');
+    await c.query('COMMIT');
+    expect((await c.query('SELECT x FROM sp2')).rows).toEqual([{ x: 1 }]);
+  });
+
+  it('refuses a ROLLBACK TO it cannot honour exactly', async () => {
+    const c = await server.client();
+    await c.query('CREATE TABLE sp3 (x INTEGER)');
+    await c.query('BEGIN');
+    await c.query('INSERT INTO sp3 VALUES (1)');
+    await c.query('SAVEPOINT a');
+    await c.query('INSERT INTO sp3 VALUES (2)');
+    expect(await sqlstate(c.query('ROLLBACK TO a'))).toBe('0A000');
+    expect(await sqlstate(c.query('SELECT 1'))).toBe('25P02');
+    await c.query('ROLLBACK');
+    expect((await c.query('SELECT count(*)::INTEGER AS n FROM sp3')).rows[0].n).toBe(0);
+  });
+});
+
+describe('session settings', () => {
+  it('keeps Postgres settings per connection and answers SHOW', async () => {
+    const a = await server.client();
+    const b = await server.client();
+    await a.query("SET application_name = 'alpha'");
+    await a.query('SET extra_float_digits = 3');
+    await a.query("SET statement_timeout = '5s'");
+    expect((await a.query('SHOW application_name')).rows).toEqual([{ application_name: 'alpha' }]);
+    expect((await a.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '5s' }]);
+    expect((await b.query('SHOW application_name')).rows).toEqual([{ application_name: '' }]);
+    expect((await a.query('SHOW TRANSACTION ISOLATION LEVEL')).rows).toHaveLength(1);
+    expect((await a.query('SHOW server_version')).rows).toEqual([{ server_version: '15.0' }]);
+    expect(await sqlstate(a.query('SET no_such_setting = 1'))).toBe('42704');
+    expect(await sqlstate(a.query("SET DateStyle = 'German'"))).toBe('22023');
+  });
+
+  it('renders timestamptz in the session TimeZone and reports the change', async () => {
+    const c = await server.client();
+    await c.query("SET TimeZone = 'America/New_York'");
+    const { rows } = await c.query("SELECT (TIMESTAMPTZ '2024-01-15 12:00:00+00')::VARCHAR AS duck, TIMESTAMPTZ '2024-01-15 12:00:00+00' AS ts");
+    expect((rows[0].ts as Date).toISOString()).toBe('2024-01-15T12:00:00.000Z');
+    const raw = await c.query({ text: "SELECT TIMESTAMPTZ '2024-07-15 12:00:00+00' AS ts", rowMode: 'array', types: { getTypeParser: () => (v: string) => v } as never });
+    expect(raw.rows[0]).toEqual(['2024-07-15 08:00:00-04']);
+  });
+
+  it('maps search_path onto DuckDB schemas', async () => {
+    const c = await server.client();
+    await c.query('CREATE SCHEMA analytics');
+    await c.query('CREATE TABLE analytics.events (x INTEGER)');
+    await c.query('INSERT INTO analytics.events VALUES (7)');
+    await c.query('SET search_path TO analytics, public');
+    expect((await c.query('SELECT x FROM events')).rows).toEqual([{ x: 7 }]);
+    expect((await c.query('SHOW search_path')).rows).toEqual([{ search_path: 'analytics, public' }]);
+  });
+});
