@@ -470,7 +470,8 @@ export class Session {
     }
     const { paramTypes } = entry.statement;
     if (msg.parameters.length !== paramTypes.length) {
-      throw protocolViolation(
+      throw new PgError(
+        SqlState.ProtocolViolation,
         `bind message supplies ${msg.parameters.length} parameters, but prepared statement "${msg.statement}" requires ${paramTypes.length}`,
       );
     }
@@ -613,9 +614,9 @@ export class Session {
 
 function checkFormats(formats: readonly number[], count: number, what: string): void {
   if (formats.length > 1 && formats.length !== count) {
-    throw protocolViolation(`bind message has ${formats.length} ${what} formats but ${count} ${what}s`);
+    throw new PgError(SqlState.ProtocolViolation, `bind message has ${formats.length} ${what} formats but ${count} ${what}s`);
   }
   for (const f of formats) {
-    if (f !== 0 && f !== 1) throw protocolViolation(`unsupported format code: ${f}`);
+    if (f !== 0 && f !== 1) throw new PgError(SqlState.ProtocolViolation, `unsupported format code: ${f}`);
   }
 }

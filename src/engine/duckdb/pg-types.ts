@@ -99,7 +99,9 @@ const FLOAT8 = codec(
   (v) => bin.float8(v as number),
   (v) => numberJson(formatFloat8(v as number)),
 );
-const VARCHAR = codec(TypeOid.varchar, (v) => v as string, (v) => utf8(v as string), (v) => JSON.stringify(v));
+// DuckDB has one unbounded string type; PostgreSQL calls that text, and
+// gives it to string literals and to parameters without a type.
+const VARCHAR = codec(TypeOid.text, (v) => v as string, (v) => utf8(v as string), (v) => JSON.stringify(v));
 const TEXT = codec(TypeOid.text, (v) => String(v), (v) => utf8(String(v)), (v) => JSON.stringify(String(v)));
 const JSON_CODEC = codec(
   TypeOid.json,

@@ -1,0 +1,219 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { serialize } from 'pg-protocol';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { dataRowCells, errorFields, WireClient } from '../fixtures/wire.js';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  const c = await server.client();
+  await c.query('CREATE TABLE steps (id INTEGER, label VARCHAR, created_at TIMESTAMPTZ, score DOUBLE, ok BOOLEAN, raw BLOB, tags VARCHAR[])');
+});
+afterAll(async () => {
+  await server[Symbol.asyncDispose]();
+});
+
+describe('extended query with node-postgres', () => {
+  it('binds text parameters of every common type', async () => {
+    const c = await server.client();
+    const at = new Date('2024-05-06T07:08:09.123Z');
+    const ins = await c.query('INSERT INTO steps VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+      1,
+      'first',
+      at,
+      0.25,
+      true,
+      Buffer.from([0, 1, 254]),
+      ['a', 'b c'],
+    ]);
+    expect(ins.command).toBe('INSERT');
+    expect(ins.rowCount).toBe(1);
+    const r = await c.query('SELECT * FROM steps WHERE id = $1 AND ok = $2', [1, true]);
+    expect(r.rows).toHaveLength(1);
+    const row = r.rows[0];
+    expect(row.label).toBe('first');
+    expect((row.created_at as Date).toISOString()).toBe(at.toISOString());
+    expect(row.score).toBe(0.25);
+    expect(row.ok).toBe(true);
+    expect(Buffer.compare(row.raw as Buffer, Buffer.from([0, 1, 254]))).toBe(0);
+    expect(row.tags).toEqual(['a', 'b c']);
+  });
+
+  it('reports an untyped parameter as text, as Postgres does', async () => {
+    const c = await server.client();
+    const r = await c.query('SELECT $1 AS v', ['hello']);
+    expect(r.fields[0]?.dataTypeID).toBe(25);
+    expect(r.rows[0].v).toBe('hello');
+    const r2 = await c.query('SELECT $1::INTEGER + 1 AS n, $2 AS s', ['41', 'x']);
+    expect(r2.rows[0]).toEqual({ n: 42, s: 'x' });
+  });
+
+  it('reuses named prepared statements, which belong to one connection', async () => {
+    const a = await server.client();
+    const b = await server.client();
+    const q = { name: 'by_id', text: 'SELECT label FROM steps WHERE id = $1' };
+    expect((await a.query({ ...q, values: [1] })).rows).toEqual([{ label: 'first' }]);
+    expect((await a.query({ ...q, values: [2] })).rows).toEqual([]);
+    // On another connection the name is new: node-postgres sends Parse again and it works.
+    expect((await b.query({ ...q, values: [1] })).rows).toEqual([{ label: 'first' }]);
+  });
+
+  it('serves a Pool of 20 concurrent clients', async () => {
+    const pool = new pg.Pool({ ...server.connectionOptions(), max: 20 });
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => pool.query('SELECT $1::INTEGER * 2 AS v, count(*) AS n FROM range(20000)', [i])),
+      );
+      results.forEach((r, i) => expect(r.rows[0]).toEqual({ v: i * 2, n: '20000' }));
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('maps a parameter of the wrong type to 22P02 and keeps the connection usable', async () => {
+    const c = await server.client();
+    const err = (await c.query('SELECT * FROM steps WHERE id = $1', ['not a number']).catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.code).toBe('22P02');
+    expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+});
+
+describe('extended query on the wire', () => {
+  it('answers Flush at once, before Sync', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT 1', name: 's1' }));
+    c.write(serialize.flush());
+    const msgs = await c.until('1');
+    expect(msgs.map((m) => m.type)).toEqual(['1']);
+    c.write(serialize.sync());
+    await c.until('Z');
+    c.end();
+  });
+
+  it('describes a statement with ParameterDescription and RowDescription', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT id, label FROM steps WHERE id = $1 AND label = $2', name: 'd' }));
+    c.write(serialize.describe({ type: 'S', name: 'd' }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    expect(msgs.map((m) => m.type).join('')).toBe('1tTZ');
+    const t = msgs[1]?.body as Buffer;
+    expect(t.readInt16BE(0)).toBe(2);
+    expect([t.readUInt32BE(2), t.readUInt32BE(6)]).toEqual([23, 25]);
+    c.end();
+  });
+
+  it('suspends a portal at the row limit and resumes it', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.query('BEGIN'));
+    await c.until('Z');
+    c.write(serialize.parse({ text: 'SELECT range AS n FROM range(5)' }));
+    c.write(serialize.bind({ portal: 'p' }));
+    c.write(serialize.execute({ portal: 'p', rows: 2 }));
+    c.write(serialize.execute({ portal: 'p', rows: 2 }));
+    c.write(serialize.execute({ portal: 'p', rows: 2 }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    expect(msgs.map((m) => m.type).join('')).toBe('12DDsDDsDCZ');
+    const values = msgs.filter((m) => m.type === 'D').map((m) => dataRowCells(m.body)[0]?.toString());
+    expect(values).toEqual(['0', '1', '2', '3', '4']);
+    expect(msgs[msgs.length - 1]?.body.toString()).toBe('T');
+    c.end();
+  });
+
+  it('keeps two suspended portals apart', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.query('BEGIN'));
+    await c.until('Z');
+    c.write(serialize.parse({ text: 'SELECT range AS n FROM range(3)', name: 'a' }));
+    c.write(serialize.parse({ text: "SELECT 'x' || range AS n FROM range(3)", name: 'b' }));
+    c.write(serialize.bind({ statement: 'a', portal: 'pa' }));
+    c.write(serialize.bind({ statement: 'b', portal: 'pb' }));
+    c.write(serialize.execute({ portal: 'pa', rows: 1 }));
+    c.write(serialize.execute({ portal: 'pb', rows: 1 }));
+    c.write(serialize.execute({ portal: 'pa', rows: 0 }));
+    c.write(serialize.execute({ portal: 'pb', rows: 0 }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    const values = msgs.filter((m) => m.type === 'D').map((m) => dataRowCells(m.body)[0]?.toString());
+    expect(values).toEqual(['0', 'x0', '1', '2', 'x1', 'x2']);
+    c.end();
+  });
+
+  it('discards messages after an error until Sync', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT * FROM nope' }));
+    c.write(serialize.bind({}));
+    c.write(serialize.execute({}));
+    c.write(serialize.parse({ text: 'SELECT 1' }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    expect(msgs.map((m) => m.type).join('')).toBe('EZ');
+    expect(errorFields(msgs[0]?.body as Buffer).C).toBe('42P01');
+    c.write(serialize.query('SELECT 1'));
+    const after = await c.until('Z');
+    expect(after.map((m) => m.type).join('')).toBe('TDCZ');
+    c.end();
+  });
+
+  it('reports the transaction status I, T and E in ReadyForQuery', async () => {
+    const c = await WireClient.startup(server.port);
+    const status = async (sql: string): Promise<string> => {
+      c.write(serialize.query(sql));
+      const msgs = await c.until('Z');
+      return msgs[msgs.length - 1]?.body.toString() ?? '';
+    };
+    expect(await status('SELECT 1')).toBe('I');
+    expect(await status('BEGIN')).toBe('T');
+    expect(await status('SELECT 1')).toBe('T');
+    expect(await status('SELECT * FROM nope')).toBe('E');
+    expect(await status('SELECT 1')).toBe('E');
+    expect(await status('ROLLBACK')).toBe('I');
+    c.end();
+  });
+
+  it('rejects a Bind with the wrong number of parameters', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT $1::INTEGER' }));
+    c.write(serialize.bind({ values: [] }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    expect(msgs.map((m) => m.type).join('')).toBe('1EZ');
+    expect(errorFields(msgs[1]?.body as Buffer).C).toBe('08P01');
+    c.end();
+  });
+
+  it('refuses several statements in one Parse', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT 1; SELECT 2' }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    expect(errorFields(msgs[0]?.body as Buffer).C).toBe('42601');
+    c.end();
+  });
+
+  it('accepts binary parameters', async () => {
+    const c = await WireClient.startup(server.port);
+    const int8 = Buffer.alloc(8);
+    int8.writeBigInt64BE(123456789012n);
+    const f8 = Buffer.alloc(8);
+    f8.writeDoubleBE(0.5);
+    c.write(serialize.parse({ text: 'SELECT $1 + 1 AS a, $2 * 2 AS b, $3 AS c', types: [20, 701, 17] }));
+    c.write(
+      serialize.bind({
+        values: [int8, f8, Buffer.from([1, 2, 3])],
+        valueMapper: (v: unknown) => v,
+      } as never),
+    );
+    c.write(serialize.execute());
+    c.write(serialize.sync());
+    // pg-protocol writes Buffers as binary parameters.
+    const msgs = await c.until('Z');
+    const row = msgs.find((m) => m.type === 'D');
+    expect(row).toBeDefined();
+    expect(dataRowCells(row?.body as Buffer).map((b) => b?.toString())).toEqual(['123456789013', '1', '\\x010203']);
+    c.end();
+  });
+});
