@@ -23,7 +23,7 @@ describe('postgres.js (extended protocol, named statements)', () => {
       await sql`CREATE TABLE pj (id INTEGER, name VARCHAR, created TIMESTAMPTZ, n BIGINT, meta JSON)`;
       const at = new Date('2024-03-04T05:06:07.089Z');
       for (let i = 1; i <= 3; i++) {
-        await sql`INSERT INTO pj VALUES (${i}, ${'name' + i}, ${at}, ${10n ** 12n + BigInt(i)}, ${sql.json({ i })})`;
+        await sql`INSERT INTO pj VALUES (${i}, ${'name' + i}, ${at}, ${String(10n ** 12n + BigInt(i))}, ${sql.json({ i })})`;
       }
       const rows = await sql`SELECT * FROM pj WHERE id >= ${2} ORDER BY id`;
       expect(rows.count).toBe(2);
