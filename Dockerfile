@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production COTWIRE_HOST=0.0.0.0 COTWIRE_DB=/data/cotwire.duckdb
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY config/cotwire.example.yaml ./config/
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 5433
+# Listening on 0.0.0.0 requires users: mount a config file and set COTWIRE_CONFIG.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
+  CMD node -e "require('net').connect(5433,'127.0.0.1').on('connect',function(){this.end();process.exit(0)}).on('error',()=>process.exit(1))"
+# node directly, not npm, so that SIGTERM reaches the server and it drains and checkpoints.
+CMD ["node", "dist/cli.js", "serve"]
