@@ -1,0 +1,102 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { serialize } from 'pg-protocol';
+import { makeScramVerifier } from '../../src/session/scram.js';
+import { StartupError } from '../../src/main.js';
+import { startTestServer } from '../fixtures/server.js';
+import { errorFields, WireClient } from '../fixtures/wire.js';
+
+const users = [
+  { name: 'alice', password: makeScramVerifier('correct horse') },
+  { name: 'bob', password: makeScramVerifier('battery staple') },
+];
+
+async function connectError(options: pg.ClientConfig): Promise<pg.DatabaseError | null> {
+  const c = new pg.Client(options);
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    await c.end();
+    return null;
+  } catch (err) {
+    return err as pg.DatabaseError;
+  }
+}
+
+function selfSignedCert(dir: string): { key: string; cert: string } {
+  const key = join(dir, 'server.key');
+  const cert = join(dir, 'server.crt');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], {
+    stdio: 'ignore',
+  });
+  return { key, cert };
+}
+
+describe('SCRAM-SHA-256', () => {
+  it('authenticates configured users and refuses wrong passwords and unknown users alike', async () => {
+    await using server = await startTestServer({ users });
+    const c = await server.client({ user: 'alice', password: 'correct horse' });
+    expect((await c.query('SELECT current_user IS NOT NULL AS ok')).rows).toEqual([{ ok: true }]);
+    const wrong = await connectError(server.connectionOptions({ user: 'alice', password: 'nope' }));
+    expect(wrong?.code).toBe('28P01');
+    expect(wrong?.message).toBe('password authentication failed for user "alice"');
+    const unknown = await connectError(server.connectionOptions({ user: 'mallory', password: 'nope' }));
+    expect(unknown?.code).toBe('28P01');
+    expect(unknown?.message).toBe('password authentication failed for user "mallory"');
+  });
+
+  it('offers only SCRAM-SHA-256 when users are configured', async () => {
+    await using server = await startTestServer({ users });
+    const c = await WireClient.connect(server.port);
+    c.write(serialize.startup({ user: 'alice', database: 'cotwire' }));
+    const [auth] = await c.until('R');
+    expect(auth?.body.readInt32BE(0)).toBe(10);
+    expect(auth?.body.subarray(4).toString()).toBe('SCRAM-SHA-256\0\0');
+    c.end();
+  });
+
+  it('ignores the user name inside SCRAM messages in favour of the startup user', async () => {
+    await using server = await startTestServer({ users });
+    // node-postgres sends "n=*" in client-first-message; a different name there must not matter.
+    const c = await server.client({ user: 'bob', password: 'battery staple' });
+    expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+});
+
+describe('TLS', () => {
+  it('upgrades the connection when TLS is configured, and accepts cleartext passwords only over it', async () => {
+    await using server = await startTestServer();
+    const tls = selfSignedCert(server.dir);
+    await using tlsServer = await startTestServer({ users, tls, auth: { method: 'password' } });
+    const c = await tlsServer.client({ user: 'alice', password: 'correct horse', ssl: { rejectUnauthorized: false } });
+    const socket = (c as unknown as { connection: { stream: { encrypted?: boolean } } }).connection.stream;
+    expect(socket.encrypted).toBe(true);
+    expect((await c.query('SELECT 42 AS n')).rows).toEqual([{ n: 42 }]);
+    // Without TLS the same user is asked for SCRAM, not for a cleartext password.
+    const plain = await WireClient.connect(tlsServer.port);
+    plain.write(serialize.startup({ user: 'alice', database: 'cotwire' }));
+    const [auth] = await plain.until('R');
+    expect(auth?.body.readInt32BE(0)).toBe(10);
+    plain.end();
+  });
+});
+
+describe('who may connect', () => {
+  it('refuses to listen on a non-loopback address without users', async () => {
+    const err = await startTestServer({ listen: { host: '0.0.0.0', port: 0 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StartupError);
+    expect((err as Error).message).toMatch(/refusing to listen on 0\.0\.0\.0 without authentication/);
+  });
+
+  it('refuses connections beyond maxConnections with 53300', async () => {
+    await using server = await startTestServer({ limits: { maxMessageSize: 1 << 20, maxConnections: 2, shutdownGraceMs: 1000 } });
+    await server.client();
+    await server.client();
+    const c = await WireClient.connect(server.port);
+    const msgs = await c.until('E');
+    expect(errorFields(msgs[0]?.body as Buffer).C).toBe('53300');
+    c.end();
+  });
+});

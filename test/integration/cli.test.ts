@@ -1,0 +1,104 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+
+/** The built CLI, as `npm start` and the `cotwire` bin run it (npm test builds first). */
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+const dir = mkdtempSync(join(tmpdir(), 'cotwire-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function runCli(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('cotwire serve', () => {
+  it('says in one line that the port is taken, and exits non-zero', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const r = runCli(['serve', '--port', String(port), '--db', ':memory:']);
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim()).toBe(`cotwire: port ${port} on 127.0.0.1 is already in use; stop the other server or choose another port with --port`);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('says in one line that the database file cannot be opened', () => {
+    const notADir = join(dir, 'file');
+    writeFileSync(notADir, 'x');
+    const r = runCli(['serve', '--port', '0', '--db', join(notADir, 'db.duckdb')]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^cotwire: cannot create the directory for the database file/);
+  });
+
+  it('reports an invalid configuration value with its key and what is allowed', () => {
+    const config = join(dir, 'bad.yaml');
+    writeFileSync(config, 'listen:\n  port: 99999\n');
+    const r = runCli(['serve', '--config', config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toBe('cotwire: invalid configuration: listen.port = 99999; expected an integer from 0 to 65535');
+    const env = runCli(['serve', '--db', ':memory:'], { COTWIRE_PORT: 'abc' });
+    expect(env.stderr.trim()).toBe('cotwire: invalid configuration: listen.port = "abc"; expected an integer from 0 to 65535');
+  });
+
+  it('serves, shuts down cleanly on SIGTERM with exit code 0, and keeps the data', async () => {
+    const db = join(dir, 'data', 'kept.duckdb');
+    const start = async (): Promise<{ child: ReturnType<typeof spawn>; port: number; out: () => string }> => {
+      const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+      const port = await new Promise<number>((resolve, reject) => {
+        const timer = setInterval(() => {
+          const m = /listening on 127\.0\.0\.1:(\d+); connect with: psql -h 127\.0\.0\.1 -p \d+ -U cotwire cotwire/.exec(out);
+          if (m !== null) {
+            clearInterval(timer);
+            resolve(Number(m[1]));
+          }
+        }, 20);
+        child.once('exit', () => {
+          clearInterval(timer);
+          reject(new Error(`exited early: ${out}`));
+        });
+      });
+      return { child, port, out: () => out };
+    };
+    const first = await start();
+    const c = new pg.Client({ host: '127.0.0.1', port: first.port, user: 'cotwire', database: 'cotwire' });
+    await c.connect();
+    await c.query('CREATE TABLE kept (x INTEGER)');
+    await c.query('INSERT INTO kept VALUES (1), (2)');
+    c.on('error', () => undefined);
+    const exited = new Promise<number | null>((resolve) => first.child.once('exit', (code) => resolve(code)));
+    first.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(first.out()).toContain('shut down cleanly');
+    expect(first.out()).not.toMatch(/\n\s+at /);
+
+    const second = await start();
+    const c2 = new pg.Client({ host: '127.0.0.1', port: second.port, user: 'cotwire', database: 'cotwire' });
+    await c2.connect();
+    expect((await c2.query('SELECT sum(x)::INTEGER AS s FROM kept')).rows).toEqual([{ s: 3 }]);
+    await c2.end();
+    const exited2 = new Promise<number | null>((resolve) => second.child.once('exit', (code) => resolve(code)));
+    second.child.kill('SIGINT');
+    expect(await exited2).toBe(0);
+  });
+});
+
+describe('cotwire passwd', () => {
+  it('prints a SCRAM verifier entry and never the password', () => {
+    const r = spawnSync(process.execPath, [CLI, 'passwd', 'alice'], { input: 'hunter2\n', encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^users:\n  - name: "alice"\n    password: SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+\n$/);
+    expect(r.stdout + r.stderr).not.toContain('hunter2');
+  });
+});
