@@ -14,6 +14,7 @@ import type {
   SessionInfo,
   StatementSource,
 } from '../session/handler-port.js';
+import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
 import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
@@ -68,6 +69,11 @@ const textField = (name: string): FieldDescription => ({
   typeModifier: -1,
   format: 0,
 });
+
+/** PostgreSQL's names for computed columns, when DuckDB's differ. */
+function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
+  return hasComputedNames(engineNames) ? postgresColumnNames(sql, engineNames.length) : null;
+}
 
 function notice(code: string, message: string): PgError {
   return new PgError(code, message, {}, 'WARNING');
@@ -173,9 +179,11 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     } catch (err) {
       throw this.positioned(err, statement.offset);
     }
+    const columns = engineStatement.columns;
+    const names = columns === null ? null : pgNames(statement.text, columns.map((c) => c.name));
     const fields =
-      engineStatement.columns?.map((c) => ({
-        name: c.name,
+      columns?.map((c, i) => ({
+        name: names?.[i] ?? c.name,
         tableOid: 0,
         columnAttr: 0,
         typeOid: c.typeOid,

@@ -89,6 +89,17 @@ describe('simple query', () => {
     expect(rows[0].v).toMatch(/^PostgreSQL 15\.0 \(cotwire [\d.]+, DuckDB v[\d.]+\)/);
   });
 
+  it('names computed columns as Postgres does', async () => {
+    const r = await client.query(
+      "SELECT count(*), sum(id), 1, 't'::boolean, id::INTEGER, CASE WHEN id > 1 THEN 1 END, id + 1, version(), name AS label FROM items GROUP BY id, name",
+    );
+    expect(r.fields.map((f) => f.name)).toEqual(['count', 'sum', '?column?', 'bool', 'id', 'case', '?column?', 'version', 'label']);
+    const v = await client.query('VALUES (1, 2)');
+    expect(v.fields.map((f) => f.name)).toEqual(['column1', 'column2']);
+    const duck = await client.query('SELECT count(*) AS n FROM items');
+    expect(duck.rows[0].n).toBeDefined();
+  });
+
   it('runs DuckDB analytic SQL', async () => {
     const { rows } = await client.query(
       'SELECT g % 3 AS k, count(*)::INTEGER AS n, sum(g)::BIGINT AS s FROM range(1000) t(g) GROUP BY ALL ORDER BY k',
