@@ -90,6 +90,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private savepoints: Savepoint[] = [];
   private writes = 0;
   private running = false;
+  /** Settles when the running statement ends, so close() never frees the engine connection under it. */
+  private runningDone: Promise<void> = Promise.resolve();
+  private markDone: () => void = () => undefined;
   private cancelReason: 'user' | 'timeout' | null = null;
   readonly settings: SessionSettings;
 
@@ -269,6 +272,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           }, timeoutMs)
         : null;
     this.running = true;
+    this.runningDone = new Promise((resolve) => {
+      this.markDone = resolve;
+    });
     this.cancelReason = null;
     try {
       if (portal.cursor === null) {
@@ -292,6 +298,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     } finally {
       if (timer !== null) clearTimeout(timer);
       this.running = false;
+      this.markDone();
     }
   }
 
@@ -345,6 +352,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   async close(): Promise<void> {
+    if (this.running) {
+      this.engine.interrupt();
+      await this.runningDone;
+    }
     this.engine.close();
   }
 

@@ -8,7 +8,7 @@ export type { Logger };
  * JSON lines for machines; a readable form when a person watches the
  * terminal. Secrets that could reach a log line are redacted by path.
  */
-export function createLogger(level: LogLevel, interactive: boolean): Logger {
+export function createLogger(level: LogLevel, interactive: boolean, destination?: NodeJS.WritableStream): Logger {
   const options = {
     level,
     base: { pid: process.pid },
@@ -17,5 +17,5 @@ export function createLogger(level: LogLevel, interactive: boolean): Logger {
   if (interactive) {
     return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
   }
-  return pino(options);
+  return destination === undefined ? pino(options) : pino(options, destination);
 }

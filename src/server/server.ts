@@ -193,7 +193,7 @@ export class PgServer {
     socket.on('data', onData);
     socket.on('error', onError);
     socket.on('close', onClose);
-    log.info({}, 'connection received');
+    log.debug({}, 'connection received');
   }
 
   private cancel(processId: number, secretKey: number, log: SessionLog): void {

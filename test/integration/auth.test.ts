@@ -100,3 +100,28 @@ describe('who may connect', () => {
     c.end();
   });
 });
+
+describe('logs', () => {
+  it('log connection start and end and failed statements, and never a password', async () => {
+    const { PassThrough } = await import('node:stream');
+    const sink = new PassThrough();
+    let text = '';
+    sink.on('data', (b: Buffer) => (text += b.toString()));
+    {
+      await using server = await startTestServer({ users }, sink);
+      const c = await server.client({ user: 'alice', password: 'correct horse', application_name: 'log-test' });
+      await c.query('SELECT * FROM nope').catch(() => undefined);
+      await c.end();
+      await connectError(server.connectionOptions({ user: 'alice', password: 'wrong secret' }));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const authorized = lines.find((l) => l.msg === 'connection authorized');
+    expect(authorized).toMatchObject({ user: 'alice', application_name: 'log-test', remote: '127.0.0.1' });
+    expect(typeof authorized?.conn).toBe('number');
+    expect(lines.some((l) => l.msg === 'connection closed' && l.conn === authorized?.conn)).toBe(true);
+    expect(lines.find((l) => l.msg === 'statement failed')).toMatchObject({ code: '42P01', level: 40 });
+    expect(text).not.toContain('correct horse');
+    expect(text).not.toContain('wrong secret');
+  });
+});

@@ -112,6 +112,59 @@ describe('simple query', () => {
   });
 });
 
+describe('command tags', () => {
+  it('sends exactly the tags Postgres sends', async () => {
+    const c = await server.client();
+    const tag = async (sql: string): Promise<string> => {
+      const r = (await c.query(sql)) as pg.QueryResult & { command: string; rowCount: number | null };
+      return r.rowCount === null ? r.command : `${r.command} ${r.rowCount}`;
+    };
+    expect(await tag('CREATE TABLE tags (a INTEGER, b VARCHAR)')).toBe('CREATE');
+    expect(await tag("INSERT INTO tags VALUES (1, 'x'), (2, 'y')")).toBe('INSERT 2');
+    expect(await tag("INSERT INTO tags VALUES (3, 'z') RETURNING a")).toBe('INSERT 1');
+    expect(await tag('CREATE TABLE tags2 AS SELECT * FROM tags')).toBe('SELECT 3');
+    expect(await tag('CREATE VIEW tags_v AS SELECT a FROM tags')).toBe('CREATE');
+    expect(await tag('CREATE INDEX tags_a ON tags (a)')).toBe('CREATE');
+    expect(await tag('ALTER TABLE tags2 ADD COLUMN c INTEGER')).toBe('ALTER');
+    expect(await tag('DROP VIEW tags_v')).toBe('DROP');
+    expect(await tag('DROP TABLE tags2')).toBe('DROP');
+    expect(await tag('SET application_name = x')).toBe('SET');
+    expect(await tag('RESET application_name')).toBe('RESET');
+    expect(await tag('SHOW ALL')).toBe('SHOW');
+    expect(await tag('DISCARD ALL')).toBe('DISCARD');
+  });
+
+  it('sends the full tag text on the wire', async () => {
+    const { WireClient } = await import('../fixtures/wire.js');
+    const { serialize } = await import('pg-protocol');
+    const w = await WireClient.startup(server.port);
+    const tags = async (sql: string): Promise<string[]> => {
+      w.write(serialize.query(sql));
+      const msgs = await w.until('Z');
+      return msgs.filter((m) => m.type === 'C').map((m) => m.body.toString('utf8', 0, m.body.length - 1));
+    };
+    expect(await tags('CREATE TABLE wt (a INTEGER); CREATE VIEW wv AS SELECT 1; DROP VIEW wv; DROP TABLE wt')).toEqual([
+      'CREATE TABLE',
+      'CREATE VIEW',
+      'DROP VIEW',
+      'DROP TABLE',
+    ]);
+    expect(await tags('BEGIN; SELECT 1; COMMIT')).toEqual(['BEGIN', 'SELECT 1', 'COMMIT']);
+    expect(await tags("CREATE SCHEMA ws; CREATE MACRO twice(x) AS x * 2; SET TimeZone = 'UTC'")).toEqual([
+      'CREATE SCHEMA',
+      'CREATE FUNCTION',
+      'SET',
+    ]);
+    expect(await tags('CREATE TABLE wt2 (a INTEGER); INSERT INTO wt2 VALUES (1); UPDATE wt2 SET a = 2; DELETE FROM wt2')).toEqual([
+      'CREATE TABLE',
+      'INSERT 0 1',
+      'UPDATE 1',
+      'DELETE 1',
+    ]);
+    w.end();
+  });
+});
+
 describe('transactions', () => {
   it('tracks BEGIN/COMMIT/ROLLBACK and the failed state like Postgres', async () => {
     const c = await server.client();

@@ -169,7 +169,7 @@ class DuckDBSession implements EngineConnection {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.conn.interrupt();
+    this.active = null;
     this.conn.closeSync();
   }
 }
