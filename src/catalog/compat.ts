@@ -17,6 +17,12 @@ const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
  * catalog, so nothing is written to the database file and no other
  * connection is affected.
  */
-export function connectionSetup(engineVersion: string): string[] {
-  return [`CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`];
+export function connectionSetup(engineVersion: string, user: string, database: string): string[] {
+  return [
+    `CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`,
+    // current_user, session_user and user: the authenticated user, not the engine's.
+    `CREATE OR REPLACE TEMP MACRO current_user() AS ${quote(user)}`,
+    `CREATE OR REPLACE TEMP MACRO session_user() AS ${quote(user)}`,
+    `CREATE OR REPLACE TEMP MACRO current_database() AS ${quote(database)}`,
+  ];
 }

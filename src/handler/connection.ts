@@ -114,7 +114,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
-    for (const sql of connectionSetup(engineVersion)) await engine.run(sql);
+    await engine.run(connectionSetup(engineVersion, info.user, info.database).join(';\n'));
     return handler;
   }
 

@@ -100,6 +100,12 @@ describe('simple query', () => {
     expect(duck.rows[0].n).toBeDefined();
   });
 
+  it('answers current_user and current_database for the session', async () => {
+    const c = await server.client({ user: 'agent_7' });
+    const { rows } = await c.query('SELECT current_user AS u, session_user AS s, current_database() AS d');
+    expect(rows).toEqual([{ u: 'agent_7', s: 'agent_7', d: 'cotwire' }]);
+  });
+
   it('runs DuckDB analytic SQL', async () => {
     const { rows } = await client.query(
       'SELECT g % 3 AS k, count(*)::INTEGER AS n, sum(g)::BIGINT AS s FROM range(1000) t(g) GROUP BY ALL ORDER BY k',
