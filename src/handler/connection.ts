@@ -115,6 +115,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
     await engine.run(connectionSetup(engineVersion, info.user, info.database).join(';\n'));
+    if (handler.settings.get('search_path') !== '"$user", public') await handler.applySearchPath();
     return handler;
   }
 
@@ -519,7 +520,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * is DuckDB's "main"; "$user" and pg_catalog have no DuckDB counterpart,
    * and schemas that do not exist are skipped, as PostgreSQL ignores them.
    */
-  private async applySearchPath(): Promise<void> {
+  async applySearchPath(): Promise<void> {
     const value = this.settings.get('search_path') ?? '';
     const schemas = value
       .split(',')

@@ -182,6 +182,41 @@ export function isKnownSetting(name: string): boolean {
   return SPEC_BY_NAME.has(name.toLowerCase());
 }
 
+/**
+ * The startup `options` parameter, as libpq's PGOPTIONS: "-c name=value"
+ * or "--name=value", separated by spaces, with backslash escapes.
+ */
+export function parseOptions(options: string): Array<[string, string]> {
+  const words: string[] = [];
+  let current = '';
+  let escaped = false;
+  for (const ch of options) {
+    if (escaped) {
+      current += ch;
+      escaped = false;
+    } else if (ch === '\\') {
+      escaped = true;
+    } else if (/\s/.test(ch)) {
+      if (current !== '') words.push(current);
+      current = '';
+    } else {
+      current += ch;
+    }
+  }
+  if (current !== '') words.push(current);
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i < words.length; i++) {
+    let w = words[i] as string;
+    if (w === '-c') w = words[++i] ?? '';
+    else if (w.startsWith('-c')) w = w.slice(2);
+    else if (w.startsWith('--')) w = w.slice(2);
+    else continue;
+    const eq = w.indexOf('=');
+    if (eq > 0) out.push([w.slice(0, eq).replaceAll('-', '_'), w.slice(eq + 1)]);
+  }
+  return out;
+}
+
 export class SessionSettings {
   private readonly values = new Map<string, string>();
   private readonly changed = new Map<string, string>();
@@ -227,9 +262,12 @@ export class SessionSettings {
     return stored;
   }
 
-  /** At startup: values from the StartupMessage, validated like SET. */
+  /** At startup: values from the StartupMessage (and its `options`), validated like SET. */
   applyStartup(params: ReadonlyMap<string, string>): void {
-    for (const [name, value] of params) {
+    const all = new Map(params);
+    const options = params.get('options');
+    if (options !== undefined) for (const [k, v] of parseOptions(options)) all.set(k, v);
+    for (const [name, value] of all) {
       const key = name.toLowerCase();
       if (key === 'options') continue;
       const spec = SPEC_BY_NAME.get(key);

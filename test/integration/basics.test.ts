@@ -270,4 +270,11 @@ describe('session settings', () => {
     expect((await c.query('SELECT x FROM events')).rows).toEqual([{ x: 7 }]);
     expect((await c.query('SHOW search_path')).rows).toEqual([{ search_path: 'analytics, public' }]);
   });
+
+  it('applies settings from the startup packet and its options', async () => {
+    const c = await server.client({ options: '-c statement_timeout=7s --search_path=analytics', application_name: 'startup-app' } as never);
+    expect((await c.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '7s' }]);
+    expect((await c.query('SHOW application_name')).rows).toEqual([{ application_name: 'startup-app' }]);
+    expect((await c.query('SELECT x FROM events')).rows).toEqual([{ x: 7 }]);
+  });
 });
