@@ -31,15 +31,13 @@ function section(root: Obj, key: string, known: readonly string[]): Obj {
   return v;
 }
 
-function str(obj: Obj, key: string, path: string, def: string): string {
-  const v = obj[key];
+function str(v: Json | undefined, path: string, def: string): string {
   if (v === undefined || v === null) return def;
   if (typeof v !== 'string' || v === '') fail(path, v, 'expected a non-empty string');
   return v;
 }
 
-function optStr(obj: Obj, key: string, path: string): string | null {
-  const v = obj[key];
+function optStr(v: Json | undefined, path: string): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v === '') fail(path, v, 'expected a file path');
   return v;
@@ -67,11 +65,11 @@ function users(v: Json | undefined): UserConfig[] {
   return v.map((u, i) => {
     if (!isObj(u)) fail(`users[${i}]`, u, 'expected { name, password }');
     for (const k of Object.keys(u)) if (!['name', 'password'].includes(k)) fail(`users[${i}].${k}`, u[k], 'unknown key; known keys are name, password');
-    const name = str(u, 'name', `users[${i}].name`, '');
+    const name = str(u.name, `users[${i}].name`, '');
     if (name === '') fail(`users[${i}].name`, u.name, 'expected a user name');
     if (seen.has(name)) fail(`users[${i}].name`, name, 'user names must be unique');
     seen.add(name);
-    const password = str(u, 'password', `users[${i}].password`, '');
+    const password = str(u.password, `users[${i}].password`, '');
     if (parseScramVerifier(password) === null) {
       fail(`users[${i}].password`, password.length > 12 ? `${password.slice(0, 12)}...` : password, 'expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password');
     }
@@ -110,21 +108,22 @@ export function loadConfig(sources: ConfigSources): Config {
   const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs']);
   const log = section(root, 'log', ['level']);
 
+  // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
     flag ?? envVar ?? fileValue;
 
   const config: Config = {
     listen: {
-      host: str({ v: pick(argv.host, env.COTWIRE_HOST, listen.host) ?? null }, 'v', 'listen.host', DEFAULTS.listen.host),
+      host: str(pick(argv.host, env.COTWIRE_HOST, listen.host), 'listen.host', DEFAULTS.listen.host),
       port: int(pick(argv.port, env.COTWIRE_PORT, listen.port), 'listen.port', DEFAULTS.listen.port, 0, 65535),
     },
     database: {
-      path: str({ v: pick(argv.db, env.COTWIRE_DB, database.path) ?? null }, 'v', 'database.path', DEFAULTS.database.path),
-      name: str(database, 'name', 'database.name', DEFAULTS.database.name),
+      path: str(pick(argv.db, env.COTWIRE_DB, database.path), 'database.path', DEFAULTS.database.path),
+      name: str(database.name, 'database.name', DEFAULTS.database.name),
     },
     tls: {
-      key: optStr({ v: pick(argv['tls-key'], env.COTWIRE_TLS_KEY, tls.key) ?? null }, 'v', 'tls.key'),
-      cert: optStr({ v: pick(argv['tls-cert'], env.COTWIRE_TLS_CERT, tls.cert) ?? null }, 'v', 'tls.cert'),
+      key: optStr(pick(argv['tls-key'], env.COTWIRE_TLS_KEY, tls.key), 'tls.key'),
+      cert: optStr(pick(argv['tls-cert'], env.COTWIRE_TLS_CERT, tls.cert), 'tls.cert'),
     },
     auth: { method: oneOf(auth.method, 'auth.method', DEFAULTS.auth.method, AUTH_METHODS) },
     users: users(root.users),

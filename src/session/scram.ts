@@ -55,7 +55,11 @@ export class ScramExchange {
   private nonce = '';
   private gs2Header = '';
 
-  constructor(private readonly verifier: ScramVerifier) {}
+  /** `serverNonce` is for test vectors only; by default 18 random bytes. */
+  constructor(
+    private readonly verifier: ScramVerifier,
+    private readonly serverNonce: string = randomBytes(18).toString('base64'),
+  ) {}
 
   /** Takes client-first-message, returns server-first-message. */
   serverFirst(clientFirst: string): string {
@@ -70,7 +74,7 @@ export class ScramExchange {
     if (r === null || /[^\x21-\x2b\x2d-\x7e]/.test(r[1] as string)) {
       throw new ScramError('malformed SCRAM client nonce');
     }
-    this.nonce = (r[1] as string) + randomBytes(18).toString('base64');
+    this.nonce = (r[1] as string) + this.serverNonce;
     this.serverFirstMessage = `r=${this.nonce},s=${this.verifier.salt.toString('base64')},i=${this.verifier.iterations}`;
     return this.serverFirstMessage;
   }

@@ -1,0 +1,62 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../../src/config/load.js';
+import { DEFAULTS } from '../../../src/config/schema.js';
+import { makeScramVerifier } from '../../../src/session/scram.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cotwire-config-'));
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+describe('loadConfig', () => {
+  it('uses the documented defaults', () => {
+    expect(loadConfig({ argv: {}, env: {} })).toEqual(DEFAULTS);
+  });
+
+  it('lets flags override the environment, which overrides the file', () => {
+    const config = file('layered.yaml', 'listen:\n  host: 127.0.0.2\n  port: 6000\ndatabase:\n  path: /tmp/file.duckdb\n');
+    const fromFile = loadConfig({ argv: { config }, env: {} });
+    expect(fromFile.listen).toEqual({ host: '127.0.0.2', port: 6000 });
+    const fromEnv = loadConfig({ argv: { config }, env: { COTWIRE_PORT: '6001', COTWIRE_DB: ':memory:' } });
+    expect(fromEnv.listen.port).toBe(6001);
+    expect(fromEnv.database.path).toBe(':memory:');
+    const fromFlag = loadConfig({ argv: { config, port: '6002' }, env: { COTWIRE_PORT: '6001' } });
+    expect(fromFlag.listen.port).toBe(6002);
+  });
+
+  it('reads the config file named by COTWIRE_CONFIG, in JSON too', () => {
+    const config = file('c.json', JSON.stringify({ log: { level: 'debug' } }));
+    expect(loadConfig({ argv: {}, env: { COTWIRE_CONFIG: config } }).log.level).toBe('debug');
+  });
+
+  it('freezes the result', () => {
+    const c = loadConfig({ argv: {}, env: {} });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.listen)).toBe(true);
+  });
+
+  it.each([
+    ['listen:\n  port: -1\n', 'invalid configuration: listen.port = -1; expected an integer from 0 to 65535'],
+    ['listen:\n  hots: x\n', 'invalid configuration: listen.hots = "x"; unknown key; known keys are host, port'],
+    ['log:\n  level: loud\n', 'invalid configuration: log.level = "loud"; expected one of trace, debug, info, warn, error, fatal, silent'],
+    ['users:\n  - name: a\n    password: plain\n', 'invalid configuration: users[0].password = "plain"; expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password'],
+    ['tls:\n  key: /k.pem\n', 'invalid configuration: tls = {"key":"/k.pem","cert":null}; set both tls.key and tls.cert, or neither'],
+    ['nope: 1\n', 'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log'],
+  ])('refuses %j with one clear line', (text, message) => {
+    const config = file('bad.yaml', text);
+    expect(() => loadConfig({ argv: { config }, env: {} })).toThrow(new ConfigError(message));
+  });
+
+  it('accepts users with SCRAM verifiers and refuses duplicates', () => {
+    const v = makeScramVerifier('pw');
+    const ok = file('users.yaml', `users:\n  - name: a\n    password: ${v}\n`);
+    expect(loadConfig({ argv: { config: ok }, env: {} }).users).toEqual([{ name: 'a', password: v }]);
+    const dup = file('dup.yaml', `users:\n  - name: a\n    password: ${v}\n  - name: a\n    password: ${v}\n`);
+    expect(() => loadConfig({ argv: { config: dup }, env: {} })).toThrow(/user names must be unique/);
+  });
+});
