@@ -73,6 +73,9 @@ const RULES: readonly Rule[] = [
   { type: 'Invalid Configuration', code: SqlState.InvalidParameterValue },
 ];
 
+/** Every SQLSTATE the table can produce; the README documents each. */
+export const MAPPED_SQLSTATES: readonly string[] = [...new Set(RULES.map((r) => r.code).concat(SqlState.InternalError))];
+
 const HEADER = /^([A-Za-z][A-Za-z -]*?) Error: ([\s\S]*)$/;
 
 /** The SQLSTATE for a DuckDB error type and message, per the table above. */

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fromDuckDBError, MAPPED_SQLSTATES, sqlStateFor } from '../../src/engine/duckdb/errors.js';
+import { SqlState } from '../../src/errors/sqlstate.js';
+
+const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+const errorTable = readme.slice(readme.indexOf('## Error codes'));
+
+describe('error codes', () => {
+  it('documents in the README every SQLSTATE that DuckDB errors map to', () => {
+    for (const code of MAPPED_SQLSTATES) expect(errorTable, `README lacks ${code}`).toContain(`\`${code}\``);
+  });
+
+  it('lists only well-formed SQLSTATEs', () => {
+    for (const code of Object.values(SqlState)) expect(code).toMatch(/^[0-9A-Z]{5}$/);
+    for (const m of errorTable.matchAll(/^\| `([^`]+)` \|/gm)) expect(m[1]).toMatch(/^[0-9A-Z]{5}$/);
+  });
+
+  it.each([
+    ['Catalog Error: Table with name nope does not exist!', '42P01'],
+    ['Binder Error: Referenced column "x" not found in FROM clause!', '42703'],
+    ['Parser Error: syntax error at or near "selec"', '42601'],
+    ["Conversion Error: Could not convert string 'x' to INT32", '22P02'],
+    ['Constraint Error: Duplicate key "a: 1" violates primary key constraint.', '23505'],
+    ['Constraint Error: NOT NULL constraint failed: t.x', '23502'],
+    ['Out of Range Error: Overflow in multiplication of INT64', '22003'],
+    ['INTERRUPT Error: Interrupted!', '57014'],
+    ['Not implemented Error: something', '0A000'],
+    ['Something odd happened', 'XX000'],
+  ])('maps %s to %s', (message, code) => {
+    expect(fromDuckDBError(new Error(message)).code).toBe(code);
+  });
+
+  it('recovers the position from the LINE excerpt and moves suggestions to the hint', () => {
+    const sql = 'SELECT a,\n       b FROM nope';
+    const err = fromDuckDBError(
+      new Error('Catalog Error: Table with name nope does not exist!\nDid you mean "pg_enum"?\n\nLINE 2:        b FROM nope\n                      ^'),
+      sql,
+    );
+    expect(err.message).toBe('Catalog Error: Table with name nope does not exist!');
+    expect(err.hint).toBe('Did you mean "pg_enum"?');
+    expect(err.position).toBe(sql.indexOf('nope') + 1);
+  });
+
+  it('falls back to XX000 for an unknown error type', () => {
+    expect(sqlStateFor('Brand New', 'x')).toBe('XX000');
+  });
+});
