@@ -170,7 +170,6 @@ const SPECS: readonly SettingSpec[] = [
   { name: 'default_with_oids', defaultValue: 'off', normalize: oneOf('default_with_oids', ['off']), description: 'WITH OIDS is not supported.' },
   { name: 'xmloption', defaultValue: 'content', normalize: oneOf('xmloption', ['content', 'document']), description: 'Sets whether XML data in implicit parsing and serialization operations is to be considered as documents or content fragments.' },
   { name: 'max_connections', defaultValue: '100', readOnly: true, description: 'Sets the maximum number of concurrent connections.' },
-  { name: 'port', defaultValue: '5433', readOnly: true, description: 'Sets the TCP port the server listens on.' },
 ];
 
 const SPEC_BY_NAME = new Map(SPECS.map((s) => [s.name.toLowerCase(), s]));
