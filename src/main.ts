@@ -6,6 +6,9 @@ import type { Config } from './config/schema.js';
 import { DuckDBEngine } from './engine/duckdb/engine.js';
 import type { Engine } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
+import { Guard } from './guard/guard.js';
+import { SecurityEventLog } from './ledger/security-events.js';
+import { COTWIRE_SQL_FUNCTIONS } from './catalog/compat.js';
 import type { Logger } from './log/logger.js';
 import { PgServer } from './server/server.js';
 import { AuthPolicy, isLoopback } from './session/auth.js';
@@ -18,6 +21,7 @@ export interface RunningServer {
   readonly address: AddressInfo;
   readonly server: PgServer;
   readonly engine: Engine;
+  readonly securityLog: SecurityEventLog;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
   close(): Promise<void>;
 }
@@ -31,6 +35,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   const secureContext = loadTls(config);
   const engine = await openEngine(config.database.path);
+  const builtins = await engine.builtinFunctionNames();
+  const guard = await Guard.create({
+    prefixes: config.guard.protectedPrefixes,
+    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS]),
+  });
+  const securityLog = await SecurityEventLog.open(engine, (err) => log.error({ err }, 'recording a security event failed'));
   const auth = new AuthPolicy(
     config.users.map((u) => ({ name: u.name, verifier: parseScramVerifier(u.password) as ScramVerifier })),
     config.auth.method,
@@ -42,13 +52,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     maxConnections: config.limits.maxConnections,
     tls: secureContext,
     auth,
-    handlers: new EngineHandlerFactory(engine, config.database.name),
+    handlers: new EngineHandlerFactory(engine, config.database.name, guard, securityLog),
     log,
   });
   let address: AddressInfo;
   try {
     address = await server.listen();
   } catch (err) {
+    await securityLog.close();
     await engine.close();
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
@@ -64,9 +75,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     address,
     server,
     engine,
+    securityLog,
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
+        await securityLog.close();
         try {
           await engine.checkpoint();
         } catch (err) {

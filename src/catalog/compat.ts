@@ -9,6 +9,9 @@ export function versionString(engineVersion: string): string {
   return `PostgreSQL ${SERVER_VERSION} (cotwire ${COTWIRE_VERSION}, ${engineVersion}) on ${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-pc-linux-gnu, 64-bit`;
 }
 
+/** cotwire's own SQL functions: no client macro may take their names. */
+export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database'];
+
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /**

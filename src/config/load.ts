@@ -77,6 +77,15 @@ function users(v: Json | undefined): UserConfig[] {
   });
 }
 
+/** The protected prefixes: `_cot` always, plus any configured; the list can widen the rule, never narrow it. */
+function prefixes(v: Json | undefined): string[] {
+  if (v === undefined || v === null) return [...DEFAULTS.guard.protectedPrefixes];
+  if (!Array.isArray(v) || v.some((p) => typeof p !== 'string' || !/^[A-Za-z_][A-Za-z0-9_$]*$/.test(p))) {
+    fail('guard.protectedPrefixes', v, 'expected a list of table-name prefixes such as ["_cot", "audit_"]');
+  }
+  return [...new Set(['_cot', ...(v as string[]).map((p) => p.toLowerCase())])];
+}
+
 /** Reads the file named by --config or COTWIRE_CONFIG (if any), applies env and flags, validates, freezes. */
 export function loadConfig(sources: ConfigSources): Config {
   const { argv, env } = sources;
@@ -98,7 +107,7 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log'];
+  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'guard'];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
@@ -107,6 +116,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const auth = section(root, 'auth', ['method']);
   const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs']);
   const log = section(root, 'log', ['level']);
+  const guard = section(root, 'guard', ['protectedPrefixes']);
 
   // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
@@ -133,6 +143,7 @@ export function loadConfig(sources: ConfigSources): Config {
       shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
     },
     log: { level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS) },
+    guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
   };
   if ((config.tls.key === null) !== (config.tls.cert === null)) {
     fail('tls', config.tls, 'set both tls.key and tls.cert, or neither');

@@ -32,6 +32,10 @@ export interface Config {
     readonly shutdownGraceMs: number;
   };
   readonly log: { readonly level: LogLevel };
+  readonly guard: {
+    /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
+    readonly protectedPrefixes: readonly string[];
+  };
 }
 
 export const DEFAULTS: Config = {
@@ -42,6 +46,7 @@ export const DEFAULTS: Config = {
   users: [],
   limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000 },
   log: { level: 'info' },
+  guard: { protectedPrefixes: ['_cot'] },
 };
 
 export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

@@ -104,6 +104,8 @@ export interface EngineConnection {
   prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement>;
   /** Runs a statement text with no parameters and discards its result. */
   run(sql: string): Promise<void>;
+  /** Runs a server-internal query with text parameters and returns its rows as plain values. */
+  query(sql: string, params?: readonly string[]): Promise<unknown[][]>;
   interrupt(): void;
   close(): void;
 }
@@ -112,6 +114,8 @@ export interface Engine {
   /** For version(): the engine's own version string. */
   readonly version: string;
   connect(): Promise<EngineConnection>;
+  /** The engine's built-in function names, lower case (no client object may take one). */
+  builtinFunctionNames(): Promise<ReadonlySet<string>>;
   checkpoint(): Promise<void>;
   close(): Promise<void>;
 }

@@ -29,6 +29,8 @@ export class PgError extends Error {
   readonly table: string | undefined;
   readonly column: string | undefined;
   readonly constraint: string | undefined;
+  /** Extra fields for the log line about this error (never sent to the client). */
+  logContext: Readonly<Record<string, unknown>> | undefined;
 
   constructor(code: string, message: string, fields: PgErrorFields = {}, severity: Severity = 'ERROR') {
     super(message, fields.cause === undefined ? undefined : { cause: fields.cause });

@@ -16,6 +16,8 @@ import type {
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
+import { GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
+import type { SecurityEventLog } from '../ledger/security-events.js';
 import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
 import { SessionSettings } from './settings.js';
@@ -70,6 +72,20 @@ const textField = (name: string): FieldDescription => ({
   format: 0,
 });
 
+/** The guard's catalog questions, asked of the client's own engine connection (its view of the catalog). */
+function engineCatalog(engine: EngineConnection): GuardCatalog {
+  const column = (rows: unknown[][]): string[] => rows.map((r) => String(r[0]));
+  return {
+    tablesInSchema: async (schema) =>
+      column(await engine.query('SELECT table_name FROM duckdb_tables() WHERE lower(schema_name) = lower($1)', [schema])),
+    tableOfIndex: async (index) =>
+      column(await engine.query('SELECT table_name FROM duckdb_indexes() WHERE lower(index_name) = lower($1)', [index]))[0] ?? null,
+    schemasWithTable: async (name) =>
+      column(await engine.query('SELECT schema_name FROM duckdb_tables() WHERE lower(table_name) = lower($1)', [name])),
+    currentSchema: async () => column(await engine.query('SELECT current_schema()'))[0] ?? 'main',
+  };
+}
+
 /** PostgreSQL's names for computed columns, when DuckDB's differ. */
 function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
   return hasComputedNames(engineNames) ? postgresColumnNames(sql, engineNames.length) : null;
@@ -96,15 +112,26 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private cancelReason: 'user' | 'timeout' | null = null;
   readonly settings: SessionSettings;
 
+  private readonly catalog: GuardCatalog;
+
   private constructor(
     private readonly engine: EngineConnection,
     readonly info: SessionInfo,
+    private readonly guard: Guard,
+    private readonly securityLog: SecurityEventLog,
   ) {
     this.settings = new SessionSettings(new Map());
+    this.catalog = engineCatalog(engine);
   }
 
-  static async open(engine: EngineConnection, info: SessionInfo, engineVersion: string): Promise<ConnectionHandlerImpl> {
-    const handler = new ConnectionHandlerImpl(engine, info);
+  static async open(
+    engine: EngineConnection,
+    info: SessionInfo,
+    engineVersion: string,
+    guard: Guard,
+    securityLog: SecurityEventLog,
+  ): Promise<ConnectionHandlerImpl> {
+    const handler = new ConnectionHandlerImpl(engine, info, guard, securityLog);
     try {
       handler.settings.applyStartup(info.startupParameters);
     } catch (err) {
@@ -182,6 +209,15 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       engineStatement = await this.engine.prepare(statement.text, paramTypes);
     } catch (err) {
       throw this.positioned(err, statement.offset);
+    }
+    // The statement that the guard classifies is the one that runs: it is
+    // already prepared, and only this object is ever executed.
+    try {
+      await this.guard.check({ text: statement.text, tokens: statement.tokens, kind: engineStatement.kind }, this.catalog);
+    } catch (err) {
+      engineStatement.close();
+      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
+      throw err;
     }
     const columns = engineStatement.columns;
     const names = columns === null ? null : pgNames(statement.text, columns.map((c) => c.name));
@@ -301,6 +337,20 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       this.running = false;
       this.markDone();
     }
+  }
+
+  private recordRefusal(err: GuardRefusal, statement: string): void {
+    this.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.settings.get('application_name') ?? '',
+      operation: err.refusal.operation,
+      target: err.refusal.target,
+      sqlstate: err.code,
+      reason: err.refusal.reason,
+      fingerprint: err.fingerprint,
+      statement,
+    });
   }
 
   /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */

@@ -1,4 +1,6 @@
 import type { Engine } from '../engine/port.js';
+import type { Guard } from '../guard/guard.js';
+import type { SecurityEventLog } from '../ledger/security-events.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { ConnectionHandler, HandlerFactory, SessionInfo } from '../session/handler-port.js';
@@ -9,6 +11,8 @@ export class EngineHandlerFactory implements HandlerFactory {
   constructor(
     private readonly engine: Engine,
     private readonly database: string,
+    private readonly guard: Guard,
+    private readonly securityLog: SecurityEventLog,
   ) {}
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
@@ -18,6 +22,6 @@ export class EngineHandlerFactory implements HandlerFactory {
       }, 'FATAL');
     }
     const conn = await this.engine.connect();
-    return ConnectionHandlerImpl.open(conn, info, this.engine.version);
+    return ConnectionHandlerImpl.open(conn, info, this.engine.version, this.guard, this.securityLog);
   }
 }

@@ -573,7 +573,7 @@ export class Session {
     if (err instanceof PgError) {
       pgErr = err;
       if (err.isFatal) this.log.info({ code: err.code, msg: err.message }, 'connection closed with a fatal error');
-      else this.log.warn({ code: err.code, err: err.message }, 'statement failed');
+      else this.log.warn({ code: err.code, err: err.message, ...err.logContext }, 'statement failed');
     } else {
       this.log.error({ err }, 'internal error');
       pgErr = new PgError(SqlState.InternalError, 'internal error', {}, fatalByDefault ? 'FATAL' : 'ERROR');

@@ -98,6 +98,16 @@ export class DuckDBEngine implements Engine {
     return new DuckDBSession(await this.instance.connect());
   }
 
+  async builtinFunctionNames(): Promise<ReadonlySet<string>> {
+    const conn = await this.instance.connect();
+    try {
+      const reader = await conn.runAndReadAll('SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE internal');
+      return new Set(reader.getRows().map((r) => String(r[0])));
+    } finally {
+      conn.closeSync();
+    }
+  }
+
   async checkpoint(): Promise<void> {
     const conn = await this.instance.connect();
     try {
@@ -150,6 +160,22 @@ class DuckDBSession implements EngineConnection {
     await this.settleActive();
     try {
       await this.conn.run(sql);
+    } catch (err) {
+      throw fromDuckDBError(err, sql);
+    }
+  }
+
+  async query(sql: string, params: readonly string[] = []): Promise<unknown[][]> {
+    await this.settleActive();
+    try {
+      const prepared = await this.conn.prepare(sql);
+      try {
+        params.forEach((p, i) => prepared.bindVarchar(i + 1, p));
+        const reader = await prepared.runAndReadAll();
+        return reader.getRowsJS() as unknown[][];
+      } finally {
+        prepared.destroySync();
+      }
     } catch (err) {
       throw fromDuckDBError(err, sql);
     }

@@ -1,0 +1,513 @@
+import { parseSync } from 'libpg-query';
+import type { StatementKind } from '../engine/port.js';
+import type { Token } from '../sql/lexer.js';
+import { identifierText, type ProtectedNames } from './names.js';
+import { HOST_FUNCTIONS, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from './policy.js';
+
+/** Why a statement is refused: the operation and the object, for the message and the security log. */
+export interface Refusal {
+  readonly reason: 'ledger' | 'host' | 'shadow' | 'setting' | 'unsupported' | 'uncertain';
+  readonly operation: string;
+  readonly target: string;
+  readonly message: string;
+  readonly hint: string;
+}
+
+/** A question about the catalog that a verdict depends on; answered at each execution, never cached. */
+export type CatalogCheck =
+  | { readonly kind: 'schema-holds-ledger'; readonly schema: string; readonly operation: string }
+  | { readonly kind: 'index-on-ledger'; readonly index: string; readonly operation: string }
+  | { readonly kind: 'ledger-name-elsewhere'; readonly name: string; readonly schema: string | null };
+
+export type Decision =
+  | { readonly allow: true; readonly checks: readonly CatalogCheck[] }
+  | { readonly allow: false; readonly refusal: Refusal };
+
+export interface ClassifyInput {
+  readonly text: string;
+  readonly tokens: readonly Token[];
+  /** What DuckDB's parser says the statement is. */
+  readonly kind: StatementKind;
+}
+
+export interface GuardPolicy {
+  readonly names: ProtectedNames;
+  /** Names of built-in functions and of cotwire's own SQL functions, lower case. */
+  readonly reservedFunctions: ReadonlySet<string>;
+}
+
+const ALLOW: Decision = { allow: true, checks: [] };
+const LEDGER_HINT =
+  'Ledger tables accept SELECT and INSERT only: rows are appended and chained by the server, and are never changed or removed.';
+const HOST_HINT = 'cotwire does not access files, the network or extensions on behalf of clients.';
+
+function refuse(reason: Refusal['reason'], operation: string, target: string, message: string, hint: string): Decision {
+  return { allow: false, refusal: { reason, operation, target, message, hint } };
+}
+
+function ledgerRefusal(operation: string, table: string): Decision {
+  return refuse('ledger', operation, table, `cannot ${operation} ledger table "${table}": ledger tables are append-only`, LEDGER_HINT);
+}
+
+function hostRefusal(operation: string, target: string): Decision {
+  return refuse('host', operation, target, `cannot ${operation}: the server does not access files or extensions for clients`, HOST_HINT);
+}
+
+function uncertain(operation: string, names: readonly string[]): Decision {
+  return refuse(
+    'uncertain',
+    operation,
+    names[0] ?? '',
+    `cannot ${operation} here: the statement names ledger table "${names[0] ?? ''}" in a form cotwire cannot analyse with certainty`,
+    'Write this statement in PostgreSQL syntax (for example INSERT ... ON CONFLICT instead of INSERT OR REPLACE), so that the guard can tell which table it writes.',
+  );
+}
+
+// ---- PostgreSQL parse trees (libpg-query) -----------------------------------------------------
+
+type Node = Record<string, unknown>;
+interface RangeVar {
+  readonly relname?: string;
+  readonly schemaname?: string;
+  readonly catalogname?: string;
+  readonly relpersistence?: string;
+}
+
+const rangeName = (r: RangeVar | undefined): string => [r?.catalogname, r?.schemaname, r?.relname].filter((x) => x !== undefined).join('.');
+
+/** Parses one statement with PostgreSQL's own grammar; null when it is not PostgreSQL (DuckDB-only syntax). */
+function parsePostgres(text: string): Node | null {
+  try {
+    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
+    if (tree.stmts?.length !== 1) return null;
+    return tree.stmts[0]?.stmt ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The single key of a parse-tree node ({ InsertStmt: {...} } → ['InsertStmt', {...}]). */
+function unwrap(node: Node | undefined): [string, Node] | null {
+  if (node === undefined || node === null) return null;
+  const key = Object.keys(node)[0];
+  return key === undefined ? null : [key, node[key] as Node];
+}
+
+function strings(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((x) => ((x as { String?: { sval?: string } }).String?.sval ?? '') as string);
+}
+
+/** The names in a DropStmt's objects: each is a dotted name; the last part is the object. */
+function droppedNames(objects: unknown): string[][] {
+  if (!Array.isArray(objects)) return [];
+  return objects.map((o) => {
+    const n = o as { List?: { items?: unknown }; String?: { sval?: string }; TypeName?: { names?: unknown } };
+    if (n.List !== undefined) return strings(n.List.items);
+    if (n.String !== undefined) return [n.String.sval ?? ''];
+    if (n.TypeName !== undefined) return strings(n.TypeName.names);
+    return [''];
+  });
+}
+
+const OBJECT_WORDS: Readonly<Record<string, string>> = {
+  OBJECT_TABLE: 'table',
+  OBJECT_VIEW: 'view',
+  OBJECT_MATVIEW: 'materialized view',
+  OBJECT_INDEX: 'index',
+  OBJECT_SEQUENCE: 'sequence',
+  OBJECT_TYPE: 'type',
+  OBJECT_SCHEMA: 'schema',
+  OBJECT_FUNCTION: 'function',
+  OBJECT_COLUMN: 'column',
+};
+
+/**
+ * Decides a statement that PostgreSQL's grammar parsed. `kind` is DuckDB's
+ * view of the same text; where the two disagree about whether it writes,
+ * the stricter one wins.
+ */
+function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
+  const u = unwrap(stmt);
+  if (u === null) return refuse('uncertain', 'run this statement', '', 'cannot analyse this statement', 'Check its syntax.');
+  const [type, body] = u;
+  const names = policy.names;
+  switch (type) {
+    case 'SelectStmt': {
+      const into = (body.intoClause as { rel?: RangeVar } | undefined)?.rel;
+      if (into !== undefined && names.isProtected(into.relname)) {
+        return ledgerRefusal('SELECT INTO', rangeName(into));
+      }
+      return ALLOW;
+    }
+    case 'InsertStmt': {
+      const rel = body.relation as RangeVar;
+      if (!names.isProtected(rel.relname)) return ALLOW;
+      const conflict = body.onConflictClause as { action?: string } | undefined;
+      if (conflict !== undefined) {
+        return ledgerRefusal(conflict.action === 'ONCONFLICT_UPDATE' ? 'upsert into' : 'INSERT ... ON CONFLICT into', rangeName(rel));
+      }
+      return ALLOW;
+    }
+    case 'UpdateStmt':
+    case 'DeleteStmt':
+    case 'MergeStmt': {
+      const rel = body.relation as RangeVar;
+      const op = type === 'UpdateStmt' ? 'UPDATE' : type === 'DeleteStmt' ? 'DELETE FROM' : 'MERGE INTO';
+      return names.isProtected(rel.relname) ? ledgerRefusal(op, rangeName(rel)) : ALLOW;
+    }
+    case 'TruncateStmt': {
+      for (const r of (body.relations as Array<{ RangeVar: RangeVar }>) ?? []) {
+        if (names.isProtected(r.RangeVar.relname)) return ledgerRefusal('TRUNCATE', rangeName(r.RangeVar));
+      }
+      return ALLOW;
+    }
+    case 'CreateStmt': {
+      const rel = body.relation as RangeVar;
+      if (!names.isProtected(rel.relname)) return ALLOW;
+      if (rel.relpersistence === 't') {
+        return refuse('shadow', 'CREATE TEMP TABLE', rangeName(rel), `cannot create temporary table "${rangeName(rel)}": ledger names are reserved for ledger tables`, 'Create the ledger as a permanent table.');
+      }
+      return { allow: true, checks: [{ kind: 'ledger-name-elsewhere', name: rel.relname ?? '', schema: rel.schemaname ?? null }] };
+    }
+    case 'CreateTableAsStmt': {
+      const rel = (body.into as { rel?: RangeVar } | undefined)?.rel;
+      if (rel !== undefined && names.isProtected(rel.relname)) {
+        return refuse('ledger', 'CREATE TABLE AS', rangeName(rel), `cannot create ledger table "${rangeName(rel)}" from a query: ledger rows are appended one INSERT at a time by the server`, 'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.');
+      }
+      return ALLOW;
+    }
+    case 'ViewStmt': {
+      const rel = body.view as RangeVar;
+      return names.isProtected(rel.relname) ? shadowRefusal('view', rangeName(rel)) : ALLOW;
+    }
+    case 'CreateSeqStmt': {
+      const rel = body.sequence as RangeVar;
+      return names.isProtected(rel.relname) ? shadowRefusal('sequence', rangeName(rel)) : ALLOW;
+    }
+    case 'CompositeTypeStmt':
+    case 'CreateEnumStmt':
+    case 'CreateDomainStmt': {
+      const n = type === 'CompositeTypeStmt' ? [(body.typevar as RangeVar).relname ?? ''] : strings(body.typeName ?? body.domainname);
+      const last = n[n.length - 1];
+      return names.isProtected(last) ? shadowRefusal('type', n.join('.')) : ALLOW;
+    }
+    case 'IndexStmt': {
+      const rel = body.relation as RangeVar;
+      if (names.isProtected(rel.relname)) {
+        return refuse('ledger', 'CREATE INDEX on', rangeName(rel), `cannot create an index on ledger table "${rangeName(rel)}": it could make appends fail or change how the ledger is stored`, LEDGER_HINT);
+      }
+      return ALLOW;
+    }
+    case 'DropStmt': {
+      const removeType = body.removeType as string;
+      const what = OBJECT_WORDS[removeType] ?? 'object';
+      const checks: CatalogCheck[] = [];
+      for (const parts of droppedNames(body.objects)) {
+        const last = parts[parts.length - 1] ?? '';
+        if (removeType === 'OBJECT_SCHEMA') {
+          checks.push({ kind: 'schema-holds-ledger', schema: last, operation: 'DROP SCHEMA' });
+          continue;
+        }
+        if (removeType === 'OBJECT_INDEX') checks.push({ kind: 'index-on-ledger', index: last, operation: 'DROP INDEX' });
+        if (names.isProtected(last)) return ledgerRefusal(`DROP ${what.toUpperCase()}`, parts.join('.'));
+      }
+      return { allow: true, checks };
+    }
+    case 'RenameStmt': {
+      const rel = body.relation as RangeVar | undefined;
+      const renameType = body.renameType as string;
+      if (renameType === 'OBJECT_SCHEMA') {
+        return { allow: true, checks: [{ kind: 'schema-holds-ledger', schema: String(body.subname ?? ''), operation: 'rename schema' }] };
+      }
+      if (rel !== undefined && names.isProtected(rel.relname)) return ledgerRefusal('ALTER', rangeName(rel));
+      if (names.isProtected(body.newname as string | undefined) && renameType !== 'OBJECT_COLUMN') {
+        return refuse('ledger', 'rename into', String(body.newname), `cannot rename "${rangeName(rel)}" to "${String(body.newname)}": a table cannot be swapped in for a ledger`, LEDGER_HINT);
+      }
+      return ALLOW;
+    }
+    case 'AlterTableStmt':
+    case 'AlterObjectSchemaStmt':
+    case 'AlterSeqStmt': {
+      const rel = (body.relation ?? body.sequence) as RangeVar | undefined;
+      if (rel !== undefined && names.isProtected(rel.relname)) return ledgerRefusal('ALTER', rangeName(rel));
+      return ALLOW;
+    }
+    case 'CommentStmt': {
+      const parts = droppedNames([body.object])[0] ?? [];
+      const last = parts[parts.length - 1];
+      return names.isProtected(last) ? ledgerRefusal('COMMENT ON', parts.join('.')) : ALLOW;
+    }
+    case 'CreateSchemaStmt':
+      return ALLOW;
+    case 'ExplainStmt': {
+      const options = strings([]).concat(
+        ((body.options as Array<{ DefElem?: { defname?: string } }>) ?? []).map((o) => o.DefElem?.defname ?? ''),
+      );
+      // EXPLAIN ANALYZE runs the statement it explains.
+      if (!options.includes('analyze')) return ALLOW;
+      return classifyTree(body.query as Node, policy);
+    }
+    case 'PrepareStmt':
+      return classifyTree(body.query as Node, policy);
+    case 'ExecuteStmt':
+    case 'DeallocateStmt':
+    case 'VariableShowStmt':
+      return ALLOW;
+    default:
+      return refuse('unsupported', 'run this statement', '', 'cannot run this statement: cotwire does not allow it for clients', 'See the security model in the README for what clients may run.');
+  }
+}
+
+function shadowRefusal(what: string, name: string): Decision {
+  return refuse('shadow', `CREATE ${what.toUpperCase()}`, name, `cannot create ${what} "${name}": ledger names are reserved for ledger tables`, 'Choose a name without the ledger prefix.');
+}
+
+/** The PostgreSQL statement types that match each DuckDB statement kind. */
+const EXPECTED_TREES: Partial<Record<StatementKind, readonly string[]>> = {
+  INSERT: ['InsertStmt'],
+  UPDATE: ['UpdateStmt'],
+  DELETE: ['DeleteStmt', 'TruncateStmt'],
+  MERGE_INTO: ['MergeStmt'],
+  CREATE: ['CreateStmt', 'CreateTableAsStmt', 'ViewStmt', 'IndexStmt', 'CreateSchemaStmt', 'CreateSeqStmt', 'CompositeTypeStmt', 'CreateEnumStmt', 'CreateDomainStmt', 'SelectStmt'],
+  CREATE_FUNC: [],
+  DROP: ['DropStmt', 'DeallocateStmt'],
+  ALTER: ['AlterTableStmt', 'RenameStmt', 'AlterObjectSchemaStmt', 'AlterSeqStmt', 'CommentStmt'],
+  PREPARE: ['PrepareStmt'],
+  EXPLAIN: ['ExplainStmt'],
+};
+
+// ---- DuckDB-only forms --------------------------------------------------------------------------
+
+const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
+
+/** A dotted name starting at token i: its parts and the index after it. */
+function dottedName(tokens: readonly Token[], i: number): { parts: string[]; next: number } | null {
+  const first = identifierText(tokens, i);
+  if (first === null) return null;
+  const parts = [first];
+  let j = i + 1;
+  if (tokens[i]?.text.startsWith('U&') && upper(tokens[j]) === 'UESCAPE') j += 2;
+  while (tokens[j]?.text === '.') {
+    const part = identifierText(tokens, j + 1);
+    if (part === null) return null;
+    parts.push(part);
+    j += 2;
+  }
+  return { parts, next: j };
+}
+
+const CREATE_MODIFIERS = new Set(['OR', 'REPLACE', 'TEMP', 'TEMPORARY', 'PERSISTENT', 'GLOBAL', 'LOCAL', 'UNLOGGED', 'UNIQUE']);
+
+/**
+ * The header of a CREATE statement in DuckDB's grammar: CREATE [OR REPLACE]
+ * [TEMP] <object> [IF NOT EXISTS] <name>. DuckDB-only statements (CREATE OR
+ * REPLACE TABLE, CREATE MACRO) are decided from it.
+ */
+function createHeader(tokens: readonly Token[]): { replace: boolean; temp: boolean; object: string; name: string[] } | null {
+  let i = 1;
+  let replace = false;
+  let temp = false;
+  while (CREATE_MODIFIERS.has(upper(tokens[i]))) {
+    const w = upper(tokens[i]);
+    if (w === 'REPLACE') replace = true;
+    if (w === 'TEMP' || w === 'TEMPORARY') temp = true;
+    i++;
+  }
+  let object = upper(tokens[i]);
+  i++;
+  if (object === 'MACRO' && upper(tokens[i]) === 'TABLE') i++;
+  if (object === 'MATERIALIZED') {
+    object = 'VIEW';
+    i++;
+  }
+  if (upper(tokens[i]) === 'IF' && upper(tokens[i + 1]) === 'NOT' && upper(tokens[i + 2]) === 'EXISTS') i += 3;
+  const name = dottedName(tokens, i);
+  if (object === '' || name === null) return null;
+  return { replace, temp, object, name: name.parts };
+}
+
+/** CREATE TABLE ... AS: an AS at parenthesis depth 0 after the table name. */
+function isCreateTableAs(tokens: readonly Token[], from: number): boolean {
+  let depth = 0;
+  for (let i = from; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    else if (depth === 0 && upper(t) === 'AS') return true;
+  }
+  return false;
+}
+
+/**
+ * CREATE statements are decided from their header, which is the same in
+ * both grammars: the object created is named right there, and creating a
+ * view, type, macro or table cannot write an existing table. Only CREATE
+ * INDEX (whose table comes later) goes on to the PostgreSQL parser.
+ */
+function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | null {
+  const header = createHeader(input.tokens);
+  if (header === null) return null;
+  const last = header.name[header.name.length - 1] ?? '';
+  const full = header.name.join('.');
+  const isProtected = policy.names.isProtected(last);
+  switch (header.object) {
+    case 'SECRET':
+      return hostRefusal('create a secret', full);
+    case 'MACRO':
+    case 'FUNCTION':
+      if (policy.reservedFunctions.has(last.toLowerCase()) || isProtected) {
+        return refuse('shadow', `CREATE ${header.object}`, full, `cannot create ${header.object.toLowerCase()} "${full}": it would replace a built-in function for every connection`, 'Choose a name that no built-in or cotwire function uses.');
+      }
+      return ALLOW;
+    case 'TABLE': {
+      if (!isProtected) return ALLOW;
+      if (header.replace) return ledgerRefusal('CREATE OR REPLACE', full);
+      if (header.temp) return shadowRefusal('temporary table', full);
+      if (isCreateTableAs(input.tokens, 2)) {
+        return refuse('ledger', 'CREATE TABLE AS', full, `cannot create ledger table "${full}" from a query: ledger rows are appended one INSERT at a time by the server`, 'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.');
+      }
+      return { allow: true, checks: [{ kind: 'ledger-name-elsewhere', name: last, schema: header.name.length > 1 ? (header.name[header.name.length - 2] as string) : null }] };
+    }
+    case 'VIEW':
+    case 'SEQUENCE':
+    case 'TYPE':
+      return isProtected ? shadowRefusal(header.object.toLowerCase(), full) : ALLOW;
+    case 'SCHEMA':
+      return header.replace ? { allow: true, checks: [{ kind: 'schema-holds-ledger', schema: last, operation: 'CREATE OR REPLACE SCHEMA' }] } : ALLOW;
+    default:
+      return null;
+  }
+}
+
+function pragmaName(tokens: readonly Token[]): string {
+  return (identifierText(tokens, 1) ?? '').toLowerCase();
+}
+
+/** Words that follow FROM/JOIN/USING and take a string as a file in DuckDB (`FROM 'data.csv'`). */
+function readsFileLiteral(tokens: readonly Token[]): boolean {
+  for (let i = 0; i < tokens.length - 1; i++) {
+    const w = upper(tokens[i]);
+    if ((w === 'FROM' || w === 'JOIN') && tokens[i + 1]?.kind === 'string') return true;
+  }
+  return false;
+}
+
+function hostFunction(tokens: readonly Token[]): string | null {
+  for (let i = 0; i < tokens.length - 1; i++) {
+    const t = tokens[i] as Token;
+    if ((t.kind === 'word' || t.kind === 'quoted') && tokens[i + 1]?.text === '(') {
+      const name = identifierText(tokens, i);
+      if (name !== null && HOST_FUNCTIONS.has(name.toLowerCase())) return name.toLowerCase();
+    }
+  }
+  return null;
+}
+
+/**
+ * The guard's decision for one statement. It is a pure function of the
+ * statement text and DuckDB's statement kind, so it can be cached by text;
+ * questions about the catalog are returned as checks to run each time.
+ */
+export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
+  const { tokens, kind } = input;
+  // Host access first: it is refused whatever else the statement does.
+  const fn = hostFunction(tokens);
+  if (fn !== null) return hostRefusal(`call ${fn}()`, fn);
+  switch (kind) {
+    case 'SELECT':
+    case 'RELATION':
+      return readsFileLiteral(tokens) ? hostRefusal('read a file', 'FROM') : ALLOW;
+    case 'EXPLAIN': {
+      const analyze = upper(tokens[1]) === 'ANALYZE' || (tokens[1]?.text === '(' && tokens.slice(2, 8).some((t) => upper(t) === 'ANALYZE'));
+      if (!analyze) return ALLOW;
+      return classifyWrite(input, policy, 'EXPLAIN ANALYZE');
+    }
+    case 'INSERT':
+    case 'UPDATE':
+    case 'DELETE':
+    case 'MERGE_INTO':
+    case 'ALTER':
+    case 'DROP':
+    case 'PREPARE':
+      return classifyWrite(input, policy, kind);
+    case 'CREATE':
+    case 'CREATE_FUNC':
+      return classifyCreate(input, policy) ?? classifyWrite(input, policy, 'CREATE');
+    case 'EXECUTE':
+    case 'ANALYZE':
+    case 'TRANSACTION':
+      return ALLOW;
+    case 'PRAGMA': {
+      const name = pragmaName(tokens);
+      const isAssignment = tokens.some((t) => t.text === '=');
+      if (READ_ONLY_PRAGMAS.has(name) && !isAssignment) return ALLOW;
+      return refuse('setting', 'PRAGMA', name, `cannot run PRAGMA ${name}: clients may run only read-only pragmas`, `Allowed: ${[...READ_ONLY_PRAGMAS].join(', ')}.`);
+    }
+    case 'CALL': {
+      const first = upper(tokens[0]);
+      if (first === 'CHECKPOINT' || first === 'FORCE') {
+        return refuse('setting', 'CHECKPOINT', '', 'cannot CHECKPOINT: the server checkpoints the database itself', 'Nothing to do: commits are durable.');
+      }
+      const name = (identifierText(tokens, 1) ?? '').toLowerCase();
+      if (READ_ONLY_CALLS.has(name)) return ALLOW;
+      return refuse('setting', 'CALL', name, `cannot CALL ${name}: clients may call only read-only catalog functions`, `Allowed: ${[...READ_ONLY_CALLS].join(', ')}.`);
+    }
+    case 'SET':
+    case 'VARIABLE_SET': {
+      if (upper(tokens[0]) === 'SET' && upper(tokens[1]) === 'VARIABLE') return ALLOW;
+      if (upper(tokens[0]) === 'RESET' && upper(tokens[1]) === 'VARIABLE') return ALLOW;
+      return refuse('setting', 'SET', '', 'cannot change engine settings: they are shared by every connection', 'Per-connection settings are the PostgreSQL parameters listed by SHOW ALL, and SET VARIABLE.');
+    }
+    case 'COPY':
+      return hostRefusal('COPY to or from a file', '');
+    case 'COPY_DATABASE':
+      return hostRefusal('COPY FROM DATABASE', '');
+    case 'EXPORT':
+      return hostRefusal(upper(tokens[0]) === 'IMPORT' ? 'IMPORT DATABASE' : 'EXPORT DATABASE', '');
+    case 'ATTACH':
+      return hostRefusal('ATTACH a database', '');
+    case 'DETACH':
+      return refuse('ledger', 'DETACH', '', 'cannot DETACH: the database holds the ledgers', LEDGER_HINT);
+    case 'LOAD':
+    case 'EXTENSION':
+    case 'UPDATE_EXTENSIONS':
+      return hostRefusal('install or load extensions', '');
+    case 'VACUUM':
+      return refuse('setting', 'VACUUM', '', 'cannot VACUUM: the server maintains the database itself', 'Nothing to do.');
+    default:
+      return refuse('unsupported', kind, '', `cannot run this ${kind} statement: cotwire does not allow it for clients`, 'See the security model in the README.');
+  }
+}
+
+/**
+ * Statements that may write. When they name no ledger at all, they cannot
+ * reach one: DuckDB writes only to tables it is given by name (views and
+ * macros cannot be written through, and dynamic SQL runs only SELECTs).
+ * When they do name one, PostgreSQL's grammar must say exactly where it
+ * stands; if it cannot parse the statement, the guard refuses (fail closed).
+ */
+function classifyWrite(input: ClassifyInput, policy: GuardPolicy, operation: string): Decision {
+  const tree = parsePostgres(input.text);
+  const mentioned = policy.names.mentions(input.tokens);
+  if (tree !== null) {
+    // Both grammars must agree on what the statement is before the tree is trusted.
+    const type = unwrap(tree)?.[0] ?? '';
+    if (EXPECTED_TREES[input.kind]?.includes(type) === true) return classifyTree(tree, policy);
+    if (mentioned.length > 0) return uncertain(operation, mentioned);
+  }
+  if (mentioned.length > 0) return uncertain(operation === 'CREATE' ? 'CREATE' : operation.replace('_', ' '), mentioned);
+  // DuckDB-only statements on ordinary objects; schema-level ones still need the catalog.
+  const w0 = upper(input.tokens[0]);
+  const w1 = upper(input.tokens[1]);
+  if ((w0 === 'DROP' || w0 === 'ALTER') && w1 === 'SCHEMA') {
+    const n = dottedName(input.tokens, upper(input.tokens[2]) === 'IF' ? 4 : 2);
+    const schema = n?.parts[n.parts.length - 1] ?? '';
+    return { allow: true, checks: [{ kind: 'schema-holds-ledger', schema, operation: `${w0} SCHEMA` }] };
+  }
+  if (w0 === 'CREATE' && upper(input.tokens[3]) === 'SCHEMA' && upper(input.tokens[2]) === 'REPLACE') {
+    const n = dottedName(input.tokens, 4);
+    return { allow: true, checks: [{ kind: 'schema-holds-ledger', schema: n?.parts[n.parts.length - 1] ?? '', operation: 'CREATE OR REPLACE SCHEMA' }] };
+  }
+  return ALLOW;
+}

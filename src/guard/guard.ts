@@ -1,0 +1,123 @@
+import { createHash } from 'node:crypto';
+import { loadModule } from 'libpg-query';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import { classify, type CatalogCheck, type ClassifyInput, type Decision, type GuardPolicy, type Refusal } from './classify.js';
+import { ProtectedNames } from './names.js';
+
+/** What the guard needs to know about the catalog, asked of the client's own engine connection. */
+export interface GuardCatalog {
+  /** Names of the tables in `schema` (any catalog). */
+  tablesInSchema(schema: string): Promise<string[]>;
+  /** The table that index `index` belongs to, or null. */
+  tableOfIndex(index: string): Promise<string | null>;
+  /** Schemas holding a table named `name` (case-insensitive). */
+  schemasWithTable(name: string): Promise<string[]>;
+  /** The schema unqualified names are created in. */
+  currentSchema(): Promise<string>;
+}
+
+/** A refused statement: the error for the client and what to log and record. */
+export class GuardRefusal extends PgError {
+  constructor(
+    readonly refusal: Refusal,
+    readonly fingerprint: string,
+  ) {
+    super(SqlState.InsufficientPrivilege, refusal.message, { hint: refusal.hint });
+    this.logContext = { refused: refusal.operation, target: refusal.target, reason: refusal.reason, fingerprint };
+  }
+}
+
+const CACHE_LIMIT = 10_000;
+
+/**
+ * The append-only guard. Every statement a client sends is classified here
+ * before the engine runs it; the decision is cached by statement text, so a
+ * repeated statement costs one map lookup (plus any catalog question its
+ * decision depends on, which is asked every time).
+ */
+export class Guard {
+  private readonly cache = new Map<string, Decision>();
+  private readonly policy: GuardPolicy;
+
+  private constructor(policy: GuardPolicy) {
+    this.policy = policy;
+  }
+
+  /** Loads PostgreSQL's parser (WebAssembly) once. */
+  static async create(opts: { prefixes: readonly string[]; reservedFunctions: ReadonlySet<string> }): Promise<Guard> {
+    await loadModule();
+    return new Guard({ names: new ProtectedNames(opts.prefixes), reservedFunctions: opts.reservedFunctions });
+  }
+
+  get names(): ProtectedNames {
+    return this.policy.names;
+  }
+
+  /** Throws a GuardRefusal (42501) when the statement may not run. */
+  async check(input: ClassifyInput, catalog: GuardCatalog): Promise<void> {
+    const decision = this.decide(input);
+    if (!decision.allow) throw new GuardRefusal(decision.refusal, fingerprint(input.text));
+    for (const check of decision.checks) {
+      const refusal = await this.answer(check, catalog);
+      if (refusal !== null) throw new GuardRefusal(refusal, fingerprint(input.text));
+    }
+  }
+
+  /** The cached decision for a statement text. */
+  decide(input: ClassifyInput): Decision {
+    const key = `${input.kind}\u0000${input.text}`;
+    let decision = this.cache.get(key);
+    if (decision === undefined) {
+      decision = classify(input, this.policy);
+      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+      this.cache.set(key, decision);
+    }
+    return decision;
+  }
+
+  private async answer(check: CatalogCheck, catalog: GuardCatalog): Promise<Refusal | null> {
+    const names = this.policy.names;
+    switch (check.kind) {
+      case 'schema-holds-ledger': {
+        const ledgers = (await catalog.tablesInSchema(check.schema)).filter((t) => names.isProtected(t));
+        if (ledgers.length === 0) return null;
+        return {
+          reason: 'ledger',
+          operation: check.operation,
+          target: check.schema,
+          message: `cannot ${check.operation} "${check.schema}": it holds ledger table "${ledgers[0] as string}", and ledger tables are append-only`,
+          hint: 'A schema that holds a ledger table cannot be dropped, replaced or renamed.',
+        };
+      }
+      case 'index-on-ledger': {
+        const table = await catalog.tableOfIndex(check.index);
+        if (table === null || !names.isProtected(table)) return null;
+        return {
+          reason: 'ledger',
+          operation: check.operation,
+          target: table,
+          message: `cannot ${check.operation} "${check.index}": it belongs to ledger table "${table}", and ledger tables are append-only`,
+          hint: 'Indexes of ledger tables are managed by the server.',
+        };
+      }
+      case 'ledger-name-elsewhere': {
+        const target = (check.schema ?? (await catalog.currentSchema())).toLowerCase();
+        const others = (await catalog.schemasWithTable(check.name)).filter((s) => s.toLowerCase() !== target);
+        if (others.length === 0) return null;
+        return {
+          reason: 'shadow',
+          operation: 'CREATE TABLE',
+          target: check.name,
+          message: `cannot create ledger table "${check.name}" in schema "${target}": schema "${others[0] as string}" already has a ledger of that name`,
+          hint: 'Ledger names are unique across schemas, so that every audit names exactly one ledger.',
+        };
+      }
+    }
+  }
+}
+
+/** A stable digest of a statement, for logs and the security ledger. */
+export function fingerprint(sql: string): string {
+  return createHash('sha256').update(sql.replace(/\s+/g, ' ').trim()).digest('hex');
+}

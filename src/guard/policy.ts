@@ -1,0 +1,98 @@
+/**
+ * The lists the guard allows from, and the functions it refuses. Each list
+ * is documented in docs/security.md; a test keeps the two in step.
+ */
+
+/** PRAGMAs that only read, and expose nothing about the host. */
+export const READ_ONLY_PRAGMAS: ReadonlySet<string> = new Set([
+  'table_info',
+  'show',
+  'show_tables',
+  'show_tables_expanded',
+  'version',
+  'platform',
+  'functions',
+  'collations',
+  'storage_info',
+]);
+
+/** Table functions that may be CALLed: catalog reads only. */
+export const READ_ONLY_CALLS: ReadonlySet<string> = new Set([
+  'pragma_table_info',
+  'pragma_show',
+  'pragma_show_tables',
+  'pragma_version',
+  'pragma_platform',
+  'pragma_storage_info',
+  'duckdb_tables',
+  'duckdb_columns',
+  'duckdb_views',
+  'duckdb_schemas',
+  'duckdb_types',
+  'duckdb_indexes',
+  'duckdb_constraints',
+  'duckdb_functions',
+  'duckdb_keywords',
+  'duckdb_sequences',
+]);
+
+/**
+ * Functions that read or write files or reach the network. The engine is
+ * locked down against them too; the guard refuses them first, with a clear
+ * message, so that the refusal never rests on one layer.
+ */
+export const HOST_FUNCTIONS: ReadonlySet<string> = new Set([
+  'read_csv',
+  'read_csv_auto',
+  'read_text',
+  'read_blob',
+  'read_parquet',
+  'parquet_scan',
+  'parquet_metadata',
+  'parquet_schema',
+  'parquet_file_metadata',
+  'parquet_kv_metadata',
+  'parquet_bloom_probe',
+  'read_json',
+  'read_json_auto',
+  'read_json_objects',
+  'read_json_objects_auto',
+  'read_ndjson',
+  'read_ndjson_auto',
+  'read_ndjson_objects',
+  'sniff_csv',
+  'glob',
+  'read_xlsx',
+  'read_duckdb',
+  'iceberg_scan',
+  'iceberg_metadata',
+  'iceberg_snapshots',
+  'delta_scan',
+  'st_read',
+  'sqlite_scan',
+  'sqlite_attach',
+  'postgres_scan',
+  'postgres_attach',
+  'postgres_query',
+  'mysql_scan',
+  'mysql_query',
+  'httpfs',
+  'load_aws_credentials',
+  'duckdb_secrets',
+  'which_secret',
+  'enable_logging',
+  'disable_logging',
+  'truncate_duckdb_logs',
+  'duckdb_logs',
+  'duckdb_log_contexts',
+  'checkpoint',
+  'force_checkpoint',
+  'install_extension',
+  'load_extension',
+  // These read no file, but show where the server keeps its files.
+  'duckdb_settings',
+  'duckdb_databases',
+  'duckdb_extensions',
+  'duckdb_temporary_files',
+  'pragma_database_list',
+]);
