@@ -405,6 +405,36 @@ function hostFunction(tokens: readonly Token[]): string | null {
 }
 
 /**
+ * Decisions that need no engine at all, taken before DuckDB prepares the
+ * statement: DuckDB binds a statement while preparing it, and binding a
+ * file reader or a COPY already touches the host (where the locked-down
+ * engine refuses it, without saying why). Null when the statement needs
+ * the full classification.
+ */
+export function preclassify(tokens: readonly Token[]): Decision | null {
+  const fn = hostFunction(tokens);
+  if (fn !== null) return hostRefusal(`call ${fn}()`, fn);
+  const w0 = upper(tokens[0]);
+  const w1 = upper(tokens[1]);
+  switch (w0) {
+    case 'COPY':
+      return hostRefusal(w1 === 'FROM' && upper(tokens[2]) === 'DATABASE' ? 'COPY FROM DATABASE' : 'COPY to or from a file', '');
+    case 'ATTACH':
+      return hostRefusal('ATTACH a database', '');
+    case 'INSTALL':
+    case 'LOAD':
+      return hostRefusal('install or load extensions', '');
+    case 'FORCE':
+      return w1 === 'INSTALL' ? hostRefusal('install or load extensions', '') : null;
+    case 'EXPORT':
+    case 'IMPORT':
+      return w1 === 'DATABASE' ? hostRefusal(`${w0} DATABASE`, '') : null;
+    default:
+      return readsFileLiteral(tokens) ? hostRefusal('read a file', 'FROM') : null;
+  }
+}
+
+/**
  * The guard's decision for one statement. It is a pure function of the
  * statement text and DuckDB's statement kind, so it can be cached by text;
  * questions about the catalog are returned as checks to run each time.

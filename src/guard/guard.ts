@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { loadModule } from 'libpg-query';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
-import { classify, type CatalogCheck, type ClassifyInput, type Decision, type GuardPolicy, type Refusal } from './classify.js';
+import { classify, preclassify, type CatalogCheck, type ClassifyInput, type Decision, type GuardPolicy, type Refusal } from './classify.js';
 import { ProtectedNames } from './names.js';
 
 /** What the guard needs to know about the catalog, asked of the client's own engine connection. */
@@ -52,6 +52,12 @@ export class Guard {
 
   get names(): ProtectedNames {
     return this.policy.names;
+  }
+
+  /** Before the engine sees the statement: throws a GuardRefusal for what needs no engine to refuse. */
+  precheck(text: string, tokens: ClassifyInput['tokens']): void {
+    const decision = preclassify(tokens);
+    if (decision !== null && !decision.allow) throw new GuardRefusal(decision.refusal, fingerprint(text));
   }
 
   /** Throws a GuardRefusal (42501) when the statement may not run. */

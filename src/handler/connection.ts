@@ -206,8 +206,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     this.checkNotFailed();
     let engineStatement: EngineStatement;
     try {
+      this.guard.precheck(statement.text, statement.tokens);
       engineStatement = await this.engine.prepare(statement.text, paramTypes);
     } catch (err) {
+      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
       throw this.positioned(err, statement.offset);
     }
     // The statement that the guard classifies is the one that runs: it is
