@@ -39,6 +39,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const guard = await Guard.create({
     prefixes: config.guard.protectedPrefixes,
     reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS]),
+    engineSettings: await engine.settingNames(),
   });
   const securityLog = await SecurityEventLog.open(engine, (err) => log.error({ err }, 'recording a security event failed'));
   const auth = new AuthPolicy(

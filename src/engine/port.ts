@@ -116,6 +116,8 @@ export interface Engine {
   connect(): Promise<EngineConnection>;
   /** The engine's built-in function names, lower case (no client object may take one). */
   builtinFunctionNames(): Promise<ReadonlySet<string>>;
+  /** The engine's own setting names, lower case. */
+  settingNames(): Promise<ReadonlySet<string>>;
   checkpoint(): Promise<void>;
   close(): Promise<void>;
 }

@@ -234,9 +234,9 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
       return ALLOW;
     }
     case 'CommentStmt': {
+      // A comment on a column names its table too: any protected part refuses.
       const parts = droppedNames([body.object])[0] ?? [];
-      const last = parts[parts.length - 1];
-      return names.isProtected(last) ? ledgerRefusal('COMMENT ON', parts.join('.')) : ALLOW;
+      return parts.some((p) => names.isProtected(p)) ? ledgerRefusal('COMMENT ON', parts.join('.')) : ALLOW;
     }
     case 'CreateSchemaStmt':
       return ALLOW;
@@ -440,10 +440,13 @@ export function preclassify(tokens: readonly Token[]): Decision | null {
  * questions about the catalog are returned as checks to run each time.
  */
 export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
-  const { tokens, kind } = input;
+  const { tokens } = input;
   // Host access first: it is refused whatever else the statement does.
   const fn = hostFunction(tokens);
   if (fn !== null) return hostRefusal(`call ${fn}()`, fn);
+  // DuckDB rewrites a PRAGMA that returns rows into a SELECT, so the kind
+  // alone would let any such pragma through.
+  const kind: StatementKind = upper(tokens[0]) === 'PRAGMA' ? 'PRAGMA' : input.kind;
   switch (kind) {
     case 'SELECT':
     case 'RELATION':

@@ -40,14 +40,40 @@ export class Guard {
   private readonly cache = new Map<string, Decision>();
   private readonly policy: GuardPolicy;
 
-  private constructor(policy: GuardPolicy) {
+  private constructor(
+    policy: GuardPolicy,
+    private readonly engineSettings: ReadonlySet<string>,
+  ) {
     this.policy = policy;
   }
 
   /** Loads PostgreSQL's parser (WebAssembly) once. */
-  static async create(opts: { prefixes: readonly string[]; reservedFunctions: ReadonlySet<string> }): Promise<Guard> {
+  static async create(opts: {
+    prefixes: readonly string[];
+    reservedFunctions: ReadonlySet<string>;
+    engineSettings: ReadonlySet<string>;
+  }): Promise<Guard> {
     await loadModule();
-    return new Guard({ names: new ProtectedNames(opts.prefixes), reservedFunctions: opts.reservedFunctions });
+    return new Guard({ names: new ProtectedNames(opts.prefixes), reservedFunctions: opts.reservedFunctions }, opts.engineSettings);
+  }
+
+  /**
+   * SET of one of the engine's own settings: they are global to the
+   * process (threads, memory_limit, default_order ...), so no client may
+   * change them. Returns the refusal to throw, or null for other names.
+   */
+  refuseEngineSetting(name: string, statement: string): GuardRefusal | null {
+    if (!this.engineSettings.has(name.toLowerCase())) return null;
+    return new GuardRefusal(
+      {
+        reason: 'setting',
+        operation: 'SET',
+        target: name,
+        message: `cannot change engine setting "${name}": it is shared by every connection`,
+        hint: 'Per-connection settings are the PostgreSQL parameters listed by SHOW ALL, and SET VARIABLE.',
+      },
+      fingerprint(statement),
+    );
   }
 
   get names(): ProtectedNames {

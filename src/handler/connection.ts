@@ -20,7 +20,7 @@ import { GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
 import type { SecurityEventLog } from '../ledger/security-events.js';
 import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
-import { SessionSettings } from './settings.js';
+import { isKnownSetting, SessionSettings } from './settings.js';
 
 type Plan =
   | { readonly kind: 'engine'; readonly statement: EngineStatement; readonly tokens: readonly Token[]; readonly offset: number }
@@ -458,9 +458,15 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       case 'rollback-to':
         await this.rollbackToSavepoint(cmd.name);
         return 'ROLLBACK';
-      case 'set':
+      case 'set': {
+        const refusal = isKnownSetting(cmd.name) ? null : this.guard.refuseEngineSetting(cmd.name, `SET ${cmd.name}`);
+        if (refusal !== null) {
+          this.recordRefusal(refusal, `SET ${cmd.name} = ${cmd.value ?? 'DEFAULT'}`);
+          throw refusal;
+        }
         await this.setParameter(cmd.name, cmd.value, cmd.local);
         return 'SET';
+      }
       case 'set-transaction':
         return 'SET';
       case 'reset':

@@ -98,10 +98,18 @@ export class DuckDBEngine implements Engine {
     return new DuckDBSession(await this.instance.connect());
   }
 
-  async builtinFunctionNames(): Promise<ReadonlySet<string>> {
+  builtinFunctionNames(): Promise<ReadonlySet<string>> {
+    return this.names('SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE internal');
+  }
+
+  settingNames(): Promise<ReadonlySet<string>> {
+    return this.names('SELECT lower(name) FROM duckdb_settings()');
+  }
+
+  private async names(sql: string): Promise<ReadonlySet<string>> {
     const conn = await this.instance.connect();
     try {
-      const reader = await conn.runAndReadAll('SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE internal');
+      const reader = await conn.runAndReadAll(sql);
       return new Set(reader.getRows().map((r) => String(r[0])));
     } finally {
       conn.closeSync();
