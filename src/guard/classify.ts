@@ -380,6 +380,39 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
   }
 }
 
+/**
+ * INSERT in DuckDB's own syntax (list and struct literals, BY NAME, OR
+ * REPLACE): its target is named in the header, `INSERT [OR ...] INTO
+ * <name>`. Into a ledger, only a plain append passes: any OR REPLACE, OR
+ * IGNORE or ON CONFLICT is refused.
+ */
+function classifyDuckDBInsert(tokens: readonly Token[], policy: GuardPolicy): Decision | null {
+  let i = 1;
+  let modifier = '';
+  if (upper(tokens[i]) === 'OR') {
+    modifier = upper(tokens[i + 1]);
+    i += 2;
+  }
+  if (upper(tokens[i]) !== 'INTO') return null;
+  const name = dottedName(tokens, i + 1);
+  if (name === null) return null;
+  const last = name.parts[name.parts.length - 1] ?? '';
+  const full = name.parts.join('.');
+  if (!policy.names.isProtected(last)) {
+    // The target is ordinary; ledgers named later are only read.
+    return ALLOW;
+  }
+  if (modifier !== '') return ledgerRefusal(`INSERT OR ${modifier} into`, full);
+  let depth = 0;
+  for (let j = name.next; j < tokens.length; j++) {
+    const t = tokens[j] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    else if (depth === 0 && upper(t) === 'ON' && upper(tokens[j + 1]) === 'CONFLICT') return ledgerRefusal('INSERT ... ON CONFLICT into', full);
+  }
+  return ALLOW;
+}
+
 function pragmaName(tokens: readonly Token[]): string {
   return (identifierText(tokens, 1) ?? '').toLowerCase();
 }
@@ -507,6 +540,8 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
     case 'UPDATE_EXTENSIONS':
       return hostRefusal('install or load extensions', '');
     case 'VACUUM':
+      // DuckDB types ANALYZE as a VACUUM; it only refreshes statistics.
+      if (upper(tokens[0]) === 'ANALYZE') return ALLOW;
       return refuse('setting', 'VACUUM', '', 'cannot VACUUM: the server maintains the database itself', 'Nothing to do.');
     default:
       return refuse('unsupported', kind, '', `cannot run this ${kind} statement: cotwire does not allow it for clients`, 'See the security model in the README.');
@@ -523,6 +558,10 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
 function classifyWrite(input: ClassifyInput, policy: GuardPolicy, operation: string): Decision {
   const tree = parsePostgres(input.text);
   const mentioned = policy.names.mentions(input.tokens);
+  if (tree === null && input.kind === 'INSERT') {
+    const insert = classifyDuckDBInsert(input.tokens, policy);
+    if (insert !== null) return insert;
+  }
   if (tree !== null) {
     // Both grammars must agree on what the statement is before the tree is trusted.
     const type = unwrap(tree)?.[0] ?? '';

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import type { EngineConnection } from '../../src/engine/port.js';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { BENIGN } from './benign.js';
+import { BareDuckDB, FIXTURE, protectedState, tempRoot } from './fixture.js';
+
+let server: TestServer;
+let internal: EngineConnection;
+let client: pg.Client;
+let bare: BareDuckDB;
+
+const raw = { getTypeParser: () => (v: string) => v } as unknown as pg.CustomTypesConfig;
+
+/** A bare DuckDB value in PostgreSQL's text form, for the simple types the benign statements return. */
+function text(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'boolean') return v ? 't' : 'f';
+  return String(v);
+}
+
+beforeAll(async () => {
+  server = await startTestServer();
+  internal = await server.running.engine.connect();
+  await internal.run(FIXTURE);
+  client = await server.client();
+  bare = await BareDuckDB.create(tempRoot());
+});
+
+afterAll(async () => {
+  bare.close();
+  internal.close();
+  await server[Symbol.asyncDispose]();
+});
+
+/** Ordinary tables and ledgers alike, as both databases should hold them after each statement. */
+async function dataState(q: (sql: string) => Promise<unknown[][]>): Promise<string> {
+  const tables = await q("SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name <> '_cot_security_events' AND NOT temporary ORDER BY ALL");
+  const parts: unknown[] = [tables];
+  for (const [schema, table] of tables as Array<[string, string]>) parts.push(await q(`SELECT * FROM "${schema}"."${table}" ORDER BY ALL`));
+  return JSON.stringify(parts, (_, x: unknown) => (typeof x === 'bigint' ? x.toString() : x));
+}
+
+describe('benign statements pass the guard with the results they have on bare DuckDB', () => {
+  it('has at least 80 of them', () => {
+    expect(BENIGN.length).toBeGreaterThanOrEqual(80);
+  });
+
+  it.each(BENIGN.map((s) => [s.sql, s] as const))('%s', async (_, statement) => {
+    const reader = await bare.conn.runAndReadAll(statement.sql);
+    const expected = reader.getRowsJS() as unknown[][];
+    const got = await client.query({ text: statement.sql, rowMode: 'array', types: raw });
+    const rows = got.rows as (string | null)[][];
+    if (got.fields.length === 0 && reader.columnNames().join() === 'Count') {
+      // DuckDB answers DML with a Count row; PostgreSQL with the count in the command tag.
+      if (expected.length > 0) expect(got.rowCount).toBe(Number(expected[0]?.[0]));
+    } else if (got.fields.length === 0) {
+      expect(expected.length === 0 || reader.columnNames().join() === 'Count').toBe(true);
+    } else if (statement.rows === 'count') {
+      expect(rows.length).toBe(expected.length);
+    } else {
+      expect(rows).toEqual(expected.map((r) => r.map(text)));
+    }
+    expect(await dataState((sql) => internal.query(sql))).toBe(await dataState(bare.query));
+  });
+
+  it('left the protected ledgers exactly as bare DuckDB has them', async () => {
+    const strip = (s: string): string => s.replace(/\[\["threads".*$/, '');
+    expect(strip(await protectedState((sql) => internal.query(sql)))).toBe(strip(await protectedState(bare.query)));
+  });
+});
