@@ -77,12 +77,12 @@ function engineCatalog(engine: EngineConnection): GuardCatalog {
   const column = (rows: unknown[][]): string[] => rows.map((r) => String(r[0]));
   return {
     tablesInSchema: async (schema) =>
-      column(await engine.query('SELECT table_name FROM duckdb_tables() WHERE lower(schema_name) = lower($1)', [schema])),
+      column(await engine.query('SELECT table_name FROM system.main.duckdb_tables() WHERE lower(schema_name) = lower($1)', [schema])),
     tableOfIndex: async (index) =>
-      column(await engine.query('SELECT table_name FROM duckdb_indexes() WHERE lower(index_name) = lower($1)', [index]))[0] ?? null,
+      column(await engine.query('SELECT table_name FROM system.main.duckdb_indexes() WHERE lower(index_name) = lower($1)', [index]))[0] ?? null,
     schemasWithTable: async (name) =>
-      column(await engine.query('SELECT schema_name FROM duckdb_tables() WHERE lower(table_name) = lower($1)', [name])),
-    currentSchema: async () => column(await engine.query('SELECT current_schema()'))[0] ?? 'main',
+      column(await engine.query('SELECT schema_name FROM system.main.duckdb_tables() WHERE lower(table_name) = lower($1)', [name])),
+    currentSchema: async () => column(await engine.query('SELECT system.main.current_schema()'))[0] ?? 'main',
   };
 }
 

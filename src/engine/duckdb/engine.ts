@@ -99,11 +99,11 @@ export class DuckDBEngine implements Engine {
   }
 
   builtinFunctionNames(): Promise<ReadonlySet<string>> {
-    return this.names('SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE internal');
+    return this.names('SELECT DISTINCT lower(function_name) FROM system.main.duckdb_functions() WHERE internal');
   }
 
   settingNames(): Promise<ReadonlySet<string>> {
-    return this.names('SELECT lower(name) FROM duckdb_settings()');
+    return this.names('SELECT lower(name) FROM system.main.duckdb_settings()');
   }
 
   private async names(sql: string): Promise<ReadonlySet<string>> {
