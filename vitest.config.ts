@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration tests each start a server with its own DuckDB; two cores do not gain from more workers.
     maxWorkers: 2,
+    benchmark: { include: ['bench/**/*.bench.ts'] },
   },
 });
