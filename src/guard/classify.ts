@@ -297,6 +297,8 @@ function dottedName(tokens: readonly Token[], i: number): { parts: string[]; nex
   return { parts, next: j };
 }
 
+const RESERVED_SCHEMAS = new Set(['pg_catalog', 'information_schema', 'system', 'temp']);
+
 const CREATE_MODIFIERS = new Set(['OR', 'REPLACE', 'TEMP', 'TEMPORARY', 'PERSISTENT', 'GLOBAL', 'LOCAL', 'UNLOGGED', 'UNIQUE']);
 
 /**
@@ -374,6 +376,11 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
     case 'TYPE':
       return isProtected ? shadowRefusal(header.object.toLowerCase(), full) : ALLOW;
     case 'SCHEMA':
+      // A user schema named like a catalog schema would change what every
+      // client's catalog queries see.
+      if (RESERVED_SCHEMAS.has(last.toLowerCase())) {
+        return refuse('shadow', 'CREATE SCHEMA', full, `cannot create schema "${full}": the name is reserved for the system catalog`, 'Choose another schema name.');
+      }
       return header.replace ? { allow: true, checks: [{ kind: 'schema-holds-ledger', schema: last, operation: 'CREATE OR REPLACE SCHEMA' }] } : ALLOW;
     default:
       return null;
@@ -522,6 +529,9 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
     case 'SET':
     case 'VARIABLE_SET': {
       if (upper(tokens[0]) === 'SET' && upper(tokens[1]) === 'VARIABLE') return ALLOW;
+      if (upper(tokens[0]) === 'USE') {
+        return refuse('setting', 'USE', '', 'cannot USE: cotwire resolves names through search_path', 'Use SET search_path TO <schema>.');
+      }
       if (upper(tokens[0]) === 'RESET' && upper(tokens[1]) === 'VARIABLE') return ALLOW;
       return refuse('setting', 'SET', '', 'cannot change engine settings: they are shared by every connection', 'Per-connection settings are the PostgreSQL parameters listed by SHOW ALL, and SET VARIABLE.');
     }

@@ -172,7 +172,7 @@ export const ATTACKS: readonly Attack[] = [
   t('setting', 'PRAGMA threads = 1'),
   t('setting', "PRAGMA memory_limit = '123MB'"),
   t('setting', "PRAGMA default_order = 'DESC'"),
-  t('setting', 'PRAGMA enable_profiling'),
+  t('setting', 'PRAGMA enable_progress_bar'),
   t('setting', "SET search_path = 'audit'; DROP TABLE _cot_x"),
   // CHECKPOINT and CALL
   t('checkpoint', 'CHECKPOINT'),
