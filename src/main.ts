@@ -8,6 +8,9 @@ import type { Engine } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
 import { Guard } from './guard/guard.js';
 import { SecurityEventLog } from './ledger/security-events.js';
+import { LedgerCatalog } from './ledger/catalog.js';
+import { LedgerWriter } from './ledger/writer.js';
+import { STEPS_DDL } from './ledger/schema.js';
 import { COTWIRE_SQL_FUNCTIONS } from './catalog/compat.js';
 import type { Logger } from './log/logger.js';
 import { PgServer } from './server/server.js';
@@ -22,6 +25,7 @@ export interface RunningServer {
   readonly server: PgServer;
   readonly engine: Engine;
   readonly securityLog: SecurityEventLog;
+  readonly writer: LedgerWriter;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
   close(): Promise<void>;
 }
@@ -41,7 +45,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS]),
     engineSettings: await engine.settingNames(),
   });
-  const securityLog = await SecurityEventLog.open(engine, (err) => log.error({ err }, 'recording a security event failed'));
+  // Server-internal connection: the default ledger and the security ledger exist before any client connects.
+  const internal = await engine.connect();
+  await internal.run(STEPS_DDL);
+  const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name));
+  const writer = await LedgerWriter.open(engine, ledgers);
+  const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) =>
+    log.error({ err }, 'recording a security event failed'),
+  );
   const auth = new AuthPolicy(
     config.users.map((u) => ({ name: u.name, verifier: parseScramVerifier(u.password) as ScramVerifier })),
     config.auth.method,
@@ -53,7 +64,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     maxConnections: config.limits.maxConnections,
     tls: secureContext,
     auth,
-    handlers: new EngineHandlerFactory(engine, config.database.name, guard, securityLog),
+    handlers: new EngineHandlerFactory(engine, config.database.name, {
+      guard,
+      securityLog,
+      ledgers,
+      writer,
+      maxContentBytes: config.ledger.maxContentBytes,
+    }),
     log,
   });
   let address: AddressInfo;
@@ -61,6 +78,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     address = await server.listen();
   } catch (err) {
     await securityLog.close();
+    await writer.close();
+    internal.close();
     await engine.close();
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
@@ -77,10 +96,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     server,
     engine,
     securityLog,
+    writer,
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
         await securityLog.close();
+        await writer.close();
+        internal.close();
         try {
           await engine.checkpoint();
         } catch (err) {

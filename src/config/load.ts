@@ -107,7 +107,7 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'guard'];
+  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'ledger', 'guard'];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
@@ -117,6 +117,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs']);
   const log = section(root, 'log', ['level']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
+  const ledger = section(root, 'ledger', ['maxContentBytes']);
 
   // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
@@ -143,6 +144,9 @@ export function loadConfig(sources: ConfigSources): Config {
       shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
     },
     log: { level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS) },
+    ledger: {
+      maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
+    },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
   };
   if ((config.tls.key === null) !== (config.tls.cert === null)) {

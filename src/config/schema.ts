@@ -32,6 +32,10 @@ export interface Config {
     readonly shutdownGraceMs: number;
   };
   readonly log: { readonly level: LogLevel };
+  readonly ledger: {
+    /** The largest `content` of a reasoning step, in bytes. */
+    readonly maxContentBytes: number;
+  };
   readonly guard: {
     /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
     readonly protectedPrefixes: readonly string[];
@@ -46,6 +50,7 @@ export const DEFAULTS: Config = {
   users: [],
   limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000 },
   log: { level: 'info' },
+  ledger: { maxContentBytes: 65536 },
   guard: { protectedPrefixes: ['_cot'] },
 };
 

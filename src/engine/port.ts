@@ -105,7 +105,7 @@ export interface EngineConnection {
   /** Runs a statement text with no parameters and discards its result. */
   run(sql: string): Promise<void>;
   /** Runs a server-internal query with text parameters and returns its rows as plain values. */
-  query(sql: string, params?: readonly string[]): Promise<unknown[][]>;
+  query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]>;
   interrupt(): void;
   close(): void;
 }

@@ -18,12 +18,44 @@ import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
 import { GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
 import type { SecurityEventLog } from '../ledger/security-events.js';
+import type { LedgerCatalog } from '../ledger/catalog.js';
+import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
+import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
+import { validateSteps } from '../ledger/validate.js';
+import { LP_MACRO, STEPS_READ_MACROS, verifyMacros } from '../ledger/verify-sql.js';
+import { parseInsert } from '../sql/insert.js';
+import { identifierText } from '../sql/identifiers.js';
+import type { WireParam } from '../engine/port.js';
+import { evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
+
+/** What every connection shares: the guard, the ledgers and their writer. */
+export interface ConnectionServices {
+  readonly guard: Guard;
+  readonly securityLog: SecurityEventLog;
+  readonly ledgers: LedgerCatalog;
+  readonly writer: LedgerWriter;
+  readonly maxContentBytes: number;
+}
 import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
 import { isKnownSetting, SessionSettings } from './settings.js';
 
 type Plan =
-  | { readonly kind: 'engine'; readonly statement: EngineStatement; readonly tokens: readonly Token[]; readonly offset: number }
+  | {
+      readonly kind: 'engine';
+      readonly statement: EngineStatement;
+      readonly tokens: readonly Token[];
+      readonly offset: number;
+      /** Set for CREATE TABLE of a ledger name: the chain columns to add after it. */
+      readonly createsLedger: readonly string[] | null;
+    }
+  | {
+      /** An INSERT into a ledger: the writer appends; the client's statement itself never runs. */
+      readonly kind: 'ledger-insert';
+      readonly insert: LedgerInsertPlan;
+      readonly tokens: readonly Token[];
+      readonly offset: number;
+    }
   | { readonly kind: 'command'; readonly command: SessionCommand }
   | { readonly kind: 'empty' };
 
@@ -72,6 +104,15 @@ const textField = (name: string): FieldDescription => ({
   format: 0,
 });
 
+function wireParams(portal: ConnectionPortal): WireParam[] {
+  const { params, paramFormats, statement } = portal;
+  return params.map((value, i) => ({
+    value,
+    format: paramFormats.length === 0 ? 0 : (paramFormats[paramFormats.length === 1 ? 0 : i] as number),
+    typeOid: statement.paramTypes[i] ?? 0,
+  }));
+}
+
 /** The guard's catalog questions, asked of the client's own engine connection (its view of the catalog). */
 function engineCatalog(engine: EngineConnection): GuardCatalog {
   const column = (rows: unknown[][]): string[] => rows.map((r) => String(r[0]));
@@ -113,25 +154,29 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   readonly settings: SessionSettings;
 
   private readonly catalog: GuardCatalog;
+  private readonly guard: Guard;
+  private readonly securityLog: SecurityEventLog;
+  /** Ledger appends of the open transaction block: they reach the writer at COMMIT. */
+  private pendingAppends: AppendJob[] = [];
 
   private constructor(
     private readonly engine: EngineConnection,
     readonly info: SessionInfo,
-    private readonly guard: Guard,
-    private readonly securityLog: SecurityEventLog,
+    private readonly services: ConnectionServices,
   ) {
     this.settings = new SessionSettings(new Map());
     this.catalog = engineCatalog(engine);
+    this.guard = services.guard;
+    this.securityLog = services.securityLog;
   }
 
   static async open(
     engine: EngineConnection,
     info: SessionInfo,
     engineVersion: string,
-    guard: Guard,
-    securityLog: SecurityEventLog,
+    services: ConnectionServices,
   ): Promise<ConnectionHandlerImpl> {
-    const handler = new ConnectionHandlerImpl(engine, info, guard, securityLog);
+    const handler = new ConnectionHandlerImpl(engine, info, services);
     try {
       handler.settings.applyStartup(info.startupParameters);
     } catch (err) {
@@ -142,6 +187,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
     await engine.run(connectionSetup(engineVersion, info.user, info.database).join(';\n'));
+    await handler.defineLedgerMacros();
     if (handler.settings.get('search_path') !== '"$user", public') await handler.applySearchPath();
     return handler;
   }
@@ -178,7 +224,40 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   async endQueryString(succeeded: boolean): Promise<void> {
     if (!this.implicitTransaction) return;
     this.implicitTransaction = false;
-    await this.engine.run(succeeded ? 'COMMIT' : 'ROLLBACK');
+    if (!succeeded) {
+      this.pendingAppends = [];
+      await this.engine.run('ROLLBACK');
+      return;
+    }
+    await this.flushAppends();
+    await this.engine.run('COMMIT');
+  }
+
+  /** The SQL verification and reading macros, for the ledgers that exist now. */
+  async defineLedgerMacros(): Promise<void> {
+    this.macrosVersion = this.services.ledgers.version;
+    const statements = [LP_MACRO];
+    for (const t of await this.services.ledgers.all()) statements.push(...verifyMacros(t));
+    statements.push(...STEPS_READ_MACROS);
+    await this.engine.run(statements.join(';\n'));
+  }
+
+  /**
+   * Sends the transaction's ledger appends to the writer, as one unit. If
+   * that fails, the whole transaction is rolled back: nothing of it commits.
+   */
+  private async flushAppends(): Promise<void> {
+    const jobs = this.pendingAppends;
+    this.pendingAppends = [];
+    if (jobs.length === 0) return;
+    try {
+      await this.services.writer.append(jobs);
+    } catch (err) {
+      await this.engine.run('ROLLBACK').catch(() => undefined);
+      this.status = 'I';
+      this.implicitTransaction = false;
+      throw err;
+    }
   }
 
   async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
@@ -204,6 +283,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       return new Statement({ kind: 'command', command }, [], fields);
     }
     this.checkNotFailed();
+    await this.refreshLedgerMacros(statement.tokens);
+    const ledgerInsert = await this.prepareLedgerInsert(statement, paramTypes);
+    if (ledgerInsert !== null) return ledgerInsert;
     let engineStatement: EngineStatement;
     try {
       this.guard.precheck(statement.text, statement.tokens);
@@ -236,7 +318,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const types = [...engineStatement.paramTypes];
     for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
     return new Statement(
-      { kind: 'engine', statement: engineStatement, tokens: statement.tokens, offset: statement.offset },
+      {
+        kind: 'engine',
+        statement: engineStatement,
+        tokens: statement.tokens,
+        offset: statement.offset,
+        createsLedger: engineStatement.kind === 'CREATE' ? this.ledgerCreated(statement.tokens) : null,
+      },
       types,
       fields,
     );
@@ -270,15 +358,92 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   private bindEngine(portal: ConnectionPortal, engineStatement: EngineStatement): void {
-    const { params, paramFormats, statement } = portal;
-    engineStatement.bind(
-      params.map((value, i) => ({
-        value,
-        format: paramFormats.length === 0 ? 0 : (paramFormats[paramFormats.length === 1 ? 0 : i] as number),
-        typeOid: statement.paramTypes[i] ?? 0,
-      })),
+    engineStatement.bind(wireParams(portal));
+    portal.statement.boundBy = portal;
+  }
+
+  /**
+   * An INSERT whose target is a ledger becomes a plan for the writer; null
+   * for any other statement. The client's statement is not prepared: DuckDB
+   * would insist on values for the chain columns, which only the server gives.
+   */
+  private async prepareLedgerInsert(statement: StatementText, paramTypes: readonly number[]): Promise<Statement | null> {
+    if (statement.tokens[0]?.text.toUpperCase() !== 'INSERT') return null;
+    const parts = parseInsert(statement.text, statement.tokens);
+    if (parts === null) return null;
+    const table = await this.services.ledgers.find(parts.target);
+    if (table === null) return null;
+    try {
+      this.guard.precheck(statement.text, statement.tokens);
+      await this.guard.check({ text: statement.text, tokens: statement.tokens, kind: 'INSERT' }, this.catalog);
+    } catch (err) {
+      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
+      throw err;
+    }
+    let insert: LedgerInsertPlan;
+    try {
+      insert = await planLedgerInsert(this.engine, table, parts, statement.tokens, statement.text, paramTypes);
+    } catch (err) {
+      throw this.positioned(err, statement.offset);
+    }
+    const types = [...insert.evaluate.paramTypes];
+    for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
+    return new Statement({ kind: 'ledger-insert', insert, tokens: statement.tokens, offset: statement.offset }, types, insert.fields);
+  }
+
+  /** Macros for ledgers created since this connection defined its own, before a statement that may call them. */
+  private macrosVersion = -1;
+  private async refreshLedgerMacros(tokens: readonly Token[]): Promise<void> {
+    if (this.macrosVersion === this.services.ledgers.version) return;
+    if (!tokens.some((t) => t.kind === 'word' && t.text.toLowerCase().startsWith('cot_'))) return;
+    await this.defineLedgerMacros();
+  }
+
+  /** The name of the ledger a CREATE TABLE creates, or null. */
+  private ledgerCreated(tokens: readonly Token[]): string[] | null {
+    let i = 1;
+    while (['OR', 'REPLACE', 'TEMP', 'TEMPORARY', 'PERSISTENT', 'UNLOGGED'].includes(tokens[i]?.text.toUpperCase() ?? '')) i++;
+    if (tokens[i]?.text.toUpperCase() !== 'TABLE') return null;
+    i++;
+    if (tokens[i]?.text.toUpperCase() === 'IF') i += 3;
+    const parts: string[] = [];
+    for (;;) {
+      const part = identifierText(tokens, i);
+      if (part === null) return null;
+      parts.push(part);
+      if (tokens[i + 1]?.text !== '.') break;
+      i += 2;
+    }
+    return this.guard.names.isProtected(parts[parts.length - 1]) ? parts : null;
+  }
+
+  /**
+   * After CREATE TABLE of a ledger name: the server adds the chain columns,
+   * in the same transaction. A table that declares one of them itself is
+   * refused, so that no client can supply chain values.
+   */
+  private async completeLedger(parts: readonly string[]): Promise<void> {
+    const name = parts[parts.length - 1] as string;
+    const schema = parts.length > 1 ? (parts[parts.length - 2] as string) : null;
+    const rows = await this.engine.query(
+      `SELECT database_name, schema_name, column_name FROM system.main.duckdb_columns()
+       WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))`,
+      [name, schema],
     );
-    statement.boundBy = portal;
+    const existing = new Set(rows.map((r) => String(r[2])));
+    const chain = CHAIN_COLUMNS.map((c) => c.name);
+    const missing = CHAIN_COLUMNS.filter((c) => !existing.has(c.name));
+    if (missing.length === 0) return;
+    const declared = chain.filter((c) => existing.has(c));
+    if (declared.length > 0) {
+      throw new PgError('42701', `column "${declared[0] as string}" is reserved for the ledger chain of "${name}"`, {
+        hint: `The server adds ${chain.join(', ')} to every ledger table; leave them out of CREATE TABLE.`,
+      });
+    }
+    const [catalogName, schemaName] = [String(rows[0]?.[0] ?? ''), String(rows[0]?.[1] ?? 'main')];
+    const target = qualifiedName({ catalog: catalogName, schema: schemaName, name });
+    for (const c of missing) await this.engine.run(`ALTER TABLE ${target} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
+    this.services.writer.forget({ catalog: catalogName, schema: schemaName, name });
   }
 
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
@@ -291,6 +456,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         return { done: true, tag: await this.runCommand(plan.command, sink) };
       case 'engine':
         return this.executeEngine(portal, plan, maxRows, sink);
+      case 'ledger-insert':
+        this.checkNotFailed();
+        try {
+          return await this.executeLedgerInsert(portal, plan.insert, sink);
+        } catch (err) {
+          throw this.positioned(err, plan.offset);
+        }
     }
   }
 
@@ -316,6 +488,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     });
     this.cancelReason = null;
     try {
+      if (plan.createsLedger !== null && portal.cursor === null) {
+        return await this.executeLedgerCreate(portal, plan, plan.createsLedger);
+      }
       if (portal.cursor === null) {
         if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
         if (!READ_KINDS.has(plan.statement.kind)) this.writes++;
@@ -353,6 +528,92 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       fingerprint: err.fingerprint,
       statement,
     });
+  }
+
+  /**
+   * INSERT into a ledger: evaluate the client's rows here, check them, and
+   * hand them to the writer, now (autocommit: answered after the commit) or
+   * at COMMIT (inside a transaction block).
+   */
+  private async executeLedgerInsert(portal: ConnectionPortal, plan: LedgerInsertPlan, sink: ResultSink): Promise<ExecuteOutcome> {
+    portal.done = true;
+    this.writes++;
+    const rows = await evaluateRows(plan, wireParams(portal));
+    validateSteps(plan.table, plan.clientColumns, rows, this.services.maxContentBytes);
+    await this.checkParents(plan, rows);
+    const job: AppendJob = { table: plan.table, rows };
+    const tag = `INSERT 0 ${rows.length}`;
+    if (this.status !== 'I' || this.implicitTransaction) {
+      if (plan.returning !== null) {
+        throw new PgError(SqlState.FeatureNotSupported, 'INSERT ... RETURNING into a ledger table is not supported inside a transaction block', {
+          hint: 'The server computes the chain columns at COMMIT. Insert outside a transaction block to see them, or read them after COMMIT.',
+        });
+      }
+      this.pendingAppends.push(job);
+      return { done: true, tag };
+    }
+    const [result] = await this.services.writer.append([job]);
+    if (plan.returning !== null && result !== undefined && result.count > 0) {
+      const returning = await this.engine.prepare(
+        `SELECT ${plan.returning} FROM ${qualifiedName(plan.table)} WHERE ledger_seq BETWEEN ${result.firstSeq} AND ${result.lastSeq} ORDER BY ledger_seq`,
+        [],
+      );
+      try {
+        const cursor = await returning.execute();
+        await cursor.fetch(0, portal.formats, sink, { timeZone: this.settings.timeZone });
+        cursor.close();
+      } finally {
+        returning.close();
+      }
+    }
+    return { done: true, tag };
+  }
+
+  /** parent_trace_id must name a step that exists. */
+  private async checkParents(plan: LedgerInsertPlan, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
+    if (!plan.table.isSteps) return;
+    const at = plan.clientColumns.indexOf('parent_trace_id');
+    const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
+    if (parents.length === 0) return;
+    const found = await this.engine.query(
+      `SELECT CAST(trace_id AS VARCHAR) FROM ${qualifiedName(plan.table)} WHERE trace_id IN (SELECT CAST(unnest(string_split($1, ',')) AS UUID))`,
+      [parents.join(',')],
+    );
+    const known = new Set(found.map((r) => String(r[0])));
+    const missing = parents.find((p) => !known.has(p));
+    if (missing !== undefined) {
+      throw new PgError(SqlState.ForeignKeyViolation, `insert or update on table "${plan.table.name}" violates foreign key constraint "parent_trace_id"`, {
+        detail: `Key (parent_trace_id)=(${missing}) is not present in table "${plan.table.name}".`,
+        table: plan.table.name,
+        constraint: 'parent_trace_id',
+      });
+    }
+  }
+
+  /** CREATE TABLE of a ledger, made atomic with the chain columns the server adds. */
+  private async executeLedgerCreate(
+    portal: ConnectionPortal,
+    plan: Extract<Plan, { kind: 'engine' }>,
+    parts: readonly string[],
+  ): Promise<ExecuteOutcome> {
+    const own = this.status === 'I' && !this.implicitTransaction;
+    if (own) await this.engine.run('BEGIN TRANSACTION');
+    try {
+      if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
+      this.writes++;
+      const cursor = await plan.statement.execute();
+      portal.cursor = cursor;
+      await this.completeLedger(parts);
+      if (own) await this.engine.run('COMMIT');
+      // Other connections (the writer's among them) see the ledger once it commits.
+      this.services.ledgers.invalidate();
+      portal.done = true;
+      return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
+    } catch (err) {
+      if (own) await this.engine.run('ROLLBACK').catch(() => undefined);
+      this.services.ledgers.invalidate();
+      throw err;
+    }
   }
 
   /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
@@ -396,6 +657,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   private destroy(statement: Statement): void {
     if (statement.plan.kind === 'engine') statement.plan.statement.close();
+    if (statement.plan.kind === 'ledger-insert') statement.plan.insert.evaluate.close();
   }
 
   cancel(): void {
@@ -436,7 +698,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           await this.endTransaction('ROLLBACK');
           return 'ROLLBACK';
         }
+        await this.flushAppends();
         await this.endTransaction('COMMIT');
+        this.services.ledgers.invalidate();
         return 'COMMIT';
       case 'rollback':
         if (this.status === 'I') {
@@ -532,6 +796,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       return;
     }
     if (savepoint.writes === 0) {
+      this.pendingAppends = [];
       await this.engine.run('ROLLBACK');
       await this.engine.run('BEGIN TRANSACTION');
       this.writes = 0;
@@ -557,6 +822,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   private async endTransaction(how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    this.pendingAppends = [];
     this.status = 'I';
     this.savepoints = [];
     this.writes = 0;

@@ -1,6 +1,5 @@
 import type { Engine } from '../engine/port.js';
-import type { Guard } from '../guard/guard.js';
-import type { SecurityEventLog } from '../ledger/security-events.js';
+import type { ConnectionServices } from './connection.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { ConnectionHandler, HandlerFactory, SessionInfo } from '../session/handler-port.js';
@@ -11,8 +10,7 @@ export class EngineHandlerFactory implements HandlerFactory {
   constructor(
     private readonly engine: Engine,
     private readonly database: string,
-    private readonly guard: Guard,
-    private readonly securityLog: SecurityEventLog,
+    private readonly services: ConnectionServices,
   ) {}
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
@@ -22,6 +20,6 @@ export class EngineHandlerFactory implements HandlerFactory {
       }, 'FATAL');
     }
     const conn = await this.engine.connect();
-    return ConnectionHandlerImpl.open(conn, info, this.engine.version, this.guard, this.securityLog);
+    return ConnectionHandlerImpl.open(conn, info, this.engine.version, this.services);
   }
 }

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Engine, EngineConnection } from '../engine/port.js';
+import type { EngineConnection } from '../engine/port.js';
+import type { LedgerCatalog } from './catalog.js';
+import { CHAIN_COLUMNS, type LedgerTable } from './schema.js';
+import type { LedgerWriter } from './writer.js';
 
 /** One refused statement, as recorded in the security ledger. */
 export interface SecurityEvent {
@@ -16,9 +19,8 @@ export interface SecurityEvent {
 
 export const SECURITY_EVENTS_TABLE = '_cot_security_events';
 
-const DDL = `CREATE TABLE IF NOT EXISTS main.${SECURITY_EVENTS_TABLE} (
+export const SECURITY_EVENTS_DDL = `CREATE TABLE IF NOT EXISTS main.${SECURITY_EVENTS_TABLE} (
   event_id UUID NOT NULL,
-  occurred_at TIMESTAMPTZ NOT NULL,
   user_name VARCHAR NOT NULL,
   remote_address VARCHAR NOT NULL,
   application_name VARCHAR NOT NULL,
@@ -27,38 +29,44 @@ const DDL = `CREATE TABLE IF NOT EXISTS main.${SECURITY_EVENTS_TABLE} (
   sqlstate VARCHAR NOT NULL,
   reason VARCHAR NOT NULL,
   statement_fingerprint VARCHAR NOT NULL,
-  statement_excerpt VARCHAR NOT NULL
+  statement_excerpt VARCHAR NOT NULL,
+  ${CHAIN_COLUMNS.map((c) => `${c.name} ${c.type} NOT NULL`).join(',\n  ')}
 )`;
-
-const INSERT = `INSERT INTO main.${SECURITY_EVENTS_TABLE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
 
 /** Statements longer than this are recorded by fingerprint and their beginning only. */
 const EXCERPT_LIMIT = 2000;
 
 /**
- * Appends every refusal to the `_cot_security_events` ledger, on a
- * connection of its own, so that a refused client's transaction (which the
- * refusal fails) cannot take the record with it. Appends are queued and
- * never block or fail the client's statement.
+ * Appends every refusal to the `_cot_security_events` ledger through the
+ * writer, outside the refused client's transaction (which the refusal
+ * fails), so attempts to tamper are themselves chained. Appends never block
+ * or fail the client's statement.
  */
 export class SecurityEventLog {
   private queue: Promise<void> = Promise.resolve();
 
   private constructor(
-    private readonly conn: EngineConnection,
+    private readonly writer: LedgerWriter,
+    private readonly table: LedgerTable,
     private readonly onError: (err: unknown) => void,
   ) {}
 
-  static async open(engine: Engine, onError: (err: unknown) => void): Promise<SecurityEventLog> {
-    const conn = await engine.connect();
-    await conn.run(DDL);
-    return new SecurityEventLog(conn, onError);
+  static async open(
+    conn: EngineConnection,
+    catalog: LedgerCatalog,
+    writer: LedgerWriter,
+    onError: (err: unknown) => void,
+  ): Promise<SecurityEventLog> {
+    await conn.run(SECURITY_EVENTS_DDL);
+    catalog.invalidate();
+    const table = await catalog.find(['main', SECURITY_EVENTS_TABLE]);
+    if (table === null) throw new Error(`${SECURITY_EVENTS_TABLE} is not a chained ledger`);
+    return new SecurityEventLog(writer, table, onError);
   }
 
   record(e: SecurityEvent): void {
-    const params = [
+    const row = [
       randomUUID(),
-      new Date().toISOString(),
       e.user,
       e.remoteAddress,
       e.applicationName,
@@ -69,19 +77,17 @@ export class SecurityEventLog {
       e.fingerprint,
       e.statement.slice(0, EXCERPT_LIMIT),
     ];
-    this.queue = this.queue.then(
-      () => this.conn.query(INSERT, params).then(() => undefined),
-    ).catch(this.onError);
+    this.queue = this.queue
+      .then(() => this.writer.append([{ table: this.table, rows: [row] }]))
+      .then(() => undefined, this.onError);
   }
 
-  /** Waits for queued appends, then closes the connection. */
-  async close(): Promise<void> {
-    await this.queue;
-    this.conn.close();
-  }
-
-  /** Waits for queued appends (for tests). */
+  /** Waits for queued appends. */
   flushed(): Promise<void> {
+    return this.queue;
+  }
+
+  close(): Promise<void> {
     return this.queue;
   }
 }

@@ -173,12 +173,12 @@ class DuckDBSession implements EngineConnection {
     }
   }
 
-  async query(sql: string, params: readonly string[] = []): Promise<unknown[][]> {
+  async query(sql: string, params: readonly (string | null)[] = []): Promise<unknown[][]> {
     await this.settleActive();
     try {
       const prepared = await this.conn.prepare(sql);
       try {
-        params.forEach((p, i) => prepared.bindVarchar(i + 1, p));
+        params.forEach((p, i) => (p === null ? prepared.bindNull(i + 1) : prepared.bindVarchar(i + 1, p)));
         const reader = await prepared.runAndReadAll();
         return reader.getRowsJS() as unknown[][];
       } finally {

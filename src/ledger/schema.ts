@@ -1,0 +1,108 @@
+/**
+ * Ledger tables: the default `_cot_steps`, and the chain columns the server
+ * adds to every other ledger. The hash pre-image and the verification SQL
+ * are both derived from these definitions.
+ */
+
+export const STEP_TYPES = [
+  'Observation',
+  'Hypothesis',
+  'ToolCall',
+  'ToolResult',
+  'Reasoning',
+  'Decision',
+  'Action',
+  'Error',
+  'Correction',
+  'Summary',
+  'PlanStep',
+  'FinalAnswer',
+] as const;
+
+export const STEPS_TABLE = '_cot_steps';
+
+/** The columns the server computes on every ledger; a client that supplies one gets an error. */
+export const CHAIN_COLUMNS: ReadonlyArray<{ readonly name: string; readonly type: string }> = [
+  { name: 'step_index', type: 'INTEGER' },
+  { name: 'prev_hash', type: 'VARCHAR' },
+  { name: 'current_hash', type: 'VARCHAR' },
+  { name: 'created_at', type: 'TIMESTAMP WITH TIME ZONE' },
+  { name: 'ledger_seq', type: 'BIGINT' },
+];
+
+/** `_cot_steps` computes these too. */
+export const STEPS_SERVER_COLUMNS = new Set(['trace_id', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq', 'has_embedding']);
+
+export const STEPS_DDL = `CREATE TABLE IF NOT EXISTS main.${STEPS_TABLE} (
+  trace_id UUID NOT NULL,
+  org_id VARCHAR,
+  agent_id VARCHAR,
+  session_id VARCHAR NOT NULL,
+  step_index INTEGER NOT NULL,
+  step_type VARCHAR NOT NULL,
+  content VARCHAR,
+  input_data JSON,
+  output_data JSON,
+  confidence DOUBLE,
+  duration_ms BIGINT,
+  token_count INTEGER,
+  model VARCHAR,
+  metadata JSON,
+  prev_hash VARCHAR NOT NULL,
+  current_hash VARCHAR NOT NULL,
+  has_embedding BOOLEAN NOT NULL,
+  created_at TIMESTAMP WITH TIME ZONE NOT NULL,
+  parent_trace_id UUID,
+  ledger_seq BIGINT NOT NULL
+)`;
+
+export interface LedgerColumn {
+  readonly name: string;
+  /** DuckDB's type name, as duckdb_columns() reports it. */
+  readonly type: string;
+  /** The column's default expression, or null. */
+  readonly defaultSql: string | null;
+}
+
+/** What the writer and the verifier know about one ledger table. */
+export interface LedgerTable {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+  /** All columns in table order. */
+  readonly columns: readonly LedgerColumn[];
+  /** The column that partitions chains (`session_id`), or null when the whole table is one chain. */
+  readonly chainKey: string | null;
+  /** Columns the server computes; clients may not supply them. */
+  readonly serverColumns: ReadonlySet<string>;
+  /** `_cot_steps` gets the reasoning-step checks. */
+  readonly isSteps: boolean;
+}
+
+export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): string {
+  return `${quoteIdent(t.catalog)}.${quoteIdent(t.schema)}.${quoteIdent(t.name)}`;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+export function quoteLiteral(s: string): string {
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+const TIMESTAMPTZ = 'TIMESTAMP WITH TIME ZONE';
+
+/**
+ * The SQL expression for a column's canonical text in the hash pre-image:
+ * its VARCHAR cast, except timestamps with time zone, which are hashed as
+ * microseconds since the epoch so that no time zone setting can change
+ * them. NULL stays NULL (the pre-image marks it).
+ */
+export function canonicalTextSql(column: string, type: string): string {
+  const ref = quoteIdent(column);
+  if (type.toUpperCase() === TIMESTAMPTZ) return `CAST(epoch_us(${ref}) AS VARCHAR)`;
+  return `CAST(${ref} AS VARCHAR)`;
+}
+
+export const HASH_VERSION = 'cotwire/v1';

@@ -1,0 +1,94 @@
+import { canonicalTextSql, HASH_VERSION, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
+
+/**
+ * The SQL side of verification: macros any client can call, written so that
+ * they recompute every hash from the README's specification with DuckDB's
+ * own sha256(). Built-in functions are called by their qualified names, so
+ * that no user object could change what verification answers.
+ */
+
+const fn = (name: string): string => `system.main.${name}`;
+
+/** lp(x) in SQL: u64 big-endian byte length, then the UTF-8 bytes; NULL is eight 0xFF bytes. */
+export const LP_MACRO = `CREATE OR REPLACE TEMP MACRO cot_lp(x) AS CASE WHEN x IS NULL THEN ${fn('unhex')}('ffffffffffffffff') ELSE ${fn('unhex')}(${fn('printf')}('%016x', ${fn('octet_length')}(${fn('encode')}(x)))) || ${fn('encode')}(x) END`;
+
+/** The expression that recomputes a row's current_hash. */
+export function hashSql(table: LedgerTable): string {
+  const parts = [`cot_lp(${quoteLiteral(HASH_VERSION)})`, `cot_lp(${quoteLiteral(table.name)})`];
+  for (const c of table.columns) {
+    if (c.name === 'current_hash') continue;
+    parts.push(`cot_lp(${quoteLiteral(c.name)})`, `cot_lp(${canonicalTextSql(c.name, c.type)})`);
+  }
+  return `${fn('sha256')}(${parts.join(' || ')})`;
+}
+
+/**
+ * One row per chain: whether it verifies, how many steps it has, and where
+ * it first breaks (step_index, kind, expected and actual hash). `filter` is
+ * a SQL condition on the chain key, or null for every chain.
+ */
+export function verifySql(table: LedgerTable, filter: string | null): string {
+  const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
+  const from = `${quoteIdent(table.catalog)}.${quoteIdent(table.schema)}.${quoteIdent(table.name)}`;
+  return `
+WITH rows AS (
+  SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table)} AS recomputed,
+    row_number() OVER w - 1 AS position,
+    lag(current_hash, 1, '') OVER w AS expected_prev,
+    count(*) OVER (PARTITION BY ${key}, step_index) AS same_index,
+    list(current_hash) OVER (PARTITION BY ${key} ORDER BY step_index, ledger_seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS later_hashes,
+    list(current_hash) OVER (PARTITION BY ${key}) AS chain_hashes
+  FROM ${from}
+  ${filter === null ? '' : `WHERE ${key} = ${filter}`}
+  WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
+),
+checked AS (
+  SELECT *, CASE
+    WHEN same_index > 1 THEN 'inserted'
+    WHEN step_index > position THEN 'deleted'
+    WHEN step_index < position THEN 'inserted'
+    WHEN recomputed <> current_hash AND prev_hash <> expected_prev AND list_contains(later_hashes, prev_hash) THEN 'reordered'
+    WHEN recomputed <> current_hash THEN 'edited'
+    WHEN prev_hash <> expected_prev AND list_contains(chain_hashes, prev_hash) THEN 'reordered'
+    WHEN prev_hash <> expected_prev THEN 'inserted'
+  END AS break_kind
+  FROM rows
+)
+SELECT chain_key,
+  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
+  count(*)::BIGINT AS step_count,
+  arg_min(step_index, position) FILTER (WHERE break_kind IS NOT NULL) AS first_broken_index,
+  arg_min(break_kind, position) FILTER (WHERE break_kind IS NOT NULL) AS break_kind,
+  arg_min(CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END, position) FILTER (WHERE break_kind IS NOT NULL) AS expected_hash,
+  arg_min(CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END, position) FILTER (WHERE break_kind IS NOT NULL) AS actual_hash
+FROM checked
+GROUP BY chain_key
+ORDER BY chain_key`;
+}
+
+/** The per-ledger macro name: cot_verify for _cot_steps, cot_verify_tool_calls for _cot_tool_calls. */
+export function verifyMacroName(table: LedgerTable): string {
+  if (table.name === STEPS_TABLE && table.schema === 'main') return 'cot_verify';
+  return `cot_verify_${table.name.replace(/^_cot_?/i, '').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`;
+}
+
+/** The verification macros for one ledger: NAME(key) for one chain, NAME_all() for every chain. */
+export function verifyMacros(table: LedgerTable): string[] {
+  const name = verifyMacroName(table);
+  return [
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${verifySql(table, 'chain')}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${verifySql(table, null)}`,
+  ];
+}
+
+/** Reading macros for the default ledger. */
+export const STEPS_READ_MACROS: readonly string[] = [
+  `CREATE OR REPLACE TEMP MACRO cot_replay(session) AS TABLE SELECT * FROM main.${STEPS_TABLE} WHERE session_id = session ORDER BY step_index`,
+  `CREATE OR REPLACE TEMP MACRO cot_trace(trace) AS TABLE SELECT * FROM main.${STEPS_TABLE} WHERE trace_id = CAST(trace AS UUID)`,
+  `CREATE OR REPLACE TEMP MACRO cot_sessions(agent) AS TABLE
+     SELECT s.session_id, count(*)::BIGINT AS step_count, min(s.created_at) AS first_step_at, max(s.created_at) AS last_step_at,
+            any_value(v.valid) AS chain_valid
+     FROM main.${STEPS_TABLE} s JOIN cot_verify_all() v ON v.chain_key = s.session_id
+     WHERE s.agent_id IS NOT DISTINCT FROM agent
+     GROUP BY s.session_id ORDER BY first_step_at`,
+];

@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import type { Engine, EngineConnection } from '../engine/port.js';
+import { rowHash } from './canonical.js';
+import type { LedgerCatalog } from './catalog.js';
+import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
+
+/** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
+export interface AppendJob {
+  readonly table: LedgerTable;
+  readonly rows: ReadonlyArray<ReadonlyArray<string | null>>;
+}
+
+/** Where a job's rows landed: their global sequence numbers, first to last. */
+export interface AppendResult {
+  readonly count: number;
+  readonly firstSeq: bigint;
+  readonly lastSeq: bigint;
+}
+
+interface Unit {
+  readonly jobs: readonly AppendJob[];
+  readonly resolve: (r: AppendResult[]) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+interface Head {
+  readonly index: number;
+  readonly hash: string;
+}
+
+/** Rows per INSERT statement: enough to amortise the statement, few enough for its parameters. */
+const ROWS_PER_STATEMENT = 100;
+/** Units taken into one group commit at most. */
+const UNITS_PER_COMMIT = 512;
+
+/**
+ * The only code that writes ledger rows. It serialises every chain: units of
+ * appends (one client statement, or one client transaction's appends) queue
+ * here, and the units that arrive together share one engine transaction and
+ * one commit (group commit). Each unit's chain values (step_index,
+ * prev_hash, current_hash, created_at, ledger_seq, and trace_id for
+ * _cot_steps) are computed here, in queue order, from chain heads that are
+ * a cache of what is committed; a caller is answered only after the commit.
+ */
+export class LedgerWriter {
+  private readonly queue: Unit[] = [];
+  private running = false;
+  private readonly heads = new Map<string, Map<string, Head>>();
+  private seq = 0n;
+  private lastMicros = 0n;
+  private closed = false;
+  private idle: Promise<void> = Promise.resolve();
+  private markIdle: () => void = () => undefined;
+
+  private constructor(
+    private readonly conn: EngineConnection,
+    private readonly catalog: LedgerCatalog,
+  ) {}
+
+  static async open(engine: Engine, catalog: LedgerCatalog): Promise<LedgerWriter> {
+    const conn = await engine.connect();
+    const writer = new LedgerWriter(conn, catalog);
+    await writer.loadSequence();
+    return writer;
+  }
+
+  /** Appends the jobs atomically: all their rows commit together, or none does. */
+  append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
+    if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: -1n })));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ jobs, resolve, reject });
+      if (!this.running) void this.run();
+    });
+  }
+
+  /** Waits for queued units, then closes the writer's connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.idle;
+    this.conn.close();
+  }
+
+  /** A new ledger table starts empty; forget what was cached about a table that was (re)created. */
+  forget(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): void {
+    this.heads.delete(qualifiedName(table));
+  }
+
+  private async loadSequence(): Promise<void> {
+    let max = 0n;
+    for (const t of await this.catalog.all()) {
+      const [[v]] = (await this.conn.query(`SELECT max(ledger_seq) FROM ${qualifiedName(t)}`)) as [[bigint | null]];
+      if (v !== null && BigInt(v) > max) max = BigInt(v);
+    }
+    this.seq = max;
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    this.idle = new Promise((resolve) => {
+      this.markIdle = resolve;
+    });
+    try {
+      while (this.queue.length > 0) {
+        const units = this.queue.splice(0, UNITS_PER_COMMIT);
+        try {
+          const results = await this.commit(units);
+          units.forEach((u, i) => u.resolve(results[i] as AppendResult[]));
+        } catch {
+          // One unit's failure must not fail the others: retry each alone.
+          for (const unit of units) {
+            try {
+              const [result] = await this.commit([unit]);
+              unit.resolve(result as AppendResult[]);
+            } catch (err) {
+              unit.reject(err);
+            }
+          }
+        }
+      }
+    } finally {
+      this.running = false;
+      this.markIdle();
+    }
+  }
+
+  /** One engine transaction for all the units; chain heads advance only if it commits. */
+  private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
+    const pending = new Map<string, Map<string, Head>>();
+    let seq = this.seq;
+    const byTable = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
+    const results: AppendResult[][] = [];
+    for (const unit of units) {
+      const unitResults: AppendResult[] = [];
+      for (const job of unit.jobs) {
+        const name = qualifiedName(job.table);
+        const heads = await this.headsOf(job.table);
+        let tentative = pending.get(name);
+        if (tentative === undefined) {
+          tentative = new Map();
+          pending.set(name, tentative);
+        }
+        let entry = byTable.get(name);
+        if (entry === undefined) {
+          entry = { table: job.table, rows: [] };
+          byTable.set(name, entry);
+        }
+        const first = seq + 1n;
+        for (const clientRow of job.rows) {
+          seq += 1n;
+          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq));
+        }
+        unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
+      }
+      results.push(unitResults);
+    }
+    await this.conn.run('BEGIN TRANSACTION');
+    try {
+      for (const { table, rows } of byTable.values()) {
+        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+          const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+          await this.conn.query(insertSql(table, chunk.length), chunk.flat());
+        }
+      }
+      await this.conn.run('COMMIT');
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    // Committed: the tentative heads are now the truth.
+    for (const [name, tentative] of pending) {
+      const heads = this.heads.get(name);
+      if (heads === undefined) continue;
+      for (const [key, head] of tentative) heads.set(key, head);
+    }
+    this.seq = seq;
+    return results;
+  }
+
+  /** Completes one row with its chain values and hash; returns the texts of every column in table order. */
+  private chainRow(
+    table: LedgerTable,
+    clientRow: ReadonlyArray<string | null>,
+    heads: Map<string, Head>,
+    tentative: Map<string, Head>,
+    seq: bigint,
+  ): (string | null)[] {
+    const texts: (string | null)[] = [];
+    const names = table.columns.map((c) => c.name);
+    let j = 0;
+    const values = new Map<string, string | null>();
+    for (const c of table.columns) {
+      if (table.serverColumns.has(c.name)) continue;
+      values.set(c.name, clientRow[j++] ?? null);
+    }
+    const key = table.chainKey === null ? '' : (values.get(table.chainKey) ?? '');
+    const head = tentative.get(key) ?? heads.get(key);
+    const micros = this.nextMicros();
+    values.set('step_index', String(head === undefined ? 0 : head.index + 1));
+    values.set('prev_hash', head?.hash ?? '');
+    values.set('created_at', String(micros));
+    values.set('ledger_seq', String(seq));
+    if (table.serverColumns.has('trace_id')) values.set('trace_id', uuidv7(Number(micros / 1000n)));
+    if (table.serverColumns.has('has_embedding')) values.set('has_embedding', 'false');
+    for (const n of names) texts.push(n === 'current_hash' ? null : (values.get(n) ?? null));
+    const hash = rowHash(table.name, names, texts);
+    texts[names.indexOf('current_hash')] = hash;
+    tentative.set(key, { index: head === undefined ? 0 : head.index + 1, hash });
+    return texts;
+  }
+
+  /** Microseconds since the epoch, strictly increasing, so created_at orders appends. */
+  private nextMicros(): bigint {
+    const now = BigInt(Date.now()) * 1000n;
+    this.lastMicros = now > this.lastMicros ? now : this.lastMicros + 1n;
+    return this.lastMicros;
+  }
+
+  private async headsOf(table: LedgerTable): Promise<Map<string, Head>> {
+    const name = qualifiedName(table);
+    let heads = this.heads.get(name);
+    if (heads !== undefined) return heads;
+    heads = new Map();
+    const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
+    const rows = (await this.conn.query(
+      `SELECT ${key}, max(step_index), arg_max(current_hash, step_index) FROM ${name} GROUP BY ALL`,
+    )) as Array<[string, number, string]>;
+    for (const [k, index, hash] of rows) heads.set(k ?? '', { index: Number(index), hash });
+    this.heads.set(name, heads);
+    return heads;
+  }
+}
+
+const insertCache = new Map<string, string>();
+
+/** INSERT of `n` rows given as text parameters, each cast back to its column's type. */
+function insertSql(table: LedgerTable, n: number): string {
+  const cacheKey = `${qualifiedName(table)}\u0000${n}`;
+  const hit = insertCache.get(cacheKey);
+  if (hit !== undefined) return hit;
+  const cols = table.columns;
+  let p = 0;
+  const tuple = (): string =>
+    `(${cols
+      .map((c) => {
+        p++;
+        return c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE'
+          ? `CAST(system.main.make_timestamp(CAST($${p} AS BIGINT)) AS TIMESTAMPTZ)`
+          : `CAST($${p} AS ${c.type})`;
+      })
+      .join(', ')})`;
+  const tuples = Array.from({ length: n }, tuple).join(', ');
+  const sql = `INSERT INTO ${qualifiedName(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) VALUES ${tuples}`;
+  if (insertCache.size > 1000) insertCache.clear();
+  insertCache.set(cacheKey, sql);
+  return sql;
+}
+
+/** A time-ordered UUID (version 7): 48 bits of milliseconds, then random bits. */
+export function uuidv7(ms: number): string {
+  const b = randomBytes(16);
+  b.writeUIntBE(ms, 0, 6);
+  b[6] = ((b[6] as number) & 0x0f) | 0x70;
+  b[8] = ((b[8] as number) & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

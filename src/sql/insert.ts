@@ -1,0 +1,98 @@
+import { identifierText } from './identifiers.js';
+import type { Token } from './lexer.js';
+
+/** The parts of an INSERT statement, found on its tokens. */
+export interface InsertParts {
+  /** The target's name parts, decoded (schema and catalog when qualified). */
+  readonly target: readonly string[];
+  /** The column list, decoded, or null when none was given. */
+  readonly columns: readonly string[] | null;
+  /** The source query (`VALUES ...` or `SELECT ...`) as text, or null for DEFAULT VALUES. */
+  readonly source: string | null;
+  /** Where the source starts in the statement text. */
+  readonly sourceStart: number;
+  /** The RETURNING list as text, or null. */
+  readonly returning: string | null;
+  /** DuckDB's BY NAME / BY POSITION, OR REPLACE / OR IGNORE and ON CONFLICT: none of them is supported here. */
+  readonly unsupported: string | null;
+}
+
+const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
+
+/**
+ * Splits `INSERT INTO name [AS alias] [(columns)] source [RETURNING list]`.
+ * Returns null when the statement does not have this shape.
+ */
+export function parseInsert(text: string, tokens: readonly Token[]): InsertParts | null {
+  const decode = identifierText;
+  if (upper(tokens[0]) !== 'INSERT') return null;
+  let i = 1;
+  let unsupported: string | null = null;
+  if (upper(tokens[i]) === 'OR') {
+    unsupported = `INSERT OR ${upper(tokens[i + 1])}`;
+    i += 2;
+  }
+  if (upper(tokens[i]) !== 'INTO') return null;
+  i++;
+  const target: string[] = [];
+  for (;;) {
+    const part = decode(tokens, i);
+    if (part === null) return null;
+    target.push(part);
+    i++;
+    if (upper(tokens[i]) === 'UESCAPE') i += 2;
+    if (tokens[i]?.text !== '.') break;
+    i++;
+  }
+  if (upper(tokens[i]) === 'AS') i += 2;
+  let columns: string[] | null = null;
+  if (tokens[i]?.text === '(' && !['SELECT', 'VALUES', 'WITH', 'FROM', 'TABLE'].includes(upper(tokens[i + 1]))) {
+    columns = [];
+    i++;
+    for (;;) {
+      const c = decode(tokens, i);
+      if (c === null) return null;
+      columns.push(c);
+      i++;
+      if (tokens[i]?.text === ',') {
+        i++;
+        continue;
+      }
+      if (tokens[i]?.text === ')') {
+        i++;
+        break;
+      }
+      return null;
+    }
+  }
+  if (upper(tokens[i]) === 'BY') {
+    unsupported ??= `INSERT ... BY ${upper(tokens[i + 1])}`;
+    i += 2;
+  }
+  if (upper(tokens[i]) === 'DEFAULT' && upper(tokens[i + 1]) === 'VALUES') {
+    const rest = tokens[i + 2];
+    const returning = upper(rest) === 'RETURNING' ? text.slice((tokens[i + 3] as Token | undefined)?.start ?? text.length) : null;
+    return { target, columns, source: null, sourceStart: tokens[i]?.start ?? text.length, returning, unsupported };
+  }
+  const sourceToken = tokens[i];
+  if (sourceToken === undefined) return null;
+  let depth = 0;
+  let end = tokens.length;
+  let returning: string | null = null;
+  for (let j = i; j < tokens.length; j++) {
+    const t = tokens[j] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    else if (depth === 0 && upper(t) === 'RETURNING') {
+      end = j;
+      returning = text.slice((tokens[j + 1] as Token | undefined)?.start ?? text.length);
+      break;
+    } else if (depth === 0 && upper(t) === 'ON' && upper(tokens[j + 1]) === 'CONFLICT') {
+      unsupported ??= 'INSERT ... ON CONFLICT';
+      end = j;
+      break;
+    }
+  }
+  const last = tokens[end - 1] as Token;
+  return { target, columns, source: text.slice(sourceToken.start, last.end), sourceStart: sourceToken.start, returning, unsupported };
+}
