@@ -26,6 +26,7 @@ export interface RunningServer {
   readonly engine: Engine;
   readonly securityLog: SecurityEventLog;
   readonly writer: LedgerWriter;
+  readonly ledgers: LedgerCatalog;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
   close(): Promise<void>;
 }
@@ -97,6 +98,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     engine,
     securityLog,
     writer,
+    ledgers,
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);

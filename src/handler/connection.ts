@@ -237,8 +237,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   async defineLedgerMacros(): Promise<void> {
     this.macrosVersion = this.services.ledgers.version;
     const statements = [LP_MACRO];
-    for (const t of await this.services.ledgers.all()) statements.push(...verifyMacros(t));
-    statements.push(...STEPS_READ_MACROS);
+    const ledgers = await this.services.ledgers.all();
+    for (const t of ledgers) statements.push(...verifyMacros(t));
+    if (ledgers.some((t) => t.isSteps)) statements.push(...STEPS_READ_MACROS);
     await this.engine.run(statements.join(';\n'));
   }
 

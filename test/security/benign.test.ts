@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 import { BENIGN } from './benign.js';
-import { BareDuckDB, FIXTURE, protectedState, tempRoot } from './fixture.js';
+import { BareDuckDB, FIXTURE, tempRoot } from './fixture.js';
 
 let server: TestServer;
 let internal: EngineConnection;
@@ -22,7 +22,10 @@ function text(v: unknown): string | null {
 beforeAll(async () => {
   server = await startTestServer();
   internal = await server.running.engine.connect();
+  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
+  await internal.run('DROP TABLE main._cot_steps');
   await internal.run(FIXTURE);
+  server.running.ledgers.invalidate();
   client = await server.client();
   bare = await BareDuckDB.create(tempRoot());
 });
@@ -33,11 +36,23 @@ afterAll(async () => {
   await server[Symbol.asyncDispose]();
 });
 
-/** Ordinary tables and ledgers alike, as both databases should hold them after each statement. */
+/** Columns cotwire adds to a ledger it creates; bare DuckDB has no such thing. */
+const CHAIN = new Set(['step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq']);
+
+/**
+ * Ordinary tables and ledgers alike, as both databases should hold them
+ * after each statement: every column a client writes (the chain columns
+ * cotwire adds to new ledgers are left out).
+ */
 async function dataState(q: (sql: string) => Promise<unknown[][]>): Promise<string> {
   const tables = await q("SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name <> '_cot_security_events' AND NOT temporary ORDER BY ALL");
   const parts: unknown[] = [tables];
-  for (const [schema, table] of tables as Array<[string, string]>) parts.push(await q(`SELECT * FROM "${schema}"."${table}" ORDER BY ALL`));
+  for (const [schema, table] of tables as Array<[string, string]>) {
+    const columns = (await q(`SELECT column_name FROM duckdb_columns() WHERE schema_name = '${schema}' AND table_name = '${table}' ORDER BY column_index`))
+      .map((r) => String(r[0]))
+      .filter((c) => !CHAIN.has(c));
+    parts.push(await q(`SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${schema}"."${table}" ORDER BY ALL`));
+  }
   return JSON.stringify(parts, (_, x: unknown) => (typeof x === 'bigint' ? x.toString() : x));
 }
 
@@ -64,8 +79,4 @@ describe('benign statements pass the guard with the results they have on bare Du
     expect(await dataState((sql) => internal.query(sql))).toBe(await dataState(bare.query));
   });
 
-  it('left the protected ledgers exactly as bare DuckDB has them', async () => {
-    const strip = (s: string): string => s.replace(/\[\["threads".*$/, '');
-    expect(strip(await protectedState((sql) => internal.query(sql)))).toBe(strip(await protectedState(bare.query)));
-  });
 });

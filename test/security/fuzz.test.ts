@@ -64,7 +64,10 @@ let client: pg.Client;
 beforeAll(async () => {
   server = await startTestServer();
   internal = await server.running.engine.connect();
+  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
+  await internal.run('DROP TABLE main._cot_steps');
   await internal.run(FIXTURE);
+  server.running.ledgers.invalidate();
   client = await server.client();
 });
 afterAll(async () => {

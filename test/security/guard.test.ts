@@ -21,7 +21,10 @@ async function cotwireState(): Promise<string> {
 beforeAll(async () => {
   server = await startTestServer();
   internal = await server.running.engine.connect();
+  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
+  await internal.run('DROP TABLE main._cot_steps');
   await internal.run(FIXTURE);
+  server.running.ledgers.invalidate();
   writeHostFiles(server.dir);
   client = await server.client();
   baseline = await cotwireState();
@@ -140,7 +143,7 @@ describe('refusals are recorded', () => {
     await client.query('ROLLBACK');
     await server.running.securityLog.flushed();
     const rows = await internal.query(
-      'SELECT user_name, remote_address, operation, target, sqlstate, reason, length(statement_fingerprint) FROM _cot_security_events ORDER BY occurred_at DESC LIMIT 1',
+      'SELECT user_name, remote_address, operation, target, sqlstate, reason, length(statement_fingerprint) FROM _cot_security_events ORDER BY ledger_seq DESC LIMIT 1',
     );
     expect(Number((await internal.query('SELECT count(*) FROM _cot_security_events'))[0]?.[0])).toBe(before + 1);
     expect(rows[0]).toEqual(['cotwire', '127.0.0.1', 'UPDATE', '_cot_steps', '42501', 'ledger', 64n]);
