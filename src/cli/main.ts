@@ -4,12 +4,15 @@ import { startServer, StartupError } from '../main.js';
 import { makeScramVerifier } from '../session/scram.js';
 import { COTWIRE_VERSION } from '../version.js';
 import { readPassword } from './password.js';
+import { replayCommand, UsageError, verifyCommand } from './ledger-commands.js';
 
 const USAGE = `cotwire ${COTWIRE_VERSION}: a PostgreSQL wire server over embedded DuckDB
 
 Usage:
   cotwire serve [--host H] [--port P] [--db FILE] [--config FILE] [--log-level L]
   cotwire passwd USER        print a SCRAM-SHA-256 verifier for the configuration file
+  cotwire verify --db FILE [--session ID] [--json]   verify every chain offline (exit 0 intact, 1 broken)
+  cotwire replay --db FILE --session ID              print a session's steps
   cotwire --version
 
 Environment: COTWIRE_HOST, COTWIRE_PORT, COTWIRE_DB, COTWIRE_CONFIG, COTWIRE_LOG_LEVEL.
@@ -39,6 +42,10 @@ export async function main(args: readonly string[]): Promise<number> {
         return await serve(parseFlags(rest));
       case 'passwd':
         return await passwd(rest);
+      case 'verify':
+        return await verifyCommand(rest, (t) => process.stdout.write(t));
+      case 'replay':
+        return await replayCommand(rest, (t) => process.stdout.write(t));
       case '--version':
       case 'version':
         process.stdout.write(`${COTWIRE_VERSION}\n`);
@@ -53,6 +60,10 @@ export async function main(args: readonly string[]): Promise<number> {
         return 2;
     }
   } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`cotwire: ${err.message}\n`);
+      return 2;
+    }
     if (err instanceof ConfigError || err instanceof StartupError) {
       process.stderr.write(`cotwire: ${err.message}\n`);
       return 1;

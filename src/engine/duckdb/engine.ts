@@ -31,6 +31,8 @@ import { codecFor, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './
 export interface DuckDBEngineOptions {
   /** A file path, or ':memory:'. */
   readonly path: string;
+  /** Open the file read-only (offline verification), so a stopped server's file is never changed. */
+  readonly readOnly?: boolean;
 }
 
 const statementKinds = new Map<number, StatementKind>(
@@ -73,6 +75,7 @@ export class DuckDBEngine implements Engine {
     const instance = await DuckDBInstance.create(opts.path, {
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
+      ...(opts.readOnly === true ? { access_mode: 'READ_ONLY' } : {}),
     });
     try {
       const conn = await instance.connect();
