@@ -225,7 +225,10 @@ export class LedgerWriter {
     const rows = (await this.conn.query(
       `SELECT ${key}, max(step_index), arg_max(current_hash, step_index) FROM ${name} GROUP BY ALL`,
     )) as Array<[string, number, string]>;
-    for (const [k, index, hash] of rows) heads.set(k ?? '', { index: Number(index), hash });
+    for (const [k, index, hash] of rows) {
+      // An empty table still yields one row of NULLs for the whole-table chain.
+      if (index !== null) heads.set(k ?? '', { index: Number(index), hash });
+    }
     this.heads.set(name, heads);
     return heads;
   }

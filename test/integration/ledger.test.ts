@@ -1,0 +1,263 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import postgres from 'postgres';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { EngineConnection } from '../../src/engine/port.js';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { checkChains, recomputeSql, type Column } from '../fixtures/independent-verifier.js';
+
+const run = promisify(execFile);
+let server: TestServer;
+let client: pg.Client;
+let internal: EngineConnection;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  client = await server.client();
+  internal = await server.running.engine.connect();
+});
+afterAll(async () => {
+  internal.close();
+  await server[Symbol.asyncDispose]();
+});
+
+async function columns(table: string): Promise<Column[]> {
+  const rows = await internal.query(`SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '${table}' ORDER BY column_index`);
+  return rows.map((r) => ({ name: String(r[0]), type: String(r[1]) }));
+}
+
+/** Verifies a ledger with the independent verifier (the README's spec only). */
+async function independentlyVerified(table: string, chainKey: string | null): Promise<{ chains: number; steps: number; problems: string[] }> {
+  return checkChains(await internal.query(recomputeSql(table, await columns(table), chainKey)));
+}
+
+async function sqlstate(p: Promise<unknown>): Promise<string> {
+  const err = (await p.then(
+    () => null,
+    (e: unknown) => e,
+  )) as { code?: string } | null;
+  return err?.code ?? 'succeeded';
+}
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('appending reasoning steps', () => {
+  it('computes trace_id, step_index, the chain and ledger_seq, and returns them', async () => {
+    const r1 = await client.query(
+      "INSERT INTO _cot_steps (session_id, agent_id, step_type, content, confidence, metadata) VALUES ('a1', 'agent-1', 'Observation', 'the sky is blue', 0.9, '{\"k\": 1}') RETURNING trace_id, step_index, prev_hash, current_hash, ledger_seq, has_embedding",
+    );
+    expect(r1.command).toBe('INSERT');
+    expect(r1.rowCount).toBe(1);
+    const first = r1.rows[0];
+    expect(first.trace_id).toMatch(UUID_V7);
+    expect(first.step_index).toBe(0);
+    expect(first.prev_hash).toBe('');
+    expect(first.current_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.has_embedding).toBe(false);
+    const r2 = await client.query(
+      "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('a1', 'Reasoning', 'so it is day'), ('a1', 'Decision', 'go out') RETURNING step_index, prev_hash, current_hash, ledger_seq",
+    );
+    expect(r2.rows.map((r) => r.step_index)).toEqual([1, 2]);
+    expect(r2.rows[0].prev_hash).toBe(first.current_hash);
+    expect(r2.rows[1].prev_hash).toBe(r2.rows[0].current_hash);
+    expect(Number(r2.rows[1].ledger_seq)).toBe(Number(r2.rows[0].ledger_seq) + 1);
+    expect(Number(r2.rows[0].ledger_seq)).toBeGreaterThan(Number(first.ledger_seq));
+  });
+
+  it('takes parameters in the extended protocol, column lists and DEFAULT', async () => {
+    const r = await client.query(
+      'INSERT INTO _cot_steps (session_id, step_type, content, confidence, duration_ms, token_count, model, input_data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING step_index, confidence, duration_ms, input_data',
+      ['p1', 'ToolCall', 'search', 0.25, 1500, 42, 'gpt', JSON.stringify({ q: 'x' })],
+    );
+    expect(r.rows[0]).toEqual({ step_index: 0, confidence: 0.25, duration_ms: '1500', input_data: { q: 'x' } });
+    const d = await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('p1', 'ToolResult', DEFAULT) RETURNING step_index, content");
+    expect(d.rows[0]).toEqual({ step_index: 1, content: null });
+  });
+
+  it('appends with INSERT ... SELECT, including from another ledger', async () => {
+    const r = await client.query(
+      "INSERT INTO _cot_steps (session_id, step_type, content) SELECT 'copy', step_type, content FROM _cot_steps WHERE session_id = 'a1' ORDER BY step_index",
+    );
+    expect(r.rowCount).toBe(3);
+    const rows = (await client.query("SELECT step_index, content FROM _cot_steps WHERE session_id = 'copy' ORDER BY step_index")).rows;
+    expect(rows).toEqual([
+      { step_index: 0, content: 'the sky is blue' },
+      { step_index: 1, content: 'so it is day' },
+      { step_index: 2, content: 'go out' },
+    ]);
+  });
+
+  it('appends through postgres.js and psql', async () => {
+    const sql = postgres({ host: '127.0.0.1', port: server.port, user: 'cotwire', database: 'cotwire', onnotice: () => undefined });
+    try {
+      const rows = await sql`INSERT INTO _cot_steps (session_id, step_type, content) VALUES (${'pj'}, ${'Summary'}, ${'via postgres.js'}) RETURNING step_index`;
+      expect(rows[0]?.step_index).toBe(0);
+    } finally {
+      await sql.end();
+    }
+    const { stdout } = await run('psql', ['-X', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'cotwire', 'cotwire', '-c', "INSERT INTO _cot_steps (session_id, step_type) VALUES ('pj', 'FinalAnswer')"]);
+    expect(stdout.trim()).toBe('INSERT 0 1');
+    const chain = (await client.query("SELECT step_index FROM _cot_steps WHERE session_id = 'pj' ORDER BY 1")).rows.map((r) => r.step_index);
+    expect(chain).toEqual([0, 1]);
+  });
+
+  it.each([
+    ["INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Musing')", '23514'],
+    ["INSERT INTO _cot_steps (session_id, step_type, confidence) VALUES ('v', 'Action', 1.01)", '23514'],
+    ["INSERT INTO _cot_steps (session_id, step_type, confidence) VALUES ('v', 'Action', -0.1)", '23514'],
+    ["INSERT INTO _cot_steps (session_id, step_type, metadata) VALUES ('v', 'Action', '{not json')", '22P02'],
+    ["INSERT INTO _cot_steps (session_id, step_type) VALUES ('', 'Action')", '23514'],
+    ["INSERT INTO _cot_steps (session_id, step_type) VALUES (NULL, 'Action')", '23502'],
+    ["INSERT INTO _cot_steps (session_id, step_type, parent_trace_id) VALUES ('v', 'Action', '01890000-0000-7000-8000-000000000000')", '23503'],
+    ["INSERT INTO _cot_steps (session_id, step_type, step_index) VALUES ('v', 'Action', 7)", '428C9'],
+    ["INSERT INTO _cot_steps (session_id, step_type, current_hash) VALUES ('v', 'Action', 'x')", '428C9'],
+    ["INSERT INTO _cot_steps (session_id, step_type, trace_id) VALUES ('v', 'Action', gen_random_uuid())", '428C9'],
+    ["INSERT INTO _cot_steps (session_id, step_type, nope) VALUES ('v', 'Action', 1)", '42703'],
+    ["INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Action', 'extra')", '42601'],
+  ])('refuses %s with %s and writes nothing', async (statement, code) => {
+    expect(await sqlstate(client.query(statement))).toBe(code);
+    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'v'")).rows[0].n).toBe(0);
+  });
+
+  it('lists the twelve step types when one is wrong', async () => {
+    const err = (await client.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Musing')").catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.message).toContain('Observation, Hypothesis, ToolCall, ToolResult, Reasoning, Decision, Action, Error, Correction, Summary, PlanStep, FinalAnswer');
+  });
+
+  it('limits content to ledger.maxContentBytes', async () => {
+    const big = 'x'.repeat(65537);
+    expect(await sqlstate(client.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', ['v', 'Action', big]))).toBe('22001');
+    const ok = await client.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', ['big', 'Action', 'x'.repeat(65536)]);
+    expect(ok.rowCount).toBe(1);
+  });
+
+  it('accepts a parent_trace_id that names an existing step', async () => {
+    const parent = (await client.query("SELECT trace_id FROM _cot_steps WHERE session_id = 'a1' AND step_index = 0")).rows[0].trace_id as string;
+    const r = await client.query("INSERT INTO _cot_steps (session_id, step_type, parent_trace_id) VALUES ('tree', 'Hypothesis', $1) RETURNING parent_trace_id", [parent]);
+    expect(r.rows[0].parent_trace_id).toBe(parent);
+  });
+});
+
+describe('any _cot table is a ledger', () => {
+  it('adds the chain columns, chains by session_id, and verifies', async () => {
+    await client.query('CREATE TABLE _cot_tool_calls (session_id VARCHAR, tool VARCHAR, args JSON)');
+    const cols = (await columns('_cot_tool_calls')).map((c) => c.name);
+    expect(cols).toEqual(['session_id', 'tool', 'args', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq']);
+    await client.query("INSERT INTO _cot_tool_calls VALUES ('t1', 'search', '{\"q\": 1}'), ('t2', 'fetch', NULL), ('t1', 'read', '[]')");
+    const rows = (await client.query('SELECT session_id, step_index FROM _cot_tool_calls ORDER BY ledger_seq')).rows;
+    expect(rows).toEqual([
+      { session_id: 't1', step_index: 0 },
+      { session_id: 't2', step_index: 0 },
+      { session_id: 't1', step_index: 1 },
+    ]);
+    expect((await independentlyVerified('_cot_tool_calls', 'session_id')).problems).toEqual([]);
+    const c2 = await server.client();
+    expect((await c2.query("SELECT valid, step_count FROM cot_verify_tool_calls('t1')")).rows).toEqual([{ valid: true, step_count: '2' }]);
+  });
+
+  it('makes a table without session_id one chain', async () => {
+    await client.query('CREATE TABLE _cot_decisions (what VARCHAR)');
+    await client.query("INSERT INTO _cot_decisions VALUES ('a'), ('b')");
+    await client.query("INSERT INTO _cot_decisions VALUES ('c')");
+    expect((await client.query('SELECT step_index FROM _cot_decisions ORDER BY 1')).rows.map((r) => r.step_index)).toEqual([0, 1, 2]);
+    expect((await independentlyVerified('_cot_decisions', null)).problems).toEqual([]);
+  });
+
+  it('refuses a CREATE that declares a chain column itself', async () => {
+    expect(await sqlstate(client.query('CREATE TABLE _cot_bad (x INTEGER, step_index INTEGER)'))).toBe('42701');
+    expect((await internal.query("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_cot_bad'"))[0]?.[0]).toBe(0n);
+  });
+});
+
+describe('transactions', () => {
+  it('makes appends visible at COMMIT and leaves no trace after ROLLBACK', async () => {
+    const a = await server.client();
+    await a.query('BEGIN');
+    await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx', 'Action')");
+    await a.query('ROLLBACK');
+    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'tx'")).rows[0].n).toBe(0);
+    await a.query('BEGIN');
+    const ins = await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx', 'Action'), ('tx', 'Summary')");
+    expect(ins.rowCount).toBe(2);
+    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'tx'")).rows[0].n).toBe(0);
+    await a.query('COMMIT');
+    expect((await client.query("SELECT step_index FROM _cot_steps WHERE session_id = 'tx' ORDER BY 1")).rows.map((r) => r.step_index)).toEqual([0, 1]);
+  });
+
+  it('gives two transactions appending to one session distinct, linked indices in commit order', async () => {
+    const a = await server.client();
+    const b = await server.client();
+    await a.query('BEGIN');
+    await b.query('BEGIN');
+    await a.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('race', 'Action', 'a')");
+    await b.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('race', 'Action', 'b')");
+    await b.query('COMMIT');
+    await a.query('COMMIT');
+    const rows = (await client.query("SELECT step_index, content FROM _cot_steps WHERE session_id = 'race' ORDER BY 1")).rows;
+    expect(rows).toEqual([
+      { step_index: 0, content: 'b' },
+      { step_index: 1, content: 'a' },
+    ]);
+    expect((await client.query("SELECT valid FROM cot_verify('race')")).rows).toEqual([{ valid: true }]);
+  });
+
+  it('refuses RETURNING inside a transaction block, where the chain is not yet computed', async () => {
+    const a = await server.client();
+    await a.query('BEGIN');
+    expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx2', 'Action') RETURNING step_index"))).toBe('0A000');
+    await a.query('ROLLBACK');
+  });
+});
+
+describe('concurrency', () => {
+  it('keeps chains linear and complete with 50 connections appending at once', async () => {
+    const pool = new pg.Pool({ ...server.connectionOptions(), max: 50 });
+    try {
+      const perClient = 10;
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, c) => {
+          for (let i = 0; i < perClient; i++) {
+            await pool.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', ['shared', 'Action', `c${c}-${i}`]);
+            await pool.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', [`own-${c}`, 'Action', `${i}`]);
+          }
+        }),
+      );
+      const shared = (await client.query("SELECT step_index FROM _cot_steps WHERE session_id = 'shared' ORDER BY step_index")).rows.map((r) => r.step_index);
+      expect(shared).toEqual(Array.from({ length: 500 }, (_, i) => i));
+      const own = await client.query("SELECT session_id, count(*)::INTEGER AS n, max(step_index) AS top FROM _cot_steps WHERE session_id LIKE 'own-%' GROUP BY 1");
+      expect(own.rows).toHaveLength(50);
+      for (const r of own.rows) expect(r).toMatchObject({ n: 10, top: 9 });
+      const verdicts = (await client.query('SELECT chain_key, valid FROM cot_verify_all() WHERE NOT valid')).rows;
+      expect(verdicts).toEqual([]);
+      const independent = await independentlyVerified('_cot_steps', 'session_id');
+      expect(independent.problems).toEqual([]);
+      expect(independent.steps).toBeGreaterThanOrEqual(1000);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('keeps ledger_seq unique and gap-free across all ledgers', async () => {
+    const seqs = await internal.query(
+      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_security_events ORDER BY 1',
+    );
+    const values = seqs.map((r) => Number(r[0]));
+    expect(values).toEqual(Array.from({ length: values.length }, (_, i) => i + 1));
+  });
+});
+
+describe('reading', () => {
+  it('replays a session, fetches a step, lists sessions, all over SQL', async () => {
+    const replay = (await client.query("SELECT step_index, step_type FROM cot_replay('a1')")).rows;
+    expect(replay).toEqual([
+      { step_index: 0, step_type: 'Observation' },
+      { step_index: 1, step_type: 'Reasoning' },
+      { step_index: 2, step_type: 'Decision' },
+    ]);
+    const traceId = (await client.query("SELECT trace_id FROM _cot_steps WHERE session_id = 'a1' AND step_index = 1")).rows[0].trace_id as string;
+    expect((await client.query('SELECT content FROM cot_trace($1)', [traceId])).rows).toEqual([{ content: 'so it is day' }]);
+    const sessions = (await client.query("SELECT session_id, step_count, chain_valid FROM cot_sessions('agent-1')")).rows;
+    expect(sessions).toEqual([{ session_id: 'a1', step_count: '1', chain_valid: true }]);
+  });
+});
