@@ -57,7 +57,7 @@ checked AS (
 SELECT chain_key,
   count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
   count(*)::BIGINT AS step_count,
-  arg_min(step_index, position) FILTER (WHERE break_kind IS NOT NULL) AS first_broken_index,
+  CAST(arg_min(CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END, position) FILTER (WHERE break_kind IS NOT NULL) AS INTEGER) AS first_broken_index,
   arg_min(break_kind, position) FILTER (WHERE break_kind IS NOT NULL) AS break_kind,
   arg_min(CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END, position) FILTER (WHERE break_kind IS NOT NULL) AS expected_hash,
   arg_min(CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END, position) FILTER (WHERE break_kind IS NOT NULL) AS actual_hash

@@ -1,0 +1,155 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { loadConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log/logger.js';
+import { startServer } from '../../src/main.js';
+import { checkChains, recomputeSql } from '../fixtures/independent-verifier.js';
+
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+const root = mkdtempSync(join(tmpdir(), 'cotwire-tamper-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function withServer<T>(db: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const config = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
+  const running = await startServer(config, createLogger('silent', false));
+  const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+    await running.close();
+  }
+}
+
+/** Edits the database file directly, bypassing cotwire, as someone with access to the file could. */
+async function tamper(db: string, sql: string): Promise<void> {
+  const instance = await DuckDBInstance.create(db);
+  const conn = await instance.connect();
+  await conn.run(sql);
+  conn.closeSync();
+  instance.closeSync();
+}
+
+function verifyCli(db: string): { status: number | null; stdout: string } {
+  const r = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--json'], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout };
+}
+
+async function ledgerWithSteps(name: string): Promise<string> {
+  const db = join(root, `${name}.duckdb`);
+  await withServer(db, async (c) => {
+    for (let i = 0; i < 6; i++) {
+      await c.query(
+        "INSERT INTO _cot_steps (session_id, step_type, content, confidence, metadata) VALUES ('s', 'Reasoning', $1, 0.5, $2)",
+        [`thought ${i}`, JSON.stringify({ i })],
+      );
+    }
+    await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('other', 'Action', 'untouched')");
+  });
+  return db;
+}
+
+const TAMPERS: Array<[string, string, number, string]> = [
+  ['an edited content', "UPDATE _cot_steps SET content = 'forged' WHERE session_id = 's' AND step_index = 2", 2, 'edited'],
+  ['an edited step_type', "UPDATE _cot_steps SET step_type = 'Decision' WHERE session_id = 's' AND step_index = 1", 1, 'edited'],
+  ['an edited confidence', "UPDATE _cot_steps SET confidence = 0.99 WHERE session_id = 's' AND step_index = 3", 3, 'edited'],
+  ['edited metadata', "UPDATE _cot_steps SET metadata = '{\"i\": 99}' WHERE session_id = 's' AND step_index = 4", 4, 'edited'],
+  ['a deleted middle step', "DELETE FROM _cot_steps WHERE session_id = 's' AND step_index = 2", 2, 'deleted'],
+  [
+    'two swapped steps',
+    "UPDATE _cot_steps SET step_index = CASE step_index WHEN 2 THEN 3 ELSE 2 END WHERE session_id = 's' AND step_index IN (2, 3)",
+    2,
+    'reordered',
+  ],
+  [
+    'a forged step',
+    "INSERT INTO _cot_steps SELECT gen_random_uuid(), org_id, agent_id, session_id, 2, 'Decision', 'forged', NULL, NULL, 1.0, NULL, NULL, NULL, NULL, prev_hash, current_hash, false, created_at, NULL, 999 FROM _cot_steps WHERE session_id = 's' AND step_index = 2",
+    2,
+    'inserted',
+  ],
+];
+
+describe('tamper evidence', () => {
+  it.each(TAMPERS)('finds %s, offline and over SQL, at the exact step', async (_, edit, index, kind) => {
+    const db = await ledgerWithSteps(kind + index);
+    expect(verifyCli(db).status).toBe(0);
+    await tamper(db, edit);
+    const offline = verifyCli(db);
+    expect(offline.status).toBe(1);
+    const report = JSON.parse(offline.stdout) as { broken: Array<{ chainKey: string; firstBrokenIndex: number; breakKind: string }> };
+    expect(report.broken).toHaveLength(1);
+    expect(report.broken[0]).toMatchObject({ chainKey: 's', firstBrokenIndex: index, breakKind: kind });
+    await withServer(db, async (c) => {
+      const sql = await c.query("SELECT valid, first_broken_index, break_kind FROM cot_verify('s')");
+      expect(sql.rows).toEqual([{ valid: false, first_broken_index: index, break_kind: kind }]);
+      expect((await c.query("SELECT valid FROM cot_verify('other')")).rows).toEqual([{ valid: true }]);
+    });
+  });
+
+  it('exits 2 on a usage error', () => {
+    const r = spawnSync(process.execPath, [CLI, 'verify'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+  });
+});
+
+describe('crash safety', () => {
+  it('keeps every acknowledged append through kill -9, and every chain verifies after restart', async () => {
+    const db = join(root, 'crash.duckdb');
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+        if (m !== null) {
+          clearInterval(timer);
+          resolve(Number(m[1]));
+        }
+      }, 20);
+      child.once('exit', () => reject(new Error(out)));
+    });
+    const acknowledged: string[] = [];
+    let stop = false;
+    const workers = Array.from({ length: 8 }, async (_, w) => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
+      c.on('error', () => undefined);
+      await c.connect();
+      for (let i = 0; !stop; i++) {
+        const content = `w${w}-${i}`;
+        try {
+          await c.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', [`crash-${w % 3}`, 'Action', content]);
+          acknowledged.push(content);
+        } catch {
+          break;
+        }
+      }
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(workers);
+    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+    expect(acknowledged.length).toBeGreaterThan(50);
+    await withServer(db, async (c) => {
+      const stored = new Set((await c.query("SELECT content FROM _cot_steps WHERE session_id LIKE 'crash-%'")).rows.map((r) => r.content as string));
+      expect(acknowledged.filter((a) => !stored.has(a))).toEqual([]);
+      expect((await c.query('SELECT chain_key FROM cot_verify_all() WHERE NOT valid')).rows).toEqual([]);
+      // After the restart the chains go on from where they were.
+      await c.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('crash-0', 'Summary')");
+      expect((await c.query("SELECT valid FROM cot_verify('crash-0')")).rows).toEqual([{ valid: true }]);
+    });
+    const instance = await DuckDBInstance.create(db);
+    const conn = await instance.connect();
+    const cols = (await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")).getRows();
+    const rows = (await conn.runAndReadAll(recomputeSql('_cot_steps', cols.map((r) => ({ name: String(r[0]), type: String(r[1]) })), 'session_id'))).getRows();
+    conn.closeSync();
+    instance.closeSync();
+    expect(checkChains(rows).problems).toEqual([]);
+  });
+});
