@@ -1,0 +1,42 @@
+import { DuckDBInstance } from '@duckdb/node-api';
+import { describe, expect, it } from 'vitest';
+import { preimage, rowHash } from '../../../src/ledger/canonical.js';
+
+/** The worked example in the README's hash specification. */
+const COLUMNS = ['session_id', 'note', 'extra', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq'];
+const TEXTS = ['s-1', 'héllo\nwörld', null, '0', '', null, '1700000000000000', '1'];
+const PREIMAGE_HEX =
+  '000000000000000a636f74776972652f7631000000000000000c5f636f745f6578616d706c65000000000000000a73657373696f6e5f69640000000000000003732d3100000000000000046e6f7465000000000000000d68c3a96c6c6f0a77c3b6726c6400000000000000056578747261ffffffffffffffff000000000000000a737465705f696e6465780000000000000001300000000000000009707265765f686173680000000000000000000000000000000a637265617465645f6174000000000000001031373030303030303030303030303030000000000000000a6c65646765725f736571000000000000000131';
+const HASH = '00c49badb311d08a95e5c0fac77c4c4d60d5864742b1b3a836d1d373557fcbb9';
+
+describe('the hash pre-image', () => {
+  it('matches the README example byte for byte', () => {
+    expect(preimage('_cot_example', COLUMNS, TEXTS).toString('hex')).toBe(PREIMAGE_HEX);
+    expect(rowHash('_cot_example', COLUMNS, TEXTS)).toBe(HASH);
+  });
+
+  it('is reproduced by plain DuckDB SQL', async () => {
+    const lp = (x: string | null): string =>
+      x === null
+        ? "unhex('ffffffffffffffff')"
+        : `(unhex(printf('%016x', octet_length(encode('${x.replaceAll("'", "''")}')))) || encode('${x.replaceAll("'", "''")}'))`;
+    const parts = [lp('cotwire/v1'), lp('_cot_example')];
+    COLUMNS.forEach((c, i) => {
+      if (c !== 'current_hash') parts.push(lp(c), lp(TEXTS[i] ?? null));
+    });
+    const instance = await DuckDBInstance.create(':memory:');
+    const conn = await instance.connect();
+    const [[hash]] = (await conn.runAndReadAll(`SELECT sha256(${parts.join(' || ')})`)).getRows() as [[string]];
+    conn.closeSync();
+    instance.closeSync();
+    expect(hash).toBe(HASH);
+  });
+
+  it('tells NULL from the empty string, and a field boundary from its content', () => {
+    const a = rowHash('_cot_x', ['a', 'b'], ['', null]);
+    const b = rowHash('_cot_x', ['a', 'b'], [null, '']);
+    const c = rowHash('_cot_x', ['a', 'b'], ['xy', 'z']);
+    const d = rowHash('_cot_x', ['a', 'b'], ['x', 'yz']);
+    expect(new Set([a, b, c, d]).size).toBe(4);
+  });
+});
