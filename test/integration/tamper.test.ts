@@ -134,7 +134,7 @@ describe('crash safety', () => {
     child.kill('SIGKILL');
     stop = true;
     await Promise.all(workers);
-    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+    await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
     expect(acknowledged.length).toBeGreaterThan(50);
     await withServer(db, async (c) => {
       const stored = new Set((await c.query("SELECT content FROM _cot_steps WHERE session_id LIKE 'crash-%'")).rows.map((r) => r.content as string));
