@@ -24,6 +24,8 @@ import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
 import { LP_MACRO, STEPS_READ_MACROS, verifyMacros } from '../ledger/verify-sql.js';
 import { parseInsert } from '../sql/insert.js';
+import { parseCopyCsv, parseCopyFromStdin, parseCopyText, type CopyFromStdin } from '../sql/copy.js';
+import type { CopyIn } from '../session/handler-port.js';
 import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
 import { evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
@@ -49,6 +51,7 @@ type Plan =
       /** Set for CREATE TABLE of a ledger name: the chain columns to add after it. */
       readonly createsLedger: readonly string[] | null;
     }
+  | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   | {
       /** An INSERT into a ledger: the writer appends; the client's statement itself never runs. */
       readonly kind: 'ledger-insert';
@@ -90,6 +93,10 @@ interface Savepoint {
   /** How many writing statements the transaction had run when the savepoint was set. */
   readonly writes: number;
 }
+
+/** COPY data held for one statement at most, and rows per statement written from it. */
+const COPY_LIMIT = 256 * 1024 * 1024;
+const COPY_CHUNK = 200;
 
 const READ_KINDS = new Set<StatementKind>(['SELECT', 'EXPLAIN', 'PRAGMA', 'RELATION']);
 const TRANSACTION_COMMANDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'rollback-to']);
@@ -284,6 +291,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       return new Statement({ kind: 'command', command }, [], fields);
     }
     this.checkNotFailed();
+    const copy = parseCopyFromStdin(statement.text, statement.tokens);
+    if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
     await this.refreshLedgerMacros(statement.tokens);
     const ledgerInsert = await this.prepareLedgerInsert(statement, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
@@ -457,6 +466,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         return { done: true, tag: await this.runCommand(plan.command, sink) };
       case 'engine':
         return this.executeEngine(portal, plan, maxRows, sink);
+      case 'copy-in':
+        this.checkNotFailed();
+        return { done: 'copy-in', copy: await this.copyIn(plan.copy) };
       case 'ledger-insert':
         this.checkNotFailed();
         try {
@@ -568,6 +580,111 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       }
     }
     return { done: true, tag };
+  }
+
+  /**
+   * COPY ... FROM STDIN. The data is collected, then parsed and written at
+   * CopyDone, all or nothing: into a ledger through the writer (one unit),
+   * into any other table with INSERTs in one transaction.
+   */
+  private async copyIn(command: CopyFromStdin): Promise<CopyIn> {
+    if (command.format === 'binary') {
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY FROM STDIN in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
+    }
+    const ledger = await this.services.ledgers.find(command.target);
+    let columns: readonly string[];
+    if (ledger !== null) {
+      columns = command.columns ?? ledger.columns.filter((c) => !ledger.serverColumns.has(c.name)).map((c) => c.name);
+    } else {
+      const probe = await this.engine.prepare(`SELECT * FROM ${command.targetText} LIMIT 0`, []);
+      columns = command.columns ?? (probe.columns ?? []).map((c) => c.name);
+      probe.close();
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    return {
+      columns: columns.length,
+      write: async (data) => {
+        size += data.length;
+        if (size > COPY_LIMIT) {
+          throw new PgError(SqlState.ProgramLimitExceeded, `COPY data exceeds ${COPY_LIMIT} bytes`, { hint: 'Split the data into several COPY statements.' });
+        }
+        chunks.push(Buffer.from(data));
+      },
+      finish: async () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const parsed =
+          command.format === 'csv'
+            ? parseCopyCsv(text, command.delimiter, command.nullString, command.quote, command.escape)
+            : parseCopyText(text, command.delimiter, command.nullString);
+        const rows = command.header ? parsed.slice(1) : parsed;
+        rows.forEach((r, line) => {
+          if (r.length !== columns.length) {
+            throw new PgError('22P04', r.length > columns.length ? 'extra data after last expected column' : `missing data for column "${columns[r.length] ?? ''}"`, {
+              detail: `COPY ${command.targetText}, line ${line + 1 + (command.header ? 1 : 0)}`,
+            });
+          }
+        });
+        this.writes++;
+        const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
+        return `COPY ${n}`;
+      },
+      abort: async () => {
+        chunks.length = 0;
+      },
+    };
+  }
+
+  private async copyIntoLedger(command: CopyFromStdin, columns: readonly string[], rows: (string | null)[][]): Promise<number> {
+    const table = (await this.services.ledgers.find(command.target)) as NonNullable<Awaited<ReturnType<LedgerCatalog['find']>>>;
+    const texts: (string | null)[][] = [];
+    for (let i = 0; i < rows.length; i += COPY_CHUNK) {
+      const chunk = rows.slice(i, i + COPY_CHUNK);
+      let p = 0;
+      const source = `VALUES ${chunk.map(() => `(${columns.map(() => `$${++p}`).join(', ')})`).join(', ')}`;
+      const plan = await planLedgerInsert(
+        this.engine,
+        table,
+        { target: command.target, columns, source, sourceStart: 0, returning: null, unsupported: null },
+        tokenize(source),
+        source,
+        [],
+      );
+      try {
+        const params: WireParam[] = chunk.flat().map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text }));
+        const evaluated = await evaluateRows(plan, params);
+        validateSteps(plan.table, plan.clientColumns, evaluated, this.services.maxContentBytes);
+        await this.checkParents(plan, evaluated);
+        texts.push(...evaluated);
+      } finally {
+        plan.evaluate.close();
+      }
+    }
+    const job: AppendJob = { table, rows: texts };
+    if (this.status !== 'I' || this.implicitTransaction) this.pendingAppends.push(job);
+    else await this.services.writer.append([job]);
+    return texts.length;
+  }
+
+  private async copyIntoTable(command: CopyFromStdin, columns: readonly string[], rows: (string | null)[][]): Promise<number> {
+    const own = this.status === 'I' && !this.implicitTransaction;
+    if (own) await this.engine.run('BEGIN TRANSACTION');
+    try {
+      for (let i = 0; i < rows.length; i += COPY_CHUNK) {
+        const chunk = rows.slice(i, i + COPY_CHUNK);
+        let p = 0;
+        const sql = `INSERT INTO ${command.targetText} (${columns.map(quoteIdent).join(', ')}) VALUES ${chunk
+          .map(() => `(${columns.map(() => `$${++p}`).join(', ')})`)
+          .join(', ')}`;
+        await this.guard.check({ text: sql, tokens: tokenize(sql), kind: 'INSERT' }, this.catalog);
+        await this.engine.query(sql, chunk.flat());
+      }
+      if (own) await this.engine.run('COMMIT');
+    } catch (err) {
+      if (own) await this.engine.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    return rows.length;
   }
 
   /** parent_trace_id must name a step that exists. */

@@ -44,11 +44,24 @@ export interface Portal {
   readonly fields: readonly FieldDescription[] | null;
 }
 
+/** The receiving end of COPY ... FROM STDIN. */
+export interface CopyIn {
+  /** Number of columns, for CopyInResponse. */
+  readonly columns: number;
+  write(data: Buffer): Promise<void>;
+  /** CopyDone: completes the copy; returns the CommandComplete tag. */
+  finish(): Promise<string>;
+  /** CopyFail, or an error: nothing of the copy may remain. */
+  abort(): Promise<void>;
+}
+
 export type ExecuteOutcome =
   /** Finished; `tag` is the CommandComplete tag, or null for an empty query. */
   | { readonly done: true; readonly tag: string | null }
   /** maxRows reached; Execute may be called again. */
-  | { readonly done: false };
+  | { readonly done: false }
+  /** COPY FROM STDIN: the session switches to copy-in mode and feeds the data here. */
+  | { readonly done: 'copy-in'; readonly copy: CopyIn };
 
 /**
  * The application side of one connection: the session does the protocol

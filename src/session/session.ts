@@ -16,6 +16,8 @@ import { MessageReader } from '../protocol/reader.js';
 import { type AuthMethod, type AuthPolicy, passwordFailed } from './auth.js';
 import type {
   ConnectionHandler,
+  CopyIn,
+  StatementSource,
   HandlerFactory,
   Portal,
   PreparedStatement,
@@ -105,6 +107,11 @@ export class Session {
   readonly closed: Promise<void>;
   /** True while a statement is running, for cancel and shutdown. */
   private busy = false;
+  /** The rest of a simple-query string, while a COPY in it receives data. */
+  private query: { readonly statements: readonly StatementSource[]; next: number } | null = null;
+  /** COPY FROM STDIN in progress; `simple` when it came from a simple query. */
+  private copy: { readonly target: CopyIn; readonly simple: boolean } | null = null;
+
 
   constructor(
     private readonly transport: Transport,
@@ -359,6 +366,10 @@ export class Session {
       this.close();
       return;
     }
+    if (this.copy !== null) {
+      await this.onCopyMessage(msg);
+      return;
+    }
     if (msg.kind === 'Sync') {
       this.ignoreTillSync = false;
       this.readyForQuery();
@@ -410,24 +421,47 @@ export class Session {
 
   private async onQuery(sql: string): Promise<void> {
     const handler = this.requireHandler();
-    let succeeded = false;
-    let started = false;
+    let statements: StatementSource[];
     try {
-      const statements = handler.splitQuery(sql);
+      statements = handler.splitQuery(sql);
       if (statements.length === 0) {
         this.out.frame(EMPTY_QUERY_RESPONSE);
-        succeeded = true;
+        this.readyForQuery();
         return;
       }
       await handler.beginQueryString(statements);
-      started = true;
-      for (const source of statements) {
+    } catch (err) {
+      if (err instanceof PgError && err.isFatal) throw err;
+      this.report(err, false);
+      handler.failTransaction();
+      this.readyForQuery();
+      return;
+    }
+    this.query = { statements, next: 0 };
+    await this.continueQuery();
+  }
+
+  /**
+   * Runs the remaining statements of a simple-query string. A COPY FROM
+   * STDIN among them suspends the string until its data is in.
+   */
+  private async continueQuery(): Promise<void> {
+    const handler = this.requireHandler();
+    const query = this.query as NonNullable<Session['query']>;
+    let succeeded = false;
+    try {
+      while (query.next < query.statements.length) {
+        const source = query.statements[query.next++] as StatementSource;
         const prepared = await handler.prepare(source, []);
         const portal = await handler.bind(prepared, [], [], []);
         if (portal.fields !== null) this.out.rowDescription(portal.fields);
         const outcome = await this.executeTracked(handler, portal, 0);
         handler.closePortal(portal);
         handler.closeStatement(prepared);
+        if (outcome.done === 'copy-in') {
+          this.startCopy(outcome.copy, true);
+          return;
+        }
         if (outcome.done) this.complete(outcome.tag);
       }
       succeeded = true;
@@ -435,15 +469,59 @@ export class Session {
       if (err instanceof PgError && err.isFatal) throw err;
       this.report(err, false);
       handler.failTransaction();
-    } finally {
-      if (started) {
-        try {
-          await handler.endQueryString(succeeded);
-        } catch (err) {
-          this.report(err, false);
+    }
+    await this.endQuery(succeeded);
+  }
+
+  private async endQuery(succeeded: boolean): Promise<void> {
+    const handler = this.requireHandler();
+    this.query = null;
+    try {
+      await handler.endQueryString(succeeded);
+    } catch (err) {
+      this.report(err, false);
+    }
+    this.readyForQuery();
+  }
+
+  private startCopy(target: CopyIn, simple: boolean): void {
+    this.copy = { target, simple };
+    this.out.copyInResponse(0, new Array<number>(target.columns).fill(0));
+    this.flush();
+  }
+
+  /** Copy-in mode: CopyData feeds the target; CopyDone completes it; CopyFail or an error abandons it. */
+  private async onCopyMessage(msg: FrontendMessage): Promise<void> {
+    const copy = this.copy as NonNullable<Session['copy']>;
+    try {
+      switch (msg.kind) {
+        case 'CopyData':
+          await copy.target.write(msg.data);
+          return;
+        case 'CopyDone': {
+          const tag = await copy.target.finish();
+          this.copy = null;
+          this.out.commandComplete(tag);
+          if (copy.simple) await this.continueQuery();
+          return;
         }
+        case 'CopyFail':
+          throw new PgError(SqlState.QueryCanceled, `COPY from stdin failed: ${msg.message}`);
+        case 'Flush':
+        case 'Sync':
+          // Ignored during copy-in, as the protocol specifies.
+          return;
+        default:
+          throw new PgError(SqlState.ProtocolViolation, `unexpected message type ${msg.kind} during COPY from stdin`);
       }
-      this.readyForQuery();
+    } catch (err) {
+      this.copy = null;
+      await copy.target.abort().catch(() => undefined);
+      if (err instanceof PgError && err.isFatal) throw err;
+      this.report(err, false);
+      this.handler?.failTransaction();
+      if (copy.simple) await this.endQuery(false);
+      else this.ignoreTillSync = true;
     }
   }
 
@@ -511,7 +589,8 @@ export class Session {
     const portal = this.portals.get(msg.portal);
     if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.portal}" does not exist`);
     const outcome = await this.executeTracked(handler, portal, msg.maxRows);
-    if (outcome.done) this.complete(outcome.tag);
+    if (outcome.done === 'copy-in') this.startCopy(outcome.copy, false);
+    else if (outcome.done) this.complete(outcome.tag);
     else this.out.frame(PORTAL_SUSPENDED);
   }
 
