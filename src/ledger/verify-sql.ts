@@ -35,24 +35,29 @@ WITH rows AS (
   SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table)} AS recomputed,
     row_number() OVER w - 1 AS position,
     lag(current_hash, 1, '') OVER w AS expected_prev,
-    count(*) OVER (PARTITION BY ${key}, step_index) AS same_index,
-    list(current_hash) OVER (PARTITION BY ${key} ORDER BY step_index, ledger_seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS later_hashes,
-    list(current_hash) OVER (PARTITION BY ${key}) AS chain_hashes
+    count(*) OVER (PARTITION BY ${key}, step_index) AS same_index
   FROM ${from}
   ${filter === null ? '' : `WHERE ${key} = ${filter}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
+),
+-- Where in its chain each hash stands, to tell a reordered row (it links to a row that comes
+-- later) from an inserted one (it links to nothing in the chain).
+linked AS (
+  SELECT r.*, min(t.position) AS linked_position
+  FROM rows r LEFT JOIN rows t ON t.chain_key = r.chain_key AND t.current_hash = r.prev_hash AND r.prev_hash <> ''
+  GROUP BY ALL
 ),
 checked AS (
   SELECT *, CASE
     WHEN same_index > 1 THEN 'inserted'
     WHEN step_index > position THEN 'deleted'
     WHEN step_index < position THEN 'inserted'
-    WHEN recomputed <> current_hash AND prev_hash <> expected_prev AND list_contains(later_hashes, prev_hash) THEN 'reordered'
+    WHEN recomputed <> current_hash AND prev_hash <> expected_prev AND linked_position > position THEN 'reordered'
     WHEN recomputed <> current_hash THEN 'edited'
-    WHEN prev_hash <> expected_prev AND list_contains(chain_hashes, prev_hash) THEN 'reordered'
+    WHEN prev_hash <> expected_prev AND linked_position IS NOT NULL THEN 'reordered'
     WHEN prev_hash <> expected_prev THEN 'inserted'
   END AS break_kind
-  FROM rows
+  FROM linked
 )
 SELECT chain_key,
   count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
