@@ -165,6 +165,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private readonly securityLog: SecurityEventLog;
   /** Ledger appends of the open transaction block: they reach the writer at COMMIT. */
   private pendingAppends: AppendJob[] = [];
+  /**
+   * Ledger INSERT plans by statement text: drivers that send the same INSERT
+   * as a new unnamed statement each time would otherwise pay for preparing
+   * its evaluation every time. The cache owns the plans.
+   */
+  private readonly insertPlans = new Map<string, LedgerInsertPlan>();
 
   private constructor(
     private readonly engine: EngineConnection,
@@ -390,11 +396,20 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
       throw err;
     }
-    let insert: LedgerInsertPlan;
-    try {
-      insert = await planLedgerInsert(this.engine, table, parts, statement.tokens, statement.text, paramTypes);
-    } catch (err) {
-      throw this.positioned(err, statement.offset);
+    const key = `${paramTypes.join(',')}\u0000${statement.text}`;
+    let insert = this.insertPlans.get(key);
+    if (insert === undefined || insert.table !== table) {
+      insert?.evaluate.close();
+      try {
+        insert = await planLedgerInsert(this.engine, table, parts, statement.tokens, statement.text, paramTypes);
+      } catch (err) {
+        throw this.positioned(err, statement.offset);
+      }
+      if (this.insertPlans.size >= 256) {
+        for (const p of this.insertPlans.values()) p.evaluate.close();
+        this.insertPlans.clear();
+      }
+      this.insertPlans.set(key, insert);
     }
     const types = [...insert.evaluate.paramTypes];
     for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
@@ -775,7 +790,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   private destroy(statement: Statement): void {
     if (statement.plan.kind === 'engine') statement.plan.statement.close();
-    if (statement.plan.kind === 'ledger-insert') statement.plan.insert.evaluate.close();
   }
 
   cancel(): void {
@@ -789,6 +803,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       this.engine.interrupt();
       await this.runningDone;
     }
+    for (const p of this.insertPlans.values()) p.evaluate.close();
     this.engine.close();
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Engine, EngineConnection } from '../engine/port.js';
+import type { Engine, EngineConnection, EngineStatement } from '../engine/port.js';
 import { rowHash } from './canonical.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
@@ -50,6 +50,8 @@ export class LedgerWriter {
   private lastMicros = 0n;
   private closed = false;
   private idle: Promise<void> = Promise.resolve();
+  /** Prepared INSERTs by text: preparing costs more than running a small one. */
+  private readonly inserts = new Map<string, EngineStatement>();
   private markIdle: () => void = () => undefined;
 
   private constructor(
@@ -78,6 +80,7 @@ export class LedgerWriter {
   async close(): Promise<void> {
     this.closed = true;
     await this.idle;
+    for (const s of this.inserts.values()) s.close();
     this.conn.close();
   }
 
@@ -159,7 +162,7 @@ export class LedgerWriter {
       for (const { table, rows } of byTable.values()) {
         for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
           const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-          await this.conn.query(insertSql(table, chunk.length), chunk.flat());
+          await this.insert(insertSql(table, chunk.length), chunk.flat());
         }
       }
       await this.conn.run('COMMIT');
@@ -175,6 +178,21 @@ export class LedgerWriter {
     }
     this.seq = seq;
     return results;
+  }
+
+  private async insert(sql: string, values: readonly (string | null)[]): Promise<void> {
+    let statement = this.inserts.get(sql);
+    if (statement === undefined) {
+      if (this.inserts.size >= 64) {
+        for (const s of this.inserts.values()) s.close();
+        this.inserts.clear();
+      }
+      statement = await this.conn.prepare(sql, []);
+      this.inserts.set(sql, statement);
+    }
+    statement.bind(values.map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: 25 })));
+    const cursor = await statement.execute();
+    cursor.close();
   }
 
   /** Completes one row with its chain values and hash; returns the texts of every column in table order. */
