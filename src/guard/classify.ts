@@ -143,6 +143,7 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
     case 'InsertStmt': {
       const rel = body.relation as RangeVar;
       if (!names.isProtected(rel.relname)) return ALLOW;
+      if (names.isServerOnly(rel.relname)) return serverOnlyRefusal(rangeName(rel));
       const conflict = body.onConflictClause as { action?: string } | undefined;
       if (conflict !== undefined) {
         return ledgerRefusal(conflict.action === 'ONCONFLICT_UPDATE' ? 'upsert into' : 'INSERT ... ON CONFLICT into', rangeName(rel));
@@ -257,6 +258,10 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
     default:
       return refuse('unsupported', 'run this statement', '', 'cannot run this statement: cotwire does not allow it for clients', 'See the security model in the README for what clients may run.');
   }
+}
+
+function serverOnlyRefusal(table: string): Decision {
+  return refuse('ledger', 'INSERT INTO', table, `cannot INSERT INTO ledger table "${table}": only the server appends to it`, 'It records statements the server refused; clients may read it.');
 }
 
 function shadowRefusal(what: string, name: string): Decision {
@@ -409,6 +414,7 @@ function classifyDuckDBInsert(tokens: readonly Token[], policy: GuardPolicy): De
     // The target is ordinary; ledgers named later are only read.
     return ALLOW;
   }
+  if (policy.names.isServerOnly(last)) return serverOnlyRefusal(full);
   if (modifier !== '') return ledgerRefusal(`INSERT OR ${modifier} into`, full);
   let depth = 0;
   for (let j = name.next; j < tokens.length; j++) {

@@ -607,6 +607,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       throw new PgError(SqlState.FeatureNotSupported, 'COPY FROM STDIN in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
     }
     const ledger = await this.services.ledgers.find(command.target);
+    if (ledger !== null && this.guard.names.isServerOnly(ledger.name)) {
+      throw new PgError(SqlState.InsufficientPrivilege, `cannot COPY into ledger table "${ledger.name}": only the server appends to it`);
+    }
     let columns: readonly string[];
     if (ledger !== null) {
       columns = command.columns ?? ledger.columns.filter((c) => !ledger.serverColumns.has(c.name)).map((c) => c.name);

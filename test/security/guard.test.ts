@@ -149,9 +149,10 @@ describe('refusals are recorded', () => {
     expect(rows[0]).toEqual(['cotwire', '127.0.0.1', 'UPDATE', '_cot_steps', '42501', 'ledger', 64n]);
   });
 
-  it('refuses changes to the security ledger itself', async () => {
+  it('refuses changes to the security ledger itself, appends included', async () => {
     expect(await sqlstate(client.query('DELETE FROM _cot_security_events'))).toBe('42501');
     expect(await sqlstate(client.query('DROP TABLE _cot_security_events'))).toBe('42501');
+    expect(await sqlstate(client.query("INSERT INTO _cot_security_events (user_name) VALUES ('forged')"))).toBe('42501');
   });
 
   it('names the table and the operation, with a hint', async () => {
