@@ -1,5 +1,6 @@
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import type pg from 'pg';
+import { sqlstate } from '../fixtures/errors.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 
 let server: TestServer;
@@ -13,14 +14,6 @@ afterAll(async () => {
   await server[Symbol.asyncDispose]();
 });
 
-async function sqlstate(p: Promise<unknown>): Promise<string> {
-  const err = (await p.then(
-    () => null,
-    (e: unknown) => e,
-  )) as { code?: string } | null;
-  expect(err).not.toBeNull();
-  return err?.code ?? '';
-}
 
 describe('simple query', () => {
   it('creates, inserts and selects with Postgres command tags', async () => {

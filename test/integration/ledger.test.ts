@@ -4,6 +4,7 @@ import postgres from 'postgres';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { EngineConnection } from '../../src/engine/port.js';
+import { sqlstate } from '../fixtures/errors.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 import { checkChains, recomputeSql, type Column } from '../fixtures/independent-verifier.js';
 
@@ -32,13 +33,6 @@ async function independentlyVerified(table: string, chainKey: string | null): Pr
   return checkChains(await internal.query(recomputeSql(table, await columns(table), chainKey)));
 }
 
-async function sqlstate(p: Promise<unknown>): Promise<string> {
-  const err = (await p.then(
-    () => null,
-    (e: unknown) => e,
-  )) as { code?: string } | null;
-  return err?.code ?? 'succeeded';
-}
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

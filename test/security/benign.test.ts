@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import type { TestServer } from '../fixtures/server.js';
 import { BENIGN } from './benign.js';
-import { BareDuckDB, FIXTURE, tempRoot } from './fixture.js';
+import { BareDuckDB, startFixtureServer, tempRoot } from './fixture.js';
 
 let server: TestServer;
 let internal: EngineConnection;
@@ -20,12 +20,7 @@ function text(v: unknown): string | null {
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
-  internal = await server.running.engine.connect();
-  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
-  await internal.run('DROP TABLE main._cot_steps');
-  await internal.run(FIXTURE);
-  server.running.ledgers.invalidate();
+  ({ server, internal } = await startFixtureServer());
   client = await server.client();
   bare = await BareDuckDB.create(tempRoot());
 });

@@ -2,6 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { EngineConnection } from '../../src/engine/port.js';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
 
 /** The data every security test protects or uses, loaded identically into bare DuckDB and into cotwire. */
 export const FIXTURE = `
@@ -111,4 +113,15 @@ export function hostState(dir: string, includeWal = true): string {
 
 export function tempRoot(): string {
   return mkdtempSync(join(tmpdir(), 'cotwire-guard-'));
+}
+
+/** A cotwire server holding the security fixture, with a connection that bypasses the server. */
+export async function startFixtureServer(): Promise<{ server: TestServer; internal: EngineConnection }> {
+  const server = await startTestServer();
+  const internal = await server.running.engine.connect();
+  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
+  await internal.run('DROP TABLE main._cot_steps');
+  await internal.run(FIXTURE);
+  server.running.ledgers.invalidate();
+  return { server, internal };
 }

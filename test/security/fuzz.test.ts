@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { FIXTURE, protectedState } from './fixture.js';
+import type { TestServer } from '../fixtures/server.js';
+import { protectedState, startFixtureServer } from './fixture.js';
 
 /** A small deterministic generator (mulberry32), so that a failure can be replayed. */
 function rng(seed: number): () => number {
@@ -62,12 +62,7 @@ let internal: EngineConnection;
 let client: pg.Client;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  internal = await server.running.engine.connect();
-  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
-  await internal.run('DROP TABLE main._cot_steps');
-  await internal.run(FIXTURE);
-  server.running.ledgers.invalidate();
+  ({ server, internal } = await startFixtureServer());
   client = await server.client();
 });
 afterAll(async () => {

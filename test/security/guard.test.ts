@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import type { TestServer } from '../fixtures/server.js';
+import { sqlstate } from '../fixtures/errors.js';
 import { ATTACKS, type Attack } from './attacks.js';
-import { BareDuckDB, FIXTURE, hostState, protectedState, tempRoot, writeHostFiles } from './fixture.js';
+import { BareDuckDB, hostState, protectedState, startFixtureServer, tempRoot, writeHostFiles } from './fixture.js';
 import { variantsOf } from './variants.js';
 
 const root = tempRoot();
@@ -19,12 +20,7 @@ async function cotwireState(): Promise<string> {
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
-  internal = await server.running.engine.connect();
-  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
-  await internal.run('DROP TABLE main._cot_steps');
-  await internal.run(FIXTURE);
-  server.running.ledgers.invalidate();
+  ({ server, internal } = await startFixtureServer());
   writeHostFiles(server.dir);
   client = await server.client();
   baseline = await cotwireState();
@@ -35,13 +31,6 @@ afterAll(async () => {
   await server[Symbol.asyncDispose]();
 });
 
-async function sqlstate(p: Promise<unknown>): Promise<string> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e as pg.DatabaseError,
-  );
-  return err?.code ?? 'succeeded';
-}
 
 const isMulti = (sql: string): boolean => sql.split(';').filter((s) => s.trim() !== '').length > 1;
 
