@@ -69,9 +69,19 @@ export async function planLedgerInsert(
   });
   const aliases = parts.source === null ? 'c0' : provided.map((_, i) => quoteIdent(`c${i + 1}`)).join(', ');
   const evaluate = await conn.prepare(`SELECT ${exprs.join(', ')} FROM (${source}) AS src(${aliases})`, declaredTypes);
+  // What cotwire builds around the client's source must stay a read.
+  if (evaluate.kind !== 'SELECT') {
+    evaluate.close();
+    throw new PgError(SqlState.SyntaxError, `cannot append to "${table.name}": the rows to insert are not a query`);
+  }
   let fields: FieldDescription[] | null = null;
   if (parts.returning !== null) {
     const probe = await conn.prepare(`SELECT ${parts.returning} FROM ${qualifiedName(table)} WHERE false`, []);
+    if (probe.kind !== 'SELECT') {
+      probe.close();
+      evaluate.close();
+      throw new PgError(SqlState.SyntaxError, 'invalid RETURNING list');
+    }
     fields = (probe.columns ?? []).map((c) => ({
       name: c.name,
       tableOid: 0,

@@ -76,6 +76,15 @@ export function parseInsert(text: string, tokens: readonly Token[]): InsertParts
   }
   const sourceToken = tokens[i];
   if (sourceToken === undefined) return null;
+  // The source is run on its own inside a query cotwire builds, so its
+  // parentheses must balance by themselves.
+  let balance = 0;
+  for (let j = i; j < tokens.length; j++) {
+    const t = tokens[j] as Token;
+    if (t.text === '(') balance++;
+    else if (t.text === ')' && --balance < 0) return null;
+  }
+  if (balance !== 0) return null;
   let depth = 0;
   let end = tokens.length;
   let returning: string | null = null;

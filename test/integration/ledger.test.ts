@@ -114,6 +114,12 @@ describe('appending reasoning steps', () => {
     expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'v'")).rows[0].n).toBe(0);
   });
 
+  it('does not let an unbalanced source reshape the query cotwire builds around it', async () => {
+    const sql = "INSERT INTO _cot_steps (session_id, step_type) VALUES ('inj', 'Action')) UNION ALL (SELECT 'inj', 'Action'";
+    expect(await sqlstate(client.query(sql))).toBe('42601');
+    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'inj'")).rows[0].n).toBe(0);
+  });
+
   it('lists the twelve step types when one is wrong', async () => {
     const err = (await client.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Musing')").catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.message).toContain('Observation, Hypothesis, ToolCall, ToolResult, Reasoning, Decision, Action, Error, Correction, Summary, PlanStep, FinalAnswer');
