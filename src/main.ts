@@ -55,7 +55,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log.error({ err }, 'recording a security event failed'),
   );
   const auth = new AuthPolicy(
-    config.users.map((u) => ({ name: u.name, verifier: parseScramVerifier(u.password) as ScramVerifier })),
+    config.users.map((u) => ({
+      name: u.name,
+      verifier: parseScramVerifier(u.password) as ScramVerifier,
+      role: u.role,
+      identity: {
+        ...(u.agentId === null ? {} : { agent_id: u.agentId }),
+        ...(u.orgId === null ? {} : { org_id: u.orgId }),
+      },
+    })),
     config.auth.method,
   );
   const server = new PgServer({

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseScramVerifier } from '../session/scram.js';
-import { AUTH_METHODS, DEFAULTS, LOG_LEVELS, type Config, type UserConfig } from './schema.js';
+import { AUTH_METHODS, DEFAULTS, LOG_LEVELS, ROLES, type Config, type UserConfig } from './schema.js';
 
 /** A configuration problem, reported as one line naming the key, the value and what is allowed. */
 export class ConfigError extends Error {}
@@ -43,6 +43,12 @@ function optStr(v: Json | undefined, path: string): string | null {
   return v;
 }
 
+function optText(v: Json | undefined, path: string): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string' || v === '') fail(path, v, 'expected a non-empty string');
+  return v;
+}
+
 function int(v: unknown, path: string, def: number, min: number, max: number): number {
   if (v === undefined || v === null) return def;
   const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
@@ -60,11 +66,12 @@ function oneOf<T extends string>(v: unknown, path: string, def: T, allowed: read
 
 function users(v: Json | undefined): UserConfig[] {
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) fail('users', v, 'expected a list of { name, password }');
+  if (!Array.isArray(v)) fail('users', v, 'expected a list of { name, password, role }');
   const seen = new Set<string>();
   return v.map((u, i) => {
     if (!isObj(u)) fail(`users[${i}]`, u, 'expected { name, password }');
-    for (const k of Object.keys(u)) if (!['name', 'password'].includes(k)) fail(`users[${i}].${k}`, u[k], 'unknown key; known keys are name, password');
+    const keys = ['name', 'password', 'role', 'agent_id', 'org_id'];
+    for (const k of Object.keys(u)) if (!keys.includes(k)) fail(`users[${i}].${k}`, u[k], `unknown key; known keys are ${keys.join(', ')}`);
     const name = str(u.name, `users[${i}].name`, '');
     if (name === '') fail(`users[${i}].name`, u.name, 'expected a user name');
     if (seen.has(name)) fail(`users[${i}].name`, name, 'user names must be unique');
@@ -73,7 +80,13 @@ function users(v: Json | undefined): UserConfig[] {
     if (parseScramVerifier(password) === null) {
       fail(`users[${i}].password`, password.length > 12 ? `${password.slice(0, 12)}...` : password, 'expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password');
     }
-    return { name, password };
+    const role = oneOf(u.role, `users[${i}].role`, 'reader', ROLES);
+    const agentId = optText(u.agent_id, `users[${i}].agent_id`);
+    const orgId = optText(u.org_id, `users[${i}].org_id`);
+    if ((agentId !== null || orgId !== null) && role !== 'writer') {
+      fail(`users[${i}].role`, role, 'an identity (agent_id, org_id) is for writer users');
+    }
+    return { name, password, role, agentId, orgId };
   });
 }
 

@@ -7,10 +7,19 @@
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 export type AuthMethod = 'scram-sha-256' | 'password';
 
+/** reader: SELECT only; writer: SELECT and appends to ledgers; admin: everything the guard allows. */
+export type Role = 'reader' | 'writer' | 'admin';
+export const ROLES: readonly Role[] = ['reader', 'writer', 'admin'];
+
 export interface UserConfig {
   readonly name: string;
   /** A SCRAM-SHA-256 verifier, as printed by `cotwire passwd`. Never a plain password. */
   readonly password: string;
+  /** Least privilege unless configured: reader. */
+  readonly role: Role;
+  /** For writers: the identity the ledger writer stamps on their steps. */
+  readonly agentId: string | null;
+  readonly orgId: string | null;
 }
 
 export interface Config {

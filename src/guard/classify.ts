@@ -6,7 +6,7 @@ import { HOST_FUNCTIONS, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from './policy.js'
 
 /** Why a statement is refused: the operation and the object, for the message and the security log. */
 export interface Refusal {
-  readonly reason: 'ledger' | 'host' | 'shadow' | 'setting' | 'unsupported' | 'uncertain';
+  readonly reason: 'ledger' | 'host' | 'shadow' | 'setting' | 'unsupported' | 'uncertain' | 'role';
   readonly operation: string;
   readonly target: string;
   readonly message: string;

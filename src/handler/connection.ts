@@ -16,7 +16,7 @@ import type {
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
-import { GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
+import { fingerprint as fingerprintOf, GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
 import type { SecurityEventLog } from '../ledger/security-events.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
@@ -92,6 +92,36 @@ interface Savepoint {
   readonly name: string;
   /** How many writing statements the transaction had run when the savepoint was set. */
   readonly writes: number;
+}
+
+const EVERYONE: readonly string[] = ['reader', 'writer', 'admin'];
+const WRITERS: readonly string[] = ['writer', 'admin'];
+const ADMINS: readonly string[] = ['admin'];
+
+/** Which roles may run a statement of this kind: reads for everyone, everything else for admins. */
+function rolesFor(kind: StatementKind, tokens: readonly Token[]): readonly string[] {
+  const first = tokens[0]?.text.toUpperCase();
+  switch (kind) {
+    case 'SELECT':
+    case 'RELATION':
+    case 'PRAGMA':
+    case 'CALL':
+      // PRAGMA and CALL reach this point only when the guard found them read-only.
+      return first === 'CHECKPOINT' || first === 'FORCE' ? ADMINS : EVERYONE;
+    case 'EXPLAIN':
+      return tokens.slice(1, 4).some((t) => t.text.toUpperCase() === 'ANALYZE') ? ADMINS : EVERYONE;
+    case 'VARIABLE_SET':
+      return first === 'SET' || first === 'RESET' ? EVERYONE : ADMINS;
+    case 'DROP':
+      return first === 'DEALLOCATE' ? EVERYONE : ADMINS;
+    default:
+      return ADMINS;
+  }
+}
+
+/** The operation, as a refusal names it: "UPDATE", "CREATE TABLE" ... */
+function operationName(kind: StatementKind, tokens: readonly Token[]): string {
+  return commandTag(kind, tokens, 0).replace(/( \d+)+$/, '');
 }
 
 /** COPY data held for one statement at most, and rows per statement written from it. */
@@ -319,6 +349,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
       throw err;
     }
+    try {
+      this.authorize(operationName(engineStatement.kind, statement.tokens), rolesFor(engineStatement.kind, statement.tokens), statement.text);
+    } catch (err) {
+      engineStatement.close();
+      throw err;
+    }
     const columns = engineStatement.columns;
     const names = columns === null ? null : pgNames(statement.text, columns.map((c) => c.name));
     const fields =
@@ -396,6 +432,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
       throw err;
     }
+    this.authorize(`INSERT INTO ${table.name}`, WRITERS, statement.text);
     const key = `${paramTypes.join(',')}\u0000${statement.text}`;
     let insert = this.insertPlans.get(key);
     if (insert === undefined || insert.table !== table) {
@@ -544,6 +581,51 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
   }
 
+  /**
+   * Least privilege by role: readers read, writers also append to ledgers,
+   * admins run everything the guard allows.
+   */
+  private authorize(operation: string, allowed: readonly string[], statement: string): void {
+    const { role, user } = this.info;
+    if (allowed.includes(role)) return;
+    const err = new GuardRefusal(
+      {
+        reason: 'role',
+        operation,
+        target: '',
+        message: `permission denied: role "${role}" of user "${user}" may not ${operation}`,
+        hint:
+          role === 'reader'
+            ? 'A reader may only read: SELECT, SHOW and the like.'
+            : 'A writer may read, and append to ledger tables with INSERT or COPY FROM STDIN.',
+      },
+      fingerprintOf(statement),
+    );
+    this.recordRefusal(err, statement);
+    throw err;
+  }
+
+  /**
+   * A writer's identity is stamped on its appends: an omitted agent_id or
+   * org_id takes the authenticated value, and a different one is refused,
+   * so that no agent writes steps in another's name.
+   */
+  private stampIdentity(plan: LedgerInsertPlan, rows: (string | null)[][]): void {
+    for (const [column, value] of Object.entries(this.info.identity)) {
+      const at = plan.clientColumns.indexOf(column);
+      if (at < 0) continue;
+      for (const row of rows) {
+        const given = row[at] ?? null;
+        if (given === null) row[at] = value;
+        else if (given !== value) {
+          throw new PgError(SqlState.InsufficientPrivilege, `user "${this.info.user}" may append only as ${column} "${value}", not "${given}"`, {
+            hint: `Leave ${column} out: the server fills it in from the authenticated identity.`,
+          });
+        }
+      }
+    }
+  }
+
   private recordRefusal(err: GuardRefusal, statement: string): void {
     this.securityLog.record({
       user: this.info.user,
@@ -567,6 +649,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     portal.done = true;
     this.writes++;
     const rows = await evaluateRows(plan, wireParams(portal));
+    this.stampIdentity(plan, rows);
     validateSteps(plan.table, plan.clientColumns, rows, this.services.maxContentBytes);
     await this.checkParents(plan, rows);
     const job: AppendJob = { table: plan.table, rows };
@@ -607,6 +690,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       throw new PgError(SqlState.FeatureNotSupported, 'COPY FROM STDIN in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
     }
     const ledger = await this.services.ledgers.find(command.target);
+    this.authorize(`COPY into ${command.targetText}`, ledger !== null ? WRITERS : ADMINS, `COPY ${command.targetText} FROM STDIN`);
     if (ledger !== null && this.guard.names.isServerOnly(ledger.name)) {
       throw new PgError(SqlState.InsufficientPrivilege, `cannot COPY into ledger table "${ledger.name}": only the server appends to it`);
     }
@@ -671,6 +755,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       try {
         const params: WireParam[] = chunk.flat().map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text }));
         const evaluated = await evaluateRows(plan, params);
+        this.stampIdentity(plan, evaluated);
         validateSteps(plan.table, plan.clientColumns, evaluated, this.services.maxContentBytes);
         await this.checkParents(plan, evaluated);
         texts.push(...evaluated);

@@ -8,6 +8,8 @@ export type AuthMethod = 'trust' | 'scram-sha-256' | 'password';
 export interface AuthUser {
   readonly name: string;
   readonly verifier: ScramVerifier;
+  readonly role: string;
+  readonly identity: Readonly<Record<string, string>>;
 }
 
 /**
@@ -45,6 +47,16 @@ export class AuthPolicy {
     }
     if (this.method === 'password' && !tls) return 'scram-sha-256';
     return this.method === 'trust' ? 'scram-sha-256' : this.method;
+  }
+
+  /**
+   * The role and identity a user connects with. Without configured users,
+   * every connection is local (trust from loopback only) and is admin.
+   */
+  grantsOf(user: string): { role: string; identity: Readonly<Record<string, string>> } {
+    if (this.users.size === 0) return { role: 'admin', identity: {} };
+    const u = this.users.get(user);
+    return { role: u?.role ?? 'reader', identity: u?.identity ?? {} };
   }
 
   /** The user's verifier, or a mock one so that unknown users look like wrong passwords. */

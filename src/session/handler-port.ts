@@ -11,6 +11,10 @@ export interface SessionInfo {
   readonly startupParameters: ReadonlyMap<string, string>;
   readonly remoteAddress: string;
   readonly tls: boolean;
+  /** reader, writer or admin. */
+  readonly role: string;
+  /** Column values the ledger writer stamps on this user's appends (agent_id, org_id). */
+  readonly identity: Readonly<Record<string, string>>;
 }
 
 /** Where a statement's output goes; the session turns it into protocol messages. */

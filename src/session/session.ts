@@ -346,6 +346,7 @@ export class Session {
       startupParameters: params,
       remoteAddress: this.transport.remoteAddress,
       tls: this.transport.tls,
+      ...this.opts.auth.grantsOf(user),
     };
     this.handler = await this.opts.handlers.open(info);
     if (this.phase.name === 'closed') {

@@ -55,7 +55,13 @@ describe('loadConfig', () => {
   it('accepts users with SCRAM verifiers and refuses duplicates', () => {
     const v = makeScramVerifier('pw');
     const ok = file('users.yaml', `users:\n  - name: a\n    password: ${v}\n`);
-    expect(loadConfig({ argv: { config: ok }, env: {} }).users).toEqual([{ name: 'a', password: v }]);
+    expect(loadConfig({ argv: { config: ok }, env: {} }).users).toEqual([{ name: 'a', password: v, role: 'reader', agentId: null, orgId: null }]);
+    const writer = file('writer.yaml', `users:\n  - name: w\n    password: ${v}\n    role: writer\n    agent_id: agent-7\n`);
+    expect(loadConfig({ argv: { config: writer }, env: {} }).users[0]).toMatchObject({ role: 'writer', agentId: 'agent-7' });
+    const badRole = file('role.yaml', `users:\n  - name: w\n    password: ${v}\n    role: root\n`);
+    expect(() => loadConfig({ argv: { config: badRole }, env: {} })).toThrow('invalid configuration: users[0].role = "root"; expected one of reader, writer, admin');
+    const identity = file('identity.yaml', `users:\n  - name: w\n    password: ${v}\n    agent_id: a\n`);
+    expect(() => loadConfig({ argv: { config: identity }, env: {} })).toThrow(/an identity \(agent_id, org_id\) is for writer users/);
     const dup = file('dup.yaml', `users:\n  - name: a\n    password: ${v}\n  - name: a\n    password: ${v}\n`);
     expect(() => loadConfig({ argv: { config: dup }, env: {} })).toThrow(/user names must be unique/);
   });
