@@ -6,7 +6,7 @@ COPY src ./src
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production COTWIRE_HOST=0.0.0.0 COTWIRE_DB=/data/cotwire.duckdb
+ENV NODE_ENV=production COTWIRE_HOST=0.0.0.0 COTWIRE_DB=/data/cotwire.duckdb COTWIRE_METRICS_PORT=9187
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -15,9 +15,9 @@ COPY config/cotwire.example.yaml ./config/
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
-EXPOSE 5433
+EXPOSE 5433 9187
 # Listening on 0.0.0.0 requires users: mount a config file and set COTWIRE_CONFIG.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
-  CMD node -e "require('net').connect(5433,'127.0.0.1').on('connect',function(){this.end();process.exit(0)}).on('error',()=>process.exit(1))"
+  CMD node -e "fetch('http://127.0.0.1:9187/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # node directly, not npm, so that SIGTERM reaches the server and it drains and checkpoints.
 CMD ["node", "dist/cli.js", "serve"]

@@ -12,6 +12,8 @@ import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { STEPS_DDL } from './ledger/schema.js';
 import { COTWIRE_SQL_FUNCTIONS } from './catalog/compat.js';
+import { OpsServer, PrometheusObserver } from './server/metrics.js';
+import { NO_OBSERVER } from './observe/observer.js';
 import type { Logger } from './log/logger.js';
 import { PgServer } from './server/server.js';
 import { AuthPolicy, isLoopback } from './session/auth.js';
@@ -22,6 +24,8 @@ export class StartupError extends Error {}
 
 export interface RunningServer {
   readonly address: AddressInfo;
+  /** Where /healthz and /metrics listen, when enabled. */
+  readonly metricsAddress: AddressInfo | null;
   readonly server: PgServer;
   readonly engine: Engine;
   readonly securityLog: SecurityEventLog;
@@ -40,6 +44,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   const secureContext = loadTls(config);
   const engine = await openEngine(config.database.path);
+  const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
+  const observer = prometheus ?? NO_OBSERVER;
   const builtins = await engine.builtinFunctionNames();
   const guard = await Guard.create({
     prefixes: config.guard.protectedPrefixes,
@@ -50,7 +56,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const internal = await engine.connect();
   await internal.run(STEPS_DDL);
   const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name));
-  const writer = await LedgerWriter.open(engine, ledgers);
+  const writer = await LedgerWriter.open(engine, ledgers, observer);
   const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) =>
     log.error({ err }, 'recording a security event failed'),
   );
@@ -73,7 +79,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     maxConnections: config.limits.maxConnections,
     tls: secureContext,
     auth,
+    observer,
     handlers: new EngineHandlerFactory(engine, config.database.name, {
+      observer,
       guard,
       securityLog,
       ledgers,
@@ -99,9 +107,25 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     }
     throw err;
   }
+  let ops: OpsServer | null = null;
+  let metricsAddress: AddressInfo | null = null;
+  if (prometheus !== null) {
+    ops = new OpsServer(prometheus, () => server.isListening);
+    try {
+      metricsAddress = await ops.listen(config.metrics.host, config.metrics.port as number);
+    } catch (err) {
+      await server.close(0);
+      await securityLog.close();
+      await writer.close();
+      internal.close();
+      await engine.close();
+      throw new StartupError(`cannot listen for metrics on ${config.metrics.host}:${String(config.metrics.port)}: ${(err as Error).message}`);
+    }
+  }
   let closing: Promise<void> | null = null;
   return {
     address,
+    metricsAddress,
     server,
     engine,
     securityLog,
@@ -110,6 +134,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
+        await ops?.close();
         await securityLog.close();
         await writer.close();
         internal.close();

@@ -9,7 +9,7 @@ import { replayCommand, UsageError, verifyCommand } from './ledger-commands.js';
 const USAGE = `cotwire ${COTWIRE_VERSION}: a PostgreSQL wire server over embedded DuckDB
 
 Usage:
-  cotwire serve [--host H] [--port P] [--db FILE] [--config FILE] [--log-level L]
+  cotwire serve [--host H] [--port P] [--db FILE] [--config FILE] [--log-level L] [--metrics-port P]
   cotwire passwd USER        print a SCRAM-SHA-256 verifier for the configuration file
   cotwire verify --db FILE [--session ID] [--json]   verify every chain offline (exit 0 intact, 1 broken)
   cotwire replay --db FILE --session ID              print a session's steps
@@ -18,7 +18,7 @@ Usage:
 Environment: COTWIRE_HOST, COTWIRE_PORT, COTWIRE_DB, COTWIRE_CONFIG, COTWIRE_LOG_LEVEL.
 `;
 
-const FLAGS = new Set(['host', 'port', 'db', 'config', 'log-level', 'tls-key', 'tls-cert']);
+const FLAGS = new Set(['host', 'port', 'db', 'config', 'log-level', 'tls-key', 'tls-cert', 'metrics-port']);
 
 function parseFlags(args: readonly string[]): Record<string, string> {
   const flags: Record<string, string> = {};

@@ -43,6 +43,10 @@ function optStr(v: Json | undefined, path: string): string | null {
   return v;
 }
 
+function optPort(v: Json | undefined): number | null {
+  return v === undefined || v === null ? null : int(v, 'metrics.port', 0, 0, 65535);
+}
+
 function optText(v: Json | undefined, path: string): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v === '') fail(path, v, 'expected a non-empty string');
@@ -120,7 +124,7 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'ledger', 'guard'];
+  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'guard'];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
@@ -130,6 +134,8 @@ export function loadConfig(sources: ConfigSources): Config {
   const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs']);
   const log = section(root, 'log', ['level']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
+  const metrics = section(root, 'metrics', ['host', 'port']);
+
   const ledger = section(root, 'ledger', ['maxContentBytes']);
 
   // A flag beats the environment, which beats the file.
@@ -161,6 +167,10 @@ export function loadConfig(sources: ConfigSources): Config {
       maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
+    metrics: {
+      host: str(metrics.host, 'metrics.host', DEFAULTS.metrics.host),
+      port: optPort(pick(argv['metrics-port'], env.COTWIRE_METRICS_PORT, metrics.port)),
+    },
   };
   if ((config.tls.key === null) !== (config.tls.cert === null)) {
     fail('tls', config.tls, 'set both tls.key and tls.cert, or neither');

@@ -41,6 +41,8 @@ export interface Config {
     readonly shutdownGraceMs: number;
   };
   readonly log: { readonly level: LogLevel };
+  /** The HTTP listener for /healthz and /metrics; off when port is null. */
+  readonly metrics: { readonly host: string; readonly port: number | null };
   readonly ledger: {
     /** The largest `content` of a reasoning step, in bytes. */
     readonly maxContentBytes: number;
@@ -59,6 +61,7 @@ export const DEFAULTS: Config = {
   users: [],
   limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000 },
   log: { level: 'info' },
+  metrics: { host: '127.0.0.1', port: null },
   ledger: { maxContentBytes: 65536 },
   guard: { protectedPrefixes: ['_cot'] },
 };

@@ -28,10 +28,12 @@ import { parseCopyCsv, parseCopyFromStdin, parseCopyText, type CopyFromStdin } f
 import type { CopyIn } from '../session/handler-port.js';
 import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
+import type { Observer } from '../observe/observer.js';
 import { evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
 
 /** What every connection shares: the guard, the ledgers and their writer. */
 export interface ConnectionServices {
+  readonly observer: Observer;
   readonly guard: Guard;
   readonly securityLog: SecurityEventLog;
   readonly ledgers: LedgerCatalog;
@@ -92,6 +94,22 @@ interface Savepoint {
   readonly name: string;
   /** How many writing statements the transaction had run when the savepoint was set. */
   readonly writes: number;
+}
+
+/** The statement kind, as metrics label it. */
+function planKind(plan: Plan): string {
+  switch (plan.kind) {
+    case 'engine':
+      return plan.statement.kind;
+    case 'command':
+      return plan.command.kind.toUpperCase();
+    case 'copy-in':
+      return 'COPY';
+    case 'ledger-insert':
+      return 'INSERT';
+    case 'empty':
+      return 'EMPTY';
+  }
 }
 
 const EVERYONE: readonly string[] = ['reader', 'writer', 'admin'];
@@ -510,6 +528,18 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const portal = p as ConnectionPortal;
+    const kind = planKind(portal.statement.plan);
+    try {
+      const outcome = await this.executePlan(portal, maxRows, sink);
+      if (outcome.done === true) this.services.observer.statement(kind, true);
+      return outcome;
+    } catch (err) {
+      this.services.observer.statement(kind, false);
+      throw err;
+    }
+  }
+
+  private async executePlan(portal: ConnectionPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const { plan } = portal.statement;
     switch (plan.kind) {
       case 'empty':
@@ -627,6 +657,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   private recordRefusal(err: GuardRefusal, statement: string): void {
+    this.services.observer.refusal(err.refusal.operation, err.refusal.reason);
     this.securityLog.record({
       user: this.info.user,
       remoteAddress: this.info.remoteAddress,

@@ -3,6 +3,7 @@ import type { Engine, EngineConnection, EngineStatement } from '../engine/port.j
 import { rowHash } from './canonical.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
+import { NO_OBSERVER, type Observer } from '../observe/observer.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -19,6 +20,8 @@ export interface AppendResult {
 
 interface Unit {
   readonly jobs: readonly AppendJob[];
+  /** When it reached the writer (performance.now()). */
+  readonly queued: number;
   readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -57,11 +60,12 @@ export class LedgerWriter {
   private constructor(
     private readonly conn: EngineConnection,
     private readonly catalog: LedgerCatalog,
+    private readonly observer: Observer,
   ) {}
 
-  static async open(engine: Engine, catalog: LedgerCatalog): Promise<LedgerWriter> {
+  static async open(engine: Engine, catalog: LedgerCatalog, observer: Observer = NO_OBSERVER): Promise<LedgerWriter> {
     const conn = await engine.connect();
-    const writer = new LedgerWriter(conn, catalog);
+    const writer = new LedgerWriter(conn, catalog, observer);
     await writer.loadSequence();
     return writer;
   }
@@ -71,7 +75,7 @@ export class LedgerWriter {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: -1n })));
     return new Promise((resolve, reject) => {
-      this.queue.push({ jobs, resolve, reject });
+      this.queue.push({ jobs, resolve, reject, queued: performance.now() });
       if (!this.running) void this.run();
     });
   }
@@ -177,6 +181,8 @@ export class LedgerWriter {
       for (const [key, head] of tentative) heads.set(key, head);
     }
     this.seq = seq;
+    const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
+    this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
     return results;
   }
 

@@ -9,6 +9,7 @@ import { StartupCode } from '../protocol/codes.js';
 import type { AuthPolicy } from '../session/auth.js';
 import type { HandlerFactory } from '../session/handler-port.js';
 import { Session, type SessionLog, type Transport } from '../session/session.js';
+import type { Observer } from '../observe/observer.js';
 
 export interface ServerOptions {
   readonly host: string;
@@ -19,6 +20,7 @@ export interface ServerOptions {
   readonly auth: AuthPolicy;
   readonly handlers: HandlerFactory;
   readonly log: SessionLog;
+  readonly observer: Observer;
 }
 
 interface Entry {
@@ -152,10 +154,12 @@ export class PgServer {
       onCancelRequest: (pid, key) => this.cancel(pid, key, log),
       onClose: () => {
         this.sessions.delete(processId);
+        this.opts.observer.connectionClosed();
         log.info({}, 'connection closed');
       },
     });
     this.sessions.set(processId, { session, secretKey });
+    this.opts.observer.connectionOpened();
 
     function onData(chunk: Buffer): void {
       let frames;

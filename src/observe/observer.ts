@@ -1,0 +1,23 @@
+/**
+ * What the server reports about itself. Modules call this interface; the
+ * Prometheus implementation lives in server/metrics.ts, and a no-op one
+ * serves where nothing listens.
+ */
+export interface Observer {
+  connectionOpened(): void;
+  connectionClosed(): void;
+  /** A statement finished: its kind (SELECT, INSERT, ...) and whether it succeeded. */
+  statement(kind: string, ok: boolean): void;
+  /** The guard or a role refused a statement. */
+  refusal(operation: string, reason: string): void;
+  /** The writer committed a group: how many units and rows, and how long the oldest unit waited. */
+  appendsCommitted(units: number, rows: number, seconds: number): void;
+}
+
+export const NO_OBSERVER: Observer = {
+  connectionOpened: () => undefined,
+  connectionClosed: () => undefined,
+  statement: () => undefined,
+  refusal: () => undefined,
+  appendsCommitted: () => undefined,
+};

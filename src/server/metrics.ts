@@ -1,0 +1,108 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Observer } from '../observe/observer.js';
+
+/** Prometheus metrics for one server process. */
+export class PrometheusObserver implements Observer {
+  readonly registry = new Registry();
+  private readonly open = new Gauge({ name: 'cotwire_connections_open', help: 'Client connections open now', registers: [this.registry] });
+  private readonly total = new Counter({ name: 'cotwire_connections_total', help: 'Client connections accepted', registers: [this.registry] });
+  private readonly statements = new Counter({
+    name: 'cotwire_statements_total',
+    help: 'Statements run, by kind and outcome',
+    labelNames: ['kind', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly refusals = new Counter({
+    name: 'cotwire_refusals_total',
+    help: 'Statements refused by the guard or by a role, by operation and reason',
+    labelNames: ['operation', 'reason'],
+    registers: [this.registry],
+  });
+  private readonly appendSeconds = new Histogram({
+    name: 'cotwire_ledger_append_seconds',
+    help: 'Time from an append reaching the writer to its commit',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  private readonly groupUnits = new Histogram({
+    name: 'cotwire_group_commit_units',
+    help: 'Append units (statements or transactions) sharing one commit',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+    registers: [this.registry],
+  });
+  private readonly appendedRows = new Counter({ name: 'cotwire_ledger_rows_appended_total', help: 'Ledger rows appended', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  connectionOpened(): void {
+    this.open.inc();
+    this.total.inc();
+  }
+
+  connectionClosed(): void {
+    this.open.dec();
+  }
+
+  statement(kind: string, ok: boolean): void {
+    this.statements.inc({ kind, outcome: ok ? 'ok' : 'error' });
+  }
+
+  refusal(operation: string, reason: string): void {
+    this.refusals.inc({ operation, reason });
+  }
+
+  appendsCommitted(units: number, rows: number, seconds: number): void {
+    this.groupUnits.observe(units);
+    this.appendedRows.inc(rows);
+    this.appendSeconds.observe(seconds);
+  }
+}
+
+/**
+ * The operations endpoint, on its own port: /healthz answers 200 while the
+ * server accepts connections and 503 once it drains; /metrics serves
+ * Prometheus text.
+ */
+export class OpsServer {
+  private readonly server: http.Server;
+
+  constructor(
+    private readonly observer: PrometheusObserver,
+    private readonly healthy: () => boolean,
+  ) {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+  }
+
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port }, () => resolve(this.server.address() as AddressInfo));
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (path === '/healthz') {
+      const ok = this.healthy();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'draining\n');
+      return;
+    }
+    if (path === '/metrics') {
+      res.writeHead(200, { 'content-type': this.observer.registry.contentType }).end(await this.observer.registry.metrics());
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  }
+}
