@@ -87,6 +87,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       ledgers,
       writer,
       maxContentBytes: config.ledger.maxContentBytes,
+      statementTimeoutMs: config.limits.statementTimeoutMs,
     }),
     log,
   });

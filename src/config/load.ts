@@ -43,6 +43,25 @@ function optStr(v: Json | undefined, path: string): string | null {
   return v;
 }
 
+function bool(v: Json | undefined, path: string, def: boolean): boolean {
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'boolean') fail(path, v, 'expected true or false');
+  return v;
+}
+
+/** Reserved for deployments without ledgers; every release so far runs with them. */
+function ledgersEnabled(v: Json | undefined): boolean {
+  const enabled = bool(v, 'ledger.enabled', DEFAULTS.ledger.enabled);
+  if (!enabled) fail('ledger.enabled', v, 'cotwire does not yet run without ledgers; leave it true');
+  return enabled;
+}
+
+function fraction(v: Json | undefined, path: string, def: number): number {
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'number' || !(v >= 0 && v <= 1)) fail(path, v, 'expected a number from 0 to 1');
+  return v;
+}
+
 function optPort(v: Json | undefined): number | null {
   return v === undefined || v === null ? null : int(v, 'metrics.port', 0, 0, 65535);
 }
@@ -131,12 +150,12 @@ export function loadConfig(sources: ConfigSources): Config {
   const database = section(root, 'database', ['path', 'name']);
   const tls = section(root, 'tls', ['key', 'cert']);
   const auth = section(root, 'auth', ['method']);
-  const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs']);
+  const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs', 'statementTimeoutMs']);
   const log = section(root, 'log', ['level']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
   const metrics = section(root, 'metrics', ['host', 'port']);
 
-  const ledger = section(root, 'ledger', ['maxContentBytes']);
+  const ledger = section(root, 'ledger', ['enabled', 'maxContentBytes', 'embeddingSampleRate', 'retentionDays']);
 
   // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
@@ -161,10 +180,14 @@ export function loadConfig(sources: ConfigSources): Config {
       maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
       maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
       shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
+      statementTimeoutMs: int(limits.statementTimeoutMs, 'limits.statementTimeoutMs', DEFAULTS.limits.statementTimeoutMs, 0, 2_147_483_647),
     },
     log: { level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS) },
     ledger: {
+      enabled: ledgersEnabled(ledger.enabled),
       maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
+      embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
+      retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
     metrics: {

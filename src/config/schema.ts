@@ -39,13 +39,21 @@ export interface Config {
     readonly maxConnections: number;
     /** How long shutdown waits for running statements before cancelling them, in milliseconds. */
     readonly shutdownGraceMs: number;
+    /** Every connection's statement_timeout to begin with, in milliseconds (0 = none). */
+    readonly statementTimeoutMs: number;
   };
   readonly log: { readonly level: LogLevel };
   /** The HTTP listener for /healthz and /metrics; off when port is null. */
   readonly metrics: { readonly host: string; readonly port: number | null };
   readonly ledger: {
+    /** Whether `_cot` tables are chained ledgers (the guard protects them either way). */
+    readonly enabled: boolean;
     /** The largest `content` of a reasoning step, in bytes. */
     readonly maxContentBytes: number;
+    /** The share of non-critical steps that get an embedding (used by the embeddings feature). */
+    readonly embeddingSampleRate: number;
+    /** Days a whole session is kept; 0 keeps everything forever (used by the retention feature). */
+    readonly retentionDays: number;
   };
   readonly guard: {
     /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
@@ -59,10 +67,10 @@ export const DEFAULTS: Config = {
   tls: { key: null, cert: null },
   auth: { method: 'scram-sha-256' },
   users: [],
-  limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000 },
+  limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000, statementTimeoutMs: 0 },
   log: { level: 'info' },
   metrics: { host: '127.0.0.1', port: null },
-  ledger: { maxContentBytes: 65536 },
+  ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0 },
   guard: { protectedPrefixes: ['_cot'] },
 };
 

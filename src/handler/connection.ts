@@ -39,6 +39,8 @@ export interface ConnectionServices {
   readonly ledgers: LedgerCatalog;
   readonly writer: LedgerWriter;
   readonly maxContentBytes: number;
+  /** statement_timeout for new connections, in milliseconds. */
+  readonly statementTimeoutMs: number;
 }
 import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
@@ -244,6 +246,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       engine.close();
       if (err instanceof PgError) throw new PgError(err.code, err.message, { hint: err.hint ?? '' }, 'FATAL');
       throw err;
+    }
+    if (services.statementTimeoutMs > 0 && !info.startupParameters.has('statement_timeout')) {
+      handler.settings.set('statement_timeout', `${services.statementTimeoutMs}ms`);
     }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();

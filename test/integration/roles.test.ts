@@ -70,6 +70,14 @@ describe('roles', () => {
   });
 });
 
+describe('configured defaults', () => {
+  it('starts every connection with limits.statementTimeoutMs', async () => {
+    await using s = await startTestServer({ limits: { maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 1000, statementTimeoutMs: 5000 } });
+    const c = await s.client();
+    expect((await c.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '5s' }]);
+  });
+});
+
 describe('agent identity', () => {
   it('stamps agent_id and org_id from the authenticated user', async () => {
     const r = await writer.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('id-1', 'Decision', 'mine') RETURNING agent_id, org_id");
