@@ -1,69 +1,27 @@
 import { DuckDBEngine } from '../engine/duckdb/engine.js';
-import { LedgerCatalog } from '../ledger/catalog.js';
+import type { EngineConnection } from '../engine/port.js';
 import { ProtectedNames } from '../guard/names.js';
+import { LedgerCatalog } from '../ledger/catalog.js';
+import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
 import { verifyLedgers } from '../ledger/verify.js';
-import { STEPS_TABLE } from '../ledger/schema.js';
+import { LP_MACRO, verifySql } from '../ledger/verify-sql.js';
 
 export class UsageError extends Error {}
 
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const v = args[i + 1];
-  if (v === undefined || v.startsWith('--')) throw new UsageError(`${name} needs a value`);
-  return v;
-}
+type Out = (s: string) => void;
 
-function checkArgs(args: readonly string[], allowed: readonly string[], flags: readonly string[]): void {
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i] as string;
-    if (flags.includes(a)) continue;
-    if (allowed.includes(a)) {
-      i++;
-      continue;
-    }
-    throw new UsageError(`unknown argument ${a}`);
-  }
-}
-
-async function openReadOnly(path: string): Promise<DuckDBEngine> {
+/** Opens a stopped server's file read-only; `files` lets the administrator's export write its output. */
+async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
+  let engine: DuckDBEngine;
   try {
-    return await DuckDBEngine.open({ path, readOnly: true });
+    engine = await DuckDBEngine.open({ path, readOnly: true, allowFiles: files });
   } catch (err) {
     throw new UsageError(`cannot open the database file ${path}: ${(err as Error).message.split('\n')[0] ?? ''}`);
   }
-}
-
-/**
- * `cotwire verify --db FILE [--session ID] [--json]`: offline, on a stopped
- * server's file. Exit 0 when every chain verifies, 1 when any is broken.
- */
-export async function verifyCommand(args: readonly string[], out: (s: string) => void): Promise<number> {
-  checkArgs(args, ['--db', '--session', '--prefix'], ['--json']);
-  const path = option(args, '--db');
-  if (path === undefined) throw new UsageError('verify needs --db FILE');
-  const session = option(args, '--session') ?? null;
-  const json = args.includes('--json');
-  const prefix = option(args, '--prefix');
-  const engine = await openReadOnly(path);
   try {
     const conn = await engine.connect();
     try {
-      const names = new ProtectedNames(prefix === undefined ? [] : [prefix]);
-      const verdicts = await verifyLedgers(conn, new LedgerCatalog(conn, (n) => names.isProtected(n)), session);
-      const broken = verdicts.filter((v) => !v.valid);
-      if (json) {
-        out(`${JSON.stringify({ valid: broken.length === 0, chains: verdicts.length, broken }, null, 2)}\n`);
-      } else {
-        for (const v of broken) {
-          out(
-            `BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`,
-          );
-        }
-        const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
-        out(`${broken.length === 0 ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken\n`);
-      }
-      return broken.length === 0 ? 0 : 1;
+      return await fn(conn);
     } finally {
       conn.close();
     }
@@ -72,35 +30,91 @@ export async function verifyCommand(args: readonly string[], out: (s: string) =>
   }
 }
 
-/** `cotwire replay --db FILE --session ID`: a session's steps, readably. */
-export async function replayCommand(args: readonly string[], out: (s: string) => void): Promise<number> {
-  checkArgs(args, ['--db', '--session'], []);
-  const path = option(args, '--db');
-  const session = option(args, '--session');
-  if (path === undefined || session === undefined) throw new UsageError('replay needs --db FILE --session ID');
-  const engine = await openReadOnly(path);
-  try {
-    const conn = await engine.connect();
-    try {
-      const rows = await conn.query(
-        `SELECT step_index, step_type, CAST(created_at AS VARCHAR), agent_id, confidence, content, current_hash
-         FROM main.${STEPS_TABLE} WHERE session_id = $1 ORDER BY step_index`,
-        [session],
-      );
-      if (rows.length === 0) {
-        out(`no steps for session "${session}"\n`);
-        return 1;
+/** `cotwire verify`: exit 0 when every chain verifies, 1 when any is broken. */
+export async function verifyCommand(opts: { db: string; session?: string; prefix?: string; json?: boolean }, out: Out): Promise<number> {
+  return withDatabase(opts.db, false, async (conn) => {
+    const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
+    const verdicts = await verifyLedgers(conn, new LedgerCatalog(conn, (n) => names.isProtected(n)), opts.session ?? null);
+    const broken = verdicts.filter((v) => !v.valid);
+    if (opts.json === true) {
+      out(`${JSON.stringify({ valid: broken.length === 0, chains: verdicts.length, broken }, null, 2)}\n`);
+    } else {
+      for (const v of broken) {
+        out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`);
       }
-      for (const [index, type, at, agent, confidence, content, hash] of rows) {
-        const conf = confidence === null ? '' : ` confidence=${String(confidence)}`;
-        out(`#${String(index)} ${String(type)} ${String(at)}${agent === null ? '' : ` agent=${String(agent)}`}${conf} ${String(hash).slice(0, 12)}\n`);
-        if (content !== null) out(`    ${String(content).replaceAll('\n', '\n    ')}\n`);
-      }
-      return 0;
-    } finally {
-      conn.close();
+      const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
+      out(`${broken.length === 0 ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken\n`);
     }
-  } finally {
-    await engine.close();
-  }
+    return broken.length === 0 ? 0 : 1;
+  });
+}
+
+/** `cotwire replay`: a session's steps, readably; exit 1 when it has none. */
+export async function replayCommand(opts: { db: string; session: string }, out: Out): Promise<number> {
+  return withDatabase(opts.db, false, async (conn) => {
+    const rows = await conn.query(
+      `SELECT step_index, step_type, CAST(created_at AS VARCHAR), agent_id, confidence, content, current_hash
+       FROM main.${STEPS_TABLE} WHERE session_id = $1 ORDER BY step_index`,
+      [opts.session],
+    );
+    if (rows.length === 0) {
+      out(`no steps for session "${opts.session}"\n`);
+      return 1;
+    }
+    for (const [index, type, at, agent, confidence, content, hash] of rows) {
+      const conf = confidence === null ? '' : ` confidence=${String(confidence)}`;
+      out(`#${String(index)} ${String(type)} ${String(at)}${agent === null ? '' : ` agent=${String(agent)}`}${conf} ${String(hash).slice(0, 12)}\n`);
+      if (content !== null) out(`    ${String(content).replaceAll('\n', '\n    ')}\n`);
+    }
+    return 0;
+  });
+}
+
+/** `cotwire sessions`: one line per session with its step count, time span and chain status. */
+export async function sessionsCommand(opts: { db: string; agent?: string; json?: boolean }, out: Out): Promise<number> {
+  return withDatabase(opts.db, false, async (conn) => {
+    const catalog = new LedgerCatalog(conn, (n) => new ProtectedNames().isProtected(n));
+    const steps = (await catalog.all()).find((t) => t.isSteps);
+    if (steps === undefined) throw new UsageError(`${opts.db} has no ${STEPS_TABLE} ledger`);
+    await conn.run(LP_MACRO);
+    const rows = await conn.query(
+      `WITH v AS (${verifySql(steps, null)})
+       SELECT s.session_id, any_value(s.agent_id), count(*), CAST(min(s.created_at) AS VARCHAR), CAST(max(s.created_at) AS VARCHAR), any_value(v.valid)
+       FROM main.${STEPS_TABLE} s JOIN v ON v.chain_key = s.session_id
+       WHERE $1 IS NULL OR s.agent_id = $1
+       GROUP BY s.session_id ORDER BY min(s.created_at)`,
+      [opts.agent ?? null],
+    );
+    const sessions = rows.map(([session, agent, count, first, last, valid]) => ({
+      session_id: String(session),
+      agent_id: agent === null ? null : String(agent),
+      step_count: Number(count),
+      first_step_at: String(first),
+      last_step_at: String(last),
+      chain_valid: valid === true,
+    }));
+    if (opts.json === true) out(`${JSON.stringify(sessions, null, 2)}\n`);
+    else {
+      for (const s of sessions) {
+        out(`${s.chain_valid ? 'ok    ' : 'BROKEN'} ${s.session_id}  steps=${s.step_count}  agent=${s.agent_id ?? '-'}  ${s.first_step_at} .. ${s.last_step_at}\n`);
+      }
+      out(`${sessions.length} sessions\n`);
+    }
+    return sessions.every((s) => s.chain_valid) ? 0 : 1;
+  });
+}
+
+/** `cotwire export`: the administrator's way to get steps out; clients cannot write files. */
+export async function exportCommand(
+  opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string },
+  out: Out,
+): Promise<number> {
+  return withDatabase(opts.db, true, async (conn) => {
+    const where = opts.session === undefined ? '' : ` WHERE session_id = ${quoteLiteral(opts.session)}`;
+    const format = opts.format === 'parquet' ? 'FORMAT parquet' : opts.format === 'csv' ? 'FORMAT csv, HEADER' : 'FORMAT json';
+    const [[count]] = (await conn.query(`SELECT count(*) FROM main.${STEPS_TABLE}${where}`)) as [[bigint]];
+    await conn.run(`COPY (SELECT * FROM main.${STEPS_TABLE}${where} ORDER BY session_id, step_index) TO ${quoteLiteral(opts.out)} (${format})`);
+    out(`exported ${String(count)} steps to ${opts.out}\n`);
+    return 0;
+  });
 }

@@ -1,65 +1,98 @@
+import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { createLogger } from '../log/logger.js';
 import { startServer, StartupError } from '../main.js';
 import { makeScramVerifier } from '../session/scram.js';
 import { COTWIRE_VERSION } from '../version.js';
+import { exportCommand, replayCommand, sessionsCommand, UsageError, verifyCommand } from './ledger-commands.js';
 import { readPassword } from './password.js';
-import { replayCommand, UsageError, verifyCommand } from './ledger-commands.js';
 
-const USAGE = `cotwire ${COTWIRE_VERSION}: a PostgreSQL wire server over embedded DuckDB
+const out = (t: string): void => {
+  process.stdout.write(t);
+};
 
-Usage:
-  cotwire serve [--host H] [--port P] [--db FILE] [--config FILE] [--log-level L] [--metrics-port P]
-  cotwire passwd USER        print a SCRAM-SHA-256 verifier for the configuration file
-  cotwire verify --db FILE [--session ID] [--json]   verify every chain offline (exit 0 intact, 1 broken)
-  cotwire replay --db FILE --session ID              print a session's steps
-  cotwire --version
+/** Exit codes: 0 success, 1 a failed check or start, 2 a usage error. */
+function program(setCode: (code: number) => void): Command {
+  const cli = new Command('cotwire')
+    .description('A PostgreSQL wire server over embedded DuckDB, with hash-chained ledgers for agents')
+    .version(COTWIRE_VERSION, '-v, --version')
+    .exitOverride()
+    .configureOutput({ writeErr: (t) => process.stderr.write(t) });
 
-Environment: COTWIRE_HOST, COTWIRE_PORT, COTWIRE_DB, COTWIRE_CONFIG, COTWIRE_LOG_LEVEL.
-`;
+  cli
+    .command('serve')
+    .description('run the server (environment: COTWIRE_HOST, COTWIRE_PORT, COTWIRE_DB, COTWIRE_CONFIG, ...)')
+    .option('--host <host>', 'listen address (default 127.0.0.1)')
+    .option('--port <port>', 'listen port (default 5433)')
+    .option('--db <file>', 'database file, or :memory: (default ./data/cotwire.duckdb)')
+    .option('--config <file>', 'configuration file (YAML or JSON)')
+    .option('--log-level <level>', 'trace, debug, info, warn, error, fatal or silent')
+    .option('--tls-key <file>', 'PEM private key')
+    .option('--tls-cert <file>', 'PEM certificate')
+    .option('--metrics-port <port>', 'serve /healthz and /metrics on this port')
+    .action(async (opts: Record<string, string>) => setCode(await serve(opts)));
 
-const FLAGS = new Set(['host', 'port', 'db', 'config', 'log-level', 'tls-key', 'tls-cert', 'metrics-port']);
+  cli
+    .command('passwd')
+    .description('print a SCRAM-SHA-256 verifier for a user, to paste into the configuration')
+    .argument('<user>', 'the user name')
+    .action(async (user: string) => setCode(await passwd(user)));
 
-function parseFlags(args: readonly string[]): Record<string, string> {
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    if (m === null || !FLAGS.has(m[1] as string)) throw new ConfigError(`unknown argument ${arg}\n\n${USAGE}`);
-    const value = m[2] ?? args[++i];
-    if (value === undefined) throw new ConfigError(`--${m[1]} needs a value`);
-    flags[m[1] as string] = value;
-  }
-  return flags;
+  cli
+    .command('verify')
+    .description('verify every chain offline; exit 0 when intact, 1 when any is broken')
+    .requiredOption('--db <file>', 'database file (the server need not run)')
+    .option('--session <id>', 'verify one chain key only')
+    .option('--prefix <prefix>', 'an extra protected prefix, as in guard.protectedPrefixes')
+    .option('--json', 'print the report as JSON')
+    .action(async (opts: { db: string; session?: string; prefix?: string; json?: boolean }) => setCode(await verifyCommand(opts, out)));
+
+  cli
+    .command('replay')
+    .description("print a session's steps, in order")
+    .requiredOption('--db <file>', 'database file')
+    .requiredOption('--session <id>', 'the session')
+    .action(async (opts: { db: string; session: string }) => setCode(await replayCommand(opts, out)));
+
+  cli
+    .command('sessions')
+    .description('list sessions with step counts and chain status; exit 1 when any chain is broken')
+    .requiredOption('--db <file>', 'database file')
+    .option('--agent <id>', 'only this agent_id')
+    .option('--json', 'print JSON')
+    .action(async (opts: { db: string; agent?: string; json?: boolean }) => setCode(await sessionsCommand(opts, out)));
+
+  cli
+    .command('export')
+    .description('export the reasoning steps to a file, offline (clients cannot write files)')
+    .requiredOption('--db <file>', 'database file')
+    .addOption(new Option('--format <format>', 'output format').choices(['parquet', 'csv', 'jsonl']).makeOptionMandatory())
+    .requiredOption('--out <path>', 'the file to write')
+    .option('--session <id>', 'one session only')
+    .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) =>
+      setCode(await exportCommand(opts, out)),
+    );
+  return cli;
 }
 
 /** Runs a command; returns the exit code. User errors print one line, never a stack trace. */
 export async function main(args: readonly string[]): Promise<number> {
-  const [command, ...rest] = args;
+  let code = 0;
+  const cli = program((c) => {
+    code = c;
+  });
+  if (args.length === 0) {
+    cli.outputHelp();
+    return 2;
+  }
   try {
-    switch (command) {
-      case 'serve':
-        return await serve(parseFlags(rest));
-      case 'passwd':
-        return await passwd(rest);
-      case 'verify':
-        return await verifyCommand(rest, (t) => process.stdout.write(t));
-      case 'replay':
-        return await replayCommand(rest, (t) => process.stdout.write(t));
-      case '--version':
-      case 'version':
-        process.stdout.write(`${COTWIRE_VERSION}\n`);
-        return 0;
-      case undefined:
-      case '--help':
-      case 'help':
-        process.stdout.write(USAGE);
-        return command === undefined ? 2 : 0;
-      default:
-        process.stderr.write(`cotwire: unknown command "${command}"\n\n${USAGE}`);
-        return 2;
-    }
+    await cli.parseAsync([...args], { from: 'user' });
+    return code;
   } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here too, with code 0.
+      return err.exitCode === 0 ? 0 : 2;
+    }
     if (err instanceof UsageError) {
       process.stderr.write(`cotwire: ${err.message}\n`);
       return 2;
@@ -73,14 +106,17 @@ export async function main(args: readonly string[]): Promise<number> {
 }
 
 async function serve(flags: Record<string, string>): Promise<number> {
-  const config = loadConfig({ argv: flags, env: process.env });
+  const argv: Record<string, string> = {};
+  const names: Record<string, string> = { logLevel: 'log-level', tlsKey: 'tls-key', tlsCert: 'tls-cert', metricsPort: 'metrics-port' };
+  for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
+  const config = loadConfig({ argv, env: process.env });
   const log = createLogger(config.log.level, process.stdout.isTTY === true);
   const running = await startServer(config, log);
   const { address, port } = running.address;
   const host = address.includes(':') ? `[${address}]` : address;
   const user = config.users[0]?.name ?? 'cotwire';
   log.info(
-    { address: `${host}:${port}`, database: config.database.path },
+    { address: `${host}:${port}`, database: config.database.path, metrics: running.metricsAddress?.port ?? null },
     `cotwire ${COTWIRE_VERSION} listening on ${host}:${port}; connect with: psql -h ${address} -p ${port} -U ${user} ${config.database.name}`,
   );
   return new Promise<number>((resolve) => {
@@ -108,12 +144,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
   });
 }
 
-async function passwd(args: readonly string[]): Promise<number> {
-  const user = args[0];
-  if (user === undefined || args.length > 1) {
-    process.stderr.write('usage: cotwire passwd USER\n');
-    return 2;
-  }
+async function passwd(user: string): Promise<number> {
   const password = await readPassword(`Password for ${user}: `);
   if (password === '') {
     process.stderr.write('cotwire: the password is empty\n');

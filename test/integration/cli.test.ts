@@ -102,3 +102,46 @@ describe('cotwire passwd', () => {
     expect(r.stdout + r.stderr).not.toContain('hunter2');
   });
 });
+
+describe('the ledger commands', () => {
+  it('list sessions, export steps, and answer --help with exit 0 and usage errors with exit 2', async () => {
+    const db = join(dir, 'ledger', 'cli.duckdb');
+    const { loadConfig } = await import('../../src/config/load.js');
+    const { createLogger } = await import('../../src/log/logger.js');
+    const { startServer } = await import('../../src/main.js');
+    const running = await startServer(loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} }), createLogger('silent', false));
+    const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
+    await c.connect();
+    await c.query("INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('cli-1', 'a', 'Observation', 'x'), ('cli-1', 'a', 'Decision', 'y'), ('cli-2', 'b', 'Action', 'z')");
+    await c.end();
+    await running.close();
+
+    const sessions = runCli(['sessions', '--db', db, '--json']);
+    expect(sessions.status).toBe(0);
+    expect(JSON.parse(sessions.stdout)).toMatchObject([
+      { session_id: 'cli-1', agent_id: 'a', step_count: 2, chain_valid: true },
+      { session_id: 'cli-2', agent_id: 'b', step_count: 1, chain_valid: true },
+    ]);
+    expect(JSON.parse(runCli(['sessions', '--db', db, '--agent', 'b', '--json']).stdout)).toHaveLength(1);
+
+    const out = join(dir, 'ledger', 'steps.csv');
+    const exported = runCli(['export', '--db', db, '--format', 'csv', '--out', out, '--session', 'cli-1']);
+    expect(exported.status).toBe(0);
+    expect(exported.stdout.trim()).toBe(`exported 2 steps to ${out}`);
+    const { readFileSync } = await import('node:fs');
+    const lines = readFileSync(out, 'utf8').trim().split('\n');
+    expect(lines[0]).toMatch(/^trace_id,org_id,agent_id,session_id,step_index,step_type,content/);
+    expect(lines).toHaveLength(3);
+
+    const replay = runCli(['replay', '--db', db, '--session', 'cli-1']);
+    expect(replay.status).toBe(0);
+    expect(replay.stdout).toMatch(/^#0 Observation .* agent=a /m);
+
+    expect(runCli(['--help']).status).toBe(0);
+    expect(runCli(['export', '--help']).status).toBe(0);
+    expect(runCli(['export', '--db', db, '--format', 'xml', '--out', out]).status).toBe(2);
+    expect(runCli(['sessions']).status).toBe(2);
+    expect(runCli(['nonsense']).status).toBe(2);
+    expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+});

@@ -33,6 +33,8 @@ export interface DuckDBEngineOptions {
   readonly path: string;
   /** Open the file read-only (offline verification), so a stopped server's file is never changed. */
   readonly readOnly?: boolean;
+  /** Leave file access on: only for the administrator's offline export, never for a server. */
+  readonly allowFiles?: boolean;
 }
 
 const statementKinds = new Map<number, StatementKind>(
@@ -84,7 +86,7 @@ export class DuckDBEngine implements Engine {
         const version = `DuckDB ${String(reader.getRows()[0]?.[0] ?? 'unknown')}`;
         // Timestamps without an offset are read as UTC, whatever the host's zone.
         await conn.run("SET GLOBAL TimeZone = 'UTC'");
-        await conn.run('SET GLOBAL enable_external_access = false');
+        if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');
         await conn.run('SET GLOBAL lock_configuration = true');
         return new DuckDBEngine(instance, version);
