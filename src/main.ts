@@ -80,6 +80,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     tls: secureContext,
     auth,
     observer,
+    slowStatementMs: config.log.slowStatementMs,
     handlers: new EngineHandlerFactory(engine, config.database.name, {
       observer,
       guard,

@@ -151,7 +151,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const tls = section(root, 'tls', ['key', 'cert']);
   const auth = section(root, 'auth', ['method']);
   const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs', 'statementTimeoutMs']);
-  const log = section(root, 'log', ['level']);
+  const log = section(root, 'log', ['level', 'slowStatementMs']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
   const metrics = section(root, 'metrics', ['host', 'port']);
 
@@ -182,7 +182,10 @@ export function loadConfig(sources: ConfigSources): Config {
       shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
       statementTimeoutMs: int(limits.statementTimeoutMs, 'limits.statementTimeoutMs', DEFAULTS.limits.statementTimeoutMs, 0, 2_147_483_647),
     },
-    log: { level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS) },
+    log: {
+      level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS),
+      slowStatementMs: int(log.slowStatementMs, 'log.slowStatementMs', DEFAULTS.log.slowStatementMs, 0, 86_400_000),
+    },
     ledger: {
       enabled: ledgersEnabled(ledger.enabled),
       maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),

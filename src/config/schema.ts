@@ -42,7 +42,11 @@ export interface Config {
     /** Every connection's statement_timeout to begin with, in milliseconds (0 = none). */
     readonly statementTimeoutMs: number;
   };
-  readonly log: { readonly level: LogLevel };
+  readonly log: {
+    readonly level: LogLevel;
+    /** Statements that run at least this long get a warn line, in milliseconds (0 = never). */
+    readonly slowStatementMs: number;
+  };
   /** The HTTP listener for /healthz and /metrics; off when port is null. */
   readonly metrics: { readonly host: string; readonly port: number | null };
   readonly ledger: {
@@ -68,7 +72,7 @@ export const DEFAULTS: Config = {
   auth: { method: 'scram-sha-256' },
   users: [],
   limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000, statementTimeoutMs: 0 },
-  log: { level: 'info' },
+  log: { level: 'info', slowStatementMs: 1000 },
   metrics: { host: '127.0.0.1', port: null },
   ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0 },
   guard: { protectedPrefixes: ['_cot'] },

@@ -1,12 +1,13 @@
 import pino, { type Logger } from 'pino';
-import pretty from 'pino-pretty';
 import type { LogLevel } from '../config/schema.js';
 
 export type { Logger };
 
 /**
  * JSON lines for machines; a readable form when a person watches the
- * terminal. Secrets that could reach a log line are redacted by path.
+ * terminal (pino-pretty, a development dependency: where it is not
+ * installed, as in the container, the output stays JSON). Secrets that could
+ * reach a log line are redacted by path.
  */
 export function createLogger(level: LogLevel, interactive: boolean, destination?: NodeJS.WritableStream): Logger {
   const options = {
@@ -14,8 +15,16 @@ export function createLogger(level: LogLevel, interactive: boolean, destination?
     base: { pid: process.pid },
     redact: { paths: ['password', '*.password', 'startup.password', 'sasl', '*.sasl'], censor: '[redacted]' },
   };
+  if (destination !== undefined) return pino(options, destination);
   if (interactive) {
-    return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
+    try {
+      return pino({
+        ...options,
+        transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } },
+      });
+    } catch {
+      // pino-pretty is not installed: JSON it is.
+    }
   }
-  return destination === undefined ? pino(options) : pino(options, destination);
+  return pino(options);
 }

@@ -21,6 +21,7 @@ export interface ServerOptions {
   readonly handlers: HandlerFactory;
   readonly log: SessionLog;
   readonly observer: Observer;
+  readonly slowStatementMs: number;
 }
 
 interface Entry {
@@ -152,6 +153,7 @@ export class PgServer {
       handlers: this.opts.handlers,
       log,
       onCancelRequest: (pid, key) => this.cancel(pid, key, log),
+      slowStatementMs: this.opts.slowStatementMs,
       onClose: () => {
         this.sessions.delete(processId);
         this.opts.observer.connectionClosed();

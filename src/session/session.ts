@@ -60,6 +60,8 @@ export interface SessionOptions {
   readonly onCancelRequest: (processId: number, secretKey: number) => void;
   /** Called once the session is closed, whatever the reason. */
   readonly onClose: () => void;
+  /** Statements that run longer get a warn line (0 = never). */
+  readonly slowStatementMs: number;
 }
 
 type Phase =
@@ -83,6 +85,7 @@ const INPUT_HIGH_WATER = 256;
 
 interface StatementEntry {
   readonly statement: PreparedStatement;
+  readonly sql: string;
 }
 
 /**
@@ -100,6 +103,8 @@ export class Session {
   private handler: ConnectionHandler | null = null;
   private readonly statements = new Map<string, StatementEntry>();
   private readonly portals = new Map<string, Portal>();
+  /** The SQL behind each portal, for the slow-statement log. */
+  private readonly portalSql = new Map<string, string>();
   private readonly sink: ResultSink;
   private log: SessionLog;
   private draining = false;
@@ -456,7 +461,7 @@ export class Session {
         const prepared = await handler.prepare(source, []);
         const portal = await handler.bind(prepared, [], [], []);
         if (portal.fields !== null) this.out.rowDescription(portal.fields);
-        const outcome = await this.executeTracked(handler, portal, 0);
+        const outcome = await this.executeTracked(handler, portal, 0, source.text);
         handler.closePortal(portal);
         handler.closeStatement(prepared);
         if (outcome.done === 'copy-in') {
@@ -534,7 +539,7 @@ export class Session {
     const statement = await handler.prepare(msg.sql, msg.parameterTypes);
     const old = this.statements.get(msg.name);
     if (old !== undefined) handler.closeStatement(old.statement);
-    this.statements.set(msg.name, { statement });
+    this.statements.set(msg.name, { statement, sql: msg.sql });
     this.out.frame(PARSE_COMPLETE);
   }
 
@@ -562,6 +567,7 @@ export class Session {
     }
     const portal = await handler.bind(entry.statement, msg.parameters, msg.parameterFormats, msg.resultFormats);
     this.portals.set(msg.portal, portal);
+    this.portalSql.set(msg.portal, entry.sql);
     this.out.frame(BIND_COMPLETE);
   }
 
@@ -589,18 +595,23 @@ export class Session {
     const handler = this.requireHandler();
     const portal = this.portals.get(msg.portal);
     if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.portal}" does not exist`);
-    const outcome = await this.executeTracked(handler, portal, msg.maxRows);
+    const outcome = await this.executeTracked(handler, portal, msg.maxRows, this.portalSql.get(msg.portal) ?? '');
     if (outcome.done === 'copy-in') this.startCopy(outcome.copy, false);
     else if (outcome.done) this.complete(outcome.tag);
     else this.out.frame(PORTAL_SUSPENDED);
   }
 
-  private async executeTracked(handler: ConnectionHandler, portal: Portal, maxRows: number) {
+  private async executeTracked(handler: ConnectionHandler, portal: Portal, maxRows: number, sql: string) {
     this.busy = true;
+    const started = performance.now();
     try {
       return await handler.execute(portal, maxRows, this.sink);
     } finally {
       this.busy = false;
+      const ms = performance.now() - started;
+      if (this.opts.slowStatementMs > 0 && ms >= this.opts.slowStatementMs) {
+        this.log.warn({ durationMs: Math.round(ms), statement: sql.slice(0, 500) }, 'slow statement');
+      }
     }
   }
 
@@ -621,6 +632,7 @@ export class Session {
       const portal = this.portals.get(msg.name);
       if (portal !== undefined) {
         this.portals.delete(msg.name);
+        this.portalSql.delete(msg.name);
         handler.closePortal(portal);
       }
     }
@@ -635,6 +647,7 @@ export class Session {
     if (status === 'I' && this.portals.size > 0) {
       for (const portal of this.portals.values()) handler.closePortal(portal);
       this.portals.clear();
+      this.portalSql.clear();
     }
     this.out.readyForQuery(status);
     this.flush();

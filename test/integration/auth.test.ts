@@ -108,9 +108,10 @@ describe('logs', () => {
     let text = '';
     sink.on('data', (b: Buffer) => (text += b.toString()));
     {
-      await using server = await startTestServer({ users }, sink);
+      await using server = await startTestServer({ users, log: { level: 'debug', slowStatementMs: 1 } }, sink);
       const c = await server.client({ user: 'alice', password: 'correct horse', application_name: 'log-test' });
       await c.query('SELECT * FROM nope').catch(() => undefined);
+      await c.query('SELECT count(*) FROM range(3000000)');
       await c.end();
       await connectError(server.connectionOptions({ user: 'alice', password: 'wrong secret' }));
       await new Promise((r) => setTimeout(r, 50));
@@ -121,6 +122,7 @@ describe('logs', () => {
     expect(typeof authorized?.conn).toBe('number');
     expect(lines.some((l) => l.msg === 'connection closed' && l.conn === authorized?.conn)).toBe(true);
     expect(lines.find((l) => l.msg === 'statement failed')).toMatchObject({ code: '42P01', level: 40 });
+    expect(lines.find((l) => l.msg === 'slow statement')).toMatchObject({ statement: 'SELECT count(*) FROM range(3000000)', level: 40 });
     expect(text).not.toContain('correct horse');
     expect(text).not.toContain('wrong secret');
   });
