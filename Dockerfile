@@ -3,7 +3,9 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+# npm install, not npm ci: the registry serves DuckDB's binding only for this platform, so the
+# lock file cannot list the others and npm ci would refuse it. The locked versions are installed.
+RUN npm install --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production COTWIRE_HOST=0.0.0.0 COTWIRE_DB=/data/cotwire.duckdb COTWIRE_METRICS_PORT=9187

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# No Docker engine runs here, so this checks the Dockerfile's contract another way:
+# in a clean copy of the repository it runs the Dockerfile's build commands, then its
+# start command with its environment, and checks that the server answers /healthz and
+# a query, and drains on SIGTERM with exit code 0.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$repo"
+git ls-files -z | tar --null -cf - -T - | tar -xf - -C "$work"
+cd "$work"
+
+# The build stage: the Dockerfile's RUN line.
+grep -q '^RUN npm install --no-audit --no-fund && npm prune --omit=dev' Dockerfile
+npm install --no-audit --no-fund >/dev/null
+npm prune --omit=dev >/dev/null
+
+# The run stage: the Dockerfile's CMD with its ENV (listening on loopback here: the
+# image's 0.0.0.0 requires configured users).
+grep -q '^CMD \["node", "dist/cli.js", "serve"\]' Dockerfile
+port=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
+mport=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
+mkdir -p data
+NODE_ENV=production COTWIRE_HOST=127.0.0.1 COTWIRE_PORT="$port" COTWIRE_DB="$work/data/cotwire.duckdb" COTWIRE_METRICS_PORT="$mport" \
+  node dist/cli.js serve > server.log 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  if node -e "fetch('http://127.0.0.1:$mport/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"; then break; fi
+  sleep 0.1
+done
+node -e "fetch('http://127.0.0.1:$mport/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+answer=$(psql -X -At -h 127.0.0.1 -p "$port" -U cotwire cotwire -c "SELECT 40 + 2")
+test "$answer" = "42"
+kill -TERM "$pid"
+wait "$pid"
+grep -q 'shut down cleanly' server.log
+echo "docker contract: build, start, /healthz, query and SIGTERM drain all work"
