@@ -221,6 +221,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * its evaluation every time. The cache owns the plans.
    */
   private readonly insertPlans = new Map<string, LedgerInsertPlan>();
+  /** A ledger was created inside the open transaction block: the catalog changes at its end. */
+  private ledgerCreatedInTransaction = false;
 
   private constructor(
     private readonly engine: EngineConnection,
@@ -290,13 +292,17 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   async endQueryString(succeeded: boolean): Promise<void> {
     if (!this.implicitTransaction) return;
     this.implicitTransaction = false;
-    if (!succeeded) {
-      this.pendingAppends = [];
-      await this.engine.run('ROLLBACK');
-      return;
+    try {
+      if (!succeeded) {
+        this.pendingAppends = [];
+        await this.engine.run('ROLLBACK');
+        return;
+      }
+      await this.flushAppends();
+      await this.engine.run('COMMIT');
+    } finally {
+      this.transactionEnded();
     }
-    await this.flushAppends();
-    await this.engine.run('COMMIT');
   }
 
   /** The SQL verification and reading macros, for the ledgers that exist now. */
@@ -862,8 +868,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       portal.cursor = cursor;
       await this.completeLedger(parts);
       if (own) await this.engine.run('COMMIT');
-      // Other connections (the writer's among them) see the ledger once it commits.
-      this.services.ledgers.invalidate();
+      // Other connections (the writer's among them) see the ledger once it commits:
+      // now, or at the COMMIT of the enclosing transaction.
+      if (own) this.services.ledgers.invalidate();
+      else this.ledgerCreatedInTransaction = true;
       portal.done = true;
       return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
     } catch (err) {
@@ -957,7 +965,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         }
         await this.flushAppends();
         await this.endTransaction('COMMIT');
-        this.services.ledgers.invalidate();
         return 'COMMIT';
       case 'rollback':
         if (this.status === 'I') {
@@ -1084,7 +1091,17 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     this.savepoints = [];
     this.writes = 0;
     this.settings.endTransaction();
-    await this.engine.run(how);
+    try {
+      await this.engine.run(how);
+    } finally {
+      this.transactionEnded();
+    }
+  }
+
+  /** A ledger created in the block appears (COMMIT) or disappears (ROLLBACK) once the block ends. */
+  private transactionEnded(): void {
+    if (this.ledgerCreatedInTransaction) this.services.ledgers.invalidate();
+    this.ledgerCreatedInTransaction = false;
   }
 
   private async setParameter(name: string, value: string | null, local: boolean): Promise<void> {

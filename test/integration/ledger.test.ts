@@ -261,3 +261,22 @@ describe('reading', () => {
     expect(sessions).toEqual([{ session_id: 'a1', step_count: '1', chain_valid: true }]);
   });
 });
+
+describe('ledgers created inside transactions', () => {
+  it('become ledgers for every connection at COMMIT, and vanish at ROLLBACK', async () => {
+    const a = await server.client();
+    await a.query('BEGIN');
+    await a.query('CREATE TABLE _cot_in_tx (session_id VARCHAR, what VARCHAR)');
+    await a.query('COMMIT');
+    const b = await server.client();
+    await b.query("INSERT INTO _cot_in_tx VALUES ('k', 'x')");
+    expect((await b.query('SELECT step_index, length(current_hash)::INTEGER AS n FROM _cot_in_tx')).rows).toEqual([{ step_index: 0, n: 64 }]);
+    await a.query('BEGIN');
+    await a.query('CREATE TABLE _cot_gone (what VARCHAR)');
+    await a.query('ROLLBACK');
+    expect(await sqlstate(b.query("INSERT INTO _cot_gone VALUES ('x')"))).toBe('42P01');
+    await a.query('CREATE TABLE _cot_multi (what VARCHAR); SELECT 1');
+    await b.query("INSERT INTO _cot_multi VALUES ('y')");
+    expect((await b.query('SELECT step_index FROM _cot_multi')).rows).toEqual([{ step_index: 0 }]);
+  });
+});
