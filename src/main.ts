@@ -11,6 +11,7 @@ import { SecurityEventLog } from './ledger/security-events.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { STEPS_DDL } from './ledger/schema.js';
+import { ChainAuditor } from './ledger/auditor.js';
 import { COTWIRE_SQL_FUNCTIONS } from './catalog/compat.js';
 import { OpsServer, PrometheusObserver } from './server/metrics.js';
 import { NO_OBSERVER } from './observe/observer.js';
@@ -31,6 +32,7 @@ export interface RunningServer {
   readonly securityLog: SecurityEventLog;
   readonly writer: LedgerWriter;
   readonly ledgers: LedgerCatalog;
+  readonly auditor: ChainAuditor;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
   close(): Promise<void>;
 }
@@ -109,6 +111,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     }
     throw err;
   }
+  // The audit reads on a connection of its own, beside the writer's and the clients'.
+  const auditConn = await engine.connect();
+  const auditor = new ChainAuditor(
+    auditConn,
+    ledgers,
+    observer,
+    (v) => log.error({ table: v.table, chain: v.chainKey, step: v.firstBrokenIndex, kind: v.breakKind }, 'ledger chain is broken'),
+    (err) => log.error({ err }, 'ledger audit failed'),
+  );
+  auditor.start(config.ledger.verifyIntervalSeconds * 1000);
   let ops: OpsServer | null = null;
   let metricsAddress: AddressInfo | null = null;
   if (prometheus !== null) {
@@ -117,6 +129,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       metricsAddress = await ops.listen(config.metrics.host, config.metrics.port as number);
     } catch (err) {
       await server.close(0);
+      await auditor.stop();
+      auditConn.close();
       await securityLog.close();
       await writer.close();
       internal.close();
@@ -133,9 +147,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     securityLog,
     writer,
     ledgers,
+    auditor,
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
+        await auditor.stop();
+        auditConn.close();
         await ops?.close();
         await securityLog.close();
         await writer.close();

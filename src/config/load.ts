@@ -155,7 +155,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const guard = section(root, 'guard', ['protectedPrefixes']);
   const metrics = section(root, 'metrics', ['host', 'port']);
 
-  const ledger = section(root, 'ledger', ['enabled', 'maxContentBytes', 'embeddingSampleRate', 'retentionDays']);
+  const ledger = section(root, 'ledger', ['enabled', 'maxContentBytes', 'embeddingSampleRate', 'retentionDays', 'verifyIntervalSeconds']);
 
   // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
@@ -191,6 +191,7 @@ export function loadConfig(sources: ConfigSources): Config {
       maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
       embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
       retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
+      verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
     metrics: {

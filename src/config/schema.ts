@@ -58,6 +58,8 @@ export interface Config {
     readonly embeddingSampleRate: number;
     /** Days a whole session is kept; 0 keeps everything forever (used by the retention feature). */
     readonly retentionDays: number;
+    /** The background audit verifies every chain at start-up and then this often; 0 = at start-up only. */
+    readonly verifyIntervalSeconds: number;
   };
   readonly guard: {
     /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
@@ -74,7 +76,7 @@ export const DEFAULTS: Config = {
   limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000, statementTimeoutMs: 0 },
   log: { level: 'info', slowStatementMs: 1000 },
   metrics: { host: '127.0.0.1', port: null },
-  ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0 },
+  ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0, verifyIntervalSeconds: 3600 },
   guard: { protectedPrefixes: ['_cot'] },
 };
 

@@ -32,6 +32,12 @@ export class PrometheusObserver implements Observer {
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
     registers: [this.registry],
   });
+  private readonly verified = new Counter({ name: 'cotwire_chains_verified_total', help: 'Chains verified by the background audit', registers: [this.registry] });
+  private readonly verificationFailures = new Counter({
+    name: 'cotwire_verification_failures_total',
+    help: 'Broken chains found by the background audit',
+    registers: [this.registry],
+  });
   private readonly appendedRows = new Counter({ name: 'cotwire_ledger_rows_appended_total', help: 'Ledger rows appended', registers: [this.registry] });
 
   constructor() {
@@ -53,6 +59,11 @@ export class PrometheusObserver implements Observer {
 
   refusal(operation: string, reason: string): void {
     this.refusals.inc({ operation, reason });
+  }
+
+  chainsVerified(chains: number, broken: number): void {
+    this.verified.inc(chains);
+    this.verificationFailures.inc(broken);
   }
 
   appendsCommitted(units: number, rows: number, seconds: number): void {

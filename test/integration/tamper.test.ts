@@ -98,6 +98,24 @@ describe('tamper evidence', () => {
   });
 });
 
+describe('background audit', () => {
+  it('finds a broken chain at start-up and counts it in the metrics', async () => {
+    const db = await ledgerWithSteps('audited');
+    await tamper(db, "UPDATE _cot_steps SET content = 'forged' WHERE session_id = 's' AND step_index = 1");
+    const config = loadConfig({ argv: { port: '0', db, 'log-level': 'silent', 'metrics-port': '0' }, env: {} });
+    const running = await startServer(config, createLogger('silent', false));
+    try {
+      const verdicts = await running.auditor.audit();
+      expect(verdicts.filter((v) => !v.valid).map((v) => [v.chainKey, v.firstBrokenIndex, v.breakKind])).toEqual([['s', 1, 'edited']]);
+      const metrics = await (await fetch(`http://127.0.0.1:${running.metricsAddress?.port ?? 0}/metrics`)).text();
+      const failures = Number(/^cotwire_verification_failures_total (\S+)$/m.exec(metrics)?.[1] ?? 0);
+      expect(failures).toBeGreaterThanOrEqual(1);
+    } finally {
+      await running.close();
+    }
+  });
+});
+
 describe('crash safety', () => {
   it('keeps every acknowledged append through kill -9, and every chain verifies after restart', async () => {
     const db = join(root, 'crash.duckdb');
