@@ -8,7 +8,7 @@ COPY src ./src
 RUN npm install --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production COTWIRE_HOST=0.0.0.0 COTWIRE_DB=/data/cotwire.duckdb COTWIRE_METRICS_PORT=9187
+ENV NODE_ENV=production COTWIRE_HOST=0.0.0.0 COTWIRE_DB=/data/cotwire.duckdb COTWIRE_METRICS_HOST=0.0.0.0 COTWIRE_METRICS_PORT=9187
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -18,7 +18,8 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 5433 9187
-# Listening on 0.0.0.0 requires users: mount a config file and set COTWIRE_CONFIG.
+# Listening on 0.0.0.0 requires users: set COTWIRE_USERS (YAML or JSON, from `cotwire passwd`),
+# or mount a configuration file and set COTWIRE_CONFIG.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
   CMD node -e "fetch('http://127.0.0.1:9187/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # node directly, not npm, so that SIGTERM reaches the server and it drains and checkpoints.

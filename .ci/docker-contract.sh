@@ -22,16 +22,22 @@ grep -q '^CMD \["node", "dist/cli.js", "serve"\]' Dockerfile
 port=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 mport=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 mkdir -p data
+# Users come from the environment, as a container gets them.
+verifier=$(printf 'pw\n' | node dist/cli.js passwd agent | sed -n 's/^    password: //p')
+users="[{\"name\": \"agent\", \"password\": \"$verifier\", \"role\": \"writer\"}]"
 NODE_ENV=production COTWIRE_HOST=127.0.0.1 COTWIRE_PORT="$port" COTWIRE_DB="$work/data/cotwire.duckdb" COTWIRE_METRICS_PORT="$mport" \
-  node dist/cli.js serve > server.log 2>&1 &
+  COTWIRE_USERS="$users" node dist/cli.js serve > server.log 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
   if node -e "fetch('http://127.0.0.1:$mport/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"; then break; fi
   sleep 0.1
 done
 node -e "fetch('http://127.0.0.1:$mport/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-answer=$(psql -X -At -h 127.0.0.1 -p "$port" -U cotwire cotwire -c "SELECT 40 + 2")
+answer=$(PGPASSWORD=pw psql -X -At -h 127.0.0.1 -p "$port" -U agent cotwire -c "SELECT 40 + 2")
 test "$answer" = "42"
+# A writer appends to the ledger; the chain verifies.
+PGPASSWORD=pw psql -X -q -h 127.0.0.1 -p "$port" -U agent cotwire -c "INSERT INTO _cot_steps (session_id, step_type) VALUES ('container', 'Observation')"
+test "$(PGPASSWORD=pw psql -X -At -h 127.0.0.1 -p "$port" -U agent cotwire -c "SELECT valid FROM cot_verify('container')")" = "t"
 kill -TERM "$pid"
 wait "$pid"
 grep -q 'shut down cleanly' server.log

@@ -62,6 +62,15 @@ function fraction(v: Json | undefined, path: string, def: number): number {
   return v;
 }
 
+/** COTWIRE_USERS: the users list as YAML or JSON, for containers configured by environment alone. */
+function envUsers(text: string): Json {
+  try {
+    return parseYaml(text) as Json;
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: COTWIRE_USERS is not YAML or JSON: ${(err as Error).message.split('\n')[0] ?? ''}`);
+  }
+}
+
 function optPort(v: Json | undefined): number | null {
   return v === undefined || v === null ? null : int(v, 'metrics.port', 0, 0, 65535);
 }
@@ -175,7 +184,7 @@ export function loadConfig(sources: ConfigSources): Config {
       cert: optStr(pick(argv['tls-cert'], env.COTWIRE_TLS_CERT, tls.cert), 'tls.cert'),
     },
     auth: { method: oneOf(auth.method, 'auth.method', DEFAULTS.auth.method, AUTH_METHODS) },
-    users: users(root.users),
+    users: users(env.COTWIRE_USERS === undefined ? root.users : envUsers(env.COTWIRE_USERS)),
     limits: {
       maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
       maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
@@ -195,7 +204,7 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
     metrics: {
-      host: str(metrics.host, 'metrics.host', DEFAULTS.metrics.host),
+      host: str(pick(undefined, env.COTWIRE_METRICS_HOST, metrics.host), 'metrics.host', DEFAULTS.metrics.host),
       port: optPort(pick(argv['metrics-port'], env.COTWIRE_METRICS_PORT, metrics.port)),
     },
   };

@@ -55,6 +55,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ argv: { config }, env: {} })).toThrow(new ConfigError(message));
   });
 
+  it('takes users from COTWIRE_USERS, for containers', () => {
+    const v = makeScramVerifier('pw');
+    const config = loadConfig({ argv: {}, env: { COTWIRE_USERS: JSON.stringify([{ name: 'agent', password: v, role: 'writer' }]) } });
+    expect(config.users).toEqual([{ name: 'agent', password: v, role: 'writer', agentId: null, orgId: null }]);
+    expect(() => loadConfig({ argv: {}, env: { COTWIRE_USERS: '[{' } })).toThrow(/COTWIRE_USERS is not YAML or JSON/);
+  });
+
   it('accepts users with SCRAM verifiers and refuses duplicates', () => {
     const v = makeScramVerifier('pw');
     const ok = file('users.yaml', `users:\n  - name: a\n    password: ${v}\n`);
