@@ -49,6 +49,16 @@ describe('loadConfig', () => {
     ['ledger:\n  embeddingSampleRate: 2\n', 'invalid configuration: ledger.embeddingSampleRate = 2; expected a number from 0 to 1'],
     ['ledger:\n  enabled: false\n', 'invalid configuration: ledger.enabled = false; cotwire does not yet run without ledgers; leave it true'],
     ['limits:\n  statementTimeoutMs: -5\n', 'invalid configuration: limits.statementTimeoutMs = -5; expected an integer from 0 to 2147483647'],
+    ['listen: 5\n', 'invalid configuration: listen = 5; expected a mapping'],
+    ['database:\n  path: ""\n', 'invalid configuration: database.path = ""; expected a non-empty string'],
+    ['auth:\n  method: md5\n', 'invalid configuration: auth.method = "md5"; expected one of scram-sha-256, password'],
+    ['guard:\n  protectedPrefixes: [1]\n', 'invalid configuration: guard.protectedPrefixes = [1]; expected a list of table-name prefixes such as ["_cot", "audit_"]'],
+    ['metrics:\n  port: web\n', 'invalid configuration: metrics.port = "web"; expected an integer from 0 to 65535'],
+    ['limits:\n  maxConnections: 0\n', 'invalid configuration: limits.maxConnections = 0; expected an integer from 1 to 10000'],
+    ['log:\n  slowStatementMs: fast\n', 'invalid configuration: log.slowStatementMs = "fast"; expected an integer from 0 to 86400000'],
+    ['users: {}\n', 'invalid configuration: users = {}; expected a list of { name, password, role }'],
+    ['users:\n  - name: a\n    password: x\n    colour: red\n', 'invalid configuration: users[0].colour = "red"; unknown key; known keys are name, password, role, agent_id, org_id'],
+    ['- just\n- a list\n', 'invalid configuration: (root) = ["just","a list"]; expected a mapping'],
     ['nope: 1\n', 'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log, metrics, ledger, guard'],
   ])('refuses %j with one clear line', (text, message) => {
     const config = file('bad.yaml', text);
@@ -60,6 +70,12 @@ describe('loadConfig', () => {
     const config = loadConfig({ argv: {}, env: { COTWIRE_USERS: JSON.stringify([{ name: 'agent', password: v, role: 'writer' }]) } });
     expect(config.users).toEqual([{ name: 'agent', password: v, role: 'writer', agentId: null, orgId: null }]);
     expect(() => loadConfig({ argv: {}, env: { COTWIRE_USERS: '[{' } })).toThrow(/COTWIRE_USERS is not YAML or JSON/);
+  });
+
+  it('names the file it cannot read or parse', () => {
+    expect(() => loadConfig({ argv: { config: join(dir, 'missing.yaml') }, env: {} })).toThrow(/^cannot read the configuration file .*missing\.yaml/);
+    const broken = file('broken.yaml', 'listen: [\n');
+    expect(() => loadConfig({ argv: { config: broken }, env: {} })).toThrow(/^cannot parse the configuration file .*broken\.yaml/);
   });
 
   it('accepts users with SCRAM verifiers and refuses duplicates', () => {
