@@ -1,28 +1,19 @@
-import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { sqlstate } from '../fixtures/errors.js';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { useTestServer } from '../fixtures/server.js';
 
-let server: TestServer;
-let client: pg.Client;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  client = await server.client();
-});
-afterAll(async () => {
-  await server[Symbol.asyncDispose]();
-});
+const ctx = useTestServer();
 
 
 describe('simple query', () => {
   it('creates, inserts and selects with Postgres command tags', async () => {
-    const created = await client.query('CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR, price DOUBLE)');
+    const created = await ctx.client.query('CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR, price DOUBLE)');
     expect(created.command).toBe('CREATE');
-    const inserted = await client.query("INSERT INTO items VALUES (1, 'a', 1.5), (2, 'b', 2.5), (3, 'c', NULL)");
+    const inserted = await ctx.client.query("INSERT INTO items VALUES (1, 'a', 1.5), (2, 'b', 2.5), (3, 'c', NULL)");
     expect(inserted.command).toBe('INSERT');
     expect(inserted.rowCount).toBe(3);
-    const selected = await client.query('SELECT id, name, price FROM items ORDER BY id');
+    const selected = await ctx.client.query('SELECT id, name, price FROM items ORDER BY id');
     expect(selected.command).toBe('SELECT');
     expect(selected.rowCount).toBe(3);
     expect(selected.rows).toEqual([
@@ -30,77 +21,77 @@ describe('simple query', () => {
       { id: 2, name: 'b', price: 2.5 },
       { id: 3, name: 'c', price: null },
     ]);
-    const updated = await client.query("UPDATE items SET name = 'z' WHERE id > 1");
+    const updated = await ctx.client.query("UPDATE items SET name = 'z' WHERE id > 1");
     expect(updated.command).toBe('UPDATE');
     expect(updated.rowCount).toBe(2);
-    const deleted = await client.query('DELETE FROM items WHERE id = 3');
+    const deleted = await ctx.client.query('DELETE FROM items WHERE id = 3');
     expect(deleted.command).toBe('DELETE');
     expect(deleted.rowCount).toBe(1);
   });
 
   it('runs several statements in one string and returns each result', async () => {
-    const results = (await client.query('SELECT 1 AS a; SELECT 2 AS b, 3 AS c')) as unknown as pg.QueryResult[];
+    const results = (await ctx.client.query('SELECT 1 AS a; SELECT 2 AS b, 3 AS c')) as unknown as pg.QueryResult[];
     expect(results).toHaveLength(2);
     expect(results[0]?.rows).toEqual([{ a: 1 }]);
     expect(results[1]?.rows).toEqual([{ b: 2, c: 3 }]);
   });
 
   it('stops a multi-statement string at the first error and rolls the string back', async () => {
-    await client.query('CREATE TABLE multi (x INTEGER)');
-    expect(await sqlstate(client.query('INSERT INTO multi VALUES (1); SELECT * FROM missing_table; INSERT INTO multi VALUES (2)'))).toBe('42P01');
-    const { rows } = await client.query('SELECT count(*)::INTEGER AS n FROM multi');
+    await ctx.client.query('CREATE TABLE multi (x INTEGER)');
+    expect(await sqlstate(ctx.client.query('INSERT INTO multi VALUES (1); SELECT * FROM missing_table; INSERT INTO multi VALUES (2)'))).toBe('42P01');
+    const { rows } = await ctx.client.query('SELECT count(*)::INTEGER AS n FROM multi');
     expect(rows[0].n).toBe(0);
   });
 
   it('answers an empty query and a comment-only query with EmptyQueryResponse', async () => {
-    const empty = await client.query('');
+    const empty = await ctx.client.query('');
     expect(empty.rows).toEqual([]);
-    const comment = await client.query('-- ping');
+    const comment = await ctx.client.query('-- ping');
     expect(comment.command).toBeNull();
   });
 
   it('maps DuckDB errors to SQLSTATEs with a position', async () => {
-    const err = (await client.query('SELECT * FROM nope').catch((e: unknown) => e)) as pg.DatabaseError;
+    const err = (await ctx.client.query('SELECT * FROM nope').catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.code).toBe('42P01');
     expect(err.position).toBe('15');
-    expect(await sqlstate(client.query('SELECT nocolumn FROM items'))).toBe('42703');
-    expect(await sqlstate(client.query('SELEC 1'))).toBe('42601');
-    expect(await sqlstate(client.query("SELECT 'abc'::INTEGER"))).toBe('22P02');
-    expect(await sqlstate(client.query('INSERT INTO items VALUES (1, NULL, NULL)'))).toBe('23505');
-    await client.query('CREATE TABLE nn (x INTEGER NOT NULL)');
-    expect(await sqlstate(client.query('INSERT INTO nn VALUES (NULL)'))).toBe('23502');
-    expect(await sqlstate(client.query('SELECT (2::BIGINT ^ 62)::BIGINT * 4'))).toBe('22003');
+    expect(await sqlstate(ctx.client.query('SELECT nocolumn FROM items'))).toBe('42703');
+    expect(await sqlstate(ctx.client.query('SELEC 1'))).toBe('42601');
+    expect(await sqlstate(ctx.client.query("SELECT 'abc'::INTEGER"))).toBe('22P02');
+    expect(await sqlstate(ctx.client.query('INSERT INTO items VALUES (1, NULL, NULL)'))).toBe('23505');
+    await ctx.client.query('CREATE TABLE nn (x INTEGER NOT NULL)');
+    expect(await sqlstate(ctx.client.query('INSERT INTO nn VALUES (NULL)'))).toBe('23502');
+    expect(await sqlstate(ctx.client.query('SELECT (2::BIGINT ^ 62)::BIGINT * 4'))).toBe('22003');
   });
 
   it('reports the position of an error in a later statement of the string', async () => {
-    const err = (await client.query('SELECT 1; SELECT * FROM nope').catch((e: unknown) => e)) as pg.DatabaseError;
+    const err = (await ctx.client.query('SELECT 1; SELECT * FROM nope').catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.position).toBe('25');
   });
 
   it('returns a Postgres-style version() naming cotwire and DuckDB', async () => {
-    const { rows } = await client.query('SELECT version() AS v');
+    const { rows } = await ctx.client.query('SELECT version() AS v');
     expect(rows[0].v).toMatch(/^PostgreSQL 15\.0 \(cotwire [\d.]+, DuckDB v[\d.]+\)/);
   });
 
   it('names computed columns as Postgres does', async () => {
-    const r = await client.query(
+    const r = await ctx.client.query(
       "SELECT count(*), sum(id), 1, 't'::boolean, id::INTEGER, CASE WHEN id > 1 THEN 1 END, id + 1, version(), name AS label FROM items GROUP BY id, name",
     );
     expect(r.fields.map((f) => f.name)).toEqual(['count', 'sum', '?column?', 'bool', 'id', 'case', '?column?', 'version', 'label']);
-    const v = await client.query('VALUES (1, 2)');
+    const v = await ctx.client.query('VALUES (1, 2)');
     expect(v.fields.map((f) => f.name)).toEqual(['column1', 'column2']);
-    const duck = await client.query('SELECT count(*) AS n FROM items');
+    const duck = await ctx.client.query('SELECT count(*) AS n FROM items');
     expect(duck.rows[0].n).toBeDefined();
   });
 
   it('answers current_user and current_database for the session', async () => {
-    const c = await server.client({ user: 'agent_7' });
+    const c = await ctx.server.client({ user: 'agent_7' });
     const { rows } = await c.query('SELECT current_user AS u, session_user AS s, current_database() AS d');
     expect(rows).toEqual([{ u: 'agent_7', s: 'agent_7', d: 'cotwire' }]);
   });
 
   it('runs DuckDB analytic SQL', async () => {
-    const { rows } = await client.query(
+    const { rows } = await ctx.client.query(
       'SELECT g % 3 AS k, count(*)::INTEGER AS n, sum(g)::BIGINT AS s FROM range(1000) t(g) GROUP BY ALL ORDER BY k',
     );
     expect(rows).toEqual([
@@ -113,7 +104,7 @@ describe('simple query', () => {
 
 describe('command tags', () => {
   it('sends exactly the tags Postgres sends', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     const tag = async (sql: string): Promise<string> => {
       const r = (await c.query(sql)) as pg.QueryResult & { command: string; rowCount: number | null };
       return r.rowCount === null ? r.command : `${r.command} ${r.rowCount}`;
@@ -136,7 +127,7 @@ describe('command tags', () => {
   it('sends the full tag text on the wire', async () => {
     const { WireClient } = await import('../fixtures/wire.js');
     const { serialize } = await import('pg-protocol');
-    const w = await WireClient.startup(server.port);
+    const w = await WireClient.startup(ctx.server.port);
     const tags = async (sql: string): Promise<string[]> => {
       w.write(serialize.query(sql));
       const msgs = await w.until('Z');
@@ -166,7 +157,7 @@ describe('command tags', () => {
 
 describe('transactions', () => {
   it('tracks BEGIN/COMMIT/ROLLBACK and the failed state like Postgres', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     await c.query('CREATE TABLE tx (x INTEGER)');
     expect((await c.query('BEGIN')).command).toBe('BEGIN');
     await c.query('INSERT INTO tx VALUES (1)');
@@ -181,7 +172,7 @@ describe('transactions', () => {
   });
 
   it('answers ROLLBACK outside a transaction with a warning, not an error', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     const notices: string[] = [];
     c.on('notice', (n) => notices.push(`${n.severity} ${n.code} ${n.message}`));
     const r = await c.query('ROLLBACK');
@@ -191,7 +182,7 @@ describe('transactions', () => {
   });
 
   it('emulates savepoints when nothing was written before them', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     await c.query('CREATE TABLE sp (x INTEGER)');
     await c.query('BEGIN');
     await c.query('SAVEPOINT probe');
@@ -204,7 +195,7 @@ describe('transactions', () => {
   });
 
   it('recovers from an error with ROLLBACK TO when nothing was written since the savepoint', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     await c.query('CREATE TABLE sp2 (x INTEGER)');
     await c.query('BEGIN');
     await c.query('INSERT INTO sp2 VALUES (1)');
@@ -216,7 +207,7 @@ describe('transactions', () => {
   });
 
   it('refuses a ROLLBACK TO it cannot honour exactly', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     await c.query('CREATE TABLE sp3 (x INTEGER)');
     await c.query('BEGIN');
     await c.query('INSERT INTO sp3 VALUES (1)');
@@ -231,8 +222,8 @@ describe('transactions', () => {
 
 describe('session settings', () => {
   it('keeps Postgres settings per connection and answers SHOW', async () => {
-    const a = await server.client();
-    const b = await server.client();
+    const a = await ctx.server.client();
+    const b = await ctx.server.client();
     await a.query("SET application_name = 'alpha'");
     await a.query('SET extra_float_digits = 3');
     await a.query("SET statement_timeout = '5s'");
@@ -246,7 +237,7 @@ describe('session settings', () => {
   });
 
   it('renders timestamptz in the session TimeZone and reports the change', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     await c.query("SET TimeZone = 'America/New_York'");
     const { rows } = await c.query("SELECT (TIMESTAMPTZ '2024-01-15 12:00:00+00')::VARCHAR AS duck, TIMESTAMPTZ '2024-01-15 12:00:00+00' AS ts");
     expect((rows[0].ts as Date).toISOString()).toBe('2024-01-15T12:00:00.000Z');
@@ -255,7 +246,7 @@ describe('session settings', () => {
   });
 
   it('maps search_path onto DuckDB schemas', async () => {
-    const c = await server.client();
+    const c = await ctx.server.client();
     await c.query('CREATE SCHEMA analytics');
     await c.query('CREATE TABLE analytics.events (x INTEGER)');
     await c.query('INSERT INTO analytics.events VALUES (7)');
@@ -265,7 +256,7 @@ describe('session settings', () => {
   });
 
   it('applies settings from the startup packet and its options', async () => {
-    const c = await server.client({ options: '-c statement_timeout=7s --search_path=analytics', application_name: 'startup-app' } as never);
+    const c = await ctx.server.client({ options: '-c statement_timeout=7s --search_path=analytics', application_name: 'startup-app' } as never);
     expect((await c.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '7s' }]);
     expect((await c.query('SHOW application_name')).rows).toEqual([{ application_name: 'startup-app' }]);
     expect((await c.query('SELECT x FROM events')).rows).toEqual([{ x: 7 }]);

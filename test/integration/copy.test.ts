@@ -2,50 +2,40 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { serialize } from 'pg-protocol';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { useTestServer } from '../fixtures/server.js';
 import { errorFields, WireClient } from '../fixtures/wire.js';
 
 const run = promisify(execFile);
-let server: TestServer;
-let client: pg.Client;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  client = await server.client();
-});
-afterAll(async () => {
-  await server[Symbol.asyncDispose]();
-});
+const ctx = useTestServer();
 
 function psql(...commands: string[]) {
-  return run('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'cotwire', 'cotwire', ...commands.flatMap((c) => ['-c', c])]);
+  return run('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(ctx.server.port), '-U', 'cotwire', 'cotwire', ...commands.flatMap((c) => ['-c', c])]);
 }
 
 describe('COPY FROM STDIN', () => {
   it('appends CSV with a header to _cot_steps through the writer (psql \\copy)', async () => {
-    const file = join(server.dir, 'steps.csv');
+    const file = join(ctx.server.dir, 'steps.csv');
     writeFileSync(file, 'session_id,step_type,content,confidence\ncp,Observation,"hello, world",0.5\ncp,Reasoning,"two\nlines",\ncp,Decision,"say ""hi""",1\n');
     const { stdout } = await psql(`\\copy _cot_steps (session_id, step_type, content, confidence) from '${file}' with (format csv, header)`);
     expect(stdout.trim()).toBe('COPY 3');
-    const rows = (await client.query("SELECT step_index, content, confidence FROM _cot_steps WHERE session_id = 'cp' ORDER BY step_index")).rows;
+    const rows = (await ctx.client.query("SELECT step_index, content, confidence FROM _cot_steps WHERE session_id = 'cp' ORDER BY step_index")).rows;
     expect(rows).toEqual([
       { step_index: 0, content: 'hello, world', confidence: 0.5 },
       { step_index: 1, content: 'two\nlines', confidence: null },
       { step_index: 2, content: 'say "hi"', confidence: 1 },
     ]);
-    expect((await client.query("SELECT valid FROM cot_verify('cp')")).rows).toEqual([{ valid: true }]);
+    expect((await ctx.client.query("SELECT valid FROM cot_verify('cp')")).rows).toEqual([{ valid: true }]);
   });
 
   it('copies text format into an ordinary table', async () => {
-    await client.query('CREATE TABLE copied (id INTEGER, body VARCHAR)');
-    const file = join(server.dir, 'rows.txt');
+    await ctx.client.query('CREATE TABLE copied (id INTEGER, body VARCHAR)');
+    const file = join(ctx.server.dir, 'rows.txt');
     writeFileSync(file, '1\tone\n2\t\\N\n3\ttab\\there\n');
     const { stdout } = await psql(`\\copy copied from '${file}'`);
     expect(stdout.trim()).toBe('COPY 3');
-    expect((await client.query('SELECT * FROM copied ORDER BY id')).rows).toEqual([
+    expect((await ctx.client.query('SELECT * FROM copied ORDER BY id')).rows).toEqual([
       { id: 1, body: 'one' },
       { id: 2, body: null },
       { id: 3, body: 'tab\there' },
@@ -53,19 +43,19 @@ describe('COPY FROM STDIN', () => {
   });
 
   it('writes nothing when one row is wrong', async () => {
-    const file = join(server.dir, 'bad.csv');
+    const file = join(ctx.server.dir, 'bad.csv');
     writeFileSync(file, 'bad,Observation\nbad,Musing\n');
     const err = (await psql(`\\copy _cot_steps (session_id, step_type) from '${file}' with (format csv)`).catch((e: unknown) => e)) as { stderr: string };
     expect(err.stderr).toContain('invalid step_type "Musing"');
-    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'bad'")).rows[0].n).toBe(0);
-    const short = join(server.dir, 'short.csv');
+    expect((await ctx.client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'bad'")).rows[0].n).toBe(0);
+    const short = join(ctx.server.dir, 'short.csv');
     writeFileSync(short, 'bad,Observation,extra\n');
     const e2 = (await psql(`\\copy _cot_steps (session_id, step_type) from '${short}' with (format csv)`).catch((e: unknown) => e)) as { stderr: string };
     expect(e2.stderr).toContain('extra data after last expected column');
   });
 
   it('answers CopyFail with 57014 and keeps the connection usable', async () => {
-    const c = await WireClient.startup(server.port);
+    const c = await WireClient.startup(ctx.server.port);
     c.write(serialize.query("COPY _cot_steps (session_id, step_type) FROM STDIN WITH (FORMAT csv)"));
     const [response] = await c.until('G');
     expect(response?.body.readInt16BE(1)).toBe(2);
@@ -77,11 +67,11 @@ describe('COPY FROM STDIN', () => {
     const after = await c.until('Z');
     expect(after.map((m) => m.type).join('')).toBe('TDCZ');
     c.end();
-    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'failed'")).rows[0].n).toBe(0);
+    expect((await ctx.client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'failed'")).rows[0].n).toBe(0);
   });
 
   it('runs the rest of a query string after the COPY', async () => {
-    const c = await WireClient.startup(server.port);
+    const c = await WireClient.startup(ctx.server.port);
     c.write(serialize.query("COPY copied FROM STDIN; SELECT count(*) FROM copied"));
     await c.until('G');
     c.write(serialize.copyData(Buffer.from('10\tten\n')));

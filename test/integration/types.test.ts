@@ -1,19 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { dataRowCells, rowDescription, WireClient } from '../fixtures/wire.js';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { useTestServer } from '../fixtures/server.js';
 
-let server: TestServer;
-let client: pg.Client;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  client = await server.client();
-});
-afterAll(async () => {
-  await server[Symbol.asyncDispose]();
-});
+const ctx = useTestServer();
 
 const raw = { getTypeParser: () => (v: string) => v } as unknown as pg.CustomTypesConfig;
 
@@ -69,32 +60,32 @@ const CASES: Array<[string, number, string]> = [
 
 describe('DuckDB types travel as Postgres types', () => {
   it.each(CASES)('%s', async (expr, oid, text) => {
-    const r = await client.query(`SELECT ${expr} AS v`);
+    const r = await ctx.client.query(`SELECT ${expr} AS v`);
     expect(r.fields[0]?.dataTypeID).toBe(oid);
     if (text === 'NULL') {
       expect(r.rows[0].v).toBeNull();
       return;
     }
-    const rawRow = await client.query({ text: `SELECT ${expr} AS v`, types: raw });
+    const rawRow = await ctx.client.query({ text: `SELECT ${expr} AS v`, types: raw });
     expect(rawRow.rows[0].v).toBe(text);
     const fromPostgres: unknown = pg.types.getTypeParser(oid, 'text')(text);
     expect(r.rows[0].v).toEqual(fromPostgres);
   });
 
   it('parses dates and timestamps into the same Date values as from Postgres', async () => {
-    const r = await client.query("SELECT TIMESTAMPTZ '2024-01-02 03:04:05.678+00' AS tz, DATE '2024-02-29' AS d");
+    const r = await ctx.client.query("SELECT TIMESTAMPTZ '2024-01-02 03:04:05.678+00' AS tz, DATE '2024-02-29' AS d");
     expect((r.rows[0].tz as Date).toISOString()).toBe('2024-01-02T03:04:05.678Z');
     expect(r.rows[0].d).toBeInstanceOf(Date);
   });
 
   it('writes BC dates as Postgres does', async () => {
-    const r = await client.query({ text: "SELECT DATE '0001-01-01' - 1 AS d, make_date(-43, 3, 15) AS e", types: raw });
+    const r = await ctx.client.query({ text: "SELECT DATE '0001-01-01' - 1 AS d, make_date(-43, 3, 15) AS e", types: raw });
     expect(r.rows[0]).toEqual({ d: '0001-12-31 BC', e: '0044-03-15 BC' });
   });
 
   it('sends ENUM values as text', async () => {
-    await client.query("CREATE TYPE mood AS ENUM ('happy', 'sad')");
-    const r = await client.query("SELECT 'sad'::mood AS m");
+    await ctx.client.query("CREATE TYPE mood AS ENUM ('happy', 'sad')");
+    const r = await ctx.client.query("SELECT 'sad'::mood AS m");
     expect(r.fields[0]?.dataTypeID).toBe(25);
     expect(r.rows[0].m).toBe('sad');
   });
@@ -129,7 +120,7 @@ describe('binary results on the wire', () => {
   ];
 
   it.each(CASES)('%s', async (expr, oid, hex) => {
-    const c = await WireClient.startup(server.port);
+    const c = await WireClient.startup(ctx.server.port);
     try {
       c.write(serialize.parse({ text: `SELECT ${expr} AS v` }));
       c.write(serialize.bind({ binary: true }));

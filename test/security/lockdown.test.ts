@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { useTestServer } from '../fixtures/server.js';
 
 /**
  * DESIGN invariant 6: the server never reads or writes files, or loads
@@ -22,15 +22,7 @@ const ATTACKS: Array<[string, string, () => boolean]> = [
   ['changing the engine configuration for everyone', 'SET GLOBAL threads = 1', () => true],
 ];
 
-let server: TestServer;
-let client: pg.Client;
-beforeAll(async () => {
-  server = await startTestServer();
-  client = await server.client();
-});
-afterAll(async () => {
-  await server[Symbol.asyncDispose]();
-});
+const ctx = useTestServer();
 
 describe('engine lockdown', () => {
   it.each(ATTACKS)('bare DuckDB allows %s', async (_, sql, effect) => {
@@ -46,7 +38,7 @@ describe('engine lockdown', () => {
   });
 
   it.each(ATTACKS)('cotwire refuses %s with 42501', async (_, sql) => {
-    const err = (await client.query(sql.replace('copied.csv', 'copied2.csv').replace('other.duckdb', 'other2.duckdb')).catch((e: unknown) => e)) as pg.DatabaseError;
+    const err = (await ctx.client.query(sql.replace('copied.csv', 'copied2.csv').replace('other.duckdb', 'other2.duckdb')).catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.code).toBe('42501');
     expect(existsSync(join(dir, 'copied2.csv'))).toBe(false);
     expect(existsSync(join(dir, 'other2.duckdb'))).toBe(false);
@@ -54,7 +46,7 @@ describe('engine lockdown', () => {
 
   it('cotwire refuses to install or load extensions', async () => {
     for (const sql of ['INSTALL httpfs', 'LOAD httpfs']) {
-      const err = (await client.query(sql).catch((e: unknown) => e)) as pg.DatabaseError;
+      const err = (await ctx.client.query(sql).catch((e: unknown) => e)) as pg.DatabaseError;
       expect(err.code).toBe('42501');
     }
   });
