@@ -24,7 +24,16 @@ import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
 import { LP_MACRO, STEPS_READ_MACROS, verifyMacros } from '../ledger/verify-sql.js';
 import { parseInsert } from '../sql/insert.js';
-import { parseCopyCsv, parseCopyFromStdin, parseCopyText, type CopyFromStdin } from '../sql/copy.js';
+import {
+  formatCopyCsvRow,
+  formatCopyTextRow,
+  parseCopyCsv,
+  parseCopyFromStdin,
+  parseCopyText,
+  parseCopyToStdout,
+  type CopyFromStdin,
+  type CopyToStdout,
+} from '../sql/copy.js';
 import type { CopyIn } from '../session/handler-port.js';
 import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
@@ -56,6 +65,8 @@ type Plan =
       readonly createsLedger: readonly string[] | null;
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
+  /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */
+  | { readonly kind: 'copy-out'; readonly copy: CopyToStdout; readonly query: Statement }
   | {
       /** An INSERT into a ledger: the writer appends; the client's statement itself never runs. */
       readonly kind: 'ledger-insert';
@@ -106,6 +117,7 @@ function planKind(plan: Plan): string {
     case 'command':
       return plan.command.kind.toUpperCase();
     case 'copy-in':
+    case 'copy-out':
       return 'COPY';
     case 'ledger-insert':
       return 'INSERT';
@@ -358,6 +370,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     this.checkNotFailed();
     const copy = parseCopyFromStdin(statement.text, statement.tokens);
     if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
+    const copyOut = parseCopyToStdout(statement.text, statement.tokens);
+    if (copyOut !== null) return this.prepareCopyOut(statement, copyOut);
     await this.refreshLedgerMacros(statement.tokens);
     const ledgerInsert = await this.prepareLedgerInsert(statement, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
@@ -409,6 +423,26 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       types,
       fields,
     );
+  }
+
+  private async prepareCopyOut(statement: StatementText, copy: CopyToStdout): Promise<Statement> {
+    if (copy.format === 'binary') {
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY TO STDOUT in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
+    }
+    const parts = splitStatements(copy.query);
+    const part = parts[0];
+    if (part === undefined || parts.length > 1) {
+      throw new PgError(SqlState.SyntaxError, 'COPY (query) TO STDOUT takes exactly one query', { position: statement.offset + 1 });
+    }
+    const at = statement.text.indexOf(copy.query);
+    const query = (await this.prepare({ ...part, offset: statement.offset + Math.max(at, 0) } as StatementText, [])) as Statement;
+    if (query.plan.kind !== 'engine' || query.fields === null || !READ_KINDS.has(query.plan.statement.kind)) {
+      this.closeStatement(query);
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY (query) TO STDOUT supports only queries that read rows', {
+        hint: 'Use SELECT, VALUES, TABLE or WITH ... SELECT inside the parentheses.',
+      });
+    }
+    return new Statement({ kind: 'copy-out', copy, query }, [], null);
   }
 
   async bind(
@@ -562,6 +596,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       case 'copy-in':
         this.checkNotFailed();
         return { done: 'copy-in', copy: await this.copyIn(plan.copy) };
+      case 'copy-out':
+        this.checkNotFailed();
+        return { done: true, tag: await this.copyOut(plan, sink) };
       case 'ledger-insert':
         this.checkNotFailed();
         try {
@@ -620,6 +657,38 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       this.running = false;
       this.markDone();
     }
+  }
+
+  /**
+   * COPY ... TO STDOUT runs its query through the same path as a SELECT
+   * (guard, roles, timeout, cancel, backpressure) and reformats each row.
+   */
+  private async copyOut(plan: Extract<Plan, { kind: 'copy-out' }>, sink: ResultSink): Promise<string> {
+    const { copy, query } = plan;
+    const inner = query.plan as Extract<Plan, { kind: 'engine' }>;
+    const fields = query.fields ?? [];
+    const line =
+      copy.format === 'csv'
+        ? (cells: readonly (string | null)[]) => formatCopyCsvRow(cells, copy.delimiter, copy.nullString, copy.quote, copy.escape)
+        : (cells: readonly (string | null)[]) => formatCopyTextRow(cells, copy.delimiter, copy.nullString);
+    let rows = 0;
+    const lines: ResultSink = {
+      ...sink,
+      row: (cells) => {
+        sink.copyData(line(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))));
+        rows++;
+      },
+    };
+    const portal = (await this.bind(query, [], [], [])) as ConnectionPortal;
+    try {
+      sink.copyOutStart(fields.length);
+      if (copy.header) sink.copyData(line(fields.map((f) => f.name)));
+      await this.executeEngine(portal, inner, 0, lines);
+    } finally {
+      this.closePortal(portal);
+    }
+    sink.copyDone();
+    return `COPY ${rows}`;
   }
 
   /**
@@ -922,6 +991,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   private destroy(statement: Statement): void {
     if (statement.plan.kind === 'engine') statement.plan.statement.close();
+    if (statement.plan.kind === 'copy-out') this.closeStatement(statement.plan.query);
   }
 
   cancel(): void {

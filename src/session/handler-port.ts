@@ -27,6 +27,10 @@ export interface ResultSink {
    * how a large result respects backpressure.
    */
   flushIfFull(): Promise<void>;
+  /** COPY ... TO STDOUT: CopyOutResponse, then copyData per line, then copyDone. */
+  copyOutStart(columns: number): void;
+  copyData(data: string): void;
+  copyDone(): void;
 }
 
 /** One statement of a query string, with where it starts (for error positions). */

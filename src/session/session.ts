@@ -5,6 +5,7 @@ import {
   BackendWriter,
   BIND_COMPLETE,
   CLOSE_COMPLETE,
+  COPY_DONE,
   EMPTY_QUERY_RESPONSE,
   NO_DATA,
   PARSE_COMPLETE,
@@ -135,6 +136,15 @@ export class Session {
       },
       flushIfFull: async () => {
         if (this.out.length >= FLUSH_THRESHOLD && !this.flush()) await this.transport.drain();
+      },
+      copyOutStart: (columns) => {
+        this.out.copyOutResponse(0, new Array<number>(columns).fill(0));
+      },
+      copyData: (data) => {
+        this.out.copyData(data);
+      },
+      copyDone: () => {
+        this.out.frame(COPY_DONE);
       },
     };
   }

@@ -1,12 +1,8 @@
 import { identifierText } from './identifiers.js';
 import type { Token } from './lexer.js';
 
-/** COPY name [(columns)] FROM STDIN [options], as psql's \copy and drivers' bulk loaders send it. */
-export interface CopyFromStdin {
-  readonly target: readonly string[];
-  /** The target as written, for statements cotwire builds from it. */
-  readonly targetText: string;
-  readonly columns: readonly string[] | null;
+/** The format options of COPY, with PostgreSQL's defaults filled in. */
+export interface CopyOptions {
   readonly format: 'text' | 'csv' | 'binary';
   readonly header: boolean;
   readonly delimiter: string;
@@ -15,12 +11,34 @@ export interface CopyFromStdin {
   readonly escape: string;
 }
 
+/** COPY name [(columns)] FROM STDIN [options], as psql's \copy and drivers' bulk loaders send it. */
+export interface CopyFromStdin extends CopyOptions {
+  readonly target: readonly string[];
+  /** The target as written, for statements cotwire builds from it. */
+  readonly targetText: string;
+  readonly columns: readonly string[] | null;
+}
+
+/** COPY name [(columns)] | (query) TO STDOUT [options], as psql's \copy ... to and pg_dump-style exports send it. */
+export interface CopyToStdout extends CopyOptions {
+  /** The SELECT whose rows are copied out, as cotwire runs it. */
+  readonly query: string;
+}
+
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
 const stringValue = (t: Token | undefined): string | null =>
   t?.kind === 'string' && t.text.startsWith("'") ? t.text.slice(1, -1).replaceAll("''", "'") : t?.kind === 'string' && /^[eE]'/.test(t.text) ? t.text.slice(2, -1).replace(/\\(.)/g, (_, c: string) => (c === 't' ? '\t' : c === 'n' ? '\n' : c)) : null;
 
-/** Returns null when the statement is not a COPY ... FROM STDIN. */
-export function parseCopyFromStdin(text: string, tokens: readonly Token[]): CopyFromStdin | null {
+interface CopySource {
+  readonly target: string[];
+  readonly targetText: string;
+  readonly columns: string[] | null;
+  readonly columnsText: string | null;
+  /** The index of the token after the source. */
+  readonly next: number;
+}
+
+function parseCopySource(text: string, tokens: readonly Token[]): CopySource | null {
   if (upper(tokens[0]) !== 'COPY') return null;
   let i = 1;
   const target: string[] = [];
@@ -35,7 +53,9 @@ export function parseCopyFromStdin(text: string, tokens: readonly Token[]): Copy
   }
   const targetText = text.slice(nameStart, tokens[i - 1]?.end ?? nameStart);
   let columns: string[] | null = null;
+  let columnsText: string | null = null;
   if (tokens[i]?.text === '(') {
+    const open = tokens[i]?.end ?? 0;
     columns = [];
     i++;
     while (tokens[i] !== undefined && tokens[i]?.text !== ')') {
@@ -45,11 +65,57 @@ export function parseCopyFromStdin(text: string, tokens: readonly Token[]): Copy
       i++;
       if (tokens[i]?.text === ',') i++;
     }
+    columnsText = text.slice(open, tokens[i]?.start ?? open);
     i++;
   }
+  return { target, targetText, columns, columnsText, next: i };
+}
+
+/** Returns null when the statement is not a COPY ... FROM STDIN. */
+export function parseCopyFromStdin(text: string, tokens: readonly Token[]): CopyFromStdin | null {
+  const source = parseCopySource(text, tokens);
+  if (source === null) return null;
+  const i = source.next;
   if (upper(tokens[i]) !== 'FROM' || upper(tokens[i + 1]) !== 'STDIN') return null;
-  i += 2;
-  const options = { format: 'text' as CopyFromStdin['format'], header: false, delimiter: '', nullString: '', quote: '"', escape: '' };
+  const options = parseCopyOptions(tokens, i + 2);
+  if (options === null) return null;
+  return { target: source.target, targetText: source.targetText, columns: source.columns, ...options };
+}
+
+/** Returns null when the statement is not a COPY ... TO STDOUT. */
+export function parseCopyToStdout(text: string, tokens: readonly Token[]): CopyToStdout | null {
+  if (upper(tokens[0]) !== 'COPY') return null;
+  let i: number;
+  let query: string;
+  if (tokens[1]?.text === '(') {
+    // The query runs through the guard like any other read, so finding its
+    // closing parenthesis is all the analysis needed here.
+    let depth = 0;
+    i = 1;
+    for (; i < tokens.length; i++) {
+      const t = tokens[i]?.text;
+      if (t === '(') depth++;
+      else if (t === ')' && --depth === 0) break;
+    }
+    if (i >= tokens.length) return null;
+    query = text.slice(tokens[1]?.end ?? 0, tokens[i]?.start ?? 0).trim();
+    i++;
+  } else {
+    const source = parseCopySource(text, tokens);
+    if (source === null) return null;
+    i = source.next;
+    query = `SELECT ${source.columnsText ?? '*'} FROM ${source.targetText}`;
+  }
+  if (upper(tokens[i]) !== 'TO' || upper(tokens[i + 1]) !== 'STDOUT') return null;
+  const options = parseCopyOptions(tokens, i + 2);
+  if (options === null) return null;
+  return { query, ...options };
+}
+
+/** WITH (option value, ...) or the older bare keywords; null on an option cotwire does not know. */
+function parseCopyOptions(tokens: readonly Token[], start: number): CopyOptions | null {
+  let i = start;
+  const options = { format: 'text' as CopyOptions['format'], header: false, delimiter: '', nullString: '', quote: '"', escape: '' };
   let nullSet = false;
   if (upper(tokens[i]) === 'WITH') i++;
   const parenthesised = tokens[i]?.text === '(';
@@ -67,7 +133,9 @@ export function parseCopyFromStdin(text: string, tokens: readonly Token[]): Copy
     switch (word) {
       case 'FORMAT': {
         const f = (value?.kind === 'word' ? value.text : (stringValue(value) ?? '')).toLowerCase();
-        options.format = f === 'csv' ? 'csv' : f === 'binary' ? 'binary' : 'text';
+        // Another format (parquet, json) is DuckDB's own COPY, which the guard refuses.
+        if (f !== 'text' && f !== 'csv' && f !== 'binary') return null;
+        options.format = f;
         i++;
         break;
       }
@@ -110,9 +178,6 @@ export function parseCopyFromStdin(text: string, tokens: readonly Token[]): Copy
   }
   const csv = options.format === 'csv';
   return {
-    target,
-    targetText,
-    columns,
     format: options.format,
     header: options.header,
     delimiter: options.delimiter !== '' ? options.delimiter : csv ? ',' : '\t',
@@ -120,6 +185,36 @@ export function parseCopyFromStdin(text: string, tokens: readonly Token[]): Copy
     quote: options.quote,
     escape: options.escape !== '' ? options.escape : options.quote,
   };
+}
+
+/** One row of COPY TO output in text format: backslash escapes, nullString for NULL. */
+export function formatCopyTextRow(cells: readonly (string | null)[], delimiter: string, nullString: string): string {
+  return (
+    cells
+      .map((c) => (c === null ? nullString : c.replace(/[\\\n\r\t]/g, (ch) => TEXT_ESCAPES[ch] ?? ch).replaceAll(delimiter, `\\${delimiter}`)))
+      .join(delimiter) + '\n'
+  );
+}
+
+const TEXT_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * One row of COPY TO output in CSV: a value is quoted when it holds the
+ * delimiter, the quote, a line break, or would read back as NULL.
+ */
+export function formatCopyCsvRow(cells: readonly (string | null)[], delimiter: string, nullString: string, quote: string, escape: string): string {
+  return (
+    cells
+      .map((c) => {
+        if (c === null) return nullString;
+        const needsQuotes = c === nullString || c.includes(delimiter) || c.includes(quote) || c.includes('\n') || c.includes('\r') || (nullString === '' && c === '');
+        if (!needsQuotes) return c;
+        let body = '';
+        for (const ch of c) body += ch === quote || ch === escape ? escape + ch : ch;
+        return quote + body + quote;
+      })
+      .join(delimiter) + '\n'
+  );
 }
 
 /** The rows of COPY text format: one line per row, backslash escapes, \N for NULL. */

@@ -81,3 +81,69 @@ describe('COPY FROM STDIN', () => {
     c.end();
   });
 });
+
+describe('COPY TO STDOUT', () => {
+  it('writes text format with escapes and \\N for NULL (psql)', async () => {
+    await ctx.client.query('CREATE TABLE exported (id INTEGER, body VARCHAR)');
+    await ctx.client.query("INSERT INTO exported VALUES (1, 'one'), (2, NULL), (3, E'tab\\there'), (4, E'back\\\\slash\\nnewline')");
+    const { stdout } = await psql('COPY (SELECT * FROM exported ORDER BY id) TO STDOUT');
+    expect(stdout).toBe('1\tone\n2\t\\N\n3\ttab\\there\n4\tback\\\\slash\\nnewline\n');
+  });
+
+  it('writes CSV with a header, quoting only where needed, through psql \\copy', async () => {
+    await ctx.client.query('CREATE TABLE quoted (id INTEGER, body VARCHAR)');
+    await ctx.client.query(`INSERT INTO quoted VALUES (1, 'a,b'), (2, 'say "hi"'), (3, E'two\\nlines'), (4, ''), (5, NULL), (6, 'plain')`);
+    const file = join(ctx.server.dir, 'out.csv');
+    const { stdout } = await psql(`\\copy (SELECT id, body AS text FROM quoted ORDER BY id) to '${file}' with (format csv, header)`);
+    expect(stdout.trim()).toBe('COPY 6');
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(file, 'utf8')).toBe('id,text\n1,"a,b"\n2,"say ""hi"""\n3,"two\nlines"\n4,""\n5,\n6,plain\n');
+  });
+
+  it('round-trips a ledger session out and into a plain table', async () => {
+    await ctx.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('rt', 'Observation', E'x\\ty'), ('rt', 'Decision', 'z')");
+    const file = join(ctx.server.dir, 'rt.txt');
+    await psql(`\\copy (SELECT step_index, content FROM _cot_steps WHERE session_id = 'rt' ORDER BY step_index) to '${file}'`);
+    await ctx.client.query('CREATE TABLE rt (step_index INTEGER, content VARCHAR)');
+    await psql(`\\copy rt from '${file}'`);
+    expect((await ctx.client.query('SELECT * FROM rt ORDER BY step_index')).rows).toEqual([
+      { step_index: 0, content: 'x\ty' },
+      { step_index: 1, content: 'z' },
+    ]);
+  });
+
+  it('sends CopyOutResponse, CopyData per row, CopyDone and COPY n on the wire', async () => {
+    const c = await WireClient.startup(ctx.server.port);
+    c.write(serialize.query('COPY (SELECT 1 AS a, NULL AS b UNION ALL SELECT 2, 3 ORDER BY a) TO STDOUT WITH (FORMAT csv)'));
+    const msgs = await c.until('Z');
+    expect(msgs.map((m) => m.type).join('')).toBe('HddcCZ');
+    const response = msgs[0]?.body as Buffer;
+    expect([response.readInt8(0), response.readInt16BE(1)]).toEqual([0, 2]);
+    expect(msgs.filter((m) => m.type === 'd').map((m) => m.body.toString())).toEqual(['1,\n', '2,3\n']);
+    expect(msgs[4]?.body.toString('utf8', 0, msgs[4].body.length - 1)).toBe('COPY 2');
+    c.end();
+  });
+
+  it('copies a whole table by name, with a column list', async () => {
+    const { stdout } = await psql("COPY _cot_steps (session_id, step_type) TO STDOUT WITH (FORMAT csv)");
+    expect(stdout.split('\n')).toContain('rt,Decision');
+  });
+
+  it('refuses what is not a read, and binary format, keeping the connection', async () => {
+    const c = await WireClient.startup(ctx.server.port);
+    for (const [sql, code] of [
+      ['COPY (INSERT INTO exported VALUES (9, 9) RETURNING id) TO STDOUT', '0A000'],
+      ["COPY (DELETE FROM _cot_steps WHERE session_id = 'rt' RETURNING 1) TO STDOUT", '42501'],
+      ['COPY exported TO STDOUT (FORMAT binary)', '0A000'],
+      ['COPY no_such_table TO STDOUT', '42P01'],
+    ] as const) {
+      c.write(serialize.query(sql));
+      const msgs = await c.until('Z');
+      expect(msgs.map((m) => m.type).join(''), sql).toBe('EZ');
+      expect(errorFields(msgs[0]?.body as Buffer).C, sql).toBe(code);
+    }
+    c.end();
+    expect((await ctx.client.query('SELECT count(*)::INTEGER AS n FROM exported WHERE id = 9')).rows[0].n).toBe(0);
+    expect((await ctx.client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'rt'")).rows[0].n).toBe(2);
+  });
+});
