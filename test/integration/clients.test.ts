@@ -45,6 +45,28 @@ describe('postgres.js (extended protocol, named statements)', () => {
   });
 });
 
+describe('postgres.js COPY streams', () => {
+  it('loads with .writable() and exports with .readable()', async () => {
+    const sql = postgres({ host: '127.0.0.1', port: server.port, user: 'cotwire', database: 'cotwire', max: 1, onnotice: () => undefined });
+    try {
+      await sql`CREATE TABLE pjcopy (id INTEGER, body VARCHAR)`;
+      const writable = await sql`COPY pjcopy FROM STDIN`.writable();
+      await new Promise<void>((resolve, reject) => {
+        writable.on('error', reject);
+        writable.write('1\tone\n2\t\\N\n');
+        writable.end('3\tthree\n', resolve);
+      });
+      const readable = await sql`COPY (SELECT * FROM pjcopy ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)`.readable();
+      let text = '';
+      for await (const chunk of readable) text += String(chunk);
+      expect(text).toBe('id,body\n1,one\n2,\n3,three\n');
+      expect((await sql`SELECT count(*)::INTEGER AS n FROM pjcopy`)[0]?.n).toBe(3);
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
 describe('psql', () => {
   const psql = (args: string[]) =>
     run('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'cotwire', 'cotwire', ...args], {
