@@ -434,8 +434,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (part === undefined || parts.length > 1) {
       throw new PgError(SqlState.SyntaxError, 'COPY (query) TO STDOUT takes exactly one query', { position: statement.offset + 1 });
     }
-    const at = statement.text.indexOf(copy.query);
-    const query = (await this.prepare({ ...part, offset: statement.offset + Math.max(at, 0) } as StatementText, [])) as Statement;
+    const query = (await this.prepare({ ...part, offset: statement.offset + copy.queryOffset } as StatementText, [])) as Statement;
     if (query.plan.kind !== 'engine' || query.fields === null || !READ_KINDS.has(query.plan.statement.kind)) {
       this.closeStatement(query);
       throw new PgError(SqlState.FeatureNotSupported, 'COPY (query) TO STDOUT supports only queries that read rows', {

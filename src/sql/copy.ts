@@ -23,6 +23,8 @@ export interface CopyFromStdin extends CopyOptions {
 export interface CopyToStdout extends CopyOptions {
   /** The SELECT whose rows are copied out, as cotwire runs it. */
   readonly query: string;
+  /** Where the query starts in the statement, for error positions; 0 when cotwire built it. */
+  readonly queryOffset: number;
 }
 
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
@@ -87,6 +89,7 @@ export function parseCopyToStdout(text: string, tokens: readonly Token[]): CopyT
   if (upper(tokens[0]) !== 'COPY') return null;
   let i: number;
   let query: string;
+  let queryOffset = 0;
   if (tokens[1]?.text === '(') {
     // The query runs through the guard like any other read, so finding its
     // closing parenthesis is all the analysis needed here.
@@ -98,7 +101,8 @@ export function parseCopyToStdout(text: string, tokens: readonly Token[]): CopyT
       else if (t === ')' && --depth === 0) break;
     }
     if (i >= tokens.length) return null;
-    query = text.slice(tokens[1]?.end ?? 0, tokens[i]?.start ?? 0).trim();
+    queryOffset = tokens[2]?.start ?? 0;
+    query = text.slice(queryOffset, tokens[i]?.start ?? 0).trimEnd();
     i++;
   } else {
     const source = parseCopySource(text, tokens);
@@ -109,7 +113,7 @@ export function parseCopyToStdout(text: string, tokens: readonly Token[]): CopyT
   if (upper(tokens[i]) !== 'TO' || upper(tokens[i + 1]) !== 'STDOUT') return null;
   const options = parseCopyOptions(tokens, i + 2);
   if (options === null) return null;
-  return { query, ...options };
+  return { query, queryOffset, ...options };
 }
 
 /** WITH (option value, ...) or the older bare keywords; null on an option cotwire does not know. */
