@@ -12,7 +12,7 @@ import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { STEPS_DDL } from './ledger/schema.js';
 import { ChainAuditor } from './ledger/auditor.js';
-import { COTWIRE_SQL_FUNCTIONS } from './catalog/compat.js';
+import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
 import { OpsServer, PrometheusObserver } from './server/metrics.js';
 import { NO_OBSERVER } from './observe/observer.js';
 import type { Logger } from './log/logger.js';
@@ -53,6 +53,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     prefixes: config.guard.protectedPrefixes,
     reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS]),
     engineSettings: await engine.settingNames(),
+    reservedNames: [COMPAT_CATALOG],
   });
   // Server-internal connection: the default ledger and the security ledger exist before any client connects.
   const internal = await engine.connect();
@@ -89,6 +90,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       securityLog,
       ledgers,
       writer,
+      rewriter: new CompatRewriter(),
       maxContentBytes: config.ledger.maxContentBytes,
       statementTimeoutMs: config.limits.statementTimeoutMs,
     }),
@@ -182,7 +184,7 @@ async function openEngine(path: string): Promise<Engine> {
     }
   }
   try {
-    return await DuckDBEngine.open({ path });
+    return await DuckDBEngine.open({ path, setup: engineSetup() });
   } catch (err) {
     const reason = (err as Error).message.split('\n')[0] ?? 'unknown error';
     throw new StartupError(`cannot open the database file ${path}: ${reason}`);

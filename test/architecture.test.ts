@@ -10,7 +10,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   session: ['protocol', 'errors'],
   server: ['session', 'protocol', 'errors', 'config', 'log', 'observe'],
   engine: ['errors', 'protocol', 'sql'],
-  catalog: ['version.ts'],
+  catalog: ['version.ts', 'protocol', 'sql'],
   handler: ['engine', 'session', 'protocol', 'sql', 'catalog', 'errors', 'guard', 'ledger', 'observe'],
   observe: [],
   guard: ['errors', 'sql', 'engine'],

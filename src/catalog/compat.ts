@@ -1,4 +1,8 @@
 import { COTWIRE_VERSION } from '../version.js';
+import { catalogSetup } from './pg-catalog.js';
+
+export { COMPAT_CATALOG } from './pg-catalog.js';
+export { CompatRewriter } from './rewrite.js';
 
 /** The PostgreSQL version cotwire presents (ParameterStatus, version(), the catalog). */
 export const SERVER_VERSION = '15.0';
@@ -10,7 +14,7 @@ export function versionString(engineVersion: string): string {
 }
 
 /** cotwire's own SQL functions: no client macro may take their names. */
-export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database'];
+export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database', 'cot_role'];
 
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
@@ -20,12 +24,23 @@ const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
  * catalog, so nothing is written to the database file and no other
  * connection is affected.
  */
-export function connectionSetup(engineVersion: string, user: string, database: string): string[] {
+export function connectionSetup(engineVersion: string, user: string, database: string, role: string): string[] {
   return [
+    // The catalog views (pg-catalog.ts) read the connection's role through this macro.
+    `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
     `CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`,
     // current_user, session_user and user: the authenticated user, not the engine's.
     `CREATE OR REPLACE TEMP MACRO current_user() AS ${quote(user)}`,
     `CREATE OR REPLACE TEMP MACRO session_user() AS ${quote(user)}`,
     `CREATE OR REPLACE TEMP MACRO current_database() AS ${quote(database)}`,
   ];
+}
+
+/**
+ * Statements run once when the engine opens: the PostgreSQL catalog
+ * (pg-catalog.ts). Its views are bound at creation, so the per-connection
+ * macros they use are defined first, on the set-up connection only.
+ */
+export function engineSetup(): string[] {
+  return [...connectionSetup('DuckDB', 'cotwire', 'cotwire', 'admin'), ...catalogSetup()];
 }

@@ -43,6 +43,7 @@ export class Guard {
   private constructor(
     policy: GuardPolicy,
     private readonly engineSettings: ReadonlySet<string>,
+    private readonly reservedNames: ReadonlySet<string>,
   ) {
     this.policy = policy;
   }
@@ -52,9 +53,39 @@ export class Guard {
     prefixes: readonly string[];
     reservedFunctions: ReadonlySet<string>;
     engineSettings: ReadonlySet<string>;
+    /** Names no client statement may mention: the server's own catalog database. */
+    reservedNames?: readonly string[];
   }): Promise<Guard> {
     await loadModule();
-    return new Guard({ names: new ProtectedNames(opts.prefixes), reservedFunctions: opts.reservedFunctions }, opts.engineSettings);
+    return new Guard(
+      { names: new ProtectedNames(opts.prefixes), reservedFunctions: opts.reservedFunctions },
+      opts.engineSettings,
+      new Set((opts.reservedNames ?? []).map((n) => n.toLowerCase())),
+    );
+  }
+
+  /**
+   * A client statement that names the server's catalog database is refused
+   * before anything else: its views are shared by every connection, and
+   * only the server's own rewrites refer to them.
+   */
+  refuseReservedNames(text: string, tokens: ClassifyInput['tokens']): void {
+    if (this.reservedNames.size === 0) return;
+    for (const t of tokens) {
+      if (t.kind !== 'word' && t.kind !== 'quoted') continue;
+      const name = (t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : t.text).toLowerCase();
+      if (!this.reservedNames.has(name)) continue;
+      throw new GuardRefusal(
+        {
+          reason: 'shadow',
+          operation: 'name',
+          target: name,
+          message: `"${name}" is reserved for the server's PostgreSQL catalog`,
+          hint: 'Query pg_catalog and information_schema by their PostgreSQL names.',
+        },
+        fingerprint(text),
+      );
+    }
   }
 
   /**

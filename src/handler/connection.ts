@@ -1,4 +1,4 @@
-import { connectionSetup } from '../catalog/compat.js';
+import { connectionSetup, type CompatRewriter } from '../catalog/compat.js';
 import type { EngineConnection, EngineCursor, EngineStatement, StatementKind } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -47,6 +47,8 @@ export interface ConnectionServices {
   readonly securityLog: SecurityEventLog;
   readonly ledgers: LedgerCatalog;
   readonly writer: LedgerWriter;
+  /** PostgreSQL-only syntax onto the engine's (the catalog layer's rewrites). */
+  readonly rewriter: CompatRewriter;
   readonly maxContentBytes: number;
   /** statement_timeout for new connections, in milliseconds. */
   readonly statementTimeoutMs: number;
@@ -266,7 +268,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
-    await engine.run(connectionSetup(engineVersion, info.user, info.database).join(';\n'));
+    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role).join(';\n'));
     await handler.defineLedgerMacros();
     if (handler.settings.get('search_path') !== '"$user", public') await handler.applySearchPath();
     return handler;
@@ -368,6 +370,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       return new Statement({ kind: 'command', command }, [], fields);
     }
     this.checkNotFailed();
+    const clientText = statement.text;
+    statement = this.forEngine(statement);
     const copy = parseCopyFromStdin(statement.text, statement.tokens);
     if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
     const copyOut = parseCopyToStdout(statement.text, statement.tokens);
@@ -399,7 +403,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       throw err;
     }
     const columns = engineStatement.columns;
-    const names = columns === null ? null : pgNames(statement.text, columns.map((c) => c.name));
+    const names = columns === null ? null : pgNames(clientText, columns.map((c) => c.name));
     const fields =
       columns?.map((c, i) => ({
         name: names?.[i] ?? c.name,
@@ -423,6 +427,22 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       types,
       fields,
     );
+  }
+
+  /**
+   * The statement with PostgreSQL-only syntax rewritten for the engine
+   * (catalog/rewrite.ts). Everything after this point, the guard included,
+   * sees the rewritten text, so what is checked is what runs.
+   */
+  private forEngine(statement: StatementText): StatementText {
+    try {
+      this.guard.refuseReservedNames(statement.text, statement.tokens);
+    } catch (err) {
+      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
+      throw err;
+    }
+    const text = this.services.rewriter.rewrite(statement.text, statement.tokens);
+    return text === statement.text ? statement : { text, tokens: tokenize(text), offset: statement.offset };
   }
 
   private async prepareCopyOut(statement: StatementText, copy: CopyToStdout): Promise<Statement> {

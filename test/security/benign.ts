@@ -51,7 +51,7 @@ export const BENIGN: readonly Benign[] = [
   b('SELECT * FROM generate_series(1, 3)'),
   b('SELECT 1 + 1 AS two'),
   b("SELECT 'a;b' AS s, $$c;d$$ AS t"),
-  b('SELECT current_schema()'),
+  b("SELECT current_schema() IN ('main', 'public')"),
   // Appends to ledgers, and new ledgers
   b("INSERT INTO _cot_steps VALUES (4, 's2', 'reflect', 0.6)"),
   b("INSERT INTO _cot_steps (id, session_id, content, confidence) VALUES (5, 's3', 'plan', 0.1), (6, 's3', 'act', 0.2)"),

@@ -35,6 +35,8 @@ export interface DuckDBEngineOptions {
   readonly readOnly?: boolean;
   /** Leave file access on: only for the administrator's offline export, never for a server. */
   readonly allowFiles?: boolean;
+  /** Statements run once, before the engine is locked down (the PostgreSQL catalog's views). */
+  readonly setup?: readonly string[];
 }
 
 const statementKinds = new Map<number, StatementKind>(
@@ -86,6 +88,9 @@ export class DuckDBEngine implements Engine {
         const version = `DuckDB ${String(reader.getRows()[0]?.[0] ?? 'unknown')}`;
         // Timestamps without an offset are read as UTC, whatever the host's zone.
         await conn.run("SET GLOBAL TimeZone = 'UTC'");
+        // PostgreSQL's orders: NULLs sort as the largest value.
+        await conn.run("SET GLOBAL default_null_order = 'nulls_last_on_asc_first_on_desc'");
+        for (const statement of opts.setup ?? []) await conn.run(statement);
         if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');
         await conn.run('SET GLOBAL lock_configuration = true');

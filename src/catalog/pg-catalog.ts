@@ -1,0 +1,679 @@
+import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
+
+/**
+ * The PostgreSQL catalog that clients query, as DuckDB views over DuckDB's
+ * own catalog (duckdb_tables(), duckdb_columns(), ...). DuckDB reserves the
+ * names pg_catalog and information_schema in every database, so the views
+ * live in a small in-memory database attached at start-up, and the rewriter
+ * (rewrite.ts) points clients' references at them. The views are bound when
+ * a query runs, so each client sees its own temporary objects and every
+ * change to the schema at once; nothing here is ever cached.
+ */
+export const COMPAT_CATALOG = 'cotwire_pg';
+export const PG_SCHEMA = `${COMPAT_CATALOG}.pg`;
+export const INFORMATION_SCHEMA = `${COMPAT_CATALOG}.information`;
+
+/** Fixed OIDs, as in PostgreSQL where PostgreSQL fixes them. */
+const OID = {
+  pgCatalog: 11,
+  public: 2200,
+  informationSchema: 13000,
+  pgToast: 99,
+  pgTemp: 16300,
+  owner: 10,
+  database: 5,
+  heap: 2,
+  btree: 403,
+  defaultTablespace: 1663,
+} as const;
+
+/** Relations of pg_catalog, with PostgreSQL's OIDs where clients use them (`'pg_class'::regclass`). */
+const CATALOG_RELATION_OIDS: Readonly<Record<string, number>> = {
+  pg_type: 1247,
+  pg_attribute: 1249,
+  pg_proc: 1255,
+  pg_class: 1259,
+  pg_attrdef: 2604,
+  pg_constraint: 2606,
+  pg_index: 2610,
+  pg_namespace: 2615,
+  pg_description: 2609,
+  pg_database: 1262,
+  pg_authid: 1260,
+  pg_am: 2601,
+  pg_extension: 3079,
+  pg_trigger: 2620,
+  pg_inherits: 2611,
+  pg_policy: 3256,
+  pg_collation: 3456,
+  pg_enum: 3501,
+  pg_range: 3541,
+  pg_depend: 2608,
+  pg_tablespace: 1213,
+  pg_auth_members: 1261,
+  pg_language: 2612,
+  pg_operator: 2617,
+  pg_rewrite: 2618,
+  pg_statistic_ext: 3381,
+  pg_publication: 6104,
+  pg_publication_rel: 6106,
+  pg_publication_namespace: 6237,
+  pg_foreign_table: 3118,
+  pg_foreign_server: 1417,
+  pg_foreign_data_wrapper: 2328,
+  pg_event_trigger: 3466,
+  pg_partitioned_table: 3350,
+  pg_cast: 2605,
+  pg_shdescription: 2396,
+  pg_init_privs: 3394,
+  pg_default_acl: 826,
+  pg_sequence: 2224,
+  pg_roles: 12001,
+  pg_user: 12002,
+  pg_tables: 12003,
+  pg_views: 12004,
+  pg_indexes: 12005,
+  pg_settings: 12006,
+  pg_sequences: 12007,
+  pg_matviews: 12008,
+  pg_stat_activity: 12009,
+  pg_stat_user_tables: 12010,
+  pg_statio_user_tables: 12011,
+  pg_locks: 12012,
+  pg_prepared_statements: 12013,
+  pg_stat_database: 12014,
+  pg_shdepend: 1214,
+  pg_db_role_setting: 2964,
+  pg_timezone_names: 12015,
+  pg_available_extensions: 12016,
+  pg_stat_user_indexes: 12017,
+};
+
+/** Every pg_catalog relation cotwire presents. */
+export const CATALOG_RELATIONS: ReadonlySet<string> = new Set(Object.keys(CATALOG_RELATION_OIDS));
+
+/** The information_schema views cotwire presents. */
+export const INFORMATION_RELATIONS: ReadonlySet<string> = new Set([
+  'schemata',
+  'tables',
+  'columns',
+  'views',
+  'table_constraints',
+  'key_column_usage',
+  'referential_constraints',
+  'constraint_column_usage',
+  'check_constraints',
+  'routines',
+  'parameters',
+  'character_sets',
+  'sequences',
+  'triggers',
+  'table_privileges',
+  'column_privileges',
+  'role_table_grants',
+  'enabled_roles',
+  'applicable_roles',
+]);
+
+const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+const P = PG_SCHEMA;
+
+/** Our own databases and schemas, which clients never see. */
+const HIDDEN_DB = `('system', ${q(COMPAT_CATALOG)})`;
+
+/** A typed empty relation: the catalogs cotwire has no use for, so that clients' joins bind and return nothing. */
+function empty(columns: string): string {
+  const list = columns
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '')
+    .map((c) => {
+      const space = c.indexOf(' ');
+      return `CAST(NULL AS ${c.slice(space + 1)}) AS ${c.slice(0, space)}`;
+    });
+  return `SELECT ${list.join(', ')} WHERE false`;
+}
+
+function values(rows: ReadonlyArray<ReadonlyArray<string | number | boolean>>): string {
+  return rows.map((r) => `(${r.map((v) => (typeof v === 'string' ? q(v) : String(v))).join(', ')})`).join(',\n');
+}
+
+/** Internal building blocks, named `cot_*` so that they never collide with a PostgreSQL name. */
+function internals(): string[] {
+  const typeRows = PG_TYPES.map((t) => [
+    t.oid,
+    t.name,
+    t.display,
+    t.category,
+    t.type,
+    t.elem,
+    t.array,
+    t.input,
+    t.output,
+    t.category === 'A' ? -1 : pgTypeLength(t.oid),
+  ]);
+  return [
+    `CREATE TABLE ${P}.cot_types (oid BIGINT, typname VARCHAR, display VARCHAR, typcategory VARCHAR, typtype VARCHAR, typelem BIGINT, typarray BIGINT, typinput VARCHAR, typoutput VARCHAR, typlen SMALLINT)`,
+    `INSERT INTO ${P}.cot_types VALUES ${values(typeRows)}`,
+    // The PostgreSQL OID of each DuckDB type name; agrees with the engine's codecs. Looked up by
+    // join (a macro with one WHEN per type costs milliseconds to bind at every use).
+    `CREATE TABLE ${P}.cot_type_map (type_key VARCHAR, oid BIGINT, array_oid BIGINT)`,
+    `INSERT INTO ${P}.cot_type_map VALUES ${values(
+      [...DUCKDB_TYPE_OIDS, ['DECIMAL', 1700] as const, ['STRUCT', 114] as const].map(([n, o]) => [n, o, ARRAY_OIDS.find(([e]) => e === o)?.[1] ?? 114]),
+    )}`,
+    // The key of a DuckDB type name in cot_type_map: DECIMAL(p,s) → DECIMAL; STRUCT, MAP and UNION travel as json.
+    `CREATE MACRO ${P}.cot_type_key(t) AS CASE
+       WHEN t LIKE 'DECIMAL(%' THEN 'DECIMAL' WHEN t LIKE 'STRUCT(%' OR t LIKE 'MAP(%' OR t LIKE 'UNION(%' THEN 'STRUCT' ELSE t END`,
+    `CREATE MACRO ${P}.cot_element_type(t) AS regexp_replace(t, '(\\[[0-9]*\\])+$', '')`,
+    // Columns with their PostgreSQL type: a list is the array of its innermost element's type.
+    `CREATE VIEW ${P}.cot_columns AS
+       SELECT c.*, CAST(CASE WHEN c.data_type LIKE '%]' THEN coalesce(m.array_oid, 114) ELSE coalesce(m.oid, 25) END AS BIGINT) AS type_oid
+       FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
+       WHERE c.database_name NOT IN ${HIDDEN_DB}`,
+    `CREATE MACRO ${P}.cot_typmod(t) AS CASE
+       WHEN t LIKE 'DECIMAL(%' THEN (CAST(regexp_extract(t, 'DECIMAL\\((\\d+),', 1) AS INTEGER) * 65536
+         + CAST(regexp_extract(t, ',(\\d+)\\)', 1) AS INTEGER) + 4)
+       ELSE -1 END`,
+    // Schemas: DuckDB's main is PostgreSQL's public; temporary objects live in pg_temp.
+    `CREATE VIEW ${P}.cot_namespaces AS
+       SELECT database_name, schema_name,
+         CAST(CASE WHEN database_name = 'temp' THEN ${OID.pgTemp} WHEN schema_name = 'main' THEN ${OID.public} ELSE oid END AS BIGINT) AS oid,
+         CASE WHEN database_name = 'temp' THEN 'pg_temp_3' WHEN schema_name = 'main' THEN 'public' ELSE schema_name END AS nspname,
+         comment
+       FROM duckdb_schemas()
+       WHERE database_name NOT IN ${HIDDEN_DB} AND schema_name NOT IN ('pg_catalog', 'information_schema')`,
+    // Indexes: DuckDB's own, and the ones that back PRIMARY KEY and UNIQUE constraints (as in PostgreSQL).
+    `CREATE VIEW ${P}.cot_indexes AS
+       WITH ix AS (
+         SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS exprs FROM duckdb_indexes() i
+         WHERE i.database_name NOT IN ${HIDDEN_DB}),
+       cols AS (
+         SELECT e.index_oid, list(coalesce(c.column_index, 0) ORDER BY e.pos) AS indkey
+         FROM (SELECT ix.index_oid, ix.table_oid, unnest(ix.exprs) AS expr, generate_subscripts(ix.exprs, 1) AS pos FROM ix) e
+         LEFT JOIN duckdb_columns() c ON c.table_oid = e.table_oid AND c.column_name = trim(e.expr, '"')
+         GROUP BY e.index_oid)
+       SELECT ix.index_oid AS indexrelid, ix.table_oid AS indrelid, ix.index_name AS relname, ns.oid AS relnamespace,
+         ix.is_unique AS indisunique, false AS indisprimary, cols.indkey,
+         'CREATE ' || CASE WHEN ix.is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || ix.index_name || ' ON '
+           || ns.nspname || '.' || ix.table_name || ' USING btree ('
+           || array_to_string(list_transform(ix.exprs, e -> CASE WHEN regexp_full_match(e, '"[a-z_][a-z0-9_$]*"') THEN trim(e, '"') ELSE e END), ', ')
+           || ')' AS indexdef
+       FROM ix JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) LEFT JOIN cols USING (index_oid)
+       UNION ALL
+       SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid,
+         CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END,
+         ns.oid, true, k.constraint_type = 'PRIMARY KEY',
+         list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS BIGINT)),
+         'CREATE UNIQUE INDEX ' || CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END
+           || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')'
+       FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
+       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND k.database_name NOT IN ${HIDDEN_DB}`,
+    `CREATE VIEW ${P}.cot_constraints AS
+       SELECT CAST(2000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) AS oid,
+         CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END AS conname,
+         ns.oid AS connamespace,
+         CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'CHECK' THEN 'c' ELSE 'f' END AS contype,
+         k.table_oid AS conrelid,
+         CASE WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) ELSE 0 END AS conindid,
+         coalesce((SELECT t.table_oid FROM duckdb_tables() t WHERE t.database_name = k.database_name AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table), 0) AS confrelid,
+         list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS SMALLINT)) AS conkey,
+         k.referenced_table, k.referenced_column_names, k.constraint_column_names, k.expression,
+         CASE k.constraint_type
+           WHEN 'PRIMARY KEY' THEN 'PRIMARY KEY (' || array_to_string(k.constraint_column_names, ', ') || ')'
+           WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(k.constraint_column_names, ', ') || ')'
+           WHEN 'CHECK' THEN 'CHECK (' || k.expression || ')'
+           ELSE 'FOREIGN KEY (' || array_to_string(k.constraint_column_names, ', ') || ') REFERENCES '
+             || k.referenced_table || '(' || array_to_string(k.referenced_column_names, ', ') || ')' END AS condef
+       FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
+       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'CHECK', 'FOREIGN KEY') AND k.database_name NOT IN ${HIDDEN_DB}`,
+    `CREATE VIEW ${P}.cot_functions AS
+       SELECT CAST(f.function_oid * 64 + row_number() OVER (PARTITION BY f.function_oid ORDER BY f.parameters) AS BIGINT) AS oid, f.*,
+         CAST(CASE WHEN f.internal OR f.database_name IN ('system', 'temp', ${q(COMPAT_CATALOG)}) THEN ${OID.pgCatalog}
+           ELSE coalesce((SELECT ns.oid FROM ${P}.cot_namespaces ns WHERE ns.database_name = f.database_name AND ns.schema_name = f.schema_name), ${OID.public}) END AS BIGINT) AS nspoid
+       FROM duckdb_functions() f
+       WHERE f.function_type <> 'pragma' AND f.function_name <> 'cot_role'
+         AND NOT (f.database_name = ${q(COMPAT_CATALOG)} AND f.function_name LIKE 'cot\\_%' ESCAPE '\\')
+         -- A connection's macro that stands in for a built-in (version(), current_user()) is listed once, as the built-in.
+         AND NOT (f.database_name = 'temp' AND f.function_name IN (SELECT b.function_name FROM duckdb_functions() b WHERE b.internal))`,
+  ];
+}
+
+/** pg_catalog, as views. Columns follow PostgreSQL 15's catalogs. */
+function catalogViews(): string[] {
+  const relationRows = Object.entries(CATALOG_RELATION_OIDS).map(([name, oid]) => [oid, name]);
+  return [
+    `CREATE VIEW ${P}.pg_namespace AS
+       SELECT oid, nspname, CAST(${OID.owner} AS BIGINT) AS nspowner, CAST(NULL AS VARCHAR[]) AS nspacl FROM ${P}.cot_namespaces
+       UNION ALL SELECT * FROM (VALUES (CAST(${OID.pgCatalog} AS BIGINT), 'pg_catalog', CAST(${OID.owner} AS BIGINT), CAST(NULL AS VARCHAR[])),
+         (${OID.informationSchema}, 'information_schema', ${OID.owner}, NULL), (${OID.pgToast}, 'pg_toast', ${OID.owner}, NULL))`,
+    `CREATE TABLE ${P}.cot_catalog_relations (oid BIGINT, relname VARCHAR)`,
+    `INSERT INTO ${P}.cot_catalog_relations VALUES ${values(relationRows)}`,
+    `CREATE VIEW ${P}.pg_class AS
+       WITH rel AS (
+         SELECT t.table_oid AS oid, t.table_name AS relname, t.database_name, t.schema_name, 'r' AS relkind, ${OID.heap} AS relam,
+           CAST(t.estimated_size AS REAL) AS reltuples, t.index_count > 0 OR t.has_primary_key AS relhasindex,
+           t.temporary, t.column_count AS relnatts, t.check_constraint_count AS relchecks
+         FROM duckdb_tables() t WHERE t.database_name NOT IN ${HIDDEN_DB}
+         UNION ALL
+         SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, 'v', 0, 0, false, v.temporary, v.column_count, 0
+         FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}
+         UNION ALL
+         SELECT s.sequence_oid, s.sequence_name, s.database_name, s.schema_name, 'S', 0, 0, false, s.temporary, 3, 0
+         FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB})
+       SELECT rel.oid, rel.relname, ns.oid AS relnamespace, CAST(0 AS BIGINT) AS reltype, CAST(0 AS BIGINT) AS reloftype,
+         CAST(${OID.owner} AS BIGINT) AS relowner, CAST(rel.relam AS BIGINT) AS relam, rel.oid AS relfilenode, CAST(0 AS BIGINT) AS reltablespace,
+         0 AS relpages, rel.reltuples, 0 AS relallvisible, CAST(0 AS BIGINT) AS reltoastrelid, rel.relhasindex, false AS relisshared,
+         CASE WHEN rel.temporary THEN 't' ELSE 'p' END AS relpersistence, rel.relkind, CAST(rel.relnatts AS SMALLINT) AS relnatts,
+         CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules, false AS relhastriggers, false AS relhassubclass,
+         false AS relrowsecurity, false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident, false AS relispartition,
+         CAST(0 AS BIGINT) AS relrewrite, CAST(0 AS BIGINT) AS relfrozenxid, CAST(0 AS BIGINT) AS relminmxid,
+         CAST(NULL AS VARCHAR[]) AS relacl, CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR) AS relpartbound
+       FROM rel JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
+       UNION ALL
+       SELECT i.indexrelid, i.relname, i.relnamespace, 0, 0, ${OID.owner}, ${OID.btree}, i.indexrelid, 0, 0, 0, 0, 0, false, false,
+         'p', 'i', CAST(len(i.indkey) AS SMALLINT), 0, false, false, false, false, false, true, 'n', false, 0, 0, 0, NULL, NULL, NULL
+       FROM ${P}.cot_indexes i
+       UNION ALL
+       SELECT r.oid, r.relname, ${OID.pgCatalog}, 0, 0, ${OID.owner}, 0, r.oid, 0, 0, 0, 0, 0, false, false,
+         'p', 'v', 0, 0, false, false, false, false, false, true, 'n', false, 0, 0, 0, NULL, NULL, NULL
+       FROM ${P}.cot_catalog_relations r`,
+    `CREATE VIEW ${P}.pg_attribute AS
+       SELECT c.table_oid AS attrelid, c.column_name AS attname, c.type_oid AS atttypid,
+         CAST(-1 AS INTEGER) AS attstattarget, coalesce(t.typlen, -1) AS attlen, CAST(c.column_index AS SMALLINT) AS attnum,
+         CAST(CASE WHEN c.data_type LIKE '%]' THEN 1 ELSE 0 END AS INTEGER) AS attndims, -1 AS attcacheoff,
+         ${P}.cot_typmod(c.data_type) AS atttypmod, coalesce(t.typlen BETWEEN 1 AND 8, false) AS attbyval,
+         CASE WHEN coalesce(t.typlen, -1) = -1 THEN 'x' ELSE 'p' END AS attstorage, 'i' AS attalign,
+         NOT c.is_nullable AS attnotnull, c.column_default IS NOT NULL AS atthasdef, false AS atthasmissing,
+         '' AS attidentity, '' AS attgenerated, false AS attisdropped, true AS attislocal, 0 AS attinhcount,
+         CAST(CASE WHEN c.type_oid IN (25, 1043, 1042) THEN 100 ELSE 0 END AS BIGINT) AS attcollation,
+         '' AS attcompression, CAST(NULL AS VARCHAR[]) AS attacl, CAST(NULL AS VARCHAR[]) AS attoptions,
+         CAST(NULL AS VARCHAR[]) AS attfdwoptions, CAST(NULL AS VARCHAR) AS attmissingval
+       FROM ${P}.cot_columns c LEFT JOIN ${P}.cot_types t ON t.oid = c.type_oid`,
+    `CREATE VIEW ${P}.pg_attrdef AS
+       SELECT CAST(1000000000 + c.table_oid * 1000 + c.column_index AS BIGINT) AS oid, c.table_oid AS adrelid,
+         CAST(c.column_index AS SMALLINT) AS adnum, c.column_default AS adbin
+       FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}`,
+    `CREATE VIEW ${P}.pg_type AS
+       SELECT t.oid, t.typname, CAST(${OID.pgCatalog} AS BIGINT) AS typnamespace, CAST(${OID.owner} AS BIGINT) AS typowner, t.typlen,
+         t.typlen BETWEEN 1 AND 8 AS typbyval, t.typtype, t.typcategory, t.oid IN (16, 25, 701, 1184, 1186) AS typispreferred,
+         true AS typisdefined, ',' AS typdelim, CAST(0 AS BIGINT) AS typrelid,
+         CASE WHEN t.typelem <> 0 THEN 'array_subscript_handler' ELSE '-' END AS typsubscript,
+         t.typelem, t.typarray, t.typinput, t.typoutput,
+         CASE WHEN t.typelem <> 0 THEN 'array_recv' ELSE t.typname || 'recv' END AS typreceive,
+         CASE WHEN t.typelem <> 0 THEN 'array_send' ELSE t.typname || 'send' END AS typsend,
+         '-' AS typmodin, '-' AS typmodout, '-' AS typanalyze,
+         CASE WHEN t.typlen = 8 THEN 'd' WHEN t.typlen = 2 THEN 's' WHEN t.typlen = 1 THEN 'c' ELSE 'i' END AS typalign,
+         CASE WHEN t.typlen = -1 THEN 'x' ELSE 'p' END AS typstorage, false AS typnotnull, CAST(0 AS BIGINT) AS typbasetype,
+         -1 AS typtypmod, 0 AS typndims, CAST(CASE WHEN t.typcategory = 'S' THEN 100 ELSE 0 END AS BIGINT) AS typcollation,
+         CAST(NULL AS VARCHAR) AS typdefaultbin, CAST(NULL AS VARCHAR) AS typdefault, CAST(NULL AS VARCHAR[]) AS typacl
+       FROM ${P}.cot_types t`,
+    `CREATE VIEW ${P}.pg_index AS
+       SELECT i.indexrelid, i.indrelid, CAST(len(i.indkey) AS SMALLINT) AS indnatts, CAST(len(i.indkey) AS SMALLINT) AS indnkeyatts,
+         i.indisunique, false AS indnullsnotdistinct, i.indisprimary, false AS indisexclusion, true AS indimmediate,
+         false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready, true AS indislive,
+         false AS indisreplident, list_transform(i.indkey, x -> CAST(x AS SMALLINT)) AS indkey,
+         CAST([] AS BIGINT[]) AS indcollation, CAST([] AS BIGINT[]) AS indclass, CAST([] AS SMALLINT[]) AS indoption,
+         CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
+       FROM ${P}.cot_indexes i`,
+    `CREATE VIEW ${P}.pg_constraint AS
+       SELECT k.oid, k.conname, k.connamespace, k.contype, false AS condeferrable, false AS condeferred, true AS convalidated,
+         k.conrelid, CAST(0 AS BIGINT) AS contypid, k.conindid, CAST(0 AS BIGINT) AS conparentid, k.confrelid,
+         CASE WHEN k.contype = 'f' THEN 'a' ELSE ' ' END AS confupdtype, CASE WHEN k.contype = 'f' THEN 'a' ELSE ' ' END AS confdeltype,
+         CASE WHEN k.contype = 'f' THEN 's' ELSE ' ' END AS confmatchtype, true AS conislocal, 0 AS coninhcount, true AS connoinherit,
+         k.conkey,
+         (SELECT list(CAST(c.column_index AS SMALLINT) ORDER BY c.column_index) FROM duckdb_columns() c
+           WHERE k.contype = 'f' AND c.table_oid = k.confrelid AND list_contains(k.referenced_column_names, c.column_name)) AS confkey,
+         CAST(NULL AS BIGINT[]) AS conpfeqop, CAST(NULL AS BIGINT[]) AS conppeqop, CAST(NULL AS BIGINT[]) AS conffeqop,
+         CAST(NULL AS SMALLINT[]) AS confdelsetcols, CAST(NULL AS BIGINT[]) AS conexclop, k.expression AS conbin
+       FROM ${P}.cot_constraints k`,
+    `CREATE VIEW ${P}.pg_description AS
+       SELECT t.table_oid AS objoid, CAST(1259 AS BIGINT) AS classoid, 0 AS objsubid, t.comment AS description
+       FROM duckdb_tables() t WHERE t.comment IS NOT NULL AND t.database_name NOT IN ${HIDDEN_DB}
+       UNION ALL SELECT v.view_oid, 1259, 0, v.comment FROM duckdb_views() v WHERE v.comment IS NOT NULL AND NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}
+       UNION ALL SELECT c.table_oid, 1259, c.column_index, c.comment FROM duckdb_columns() c WHERE c.comment IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}
+       UNION ALL SELECT ns.oid, 2615, 0, ns.comment FROM ${P}.cot_namespaces ns WHERE ns.comment IS NOT NULL`,
+    `CREATE VIEW ${P}.pg_proc AS
+       SELECT f.oid, f.function_name AS proname, f.nspoid AS pronamespace, CAST(${OID.owner} AS BIGINT) AS proowner,
+         CAST(CASE WHEN f.function_type LIKE '%macro' THEN 14 ELSE 12 END AS BIGINT) AS prolang, 1.0 AS procost,
+         CASE WHEN f.function_type LIKE 'table%' THEN 1000.0 ELSE 0.0 END AS prorows, CAST(0 AS BIGINT) AS provariadic,
+         '-' AS prosupport, CASE WHEN f.function_type = 'aggregate' THEN 'a' ELSE 'f' END AS prokind,
+         false AS prosecdef, false AS proleakproof, false AS proisstrict, f.function_type LIKE 'table%' AS proretset,
+         CASE WHEN f.stability = 'CONSISTENT' THEN 'i' ELSE 'v' END AS provolatile, 's' AS proparallel,
+         CAST(len(f.parameters) AS SMALLINT) AS pronargs, CAST(0 AS SMALLINT) AS pronargdefaults,
+         CAST(CASE WHEN f.function_type LIKE 'table%' THEN 2249 WHEN f.return_type IS NULL THEN 2283 ELSE coalesce(m.oid, 2283) END AS BIGINT) AS prorettype,
+         list_transform(f.parameter_types, t -> CAST(CASE WHEN t IS NULL OR t = 'ANY' THEN 2283 WHEN t LIKE '%]' THEN 2277
+           WHEN t = 'VARCHAR' THEN 25 WHEN t = 'INTEGER' THEN 23 WHEN t = 'BIGINT' THEN 20 WHEN t = 'DOUBLE' THEN 701
+           WHEN t = 'BOOLEAN' THEN 16 ELSE 2283 END AS BIGINT)) AS proargtypes,
+         CAST(NULL AS BIGINT[]) AS proallargtypes, CAST(NULL AS VARCHAR[]) AS proargmodes, f.parameters AS proargnames,
+         CAST(NULL AS VARCHAR) AS proargdefaults, CAST(NULL AS BIGINT[]) AS protrftypes,
+         coalesce(f.macro_definition, f.function_name) AS prosrc, CAST(NULL AS VARCHAR) AS probin, CAST(NULL AS VARCHAR) AS prosqlbody,
+         CAST(NULL AS VARCHAR[]) AS proconfig, CAST(NULL AS VARCHAR[]) AS proacl,
+         f.return_type AS cot_return_type, f.parameter_types AS cot_parameter_types, f.function_type AS cot_function_type
+       FROM ${P}.cot_functions f LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(f.return_type)`,
+    `CREATE VIEW ${P}.pg_database AS
+       SELECT CAST(${OID.database} AS BIGINT) AS oid, current_database() AS datname, CAST(${OID.owner} AS BIGINT) AS datdba, 6 AS encoding,
+         'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, CAST(0 AS BIGINT) AS datfrozenxid,
+         CAST(0 AS BIGINT) AS datminmxid, CAST(${OID.defaultTablespace} AS BIGINT) AS dattablespace, 'C.UTF-8' AS datcollate,
+         'C.UTF-8' AS datctype, CAST(NULL AS VARCHAR) AS daticulocale, CAST(NULL AS VARCHAR) AS datcollversion, CAST(NULL AS VARCHAR[]) AS datacl`,
+    `CREATE VIEW ${P}.pg_roles AS
+       SELECT current_user() AS rolname, cot_role() = 'admin' AS rolsuper, true AS rolinherit, cot_role() = 'admin' AS rolcreaterole,
+         cot_role() = 'admin' AS rolcreatedb, true AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit,
+         '********' AS rolpassword, CAST(NULL AS TIMESTAMPTZ) AS rolvaliduntil, cot_role() = 'admin' AS rolbypassrls,
+         CAST(NULL AS VARCHAR[]) AS rolconfig, CAST(${OID.owner} AS BIGINT) AS oid`,
+    `CREATE VIEW ${P}.pg_authid AS
+       SELECT r.oid, r.rolname, r.rolsuper, r.rolinherit, r.rolcreaterole, r.rolcreatedb, r.rolcanlogin, r.rolreplication,
+         r.rolbypassrls, r.rolconnlimit, CAST(NULL AS VARCHAR) AS rolpassword, r.rolvaliduntil FROM ${P}.pg_roles r`,
+    `CREATE VIEW ${P}.pg_user AS
+       SELECT r.rolname AS usename, r.oid AS usesysid, r.rolcreatedb AS usecreatedb, r.rolsuper AS usesuper, false AS userepl,
+         r.rolbypassrls AS usebypassrls, '********' AS passwd, r.rolvaliduntil AS valuntil, r.rolconfig AS useconfig FROM ${P}.pg_roles r`,
+    `CREATE VIEW ${P}.pg_auth_members AS ${empty('oid BIGINT, roleid BIGINT, member BIGINT, grantor BIGINT, admin_option BOOLEAN')}`,
+    `CREATE VIEW ${P}.pg_am AS SELECT * FROM (VALUES (CAST(${OID.heap} AS BIGINT), 'heap', 'heap_tableam_handler', 't'),
+       (${OID.btree}, 'btree', 'bthandler', 'i')) AS am(oid, amname, amhandler, amtype)`,
+    `CREATE VIEW ${P}.pg_tablespace AS SELECT * FROM (VALUES (CAST(${OID.defaultTablespace} AS BIGINT), 'pg_default', CAST(${OID.owner} AS BIGINT), CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])),
+       (1664, 'pg_global', ${OID.owner}, NULL, NULL)) AS t(oid, spcname, spcowner, spcacl, spcoptions)`,
+    `CREATE VIEW ${P}.pg_collation AS SELECT * FROM (VALUES (CAST(100 AS BIGINT), 'default', CAST(${OID.pgCatalog} AS BIGINT), CAST(${OID.owner} AS BIGINT), 'd', true, -1, CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR)),
+       (950, 'C', ${OID.pgCatalog}, ${OID.owner}, 'c', true, -1, 'C', 'C', NULL, NULL))
+       AS c(oid, collname, collnamespace, collowner, collprovider, collisdeterministic, collencoding, collcollate, collctype, colliculocale, collversion)`,
+    `CREATE VIEW ${P}.pg_language AS SELECT * FROM (VALUES (CAST(12 AS BIGINT), 'internal', CAST(${OID.owner} AS BIGINT), false, false, CAST(0 AS BIGINT), CAST(0 AS BIGINT), CAST(0 AS BIGINT), CAST(NULL AS VARCHAR[])),
+       (13, 'c', ${OID.owner}, false, false, 0, 0, 0, NULL), (14, 'sql', ${OID.owner}, false, true, 0, 0, 0, NULL))
+       AS l(oid, lanname, lanowner, lanispl, lanpltrusted, lanplcallfoid, laninline, lanvalidator, lanacl)`,
+    `CREATE VIEW ${P}.pg_extension AS ${empty('oid BIGINT, extname VARCHAR, extowner BIGINT, extnamespace BIGINT, extrelocatable BOOLEAN, extversion VARCHAR, extconfig BIGINT[], extcondition VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_available_extensions AS ${empty('name VARCHAR, default_version VARCHAR, installed_version VARCHAR, comment VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_inherits AS ${empty('inhrelid BIGINT, inhparent BIGINT, inhseqno INTEGER, inhdetachpending BOOLEAN')}`,
+    `CREATE VIEW ${P}.pg_trigger AS ${empty('oid BIGINT, tgrelid BIGINT, tgparentid BIGINT, tgname VARCHAR, tgfoid BIGINT, tgtype SMALLINT, tgenabled VARCHAR, tgisinternal BOOLEAN, tgconstrrelid BIGINT, tgconstrindid BIGINT, tgconstraint BIGINT, tgdeferrable BOOLEAN, tginitdeferred BOOLEAN, tgnargs SMALLINT, tgattr SMALLINT[], tgargs BLOB, tgqual VARCHAR, tgoldtable VARCHAR, tgnewtable VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_policy AS ${empty('oid BIGINT, polname VARCHAR, polrelid BIGINT, polcmd VARCHAR, polpermissive BOOLEAN, polroles BIGINT[], polqual VARCHAR, polwithcheck VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_rewrite AS ${empty('oid BIGINT, rulename VARCHAR, ev_class BIGINT, ev_type VARCHAR, ev_enabled VARCHAR, is_instead BOOLEAN, ev_qual VARCHAR, ev_action VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_statistic_ext AS ${empty('oid BIGINT, stxrelid BIGINT, stxname VARCHAR, stxnamespace BIGINT, stxowner BIGINT, stxstattarget INTEGER, stxkeys SMALLINT[], stxkind VARCHAR[], stxexprs VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_publication AS ${empty('oid BIGINT, pubname VARCHAR, pubowner BIGINT, puballtables BOOLEAN, pubinsert BOOLEAN, pubupdate BOOLEAN, pubdelete BOOLEAN, pubtruncate BOOLEAN, pubviaroot BOOLEAN')}`,
+    `CREATE VIEW ${P}.pg_publication_rel AS ${empty('oid BIGINT, prpubid BIGINT, prrelid BIGINT, prqual VARCHAR, prattrs SMALLINT[]')}`,
+    `CREATE VIEW ${P}.pg_publication_namespace AS ${empty('oid BIGINT, pnpubid BIGINT, pnnspid BIGINT')}`,
+    `CREATE VIEW ${P}.pg_foreign_table AS ${empty('ftrelid BIGINT, ftserver BIGINT, ftoptions VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_foreign_server AS ${empty('oid BIGINT, srvname VARCHAR, srvowner BIGINT, srvfdw BIGINT, srvtype VARCHAR, srvversion VARCHAR, srvacl VARCHAR[], srvoptions VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_foreign_data_wrapper AS ${empty('oid BIGINT, fdwname VARCHAR, fdwowner BIGINT, fdwhandler BIGINT, fdwvalidator BIGINT, fdwacl VARCHAR[], fdwoptions VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_event_trigger AS ${empty('oid BIGINT, evtname VARCHAR, evtevent VARCHAR, evtowner BIGINT, evtfoid BIGINT, evtenabled VARCHAR, evttags VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_partitioned_table AS ${empty('partrelid BIGINT, partstrat VARCHAR, partnatts SMALLINT, partdefid BIGINT, partattrs SMALLINT[], partclass BIGINT[], partcollation BIGINT[], partexprs VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_range AS ${empty('rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT, rngcollation BIGINT, rngsubopc BIGINT, rngcanonical VARCHAR, rngsubdiff VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_enum AS ${empty('oid BIGINT, enumtypid BIGINT, enumsortorder REAL, enumlabel VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_depend AS ${empty('classid BIGINT, objid BIGINT, objsubid INTEGER, refclassid BIGINT, refobjid BIGINT, refobjsubid INTEGER, deptype VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_shdepend AS ${empty('dbid BIGINT, classid BIGINT, objid BIGINT, objsubid INTEGER, refclassid BIGINT, refobjid BIGINT, deptype VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_operator AS ${empty('oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprowner BIGINT, oprkind VARCHAR, oprcanmerge BOOLEAN, oprcanhash BOOLEAN, oprleft BIGINT, oprright BIGINT, oprresult BIGINT, oprcom BIGINT, oprnegate BIGINT, oprcode VARCHAR, oprrest VARCHAR, oprjoin VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_cast AS ${empty('oid BIGINT, castsource BIGINT, casttarget BIGINT, castfunc BIGINT, castcontext VARCHAR, castmethod VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_shdescription AS ${empty('objoid BIGINT, classoid BIGINT, description VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_init_privs AS ${empty('objoid BIGINT, classoid BIGINT, objsubid INTEGER, privtype VARCHAR, initprivs VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_default_acl AS ${empty('oid BIGINT, defaclrole BIGINT, defaclnamespace BIGINT, defaclobjtype VARCHAR, defaclacl VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_db_role_setting AS ${empty('setdatabase BIGINT, setrole BIGINT, setconfig VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_locks AS ${empty('locktype VARCHAR, database BIGINT, relation BIGINT, pid INTEGER, mode VARCHAR, granted BOOLEAN')}`,
+    `CREATE VIEW ${P}.pg_prepared_statements AS ${empty('name VARCHAR, statement VARCHAR, prepare_time TIMESTAMPTZ, parameter_types VARCHAR[], from_sql BOOLEAN')}`,
+    `CREATE VIEW ${P}.pg_sequence AS
+       SELECT s.sequence_oid AS seqrelid, CAST(20 AS BIGINT) AS seqtypid, s.start_value AS seqstart, s.increment_by AS seqincrement,
+         s.max_value AS seqmax, s.min_value AS seqmin, CAST(1 AS BIGINT) AS seqcache, s.cycle AS seqcycle
+       FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB}`,
+    `CREATE VIEW ${P}.pg_sequences AS
+       SELECT ns.nspname AS schemaname, s.sequence_name AS sequencename, current_user() AS sequenceowner, 'bigint' AS data_type,
+         s.start_value, s.min_value, s.max_value, s.increment_by, s.cycle, CAST(1 AS BIGINT) AS cache_size, s.last_value
+       FROM duckdb_sequences() s JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)`,
+    `CREATE VIEW ${P}.pg_tables AS
+       SELECT n.nspname AS schemaname, c.relname AS tablename, current_user() AS tableowner, CAST(NULL AS VARCHAR) AS tablespace,
+         c.relhasindex AS hasindexes, false AS hasrules, false AS hastriggers, false AS rowsecurity
+       FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'`,
+    `CREATE VIEW ${P}.pg_views AS
+       SELECT ns.nspname AS schemaname, v.view_name AS viewname, current_user() AS viewowner, v.sql AS definition
+       FROM duckdb_views() v JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) WHERE NOT v.internal`,
+    `CREATE VIEW ${P}.pg_matviews AS ${empty('schemaname VARCHAR, matviewname VARCHAR, matviewowner VARCHAR, tablespace VARCHAR, hasindexes BOOLEAN, ispopulated BOOLEAN, definition VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_indexes AS
+       SELECT n.nspname AS schemaname, t.relname AS tablename, i.relname AS indexname, CAST(NULL AS VARCHAR) AS tablespace, i.indexdef
+       FROM ${P}.cot_indexes i JOIN ${P}.pg_class t ON t.oid = i.indrelid JOIN ${P}.pg_namespace n ON n.oid = t.relnamespace`,
+    `CREATE VIEW ${P}.pg_stat_activity AS
+       SELECT CAST(${OID.database} AS BIGINT) AS datid, current_database() AS datname, ${P}.pg_backend_pid() AS pid,
+         CAST(${OID.owner} AS BIGINT) AS usesysid, current_user() AS usename, '' AS application_name,
+         CAST(NULL AS VARCHAR) AS client_addr, CAST(NULL AS VARCHAR) AS client_hostname, -1 AS client_port,
+         CAST(NULL AS TIMESTAMPTZ) AS backend_start, CAST(NULL AS TIMESTAMPTZ) AS xact_start, CAST(NULL AS TIMESTAMPTZ) AS query_start,
+         CAST(NULL AS TIMESTAMPTZ) AS state_change, CAST(NULL AS VARCHAR) AS wait_event_type, CAST(NULL AS VARCHAR) AS wait_event,
+         'active' AS state, CAST(NULL AS BIGINT) AS backend_xid, CAST(NULL AS BIGINT) AS backend_xmin, '' AS query,
+         'client backend' AS backend_type`,
+    `CREATE VIEW ${P}.pg_stat_database AS
+       SELECT CAST(${OID.database} AS BIGINT) AS datid, current_database() AS datname, 1 AS numbackends, CAST(0 AS BIGINT) AS xact_commit,
+         CAST(0 AS BIGINT) AS xact_rollback, CAST(0 AS BIGINT) AS blks_read, CAST(0 AS BIGINT) AS blks_hit`,
+    `CREATE VIEW ${P}.pg_stat_user_tables AS
+       SELECT c.oid AS relid, n.nspname AS schemaname, c.relname, CAST(0 AS BIGINT) AS seq_scan, CAST(0 AS BIGINT) AS idx_scan,
+         CAST(0 AS BIGINT) AS n_tup_ins, CAST(0 AS BIGINT) AS n_tup_upd, CAST(0 AS BIGINT) AS n_tup_del,
+         CAST(c.reltuples AS BIGINT) AS n_live_tup, CAST(0 AS BIGINT) AS n_dead_tup,
+         CAST(NULL AS TIMESTAMPTZ) AS last_vacuum, CAST(NULL AS TIMESTAMPTZ) AS last_autovacuum,
+         CAST(NULL AS TIMESTAMPTZ) AS last_analyze, CAST(NULL AS TIMESTAMPTZ) AS last_autoanalyze
+       FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relnamespace <> ${OID.pgCatalog}`,
+    `CREATE VIEW ${P}.pg_statio_user_tables AS
+       SELECT relid, schemaname, relname, CAST(0 AS BIGINT) AS heap_blks_read, CAST(0 AS BIGINT) AS heap_blks_hit FROM ${P}.pg_stat_user_tables`,
+    `CREATE VIEW ${P}.pg_stat_user_indexes AS
+       SELECT i.indrelid AS relid, i.indexrelid, n.nspname AS schemaname, t.relname, i.relname AS indexrelname, CAST(0 AS BIGINT) AS idx_scan
+       FROM ${P}.cot_indexes i JOIN ${P}.pg_class t ON t.oid = i.indrelid JOIN ${P}.pg_namespace n ON n.oid = t.relnamespace`,
+    `CREATE VIEW ${P}.pg_timezone_names AS SELECT name, abbrev, utc_offset, is_dst FROM pg_timezone_names()`,
+    `CREATE VIEW ${P}.pg_settings AS
+       SELECT s.name, s.setting, CAST(NULL AS VARCHAR) AS unit, 'Ungrouped' AS category, s.description AS short_desc,
+         CAST(NULL AS VARCHAR) AS extra_desc, 'user' AS context, 'string' AS vartype, 'session' AS source,
+         CAST(NULL AS VARCHAR) AS min_val, CAST(NULL AS VARCHAR) AS max_val, CAST(NULL AS VARCHAR[]) AS enumvals,
+         s.setting AS boot_val, s.setting AS reset_val, CAST(NULL AS VARCHAR) AS sourcefile, CAST(NULL AS INTEGER) AS sourceline,
+         false AS pending_restart
+       FROM (SELECT unnest(coalesce(getvariable('cot_settings'), CAST([] AS STRUCT(name VARCHAR, setting VARCHAR, description VARCHAR)[])), recursive := true)) s`,
+  ];
+}
+
+/** A macro and its overloads: [parameters, body]. */
+type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly [params: string, body: string]>];
+
+/** The functions clients call, by the name they call them (with or without pg_catalog.). */
+const MACROS: readonly MacroDef[] = [
+  ['pg_get_userbyid', [['roleid', `current_user()`]]],
+  ['format_type', [['type_oid, typemod', `CASE
+       WHEN type_oid IS NULL THEN NULL
+       WHEN type_oid = 1700 AND typemod > 4 THEN 'numeric(' || ((typemod - 4) // 65536) || ',' || ((typemod - 4) % 65536) || ')'
+       WHEN type_oid = 1043 AND typemod > 4 THEN 'character varying(' || (typemod - 4) || ')'
+       WHEN type_oid = 1042 AND typemod > 4 THEN 'character(' || (typemod - 4) || ')'
+       ELSE coalesce((SELECT cot_t.display FROM ${P}.cot_types cot_t WHERE cot_t.oid = type_oid), '???') END`]]],
+  ['pg_get_expr', [['expr, relid', `expr`], ['expr, relid, pretty', `expr`]]],
+  ['pg_get_indexdef', [['index_oid', `(SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)`], ['index_oid, col, pretty', `CASE WHEN col = 0 OR col IS NULL
+       THEN (SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
+       ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN duckdb_columns() cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
+             WHERE cot_i.indexrelid = index_oid) END`]]],
+  ['pg_get_constraintdef', [['constraint_oid', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`], ['constraint_oid, pretty', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`]]],
+  ['pg_get_viewdef', [['v_oid', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`], ['v_oid, pretty', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`]]],
+  ['pg_table_is_visible', [['rel_oid', `true`]]],
+  ['pg_type_is_visible', [['type_oid', `true`]]],
+  ['pg_function_is_visible', [['fn_oid', `true`]]],
+  ['obj_description', [['obj_oid', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`], ['obj_oid, catalog_name', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`]]],
+  ['col_description', [['table_oid, column_number', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = table_oid AND cot_d.objsubid = column_number)`]]],
+  ['shobj_description', [['obj_oid, catalog_name', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_encoding_to_char', [['encoding', `CASE WHEN encoding = 6 THEN 'UTF8' ELSE 'SQL_ASCII' END`]]],
+  ['pg_get_function_result', [['fn_oid', `(SELECT CASE WHEN cot_f.function_type LIKE 'table%' THEN 'SETOF record'
+       WHEN cot_f.return_type IS NULL THEN 'anyelement' ELSE coalesce(cot_t.display, lower(cot_f.return_type)) END
+       FROM ${P}.cot_functions cot_f LEFT JOIN ${P}.cot_type_map cot_m ON cot_m.type_key = ${P}.cot_type_key(cot_f.return_type)
+         LEFT JOIN ${P}.cot_types cot_t ON cot_t.oid = cot_m.oid WHERE cot_f.oid = fn_oid)`]]],
+  ['pg_get_function_arguments', [['fn_oid', `(SELECT array_to_string(list_transform(list_zip(cot_f.parameters, cot_f.parameter_types),
+       p -> p[1] || CASE WHEN p[2] IS NULL THEN '' ELSE ' ' || lower(p[2]) END), ', ') FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`]]],
+  ['pg_get_function_identity_arguments', [['fn_oid', `${P}.pg_get_function_arguments(fn_oid)`]]],
+  ['pg_get_statisticsobjdef_columns', [['stat_oid', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_relation_is_publishable', [['rel_oid', `false`]]],
+  // PostgreSQL's units and rounding (bytes, kB, MB, GB, TB; each step taken at 10 units of the next).
+  ['pg_size_pretty', [['size_bytes', `CASE
+       WHEN abs(size_bytes) < 10240 THEN CAST(size_bytes AS BIGINT) || ' bytes'
+       WHEN abs(size_bytes // 512) < 20479 THEN CAST(((size_bytes // 512) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' kB'
+       WHEN abs(size_bytes // 524288) < 20479 THEN CAST(((size_bytes // 524288) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' MB'
+       WHEN abs(size_bytes // 536870912) < 20479 THEN CAST(((size_bytes // 536870912) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' GB'
+       ELSE CAST(((size_bytes // 549755813888) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' TB' END`]]],
+  ['pg_table_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  ['pg_total_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  ['pg_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  ['pg_database_size', [['db', `CAST((SELECT sum(total_blocks * block_size) FROM pragma_database_size()) AS BIGINT)`]]],
+  ['pg_backend_pid', [['', `CAST(0 AS INTEGER)`]]],
+  ['has_database_privilege', [['db, priv', `true`], ['u, db, priv', `true`]]],
+  ['has_schema_privilege', [['s, priv', `true`], ['u, s, priv', `true`]]],
+  ['has_table_privilege', [['t, priv', `true`], ['u, t, priv', `true`]]],
+  ['has_column_privilege', [['t, c, priv', `true`], ['u, t, c, priv', `true`]]],
+  ['has_function_privilege', [['f, priv', `true`], ['u, f, priv', `true`]]],
+  ['has_sequence_privilege', [['s, priv', `true`]]],
+  ['has_any_column_privilege', [['t, priv', `true`]]],
+  ['pg_has_role', [['r, priv', `true`], ['u, r, priv', `true`]]],
+  ['array_upper', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
+  ['array_lower', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN 1 END`]]],
+  ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
+  ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
+  ['current_schemas', [['include_implicit', `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`]]],
+  ['current_setting', [['setting_name', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE cot_s.name = lower(setting_name))`], ['setting_name, missing_ok', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE cot_s.name = lower(setting_name))`]]],
+  ['pg_postmaster_start_time', [['', `CAST(get_current_timestamp() AS TIMESTAMPTZ)`]]],
+  ['txid_current', [['', `CAST(1 AS BIGINT)`]]],
+  ['pg_is_in_recovery', [['', `false`]]],
+  ['quote_ident', [['s', `CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s ELSE '"' || replace(s, '"', '""') || '"' END`]]],
+  ['pg_get_serial_sequence', [['tbl, col', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_get_triggerdef', [['trigger_oid', `CAST(NULL AS VARCHAR)`], ['trigger_oid, pretty', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_get_ruledef', [['rule_oid', `CAST(NULL AS VARCHAR)`], ['rule_oid, pretty', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_tablespace_location', [['ts_oid', `''`]]],
+  ['cot_regclass_in', [['rel', `(SELECT first(cot_c.oid) FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
+       WHERE (CASE WHEN contains(CAST(rel AS VARCHAR), '.') THEN cot_n.nspname = lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"'))
+                   AND cot_c.relname = trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
+              ELSE cot_c.relname = CASE WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END END))`]]],
+  ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
+  ['cot_regtype_in', [['type_name', `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = lower(CAST(type_name AS VARCHAR)) OR cot_t.display = lower(CAST(type_name AS VARCHAR)))`]]],
+  ['cot_regtype_out', [['type_oid', `${P}.format_type(type_oid, -1)`]]],
+  ['cot_regproc_in', [['fn', `(SELECT first(cot_f.oid) FROM ${P}.cot_functions cot_f WHERE cot_f.function_name = lower(CAST(fn AS VARCHAR)))`]]],
+  ['cot_regproc_out', [['fn_oid', `(SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`]]],
+  ['cot_regnamespace_in', [['nsp', `(SELECT first(cot_n.oid) FROM ${P}.pg_namespace cot_n WHERE cot_n.nspname = CAST(nsp AS VARCHAR))`]]],
+  ['cot_regnamespace_out', [['nsp_oid', `(SELECT first(cot_n.nspname) FROM ${P}.pg_namespace cot_n WHERE cot_n.oid = nsp_oid)`]]],
+  ['cot_regrole_in', [['r', `CAST(${OID.owner} AS BIGINT)`]]],
+  ['cot_regrole_out', [['r', `current_user()`]]],
+  ['_pg_expandarray', [['arr', `list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i})`]]],
+];
+
+function createMacro([name, overloads]: MacroDef): string {
+  return `CREATE MACRO ${P}.${name}${overloads.map(([params, body]) => `(${params}) AS ${body}`).join(', ')}`;
+}
+
+/** Macros whose bodies read catalog views are created after the views; the rest before, for the views to use. */
+const readsViews = (m: MacroDef): boolean =>
+  m[1].some(([, body]) => [`${P}.pg_`, `${P}.cot_functions`, `${P}.cot_indexes`, `${P}.cot_constraints`].some((v) => body.includes(v)));
+
+/** Functions of the catalog layer, by name: a client's call to one of them (qualified or not) reaches cotwire's. */
+export const CATALOG_FUNCTIONS: ReadonlySet<string> = new Set(MACROS.map(([name]) => name).filter((n) => !n.startsWith('cot_')));
+
+/** information_schema, with PostgreSQL's names for schemas and types. */
+function informationViews(): string[] {
+  const I = INFORMATION_SCHEMA;
+  const db = 'current_database()';
+  return [
+    `CREATE VIEW ${I}.schemata AS
+       SELECT ${db} AS catalog_name, n.nspname AS schema_name, current_user() AS schema_owner,
+         CAST(NULL AS VARCHAR) AS default_character_set_catalog, CAST(NULL AS VARCHAR) AS default_character_set_schema,
+         CAST(NULL AS VARCHAR) AS default_character_set_name, CAST(NULL AS VARCHAR) AS sql_path
+       FROM ${P}.pg_namespace n`,
+    `CREATE VIEW ${I}.tables AS
+       SELECT ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name,
+         CASE WHEN c.relkind = 'v' THEN 'VIEW' WHEN c.relpersistence = 't' THEN 'LOCAL TEMPORARY' ELSE 'BASE TABLE' END AS table_type,
+         CAST(NULL AS VARCHAR) AS self_referencing_column_name, CAST(NULL AS VARCHAR) AS reference_generation,
+         CAST(NULL AS VARCHAR) AS user_defined_type_catalog, CAST(NULL AS VARCHAR) AS user_defined_type_schema,
+         CAST(NULL AS VARCHAR) AS user_defined_type_name, CASE WHEN c.relkind = 'r' THEN 'YES' ELSE 'NO' END AS is_insertable_into,
+         'NO' AS is_typed, CAST(NULL AS VARCHAR) AS commit_action
+       FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'v')`,
+    `CREATE VIEW ${I}.columns AS
+       SELECT ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name,
+         CAST(a.attnum AS INTEGER) AS ordinal_position, d.adbin AS column_default, CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS is_nullable,
+         CASE WHEN t.typcategory = 'A' THEN 'ARRAY' WHEN a.atttypid = 1700 THEN 'numeric' ELSE t.display END AS data_type,
+         CAST(NULL AS INTEGER) AS character_maximum_length, CAST(CASE WHEN t.typcategory = 'S' THEN 1073741824 END AS INTEGER) AS character_octet_length,
+         CAST(CASE a.atttypid WHEN 21 THEN 16 WHEN 23 THEN 32 WHEN 20 THEN 64 WHEN 700 THEN 24 WHEN 701 THEN 53
+           WHEN 1700 THEN CASE WHEN a.atttypmod > 4 THEN (a.atttypmod - 4) // 65536 END END AS INTEGER) AS numeric_precision,
+         CAST(CASE WHEN a.atttypid IN (21, 23, 20, 700, 701) THEN 2 WHEN a.atttypid = 1700 THEN 10 END AS INTEGER) AS numeric_precision_radix,
+         CAST(CASE WHEN a.atttypid IN (21, 23, 20) THEN 0 WHEN a.atttypid = 1700 AND a.atttypmod > 4 THEN (a.atttypmod - 4) % 65536 END AS INTEGER) AS numeric_scale,
+         CAST(CASE WHEN a.atttypid IN (1082) THEN 0 WHEN a.atttypid IN (1083, 1114, 1184, 1266, 1186) THEN 6 END AS INTEGER) AS datetime_precision,
+         CAST(NULL AS VARCHAR) AS interval_type, CAST(NULL AS INTEGER) AS interval_precision,
+         CAST(NULL AS VARCHAR) AS character_set_catalog, CAST(NULL AS VARCHAR) AS character_set_schema, CAST(NULL AS VARCHAR) AS character_set_name,
+         CAST(NULL AS VARCHAR) AS collation_catalog, CAST(NULL AS VARCHAR) AS collation_schema, CAST(NULL AS VARCHAR) AS collation_name,
+         ${db} AS domain_catalog, CAST(NULL AS VARCHAR) AS domain_schema, CAST(NULL AS VARCHAR) AS domain_name,
+         ${db} AS udt_catalog, 'pg_catalog' AS udt_schema, t.typname AS udt_name,
+         CAST(NULL AS VARCHAR) AS scope_catalog, CAST(NULL AS VARCHAR) AS scope_schema, CAST(NULL AS VARCHAR) AS scope_name,
+         CAST(NULL AS INTEGER) AS maximum_cardinality, CAST(a.attnum AS VARCHAR) AS dtd_identifier, 'NO' AS is_self_referencing,
+         'NO' AS is_identity, CAST(NULL AS VARCHAR) AS identity_generation, CAST(NULL AS VARCHAR) AS identity_start,
+         CAST(NULL AS VARCHAR) AS identity_increment, CAST(NULL AS VARCHAR) AS identity_maximum, CAST(NULL AS VARCHAR) AS identity_minimum,
+         CAST(NULL AS VARCHAR) AS identity_cycle, 'NEVER' AS is_generated, CAST(NULL AS VARCHAR) AS generation_expression,
+         CASE WHEN c.relkind = 'r' THEN 'YES' ELSE 'NO' END AS is_updatable
+       FROM ${P}.pg_attribute a JOIN ${P}.pg_class c ON c.oid = a.attrelid JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace
+         LEFT JOIN ${P}.cot_types t ON t.oid = a.atttypid LEFT JOIN ${P}.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+       WHERE c.relkind IN ('r', 'v')`,
+    `CREATE VIEW ${I}.views AS
+       SELECT ${db} AS table_catalog, v.schemaname AS table_schema, v.viewname AS table_name, v.definition AS view_definition,
+         'NONE' AS check_option, 'NO' AS is_updatable, 'NO' AS is_insertable_into, 'NO' AS is_trigger_updatable,
+         'NO' AS is_trigger_deletable, 'NO' AS is_trigger_insertable_into
+       FROM ${P}.pg_views v`,
+    `CREATE VIEW ${I}.table_constraints AS
+       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
+         ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name,
+         CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' WHEN 'c' THEN 'CHECK' ELSE 'FOREIGN KEY' END AS constraint_type,
+         'NO' AS is_deferrable, 'NO' AS initially_deferred, 'YES' AS enforced, CAST(NULL AS VARCHAR) AS nulls_distinct
+       FROM ${P}.cot_constraints k JOIN ${P}.pg_class c ON c.oid = k.conrelid JOIN ${P}.pg_namespace n ON n.oid = k.connamespace`,
+    `CREATE VIEW ${I}.key_column_usage AS
+       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
+         ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name, u.column_name,
+         CAST(u.pos AS INTEGER) AS ordinal_position, CAST(CASE WHEN k.contype = 'f' THEN u.pos END AS INTEGER) AS position_in_unique_constraint
+       FROM ${P}.cot_constraints k JOIN ${P}.pg_class c ON c.oid = k.conrelid JOIN ${P}.pg_namespace n ON n.oid = k.connamespace,
+         LATERAL (SELECT unnest(k.constraint_column_names) AS column_name, generate_subscripts(k.constraint_column_names, 1) AS pos) u
+       WHERE k.contype IN ('p', 'u', 'f')`,
+    `CREATE VIEW ${I}.referential_constraints AS
+       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
+         ${db} AS unique_constraint_catalog, n.nspname AS unique_constraint_schema,
+         (SELECT first(p.conname) FROM ${P}.cot_constraints p WHERE p.conrelid = k.confrelid AND p.contype IN ('p', 'u')) AS unique_constraint_name,
+         'NONE' AS match_option, 'NO ACTION' AS update_rule, 'NO ACTION' AS delete_rule
+       FROM ${P}.cot_constraints k JOIN ${P}.pg_namespace n ON n.oid = k.connamespace WHERE k.contype = 'f'`,
+    `CREATE VIEW ${I}.constraint_column_usage AS
+       SELECT ${db} AS table_catalog, n.nspname AS table_schema, coalesce(k.referenced_table, c.relname) AS table_name, u.column_name,
+         ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name
+       FROM ${P}.cot_constraints k JOIN ${P}.pg_class c ON c.oid = k.conrelid JOIN ${P}.pg_namespace n ON n.oid = k.connamespace,
+         LATERAL (SELECT unnest(CASE WHEN k.contype = 'f' THEN k.referenced_column_names ELSE k.constraint_column_names END) AS column_name) u`,
+    `CREATE VIEW ${I}.check_constraints AS
+       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name, k.expression AS check_clause
+       FROM ${P}.cot_constraints k JOIN ${P}.pg_namespace n ON n.oid = k.connamespace WHERE k.contype = 'c'`,
+    `CREATE VIEW ${I}.routines AS
+       SELECT ${db} AS specific_catalog, n.nspname AS specific_schema, p.proname || '_' || p.oid AS specific_name,
+         ${db} AS routine_catalog, n.nspname AS routine_schema, p.proname AS routine_name, 'FUNCTION' AS routine_type,
+         ${P}.format_type(p.prorettype, -1) AS data_type, CASE WHEN p.prolang = 14 THEN 'SQL' ELSE 'INTERNAL' END AS routine_body,
+         p.prosrc AS routine_definition, CASE WHEN p.prolang = 14 THEN 'SQL' ELSE 'C' END AS external_language
+       FROM ${P}.pg_proc p JOIN ${P}.pg_namespace n ON n.oid = p.pronamespace`,
+    `CREATE VIEW ${I}.parameters AS ${empty('specific_catalog VARCHAR, specific_schema VARCHAR, specific_name VARCHAR, ordinal_position INTEGER, parameter_mode VARCHAR, parameter_name VARCHAR, data_type VARCHAR, udt_name VARCHAR')}`,
+    `CREATE VIEW ${I}.character_sets AS SELECT CAST(NULL AS VARCHAR) AS character_set_catalog, CAST(NULL AS VARCHAR) AS character_set_schema,
+       'UTF8' AS character_set_name, 'UCS' AS character_repertoire, 'UTF8' AS form_of_use, ${db} AS default_collate_catalog,
+       'pg_catalog' AS default_collate_schema, 'C.UTF-8' AS default_collate_name`,
+    `CREATE VIEW ${I}.sequences AS
+       SELECT ${db} AS sequence_catalog, s.schemaname AS sequence_schema, s.sequencename AS sequence_name, 'bigint' AS data_type,
+         64 AS numeric_precision, 2 AS numeric_precision_radix, 0 AS numeric_scale, CAST(s.start_value AS VARCHAR) AS start_value,
+         CAST(s.min_value AS VARCHAR) AS minimum_value, CAST(s.max_value AS VARCHAR) AS maximum_value,
+         CAST(s.increment_by AS VARCHAR) AS increment, CASE WHEN s.cycle THEN 'YES' ELSE 'NO' END AS cycle_option
+       FROM ${P}.pg_sequences s`,
+    `CREATE VIEW ${I}.triggers AS ${empty('trigger_catalog VARCHAR, trigger_schema VARCHAR, trigger_name VARCHAR, event_manipulation VARCHAR, event_object_catalog VARCHAR, event_object_schema VARCHAR, event_object_table VARCHAR, action_order INTEGER, action_condition VARCHAR, action_statement VARCHAR, action_orientation VARCHAR, action_timing VARCHAR')}`,
+    `CREATE VIEW ${I}.table_privileges AS
+       SELECT current_user() AS grantor, current_user() AS grantee, ${db} AS table_catalog, t.table_schema, t.table_name,
+         p.privilege_type, 'YES' AS is_grantable, 'NO' AS with_hierarchy
+       FROM ${I}.tables t, (VALUES ('SELECT'), ('INSERT')) p(privilege_type)`,
+    `CREATE VIEW ${I}.role_table_grants AS SELECT * FROM ${I}.table_privileges`,
+    `CREATE VIEW ${I}.column_privileges AS
+       SELECT current_user() AS grantor, current_user() AS grantee, ${db} AS table_catalog, c.table_schema, c.table_name, c.column_name,
+         'SELECT' AS privilege_type, 'YES' AS is_grantable
+       FROM ${I}.columns c`,
+    `CREATE VIEW ${I}.enabled_roles AS SELECT current_user() AS role_name`,
+    `CREATE VIEW ${I}.applicable_roles AS SELECT current_user() AS grantee, current_user() AS role_name, 'YES' AS is_grantable`,
+  ];
+}
+
+/**
+ * The statements that build the catalog, run once at start-up before the
+ * engine is locked down. They refer to per-connection macros
+ * (current_user(), current_database(), cot_role()) that each connection
+ * defines for itself.
+ */
+export function catalogSetup(): string[] {
+  return [
+    `ATTACH ':memory:' AS ${COMPAT_CATALOG}`,
+    `CREATE SCHEMA ${PG_SCHEMA}`,
+    `CREATE SCHEMA ${INFORMATION_SCHEMA}`,
+    ...internals(),
+    ...MACROS.filter((m) => !readsViews(m)).map(createMacro),
+    ...catalogViews(),
+    ...MACROS.filter(readsViews).map(createMacro),
+    ...informationViews(),
+  ];
+}

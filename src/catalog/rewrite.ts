@@ -1,0 +1,498 @@
+import { parseSync } from 'libpg-query';
+import type { Token } from '../sql/lexer.js';
+import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
+
+/**
+ * PostgreSQL-only syntax rewritten onto DuckDB, on the statement as
+ * PostgreSQL's own parser (libpg-query) reads it. Each rewrite replaces
+ * the source text of one parse-tree node, found by the node's location,
+ * and leaves every other byte of the statement as the client wrote it.
+ * docs/compatibility.md lists each rule and why it exists.
+ */
+
+type Node = Record<string, unknown>;
+
+interface Edit {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** Names of reg* types: a cast to one becomes a catalog lookup. */
+const REG_TYPES = new Set(['regclass', 'regtype', 'regproc', 'regprocedure', 'regnamespace', 'regrole']);
+
+/** PostgreSQL type names DuckDB does not know, and the DuckDB type that holds their values. */
+const TYPE_NAMES: Readonly<Record<string, string>> = {
+  name: 'VARCHAR',
+  char: 'VARCHAR',
+  int2vector: 'SMALLINT[]',
+  oidvector: 'BIGINT[]',
+  pg_node_tree: 'VARCHAR',
+  xid: 'BIGINT',
+  cid: 'BIGINT',
+  regoper: 'BIGINT',
+  regoperator: 'BIGINT',
+  regconfig: 'BIGINT',
+  regdictionary: 'BIGINT',
+  aclitem: 'VARCHAR',
+};
+
+/** PostgreSQL's regular-expression match operators: a match anywhere in the string. */
+const REGEX_OPERATORS = new Set(['~', '!~', '~*', '!~*']);
+
+/** Functions that return a scalar per row and, in FROM with an alias, name their column after the alias. */
+const SCALAR_SET_FUNCTIONS = new Set(['generate_series', 'unnest', 'generate_subscripts']);
+
+/** Collations every PostgreSQL client may name and DuckDB does not have; the engine compares bytes, as C does. */
+const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
+
+/** Fields whose RangeVar is the statement's target (INSERT INTO, CREATE TABLE ...): never sent to the catalog's views. */
+const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
+
+const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'pg_catalog',
+  'information_schema',
+  'public',
+  'operator',
+  'collate',
+  'any',
+  'some',
+  'current_schema',
+  'current_catalog',
+  ...REG_TYPES,
+  ...Object.keys(TYPE_NAMES),
+  ...SCALAR_SET_FUNCTIONS,
+  ...CATALOG_RELATIONS,
+  ...CATALOG_FUNCTIONS,
+]);
+
+const wordOf = (t: Token | undefined): string | null =>
+  t === undefined ? null : t.kind === 'word' ? t.text.toLowerCase() : t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : null;
+
+/** Whether a statement may need a rewrite: a cheap look at its tokens, so that most statements are never parsed twice. */
+export function mayNeedRewrite(tokens: readonly Token[]): boolean {
+  for (const t of tokens) {
+    if (t.kind === 'operator' && REGEX_OPERATORS.has(t.text)) return true;
+    const w = wordOf(t);
+    if (w !== null && TRIGGER_WORDS.has(w)) return true;
+  }
+  return false;
+}
+
+const quoteLiteral = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * A PostgreSQL regular expression as a DuckDB full-match pattern: `~` in
+ * PostgreSQL matches anywhere, DuckDB's `~` matches the whole string.
+ */
+export function partialPattern(pattern: string, caseInsensitive: boolean): string {
+  return `(?s:.*)(?${caseInsensitive ? 'i' : ''}:${pattern})(?s:.*)`;
+}
+
+class Rewriter {
+  private readonly edits: Edit[] = [];
+  /** `x = ANY(list)` rewrites, which move the list's text: applied only when nothing inside the list is rewritten too. */
+  private readonly moves: Array<{ readonly from: number; readonly to: number; readonly edits: readonly Edit[] }> = [];
+  private readonly ctes = new Set<string>();
+  /** Byte offset (libpg-query's locations) → UTF-16 offset; null when the text is ASCII and the two agree. */
+  private readonly charAt: Int32Array | null;
+  private readonly tokenAt = new Map<number, number>();
+
+  constructor(
+    private readonly text: string,
+    private readonly tokens: readonly Token[],
+  ) {
+    tokens.forEach((t, i) => this.tokenAt.set(t.start, i));
+    // eslint-disable-next-line no-control-regex
+    if (/^[\x00-\x7f]*$/.test(text)) {
+      this.charAt = null;
+    } else {
+      const bytes = Buffer.byteLength(text, 'utf8');
+      const map = new Int32Array(bytes + 1);
+      let b = 0;
+      for (let i = 0; i < text.length; i++) {
+        const c = text.codePointAt(i) as number;
+        const n = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        for (let k = 0; k < n; k++) map[b + k] = i;
+        b += n;
+        if (c >= 0x10000) i++;
+      }
+      map[bytes] = text.length;
+      this.charAt = map;
+    }
+  }
+
+  run(stmt: Node): string {
+    this.collectCtes(stmt);
+    this.walk(stmt, null, false);
+    for (const move of this.moves) {
+      if (!this.edits.some((e) => e.start >= move.from && e.start < move.to)) this.edits.push(...move.edits);
+    }
+    if (this.edits.length === 0) return this.text;
+    // By position; at one position, insertions before replacements.
+    const edits = [...this.edits].sort((a, b) => a.start - b.start || a.end - a.start - (b.end - b.start));
+    let out = '';
+    let at = 0;
+    for (const e of edits) {
+      if (e.start < at) continue; // inside a span another rewrite already replaced
+      out += this.text.slice(at, e.start) + e.text;
+      at = e.end;
+    }
+    return out + this.text.slice(at);
+  }
+
+  /** Names of WITH queries: an unqualified reference to one is the query, not a catalog relation. */
+  private collectCtes(value: unknown): void {
+    if (Array.isArray(value)) value.forEach((v) => this.collectCtes(v));
+    else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value as Node)) {
+        if (k === 'ctename' && typeof v === 'string') this.ctes.add(v.toLowerCase());
+        else this.collectCtes(v);
+      }
+    }
+  }
+
+  private index(location: unknown): number | null {
+    if (typeof location !== 'number' || location < 0) return null;
+    const char = this.charAt === null ? location : this.charAt[location];
+    if (char === undefined) return null;
+    return this.tokenAt.get(char) ?? null;
+  }
+
+  /** The dotted name (a.b.c) that starts at token i: its parts, lower-cased unless quoted, and the index after it. */
+  private dotted(i: number): { parts: string[]; next: number } | null {
+    const parts: string[] = [];
+    let j = i;
+    for (;;) {
+      const w = wordOf(this.tokens[j]);
+      if (w === null) return null;
+      parts.push(w);
+      if (this.tokens[j + 1]?.text !== '.') return { parts, next: j + 1 };
+      j += 2;
+    }
+  }
+
+  /** The index of the token that closes the bracket at token i. */
+  private closing(i: number): number | null {
+    let depth = 0;
+    for (let j = i; j < this.tokens.length; j++) {
+      const t = this.tokens[j] as Token;
+      if (t.text === '(' || t.text === '[') depth++;
+      else if (t.text === ')' || t.text === ']') {
+        depth--;
+        if (depth === 0) return j;
+      }
+    }
+    return null;
+  }
+
+  private replaceTokens(from: number, to: number, text: string): void {
+    const a = this.tokens[from];
+    const b = this.tokens[to - 1];
+    if (a === undefined || b === undefined) return;
+    this.edits.push({ start: a.start, end: b.end, text });
+  }
+
+  private insertBefore(i: number, text: string): void {
+    const t = this.tokens[i];
+    if (t !== undefined) this.edits.push({ start: t.start, end: t.start, text });
+  }
+
+  private insertAfter(i: number, text: string): void {
+    const t = this.tokens[i];
+    if (t !== undefined) this.edits.push({ start: t.end, end: t.end, text });
+  }
+
+  private walk(value: unknown, key: string | null, target: boolean): void {
+    if (Array.isArray(value)) {
+      for (const v of value) this.walk(v, key, target);
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    const node = value as Node;
+    // Typed fields (InsertStmt.relation, TypeCast.typeName) hold their node without a wrapper.
+    if ('relname' in node) this.rangeVar(node, target);
+    if (key === 'typeName' || (Array.isArray(node.names) && 'typemod' in node)) this.typeName(node);
+    for (const [k, v] of Object.entries(node)) {
+      switch (k) {
+        case 'FuncCall':
+          this.funcCall(v as Node);
+          break;
+        case 'A_Expr':
+          this.aExpr(v as Node);
+          break;
+        case 'CollateClause':
+          this.collate(v as Node);
+          break;
+        case 'TypeCast':
+          this.typeCast(v as Node);
+          break;
+        case 'RangeFunction':
+          this.rangeFunction(v as Node);
+          break;
+        case 'SQLValueFunction':
+          this.sqlValueFunction(v as Node);
+          break;
+      }
+      // A target's subtree stays a target until a query inside it (INSERT ... SELECT) begins.
+      const childTarget = TARGET_FIELDS.has(k) ? true : k === 'selectStmt' || k === 'query' || k === 'SelectStmt' ? false : target;
+      this.walk(v, k, childTarget);
+    }
+  }
+
+  private rangeVar(node: Node, target: boolean): void {
+    const relname = typeof node.relname === 'string' ? node.relname : null;
+    const i = this.index(node.location);
+    if (relname === null || i === null || typeof node.catalogname === 'string') return;
+    const name = this.dotted(i);
+    if (name === null) return;
+    const schema = typeof node.schemaname === 'string' ? node.schemaname : null;
+    if (schema === 'public' && name.parts.length === 2) {
+      this.replaceTokens(i, i + 1, 'main');
+    } else if (target) {
+      return;
+    } else if (schema === 'pg_catalog' || (schema === null && !this.ctes.has(relname))) {
+      if (CATALOG_RELATIONS.has(relname)) this.replaceTokens(i, name.next, `${PG_SCHEMA}.${relname}`);
+    } else if (schema === 'information_schema') {
+      if (INFORMATION_RELATIONS.has(relname)) this.replaceTokens(i, name.next, `${INFORMATION_SCHEMA}.${relname}`);
+    }
+  }
+
+  private funcCall(node: Node): void {
+    const parts = strings(node.funcname);
+    const i = this.index(node.location);
+    if (i === null || parts.length === 0) return;
+    const name = this.dotted(i);
+    // COERCE_SQL_SYNTAX calls (EXTRACT, SUBSTRING ... FROM) carry a name that is not in the text.
+    if (name === null || name.parts.join('.') !== parts.join('.')) return;
+    const fn = parts[parts.length - 1] as string;
+    if (parts.length === 2 && (parts[0] === 'pg_catalog' || parts[0] === 'information_schema')) {
+      this.replaceTokens(i, name.next, CATALOG_FUNCTIONS.has(fn) ? `${PG_SCHEMA}.${fn}` : fn);
+    } else if (parts.length === 1 && CATALOG_FUNCTIONS.has(fn)) {
+      this.replaceTokens(i, name.next, `${PG_SCHEMA}.${fn}`);
+    }
+  }
+
+  private sqlValueFunction(node: Node): void {
+    const i = this.index(node.location);
+    if (i === null || this.tokens[i + 1]?.text === '(') return;
+    if (node.op === 'SVFOP_CURRENT_SCHEMA') this.replaceTokens(i, i + 1, `${PG_SCHEMA}.current_schema()`);
+    else if (node.op === 'SVFOP_CURRENT_CATALOG') this.replaceTokens(i, i + 1, 'current_database()');
+  }
+
+  private aExpr(node: Node): void {
+    const parts = strings(node.name);
+    const op = parts[parts.length - 1];
+    if (op === undefined) return;
+    const i = this.index(node.location);
+    if (i === null) return;
+    if ((node.kind === 'AEXPR_OP_ANY' && op === '=') || (node.kind === 'AEXPR_OP_ALL' && op === '<>')) {
+      this.anyOfList(node, i, op === '<>');
+      return;
+    }
+    const isRegex = node.kind === 'AEXPR_OP' && REGEX_OPERATORS.has(op);
+    const engineOp = isRegex ? op.replace('*', '') : op;
+    const t = this.tokens[i];
+    if (wordOf(t) === 'operator' && this.tokens[i + 1]?.text === '(') {
+      // OPERATOR(pg_catalog.~) → ~
+      const close = this.closing(i + 1);
+      if (close !== null) this.replaceTokens(i, close + 1, ` ${engineOp} `);
+    } else if (isRegex && engineOp !== op && t?.text === op) {
+      this.replaceTokens(i, i + 1, engineOp);
+    }
+    if (isRegex) this.regexOperand(node.rexpr as Node | undefined, op.endsWith('*'));
+  }
+
+  /**
+   * `x = ANY(list)` → `list_contains(list, x)`: DuckDB cannot unnest a list
+   * that comes from the outer query (psql's \d asks pg_policy this way).
+   */
+  private anyOfList(node: Node, i: number, negated: boolean): void {
+    if (this.tokens[i]?.text !== (negated ? '<>' : '=') || this.tokens[i + 2]?.text !== '(') return;
+    const close = this.closing(i + 2);
+    const start = this.argStart(node.lexpr as Node | undefined, i);
+    const first = this.tokens[i + 3];
+    const last = close === null ? undefined : this.tokens[close - 1];
+    if (close === null || start === null || first === undefined || last === undefined) return;
+    const list = this.text.slice(first.start, last.end);
+    const left = this.tokens[start] as Token;
+    const closing = this.tokens[close] as Token;
+    this.moves.push({
+      from: first.start,
+      to: last.end,
+      edits: [
+        { start: left.start, end: left.start, text: `${negated ? 'NOT ' : ''}list_contains(${list}, ` },
+        { start: (this.tokens[i] as Token).start, end: closing.end, text: ')' },
+      ],
+    });
+  }
+
+  /** The pattern of a regex match, made a partial match (see partialPattern). */
+  private regexOperand(rexpr: Node | undefined, caseInsensitive: boolean): void {
+    let operand = rexpr;
+    while (operand !== undefined) {
+      const inner = (operand.CollateClause ?? operand.TypeCast) as Node | undefined;
+      if (inner === undefined) break;
+      operand = inner.arg as Node | undefined;
+    }
+    if (operand === undefined) return;
+    const constant = operand.A_Const as Node | undefined;
+    if (constant !== undefined) {
+      const sval = (constant.sval as { sval?: string } | undefined)?.sval;
+      const i = this.index(constant.location);
+      if (typeof sval === 'string' && i !== null) this.replaceTokens(i, i + 1, quoteLiteral(partialPattern(sval, caseInsensitive)));
+      return;
+    }
+    const param = operand.ParamRef as Node | undefined;
+    const column = operand.ColumnRef as Node | undefined;
+    const i = this.index((param ?? column)?.location);
+    if (i === null) return;
+    const next = param !== undefined ? i + 1 : (this.dotted(i)?.next ?? null);
+    if (next === null) return;
+    const [before, after] = partialPattern('\u0000', caseInsensitive).split('\u0000') as [string, string];
+    this.insertBefore(i, `(${quoteLiteral(before)} || `);
+    this.insertAfter(next - 1, ` || ${quoteLiteral(after)})`);
+  }
+
+  private collate(node: Node): void {
+    const parts = strings(node.collname);
+    const last = parts[parts.length - 1]?.toLowerCase();
+    if (last === undefined || !IGNORED_COLLATIONS.has(last)) return;
+    if (parts.length === 2 && parts[0] !== 'pg_catalog') return;
+    const i = this.index(node.location);
+    if (i === null || wordOf(this.tokens[i]) !== 'collate') return;
+    const name = this.dotted(i + 1);
+    if (name !== null) this.replaceTokens(i, name.next, '');
+  }
+
+  /** The end of a type name at token i: its dotted name, type modifiers and array bounds. */
+  private typeNameEnd(i: number): number | null {
+    const name = this.dotted(i);
+    if (name === null) return null;
+    let j = name.next;
+    while (this.tokens[j]?.text === '(' || this.tokens[j]?.text === '[') {
+      const close = this.closing(j);
+      if (close === null) return null;
+      j = close + 1;
+    }
+    return j;
+  }
+
+  private typeName(node: Node): void {
+    const names = strings(node.names);
+    const type = names[names.length - 1];
+    const i = this.index(node.location);
+    if (type === undefined || i === null || REG_TYPES.has(type)) return;
+    const name = this.dotted(i);
+    // SQL-standard spellings (integer, double precision) parse to pg_catalog names that are not in the text.
+    if (name === null || name.parts.join('.') !== names.join('.')) return;
+    const mapped = TYPE_NAMES[type];
+    if (mapped !== undefined && (names.length === 1 || names[0] === 'pg_catalog')) {
+      this.replaceTokens(i, name.next, mapped);
+    } else if (names.length === 2 && names[0] === 'pg_catalog') {
+      this.replaceTokens(i, name.next, type);
+    }
+  }
+
+  /** `x::regclass`: a name becomes the relation's OID, and an OID becomes its name. */
+  private typeCast(node: Node): void {
+    const typeName = node.typeName as Node | undefined;
+    const names = strings(typeName?.names);
+    const type = names[names.length - 1];
+    if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
+    const arg = node.arg as Node | undefined;
+    const isName = arg !== undefined && (arg.A_Const !== undefined || arg.ParamRef !== undefined || arg.TypeCast !== undefined);
+    const fn = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_${isName ? 'in' : 'out'}`;
+    const castAt = this.index(node.location);
+    const typeAt = this.index(typeName?.location);
+    if (castAt === null || typeAt === null) return;
+    const typeEnd = this.typeNameEnd(typeAt);
+    if (typeEnd === null) return;
+    const castToken = this.tokens[castAt] as Token;
+    if (castToken.text === '::') {
+      const start = this.argStart(arg, castAt);
+      if (start === null) return;
+      this.insertBefore(start, `${fn}(`);
+      this.replaceTokens(castAt, typeEnd, ')');
+    } else if (wordOf(castToken) === 'cast' && this.tokens[castAt + 1]?.text === '(' && wordOf(this.tokens[typeAt - 1]) === 'as') {
+      this.replaceTokens(castAt, castAt + 2, `${fn}(`);
+      this.replaceTokens(typeAt - 1, typeEnd, '');
+    }
+  }
+
+  /** The first token of an operand that ends just before token `before`: the leftmost location in its subtree, with its parentheses. */
+  private argStart(arg: Node | undefined, before: number): number | null {
+    let min = Infinity;
+    const visit = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(visit);
+      else if (v !== null && typeof v === 'object') {
+        for (const [k, x] of Object.entries(v as Node)) {
+          if (k === 'location') {
+            const i = this.index(x);
+            if (i !== null && i < min) min = i;
+          } else visit(x);
+        }
+      }
+    };
+    visit(arg);
+    if (min === Infinity) return null;
+    let start = min;
+    // (expr)::regclass: take the parentheses that close just before the cast.
+    while (this.tokens[start - 1]?.text === '(' && this.tokens[before - 1]?.text === ')' && this.closing(start - 1) === before - 1) start--;
+    return start;
+  }
+
+  private rangeFunction(node: Node): void {
+    const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
+    const functions = node.functions as unknown[] | undefined;
+    if (alias?.aliasname === undefined || alias.colnames !== undefined || functions?.length !== 1 || node.ordinality === true) return;
+    const call = ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
+    const parts = strings(call?.funcname);
+    const fn = parts[parts.length - 1];
+    if (fn === undefined || !SCALAR_SET_FUNCTIONS.has(fn)) return;
+    const i = this.index(call?.location);
+    if (i === null) return;
+    const name = this.dotted(i);
+    if (name === null || this.tokens[name.next]?.text !== '(') return;
+    const close = this.closing(name.next);
+    if (close === null) return;
+    let a = close + 1;
+    if (wordOf(this.tokens[a]) === 'as') a++;
+    const aliasToken = this.tokens[a];
+    if (aliasToken === undefined || wordOf(aliasToken) !== alias.aliasname.toLowerCase()) return;
+    this.insertAfter(a, `(${aliasToken.text})`);
+  }
+}
+
+function strings(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '');
+}
+
+const CACHE_LIMIT = 10_000;
+
+/**
+ * Rewrites statements for the engine, caching by statement text (catalog
+ * queries repeat: every psql \d, every driver's type lookup).
+ */
+export class CompatRewriter {
+  private readonly cache = new Map<string, string>();
+
+  /** The statement as DuckDB should run it; the same string when nothing needs rewriting. */
+  rewrite(text: string, tokens: readonly Token[]): string {
+    if (!mayNeedRewrite(tokens)) return text;
+    const hit = this.cache.get(text);
+    if (hit !== undefined) return hit;
+    let out = text;
+    try {
+      const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
+      const stmt = tree.stmts?.length === 1 ? tree.stmts[0]?.stmt : undefined;
+      if (stmt !== undefined) out = new Rewriter(text, tokens).run(stmt);
+    } catch {
+      // Not PostgreSQL (DuckDB-only syntax): the engine reads it as written.
+    }
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+    this.cache.set(text, out);
+    return out;
+  }
+}
