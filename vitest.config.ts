@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The compatibility suite needs a PostgreSQL server and real clients: npm run test:compat.
+    exclude: ['test/compat/**', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration tests each start a server with its own DuckDB; two cores do not gain from more workers.

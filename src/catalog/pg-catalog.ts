@@ -357,7 +357,7 @@ function catalogViews(): string[] {
          'C.UTF-8' AS datctype, CAST(NULL AS VARCHAR) AS daticulocale, CAST(NULL AS VARCHAR) AS datcollversion, CAST(NULL AS VARCHAR[]) AS datacl`,
     `CREATE VIEW ${P}.pg_roles AS
        SELECT current_user() AS rolname, cot_role() = 'admin' AS rolsuper, true AS rolinherit, cot_role() = 'admin' AS rolcreaterole,
-         cot_role() = 'admin' AS rolcreatedb, true AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit,
+         cot_role() = 'admin' AS rolcreatedb, true AS rolcanlogin, cot_role() = 'admin' AS rolreplication, -1 AS rolconnlimit,
          '********' AS rolpassword, CAST(NULL AS TIMESTAMPTZ) AS rolvaliduntil, cot_role() = 'admin' AS rolbypassrls,
          CAST(NULL AS VARCHAR[]) AS rolconfig, CAST(${OID.owner} AS BIGINT) AS oid`,
     `CREATE VIEW ${P}.pg_authid AS

@@ -322,7 +322,7 @@ class Rewriter {
       to: last.end,
       edits: [
         { start: left.start, end: left.start, text: `${negated ? 'NOT ' : ''}list_contains(${list}, ` },
-        { start: (this.tokens[i] as Token).start, end: closing.end, text: ')' },
+        { start: (this.tokens[i - 1] ?? (this.tokens[i] as Token)).end, end: closing.end, text: ')' },
       ],
     });
   }
@@ -416,7 +416,8 @@ class Rewriter {
       this.replaceTokens(castAt, typeEnd, ')');
     } else if (wordOf(castToken) === 'cast' && this.tokens[castAt + 1]?.text === '(' && wordOf(this.tokens[typeAt - 1]) === 'as') {
       this.replaceTokens(castAt, castAt + 2, `${fn}(`);
-      this.replaceTokens(typeAt - 1, typeEnd, '');
+      const argEnd = this.tokens[typeAt - 2] as Token;
+      this.edits.push({ start: argEnd.end, end: (this.tokens[typeEnd - 1] as Token).end, text: '' });
     }
   }
 

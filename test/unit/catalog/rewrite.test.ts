@@ -1,0 +1,102 @@
+import { loadModule } from 'libpg-query';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CompatRewriter, mayNeedRewrite, partialPattern } from '../../../src/catalog/rewrite.js';
+import { tokenize } from '../../../src/sql/lexer.js';
+
+const P = 'cotwire_pg.pg';
+const rewriter = new CompatRewriter();
+const rw = (sql: string): string => rewriter.rewrite(sql, tokenize(sql));
+
+beforeAll(async () => {
+  await loadModule();
+});
+
+describe('catalog rewrites', () => {
+  it('leaves statements without PostgreSQL-only syntax untouched, without parsing them', () => {
+    const sql = "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Observation', 'pg_class is a word here')";
+    expect(mayNeedRewrite(tokenize(sql))).toBe(false);
+    expect(rw(sql)).toBe(sql);
+    expect(rw('SELECT 1')).toBe('SELECT 1');
+  });
+
+  it('points pg_catalog relations, qualified or not, at the catalog views', () => {
+    expect(rw('SELECT relname FROM pg_catalog.pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace')).toBe(
+      `SELECT relname FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace`,
+    );
+    expect(rw('SELECT * FROM information_schema.tables')).toBe('SELECT * FROM cotwire_pg.information.tables');
+  });
+
+  it('leaves a WITH query that shadows a catalog name, and statement targets, alone', () => {
+    expect(rw('WITH pg_class AS (SELECT 1 AS oid) SELECT * FROM pg_class')).toBe('WITH pg_class AS (SELECT 1 AS oid) SELECT * FROM pg_class');
+    expect(rw('CREATE TABLE pg_roles (x int)')).toBe('CREATE TABLE pg_roles (x int)');
+    expect(rw('INSERT INTO pg_user SELECT * FROM pg_user')).toBe(`INSERT INTO pg_user SELECT * FROM ${P}.pg_user`);
+  });
+
+  it('presents main as public in qualified names, targets included', () => {
+    expect(rw('INSERT INTO public._cot_steps (content) SELECT content FROM public.notes')).toBe(
+      'INSERT INTO main._cot_steps (content) SELECT content FROM main.notes',
+    );
+  });
+
+  it('sends catalog functions to cotwire and strips pg_catalog. from the engine’s own', () => {
+    expect(rw('SELECT pg_catalog.format_type(a.atttypid, NULL), pg_catalog.array_to_string(x, \',\'), pg_get_userbyid(1)')).toBe(
+      `SELECT ${P}.format_type(a.atttypid, NULL), array_to_string(x, ','), ${P}.pg_get_userbyid(1)`,
+    );
+    expect(rw('SELECT pg_catalog.version()')).toBe('SELECT version()');
+    expect(rw('SELECT current_schema, current_catalog')).toBe(`SELECT ${P}.current_schema(), current_database()`);
+  });
+
+  it('turns OPERATOR(pg_catalog.~) into the operator and drops COLLATE pg_catalog.default', () => {
+    expect(rw("SELECT 1 FROM t WHERE c.relname OPERATOR(pg_catalog.~) '^(agents)$' COLLATE pg_catalog.default")).toBe(
+      `SELECT 1 FROM t WHERE c.relname  ~  '${partialPattern('^(agents)$', false)}' `,
+    );
+  });
+
+  it("makes PostgreSQL's ~ family a match anywhere in the string", () => {
+    expect(rw("SELECT n !~ '^pg_'")).toBe(`SELECT n !~ '${partialPattern('^pg_', false)}'`);
+    expect(rw("SELECT n ~* 'it''s'")).toBe(`SELECT n ~ '${partialPattern("it''s", true)}'`);
+    expect(rw('SELECT n ~ $1')).toBe(`SELECT n ~ ('(?s:.*)(?:' || $1 || ')(?s:.*)')`);
+    expect(rw('SELECT n !~* t.pattern FROM t')).toBe(`SELECT n !~ ('(?s:.*)(?i:' || t.pattern || ')(?s:.*)') FROM t`);
+  });
+
+  it('turns reg* casts into catalog lookups: names to OIDs, OIDs to names', () => {
+    expect(rw("SELECT 'pg_catalog.pg_extension'::pg_catalog.regclass")).toBe(`SELECT ${P}.cot_regclass_in('pg_catalog.pg_extension')`);
+    expect(rw('SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_class c')).toBe(
+      `SELECT ${P}.cot_regclass_out(c.oid)::text FROM ${P}.pg_class c`,
+    );
+    expect(rw('SELECT CAST($1 AS regtype)')).toBe(`SELECT ${P}.cot_regtype_in($1)`);
+    expect(rw('SELECT (a + 1)::regproc')).toBe(`SELECT ${P}.cot_regproc_out((a + 1))`);
+  });
+
+  it("maps PostgreSQL's own type names and strips their pg_catalog qualifier", () => {
+    expect(rw('SELECT x::name, y::pg_catalog.int2[], z::pg_catalog.text, w::"char"')).toBe('SELECT x::VARCHAR, y::int2[], z::text, w::VARCHAR');
+    expect(rw('SELECT x::integer, y::double precision')).toBe('SELECT x::integer, y::double precision');
+  });
+
+  it('names the column of a scalar set function in FROM after its alias', () => {
+    expect(rw('SELECT s FROM pg_catalog.generate_series(0, 3) s')).toBe('SELECT s FROM generate_series(0, 3) s(s)');
+    expect(rw('SELECT x FROM unnest(a) AS x')).toBe('SELECT x FROM unnest(a) AS x(x)');
+    expect(rw('SELECT * FROM generate_series(0, 3) s(n)')).toBe('SELECT * FROM generate_series(0, 3) s(n)');
+  });
+
+  it('turns = ANY(list) into list_contains, unless the list itself needs a rewrite', () => {
+    expect(rw('SELECT rolname FROM pg_roles WHERE oid = any (pol.polroles)')).toBe(
+      `SELECT rolname FROM ${P}.pg_roles WHERE list_contains(pol.polroles, oid)`,
+    );
+    expect(rw('SELECT 1 WHERE x <> ALL (ARRAY[1, 2]) AND pg_catalog.pg_table_is_visible(1)')).toBe(
+      `SELECT 1 WHERE NOT list_contains(ARRAY[1, 2], x) AND ${P}.pg_table_is_visible(1)`,
+    );
+    expect(rw('SELECT 1 WHERE x = ANY(SELECT oid FROM pg_class)')).toBe(`SELECT 1 WHERE x = ANY(SELECT oid FROM ${P}.pg_class)`);
+  });
+
+  it('finds nodes by character, not byte, offset in text with multi-byte characters', () => {
+    expect(rw("SELECT 'héllo → ✓' AS s, relname FROM pg_class WHERE relname ~ 'é'")).toBe(
+      `SELECT 'héllo → ✓' AS s, relname FROM ${P}.pg_class WHERE relname ~ '${partialPattern('é', false)}'`,
+    );
+  });
+
+  it('leaves DuckDB-only syntax, which PostgreSQL cannot parse, as written', () => {
+    const sql = 'FROM pg_class SELECT relname';
+    expect(rw(sql)).toBe(sql);
+  });
+});
