@@ -517,7 +517,7 @@ const MACROS: readonly MacroDef[] = [
   ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
   ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
   ['current_schemas', [['include_implicit', `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`]]],
-  ['current_setting', [['setting_name', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE cot_s.name = lower(setting_name))`], ['setting_name, missing_ok', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE cot_s.name = lower(setting_name))`]]],
+  ['current_setting', [['setting_name', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE lower(cot_s.name) = lower(setting_name))`], ['setting_name, missing_ok', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE lower(cot_s.name) = lower(setting_name))`]]],
   ['pg_postmaster_start_time', [['', `CAST(get_current_timestamp() AS TIMESTAMPTZ)`]]],
   ['txid_current', [['', `CAST(1 AS BIGINT)`]]],
   ['pg_is_in_recovery', [['', `false`]]],

@@ -401,7 +401,8 @@ class Rewriter {
     const type = names[names.length - 1];
     if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
     const arg = node.arg as Node | undefined;
-    const isName = arg !== undefined && (arg.A_Const !== undefined || arg.ParamRef !== undefined || arg.TypeCast !== undefined);
+    // A string (or a parameter, or a string cast to text) names the object; anything else is its OID.
+    const isName = arg !== undefined && ((arg.A_Const as Node | undefined)?.sval !== undefined || arg.ParamRef !== undefined || arg.TypeCast !== undefined);
     const fn = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_${isName ? 'in' : 'out'}`;
     const castAt = this.index(node.location);
     const typeAt = this.index(typeName?.location);

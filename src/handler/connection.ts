@@ -57,6 +57,9 @@ import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
 import { isKnownSetting, SessionSettings } from './settings.js';
 
+/** Rewritten statements that read the connection's settings through the catalog. */
+const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
+
 type Plan =
   | {
       readonly kind: 'engine';
@@ -372,6 +375,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     this.checkNotFailed();
     const clientText = statement.text;
     statement = this.forEngine(statement);
+    if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
     const copy = parseCopyFromStdin(statement.text, statement.tokens);
     if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
     const copyOut = parseCopyToStdout(statement.text, statement.tokens);
@@ -443,6 +447,22 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     const text = this.services.rewriter.rewrite(statement.text, statement.tokens);
     return text === statement.text ? statement : { text, tokens: tokenize(text), offset: statement.offset };
+  }
+
+  private publishedSettings = '';
+  /**
+   * The catalog's pg_settings and current_setting() read the connection's
+   * PostgreSQL settings, which live here, from an engine variable: it is
+   * brought up to date before a statement that reads them is prepared.
+   */
+  private async publishSettings(): Promise<void> {
+    const rows = this.settings.all();
+    const key = JSON.stringify(rows);
+    if (key === this.publishedSettings) return;
+    const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+    const list = rows.map(([name, setting, description]) => `{'name': ${q(name)}, 'setting': ${q(setting)}, 'description': ${q(description)}}`);
+    await this.engine.run(`SET VARIABLE cot_settings = [${list.join(', ')}]`);
+    this.publishedSettings = key;
   }
 
   private async prepareCopyOut(statement: StatementText, copy: CopyToStdout): Promise<Statement> {

@@ -1,0 +1,105 @@
+import type pg from 'pg';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../fixtures/server.js';
+
+/** The PostgreSQL catalog and the PostgreSQL semantics that clients' catalog queries rely on. */
+const ctx = useTestServer();
+let client: pg.Client;
+
+beforeAll(async () => {
+  client = ctx.client;
+  await client.query(`CREATE TABLE kinds (
+    b BOOLEAN, i2 SMALLINT, i4 INTEGER NOT NULL, i8 BIGINT, f4 REAL, f8 DOUBLE, n DECIMAL(12,3), t VARCHAR DEFAULT 'x',
+    bl BLOB, d DATE, tm TIME, ts TIMESTAMP, tz TIMESTAMPTZ, iv INTERVAL, u UUID, j JSON, ai INTEGER[], av VARCHAR[], st STRUCT(a INTEGER))`);
+});
+
+describe('pg_catalog', () => {
+  it('reports the same type OIDs in RowDescription, pg_attribute and pg_type', async () => {
+    const result = await client.query('SELECT * FROM kinds');
+    const attrs = await client.query(
+      "SELECT attname, atttypid, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'kinds'::regclass AND attnum > 0 ORDER BY attnum",
+    );
+    expect(attrs.rows.map((r: { attname: string }) => r.attname)).toEqual(result.fields.map((f) => f.name));
+    expect(attrs.rows.map((r: { atttypid: string }) => Number(r.atttypid))).toEqual(result.fields.map((f) => f.dataTypeID));
+    const types = await client.query('SELECT oid, typname, typelem FROM pg_type');
+    const byOid = new Map(types.rows.map((r: { oid: string; typname: string; typelem: string }) => [Number(r.oid), r]));
+    for (const f of result.fields) expect(byOid.has(f.dataTypeID), `type ${f.dataTypeID} of ${f.name}`).toBe(true);
+    // Arrays have their _name entries, whose typelem is the element type.
+    expect(byOid.get(1007)).toMatchObject({ typname: '_int4', typelem: '23' });
+    expect(attrs.rows.find((r: { attname: string }) => r.attname === 'n')).toMatchObject({ type: 'numeric(12,3)' });
+    expect(attrs.rows.find((r: { attname: string }) => r.attname === 'tz')).toMatchObject({ type: 'timestamp with time zone' });
+  });
+
+  it("presents DuckDB's main schema as public, in the catalog and in qualified names", async () => {
+    expect((await client.query('SELECT current_schema(), current_schema')).rows[0]).toEqual({ current_schema: 'public' });
+    const ns = await client.query("SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' ORDER BY 1");
+    expect(ns.rows.map((r: { nspname: string }) => r.nspname)).toEqual(['information_schema', 'public']);
+    await client.query("INSERT INTO public.kinds (i4, t) VALUES (1, 'public')");
+    expect((await client.query('SELECT t FROM public.kinds')).rows).toEqual([{ t: 'public' }]);
+    const cols = await client.query(
+      "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '_cot_steps' AND column_name IN ('trace_id', 'confidence', 'created_at') ORDER BY ordinal_position",
+    );
+    expect(cols.rows).toEqual([
+      { column_name: 'trace_id', data_type: 'uuid', is_nullable: 'NO' },
+      { column_name: 'confidence', data_type: 'double precision', is_nullable: 'YES' },
+      { column_name: 'created_at', data_type: 'timestamp with time zone', is_nullable: 'NO' },
+    ]);
+  });
+
+  it('shows a connection its own temporary tables, in pg_temp, and no one else', async () => {
+    const other = await ctx.server.client();
+    await client.query('CREATE TEMP TABLE scratch (x INTEGER)');
+    const mine = await client.query("SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'scratch'");
+    expect(mine.rows).toEqual([{ nspname: 'pg_temp_3' }]);
+    expect((await other.query("SELECT count(*)::int AS n FROM pg_class WHERE relname = 'scratch'")).rows).toEqual([{ n: 0 }]);
+  });
+
+  it('has the catalogs cotwire has no use for, empty, so that joins bind', async () => {
+    for (const name of ['pg_inherits', 'pg_trigger', 'pg_policy', 'pg_publication', 'pg_extension', 'pg_range', 'pg_rewrite', 'pg_foreign_table']) {
+      expect((await client.query(`SELECT count(*)::int AS n FROM pg_catalog.${name}`)).rows, name).toEqual([{ n: 0 }]);
+    }
+  });
+
+  it('answers reg* casts in both directions', async () => {
+    const oid = (await client.query("SELECT oid FROM pg_class WHERE relname = 'kinds'")).rows[0].oid as string;
+    expect((await client.query("SELECT 'kinds'::regclass AS a, 'public.kinds'::pg_catalog.regclass AS b")).rows[0]).toEqual({ a: oid, b: oid });
+    expect((await client.query(`SELECT ${oid}::regclass::text AS name, 23::regtype::text AS type`)).rows[0]).toEqual({ name: 'kinds', type: 'integer' });
+    expect((await client.query("SELECT count(*)::int AS n FROM pg_description WHERE classoid = 'pg_catalog.pg_class'::regclass")).rows).toEqual([{ n: 0 }]);
+  });
+
+  it('reads the connection’s own settings through current_setting() and pg_settings', async () => {
+    await client.query("SET application_name = 'catalog-test'");
+    expect((await client.query("SELECT current_setting('application_name') AS v")).rows).toEqual([{ v: 'catalog-test' }]);
+    expect((await client.query("SELECT setting FROM pg_settings WHERE name = 'application_name'")).rows).toEqual([{ setting: 'catalog-test' }]);
+    expect((await client.query("SELECT pg_catalog.current_setting('server_version_num') AS v")).rows).toEqual([{ v: '150000' }]);
+  });
+
+  it('answers version() with and without pg_catalog.', async () => {
+    const r = await client.query('SELECT version() AS a, pg_catalog.version() AS b');
+    expect(r.rows[0].a).toMatch(/^PostgreSQL 15\.0 \(cotwire /);
+    expect(r.rows[0].b).toBe(r.rows[0].a);
+  });
+});
+
+describe('PostgreSQL semantics where DuckDB differs', () => {
+  it('~ matches anywhere in the string, as in PostgreSQL, with literals, parameters and OPERATOR()', async () => {
+    const r = await client.query(
+      "SELECT 'abc' ~ 'b' AS a, 'abc' !~ 'b' AS b, 'ABC' ~* 'b' AS c, 'abc' !~* 'B' AS d, 'abc' ~ $1 AS e, 'abc' OPERATOR(pg_catalog.~) '^a' AS f, 'abc' ~ 'c$' AS g, 'abc' ~ '^b' AS h",
+      ['bc'],
+    );
+    expect(r.rows[0]).toEqual({ a: true, b: false, c: true, d: false, e: true, f: true, g: true, h: false });
+    expect((await client.query("SELECT 'a\nb' ~ 'b' AS x")).rows).toEqual([{ x: true }]);
+  });
+
+  it('sorts NULLs first in descending order and last in ascending order', async () => {
+    const desc = await client.query({ text: 'SELECT x FROM (VALUES (1), (NULL), (2)) t(x) ORDER BY x DESC', rowMode: 'array' });
+    expect(desc.rows).toEqual([[null], [2], [1]]);
+    const asc = await client.query({ text: 'SELECT x FROM (VALUES (1), (NULL), (2)) t(x) ORDER BY x', rowMode: 'array' });
+    expect(asc.rows).toEqual([[1], [2], [null]]);
+  });
+
+  it('parses COLLATE pg_catalog.default and casts to pg_catalog types', async () => {
+    const r = await client.query("SELECT 'x' COLLATE pg_catalog.default AS a, '7'::pg_catalog.int4 AS b, 'n'::pg_catalog.name AS c");
+    expect(r.rows[0]).toEqual({ a: 'x', b: 7, c: 'n' });
+  });
+});
