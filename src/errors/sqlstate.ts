@@ -43,6 +43,7 @@ export const SqlState = {
   DuplicateSchema: '42P06',
   DuplicatePreparedStatement: '42P05',
   DuplicateCursor: '42P03',
+  InvalidCursorDefinition: '42P11',
   InvalidSchemaName: '3F000',
   InvalidCatalogName: '3D000',
   DatatypeMismatch: '42804',

@@ -18,7 +18,22 @@ export type SessionCommand =
   | { readonly kind: 'set-transaction' }
   | { readonly kind: 'reset'; readonly name: string | null }
   | { readonly kind: 'show'; readonly name: string }
-  | { readonly kind: 'discard'; readonly what: string };
+  | { readonly kind: 'discard'; readonly what: string }
+  /** DEALLOCATE name | ALL (null): SQL-level and protocol-level prepared statements share one namespace. */
+  | { readonly kind: 'deallocate'; readonly name: string | null }
+  | {
+      readonly kind: 'declare';
+      readonly name: string;
+      readonly binary: boolean;
+      readonly hold: boolean;
+      readonly scroll: boolean;
+      /** The cursor's query, and where it starts in the statement. */
+      readonly query: string;
+      readonly queryOffset: number;
+    }
+  /** FETCH or MOVE; count null is ALL; backward for any direction that is not forward. */
+  | { readonly kind: 'fetch'; readonly name: string; readonly count: number | null; readonly move: boolean; readonly backward: boolean }
+  | { readonly kind: 'close'; readonly name: string | null };
 
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
 
@@ -76,10 +91,90 @@ function settingValue(tokens: readonly Token[], i: number): string | null | unde
   return parts.join(', ');
 }
 
-export function recognizeCommand(tokens: readonly Token[]): SessionCommand | null {
+/** DECLARE name [BINARY] [ASENSITIVE | INSENSITIVE] [[NO] SCROLL] CURSOR [{WITH | WITHOUT} HOLD] FOR query */
+function recognizeDeclare(tokens: readonly Token[], text: string): SessionCommand | null {
+  const name = identifier(tokens[1]);
+  if (name === null) return null;
+  let binary = false;
+  let scroll = false;
+  let hold = false;
+  let i = 2;
+  for (;;) {
+    const w = upper(tokens[i]);
+    if (w === 'BINARY') binary = true;
+    else if (w === 'SCROLL') scroll = true;
+    else if (w === 'NO' && upper(tokens[i + 1]) === 'SCROLL') i++;
+    else if (w !== 'ASENSITIVE' && w !== 'INSENSITIVE') break;
+    i++;
+  }
+  if (upper(tokens[i]) !== 'CURSOR') return null;
+  i++;
+  if ((upper(tokens[i]) === 'WITH' || upper(tokens[i]) === 'WITHOUT') && upper(tokens[i + 1]) === 'HOLD') {
+    hold = upper(tokens[i]) === 'WITH';
+    i += 2;
+  }
+  if (upper(tokens[i]) !== 'FOR' || tokens[i + 1] === undefined) return null;
+  const start = (tokens[i + 1] as Token).start;
+  return { kind: 'declare', name, binary, hold, scroll, query: text.slice(start), queryOffset: start };
+}
+
+/** FETCH / MOVE [direction] [FROM | IN] name */
+function recognizeFetch(tokens: readonly Token[], move: boolean): SessionCommand | null {
+  let i = 1;
+  let count: number | null = 1;
+  let backward = false;
+  const number = (t: Token | undefined): number | null => (t?.kind === 'number' && /^\d+$/.test(t.text) ? Number(t.text) : null);
+  const w = upper(tokens[i]);
+  if (w === 'NEXT') i++;
+  else if (w === 'ALL') {
+    count = null;
+    i++;
+  } else if (w === 'FORWARD') {
+    i++;
+    if (upper(tokens[i]) === 'ALL') {
+      count = null;
+      i++;
+    } else if (number(tokens[i]) !== null) {
+      count = number(tokens[i]);
+      i++;
+    }
+  } else if (['PRIOR', 'FIRST', 'LAST', 'ABSOLUTE', 'RELATIVE', 'BACKWARD'].includes(w)) {
+    backward = true;
+    i++;
+    if (number(tokens[i]) !== null || upper(tokens[i]) === 'ALL' || tokens[i]?.text === '-') i += tokens[i]?.text === '-' ? 2 : 1;
+  } else if (tokens[i]?.text === '-' && number(tokens[i + 1]) !== null) {
+    backward = true;
+    i += 2;
+  } else if (number(tokens[i]) !== null) {
+    count = number(tokens[i]);
+    i++;
+  }
+  if (upper(tokens[i]) === 'FROM' || upper(tokens[i]) === 'IN') i++;
+  const name = identifier(tokens[i]);
+  if (name === null || i + 1 !== tokens.length) return null;
+  return { kind: 'fetch', name, count, move, backward };
+}
+
+export function recognizeCommand(tokens: readonly Token[], text?: string): SessionCommand | null {
   const w0 = upper(tokens[0]);
   const w1 = upper(tokens[1]);
   switch (w0) {
+    case 'DECLARE':
+      return text === undefined ? null : recognizeDeclare(tokens, text);
+    case 'FETCH':
+    case 'MOVE':
+      return recognizeFetch(tokens, w0 === 'MOVE');
+    case 'CLOSE': {
+      if (w1 === 'ALL' && tokens.length === 2) return { kind: 'close', name: null };
+      const name = identifier(tokens[1]);
+      return name === null || tokens.length !== 2 ? null : { kind: 'close', name };
+    }
+    case 'DEALLOCATE': {
+      const i = w1 === 'PREPARE' ? 2 : 1;
+      if (upper(tokens[i]) === 'ALL' && tokens.length === i + 1) return { kind: 'deallocate', name: null };
+      const name = identifier(tokens[i]);
+      return name === null || tokens.length !== i + 1 ? null : { kind: 'deallocate', name };
+    }
     case 'BEGIN':
     case 'START':
       if (w0 === 'START' && w1 !== 'TRANSACTION') return null;

@@ -362,14 +362,16 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     } else {
       statement = source as StatementText;
     }
-    const command = recognizeCommand(statement.tokens);
+    const command = recognizeCommand(statement.tokens, statement.text);
     if (command !== null) {
       const fields =
         command.kind === 'show'
           ? command.name === 'all'
             ? ['name', 'setting', 'description'].map(textField)
             : [textField(this.settings.canonicalName(command.name))]
-          : null;
+          : command.kind === 'fetch' && !command.move
+            ? this.openCursor(command.name).portal.fields
+            : null;
       return new Statement({ kind: 'command', command }, [], fields);
     }
     this.checkNotFailed();
@@ -628,8 +630,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     switch (plan.kind) {
       case 'empty':
         return { done: true, tag: null };
-      case 'command':
-        return { done: true, tag: await this.runCommand(plan.command, sink) };
+      case 'command': {
+        const tag = await this.runCommand(plan.command, sink);
+        const cmd = plan.command;
+        if (cmd.kind === 'deallocate') return { done: true, tag, deallocate: { name: cmd.name } };
+        if (cmd.kind === 'discard' && cmd.what === 'ALL') return { done: true, tag, deallocate: { name: null } };
+        return { done: true, tag };
+      }
       case 'engine':
         return this.executeEngine(portal, plan, maxRows, sink);
       case 'copy-in':
@@ -1134,8 +1141,21 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         if (cmd.what === 'ALL') {
           this.settings.resetAll();
           await this.applySearchPath();
+          this.closeCursors(true);
+          await this.deallocateEngine(null);
         }
         return `DISCARD ${cmd.what}`;
+      case 'deallocate':
+        await this.deallocateEngine(cmd.name);
+        return cmd.name === null ? 'DEALLOCATE ALL' : 'DEALLOCATE';
+      case 'declare':
+        return this.declareCursor(cmd);
+      case 'fetch':
+        return this.fetchCursor(cmd, sink);
+      case 'close':
+        if (cmd.name === null) this.closeCursors(true);
+        else this.closeCursor(this.openCursor(cmd.name), cmd.name);
+        return 'CLOSE CURSOR';
     }
   }
 
@@ -1208,7 +1228,90 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   /** A ledger created in the block appears (COMMIT) or disappears (ROLLBACK) once the block ends. */
+  // ---- Cursors (DECLARE / FETCH / MOVE / CLOSE) ----------------------------------------------
+  //
+  // A cursor is a portal over a prepared query, named in SQL instead of in
+  // the protocol: psycopg's named cursors and server-side cursors use them.
+  // They scan forward only, and live until the end of their transaction.
+
+  private readonly cursors = new Map<string, { readonly statement: Statement; readonly portal: ConnectionPortal }>();
+
+  private openCursor(name: string): { readonly statement: Statement; readonly portal: ConnectionPortal } {
+    const cursor = this.cursors.get(name);
+    if (cursor === undefined) throw new PgError(SqlState.InvalidCursorName, `cursor "${name}" does not exist`);
+    return cursor;
+  }
+
+  private async declareCursor(cmd: Extract<SessionCommand, { kind: 'declare' }>): Promise<string> {
+    this.checkNotFailed();
+    if (cmd.hold) {
+      throw new PgError(SqlState.FeatureNotSupported, 'cursors WITH HOLD are not supported', { hint: 'Declare the cursor WITHOUT HOLD, inside a transaction block.' });
+    }
+    if (cmd.scroll) {
+      throw new PgError(SqlState.FeatureNotSupported, 'scrollable cursors are not supported', { hint: 'Declare the cursor NO SCROLL; it can be read forward.' });
+    }
+    if (this.status === 'I' && !this.implicitTransaction) {
+      throw new PgError(SqlState.NoActiveSqlTransaction, 'DECLARE CURSOR can only be used in transaction blocks');
+    }
+    if (this.cursors.has(cmd.name)) throw new PgError(SqlState.DuplicateCursor, `cursor "${cmd.name}" already exists`);
+    const statement = (await this.prepare({ text: cmd.query, offset: cmd.queryOffset, tokens: tokenize(cmd.query) } as StatementText, [])) as Statement;
+    if (statement.plan.kind !== 'engine' || statement.fields === null || !READ_KINDS.has(statement.plan.statement.kind)) {
+      this.closeStatement(statement);
+      throw new PgError(SqlState.InvalidCursorDefinition, 'DECLARE CURSOR must be a query that returns rows', {
+        hint: 'Use SELECT, VALUES, TABLE or WITH ... SELECT after FOR.',
+      });
+    }
+    const portal = (await this.bind(statement, [], [], cmd.binary ? [1] : [])) as ConnectionPortal;
+    this.cursors.set(cmd.name, { statement, portal });
+    return 'DECLARE CURSOR';
+  }
+
+  private async fetchCursor(cmd: Extract<SessionCommand, { kind: 'fetch' }>, sink: ResultSink): Promise<string> {
+    this.checkNotFailed();
+    const cursor = this.openCursor(cmd.name);
+    const verb = cmd.move ? 'MOVE' : 'FETCH';
+    if (cmd.backward) {
+      throw new PgError(SqlState.ObjectNotInPrerequisiteState, 'cursor can only scan forward', {
+        hint: 'cotwire cursors read forward only: FETCH NEXT, FETCH n, FETCH FORWARD n or FETCH ALL.',
+      });
+    }
+    if (cmd.count === 0 || cursor.statement.plan.kind !== 'engine') return `${verb} 0`;
+    let rows = 0;
+    const counting: ResultSink = {
+      row: (cells) => {
+        rows++;
+        if (!cmd.move) sink.row(cells);
+      },
+      notice: (n) => sink.notice(n),
+      flushIfFull: () => sink.flushIfFull(),
+      copyOutStart: (c) => sink.copyOutStart(c),
+      copyData: (d) => sink.copyData(d),
+      copyDone: () => sink.copyDone(),
+    };
+    await this.executeEngine(cursor.portal, cursor.statement.plan, cmd.count ?? 0, counting);
+    return `${verb} ${rows}`;
+  }
+
+  private closeCursor(cursor: { readonly statement: Statement; readonly portal: ConnectionPortal }, name: string): void {
+    this.cursors.delete(name);
+    this.closePortal(cursor.portal);
+    this.closeStatement(cursor.statement);
+  }
+
+  /** At the end of a transaction every cursor closes (none is WITH HOLD); `all` for CLOSE ALL and DISCARD ALL. */
+  private closeCursors(all: boolean): void {
+    if (!all && this.cursors.size === 0) return;
+    for (const [name, cursor] of [...this.cursors]) this.closeCursor(cursor, name);
+  }
+
+  /** SQL-level prepared statements (PREPARE) live in the engine; DEALLOCATE ALL removes every one. */
+  private async deallocateEngine(name: string | null): Promise<void> {
+    const names = name !== null ? [name] : (await this.engine.query('SELECT name FROM system.main.duckdb_prepared_statements()')).map((r) => String(r[0]));
+    for (const n of names) await this.engine.run(`DEALLOCATE ${quoteIdent(n)}`);
+  }
+
   private transactionEnded(): void {
+    this.closeCursors(false);
     if (this.ledgerCreatedInTransaction) this.services.ledgers.invalidate();
     this.ledgerCreatedInTransaction = false;
   }

@@ -65,7 +65,12 @@ export interface CopyIn {
 
 export type ExecuteOutcome =
   /** Finished; `tag` is the CommandComplete tag, or null for an empty query. */
-  | { readonly done: true; readonly tag: string | null }
+  | {
+      readonly done: true;
+      readonly tag: string | null;
+      /** DEALLOCATE / DISCARD ALL: the protocol-level prepared statement to forget (null: all of them). */
+      readonly deallocate?: { readonly name: string | null };
+    }
   /** maxRows reached; Execute may be called again. */
   | { readonly done: false }
   /** COPY FROM STDIN: the session switches to copy-in mode and feeds the data here. */

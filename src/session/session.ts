@@ -18,6 +18,7 @@ import { type AuthMethod, type AuthPolicy, passwordFailed } from './auth.js';
 import type {
   ConnectionHandler,
   CopyIn,
+  ExecuteOutcome,
   StatementSource,
   HandlerFactory,
   Portal,
@@ -478,7 +479,7 @@ export class Session {
           this.startCopy(outcome.copy, true);
           return;
         }
-        if (outcome.done) this.complete(outcome.tag);
+        if (outcome.done) this.completed(outcome);
       }
       succeeded = true;
     } catch (err) {
@@ -607,7 +608,7 @@ export class Session {
     if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.portal}" does not exist`);
     const outcome = await this.executeTracked(handler, portal, msg.maxRows, this.portalSql.get(msg.portal) ?? '');
     if (outcome.done === 'copy-in') this.startCopy(outcome.copy, false);
-    else if (outcome.done) this.complete(outcome.tag);
+    else if (outcome.done) this.completed(outcome);
     else this.out.frame(PORTAL_SUSPENDED);
   }
 
@@ -623,6 +624,20 @@ export class Session {
         this.log.warn({ durationMs: Math.round(ms), statement: sql.slice(0, 500) }, 'slow statement');
       }
     }
+  }
+
+  /** CommandComplete, after forgetting the prepared statements a DEALLOCATE or DISCARD ALL removed. */
+  private completed(outcome: Extract<ExecuteOutcome, { done: true }>): void {
+    if (outcome.deallocate !== undefined) {
+      const handler = this.requireHandler();
+      const { name } = outcome.deallocate;
+      for (const [key, entry] of [...this.statements]) {
+        if (key === '' || (name !== null && key !== name)) continue;
+        this.statements.delete(key);
+        handler.closeStatement(entry.statement);
+      }
+    }
+    this.complete(outcome.tag);
   }
 
   private complete(tag: string | null): void {
