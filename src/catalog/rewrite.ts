@@ -71,8 +71,11 @@ const wordOf = (t: Token | undefined): string | null =>
 
 /** Whether a statement may need a rewrite: a cheap look at its tokens, so that most statements are never parsed twice. */
 export function mayNeedRewrite(tokens: readonly Token[]): boolean {
-  for (const t of tokens) {
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
     if (t.kind === 'operator' && REGEX_OPERATORS.has(t.text)) return true;
+    // '{a,b}'::text[]: an array literal cast to an array type.
+    if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
     const w = wordOf(t);
     if (w !== null && TRIGGER_WORDS.has(w)) return true;
   }
@@ -89,6 +92,74 @@ export function partialPattern(pattern: string, caseInsensitive: boolean): strin
   return `(?s:.*)(?${caseInsensitive ? 'i' : ''}:${pattern})(?s:.*)`;
 }
 
+/**
+ * A PostgreSQL array literal ('{a,"b c",NULL}', nested '{{1,2},{3}}') as a
+ * DuckDB list expression (['a', 'b c', NULL]); null when the text is not
+ * one. DuckDB casts a list of strings to the target's element type.
+ */
+export function pgArrayToList(text: string): string | null {
+  let i = 0;
+  const skip = (): void => {
+    while (i < text.length && /\s/.test(text[i] as string)) i++;
+  };
+  const parse = (): string | null => {
+    skip();
+    if (text[i] !== '{') return null;
+    i++;
+    const items: string[] = [];
+    skip();
+    if (text[i] === '}') {
+      i++;
+      return '[]';
+    }
+    for (;;) {
+      skip();
+      if (text[i] === '{') {
+        const inner = parse();
+        if (inner === null) return null;
+        items.push(inner);
+      } else if (text[i] === '"') {
+        i++;
+        let s = '';
+        while (i < text.length && text[i] !== '"') {
+          if (text[i] === '\\') i++;
+          s += text[i] ?? '';
+          i++;
+        }
+        if (text[i] !== '"') return null;
+        i++;
+        items.push(quoteLiteral(s));
+      } else {
+        let s = '';
+        while (i < text.length && text[i] !== ',' && text[i] !== '}') {
+          if (text[i] === '\\') i++;
+          s += text[i] ?? '';
+          i++;
+        }
+        s = s.trim();
+        if (s === '') return null;
+        items.push(s.toUpperCase() === 'NULL' ? 'NULL' : quoteLiteral(s));
+      }
+      skip();
+      if (text[i] === ',') {
+        i++;
+        continue;
+      }
+      if (text[i] === '}') {
+        i++;
+        return `[${items.join(', ')}]`;
+      }
+      return null;
+    }
+  };
+  const list = parse();
+  skip();
+  return list !== null && i === text.length ? list : null;
+}
+
+/** The columns of an INSERT's target table, in order, and whether each holds a list. */
+export type TargetColumns = ReadonlyArray<{ readonly name: string; readonly list: boolean }>;
+
 class Rewriter {
   private readonly edits: Edit[] = [];
   /** `x = ANY(list)` rewrites, which move the list's text: applied only when nothing inside the list is rewritten too. */
@@ -101,6 +172,7 @@ class Rewriter {
   constructor(
     private readonly text: string,
     private readonly tokens: readonly Token[],
+    private readonly target: TargetColumns | null = null,
   ) {
     tokens.forEach((t, i) => this.tokenAt.set(t.start, i));
     // eslint-disable-next-line no-control-regex
@@ -232,6 +304,9 @@ class Rewriter {
           break;
         case 'SQLValueFunction':
           this.sqlValueFunction(v as Node);
+          break;
+        case 'InsertStmt':
+          this.insertValues(v as Node);
           break;
       }
       // A target's subtree stays a target until a query inside it (INSERT ... SELECT) begins.
@@ -394,9 +469,37 @@ class Rewriter {
     }
   }
 
+  /** A PostgreSQL array literal where a list is expected: the literal becomes a DuckDB list. */
+  private arrayLiteral(constant: Node | undefined): void {
+    const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+    const i = this.index(constant?.location);
+    if (typeof sval !== 'string' || i === null || this.tokens[i]?.kind !== 'string') return;
+    const list = pgArrayToList(sval);
+    if (list !== null) this.replaceTokens(i, i + 1, list);
+  }
+
+  /** INSERT ... VALUES ('{a,b}'): array literals bound for list columns (the handler says which columns are lists). */
+  private insertValues(node: Node): void {
+    if (this.target === null) return;
+    const named = Array.isArray(node.cols) ? (node.cols as Node[]).map((c) => String((c.ResTarget as Node | undefined)?.name ?? '')) : null;
+    const lists = new Set(this.target.filter((c) => c.list).map((c) => c.name.toLowerCase()));
+    const order = named ?? this.target.map((c) => c.name.toLowerCase());
+    const rows = ((node.selectStmt as Node | undefined)?.SelectStmt as Node | undefined)?.valuesLists;
+    if (!Array.isArray(rows)) return;
+    for (const row of rows as Node[]) {
+      const items = (row.List as Node | undefined)?.items;
+      if (!Array.isArray(items)) continue;
+      items.forEach((item, k) => {
+        const column = order[k];
+        if (column !== undefined && lists.has(column.toLowerCase())) this.arrayLiteral((item as Node).A_Const as Node | undefined);
+      });
+    }
+  }
+
   /** `x::regclass`: a name becomes the relation's OID, and an OID becomes its name. */
   private typeCast(node: Node): void {
     const typeName = node.typeName as Node | undefined;
+    if (Array.isArray(typeName?.arrayBounds)) this.arrayLiteral((node.arg as Node | undefined)?.A_Const as Node | undefined);
     const names = strings(typeName?.names);
     const type = names[names.length - 1];
     if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
@@ -480,21 +583,47 @@ const CACHE_LIMIT = 10_000;
 export class CompatRewriter {
   private readonly cache = new Map<string, string>();
 
-  /** The statement as DuckDB should run it; the same string when nothing needs rewriting. */
-  rewrite(text: string, tokens: readonly Token[]): string {
-    if (!mayNeedRewrite(tokens)) return text;
-    const hit = this.cache.get(text);
+  /**
+   * The statement as DuckDB should run it; the same string when nothing
+   * needs rewriting. `target` describes an INSERT's table (see insertTarget).
+   */
+  rewrite(text: string, tokens: readonly Token[], target: TargetColumns | null = null): string {
+    if (target === null && !mayNeedRewrite(tokens)) return text;
+    const hit = target === null ? this.cache.get(text) : undefined;
     if (hit !== undefined) return hit;
     let out = text;
-    try {
-      const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-      const stmt = tree.stmts?.length === 1 ? tree.stmts[0]?.stmt : undefined;
-      if (stmt !== undefined) out = new Rewriter(text, tokens).run(stmt);
-    } catch {
-      // Not PostgreSQL (DuckDB-only syntax): the engine reads it as written.
-    }
+    const stmt = parseOne(text);
+    if (stmt !== null) out = new Rewriter(text, tokens, target).run(stmt);
+    if (target !== null) return out;
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(text, out);
     return out;
+  }
+
+  /**
+   * For INSERT ... VALUES with a PostgreSQL array literal among its values
+   * ('{a,b}', which is how psycopg2 sends an empty list): the target table,
+   * whose column types decide which literals are arrays. Null otherwise.
+   */
+  insertTarget(text: string, tokens: readonly Token[]): { readonly schema: string | null; readonly table: string } | null {
+    // A JSON object ('{"k": 1}') is not an array literal; '{}' may be either, and the column decides.
+    const arrayLike = (t: Token): boolean =>
+      t.kind === 'string' && t.text.startsWith("'{") && pgArrayToList(t.text.slice(1, -1).replaceAll("''", "'")) !== null;
+    if (wordOf(tokens[0]) !== 'insert' || !tokens.some(arrayLike)) return null;
+    const insert = parseOne(text)?.InsertStmt as Node | undefined;
+    const relation = insert?.relation as Node | undefined;
+    if (typeof relation?.relname !== 'string') return null;
+    const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
+    return { schema: schema === 'public' ? 'main' : schema, table: relation.relname };
+  }
+}
+
+function parseOne(text: string): Node | null {
+  try {
+    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
+    return tree.stmts?.length === 1 ? (tree.stmts[0]?.stmt ?? null) : null;
+  } catch {
+    // Not PostgreSQL (DuckDB-only syntax): the engine reads it as written.
+    return null;
   }
 }

@@ -1,4 +1,4 @@
-import { connectionSetup, type CompatRewriter } from '../catalog/compat.js';
+import { COMPAT_CATALOG, connectionSetup, type CompatRewriter, type TargetColumns } from '../catalog/compat.js';
 import type { EngineConnection, EngineCursor, EngineStatement, StatementKind } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -376,7 +376,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     this.checkNotFailed();
     const clientText = statement.text;
-    statement = this.forEngine(statement);
+    statement = await this.forEngine(statement);
     if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
     const copy = parseCopyFromStdin(statement.text, statement.tokens);
     if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
@@ -440,15 +440,33 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * (catalog/rewrite.ts). Everything after this point, the guard included,
    * sees the rewritten text, so what is checked is what runs.
    */
-  private forEngine(statement: StatementText): StatementText {
+  private async forEngine(statement: StatementText): Promise<StatementText> {
     try {
       this.guard.refuseReservedNames(statement.text, statement.tokens);
     } catch (err) {
       if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
       throw err;
     }
-    const text = this.services.rewriter.rewrite(statement.text, statement.tokens);
+    const rewriter = this.services.rewriter;
+    const target = rewriter.insertTarget(statement.text, statement.tokens);
+    const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
+    const text = rewriter.rewrite(statement.text, statement.tokens, columns);
     return text === statement.text ? statement : { text, tokens: tokenize(text), offset: statement.offset };
+  }
+
+  /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */
+  private async tableColumns(schema: string | null, table: string): Promise<TargetColumns | null> {
+    const rows = await this.engine.query(
+      `SELECT database_name, schema_name, column_name, data_type FROM system.main.duckdb_columns()
+       WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND database_name NOT IN ('system', '${COMPAT_CATALOG}')
+       ORDER BY database_name <> 'temp', schema_name <> 'main', database_name, schema_name, column_index`,
+      [table, schema],
+    );
+    const first = rows[0];
+    if (first === undefined) return null;
+    return rows
+      .filter((r) => r[0] === first[0] && r[1] === first[1])
+      .map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']') }));
   }
 
   private publishedSettings = '';
@@ -1235,6 +1253,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   // They scan forward only, and live until the end of their transaction.
 
   private readonly cursors = new Map<string, { readonly statement: Statement; readonly portal: ConnectionPortal }>();
+
+  cursorPortal(name: string): Portal | null {
+    return this.cursors.get(name)?.portal ?? null;
+  }
 
   private openCursor(name: string): { readonly statement: Statement; readonly portal: ConnectionPortal } {
     const cursor = this.cursors.get(name);

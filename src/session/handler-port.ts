@@ -105,6 +105,8 @@ export interface ConnectionHandler {
   execute(portal: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome>;
   closePortal(portal: Portal): void;
   closeStatement(statement: PreparedStatement): void;
+  /** A cursor opened with DECLARE, which the protocol can Describe as a portal of the same name (psycopg 3 does). */
+  cursorPortal(name: string): Portal | null;
   /** An error outside execute (for example in Bind) still fails an open transaction block. */
   failTransaction(): void;
   /** ParameterStatus changes since the last call, reported before ReadyForQuery. */

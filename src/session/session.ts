@@ -591,8 +591,8 @@ export class Session {
       this.out.parameterDescription(entry.statement.paramTypes);
       this.describeFields(entry.statement.fields);
     } else {
-      const portal = this.portals.get(msg.name);
-      if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.name}" does not exist`);
+      const portal = this.portals.get(msg.name) ?? this.requireHandler().cursorPortal(msg.name);
+      if (portal === null || portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.name}" does not exist`);
       this.describeFields(portal.fields);
     }
   }

@@ -90,6 +90,8 @@ export class DuckDBEngine implements Engine {
         await conn.run("SET GLOBAL TimeZone = 'UTC'");
         // PostgreSQL's orders: NULLs sort as the largest value.
         await conn.run("SET GLOBAL default_null_order = 'nulls_last_on_asc_first_on_desc'");
+        // ... and integer division truncates (5 / 2 = 2).
+        await conn.run('SET GLOBAL integer_division = true');
         for (const statement of opts.setup ?? []) await conn.run(statement);
         if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');

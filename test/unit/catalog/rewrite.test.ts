@@ -1,6 +1,6 @@
 import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompatRewriter, mayNeedRewrite, partialPattern } from '../../../src/catalog/rewrite.js';
+import { CompatRewriter, mayNeedRewrite, partialPattern, pgArrayToList } from '../../../src/catalog/rewrite.js';
 import { tokenize } from '../../../src/sql/lexer.js';
 
 const P = 'cotwire_pg.pg';
@@ -98,5 +98,30 @@ describe('catalog rewrites', () => {
   it('leaves DuckDB-only syntax, which PostgreSQL cannot parse, as written', () => {
     const sql = 'FROM pg_class SELECT relname';
     expect(rw(sql)).toBe(sql);
+  });
+});
+
+describe('PostgreSQL array literals', () => {
+  it('become DuckDB lists', () => {
+    expect(pgArrayToList('{}')).toBe('[]');
+    expect(pgArrayToList('{a,"b c","q\\"uote",NULL, d }')).toBe(`['a', 'b c', 'q"uote', NULL, 'd']`);
+    expect(pgArrayToList("{{1,2},{3}}")).toBe("[['1', '2'], ['3']]");
+    expect(pgArrayToList("{it's}")).toBe("['it''s']");
+    expect(pgArrayToList('{"k": 1}')).toBeNull();
+    expect(pgArrayToList('{a,b')).toBeNull();
+    expect(pgArrayToList('[1,2]')).toBeNull();
+  });
+
+  it('are rewritten where a cast or the target column says the value is an array', () => {
+    expect(rw("SELECT '{a,b}'::text[], '{}'::int[], '{x}'::text")).toBe("SELECT ['a', 'b']::text[], []::int[], '{x}'::text");
+    const sql = "INSERT INTO t (tags, doc) VALUES ('{}', '{}'), ('{a}', '{\"k\": 1}')";
+    const target = [
+      { name: 'doc', list: false },
+      { name: 'tags', list: true },
+    ];
+    expect(rewriter.rewrite(sql, tokenize(sql), target)).toBe("INSERT INTO t (tags, doc) VALUES ([], '{}'), (['a'], '{\"k\": 1}')");
+    expect(rewriter.insertTarget(sql, tokenize(sql))).toEqual({ schema: null, table: 't' });
+    const json = `INSERT INTO _cot_steps (metadata) VALUES ('{"k": 1}')`;
+    expect(rewriter.insertTarget(json, tokenize(json))).toBeNull();
   });
 });

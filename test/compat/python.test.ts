@@ -1,0 +1,65 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { startPostgres, type ThrowawayPostgres } from './postgres.js';
+
+/**
+ * Python drivers (Debian's python3-psycopg2, ...) run the same flows against
+ * cotwire and against PostgreSQL; each script prints what Python received,
+ * and the two must agree, except where docs/compatibility.md says why not.
+ */
+const run = promisify(execFile);
+const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+const SCRIPTS = join(import.meta.dirname, 'python');
+
+let cotwire: TestServer;
+let postgres: ThrowawayPostgres;
+
+beforeAll(async () => {
+  cotwire = await startTestServer();
+  postgres = await startPostgres();
+});
+
+afterAll(async () => {
+  await cotwire?.[Symbol.asyncDispose]();
+  postgres?.stop();
+});
+
+async function flows(script: string, target: 'cotwire' | 'postgres'): Promise<Record<string, unknown>> {
+  const env =
+    target === 'cotwire'
+      ? { PGHOST: '127.0.0.1', PGPORT: String(cotwire.port), PGUSER: 'cotwire', PGDATABASE: 'cotwire' }
+      : { PGHOST: '127.0.0.1', PGPORT: String(postgres.port), PGUSER: postgres.user, PGDATABASE: 'postgres' };
+  const { stdout } = await run(PYTHON, [join(SCRIPTS, script), target], { env: { ...process.env, ...env, PGTZ: 'UTC' } });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** Results that differ on purpose, with what cotwire answers (docs/compatibility.md, "Differences"). */
+const DIFFERENCES: Readonly<Record<string, unknown>> = {
+  // Division by zero: NULL or Infinity in DuckDB, not error 22012, so the transaction does not fail.
+  in_failed: 'no error',
+};
+
+describe.each(['psycopg2_flows.py'])('%s', (script) => {
+  let cot: Record<string, unknown>;
+  let real: Record<string, unknown>;
+
+  beforeAll(async () => {
+    [cot, real] = await Promise.all([flows(script, 'cotwire'), flows(script, 'postgres')]);
+  });
+
+  it('gets what PostgreSQL gives, flow by flow', () => {
+    for (const key of Object.keys(real)) {
+      if (key in DIFFERENCES) expect(cot[key], key).toEqual(DIFFERENCES[key]);
+      else expect(cot[key], key).toEqual(real[key]);
+    }
+  });
+
+  it('appends to the ledger and is refused a change to it', () => {
+    expect(cot.ledger_returning).toEqual([0, 64]);
+    expect(cot.ledger_update).toBe('42501');
+  });
+});
