@@ -43,7 +43,13 @@ const DIFFERENCES: Readonly<Record<string, unknown>> = {
   in_failed: 'no error',
 };
 
-describe.each(['psycopg2_flows.py'])('%s', (script) => {
+/** What each script sees of the ledger, which only cotwire has. */
+const LEDGER: Readonly<Record<string, Record<string, unknown>>> = {
+  'psycopg2_flows.py': { ledger_returning: [0, 64], ledger_update: '42501' },
+  'psycopg3_flows.py': { ledger_returning: 0 },
+};
+
+describe.each(Object.keys(LEDGER))('%s', (script) => {
   let cot: Record<string, unknown>;
   let real: Record<string, unknown>;
 
@@ -58,8 +64,7 @@ describe.each(['psycopg2_flows.py'])('%s', (script) => {
     }
   });
 
-  it('appends to the ledger and is refused a change to it', () => {
-    expect(cot.ledger_returning).toEqual([0, 64]);
-    expect(cot.ledger_update).toBe('42501');
+  it('appends to the ledger (and is refused a change to it)', () => {
+    for (const [key, value] of Object.entries(LEDGER[script] ?? {})) expect(cot[key], key).toEqual(value);
   });
 });
