@@ -102,7 +102,8 @@ function dateStyle(v: string): string {
 }
 
 function clientEncoding(v: string): string {
-  const s = v.trim().toUpperCase().replace(/[-_]/g, '');
+  // PostgreSQL ignores everything but letters and digits in an encoding name (asyncpg sends 'utf-8', quotes included).
+  const s = v.toUpperCase().replace(/[^A-Z0-9]/g, '');
   if (s === 'UTF8' || s === 'UNICODE') return 'UTF8';
   if (s === 'SQLASCII') return 'SQL_ASCII';
   throw new PgError(SqlState.InvalidParameterValue, `invalid value for parameter "client_encoding": "${v}"`, {
