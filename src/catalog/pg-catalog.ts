@@ -1,3 +1,4 @@
+import { PG_CHAR_VALUES } from '../protocol/type-oids.js';
 import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
 
 /**
@@ -153,6 +154,7 @@ function internals(): string[] {
     t.category === 'A' ? -1 : pgTypeLength(t.oid),
   ]);
   return [
+    `CREATE TYPE ${CHAR_TYPE} AS ENUM (${PG_CHAR_VALUES.map(q).join(', ')})`,
     `CREATE TABLE ${P}.cot_types (oid BIGINT, typname VARCHAR, display VARCHAR, typcategory VARCHAR, typtype VARCHAR, typelem BIGINT, typarray BIGINT, typinput VARCHAR, typoutput VARCHAR, typlen SMALLINT)`,
     `INSERT INTO ${P}.cot_types VALUES ${values(typeRows)}`,
     // The PostgreSQL OID of each DuckDB type name; agrees with the engine's codecs. Looked up by
@@ -236,6 +238,72 @@ function internals(): string[] {
          -- A connection's macro that stands in for a built-in (version(), current_user()) is listed once, as the built-in.
          AND NOT (f.database_name = 'temp' AND f.function_name IN (SELECT b.function_name FROM duckdb_functions() b WHERE b.internal))`,
   ];
+}
+
+/**
+ * The columns PostgreSQL types oid (or oid[]), per catalog. They are sent as
+ * oid, which is UINTEGER in the engine: drivers look types up by OID and
+ * some (asyncpg) decode an oid[] without asking the catalog, but not an int8[].
+ */
+const OID_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  pg_namespace: ['oid', 'nspowner'],
+  pg_class: ['oid', 'relnamespace', 'reltype', 'reloftype', 'relowner', 'relam', 'relfilenode', 'reltablespace', 'reltoastrelid', 'relrewrite'],
+  pg_attribute: ['attrelid', 'atttypid', 'attcollation'],
+  pg_attrdef: ['oid', 'adrelid'],
+  pg_type: ['oid', 'typnamespace', 'typowner', 'typrelid', 'typelem', 'typarray', 'typbasetype', 'typcollation'],
+  pg_index: ['indexrelid', 'indrelid', 'indcollation[]', 'indclass[]'],
+  pg_constraint: ['oid', 'connamespace', 'conrelid', 'contypid', 'conindid', 'conparentid', 'confrelid'],
+  pg_description: ['objoid', 'classoid'],
+  pg_proc: ['oid', 'pronamespace', 'proowner', 'prolang', 'provariadic', 'prorettype', 'proargtypes[]', 'proallargtypes[]'],
+  pg_database: ['oid', 'datdba', 'dattablespace'],
+  pg_roles: ['oid'],
+  pg_authid: ['oid'],
+  pg_am: ['oid'],
+  pg_tablespace: ['oid', 'spcowner'],
+  pg_collation: ['oid', 'collnamespace', 'collowner'],
+  pg_language: ['oid', 'lanowner'],
+  pg_extension: ['oid', 'extowner', 'extnamespace'],
+  pg_inherits: ['inhrelid', 'inhparent'],
+  pg_trigger: ['oid', 'tgrelid', 'tgfoid'],
+  pg_range: ['rngtypid', 'rngsubtype', 'rngmultitypid', 'rngcollation', 'rngsubopc'],
+  pg_enum: ['oid', 'enumtypid'],
+  pg_depend: ['classid', 'objid', 'refclassid', 'refobjid'],
+  pg_sequence: ['seqrelid', 'seqtypid'],
+  pg_policy: ['oid', 'polrelid', 'polroles[]'],
+  pg_statistic_ext: ['oid', 'stxrelid', 'stxnamespace', 'stxowner'],
+  pg_stat_activity: ['datid', 'usesysid'],
+};
+
+/** The columns PostgreSQL types "char" (sent as OID 18; see PG_CHAR_VALUES). */
+const CHAR_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  pg_class: ['relpersistence', 'relkind', 'relreplident'],
+  pg_attribute: ['attstorage', 'attalign', 'attidentity', 'attgenerated', 'attcompression'],
+  pg_type: ['typtype', 'typcategory', 'typdelim', 'typalign', 'typstorage'],
+  pg_constraint: ['contype', 'confupdtype', 'confdeltype', 'confmatchtype'],
+  pg_proc: ['prokind', 'provolatile', 'proparallel'],
+  pg_am: ['amtype'],
+  pg_collation: ['collprovider'],
+  pg_database: ['datlocprovider'],
+  pg_policy: ['polcmd'],
+  pg_depend: ['deptype'],
+  pg_trigger: ['tgenabled'],
+  pg_rewrite: ['ev_type', 'ev_enabled'],
+};
+
+const CHAR_TYPE = `${PG_SCHEMA}.cot_char`;
+
+/** A catalog view with PostgreSQL's oid and "char" columns typed as such. */
+function oidTyped(statement: string): string {
+  const head = /^CREATE VIEW (\S+)\.(\w+) AS\s+/.exec(statement);
+  const name = head?.[2] ?? '';
+  const oids = OID_COLUMNS[name] ?? [];
+  const chars = CHAR_COLUMNS[name] ?? [];
+  if (head === null || oids.length + chars.length === 0) return statement;
+  const casts = [
+    ...oids.map((c) => (c.endsWith('[]') ? `CAST(${c.slice(0, -2)} AS UINTEGER[]) AS ${c.slice(0, -2)}` : `CAST(${c} AS UINTEGER) AS ${c}`)),
+    ...chars.map((c) => `CAST(${c} AS ${CHAR_TYPE}) AS ${c}`),
+  ];
+  return `CREATE VIEW ${head[1] as string}.${head[2] as string} AS SELECT * REPLACE (${casts.join(', ')}) FROM (${statement.slice(head[0].length)})`;
 }
 
 /** pg_catalog, as views. Columns follow PostgreSQL 15's catalogs. */
@@ -672,7 +740,7 @@ export function catalogSetup(): string[] {
     `CREATE SCHEMA ${INFORMATION_SCHEMA}`,
     ...internals(),
     ...MACROS.filter((m) => !readsViews(m)).map(createMacro),
-    ...catalogViews(),
+    ...catalogViews().map(oidTyped),
     ...MACROS.filter(readsViews).map(createMacro),
     ...informationViews(),
   ];

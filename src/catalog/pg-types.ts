@@ -100,7 +100,7 @@ export const DUCKDB_TYPE_OIDS: ReadonlyArray<readonly [string, number]> = [
   ['INTEGER', TypeOid.int4],
   ['USMALLINT', TypeOid.int4],
   ['BIGINT', TypeOid.int8],
-  ['UINTEGER', TypeOid.int8],
+  ['UINTEGER', TypeOid.oid],
   ['UBIGINT', TypeOid.numeric],
   ['HUGEINT', TypeOid.numeric],
   ['UHUGEINT', TypeOid.numeric],

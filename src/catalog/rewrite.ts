@@ -25,15 +25,16 @@ const REG_TYPES = new Set(['regclass', 'regtype', 'regproc', 'regprocedure', 're
 const TYPE_NAMES: Readonly<Record<string, string>> = {
   name: 'VARCHAR',
   char: 'VARCHAR',
+  oid: 'UINTEGER',
   int2vector: 'SMALLINT[]',
-  oidvector: 'BIGINT[]',
+  oidvector: 'UINTEGER[]',
   pg_node_tree: 'VARCHAR',
-  xid: 'BIGINT',
-  cid: 'BIGINT',
-  regoper: 'BIGINT',
-  regoperator: 'BIGINT',
-  regconfig: 'BIGINT',
-  regdictionary: 'BIGINT',
+  xid: 'UINTEGER',
+  cid: 'UINTEGER',
+  regoper: 'UINTEGER',
+  regoperator: 'UINTEGER',
+  regconfig: 'UINTEGER',
+  regdictionary: 'UINTEGER',
   aclitem: 'VARCHAR',
 };
 

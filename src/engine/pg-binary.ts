@@ -23,6 +23,12 @@ export function int4(v: number): Buffer {
   b.writeInt32BE(v);
   return b;
 }
+export function uint4(v: number): Buffer {
+  const b = Buffer.allocUnsafe(4);
+  b.writeUInt32BE(v, 0);
+  return b;
+}
+
 export function int8(v: bigint): Buffer {
   const b = Buffer.allocUnsafe(8);
   b.writeBigInt64BE(v);

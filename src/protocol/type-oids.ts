@@ -97,3 +97,15 @@ export function typeSize(oid: number): number {
       return -1;
   }
 }
+
+/**
+ * The values of PostgreSQL's one-byte "char" type that the catalog uses
+ * (typtype, relkind, contype ...). The catalog keeps them in a DuckDB ENUM
+ * of exactly these values, in this order, which the engine sends as "char"
+ * (OID 18): asyncpg, for one, compares them as bytes.
+ */
+export const PG_CHAR_VALUES: readonly string[] = [
+  '',
+  ...' ,;.-_',
+  ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789',
+];

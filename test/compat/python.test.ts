@@ -47,6 +47,7 @@ const DIFFERENCES: Readonly<Record<string, unknown>> = {
 const LEDGER: Readonly<Record<string, Record<string, unknown>>> = {
   'psycopg2_flows.py': { ledger_returning: [0, 64], ledger_update: '42501' },
   'psycopg3_flows.py': { ledger_returning: 0 },
+  'asyncpg_flows.py': { ledger_returning: 0 },
 };
 
 describe.each(Object.keys(LEDGER))('%s', (script) => {

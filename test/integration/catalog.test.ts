@@ -22,10 +22,10 @@ describe('pg_catalog', () => {
     expect(attrs.rows.map((r: { attname: string }) => r.attname)).toEqual(result.fields.map((f) => f.name));
     expect(attrs.rows.map((r: { atttypid: string }) => Number(r.atttypid))).toEqual(result.fields.map((f) => f.dataTypeID));
     const types = await client.query('SELECT oid, typname, typelem FROM pg_type');
-    const byOid = new Map(types.rows.map((r: { oid: string; typname: string; typelem: string }) => [Number(r.oid), r]));
+    const byOid = new Map(types.rows.map((r: { oid: number; typname: string; typelem: number }) => [r.oid, r]));
     for (const f of result.fields) expect(byOid.has(f.dataTypeID), `type ${f.dataTypeID} of ${f.name}`).toBe(true);
     // Arrays have their _name entries, whose typelem is the element type.
-    expect(byOid.get(1007)).toMatchObject({ typname: '_int4', typelem: '23' });
+    expect(byOid.get(1007)).toMatchObject({ typname: '_int4', typelem: 23 });
     expect(attrs.rows.find((r: { attname: string }) => r.attname === 'n')).toMatchObject({ type: 'numeric(12,3)' });
     expect(attrs.rows.find((r: { attname: string }) => r.attname === 'tz')).toMatchObject({ type: 'timestamp with time zone' });
   });

@@ -51,6 +51,7 @@ const castForOid = new Map<number, string>([
   [TypeOid.int2, 'SMALLINT'],
   [TypeOid.int4, 'INTEGER'],
   [TypeOid.int8, 'BIGINT'],
+  [TypeOid.oid, 'UINTEGER'],
   [TypeOid.float4, 'FLOAT'],
   [TypeOid.float8, 'DOUBLE'],
   [TypeOid.bytea, 'BLOB'],

@@ -5,6 +5,7 @@ import {
   type DuckDBBlobValue,
   type DuckDBDateValue,
   type DuckDBDecimalType,
+  type DuckDBEnumType,
   type DuckDBIntervalValue,
   type DuckDBListType,
   type DuckDBListValue,
@@ -26,7 +27,7 @@ import {
 } from '@duckdb/node-api';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
-import { ArrayOidOf, TypeOid, typeSize } from '../../protocol/type-oids.js';
+import { ArrayOidOf, PG_CHAR_VALUES, TypeOid, typeSize } from '../../protocol/type-oids.js';
 import * as bin from '../pg-binary.js';
 import {
   formatBytea,
@@ -86,6 +87,8 @@ const BOOL = codec(
 const INT2 = codec(TypeOid.int2, (v) => String(v), (v) => bin.int2(v as number), (v) => String(v));
 const INT4 = codec(TypeOid.int4, (v) => String(v), (v) => bin.int4(v as number), (v) => String(v));
 const INT8 = codec(TypeOid.int8, (v) => String(v), (v) => bin.int8(BigInt(v as number | bigint)), (v) => String(v));
+// PostgreSQL's oid is an unsigned 32-bit integer: UINTEGER is exactly its domain, and the catalog's OID columns use it.
+const OID = codec(TypeOid.oid, (v) => String(v), (v) => bin.uint4(Number(v)), (v) => String(v));
 const BIG_NUMERIC = codec(TypeOid.numeric, (v) => String(v), (v) => bin.numeric(String(v)), (v) => String(v));
 const FLOAT4 = codec(
   TypeOid.float4,
@@ -103,6 +106,12 @@ const FLOAT8 = codec(
 // gives it to string literals and to parameters without a type.
 const VARCHAR = codec(TypeOid.text, (v) => v as string, (v) => utf8(v as string), (v) => JSON.stringify(v));
 const TEXT = codec(TypeOid.text, (v) => String(v), (v) => utf8(String(v)), (v) => JSON.stringify(String(v)));
+const CHAR = codec(TypeOid.char, (v) => String(v), (v) => Buffer.from(String(v), 'latin1'), (v) => JSON.stringify(String(v)));
+
+/** The catalog's "char" columns: an ENUM of exactly PG_CHAR_VALUES. */
+function isPgChar(t: DuckDBEnumType): boolean {
+  return t.values.length === PG_CHAR_VALUES.length && t.values.every((v, i) => v === PG_CHAR_VALUES[i]);
+}
 const JSON_CODEC = codec(
   TypeOid.json,
   (v) => v as string,
@@ -333,8 +342,9 @@ function computeCodec(t: DuckDBType): PgCodec {
     case DuckDBTypeId.INTEGER:
     case DuckDBTypeId.USMALLINT:
       return INT4;
-    case DuckDBTypeId.BIGINT:
     case DuckDBTypeId.UINTEGER:
+      return OID;
+    case DuckDBTypeId.BIGINT:
       return INT8;
     case DuckDBTypeId.UBIGINT:
     case DuckDBTypeId.HUGEINT:
@@ -385,6 +395,7 @@ function computeCodec(t: DuckDBType): PgCodec {
     case DuckDBTypeId.UNION:
       return unionCodec(t as DuckDBUnionType);
     default:
+      if (t.typeId === DuckDBTypeId.ENUM && isPgChar(t as DuckDBEnumType)) return CHAR;
       // ENUM, NULL, GEOMETRY, VARIANT ...: their text form is exact enough.
       return TEXT;
   }
