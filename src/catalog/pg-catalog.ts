@@ -359,7 +359,9 @@ function catalogViews(): string[] {
        FROM ${P}.cot_columns c LEFT JOIN ${P}.cot_types t ON t.oid = c.type_oid`,
     `CREATE VIEW ${P}.pg_attrdef AS
        SELECT CAST(1000000000 + c.table_oid * 1000 + c.column_index AS BIGINT) AS oid, c.table_oid AS adrelid,
-         CAST(c.column_index AS SMALLINT) AS adnum, c.column_default AS adbin
+         CAST(c.column_index AS SMALLINT) AS adnum,
+         -- DuckDB prints boolean constants as casts; PostgreSQL as the keyword.
+         CASE c.column_default WHEN 'CAST(''t'' AS BOOLEAN)' THEN 'true' WHEN 'CAST(''f'' AS BOOLEAN)' THEN 'false' ELSE c.column_default END AS adbin
        FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}`,
     `CREATE VIEW ${P}.pg_type AS
        SELECT t.oid, t.typname, CAST(${OID.pgCatalog} AS BIGINT) AS typnamespace, CAST(${OID.owner} AS BIGINT) AS typowner, t.typlen,
@@ -380,7 +382,7 @@ function catalogViews(): string[] {
          i.indisunique, false AS indnullsnotdistinct, i.indisprimary, false AS indisexclusion, true AS indimmediate,
          false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready, true AS indislive,
          false AS indisreplident, list_transform(i.indkey, x -> CAST(x AS SMALLINT)) AS indkey,
-         CAST([] AS BIGINT[]) AS indcollation, CAST([] AS BIGINT[]) AS indclass, CAST([] AS SMALLINT[]) AS indoption,
+         list_transform(i.indkey, x -> CAST(0 AS BIGINT)) AS indcollation, list_transform(i.indkey, x -> CAST(0 AS BIGINT)) AS indclass, list_transform(i.indkey, x -> CAST(0 AS SMALLINT)) AS indoption,
          CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
        FROM ${P}.cot_indexes i`,
     `CREATE VIEW ${P}.pg_constraint AS

@@ -38,6 +38,26 @@ const TYPE_NAMES: Readonly<Record<string, string>> = {
   aclitem: 'VARCHAR',
 };
 
+/** PostgreSQL functions DuckDB has under another name, with the same arguments and meaning. */
+const FUNCTION_NAMES: Readonly<Record<string, string>> = {
+  json_build_object: 'json_object',
+  jsonb_build_object: 'json_object',
+  json_build_array: 'json_array',
+  jsonb_build_array: 'json_array',
+  json_agg: 'json_group_array',
+  jsonb_agg: 'json_group_array',
+  json_object_agg: 'json_group_object',
+  jsonb_object_agg: 'json_group_object',
+  to_jsonb: 'to_json',
+  row_to_json: 'to_json',
+};
+
+/** Catalog columns PostgreSQL types int2vector or oidvector, whose text form is '1 2' (DuckDB lists print as [1, 2]). */
+const VECTOR_COLUMNS = new Set(['indkey', 'indoption', 'indclass', 'indcollation', 'proargtypes', 'stxkeys', 'partattrs']);
+
+/** Functions whose result is text: a cast of their result to a reg* type looks a name up. */
+const TEXT_FUNCTIONS = new Set(['pg_get_serial_sequence', 'quote_ident', 'format', 'concat', 'lower', 'upper', 'current_schema']);
+
 /** PostgreSQL's regular-expression match operators: a match anywhere in the string. */
 const REGEX_OPERATORS = new Set(['~', '!~', '~*', '!~*']);
 
@@ -63,6 +83,7 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   ...REG_TYPES,
   ...Object.keys(TYPE_NAMES),
   ...SCALAR_SET_FUNCTIONS,
+  ...Object.keys(FUNCTION_NAMES),
   ...CATALOG_RELATIONS,
   ...CATALOG_FUNCTIONS,
 ]);
@@ -342,7 +363,10 @@ class Rewriter {
     // COERCE_SQL_SYNTAX calls (EXTRACT, SUBSTRING ... FROM) carry a name that is not in the text.
     if (name === null || name.parts.join('.') !== parts.join('.')) return;
     const fn = parts[parts.length - 1] as string;
-    if (parts.length === 2 && (parts[0] === 'pg_catalog' || parts[0] === 'information_schema')) {
+    const renamed = FUNCTION_NAMES[fn];
+    if (renamed !== undefined && (parts.length === 1 || parts[0] === 'pg_catalog')) {
+      this.replaceTokens(i, name.next, renamed);
+    } else if (parts.length === 2 && (parts[0] === 'pg_catalog' || parts[0] === 'information_schema')) {
       this.replaceTokens(i, name.next, CATALOG_FUNCTIONS.has(fn) ? `${PG_SCHEMA}.${fn}` : fn);
     } else if (parts.length === 1 && CATALOG_FUNCTIONS.has(fn)) {
       this.replaceTokens(i, name.next, `${PG_SCHEMA}.${fn}`);
@@ -503,10 +527,17 @@ class Rewriter {
     if (Array.isArray(typeName?.arrayBounds)) this.arrayLiteral((node.arg as Node | undefined)?.A_Const as Node | undefined);
     const names = strings(typeName?.names);
     const type = names[names.length - 1];
+    if (type === 'varchar' || type === 'text') this.vectorText(node);
     if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
     const arg = node.arg as Node | undefined;
     // A string (or a parameter, or a string cast to text) names the object; anything else is its OID.
-    const isName = arg !== undefined && ((arg.A_Const as Node | undefined)?.sval !== undefined || arg.ParamRef !== undefined || arg.TypeCast !== undefined);
+    const call = strings((arg?.FuncCall as Node | undefined)?.funcname);
+    const isName =
+      arg !== undefined &&
+      ((arg.A_Const as Node | undefined)?.sval !== undefined ||
+        arg.ParamRef !== undefined ||
+        arg.TypeCast !== undefined ||
+        TEXT_FUNCTIONS.has(call[call.length - 1] ?? ''));
     const fn = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_${isName ? 'in' : 'out'}`;
     const castAt = this.index(node.location);
     const typeAt = this.index(typeName?.location);
@@ -524,6 +555,21 @@ class Rewriter {
       const argEnd = this.tokens[typeAt - 2] as Token;
       this.edits.push({ start: argEnd.end, end: (this.tokens[typeEnd - 1] as Token).end, text: '' });
     }
+  }
+
+  /** `ix.indkey::varchar`: a vector column's text form, space-separated as in PostgreSQL (SQLAlchemy splits it). */
+  private vectorText(node: Node): void {
+    const fields = strings((node.arg as Node | undefined)?.ColumnRef ? ((node.arg as Node).ColumnRef as Node).fields : undefined);
+    const column = fields[fields.length - 1];
+    const castAt = this.index(node.location);
+    const typeAt = this.index((node.typeName as Node | undefined)?.location);
+    if (column === undefined || !VECTOR_COLUMNS.has(column) || castAt === null || typeAt === null) return;
+    if (this.tokens[castAt]?.text !== '::') return;
+    const start = this.argStart(node.arg as Node, castAt);
+    const typeEnd = this.typeNameEnd(typeAt);
+    if (start === null || typeEnd === null) return;
+    this.insertBefore(start, 'array_to_string(');
+    this.replaceTokens(castAt, typeEnd, ", ' ')");
   }
 
   /** The first token of an operand that ends just before token `before`: the leftmost location in its subtree, with its parentheses. */

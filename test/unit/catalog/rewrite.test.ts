@@ -125,3 +125,15 @@ describe('PostgreSQL array literals', () => {
     expect(rewriter.insertTarget(json, tokenize(json))).toBeNull();
   });
 });
+
+describe('renamed functions and vector columns', () => {
+  it('calls DuckDB’s name for PostgreSQL’s JSON builders', () => {
+    expect(rw("SELECT json_build_object('a', 1), pg_catalog.jsonb_agg(x) FROM t")).toBe("SELECT json_object('a', 1), json_group_array(x) FROM t");
+  });
+
+  it('prints int2vector columns space-separated when cast to text', () => {
+    expect(rw('SELECT ix.indkey::varchar, ix.indoption::text, ix.indisunique::text FROM pg_index ix')).toBe(
+      `SELECT array_to_string(ix.indkey, ' '), array_to_string(ix.indoption, ' '), ix.indisunique::text FROM ${P}.pg_index ix`,
+    );
+  });
+});
