@@ -604,8 +604,10 @@ const MACROS: readonly MacroDef[] = [
   ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
   ['cot_regtype_in', [['type_name', `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = lower(CAST(type_name AS VARCHAR)) OR cot_t.display = lower(CAST(type_name AS VARCHAR)))`]]],
   ['cot_regtype_out', [['type_oid', `${P}.format_type(type_oid, -1)`]]],
-  ['cot_regproc_in', [['fn', `(SELECT first(cot_f.oid) FROM ${P}.cot_functions cot_f WHERE cot_f.function_name = lower(CAST(fn AS VARCHAR)))`]]],
-  ['cot_regproc_out', [['fn_oid', `(SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`]]],
+  // pg_type's regproc columns (typinput ...) hold function names, so a regproc is compared as its name.
+  ['cot_regproc_in', [['fn', `lower(CAST(fn AS VARCHAR))`]]],
+  ['cot_regproc_out', [['fn_oid', `CASE WHEN try_cast(fn_oid AS BIGINT) IS NULL THEN CAST(fn_oid AS VARCHAR)
+       ELSE (SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = try_cast(fn_oid AS BIGINT)) END`]]],
   ['cot_regnamespace_in', [['nsp', `(SELECT first(cot_n.oid) FROM ${P}.pg_namespace cot_n WHERE cot_n.nspname = CAST(nsp AS VARCHAR))`]]],
   ['cot_regnamespace_out', [['nsp_oid', `(SELECT first(cot_n.nspname) FROM ${P}.pg_namespace cot_n WHERE cot_n.oid = nsp_oid)`]]],
   ['cot_regrole_in', [['r', `CAST(${OID.owner} AS BIGINT)`]]],

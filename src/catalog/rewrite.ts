@@ -368,6 +368,12 @@ class Rewriter {
       this.replaceTokens(i, name.next, renamed);
     } else if (parts.length === 2 && (parts[0] === 'pg_catalog' || parts[0] === 'information_schema')) {
       this.replaceTokens(i, name.next, CATALOG_FUNCTIONS.has(fn) ? `${PG_SCHEMA}.${fn}` : fn);
+      // _pg_expandarray returns a set of (x, n) rows; the macro returns a list of them, unnested here (pgjdbc's metadata).
+      const close = this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+      if (fn === '_pg_expandarray' && close !== null) {
+        this.insertBefore(i, 'unnest(');
+        this.insertAfter(close, ')');
+      }
     } else if (parts.length === 1 && CATALOG_FUNCTIONS.has(fn)) {
       this.replaceTokens(i, name.next, `${PG_SCHEMA}.${fn}`);
     }
