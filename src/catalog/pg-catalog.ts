@@ -117,6 +117,11 @@ export const INFORMATION_RELATIONS: ReadonlySet<string> = new Set([
 ]);
 
 const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/** The connection's PostgreSQL settings, which the handler publishes in an engine variable (see publishSettings). */
+const SETTINGS = "coalesce(getvariable('cot_settings'), CAST([] AS STRUCT(name VARCHAR, setting VARCHAR, description VARCHAR)[]))";
+/** One setting by name, from the same settings as a MAP (a lookup that works inside table functions' arguments too). */
+const SETTING_VALUE = "coalesce(getvariable('cot_setting_values'), CAST(MAP {} AS MAP(VARCHAR, VARCHAR)))[lower(setting_name)]";
 const P = PG_SCHEMA;
 
 /** Our own databases and schemas, which clients never see. */
@@ -183,7 +188,10 @@ function internals(): string[] {
          CASE WHEN database_name = 'temp' THEN 'pg_temp_3' WHEN schema_name = 'main' THEN 'public' ELSE schema_name END AS nspname,
          comment
        FROM duckdb_schemas()
-       WHERE database_name NOT IN ${HIDDEN_DB} AND schema_name NOT IN ('pg_catalog', 'information_schema')`,
+       WHERE database_name NOT IN ${HIDDEN_DB} AND schema_name NOT IN ('pg_catalog', 'information_schema')
+         -- PostgreSQL creates a connection's pg_temp schema with its first temporary object.
+         AND (database_name <> 'temp' OR EXISTS (SELECT 1 FROM duckdb_tables() WHERE database_name = 'temp')
+              OR EXISTS (SELECT 1 FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal))`,
     // Indexes: DuckDB's own, and the ones that back PRIMARY KEY and UNIQUE constraints (as in PostgreSQL).
     `CREATE VIEW ${P}.cot_indexes AS
        WITH ix AS (
@@ -523,7 +531,7 @@ function catalogViews(): string[] {
          CAST(NULL AS VARCHAR) AS min_val, CAST(NULL AS VARCHAR) AS max_val, CAST(NULL AS VARCHAR[]) AS enumvals,
          s.setting AS boot_val, s.setting AS reset_val, CAST(NULL AS VARCHAR) AS sourcefile, CAST(NULL AS INTEGER) AS sourceline,
          false AS pending_restart
-       FROM (SELECT unnest(coalesce(getvariable('cot_settings'), CAST([] AS STRUCT(name VARCHAR, setting VARCHAR, description VARCHAR)[])), recursive := true)) s`,
+       FROM (SELECT unnest(${SETTINGS}, recursive := true)) s`,
   ];
 }
 
@@ -587,11 +595,28 @@ const MACROS: readonly MacroDef[] = [
   ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
   ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
   ['current_schemas', [['include_implicit', `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`]]],
-  ['current_setting', [['setting_name', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE lower(cot_s.name) = lower(setting_name))`], ['setting_name, missing_ok', `(SELECT first(cot_s.setting) FROM ${P}.pg_settings cot_s WHERE lower(cot_s.name) = lower(setting_name))`]]],
+  // No subquery: clients call it inside table functions' arguments (Grafana's generate_series over the search_path).
+  ['current_setting', [
+    ['setting_name', SETTING_VALUE],
+    ['setting_name, missing_ok', SETTING_VALUE],
+  ]],
   ['pg_postmaster_start_time', [['', `CAST(get_current_timestamp() AS TIMESTAMPTZ)`]]],
   ['txid_current', [['', `CAST(1 AS BIGINT)`]]],
   ['pg_is_in_recovery', [['', `false`]]],
   ['quote_ident', [['s', `CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s ELSE '"' || replace(s, '"', '""') || '"' END`]]],
+  // PostgreSQL's format(): %s, %I (identifier) and %L (literal), for up to four arguments (Metabase's %I.%I).
+  ['cot_format_arg', [['fmt, k, v', `CASE regexp_extract_all(fmt, '%([sIL])', 1)[k]
+       WHEN 'I' THEN ${P}.quote_ident(CAST(v AS VARCHAR))
+       WHEN 'L' THEN CASE WHEN v IS NULL THEN 'NULL' ELSE '''' || replace(CAST(v AS VARCHAR), '''', '''''') || '''' END
+       ELSE coalesce(CAST(v AS VARCHAR), '') END`]]],
+  ['format', [
+    ['fmt', 'fmt'],
+    ['fmt, a1', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1))`],
+    ['fmt, a1, a2', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2))`],
+    ['fmt, a1, a2, a3', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3))`],
+    ['fmt, a1, a2, a3, a4', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3), ${P}.cot_format_arg(fmt, 4, a4))`],
+  ]],
+  ['parse_ident', [['qualified', `list_transform(string_split(qualified, '.'), cot_p -> CASE WHEN cot_p LIKE '"%' THEN trim(cot_p, '"') ELSE lower(cot_p) END)`]]],
   ['pg_get_serial_sequence', [['tbl, col', `CAST(NULL AS VARCHAR)`]]],
   ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
   ['pg_get_triggerdef', [['trigger_oid', `CAST(NULL AS VARCHAR)`], ['trigger_oid, pretty', `CAST(NULL AS VARCHAR)`]]],

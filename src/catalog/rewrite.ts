@@ -64,6 +64,9 @@ const REGEX_OPERATORS = new Set(['~', '!~', '~*', '!~*']);
 /** Functions that return a scalar per row and, in FROM with an alias, name their column after the alias. */
 const SCALAR_SET_FUNCTIONS = new Set(['generate_series', 'unnest', 'generate_subscripts']);
 
+/** Functions that return one value, which PostgreSQL lets FROM use as a one-row table (Grafana's string_to_array(...) s). */
+const SCALAR_FROM_FUNCTIONS = new Set(['string_to_array', 'regexp_split_to_array', 'parse_ident', 'current_schemas', 'array_append', 'array_cat']);
+
 /** Collations every PostgreSQL client may name and DuckDB does not have; the engine compares bytes, as C does. */
 const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 
@@ -83,6 +86,8 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   ...REG_TYPES,
   ...Object.keys(TYPE_NAMES),
   ...SCALAR_SET_FUNCTIONS,
+  ...SCALAR_FROM_FUNCTIONS,
+  'user',
   ...Object.keys(FUNCTION_NAMES),
   ...CATALOG_RELATIONS,
   ...CATALOG_FUNCTIONS,
@@ -363,6 +368,9 @@ class Rewriter {
     // COERCE_SQL_SYNTAX calls (EXTRACT, SUBSTRING ... FROM) carry a name that is not in the text.
     if (name === null || name.parts.join('.') !== parts.join('.')) return;
     const fn = parts[parts.length - 1] as string;
+    // format('%s ...') is PostgreSQL's; DuckDB's own format() takes '{}'.
+    const first = ((node.args as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined;
+    if (fn === 'format' && !(first?.sval?.includes('%') ?? false)) return;
     const renamed = FUNCTION_NAMES[fn];
     if (renamed !== undefined && (parts.length === 1 || parts[0] === 'pg_catalog')) {
       this.replaceTokens(i, name.next, renamed);
@@ -383,6 +391,7 @@ class Rewriter {
     const i = this.index(node.location);
     if (i === null || this.tokens[i + 1]?.text === '(') return;
     if (node.op === 'SVFOP_CURRENT_SCHEMA') this.replaceTokens(i, i + 1, `${PG_SCHEMA}.current_schema()`);
+    else if (node.op === 'SVFOP_USER' && wordOf(this.tokens[i]) === 'user') this.replaceTokens(i, i + 1, 'current_user()');
     else if (node.op === 'SVFOP_CURRENT_CATALOG') this.replaceTokens(i, i + 1, 'current_database()');
   }
 
@@ -607,7 +616,7 @@ class Rewriter {
     const call = ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
     const parts = strings(call?.funcname);
     const fn = parts[parts.length - 1];
-    if (fn === undefined || !SCALAR_SET_FUNCTIONS.has(fn)) return;
+    if (fn === undefined || !(SCALAR_SET_FUNCTIONS.has(fn) || SCALAR_FROM_FUNCTIONS.has(fn))) return;
     const i = this.index(call?.location);
     if (i === null) return;
     const name = this.dotted(i);
@@ -618,7 +627,13 @@ class Rewriter {
     if (wordOf(this.tokens[a]) === 'as') a++;
     const aliasToken = this.tokens[a];
     if (aliasToken === undefined || wordOf(aliasToken) !== alias.aliasname.toLowerCase()) return;
-    this.insertAfter(a, `(${aliasToken.text})`);
+    if (SCALAR_FROM_FUNCTIONS.has(fn)) {
+      // f(...) s → (SELECT f(...) AS s) s
+      this.insertBefore(i, '(SELECT ');
+      this.insertAfter(close, ` AS ${aliasToken.text})`);
+    } else {
+      this.insertAfter(a, `(${aliasToken.text})`);
+    }
   }
 }
 

@@ -481,7 +481,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (key === this.publishedSettings) return;
     const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
     const list = rows.map(([name, setting, description]) => `{'name': ${q(name)}, 'setting': ${q(setting)}, 'description': ${q(description)}}`);
+    const values = rows.map(([name, setting]) => `${q(name.toLowerCase())}: ${q(setting)}`);
     await this.engine.run(`SET VARIABLE cot_settings = [${list.join(', ')}]`);
+    await this.engine.run(`SET VARIABLE cot_setting_values = MAP {${values.join(', ')}}`);
     this.publishedSettings = key;
   }
 
