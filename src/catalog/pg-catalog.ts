@@ -571,6 +571,8 @@ const MACROS: readonly MacroDef[] = [
   ['pg_get_statisticsobjdef_columns', [['stat_oid', `CAST(NULL AS VARCHAR)`]]],
   ['pg_relation_is_publishable', [['rel_oid', `false`]]],
   // PostgreSQL's units and rounding (bytes, kB, MB, GB, TB; each step taken at 10 units of the next).
+  // The divisor of / and %: zero raises division_by_zero (22012), as in PostgreSQL.
+  ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
   ['pg_size_pretty', [['size_bytes', `CASE
        WHEN abs(size_bytes) < 10240 THEN CAST(size_bytes AS BIGINT) || ' bytes'
        WHEN abs(size_bytes // 512) < 20479 THEN CAST(((size_bytes // 512) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' kB'

@@ -58,6 +58,12 @@ const VECTOR_COLUMNS = new Set(['indkey', 'indoption', 'indclass', 'indcollation
 /** Functions whose result is text: a cast of their result to a reg* type looks a name up. */
 const TEXT_FUNCTIONS = new Set(['pg_get_serial_sequence', 'quote_ident', 'format', 'concat', 'lower', 'upper', 'current_schema']);
 
+/** Division and modulo: PostgreSQL raises division_by_zero (22012) where DuckDB returns NULL or Infinity. */
+const DIVISION_OPERATORS = new Set(['/', '%']);
+
+/** Statements whose expressions may be rewritten to call the catalog's functions: queries and DML, never DDL that persists them. */
+const EXPRESSION_STATEMENTS = new Set(['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt', 'ExplainStmt']);
+
 /** PostgreSQL's regular-expression match operators: a match anywhere in the string. */
 const REGEX_OPERATORS = new Set(['~', '!~', '~*', '!~*']);
 
@@ -100,7 +106,7 @@ const wordOf = (t: Token | undefined): string | null =>
 export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
-    if (t.kind === 'operator' && REGEX_OPERATORS.has(t.text)) return true;
+    if (t.kind === 'operator' && (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text))) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
     const w = wordOf(t);
@@ -221,7 +227,11 @@ class Rewriter {
     }
   }
 
+  /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
+  private expressions = true;
+
   run(stmt: Node): string {
+    this.expressions = EXPRESSION_STATEMENTS.has(Object.keys(stmt)[0] ?? '');
     this.collectCtes(stmt);
     this.walk(stmt, null, false);
     for (const move of this.moves) {
@@ -405,6 +415,10 @@ class Rewriter {
       this.anyOfList(node, i, op === '<>');
       return;
     }
+    if (node.kind === 'AEXPR_OP' && parts.length === 1 && DIVISION_OPERATORS.has(op) && this.expressions) {
+      this.checkedDivisor(node.rexpr as Node | undefined, i);
+      return;
+    }
     const isRegex = node.kind === 'AEXPR_OP' && REGEX_OPERATORS.has(op);
     const engineOp = isRegex ? op.replace('*', '') : op;
     const t = this.tokens[i];
@@ -440,6 +454,38 @@ class Rewriter {
         { start: (this.tokens[i - 1] ?? (this.tokens[i] as Token)).end, end: closing.end, text: ')' },
       ],
     });
+  }
+
+  /**
+   * `a / b` → `a / cot_divisor(b)`, which raises division_by_zero when b is 0.
+   * The parse tree gives where b starts, not where it ends: the end is the
+   * first token after which the text, parsed alone, is b again.
+   */
+  private checkedDivisor(rexpr: Node | undefined, op: number): void {
+    const first = this.tokens[op + 1];
+    if (rexpr === undefined || first === undefined || this.tokens[op]?.kind !== 'operator') return;
+    let last = op + 1;
+    const visit = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(visit);
+      else if (v !== null && typeof v === 'object') {
+        for (const [k, x] of Object.entries(v as Node)) {
+          if (k === 'location') last = Math.max(last, this.index(x) ?? last);
+          else visit(x);
+        }
+      }
+    };
+    visit(rexpr);
+    const want = shape(rexpr);
+    for (let j = last; j < Math.min(this.tokens.length, last + 64); j++) {
+      const text = this.text.slice(first.start, (this.tokens[j] as Token).end);
+      const probe = parseOne(`SELECT ${text}`);
+      const target = ((probe?.SelectStmt as Node | undefined)?.targetList as Node[] | undefined)?.[0]?.ResTarget as Node | undefined;
+      if (target !== undefined && ((probe?.SelectStmt as Node).targetList as Node[]).length === 1 && shape(target.val) === want) {
+        this.insertBefore(op + 1, `${PG_SCHEMA}.cot_divisor(`);
+        this.insertAfter(j, ')');
+        return;
+      }
+    }
   }
 
   /** The pattern of a regex match, made a partial match (see partialPattern). */
@@ -635,6 +681,11 @@ class Rewriter {
       this.insertAfter(a, `(${aliasToken.text})`);
     }
   }
+}
+
+/** A parse-tree node without its locations, for comparing two parses of the same expression. */
+function shape(node: unknown): string {
+  return JSON.stringify(node, (key, value: unknown) => (key === 'location' ? undefined : value));
 }
 
 function strings(list: unknown): string[] {

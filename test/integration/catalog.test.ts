@@ -91,6 +91,16 @@ describe('PostgreSQL semantics where DuckDB differs', () => {
     expect((await client.query("SELECT 'a\nb' ~ 'b' AS x")).rows).toEqual([{ x: true }]);
   });
 
+  it('divides integers with truncation and raises division_by_zero (22012) as PostgreSQL does', async () => {
+    const r = await client.query({ text: 'SELECT 5/2, -7/2, 7 % 3, 5.0/2, (4 + 4)/2*3, 10/2::int', rowMode: 'array' });
+    // 5.0/2: DuckDB divides decimals in double precision (PostgreSQL: numeric 2.5000000000000000).
+    expect(r.rows).toEqual([[2, -3, 1, 2.5, 12, 5]]);
+    for (const sql of ['SELECT 1/0', 'SELECT 1.5/0', 'SELECT 5 % 0', 'SELECT x/y FROM (VALUES (4, 2), (1, 0)) t(x, y)']) {
+      const err = (await client.query(sql).catch((e: unknown) => e)) as { code?: string };
+      expect(err.code, sql).toBe('22012');
+    }
+  });
+
   it('sorts NULLs first in descending order and last in ascending order', async () => {
     const desc = await client.query({ text: 'SELECT x FROM (VALUES (1), (NULL), (2)) t(x) ORDER BY x DESC', rowMode: 'array' });
     expect(desc.rows).toEqual([[null], [2], [1]]);

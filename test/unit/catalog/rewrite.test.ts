@@ -137,3 +137,16 @@ describe('renamed functions and vector columns', () => {
     );
   });
 });
+
+describe('division', () => {
+  it('checks each divisor, finding where it ends by parsing it again', () => {
+    expect(rw('SELECT a / b, a % (b - 1), a / b::int * c, a / f(x, y) + 1 FROM t')).toBe(
+      `SELECT a / ${P}.cot_divisor(b), a % ${P}.cot_divisor((b - 1)), a / ${P}.cot_divisor(b::int) * c, a / ${P}.cot_divisor(f(x, y)) + 1 FROM t`,
+    );
+    expect(rw('SELECT x / CASE WHEN y > 0 THEN y ELSE 1 END FROM t')).toBe(`SELECT x / ${P}.cot_divisor(CASE WHEN y > 0 THEN y ELSE 1 END) FROM t`);
+  });
+
+  it('leaves definitions that are stored (views, tables) as written', () => {
+    expect(rw('CREATE VIEW v AS SELECT a / b FROM t')).toBe('CREATE VIEW v AS SELECT a / b FROM t');
+  });
+});
