@@ -2,7 +2,7 @@ import { COTWIRE_VERSION } from '../version.js';
 import { catalogSetup } from './pg-catalog.js';
 
 export { COMPAT_CATALOG } from './pg-catalog.js';
-export { CompatRewriter, type TargetColumns } from './rewrite.js';
+export { CompatRewriter, type Rewritten, type TargetColumns } from './rewrite.js';
 
 /** The PostgreSQL version cotwire presents (ParameterStatus, version(), the catalog). */
 export const SERVER_VERSION = '15.0';

@@ -230,6 +230,9 @@ class Rewriter {
   /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
   private expressions = true;
 
+  /** The edits applied by run(), in order: where positions in the rewritten text came from. */
+  readonly applied: Edit[] = [];
+
   run(stmt: Node): string {
     this.expressions = EXPRESSION_STATEMENTS.has(Object.keys(stmt)[0] ?? '');
     this.collectCtes(stmt);
@@ -246,6 +249,7 @@ class Rewriter {
       if (e.start < at) continue; // inside a span another rewrite already replaced
       out += this.text.slice(at, e.start) + e.text;
       at = e.end;
+      this.applied.push(e);
     }
     return out + this.text.slice(at);
   }
@@ -693,6 +697,34 @@ function strings(list: unknown): string[] {
   return list.map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '');
 }
 
+/** A statement as the engine runs it, and how to find a position of it in the client's text. */
+export interface Rewritten {
+  readonly text: string;
+  /** A 1-based position in `text` (an error's) as a position in the statement the client sent. */
+  clientPosition(position: number): number;
+}
+
+const UNCHANGED = (text: string): Rewritten => ({ text, clientPosition: (p) => p });
+
+function withEdits(text: string, edits: readonly Edit[]): Rewritten {
+  if (edits.length === 0) return UNCHANGED(text);
+  return {
+    text,
+    clientPosition(position) {
+      const p = position - 1;
+      let delta = 0;
+      for (const e of edits) {
+        const start = e.start + delta;
+        if (p < start) break;
+        // Inside replaced text: the position of what it replaced.
+        if (p < start + e.text.length) return e.start + 1;
+        delta += e.text.length - (e.end - e.start);
+      }
+      return p - delta + 1;
+    },
+  };
+}
+
 const CACHE_LIMIT = 10_000;
 
 /**
@@ -700,19 +732,27 @@ const CACHE_LIMIT = 10_000;
  * queries repeat: every psql \d, every driver's type lookup).
  */
 export class CompatRewriter {
-  private readonly cache = new Map<string, string>();
+  private readonly cache = new Map<string, Rewritten>();
+
+  /** The statement as DuckDB should run it; the same text when nothing needs rewriting. */
+  rewrite(text: string, tokens: readonly Token[], target: TargetColumns | null = null): string {
+    return this.rewriteMapped(text, tokens, target).text;
+  }
 
   /**
-   * The statement as DuckDB should run it; the same string when nothing
-   * needs rewriting. `target` describes an INSERT's table (see insertTarget).
+   * The statement as DuckDB should run it, with the map from its positions
+   * back to the client's. `target` describes an INSERT's table (see insertTarget).
    */
-  rewrite(text: string, tokens: readonly Token[], target: TargetColumns | null = null): string {
-    if (target === null && !mayNeedRewrite(tokens)) return text;
+  rewriteMapped(text: string, tokens: readonly Token[], target: TargetColumns | null = null): Rewritten {
+    if (target === null && !mayNeedRewrite(tokens)) return UNCHANGED(text);
     const hit = target === null ? this.cache.get(text) : undefined;
     if (hit !== undefined) return hit;
-    let out = text;
+    let out = UNCHANGED(text);
     const stmt = parseOne(text);
-    if (stmt !== null) out = new Rewriter(text, tokens, target).run(stmt);
+    if (stmt !== null) {
+      const rewriter = new Rewriter(text, tokens, target);
+      out = withEdits(rewriter.run(stmt), rewriter.applied);
+    }
     if (target !== null) return out;
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(text, out);

@@ -60,12 +60,22 @@ import { isKnownSetting, SessionSettings } from './settings.js';
 /** Rewritten statements that read the connection's settings through the catalog. */
 const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
 
+/** A position in the text the engine ran, as a position in the statement the client sent (see catalog/rewrite.ts). */
+type PositionMap = (position: number) => number;
+const SAME_POSITION: PositionMap = (p) => p;
+
+/** A statement as the engine sees it, after the catalog's rewrites. */
+interface EngineText extends StatementText {
+  readonly clientPosition?: PositionMap;
+}
+
 type Plan =
   | {
       readonly kind: 'engine';
       readonly statement: EngineStatement;
       readonly tokens: readonly Token[];
       readonly offset: number;
+      readonly clientPosition: PositionMap;
       /** Set for CREATE TABLE of a ledger name: the chain columns to add after it. */
       readonly createsLedger: readonly string[] | null;
     }
@@ -78,6 +88,7 @@ type Plan =
       readonly insert: LedgerInsertPlan;
       readonly tokens: readonly Token[];
       readonly offset: number;
+      readonly clientPosition: PositionMap;
     }
   | { readonly kind: 'command'; readonly command: SessionCommand }
   | { readonly kind: 'empty' };
@@ -351,7 +362,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
-    let statement: StatementText;
+    let statement: EngineText;
     if (typeof source === 'string') {
       const parts = splitStatements(source);
       if (parts.length > 1) {
@@ -391,7 +402,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       engineStatement = await this.engine.prepare(statement.text, paramTypes);
     } catch (err) {
       if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
-      throw this.positioned(err, statement.offset);
+      throw this.positioned(err, statement.offset, statement.clientPosition);
     }
     // The statement that the guard classifies is the one that runs: it is
     // already prepared, and only this object is ever executed.
@@ -428,6 +439,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         statement: engineStatement,
         tokens: statement.tokens,
         offset: statement.offset,
+        clientPosition: statement.clientPosition ?? SAME_POSITION,
         createsLedger: engineStatement.kind === 'CREATE' ? this.ledgerCreated(statement.tokens) : null,
       },
       types,
@@ -440,7 +452,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * (catalog/rewrite.ts). Everything after this point, the guard included,
    * sees the rewritten text, so what is checked is what runs.
    */
-  private async forEngine(statement: StatementText): Promise<StatementText> {
+  private async forEngine(statement: StatementText): Promise<EngineText> {
     try {
       this.guard.refuseReservedNames(statement.text, statement.tokens);
     } catch (err) {
@@ -450,8 +462,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const rewriter = this.services.rewriter;
     const target = rewriter.insertTarget(statement.text, statement.tokens);
     const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
-    const text = rewriter.rewrite(statement.text, statement.tokens, columns);
-    return text === statement.text ? statement : { text, tokens: tokenize(text), offset: statement.offset };
+    const rewritten = rewriter.rewriteMapped(statement.text, statement.tokens, columns);
+    if (rewritten.text === statement.text) return statement;
+    return { text: rewritten.text, tokens: tokenize(rewritten.text), offset: statement.offset, clientPosition: (p) => rewritten.clientPosition(p) };
   }
 
   /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */
@@ -543,7 +556,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * for any other statement. The client's statement is not prepared: DuckDB
    * would insist on values for the chain columns, which only the server gives.
    */
-  private async prepareLedgerInsert(statement: StatementText, paramTypes: readonly number[]): Promise<Statement | null> {
+  private async prepareLedgerInsert(statement: EngineText, paramTypes: readonly number[]): Promise<Statement | null> {
     if (statement.tokens[0]?.text.toUpperCase() !== 'INSERT') return null;
     const parts = parseInsert(statement.text, statement.tokens);
     if (parts === null) return null;
@@ -564,7 +577,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       try {
         insert = await planLedgerInsert(this.engine, table, parts, statement.tokens, statement.text, paramTypes);
       } catch (err) {
-        throw this.positioned(err, statement.offset);
+        throw this.positioned(err, statement.offset, statement.clientPosition);
       }
       if (this.insertPlans.size >= 256) {
         for (const p of this.insertPlans.values()) p.evaluate.close();
@@ -574,7 +587,11 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     const types = [...insert.evaluate.paramTypes];
     for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
-    return new Statement({ kind: 'ledger-insert', insert, tokens: statement.tokens, offset: statement.offset }, types, insert.fields);
+    return new Statement(
+      { kind: 'ledger-insert', insert, tokens: statement.tokens, offset: statement.offset, clientPosition: statement.clientPosition ?? SAME_POSITION },
+      types,
+      insert.fields,
+    );
   }
 
   /** Macros for ledgers created since this connection defined its own, before a statement that may call them. */
@@ -670,7 +687,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         try {
           return await this.executeLedgerInsert(portal, plan.insert, sink);
         } catch (err) {
-          throw this.positioned(err, plan.offset);
+          throw this.positioned(err, plan.offset, plan.clientPosition);
         }
     }
   }
@@ -717,7 +734,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     } catch (err) {
       portal.done = true;
       portal.cursor?.close();
-      throw this.positioned(err, plan.offset);
+      throw this.positioned(err, plan.offset, plan.clientPosition);
     } finally {
       if (timer !== null) clearTimeout(timer);
       this.running = false;
@@ -1017,13 +1034,15 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
-  private positioned(err: unknown, offset: number): unknown {
+  private positioned(err: unknown, offset: number, clientPosition: PositionMap = SAME_POSITION): unknown {
     if (!(err instanceof PgError)) return err;
     if (err.code === SqlState.QueryCanceled) {
       const reason = this.cancelReason === 'timeout' ? 'statement timeout' : 'user request';
       return new PgError(SqlState.QueryCanceled, `canceling statement due to ${reason}`);
     }
-    return err.position !== undefined && offset > 0 ? err.withPosition(err.position + offset) : err;
+    if (err.position === undefined) return err;
+    const position = clientPosition(err.position) + offset;
+    return position === err.position ? err : err.withPosition(position);
   }
 
   private checkNotFailed(): void {

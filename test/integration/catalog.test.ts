@@ -101,6 +101,13 @@ describe('PostgreSQL semantics where DuckDB differs', () => {
     }
   });
 
+  it('reports error positions in the statement the client sent, not in the rewritten one', async () => {
+    for (const sql of ['SELECT x / 2 FROM nope', 'SELECT relname FROM pg_catalog.pg_class WHERE nope = 1', "SELECT 'a' ~ 'b', nope"]) {
+      const err = (await client.query(sql).catch((e: unknown) => e)) as { position?: string };
+      expect(Number(err.position), sql).toBe(sql.indexOf('nope') + 1);
+    }
+  });
+
   it('sorts NULLs first in descending order and last in ascending order', async () => {
     const desc = await client.query({ text: 'SELECT x FROM (VALUES (1), (NULL), (2)) t(x) ORDER BY x DESC', rowMode: 'array' });
     expect(desc.rows).toEqual([[null], [2], [1]]);

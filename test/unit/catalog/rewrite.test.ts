@@ -150,3 +150,14 @@ describe('division', () => {
     expect(rw('CREATE VIEW v AS SELECT a / b FROM t')).toBe('CREATE VIEW v AS SELECT a / b FROM t');
   });
 });
+
+describe('positions', () => {
+  it('maps a position in the rewritten text back to the client’s', () => {
+    const sql = 'SELECT a / b FROM t WHERE zz';
+    const out = rewriter.rewriteMapped(sql, tokenize(sql));
+    const at = (text: string, word: string): number => text.indexOf(word) + 1;
+    expect(out.clientPosition(at(out.text, 'zz'))).toBe(at(sql, 'zz'));
+    expect(out.clientPosition(at(out.text, 'cot_divisor'))).toBe(at(sql, 'b'));
+    expect(out.clientPosition(1)).toBe(1);
+  });
+});
