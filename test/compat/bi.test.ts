@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from './postgres.js';
+import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
 
 /**
  * BI tools cannot run here, so their catalog queries are reproduced from

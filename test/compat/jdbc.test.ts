@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from './postgres.js';
+import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
 
 /**
  * pgjdbc (Debian's libpostgresql-jdbc-java) runs the same flows against

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from './postgres.js';
+import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
 
 /**
  * psql 15's meta-commands against cotwire and against a real PostgreSQL

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from './postgres.js';
+import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
 
 /**
  * Python drivers (Debian's python3-psycopg2, ...) run the same flows against

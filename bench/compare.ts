@@ -1,0 +1,219 @@
+/**
+ * cotwire and PostgreSQL side by side (issue 7): the same client (`pg`), the
+ * same rows, each workload run several times with the two systems
+ * interleaved, and the median and spread of each reported with the ratio
+ * cotwire ÷ PostgreSQL. Prints a markdown table and writes it, with the
+ * machine's description, to docs/benchmarks.md.
+ *
+ *   npm run bench              the full run (1M and 10M steps for the analytic queries)
+ *   npm run bench -- --quick   under three minutes (smaller datasets, fewer runs)
+ */
+import { execFile } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { startCotwire, type CotwireProcess } from './cotwire.js';
+import { STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
+import { seedCotwire, seedPostgres } from './seed.js';
+import { writeReport, type Row } from './report.js';
+import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
+
+const run = promisify(execFile);
+const QUICK = process.argv.includes('--quick');
+const ROOT = join(import.meta.dirname, '..', '..');
+
+interface Sizes {
+  readonly runs: number;
+  readonly singleRows: number;
+  readonly batches: number;
+  readonly pointQueries: number;
+  readonly analytic: readonly number[];
+  readonly stream: number;
+}
+
+const SIZES: Sizes = QUICK
+  ? { runs: 3, singleRows: 300, batches: 20, pointQueries: 200, analytic: [100_000], stream: 100_000 }
+  : { runs: 5, singleRows: 2_000, batches: 100, pointQueries: 1_000, analytic: [1_000_000, 10_000_000], stream: 1_000_000 };
+
+/** Runs `measure` for each system, alternating which goes first, `runs` times. */
+async function interleaved(runs: number, measure: (system: 'cot' | 'pg') => Promise<number>): Promise<{ cot: number[]; pg: number[] }> {
+  const out = { cot: [] as number[], pg: [] as number[] };
+  for (let i = 0; i < runs; i++) {
+    const order: Array<'cot' | 'pg'> = i % 2 === 0 ? ['cot', 'pg'] : ['pg', 'cot'];
+    for (const system of order) out[system].push(await measure(system));
+  }
+  return out;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+async function connect(port: number, user: string, database: string, n: number): Promise<pg.Client[]> {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user, database });
+      c.on('error', () => undefined);
+      await c.connect();
+      return c;
+    }),
+  );
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const postgres: ThrowawayPostgres = await startPostgres();
+  const cotwire: CotwireProcess = await startCotwire(ROOT);
+  const rows: Row[] = [];
+  try {
+    const cot = await connect(cotwire.port, 'cotwire', 'cotwire', 16);
+    const pgc = await connect(postgres.port, postgres.user, 'postgres', 16);
+    await pgc[0]?.query(postgresSchema());
+    const chain = new PostgresChain();
+    const clients = (s: 'cot' | 'pg'): pg.Client[] => (s === 'cot' ? cot : pgc);
+    const INSERT_COT = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+    const insertOne = async (c: pg.Client, s: 'cot' | 'pg', session: string, i: number): Promise<void> => {
+      const values = stepRow(session, i);
+      if (s === 'cot') await c.query(INSERT_COT, values);
+      else await chain.insert(c, [values]);
+    };
+    const rate = async (s: 'cot' | 'pg', n: number, work: () => Promise<void>): Promise<number> => {
+      cotwire.resetPeak();
+      const t = performance.now();
+      await work();
+      const seconds = (performance.now() - t) / 1000;
+      if (s === 'cot') peak = Math.max(peak, cotwire.peakRss());
+      return n / seconds;
+    };
+    let peak = 0;
+    const throughput = async (name: string, target: string, unit: string, measure: (s: 'cot' | 'pg') => Promise<number>, better: 'higher' | 'lower', goal: (ratio: number, cot: number) => boolean): Promise<void> => {
+      peak = 0;
+      const r = await interleaved(SIZES.runs, measure);
+      const ratio = better === 'higher' ? median(r.cot) / median(r.pg) : median(r.pg) / median(r.cot);
+      rows.push({ name, unit, cot: r.cot, pg: r.pg, ratio, target, met: goal(ratio, median(r.cot)), rssMiB: peak / 2 ** 20 });
+      console.log(`${name}: cotwire ${median(r.cot).toFixed(1)} ${unit}, PostgreSQL ${median(r.pg).toFixed(1)} ${unit}, ratio ${ratio.toFixed(2)}×`);
+    };
+
+    let runNo = 0;
+    await throughput('single-row INSERT of a step, autocommit, 1 connection', '≥ 1.0×', 'steps/s', (s) => {
+      const session = `single-${runNo++}`;
+      const c = clients(s)[0] as pg.Client;
+      return rate(s, SIZES.singleRows, async () => {
+        for (let i = 0; i < SIZES.singleRows; i++) await insertOne(c, s, session, i);
+      });
+    }, 'higher', (r) => r >= 1);
+
+    await throughput('single-row INSERT, 16 connections on 16 sessions', '≥ 1.5×', 'steps/s', (s) => {
+      const tag = runNo++;
+      const per = Math.ceil(SIZES.singleRows / 16);
+      return rate(s, per * 16, async () => {
+        await Promise.all(clients(s).map(async (c, k) => {
+          for (let i = 0; i < per; i++) await insertOne(c, s, `many-${tag}-${k}`, i);
+        }));
+      });
+    }, 'higher', (r) => r >= 1.5);
+
+    await throughput('single-row INSERT, 16 connections on ONE session', '≥ 1.0×', 'steps/s', (s) => {
+      const session = `shared-${runNo++}`;
+      const per = Math.ceil(SIZES.singleRows / 16);
+      return rate(s, per * 16, async () => {
+        await Promise.all(clients(s).map(async (c) => {
+          for (let i = 0; i < per; i++) await insertOne(c, s, session, i);
+        }));
+      });
+    }, 'higher', (r) => r >= 1);
+
+    const batchSql = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES ${Array.from({ length: 100 }, (_, r) => `(${STEP_COLUMNS.map((_, i) => `$${r * STEP_COLUMNS.length + i + 1}`).join(', ')})`).join(', ')}`;
+    await throughput('100-row INSERT ... VALUES batches', '≥ 100k steps/s', 'steps/s', (s) => {
+      const session = `batch-${runNo++}`;
+      const c = clients(s)[0] as pg.Client;
+      return rate(s, SIZES.batches * 100, async () => {
+        for (let b = 0; b < SIZES.batches; b++) {
+          const batch = Array.from({ length: 100 }, (_, i) => stepRow(session, b * 100 + i));
+          if (s === 'cot') await c.query(batchSql, batch.flat());
+          else await chain.insert(c, batch);
+        }
+      });
+    }, 'higher', (_, cot) => cot >= 100_000);
+
+    // Reads: the datasets are loaded outside the measurement, the same rows in both.
+    for (const size of SIZES.analytic) {
+      console.log(`loading ${size} steps into each system ...`);
+      await Promise.all(cot.map((c) => c.end()));
+      await cotwire.stop();
+      const loaded = await seedCotwire(cotwire.databasePath, size);
+      await cotwire.restart();
+      cot.splice(0, cot.length, ...(await connect(cotwire.port, 'cotwire', 'cotwire', 16)));
+      await seedPostgres(pgc[0] as pg.Client, size);
+      console.log(`loaded (cotwire's writer: ${Math.round(loaded)} steps/s offline)`);
+      const analytic: Array<[string, string]> = [
+        ['step-type mix per agent', 'SELECT agent_id, step_type, count(*) FROM _cot_steps GROUP BY 1, 2 ORDER BY 1, 2'],
+        ['p95 duration per model per hour', "SELECT model, date_trunc('hour', created_at) AS hour, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FROM _cot_steps GROUP BY 1, 2 ORDER BY 1, 2"],
+        ['per-session window (lag of created_at)', 'SELECT max(gap) FROM (SELECT created_at - lag(created_at) OVER (PARTITION BY session_id ORDER BY step_index) AS gap FROM _cot_steps) t'],
+      ];
+      for (const [label, sql] of analytic) {
+        await throughput(`analytic over ${size / 1e6}M steps: ${label}`, '≥ 10×', 'ms', async (s) => {
+          const c = clients(s)[0] as pg.Client;
+          const t = performance.now();
+          await c.query(sql);
+          if (s === 'cot') peak = Math.max(peak, cotwire.peakRss());
+          return performance.now() - t;
+        }, 'lower', (r) => r >= 10);
+      }
+    }
+
+    // Point reads, by trace_id, from the loaded dataset.
+    const ids = (await (cot[0] as pg.Client).query(`SELECT trace_id::text AS id FROM _cot_steps USING SAMPLE 200 ROWS`)).rows.map((r: { id: string }) => r.id);
+    for (const conns of [1, 8]) {
+      await throughput(`point SELECT by trace_id, ${conns} connection${conns > 1 ? 's' : ''} (p50 latency)`, '≤ 2× PostgreSQL', 'ms', async (s) => {
+        const latencies: number[] = [];
+        const per = Math.ceil(SIZES.pointQueries / conns);
+        await Promise.all(clients(s).slice(0, conns).map(async (c) => {
+          for (let i = 0; i < per; i++) {
+            const t = performance.now();
+            await c.query({ name: 'point', text: 'SELECT * FROM _cot_steps WHERE trace_id = $1', values: [ids[i % ids.length]] });
+            latencies.push(performance.now() - t);
+          }
+        }));
+        return median(latencies);
+      }, 'lower', (r) => r >= 0.5);
+    }
+
+    await throughput(`SELECT * streaming ${SIZES.stream / 1e6}M steps to the client`, '≥ 0.7×', 'steps/s', (s) => {
+      const c = clients(s)[0] as pg.Client;
+      return rate(s, SIZES.stream, async () => {
+        await c.query({ text: `SELECT * FROM _cot_steps LIMIT ${SIZES.stream}`, rowMode: 'array' });
+      });
+    }, 'higher', (r) => r >= 0.7);
+
+    await throughput('chain verification, SQL (cot_verify_all)', '≥ 500k steps/s', 'steps/s', async (s) => {
+      if (s === 'pg') return Number.NaN;
+      const n = Number((await (cot[0] as pg.Client).query('SELECT count(*) AS n FROM _cot_steps')).rows[0].n);
+      return rate(s, n, async () => {
+        await (cot[0] as pg.Client).query('SELECT count(*) FROM cot_verify_all()');
+      });
+    }, 'higher', (_, c) => c >= 500_000);
+
+    const total = Number((await (cot[0] as pg.Client).query('SELECT count(*) AS n FROM _cot_steps')).rows[0].n);
+    await Promise.all([...cot, ...pgc].map((c) => c.end()));
+    await cotwire.stop();
+    const t = performance.now();
+    // A broken chain would make the figure meaningless: the run stops with the verifier's report.
+    await run(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'verify', '--db', cotwire.databasePath], { maxBuffer: 64 * 2 ** 20 }).catch((err: { stdout?: string }) => {
+      throw new Error(`cotwire verify failed: ${(err.stdout ?? '').slice(0, 2000)}`);
+    });
+    const cliRate = total / ((performance.now() - t) / 1000);
+    rows.push({ name: 'chain verification, CLI (cotwire verify)', unit: 'steps/s', cot: [cliRate], pg: [], ratio: Number.NaN, target: '≥ 500k steps/s', met: cliRate >= 500_000, rssMiB: Number.NaN });
+  } finally {
+    await cotwire.remove().catch(() => undefined);
+    postgres.stop();
+  }
+  const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node.js ${process.version}`;
+  const table = writeReport(join(ROOT, 'docs', 'benchmarks.md'), rows, { machine, quick: QUICK, seconds: (Date.now() - started) / 1000 });
+  console.log(`\n${table}`);
+}
+
+await main();

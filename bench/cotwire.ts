@@ -1,0 +1,92 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** cotwire as its users run it: its own process (so that its memory can be measured), a file-backed database. */
+export interface CotwireProcess {
+  readonly databasePath: string;
+  readonly port: number;
+  /** Peak resident memory since the last resetPeak(), in bytes. */
+  peakRss(): number;
+  resetPeak(): void;
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+  /** Stops it and deletes its database. */
+  remove(): Promise<void>;
+}
+
+function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? 0 : Number(m[1]) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+export async function startCotwire(root: string): Promise<CotwireProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'cotwire-bench-'));
+  const databasePath = join(dir, 'bench.duckdb');
+  let child: ChildProcess | null = null;
+  let port = 0;
+  let peak = 0;
+  let sampler: NodeJS.Timeout | null = null;
+
+  const start = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const p = spawn(process.execPath, [join(root, 'dist', 'cli.js'), 'serve', '--port', '0', '--db', databasePath, '--log-level', 'info'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      child = p;
+      let buffered = '';
+      p.stdout?.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('utf8');
+        const m = /"address":"[^"]*:(\d+)"/.exec(buffered);
+        if (m !== null && port === 0) {
+          port = Number(m[1]);
+          buffered = '';
+          resolve();
+        }
+        if (buffered.length > 1 << 16) buffered = buffered.slice(-4096);
+      });
+      p.once('exit', (code) => reject(new Error(`cotwire exited with ${String(code)} before listening`)));
+      sampler = setInterval(() => {
+        if (p.pid !== undefined) peak = Math.max(peak, rssOf(p.pid));
+      }, 50);
+    });
+
+  const stop = async (): Promise<void> => {
+    const p = child;
+    if (sampler !== null) clearInterval(sampler);
+    if (p === null || p.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      p.once('exit', () => resolve());
+      p.kill('SIGTERM');
+    });
+    child = null;
+  };
+
+  await start();
+  return {
+    databasePath,
+    get port() {
+      return port;
+    },
+    peakRss: () => peak,
+    resetPeak: () => {
+      const pid = child?.pid;
+      peak = pid === undefined ? 0 : rssOf(pid);
+    },
+    stop,
+    async restart() {
+      await stop();
+      port = 0;
+      await start();
+    },
+    async remove() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

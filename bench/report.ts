@@ -1,0 +1,54 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+/** One workload's figures: every run of each system, the median ratio, and the target. */
+export interface Row {
+  readonly name: string;
+  readonly unit: string;
+  readonly cot: readonly number[];
+  readonly pg: readonly number[];
+  /** cotwire ÷ PostgreSQL, oriented so that above 1 is better for cotwire. */
+  readonly ratio: number;
+  readonly target: string;
+  readonly met: boolean;
+  readonly rssMiB: number;
+}
+
+const START = '<!-- bench:start -->';
+const END = '<!-- bench:end -->';
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+function figure(xs: readonly number[]): string {
+  const finite = xs.filter(Number.isFinite);
+  if (finite.length === 0) return '—';
+  const m = median(finite);
+  const digits = m >= 100 ? 0 : m >= 10 ? 1 : 2;
+  const spread = finite.length > 1 ? ` (${Math.min(...finite).toFixed(digits)}–${Math.max(...finite).toFixed(digits)})` : '';
+  return `${m.toFixed(digits)}${spread}`;
+}
+
+/** The markdown table, also written between the markers of docs/benchmarks.md (the rest of that page is prose). */
+export function writeReport(path: string, rows: readonly Row[], meta: { machine: string; quick: boolean; seconds: number }): string {
+  const lines = [
+    `Run: ${new Date().toISOString().slice(0, 10)}, ${meta.quick ? '`npm run bench -- --quick`' : '`npm run bench`'}, ${Math.round(meta.seconds)} s. Machine: ${meta.machine}.`,
+    'Medians of the runs, with the range in parentheses; the two systems ran interleaved, with the same `pg` client and the same rows.',
+    '',
+    '| workload | unit | cotwire | PostgreSQL | cotwire ÷ PostgreSQL | target | met | cotwire peak RSS |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.unit} | ${figure(r.cot)} | ${figure(r.pg)} | ${Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}×` : '—'} | ${r.target} | ${r.met ? 'yes' : '**no**'} | ${Number.isFinite(r.rssMiB) && r.rssMiB > 0 ? `${Math.round(r.rssMiB)} MiB` : '—'} |`,
+    ),
+  ];
+  const table = lines.join('\n');
+  const page = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  const at = page.indexOf(START);
+  const end = page.indexOf(END);
+  const next = at >= 0 && end > at ? `${page.slice(0, at + START.length)}\n${table}\n${page.slice(end)}` : `${page}\n${START}\n${table}\n${END}\n`;
+  writeFileSync(path, next);
+  return table;
+}
