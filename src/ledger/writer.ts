@@ -161,18 +161,27 @@ export class LedgerWriter {
       }
       results.push(unitResults);
     }
-    await this.conn.run('BEGIN TRANSACTION');
-    try {
-      for (const { table, rows } of byTable.values()) {
-        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-          const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-          await this.insert(insertSql(table, chunk.length), chunk.flat());
-        }
+    const statements: Array<{ sql: string; values: (string | null)[] }> = [];
+    for (const { table, rows } of byTable.values()) {
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        statements.push({ sql: insertSql(table, chunk.length), values: chunk.flat() });
       }
-      await this.conn.run('COMMIT');
-    } catch (err) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw err;
+    }
+    if (statements.length === 1) {
+      // One statement is atomic on its own: its autocommit saves the two statements of an
+      // explicit transaction, which cost more than the insert itself (docs/benchmarks.md).
+      const [only] = statements as [{ sql: string; values: (string | null)[] }];
+      await this.insert(only.sql, only.values);
+    } else {
+      await this.conn.run('BEGIN TRANSACTION');
+      try {
+        for (const { sql, values } of statements) await this.insert(sql, values);
+        await this.conn.run('COMMIT');
+      } catch (err) {
+        await this.conn.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
     }
     // Committed: the tentative heads are now the truth.
     for (const [name, tentative] of pending) {
