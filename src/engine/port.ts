@@ -74,7 +74,12 @@ export interface EngineStatement {
   readonly columns: readonly ColumnInfo[] | null;
   bind(params: readonly WireParam[]): void;
   /** Starts execution; rows are pulled from the cursor. */
-  execute(): Promise<EngineCursor>;
+  /**
+   * Runs it. `materialize` reads the whole result in one call to the engine
+   * (for results known to be small, such as the rows of a client's VALUES);
+   * otherwise rows stream chunk by chunk.
+   */
+  execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor>;
   close(): void;
 }
 

@@ -145,7 +145,7 @@ function replaceDefaults(parts: InsertParts, tokens: readonly Token[], text: str
 /** Runs the evaluation with the client's parameters and collects each row's texts. */
 export async function evaluateRows(plan: LedgerInsertPlan, params: readonly WireParam[]): Promise<(string | null)[][]> {
   plan.evaluate.bind(params);
-  const cursor = await plan.evaluate.execute();
+  const cursor = await plan.evaluate.execute({ materialize: true });
   const rows: (string | null)[][] = [];
   const sink: RowSink = {
     row: (cells) => rows.push(cells.map((c) => (c === null ? null : typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),

@@ -1,5 +1,6 @@
 import {
   DuckDBInstance,
+  DuckDBMaterializedResult,
   DuckDBTypeId,
   ResultReturnType,
   StatementType,
@@ -313,19 +314,23 @@ class DuckDBStatement implements EngineStatement {
     bindParams(this.prepared, this.paramDuckTypes, params.slice(0, this.prepared.parameterCount));
   }
 
-  async execute(): Promise<EngineCursor> {
+  async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
     await this.session.settleActive();
+    // A statement without result rows, or a small result, is read in one call: streaming costs
+    // a round trip to the engine's threads per chunk, plus one to find the end.
+    const materialize = options?.materialize === true || this.columns === null;
     let result: DuckDBResult;
     try {
-      result = await this.prepared.stream();
+      result = materialize ? await this.prepared.run() : await this.prepared.stream();
     } catch (err) {
       throw fromDuckDBError(err);
     }
     const cursor = new DuckDBCursor(result, this.columns !== null, this.codecs, () => {
       if (this.session.active === cursor) this.session.active = null;
     });
-    if (this.columns !== null) this.session.active = cursor;
-    else await cursor.readCount();
+    if (result instanceof DuckDBMaterializedResult) cursor.holdAll(result);
+    else if (this.columns !== null) this.session.active = cursor;
+    if (this.columns === null) await cursor.readCount();
     return cursor;
   }
 
@@ -374,6 +379,11 @@ class DuckDBCursor implements EngineCursor {
       codecs.push(actual.oid === d.oid ? actual : asText(actual));
     }
     this.codecs = codecs;
+  }
+
+  /** A materialized result: its chunks are read from memory, without calls to the engine. */
+  holdAll(result: DuckDBMaterializedResult): void {
+    this.buffered = Array.from({ length: result.chunkCount }, (_, i) => result.getChunk(i));
   }
 
   /** For statements that report a count: DuckDB returns it as a one-row "Count" result. */
