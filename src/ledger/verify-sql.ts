@@ -31,33 +31,36 @@ export function verifySql(table: LedgerTable, filter: string | null): string {
   const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
   const from = `${quoteIdent(table.catalog)}.${quoteIdent(table.schema)}.${quoteIdent(table.name)}`;
   return `
-WITH rows AS (
+WITH rows AS MATERIALIZED (
   SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table)} AS recomputed,
     row_number() OVER w - 1 AS position,
     lag(current_hash, 1, '') OVER w AS expected_prev,
-    count(*) OVER (PARTITION BY ${key}, step_index) AS same_index
+    -- Ordered by step_index, two rows with the same index are neighbours.
+    coalesce(step_index = lag(step_index) OVER w, false) OR coalesce(step_index = lead(step_index) OVER w, false) AS repeated_index
   FROM ${from}
   ${filter === null ? '' : `WHERE ${key} = ${filter}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
 ),
--- Where in its chain each hash stands, to tell a reordered row (it links to a row that comes
--- later) from an inserted one (it links to nothing in the chain).
-linked AS (
-  SELECT r.*, min(t.position) AS linked_position
-  FROM rows r LEFT JOIN rows t ON t.chain_key = r.chain_key AND t.current_hash = r.prev_hash AND r.prev_hash <> ''
-  GROUP BY ALL
+-- Where in its chain the hash a row links to stands, to tell a reordered row (it links to a row that
+-- comes later) from an inserted one (it links to nothing in the chain). Only a row that does not link
+-- to its predecessor needs to know, so an intact chain costs no join.
+suspects AS (
+  SELECT r.chain_key, r.position, min(t.position) AS linked_position
+  FROM rows r JOIN rows t ON t.chain_key = r.chain_key AND t.current_hash = r.prev_hash
+  WHERE r.prev_hash <> r.expected_prev AND r.prev_hash <> ''
+  GROUP BY r.chain_key, r.position
 ),
 checked AS (
-  SELECT *, CASE
-    WHEN same_index > 1 THEN 'inserted'
-    WHEN step_index > position THEN 'deleted'
-    WHEN step_index < position THEN 'inserted'
-    WHEN recomputed <> current_hash AND prev_hash <> expected_prev AND linked_position > position THEN 'reordered'
-    WHEN recomputed <> current_hash THEN 'edited'
-    WHEN prev_hash <> expected_prev AND linked_position IS NOT NULL THEN 'reordered'
-    WHEN prev_hash <> expected_prev THEN 'inserted'
+  SELECT r.*, s.linked_position, CASE
+    WHEN r.repeated_index THEN 'inserted'
+    WHEN r.step_index > r.position THEN 'deleted'
+    WHEN r.step_index < r.position THEN 'inserted'
+    WHEN r.recomputed <> r.current_hash AND r.prev_hash <> r.expected_prev AND s.linked_position > r.position THEN 'reordered'
+    WHEN r.recomputed <> r.current_hash THEN 'edited'
+    WHEN r.prev_hash <> r.expected_prev AND s.linked_position IS NOT NULL THEN 'reordered'
+    WHEN r.prev_hash <> r.expected_prev THEN 'inserted'
   END AS break_kind
-  FROM linked
+  FROM rows r LEFT JOIN suspects s ON s.chain_key = r.chain_key AND s.position = r.position
 )
 SELECT chain_key,
   count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
