@@ -4,7 +4,7 @@ import { ProtectedNames } from '../guard/names.js';
 import { LedgerCatalog } from '../ledger/catalog.js';
 import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
 import { verifyLedgers } from '../ledger/verify.js';
-import { LP_MACRO, verifySql } from '../ledger/verify-sql.js';
+import { verifySql } from '../ledger/verify-sql.js';
 
 export class UsageError extends Error {}
 
@@ -76,7 +76,6 @@ export async function sessionsCommand(opts: { db: string; agent?: string; json?:
     const catalog = new LedgerCatalog(conn, (n) => new ProtectedNames().isProtected(n));
     const steps = (await catalog.all()).find((t) => t.isSteps);
     if (steps === undefined) throw new UsageError(`${opts.db} has no ${STEPS_TABLE} ledger`);
-    await conn.run(LP_MACRO);
     const rows = await conn.query(
       `WITH v AS (${verifySql(steps, null)})
        SELECT s.session_id, any_value(s.agent_id), count(*), CAST(min(s.created_at) AS VARCHAR), CAST(max(s.created_at) AS VARCHAR), any_value(v.valid)

@@ -22,7 +22,7 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
 import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
-import { LP_MACRO, STEPS_READ_MACROS, verifyMacros } from '../ledger/verify-sql.js';
+import { STEPS_READ_MACROS, verifyMacros } from '../ledger/verify-sql.js';
 import { parseInsert } from '../sql/insert.js';
 import {
   formatCopyCsvRow,
@@ -336,11 +336,11 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   /** The SQL verification and reading macros, for the ledgers that exist now. */
   async defineLedgerMacros(): Promise<void> {
     this.macrosVersion = this.services.ledgers.version;
-    const statements = [LP_MACRO];
+    const statements: string[] = [];
     const ledgers = await this.services.ledgers.all();
     for (const t of ledgers) statements.push(...verifyMacros(t));
     if (ledgers.some((t) => t.isSteps)) statements.push(...STEPS_READ_MACROS);
-    await this.engine.run(statements.join(';\n'));
+    if (statements.length > 0) await this.engine.run(statements.join(';\n'));
   }
 
   /**

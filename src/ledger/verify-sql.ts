@@ -1,4 +1,4 @@
-import { canonicalTextSql, HASH_VERSION, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
+import { canonicalTextSql, HASH_VERSION, quoteIdent, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
  * The SQL side of verification: macros any client can call, written so that
@@ -9,17 +9,30 @@ import { canonicalTextSql, HASH_VERSION, quoteIdent, quoteLiteral, STEPS_TABLE, 
 
 const fn = (name: string): string => `system.main.${name}`;
 
-/** lp(x) in SQL: u64 big-endian byte length, then the UTF-8 bytes; NULL is eight 0xFF bytes. */
-export const LP_MACRO = `CREATE OR REPLACE TEMP MACRO cot_lp(x) AS CASE WHEN x IS NULL THEN ${fn('unhex')}('ffffffffffffffff') ELSE ${fn('unhex')}(${fn('printf')}('%016x', ${fn('octet_length')}(${fn('encode')}(x)))) || ${fn('encode')}(x) END`;
+/** lp(s) of a constant, as hex: its length and bytes are known when the SQL is written. */
+function lpHex(s: string): string {
+  const bytes = Buffer.from(s, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64BE(BigInt(bytes.length));
+  return Buffer.concat([len, bytes]).toString('hex');
+}
 
-/** The expression that recomputes a row's current_hash. */
+/**
+ * The expression that recomputes a row's current_hash. The pre-image is
+ * built as one hex string with a single concat() and decoded once: chaining
+ * BLOB || per column copied the growing pre-image forty times per row.
+ */
 export function hashSql(table: LedgerTable): string {
-  const parts = [`cot_lp(${quoteLiteral(HASH_VERSION)})`, `cot_lp(${quoteLiteral(table.name)})`];
+  const parts = [`'${lpHex(HASH_VERSION)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;
-    parts.push(`cot_lp(${quoteLiteral(c.name)})`, `cot_lp(${canonicalTextSql(c.name, c.type)})`);
+    const v = canonicalTextSql(c.name, c.type);
+    parts.push(
+      `'${lpHex(c.name)}'`,
+      `CASE WHEN ${v} IS NULL THEN 'ffffffffffffffff' ELSE ${fn('lpad')}(${fn('to_hex')}(${fn('octet_length')}(${fn('encode')}(${v}))), 16, '0') || ${fn('hex')}(${fn('encode')}(${v})) END`,
+    );
   }
-  return `${fn('sha256')}(${parts.join(' || ')})`;
+  return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
 }
 
 /**

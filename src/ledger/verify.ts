@@ -1,7 +1,7 @@
 import type { EngineConnection } from '../engine/port.js';
 import type { LedgerCatalog } from './catalog.js';
 import type { LedgerTable } from './schema.js';
-import { LP_MACRO, verifySql } from './verify-sql.js';
+import { verifySql } from './verify-sql.js';
 
 /** The verdict on one chain, as the SQL verification computes it. */
 export interface ChainVerdict {
@@ -24,7 +24,6 @@ export async function verifyLedgers(
   catalog: LedgerCatalog,
   chainKey: string | null,
 ): Promise<ChainVerdict[]> {
-  await conn.run(LP_MACRO);
   const verdicts: ChainVerdict[] = [];
   for (const table of await catalog.all()) {
     verdicts.push(...(await verifyTable(conn, table, chainKey)));
