@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
 import { LedgerCatalog } from '../src/ledger/catalog.js';
-import { STEPS_DDL } from '../src/ledger/schema.js';
+import { STEPS_DDL, STEPS_INDEX_DDL } from '../src/ledger/schema.js';
 import { LedgerWriter } from '../src/ledger/writer.js';
 import { stepRow } from './dataset.js';
 
@@ -16,6 +16,7 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
   const conn = await engine.connect();
   try {
     await conn.run(STEPS_DDL);
+    await conn.run(STEPS_INDEX_DDL);
     const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');

@@ -10,7 +10,7 @@ import { Guard } from './guard/guard.js';
 import { SecurityEventLog } from './ledger/security-events.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { STEPS_DDL } from './ledger/schema.js';
+import { STEPS_DDL, STEPS_INDEX_DDL } from './ledger/schema.js';
 import { ChainAuditor } from './ledger/auditor.js';
 import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
 import { OpsServer, PrometheusObserver } from './server/metrics.js';
@@ -58,6 +58,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Server-internal connection: the default ledger and the security ledger exist before any client connects.
   const internal = await engine.connect();
   await internal.run(STEPS_DDL);
+  await internal.run(STEPS_INDEX_DDL);
   const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name));
   const writer = await LedgerWriter.open(engine, ledgers, observer);
   const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) =>

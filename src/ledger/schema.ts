@@ -56,6 +56,12 @@ export const STEPS_DDL = `CREATE TABLE IF NOT EXISTS main.${STEPS_TABLE} (
   ledger_seq BIGINT NOT NULL
 )`;
 
+/**
+ * Steps are read back by trace_id (cot_trace(), receipts, drivers' point
+ * reads): without an index each such read scans a row group.
+ */
+export const STEPS_INDEX_DDL = `CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON main.${STEPS_TABLE} (trace_id)`;
+
 export interface LedgerColumn {
   readonly name: string;
   /** DuckDB's type name, as duckdb_columns() reports it. */
