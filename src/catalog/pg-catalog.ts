@@ -1,5 +1,12 @@
 import { PG_CHAR_VALUES } from '../protocol/type-oids.js';
+import { COMPAT_CATALOG, empty, HIDDEN_DB, INFORMATION_SCHEMA, OID, P, PG_SCHEMA, q, SETTINGS, values } from './catalog-sql.js';
+import { informationViews } from './information-schema.js';
+import { createMacro, MACROS, readsViews } from './pg-functions.js';
 import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
+
+export { CATALOG_FUNCTIONS } from './pg-functions.js';
+export { INFORMATION_RELATIONS } from './information-schema.js';
+export { COMPAT_CATALOG, INFORMATION_SCHEMA, PG_SCHEMA } from './catalog-sql.js';
 
 /**
  * The PostgreSQL catalog that clients query, as DuckDB views over DuckDB's
@@ -10,23 +17,6 @@ import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types
  * a query runs, so each client sees its own temporary objects and every
  * change to the schema at once; nothing here is ever cached.
  */
-export const COMPAT_CATALOG = 'cotwire_pg';
-export const PG_SCHEMA = `${COMPAT_CATALOG}.pg`;
-export const INFORMATION_SCHEMA = `${COMPAT_CATALOG}.information`;
-
-/** Fixed OIDs, as in PostgreSQL where PostgreSQL fixes them. */
-const OID = {
-  pgCatalog: 11,
-  public: 2200,
-  informationSchema: 13000,
-  pgToast: 99,
-  pgTemp: 16300,
-  owner: 10,
-  database: 5,
-  heap: 2,
-  btree: 403,
-  defaultTablespace: 1663,
-} as const;
 
 /** Relations of pg_catalog, with PostgreSQL's OIDs where clients use them (`'pg_class'::regclass`). */
 const CATALOG_RELATION_OIDS: Readonly<Record<string, number>> = {
@@ -92,57 +82,6 @@ const CATALOG_RELATION_OIDS: Readonly<Record<string, number>> = {
 
 /** Every pg_catalog relation cotwire presents. */
 export const CATALOG_RELATIONS: ReadonlySet<string> = new Set(Object.keys(CATALOG_RELATION_OIDS));
-
-/** The information_schema views cotwire presents. */
-export const INFORMATION_RELATIONS: ReadonlySet<string> = new Set([
-  'schemata',
-  'tables',
-  'columns',
-  'views',
-  'table_constraints',
-  'key_column_usage',
-  'referential_constraints',
-  'constraint_column_usage',
-  'check_constraints',
-  'routines',
-  'parameters',
-  'character_sets',
-  'sequences',
-  'triggers',
-  'table_privileges',
-  'column_privileges',
-  'role_table_grants',
-  'enabled_roles',
-  'applicable_roles',
-]);
-
-const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
-
-/** The connection's PostgreSQL settings, which the handler publishes in an engine variable (see publishSettings). */
-const SETTINGS = "coalesce(getvariable('cot_settings'), CAST([] AS STRUCT(name VARCHAR, setting VARCHAR, description VARCHAR)[]))";
-/** One setting by name, from the same settings as a MAP (a lookup that works inside table functions' arguments too). */
-const SETTING_VALUE = "coalesce(getvariable('cot_setting_values'), CAST(MAP {} AS MAP(VARCHAR, VARCHAR)))[lower(setting_name)]";
-const P = PG_SCHEMA;
-
-/** Our own databases and schemas, which clients never see. */
-const HIDDEN_DB = `('system', ${q(COMPAT_CATALOG)})`;
-
-/** A typed empty relation: the catalogs cotwire has no use for, so that clients' joins bind and return nothing. */
-function empty(columns: string): string {
-  const list = columns
-    .split(',')
-    .map((c) => c.trim())
-    .filter((c) => c !== '')
-    .map((c) => {
-      const space = c.indexOf(' ');
-      return `CAST(NULL AS ${c.slice(space + 1)}) AS ${c.slice(0, space)}`;
-    });
-  return `SELECT ${list.join(', ')} WHERE false`;
-}
-
-function values(rows: ReadonlyArray<ReadonlyArray<string | number | boolean>>): string {
-  return rows.map((r) => `(${r.map((v) => (typeof v === 'string' ? q(v) : String(v))).join(', ')})`).join(',\n');
-}
 
 /** Internal building blocks, named `cot_*` so that they never collide with a PostgreSQL name. */
 function internals(): string[] {
@@ -535,229 +474,6 @@ function catalogViews(): string[] {
   ];
 }
 
-/** A macro and its overloads: [parameters, body]. */
-type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly [params: string, body: string]>];
-
-/** The functions clients call, by the name they call them (with or without pg_catalog.). */
-const MACROS: readonly MacroDef[] = [
-  ['pg_get_userbyid', [['roleid', `current_user()`]]],
-  ['format_type', [['type_oid, typemod', `CASE
-       WHEN type_oid IS NULL THEN NULL
-       WHEN type_oid = 1700 AND typemod > 4 THEN 'numeric(' || ((typemod - 4) // 65536) || ',' || ((typemod - 4) % 65536) || ')'
-       WHEN type_oid = 1043 AND typemod > 4 THEN 'character varying(' || (typemod - 4) || ')'
-       WHEN type_oid = 1042 AND typemod > 4 THEN 'character(' || (typemod - 4) || ')'
-       ELSE coalesce((SELECT cot_t.display FROM ${P}.cot_types cot_t WHERE cot_t.oid = type_oid), '???') END`]]],
-  ['pg_get_expr', [['expr, relid', `expr`], ['expr, relid, pretty', `expr`]]],
-  ['pg_get_indexdef', [['index_oid', `(SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)`], ['index_oid, col, pretty', `CASE WHEN col = 0 OR col IS NULL
-       THEN (SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
-       ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN duckdb_columns() cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
-             WHERE cot_i.indexrelid = index_oid) END`]]],
-  ['pg_get_constraintdef', [['constraint_oid', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`], ['constraint_oid, pretty', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`]]],
-  ['pg_get_viewdef', [['v_oid', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`], ['v_oid, pretty', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`]]],
-  ['pg_table_is_visible', [['rel_oid', `true`]]],
-  ['pg_type_is_visible', [['type_oid', `true`]]],
-  ['pg_function_is_visible', [['fn_oid', `true`]]],
-  ['obj_description', [['obj_oid', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`], ['obj_oid, catalog_name', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`]]],
-  ['col_description', [['table_oid, column_number', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = table_oid AND cot_d.objsubid = column_number)`]]],
-  ['shobj_description', [['obj_oid, catalog_name', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_encoding_to_char', [['encoding', `CASE WHEN encoding = 6 THEN 'UTF8' ELSE 'SQL_ASCII' END`]]],
-  ['pg_get_function_result', [['fn_oid', `(SELECT CASE WHEN cot_f.function_type LIKE 'table%' THEN 'SETOF record'
-       WHEN cot_f.return_type IS NULL THEN 'anyelement' ELSE coalesce(cot_t.display, lower(cot_f.return_type)) END
-       FROM ${P}.cot_functions cot_f LEFT JOIN ${P}.cot_type_map cot_m ON cot_m.type_key = ${P}.cot_type_key(cot_f.return_type)
-         LEFT JOIN ${P}.cot_types cot_t ON cot_t.oid = cot_m.oid WHERE cot_f.oid = fn_oid)`]]],
-  ['pg_get_function_arguments', [['fn_oid', `(SELECT array_to_string(list_transform(list_zip(cot_f.parameters, cot_f.parameter_types),
-       p -> p[1] || CASE WHEN p[2] IS NULL THEN '' ELSE ' ' || lower(p[2]) END), ', ') FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`]]],
-  ['pg_get_function_identity_arguments', [['fn_oid', `${P}.pg_get_function_arguments(fn_oid)`]]],
-  ['pg_get_statisticsobjdef_columns', [['stat_oid', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_relation_is_publishable', [['rel_oid', `false`]]],
-  // PostgreSQL's units and rounding (bytes, kB, MB, GB, TB; each step taken at 10 units of the next).
-  // The divisor of / and %: zero raises division_by_zero (22012), as in PostgreSQL.
-  ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
-  ['pg_size_pretty', [['size_bytes', `CASE
-       WHEN abs(size_bytes) < 10240 THEN CAST(size_bytes AS BIGINT) || ' bytes'
-       WHEN abs(size_bytes // 512) < 20479 THEN CAST(((size_bytes // 512) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' kB'
-       WHEN abs(size_bytes // 524288) < 20479 THEN CAST(((size_bytes // 524288) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' MB'
-       WHEN abs(size_bytes // 536870912) < 20479 THEN CAST(((size_bytes // 536870912) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' GB'
-       ELSE CAST(((size_bytes // 549755813888) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' TB' END`]]],
-  ['pg_table_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
-  ['pg_total_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
-  ['pg_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
-  ['pg_database_size', [['db', `CAST((SELECT sum(total_blocks * block_size) FROM pragma_database_size()) AS BIGINT)`]]],
-  ['pg_backend_pid', [['', `CAST(0 AS INTEGER)`]]],
-  ['has_database_privilege', [['db, priv', `true`], ['u, db, priv', `true`]]],
-  ['has_schema_privilege', [['s, priv', `true`], ['u, s, priv', `true`]]],
-  ['has_table_privilege', [['t, priv', `true`], ['u, t, priv', `true`]]],
-  ['has_column_privilege', [['t, c, priv', `true`], ['u, t, c, priv', `true`]]],
-  ['has_function_privilege', [['f, priv', `true`], ['u, f, priv', `true`]]],
-  ['has_sequence_privilege', [['s, priv', `true`]]],
-  ['has_any_column_privilege', [['t, priv', `true`]]],
-  ['pg_has_role', [['r, priv', `true`], ['u, r, priv', `true`]]],
-  ['array_upper', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
-  ['array_lower', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN 1 END`]]],
-  ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
-  ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
-  ['current_schemas', [['include_implicit', `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`]]],
-  // No subquery: clients call it inside table functions' arguments (Grafana's generate_series over the search_path).
-  ['current_setting', [
-    ['setting_name', SETTING_VALUE],
-    ['setting_name, missing_ok', SETTING_VALUE],
-  ]],
-  ['pg_postmaster_start_time', [['', `CAST(get_current_timestamp() AS TIMESTAMPTZ)`]]],
-  ['txid_current', [['', `CAST(1 AS BIGINT)`]]],
-  ['pg_is_in_recovery', [['', `false`]]],
-  ['quote_ident', [['s', `CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s ELSE '"' || replace(s, '"', '""') || '"' END`]]],
-  // PostgreSQL's format(): %s, %I (identifier) and %L (literal), for up to four arguments (Metabase's %I.%I).
-  ['cot_format_arg', [['fmt, k, v', `CASE regexp_extract_all(fmt, '%([sIL])', 1)[k]
-       WHEN 'I' THEN ${P}.quote_ident(CAST(v AS VARCHAR))
-       WHEN 'L' THEN CASE WHEN v IS NULL THEN 'NULL' ELSE '''' || replace(CAST(v AS VARCHAR), '''', '''''') || '''' END
-       ELSE coalesce(CAST(v AS VARCHAR), '') END`]]],
-  ['format', [
-    ['fmt', 'fmt'],
-    ['fmt, a1', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1))`],
-    ['fmt, a1, a2', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2))`],
-    ['fmt, a1, a2, a3', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3))`],
-    ['fmt, a1, a2, a3, a4', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3), ${P}.cot_format_arg(fmt, 4, a4))`],
-  ]],
-  ['parse_ident', [['qualified', `list_transform(string_split(qualified, '.'), cot_p -> CASE WHEN cot_p LIKE '"%' THEN trim(cot_p, '"') ELSE lower(cot_p) END)`]]],
-  ['pg_get_serial_sequence', [['tbl, col', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_get_triggerdef', [['trigger_oid', `CAST(NULL AS VARCHAR)`], ['trigger_oid, pretty', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_get_ruledef', [['rule_oid', `CAST(NULL AS VARCHAR)`], ['rule_oid, pretty', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_tablespace_location', [['ts_oid', `''`]]],
-  ['cot_regclass_in', [['rel', `(SELECT first(cot_c.oid) FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
-       WHERE (CASE WHEN contains(CAST(rel AS VARCHAR), '.') THEN cot_n.nspname = lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"'))
-                   AND cot_c.relname = trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
-              ELSE cot_c.relname = CASE WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END END))`]]],
-  ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
-  ['cot_regtype_in', [['type_name', `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = lower(CAST(type_name AS VARCHAR)) OR cot_t.display = lower(CAST(type_name AS VARCHAR)))`]]],
-  ['cot_regtype_out', [['type_oid', `${P}.format_type(type_oid, -1)`]]],
-  // pg_type's regproc columns (typinput ...) hold function names, so a regproc is compared as its name.
-  ['cot_regproc_in', [['fn', `lower(CAST(fn AS VARCHAR))`]]],
-  ['cot_regproc_out', [['fn_oid', `CASE WHEN try_cast(fn_oid AS BIGINT) IS NULL THEN CAST(fn_oid AS VARCHAR)
-       ELSE (SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = try_cast(fn_oid AS BIGINT)) END`]]],
-  ['cot_regnamespace_in', [['nsp', `(SELECT first(cot_n.oid) FROM ${P}.pg_namespace cot_n WHERE cot_n.nspname = CAST(nsp AS VARCHAR))`]]],
-  ['cot_regnamespace_out', [['nsp_oid', `(SELECT first(cot_n.nspname) FROM ${P}.pg_namespace cot_n WHERE cot_n.oid = nsp_oid)`]]],
-  ['cot_regrole_in', [['r', `CAST(${OID.owner} AS BIGINT)`]]],
-  ['cot_regrole_out', [['r', `current_user()`]]],
-  ['_pg_expandarray', [['arr', `list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i})`]]],
-];
-
-function createMacro([name, overloads]: MacroDef): string {
-  return `CREATE MACRO ${P}.${name}${overloads.map(([params, body]) => `(${params}) AS ${body}`).join(', ')}`;
-}
-
-/** Macros whose bodies read catalog views are created after the views; the rest before, for the views to use. */
-const readsViews = (m: MacroDef): boolean =>
-  m[1].some(([, body]) => [`${P}.pg_`, `${P}.cot_functions`, `${P}.cot_indexes`, `${P}.cot_constraints`].some((v) => body.includes(v)));
-
-/** Functions of the catalog layer, by name: a client's call to one of them (qualified or not) reaches cotwire's. */
-export const CATALOG_FUNCTIONS: ReadonlySet<string> = new Set(MACROS.map(([name]) => name).filter((n) => !n.startsWith('cot_')));
-
-/** information_schema, with PostgreSQL's names for schemas and types. */
-function informationViews(): string[] {
-  const I = INFORMATION_SCHEMA;
-  const db = 'current_database()';
-  return [
-    `CREATE VIEW ${I}.schemata AS
-       SELECT ${db} AS catalog_name, n.nspname AS schema_name, current_user() AS schema_owner,
-         CAST(NULL AS VARCHAR) AS default_character_set_catalog, CAST(NULL AS VARCHAR) AS default_character_set_schema,
-         CAST(NULL AS VARCHAR) AS default_character_set_name, CAST(NULL AS VARCHAR) AS sql_path
-       FROM ${P}.pg_namespace n`,
-    `CREATE VIEW ${I}.tables AS
-       SELECT ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name,
-         CASE WHEN c.relkind = 'v' THEN 'VIEW' WHEN c.relpersistence = 't' THEN 'LOCAL TEMPORARY' ELSE 'BASE TABLE' END AS table_type,
-         CAST(NULL AS VARCHAR) AS self_referencing_column_name, CAST(NULL AS VARCHAR) AS reference_generation,
-         CAST(NULL AS VARCHAR) AS user_defined_type_catalog, CAST(NULL AS VARCHAR) AS user_defined_type_schema,
-         CAST(NULL AS VARCHAR) AS user_defined_type_name, CASE WHEN c.relkind = 'r' THEN 'YES' ELSE 'NO' END AS is_insertable_into,
-         'NO' AS is_typed, CAST(NULL AS VARCHAR) AS commit_action
-       FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'v')`,
-    `CREATE VIEW ${I}.columns AS
-       SELECT ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name,
-         CAST(a.attnum AS INTEGER) AS ordinal_position, d.adbin AS column_default, CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS is_nullable,
-         CASE WHEN t.typcategory = 'A' THEN 'ARRAY' WHEN a.atttypid = 1700 THEN 'numeric' ELSE t.display END AS data_type,
-         CAST(NULL AS INTEGER) AS character_maximum_length, CAST(CASE WHEN t.typcategory = 'S' THEN 1073741824 END AS INTEGER) AS character_octet_length,
-         CAST(CASE a.atttypid WHEN 21 THEN 16 WHEN 23 THEN 32 WHEN 20 THEN 64 WHEN 700 THEN 24 WHEN 701 THEN 53
-           WHEN 1700 THEN CASE WHEN a.atttypmod > 4 THEN (a.atttypmod - 4) // 65536 END END AS INTEGER) AS numeric_precision,
-         CAST(CASE WHEN a.atttypid IN (21, 23, 20, 700, 701) THEN 2 WHEN a.atttypid = 1700 THEN 10 END AS INTEGER) AS numeric_precision_radix,
-         CAST(CASE WHEN a.atttypid IN (21, 23, 20) THEN 0 WHEN a.atttypid = 1700 AND a.atttypmod > 4 THEN (a.atttypmod - 4) % 65536 END AS INTEGER) AS numeric_scale,
-         CAST(CASE WHEN a.atttypid IN (1082) THEN 0 WHEN a.atttypid IN (1083, 1114, 1184, 1266, 1186) THEN 6 END AS INTEGER) AS datetime_precision,
-         CAST(NULL AS VARCHAR) AS interval_type, CAST(NULL AS INTEGER) AS interval_precision,
-         CAST(NULL AS VARCHAR) AS character_set_catalog, CAST(NULL AS VARCHAR) AS character_set_schema, CAST(NULL AS VARCHAR) AS character_set_name,
-         CAST(NULL AS VARCHAR) AS collation_catalog, CAST(NULL AS VARCHAR) AS collation_schema, CAST(NULL AS VARCHAR) AS collation_name,
-         ${db} AS domain_catalog, CAST(NULL AS VARCHAR) AS domain_schema, CAST(NULL AS VARCHAR) AS domain_name,
-         ${db} AS udt_catalog, 'pg_catalog' AS udt_schema, t.typname AS udt_name,
-         CAST(NULL AS VARCHAR) AS scope_catalog, CAST(NULL AS VARCHAR) AS scope_schema, CAST(NULL AS VARCHAR) AS scope_name,
-         CAST(NULL AS INTEGER) AS maximum_cardinality, CAST(a.attnum AS VARCHAR) AS dtd_identifier, 'NO' AS is_self_referencing,
-         'NO' AS is_identity, CAST(NULL AS VARCHAR) AS identity_generation, CAST(NULL AS VARCHAR) AS identity_start,
-         CAST(NULL AS VARCHAR) AS identity_increment, CAST(NULL AS VARCHAR) AS identity_maximum, CAST(NULL AS VARCHAR) AS identity_minimum,
-         CAST(NULL AS VARCHAR) AS identity_cycle, 'NEVER' AS is_generated, CAST(NULL AS VARCHAR) AS generation_expression,
-         CASE WHEN c.relkind = 'r' THEN 'YES' ELSE 'NO' END AS is_updatable
-       FROM ${P}.pg_attribute a JOIN ${P}.pg_class c ON c.oid = a.attrelid JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace
-         LEFT JOIN ${P}.cot_types t ON t.oid = a.atttypid LEFT JOIN ${P}.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-       WHERE c.relkind IN ('r', 'v')`,
-    `CREATE VIEW ${I}.views AS
-       SELECT ${db} AS table_catalog, v.schemaname AS table_schema, v.viewname AS table_name, v.definition AS view_definition,
-         'NONE' AS check_option, 'NO' AS is_updatable, 'NO' AS is_insertable_into, 'NO' AS is_trigger_updatable,
-         'NO' AS is_trigger_deletable, 'NO' AS is_trigger_insertable_into
-       FROM ${P}.pg_views v`,
-    `CREATE VIEW ${I}.table_constraints AS
-       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
-         ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name,
-         CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' WHEN 'c' THEN 'CHECK' ELSE 'FOREIGN KEY' END AS constraint_type,
-         'NO' AS is_deferrable, 'NO' AS initially_deferred, 'YES' AS enforced, CAST(NULL AS VARCHAR) AS nulls_distinct
-       FROM ${P}.cot_constraints k JOIN ${P}.pg_class c ON c.oid = k.conrelid JOIN ${P}.pg_namespace n ON n.oid = k.connamespace`,
-    `CREATE VIEW ${I}.key_column_usage AS
-       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
-         ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name, u.column_name,
-         CAST(u.pos AS INTEGER) AS ordinal_position, CAST(CASE WHEN k.contype = 'f' THEN u.pos END AS INTEGER) AS position_in_unique_constraint
-       FROM ${P}.cot_constraints k JOIN ${P}.pg_class c ON c.oid = k.conrelid JOIN ${P}.pg_namespace n ON n.oid = k.connamespace,
-         LATERAL (SELECT unnest(k.constraint_column_names) AS column_name, generate_subscripts(k.constraint_column_names, 1) AS pos) u
-       WHERE k.contype IN ('p', 'u', 'f')`,
-    `CREATE VIEW ${I}.referential_constraints AS
-       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
-         ${db} AS unique_constraint_catalog, n.nspname AS unique_constraint_schema,
-         (SELECT first(p.conname) FROM ${P}.cot_constraints p WHERE p.conrelid = k.confrelid AND p.contype IN ('p', 'u')) AS unique_constraint_name,
-         'NONE' AS match_option, 'NO ACTION' AS update_rule, 'NO ACTION' AS delete_rule
-       FROM ${P}.cot_constraints k JOIN ${P}.pg_namespace n ON n.oid = k.connamespace WHERE k.contype = 'f'`,
-    `CREATE VIEW ${I}.constraint_column_usage AS
-       SELECT ${db} AS table_catalog, n.nspname AS table_schema, coalesce(k.referenced_table, c.relname) AS table_name, u.column_name,
-         ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name
-       FROM ${P}.cot_constraints k JOIN ${P}.pg_class c ON c.oid = k.conrelid JOIN ${P}.pg_namespace n ON n.oid = k.connamespace,
-         LATERAL (SELECT unnest(CASE WHEN k.contype = 'f' THEN k.referenced_column_names ELSE k.constraint_column_names END) AS column_name) u`,
-    `CREATE VIEW ${I}.check_constraints AS
-       SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name, k.expression AS check_clause
-       FROM ${P}.cot_constraints k JOIN ${P}.pg_namespace n ON n.oid = k.connamespace WHERE k.contype = 'c'`,
-    `CREATE VIEW ${I}.routines AS
-       SELECT ${db} AS specific_catalog, n.nspname AS specific_schema, p.proname || '_' || p.oid AS specific_name,
-         ${db} AS routine_catalog, n.nspname AS routine_schema, p.proname AS routine_name, 'FUNCTION' AS routine_type,
-         ${P}.format_type(p.prorettype, -1) AS data_type, CASE WHEN p.prolang = 14 THEN 'SQL' ELSE 'INTERNAL' END AS routine_body,
-         p.prosrc AS routine_definition, CASE WHEN p.prolang = 14 THEN 'SQL' ELSE 'C' END AS external_language
-       FROM ${P}.pg_proc p JOIN ${P}.pg_namespace n ON n.oid = p.pronamespace`,
-    `CREATE VIEW ${I}.parameters AS ${empty('specific_catalog VARCHAR, specific_schema VARCHAR, specific_name VARCHAR, ordinal_position INTEGER, parameter_mode VARCHAR, parameter_name VARCHAR, data_type VARCHAR, udt_name VARCHAR')}`,
-    `CREATE VIEW ${I}.character_sets AS SELECT CAST(NULL AS VARCHAR) AS character_set_catalog, CAST(NULL AS VARCHAR) AS character_set_schema,
-       'UTF8' AS character_set_name, 'UCS' AS character_repertoire, 'UTF8' AS form_of_use, ${db} AS default_collate_catalog,
-       'pg_catalog' AS default_collate_schema, 'C.UTF-8' AS default_collate_name`,
-    `CREATE VIEW ${I}.sequences AS
-       SELECT ${db} AS sequence_catalog, s.schemaname AS sequence_schema, s.sequencename AS sequence_name, 'bigint' AS data_type,
-         64 AS numeric_precision, 2 AS numeric_precision_radix, 0 AS numeric_scale, CAST(s.start_value AS VARCHAR) AS start_value,
-         CAST(s.min_value AS VARCHAR) AS minimum_value, CAST(s.max_value AS VARCHAR) AS maximum_value,
-         CAST(s.increment_by AS VARCHAR) AS increment, CASE WHEN s.cycle THEN 'YES' ELSE 'NO' END AS cycle_option
-       FROM ${P}.pg_sequences s`,
-    `CREATE VIEW ${I}.triggers AS ${empty('trigger_catalog VARCHAR, trigger_schema VARCHAR, trigger_name VARCHAR, event_manipulation VARCHAR, event_object_catalog VARCHAR, event_object_schema VARCHAR, event_object_table VARCHAR, action_order INTEGER, action_condition VARCHAR, action_statement VARCHAR, action_orientation VARCHAR, action_timing VARCHAR')}`,
-    `CREATE VIEW ${I}.table_privileges AS
-       SELECT current_user() AS grantor, current_user() AS grantee, ${db} AS table_catalog, t.table_schema, t.table_name,
-         p.privilege_type, 'YES' AS is_grantable, 'NO' AS with_hierarchy
-       FROM ${I}.tables t, (VALUES ('SELECT'), ('INSERT')) p(privilege_type)`,
-    `CREATE VIEW ${I}.role_table_grants AS SELECT * FROM ${I}.table_privileges`,
-    `CREATE VIEW ${I}.column_privileges AS
-       SELECT current_user() AS grantor, current_user() AS grantee, ${db} AS table_catalog, c.table_schema, c.table_name, c.column_name,
-         'SELECT' AS privilege_type, 'YES' AS is_grantable
-       FROM ${I}.columns c`,
-    `CREATE VIEW ${I}.enabled_roles AS SELECT current_user() AS role_name`,
-    `CREATE VIEW ${I}.applicable_roles AS SELECT current_user() AS grantee, current_user() AS role_name, 'YES' AS is_grantable`,
-  ];
-}
-
 /**
  * The statements that build the catalog, run once at start-up before the
  * engine is locked down. They refer to per-connection macros
@@ -776,3 +492,4 @@ export function catalogSetup(): string[] {
     ...informationViews(),
   ];
 }
+
