@@ -101,6 +101,18 @@ export interface EngineCursor {
   close(): void;
 }
 
+/** Where append() writes. */
+export interface AppendTarget {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+}
+
+/** How append() reads one column's text. */
+export interface AppendColumn {
+  readonly epochMicros: boolean;
+}
+
 export interface EngineConnection {
   /**
    * Prepares exactly one statement; several in one string are an error.
@@ -111,6 +123,13 @@ export interface EngineConnection {
   run(sql: string): Promise<void>;
   /** Runs a server-internal query with text parameters and returns its rows as plain values. */
   query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]>;
+  /**
+   * Appends rows to a table in bulk, inside the connection's current
+   * transaction. Each value is the text of the column's value (cast to the
+   * column's type as CAST(text AS type) would), or null; a column marked
+   * `epochMicros` takes microseconds since the epoch instead.
+   */
+  append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void>;
   interrupt(): void;
   close(): void;
 }

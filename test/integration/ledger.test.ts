@@ -156,6 +156,25 @@ describe('any _cot table is a ledger', () => {
     expect((await c2.query("SELECT valid, step_count FROM cot_verify_tool_calls('t1')")).rows).toEqual([{ valid: true, step_count: '2' }]);
   });
 
+  it('appends large units through the appender, all or nothing, and the chain carries on', async () => {
+    await client.query('CREATE TABLE _cot_metrics (session_id VARCHAR, value DOUBLE CHECK (value >= 0), seen TIMESTAMPTZ, tags VARCHAR[])');
+    // 200 rows in one statement: one group commit, past the writer's appender threshold.
+    await client.query("INSERT INTO _cot_metrics (session_id, value, seen, tags) SELECT 'm' || (i % 3), i / 2.0, TIMESTAMPTZ '2026-01-01 00:00:00+00' + INTERVAL (i) SECOND, ['a', 'b'] FROM range(200) t(i)");
+    // One bad row among 60: nothing of the unit is written, and the chain heads do not move.
+    const err = (await client.query("INSERT INTO _cot_metrics (session_id, value) SELECT 'm0', CASE WHEN i = 30 THEN -1 ELSE i END FROM range(60) t(i)").catch((e: unknown) => e)) as { code?: string };
+    expect(err.code).toBe('23514');
+    await client.query("INSERT INTO _cot_metrics (session_id, value) VALUES ('m0', 1)");
+    const counts = (await client.query("SELECT session_id, count(*)::int AS n, max(step_index) AS last FROM _cot_metrics GROUP BY 1 ORDER BY 1")).rows;
+    expect(counts).toEqual([
+      { session_id: 'm0', n: 68, last: 67 },
+      { session_id: 'm1', n: 67, last: 66 },
+      { session_id: 'm2', n: 66, last: 65 },
+    ]);
+    expect((await independentlyVerified('_cot_metrics', 'session_id')).problems).toEqual([]);
+    expect((await client.query('SELECT bool_and(valid) AS ok, sum(step_count)::int AS n FROM cot_verify_metrics_all()')).rows).toEqual([{ ok: true, n: 201 }]);
+    expect((await client.query("SELECT value, tags FROM _cot_metrics WHERE session_id = 'm1' AND step_index = 0")).rows).toEqual([{ value: 0.5, tags: ['a', 'b'] }]);
+  });
+
   it('makes a table without session_id one chain', async () => {
     await client.query('CREATE TABLE _cot_decisions (what VARCHAR)');
     await client.query("INSERT INTO _cot_decisions VALUES ('a'), ('b')");
@@ -240,7 +259,7 @@ describe('concurrency', () => {
 
   it('keeps ledger_seq unique and gap-free across all ledgers', async () => {
     const seqs = await internal.query(
-      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_security_events ORDER BY 1',
+      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events ORDER BY 1',
     );
     const values = seqs.map((r) => Number(r[0]));
     expect(values).toEqual(Array.from({ length: values.length }, (_, i) => i + 1));

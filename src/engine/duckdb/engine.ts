@@ -1,6 +1,7 @@
 import {
   DuckDBInstance,
   DuckDBMaterializedResult,
+  DuckDBTimestampTZValue,
   DuckDBTypeId,
   ResultReturnType,
   StatementType,
@@ -15,6 +16,8 @@ import { TypeOid } from '../../protocol/type-oids.js';
 import { tokenize } from '../../sql/lexer.js';
 import { TimeZoneOffsets } from '../pg-format.js';
 import type {
+  AppendColumn,
+  AppendTarget,
   ColumnInfo,
   Engine,
   EngineConnection,
@@ -184,6 +187,40 @@ class DuckDBSession implements EngineConnection {
       await this.conn.run(sql);
     } catch (err) {
       throw fromDuckDBError(err, sql);
+    }
+  }
+
+  async append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
+    await this.settleActive();
+    try {
+      const appender = await this.conn.createAppender(table.name, table.schema, table.catalog);
+      try {
+        for (const row of rows) {
+          for (let i = 0; i < columns.length; i++) {
+            const v = row[i] ?? null;
+            if (v === null) appender.appendNull();
+            else if ((columns[i] as AppendColumn).epochMicros) appender.appendTimestampTZ(new DuckDBTimestampTZValue(BigInt(v)));
+            // The appender casts text to the column's type, as CAST does.
+            else appender.appendVarchar(v);
+          }
+          appender.endRow();
+        }
+        appender.flushSync();
+      } catch (err) {
+        // Closing after a failed flush fails too ("transaction is aborted"): the first error is the one to report.
+        try {
+          appender.closeSync();
+        } catch {
+          // already failed
+        }
+        throw err;
+      }
+      appender.closeSync();
+    } catch (err) {
+      // The appender reports "Failed to append: <cause>" without the error's class: restore it for the SQLSTATE.
+      const cause = String((err as Error).message ?? err).replace(/^Failed to append: /, '');
+      const typed = /constraint failed|duplicate key/i.test(cause) ? `Constraint Error: ${cause}` : /convert|cast/i.test(cause) ? `Conversion Error: ${cause}` : cause;
+      throw fromDuckDBError(new Error(typed));
     }
   }
 
