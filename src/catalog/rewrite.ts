@@ -1,4 +1,5 @@
 import { parseSync } from 'libpg-query';
+import { parseArrayLiteral, type ArrayItem } from '../sql/array-literal.js';
 import type { Token } from '../sql/lexer.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
 
@@ -131,63 +132,9 @@ export function partialPattern(pattern: string, caseInsensitive: boolean): strin
  * one. DuckDB casts a list of strings to the target's element type.
  */
 export function pgArrayToList(text: string): string | null {
-  let i = 0;
-  const skip = (): void => {
-    while (i < text.length && /\s/.test(text[i] as string)) i++;
-  };
-  const parse = (): string | null => {
-    skip();
-    if (text[i] !== '{') return null;
-    i++;
-    const items: string[] = [];
-    skip();
-    if (text[i] === '}') {
-      i++;
-      return '[]';
-    }
-    for (;;) {
-      skip();
-      if (text[i] === '{') {
-        const inner = parse();
-        if (inner === null) return null;
-        items.push(inner);
-      } else if (text[i] === '"') {
-        i++;
-        let s = '';
-        while (i < text.length && text[i] !== '"') {
-          if (text[i] === '\\') i++;
-          s += text[i] ?? '';
-          i++;
-        }
-        if (text[i] !== '"') return null;
-        i++;
-        items.push(quoteLiteral(s));
-      } else {
-        let s = '';
-        while (i < text.length && text[i] !== ',' && text[i] !== '}') {
-          if (text[i] === '\\') i++;
-          s += text[i] ?? '';
-          i++;
-        }
-        s = s.trim();
-        if (s === '') return null;
-        items.push(s.toUpperCase() === 'NULL' ? 'NULL' : quoteLiteral(s));
-      }
-      skip();
-      if (text[i] === ',') {
-        i++;
-        continue;
-      }
-      if (text[i] === '}') {
-        i++;
-        return `[${items.join(', ')}]`;
-      }
-      return null;
-    }
-  };
-  const list = parse();
-  skip();
-  return list !== null && i === text.length ? list : null;
+  const items = parseArrayLiteral(text);
+  const list = (xs: ArrayItem[]): string => `[${xs.map((x) => (x === null ? 'NULL' : Array.isArray(x) ? list(x) : quoteLiteral(x))).join(', ')}]`;
+  return items === null ? null : list(items);
 }
 
 /** The columns of an INSERT's target table, in order, and whether each holds a list. */

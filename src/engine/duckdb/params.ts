@@ -24,6 +24,7 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
+import { parseArrayLiteral, type ArrayItem } from '../../sql/array-literal.js';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { ElementOidOf, TypeOid } from '../../protocol/type-oids.js';
@@ -128,72 +129,11 @@ export function parseBytea(text: string, index: number): Uint8Array {
   return Uint8Array.from(out);
 }
 
-type ArrayItem = string | null | ArrayItem[];
-
-/** array_in: '{1,2,"a b",NULL,{3,4}}' into nested lists of text, cast by DuckDB afterwards. */
-export function parseArrayLiteral(text: string, index: number): ArrayItem[] {
-  let i = 0;
-  const bad = (): PgError =>
-    new PgError(SqlState.InvalidTextRepresentation, `malformed array literal: "${text}"`, {
-      detail: `in parameter $${index}`,
-    });
-  const skipSpace = (): void => {
-    while (i < text.length && /\s/.test(text[i] as string)) i++;
-  };
-  const parseList = (): ArrayItem[] => {
-    if (text[i] !== '{') throw bad();
-    i++;
-    const items: ArrayItem[] = [];
-    skipSpace();
-    if (text[i] === '}') {
-      i++;
-      return items;
-    }
-    for (;;) {
-      skipSpace();
-      if (text[i] === '{') {
-        items.push(parseList());
-      } else if (text[i] === '"') {
-        i++;
-        let s = '';
-        while (i < text.length && text[i] !== '"') {
-          if (text[i] === '\\') i++;
-          s += text[i] ?? '';
-          i++;
-        }
-        if (text[i] !== '"') throw bad();
-        i++;
-        items.push(s);
-      } else {
-        let s = '';
-        while (i < text.length && text[i] !== ',' && text[i] !== '}') {
-          if (text[i] === '\\') i++;
-          s += text[i] ?? '';
-          i++;
-        }
-        s = s.trim();
-        items.push(s.toUpperCase() === 'NULL' ? null : s);
-      }
-      skipSpace();
-      if (text[i] === ',') {
-        i++;
-        continue;
-      }
-      if (text[i] === '}') {
-        i++;
-        return items;
-      }
-      throw bad();
-    }
-  };
-  const result = parseList();
-  skipSpace();
-  if (i !== text.length) throw bad();
-  return result;
-}
-
 function arrayFromText(text: string, index: number): TypedValue {
-  const items = parseArrayLiteral(text, index);
+  const items = parseArrayLiteral(text);
+  if (items === null) {
+    throw new PgError(SqlState.InvalidTextRepresentation, `malformed array literal: "${text}"`, { detail: `in parameter $${index}` });
+  }
   const depth = (xs: ArrayItem[]): number => {
     const first = xs.find((x) => x !== null);
     return Array.isArray(first) ? 1 + depth(first) : 1;
