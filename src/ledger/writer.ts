@@ -163,64 +163,62 @@ export class LedgerWriter {
       }
       results.push(unitResults);
     }
-    const total = [...byTable.values()].reduce((n, t) => n + t.rows.length, 0);
-    if (total >= APPENDER_MIN_ROWS) {
-      // Large units go through the engine's appender, inside one transaction: at these sizes it is
-      // an order of magnitude faster than multi-row INSERTs (docs/benchmarks.md).
-      await this.conn.run('BEGIN TRANSACTION');
-      try {
-        for (const { table, rows } of byTable.values()) {
-          await this.conn.append(table, table.columns.map((c) => ({ epochMicros: c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE' })), rows);
-        }
-        await this.conn.run('COMMIT');
-      } catch (err) {
-        await this.conn.run('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-      this.advance(pending, seq);
-      return this.done(units, results);
-    }
-    const statements: Array<{ sql: string; values: (string | null)[] }> = [];
-    for (const { table, rows } of byTable.values()) {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-        statements.push({ sql: insertSql(table, chunk.length), values: chunk.flat() });
-      }
-    }
-    if (statements.length === 1) {
-      // One statement is atomic on its own: its autocommit saves the two statements of an
-      // explicit transaction, which cost more than the insert itself (docs/benchmarks.md).
-      const [only] = statements as [{ sql: string; values: (string | null)[] }];
-      await this.insert(only.sql, only.values);
-    } else {
-      await this.conn.run('BEGIN TRANSACTION');
-      try {
-        for (const { sql, values } of statements) await this.insert(sql, values);
-        await this.conn.run('COMMIT');
-      } catch (err) {
-        await this.conn.run('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-    }
-    this.advance(pending, seq);
-    return this.done(units, results);
-  }
-
-  /** Committed: the tentative heads are now the truth. */
-  private advance(pending: Map<string, Map<string, Head>>, seq: bigint): void {
+    await this.write([...byTable.values()]);
+    // Committed: the tentative heads are now the truth.
     for (const [name, tentative] of pending) {
       const heads = this.heads.get(name);
       if (heads === undefined) continue;
       for (const [key, head] of tentative) heads.set(key, head);
     }
     this.seq = seq;
-  }
-
-  private done(units: readonly Unit[], results: AppendResult[][]): AppendResult[][] {
     const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
     this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
     return results;
   }
+
+  /** Writes the chained rows atomically, by the cheapest path for their number. */
+  private async write(byTable: ReadonlyArray<{ table: LedgerTable; rows: (string | null)[][] }>): Promise<void> {
+    const total = byTable.reduce((n, t) => n + t.rows.length, 0);
+    if (total >= APPENDER_MIN_ROWS) {
+      // Large units go through the engine's appender, inside one transaction: at these sizes it is
+      // an order of magnitude faster than multi-row INSERTs (docs/benchmarks.md).
+      await this.inTransaction(async () => {
+        for (const { table, rows } of byTable) {
+          await this.conn.append(table, table.columns.map((c) => ({ epochMicros: c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE' })), rows);
+        }
+      });
+      return;
+    }
+    const statements: Array<{ sql: string; values: (string | null)[] }> = [];
+    for (const { table, rows } of byTable) {
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        statements.push({ sql: insertSql(table, chunk.length), values: chunk.flat() });
+      }
+    }
+    const [only] = statements;
+    if (statements.length === 1 && only !== undefined) {
+      // One statement is atomic on its own: its autocommit saves the two statements of an
+      // explicit transaction, which cost more than the insert itself (docs/benchmarks.md).
+      await this.insert(only.sql, only.values);
+      return;
+    }
+    await this.inTransaction(async () => {
+      for (const { sql, values } of statements) await this.insert(sql, values);
+    });
+  }
+
+  private async inTransaction(work: () => Promise<void>): Promise<void> {
+    await this.conn.run('BEGIN TRANSACTION');
+    try {
+      await work();
+      await this.conn.run('COMMIT');
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
 
   private async insert(sql: string, values: readonly (string | null)[]): Promise<void> {
     let statement = this.inserts.get(sql);
