@@ -1,7 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
+import { useCotwireAndPostgres } from '../fixtures/compared.js';
 
 /**
  * BI tools cannot run here, so their catalog queries are reproduced from
@@ -10,8 +9,7 @@ import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
  * table. Grafana's time-series macros are expanded as Grafana expands them.
  */
 
-let cotwire: TestServer;
-let postgres: ThrowawayPostgres;
+const servers = useCotwireAndPostgres();
 let cot: pg.Client;
 let real: pg.Client;
 
@@ -24,10 +22,8 @@ const SCHEMA = [
 ];
 
 beforeAll(async () => {
-  cotwire = await startTestServer();
-  postgres = await startPostgres();
-  cot = await cotwire.client();
-  real = new pg.Client({ host: '127.0.0.1', port: postgres.port, user: postgres.user, database: 'postgres' });
+  cot = await servers.cotwire.client();
+  real = new pg.Client({ host: '127.0.0.1', port: servers.postgres.port, user: servers.postgres.user, database: 'postgres' });
   await real.connect();
   for (const sql of SCHEMA) {
     await cot.query(sql);
@@ -38,8 +34,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await real?.end();
-  await cotwire?.[Symbol.asyncDispose]();
-  postgres?.stop();
 });
 
 /**

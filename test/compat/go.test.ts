@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
+import { useCotwireAndPostgres } from '../fixtures/compared.js';
 
 /**
  * pgx v4 (Debian's golang-github-jackc-pgx-v4-dev, built offline in GOPATH
@@ -14,8 +13,7 @@ import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
  * and errors.
  */
 const run = promisify(execFile);
-let cotwire: TestServer;
-let postgres: ThrowawayPostgres;
+const servers = useCotwireAndPostgres();
 let dir: string;
 let binary: string;
 
@@ -24,13 +22,9 @@ beforeAll(async () => {
   binary = join(dir, 'pgx_flows');
   const env = { ...process.env, GO111MODULE: 'off', GOPATH: '/usr/share/gocode', GOCACHE: join(dir, 'cache'), GOFLAGS: '' };
   await run('go', ['build', '-o', binary, join(import.meta.dirname, 'go', 'pgx_flows.go')], { env });
-  cotwire = await startTestServer();
-  postgres = await startPostgres();
 }, 300_000);
 
 afterAll(async () => {
-  await cotwire?.[Symbol.asyncDispose]();
-  postgres?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -39,8 +33,8 @@ describe('pgx', () => {
     const flows = async (url: string, target: string): Promise<Record<string, unknown>> =>
       JSON.parse((await run(binary, [url, target])).stdout) as Record<string, unknown>;
     const [cot, real] = await Promise.all([
-      flows(`postgres://cotwire@127.0.0.1:${cotwire.port}/cotwire`, 'cotwire'),
-      flows(`postgres://${postgres.user}@127.0.0.1:${postgres.port}/postgres`, 'postgres'),
+      flows(`postgres://cotwire@127.0.0.1:${servers.cotwire.port}/cotwire`, 'cotwire'),
+      flows(`postgres://${servers.postgres.user}@127.0.0.1:${servers.postgres.port}/postgres`, 'postgres'),
     ]);
     for (const key of Object.keys(real)) expect(cot[key], key).toEqual(real[key]);
     expect(real.row).toEqual([1, 'widget', '9.99', '2026-03-04T05:06:07Z', ['a', 'b'], true, 0.25]);

@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
+import { describe, expect, it } from 'vitest';
+import { useCotwireAndPostgres } from '../fixtures/compared.js';
 
 /**
  * pgjdbc (Debian's libpostgresql-jdbc-java) runs the same flows against
@@ -15,18 +14,9 @@ const run = promisify(execFile);
 const JAR = '/usr/share/java/postgresql.jar';
 const PROGRAM = join(import.meta.dirname, 'java', 'JdbcFlows.java');
 
-let cotwire: TestServer;
-let postgres: ThrowawayPostgres;
+const servers = useCotwireAndPostgres();
 
-beforeAll(async () => {
-  cotwire = await startTestServer();
-  postgres = await startPostgres();
-});
 
-afterAll(async () => {
-  await cotwire?.[Symbol.asyncDispose]();
-  postgres?.stop();
-});
 
 async function flows(url: string, user: string, target: string): Promise<Record<string, unknown>> {
   const { stdout } = await run('java', ['-cp', JAR, PROGRAM, url, user, target], { env: { ...process.env, TZ: 'UTC' } });
@@ -36,8 +26,8 @@ async function flows(url: string, user: string, target: string): Promise<Record<
 describe('pgjdbc', () => {
   it('gets what PostgreSQL gives, flow by flow', async () => {
     const [cot, real] = await Promise.all([
-      flows(`jdbc:postgresql://127.0.0.1:${cotwire.port}/cotwire`, 'cotwire', 'cotwire'),
-      flows(`jdbc:postgresql://127.0.0.1:${postgres.port}/postgres`, postgres.user, 'postgres'),
+      flows(`jdbc:postgresql://127.0.0.1:${servers.cotwire.port}/cotwire`, 'cotwire', 'cotwire'),
+      flows(`jdbc:postgresql://127.0.0.1:${servers.postgres.port}/postgres`, servers.postgres.user, 'postgres'),
     ]);
     for (const key of Object.keys(real)) {
       // DuckDB's transactions are snapshot isolation, which cotwire reports as REPEATABLE READ (docs/compatibility.md).

@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
+import { useCotwireAndPostgres } from '../fixtures/compared.js';
 
 /**
  * psql 15's meta-commands against cotwire and against a real PostgreSQL
@@ -33,15 +32,14 @@ const STEPS_ON_POSTGRES = `CREATE TABLE _cot_steps (
   parent_trace_id uuid, ledger_seq bigint NOT NULL);
 CREATE INDEX _cot_steps_trace_id ON _cot_steps (trace_id)`;
 
-let cotwire: TestServer;
-let postgres: ThrowawayPostgres;
+const servers = useCotwireAndPostgres();
 let dir: string;
 
 interface Target {
   readonly port: number;
   readonly user: string;
 }
-const targets = (): { cot: Target; pg: Target } => ({ cot: { port: cotwire.port, user: 'cotwire' }, pg: { port: postgres.port, user: postgres.user } });
+const targets = (): { cot: Target; pg: Target } => ({ cot: { port: servers.cotwire.port, user: 'cotwire' }, pg: { port: servers.postgres.port, user: servers.postgres.user } });
 
 async function psql(t: Target, ...commands: string[]): Promise<string> {
   const args = ['-X', '-h', '127.0.0.1', '-p', String(t.port), '-U', t.user, 'cotwire'];
@@ -60,16 +58,14 @@ function normalise(out: string): string {
 }
 
 beforeAll(async () => {
-  cotwire = await startTestServer();
-  postgres = await startPostgres();
   dir = mkdtempSync(join(tmpdir(), 'cotwire-psql-'));
-  const admin = new pg.Client({ host: '127.0.0.1', port: postgres.port, user: postgres.user, database: 'postgres' });
+  const admin = new pg.Client({ host: '127.0.0.1', port: servers.postgres.port, user: servers.postgres.user, database: 'postgres' });
   await admin.connect();
   await admin.query('CREATE DATABASE cotwire');
   await admin.end();
   const { cot, pg: real } = targets();
   // The security ledger, as cotwire's own catalog describes it.
-  const c = await cotwire.client();
+  const c = await servers.cotwire.client();
   const events = await c.query(
     "SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = '_cot_security_events' ORDER BY ordinal_position",
   );
@@ -81,8 +77,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await cotwire?.[Symbol.asyncDispose]();
-  postgres?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 

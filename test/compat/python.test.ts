@@ -2,9 +2,8 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { startPostgres, type ThrowawayPostgres } from '../fixtures/postgres.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useCotwireAndPostgres } from '../fixtures/compared.js';
 
 /**
  * Python drivers (Debian's python3-psycopg2, ...) run the same flows against
@@ -15,24 +14,15 @@ const run = promisify(execFile);
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const SCRIPTS = join(import.meta.dirname, 'python');
 
-let cotwire: TestServer;
-let postgres: ThrowawayPostgres;
+const servers = useCotwireAndPostgres();
 
-beforeAll(async () => {
-  cotwire = await startTestServer();
-  postgres = await startPostgres();
-});
 
-afterAll(async () => {
-  await cotwire?.[Symbol.asyncDispose]();
-  postgres?.stop();
-});
 
 async function flows(script: string, target: 'cotwire' | 'postgres'): Promise<Record<string, unknown>> {
   const env =
     target === 'cotwire'
-      ? { PGHOST: '127.0.0.1', PGPORT: String(cotwire.port), PGUSER: 'cotwire', PGDATABASE: 'cotwire' }
-      : { PGHOST: '127.0.0.1', PGPORT: String(postgres.port), PGUSER: postgres.user, PGDATABASE: 'postgres' };
+      ? { PGHOST: '127.0.0.1', PGPORT: String(servers.cotwire.port), PGUSER: 'cotwire', PGDATABASE: 'cotwire' }
+      : { PGHOST: '127.0.0.1', PGPORT: String(servers.postgres.port), PGUSER: servers.postgres.user, PGDATABASE: 'postgres' };
   const { stdout } = await run(PYTHON, [join(SCRIPTS, script), target], { env: { ...process.env, ...env, PGTZ: 'UTC' } });
   return JSON.parse(stdout) as Record<string, unknown>;
 }

@@ -11,25 +11,9 @@ import uuid
 
 import asyncpg
 
+from flows_common import plain
+
 TARGET = sys.argv[1] if len(sys.argv) > 1 else 'postgres'
-
-
-def plain(v):
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
-    if isinstance(v, datetime.timedelta):
-        return v.total_seconds()
-    if isinstance(v, (decimal.Decimal, uuid.UUID)):
-        return str(v)
-    if isinstance(v, asyncpg.Record):
-        return [plain(x) for x in v.values()]
-    if isinstance(v, (list, tuple)):
-        return [plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return bytes(v).hex()
-    return v
 
 
 async def main():

@@ -7,32 +7,16 @@ Connection settings come from the PG* environment variables.
 import datetime
 import decimal
 import json
-import os
 import sys
-import uuid
 
 import psycopg2
 import psycopg2.errors
 import psycopg2.extras
 
+from flows_common import plain
+
 TARGET = sys.argv[1] if len(sys.argv) > 1 else 'postgres'
 out = {}
-
-
-def plain(v):
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
-    if isinstance(v, datetime.timedelta):
-        return v.total_seconds()
-    if isinstance(v, (decimal.Decimal, uuid.UUID)):
-        return str(v)
-    if isinstance(v, (list, tuple)):
-        return [plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
-    if isinstance(v, memoryview):
-        return v.tobytes().hex()
-    return v
 
 
 conn = psycopg2.connect(connect_timeout=10)
