@@ -38,7 +38,7 @@ import type { CopyIn } from '../session/handler-port.js';
 import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
 import type { Observer } from '../observe/observer.js';
-import { evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
+import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
 
 /** What every connection shares: the guard, the ledgers and their writer. */
 export interface ConnectionServices {
@@ -842,7 +842,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private async executeLedgerInsert(portal: ConnectionPortal, plan: LedgerInsertPlan, sink: ResultSink): Promise<ExecuteOutcome> {
     portal.done = true;
     this.writes++;
-    const rows = await evaluateRows(plan, wireParams(portal));
+    const params = wireParams(portal);
+    const rows = directRows(plan, params) ?? (await evaluateRows(plan, params));
     this.stampIdentity(plan, rows);
     validateSteps(plan.table, plan.clientColumns, rows, this.services.maxContentBytes);
     await this.checkParents(plan, rows);

@@ -1,7 +1,8 @@
 import type { EngineConnection, EngineStatement, RowSink, WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
-import { quoteIdent, type LedgerTable } from '../ledger/schema.js';
+import { quoteIdent, type LedgerColumn, type LedgerTable } from '../ledger/schema.js';
+import { canonicalConverter, type CanonicalConverter } from '../ledger/canonical-values.js';
 import type { InsertParts } from '../sql/insert.js';
 import type { Token } from '../sql/lexer.js';
 import type { FieldDescription } from '../protocol/messages.js';
@@ -24,6 +25,33 @@ export interface LedgerInsertPlan {
   readonly returning: string | null;
   /** What RETURNING produces, for Describe; null without RETURNING. */
   readonly fields: readonly FieldDescription[] | null;
+  /** The rows' values when they are plain parameters and literals: converted here, without the engine. */
+  readonly direct: DirectValues | null;
+}
+
+/** One client column's value in a VALUES tuple. */
+type DirectElement = { readonly param: number } | { readonly literal: string | null; readonly kind: LiteralKind };
+
+/**
+ * A number or boolean literal is typed by the parser: in a column of another
+ * type the engine's cast decides its text (1e5 becomes 100000.0 in VARCHAR).
+ */
+type LiteralKind = 'text' | 'number' | 'boolean';
+const NUMBER_TYPES: ReadonlySet<string> = new Set(['SMALLINT', 'INTEGER', 'BIGINT', 'DOUBLE']);
+
+/**
+ * `VALUES` tuples made only of parameters, string and number literals,
+ * NULL, TRUE and FALSE, for client columns whose canonical text
+ * canonical-values.ts computes: what drivers send for each appended step.
+ */
+interface DirectValues {
+  /** Per tuple, per client column (table order). */
+  readonly tuples: ReadonlyArray<ReadonlyArray<DirectElement>>;
+  readonly converters: readonly CanonicalConverter[];
+  /** Per client column, the literal kinds it takes as they are. */
+  readonly kinds: ReadonlyArray<ReadonlySet<LiteralKind>>;
+  /** The client's declared parameter types: a typed parameter may be converted differently. */
+  readonly declaredTypes: readonly number[];
 }
 
 const TIMESTAMPTZ = 'TIMESTAMP WITH TIME ZONE';
@@ -93,7 +121,114 @@ export async function planLedgerInsert(
     }));
     probe.close();
   }
-  return { table, clientColumns: clientColumns.map((c) => c.name), evaluate, returning: parts.returning, fields };
+  const direct = directValues(parts, statementTokens, clientColumns, position, declaredTypes);
+  return { table, clientColumns: clientColumns.map((c) => c.name), evaluate, returning: parts.returning, fields, direct };
+}
+
+/** Parameter types whose text a client sends as the value itself. */
+const TEXT_PARAMETER_TYPES: ReadonlySet<number> = new Set([0, 25, 705, 1043]);
+
+function directValues(
+  parts: InsertParts,
+  tokens: readonly Token[],
+  clientColumns: readonly LedgerColumn[],
+  position: ReadonlyMap<string, number>,
+  declaredTypes: readonly number[],
+): DirectValues | null {
+  if (parts.source === null) return null;
+  const converters: CanonicalConverter[] = [];
+  const kinds: Array<Set<LiteralKind>> = [];
+  for (const c of clientColumns) {
+    const convert = canonicalConverter(c.type);
+    // A column left out takes its default: only a NULL default is known without the engine.
+    if (convert === null || (!position.has(c.name) && c.defaultSql !== null)) return null;
+    converters.push(convert);
+    const type = c.type.toUpperCase();
+    kinds.push(new Set<LiteralKind>(['text', ...(NUMBER_TYPES.has(type) ? ['number' as const] : []), ...(type === 'BOOLEAN' ? ['boolean' as const] : [])]));
+  }
+  const start = parts.sourceStart;
+  const end = start + parts.source.length;
+  const source = tokens.filter((t) => t.start >= start && t.end <= end);
+  if (source[0]?.kind !== 'word' || source[0].text.toUpperCase() !== 'VALUES') return null;
+  const tuples: DirectElement[][] = [];
+  let i = 1;
+  for (;;) {
+    if (source[i]?.text !== '(') return null;
+    i++;
+    const given: DirectElement[] = [];
+    for (;;) {
+      const element = directElement(source, i);
+      if (element === null) return null;
+      given.push(element.element);
+      i = element.next;
+      const t = source[i++];
+      if (t?.text === ')') break;
+      if (t?.text !== ',') return null;
+    }
+    if (given.length !== position.size) return null;
+    tuples.push(clientColumns.map((c) => {
+      const at = position.get(c.name);
+      return at === undefined ? { literal: null, kind: 'text' } : (given[at] as DirectElement);
+    }));
+    if (tuples.at(-1)?.some((e, c) => 'kind' in e && e.literal !== null && !kinds[c]?.has(e.kind))) return null;
+    if (i === source.length) break;
+    if (source[i]?.text !== ',') return null;
+    i++;
+  }
+  return { tuples, converters, kinds, declaredTypes };
+}
+
+/** A parameter, a plain literal or NULL at `i`, and where the next token is; null for anything else. */
+function directElement(tokens: readonly Token[], i: number): { element: DirectElement; next: number } | null {
+  const t = tokens[i];
+  if (t === undefined) return null;
+  if (t.kind === 'param') return { element: { param: Number(t.text.slice(1)) - 1 }, next: i + 1 };
+  // Only the plain '...' form: E'', U&'', B'' and X'' strings are decoded by the engine.
+  if (t.kind === 'string' && t.text.startsWith("'")) return { element: { literal: t.text.slice(1, -1).replaceAll("''", "'"), kind: 'text' }, next: i + 1 };
+  if (t.kind === 'number' && /^[\d.]/.test(t.text) && !t.text.includes('_')) return { element: { literal: t.text, kind: 'number' }, next: i + 1 };
+  if (t.text === '-' && tokens[i + 1]?.kind === 'number' && !tokens[i + 1]?.text.includes('_')) {
+    return { element: { literal: `-${tokens[i + 1]?.text ?? ''}`, kind: 'number' }, next: i + 2 };
+  }
+  if (t.kind === 'word') {
+    const word = t.text.toUpperCase();
+    if (word === 'NULL') return { element: { literal: null, kind: 'text' }, next: i + 1 };
+    if (word === 'TRUE' || word === 'FALSE') return { element: { literal: word.toLowerCase(), kind: 'boolean' }, next: i + 1 };
+  }
+  return null;
+}
+
+/**
+ * The rows' canonical texts computed without the engine, or null when any
+ * value needs DuckDB: a parameter sent in binary or with a non-text type,
+ * or a text whose conversion is not certain (canonical-values.ts).
+ */
+export function directRows(plan: LedgerInsertPlan, params: readonly WireParam[]): (string | null)[][] | null {
+  const direct = plan.direct;
+  if (direct === null) return null;
+  const rows: (string | null)[][] = [];
+  for (const tuple of direct.tuples) {
+    const row: (string | null)[] = [];
+    for (let c = 0; c < tuple.length; c++) {
+      const element = tuple[c] as DirectElement;
+      let text: string | null;
+      if ('param' in element) {
+        const p = params[element.param];
+        if (p === undefined || p.format !== 0 || !TEXT_PARAMETER_TYPES.has(direct.declaredTypes[element.param] ?? 0)) return null;
+        text = p.value === null ? null : p.value.toString('utf8');
+      } else {
+        text = element.literal;
+      }
+      if (text === null) {
+        row.push(null);
+        continue;
+      }
+      const canonical = (direct.converters[c] as CanonicalConverter)(text);
+      if (canonical === undefined) return null;
+      row.push(canonical);
+    }
+    rows.push(row);
+  }
+  return rows;
 }
 
 /** PostgreSQL's rule: the source must give exactly one value per target column. */

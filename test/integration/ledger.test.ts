@@ -69,6 +69,35 @@ describe('appending reasoning steps', () => {
     expect(d.rows[0]).toEqual({ step_index: 1, content: null });
   });
 
+  it('stores the same values whether the server or the engine converts them', async () => {
+    // Parameters and plain literals are converted by the server (canonical-values.ts); the
+    // same texts behind a cast go through DuckDB. Both must store, hash and verify alike.
+    await client.query('CREATE TABLE _cot_kinds (session_id VARCHAR, i INTEGER, b BIGINT, d DOUBLE, u UUID, f BOOLEAN, j JSON, t VARCHAR)');
+    const values = [
+      ['007', '-9223372036854775808', '1e16', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', 'T', ' {"a": [1, 2.50]} ', "it's"],
+      ['-0', '+42', '0.1', '019a0b4c-1d2e-7f00-8a1b-2c3d4e5f6a7b', 'false', '"x"', 'héllo\nwörld'],
+      ['2147483647', '0', '-2.5e-7', '00000000-0000-0000-0000-000000000000', 'f', 'null', ''],
+    ];
+    for (const [k, row] of values.entries()) {
+      await client.query('INSERT INTO _cot_kinds (session_id, i, b, d, u, f, j, t) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [`direct-${k}`, ...row]);
+      await client.query(
+        'INSERT INTO _cot_kinds (session_id, i, b, d, u, f, j, t) VALUES ($1, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text)',
+        [`engine-${k}`, ...row],
+      );
+    }
+    await client.query("INSERT INTO _cot_kinds (session_id, i, d, f, t) VALUES ('direct-literals', -5, 1.50, TRUE, 'o''k'), ('direct-literals', 1e2, .5, NULL, NULL)");
+    await client.query("INSERT INTO _cot_kinds (session_id, i, d, f, t) VALUES ('engine-literals', -5::int, 1.50::double, TRUE::boolean, 'o''k'::text), ('engine-literals', (1e2)::int, (.5)::double, NULL::boolean, NULL::text)");
+    const read = async (prefix: string): Promise<unknown[]> =>
+      (await client.query({ text: `SELECT i, b, d, u, f, j, t, step_index FROM _cot_kinds WHERE session_id LIKE '${prefix}-%' ORDER BY session_id, step_index`, rowMode: 'array' })).rows;
+    expect(await read('direct')).toEqual(await read('engine'));
+    expect((await read('direct')).length).toBe(5);
+    const verified = await independentlyVerified('_cot_kinds', 'session_id');
+    expect(verified.problems).toEqual([]);
+    expect(verified.steps).toBe(10);
+    // A value the server cannot convert still gets PostgreSQL's error from the engine.
+    expect(await sqlstate(client.query('INSERT INTO _cot_kinds (session_id, i) VALUES ($1, $2)', ['bad', '1.5x']))).toBe('22P02');
+  });
+
   it('appends with INSERT ... SELECT, including from another ledger', async () => {
     const r = await client.query(
       "INSERT INTO _cot_steps (session_id, step_type, content) SELECT 'copy', step_type, content FROM _cot_steps WHERE session_id = 'a1' ORDER BY step_index",
@@ -259,7 +288,7 @@ describe('concurrency', () => {
 
   it('keeps ledger_seq unique and gap-free across all ledgers', async () => {
     const seqs = await internal.query(
-      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events ORDER BY 1',
+      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events UNION ALL SELECT ledger_seq FROM _cot_kinds ORDER BY 1',
     );
     const values = seqs.map((r) => Number(r[0]));
     expect(values).toEqual(Array.from({ length: values.length }, (_, i) => i + 1));
