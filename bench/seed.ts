@@ -20,7 +20,8 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
     const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');
-    const writer = await LedgerWriter.open(engine, catalog);
+    // Offline and in large units: straight into DuckDB, without the server's journal.
+    const writer = await LedgerWriter.open(engine, catalog, { journalPath: null });
     // The canonical text of each confidence value is DuckDB's own DOUBLE → VARCHAR cast.
     const confidence = new Map<number, string>();
     for (const [v, text] of (await conn.query('SELECT x / 100.0, CAST(CAST(x / 100.0 AS DOUBLE) AS VARCHAR) FROM range(100) t(x)')) as Array<[number, string]>) {

@@ -10,6 +10,7 @@ import { Guard } from './guard/guard.js';
 import { SecurityEventLog } from './ledger/security-events.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
+import { Journal } from './ledger/journal.js';
 import { STEPS_DDL, STEPS_INDEX_DDL } from './ledger/schema.js';
 import { ChainAuditor } from './ledger/auditor.js';
 import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
@@ -60,7 +61,18 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await internal.run(STEPS_DDL);
   await internal.run(STEPS_INDEX_DDL);
   const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name));
-  const writer = await LedgerWriter.open(engine, ledgers, observer);
+  let writer: LedgerWriter;
+  try {
+    writer = await LedgerWriter.open(engine, ledgers, {
+      journalPath: config.database.path === ':memory:' ? null : Journal.pathFor(config.database.path),
+      observer,
+      onApplyError: (err) => log.error({ err }, 'applying journaled ledger rows to the database failed; retrying'),
+    });
+  } catch (err) {
+    internal.close();
+    await engine.close();
+    throw new StartupError(`cannot open the ledger journal: ${(err as Error).message}`);
+  }
   const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) =>
     log.error({ err }, 'recording a security event failed'),
   );

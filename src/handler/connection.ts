@@ -313,6 +313,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       return cmd !== null && TRANSACTION_COMMANDS.has(cmd.kind);
     });
     if (controls) return;
+    // The transaction's snapshot must include every acknowledged append.
+    await this.appendsVisible();
     await this.engine.run('BEGIN TRANSACTION');
     this.implicitTransaction = true;
   }
@@ -649,10 +651,22 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     this.services.writer.forget({ catalog: catalogName, schema: schemaName, name });
   }
 
+  /**
+   * Waits until the engine holds every ledger row acknowledged so far (the
+   * writer acknowledges from its journal, ledger/writer.ts): a statement, or
+   * a transaction's snapshot, then sees every append that came before it.
+   */
+  private async appendsVisible(seq?: bigint): Promise<void> {
+    const wait = this.services.writer.visible(seq);
+    if (wait !== null) await wait;
+  }
+
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const portal = p as ConnectionPortal;
     const kind = planKind(portal.statement.plan);
     try {
+      // A ledger INSERT reads only when it must (ledger-insert.ts); anything else may read a ledger.
+      if (portal.statement.plan.kind !== 'ledger-insert') await this.appendsVisible();
       const outcome = await this.executePlan(portal, maxRows, sink);
       if (outcome.done === true) this.services.observer.statement(kind, true);
       return outcome;
@@ -843,7 +857,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     portal.done = true;
     this.writes++;
     const params = wireParams(portal);
-    const rows = directRows(plan, params) ?? (await evaluateRows(plan, params));
+    let rows = directRows(plan, params);
+    if (rows === null) {
+      // The rows may be read from a ledger (INSERT ... SELECT).
+      await this.appendsVisible();
+      rows = await evaluateRows(plan, params);
+    }
     this.stampIdentity(plan, rows);
     validateSteps(plan.table, plan.clientColumns, rows, this.services.maxContentBytes);
     await this.checkParents(plan, rows);
@@ -860,6 +879,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     const [result] = await this.services.writer.append([job]);
     if (plan.returning !== null && result !== undefined && result.count > 0) {
+      await this.appendsVisible(result.lastSeq);
       const returning = await this.engine.prepare(
         `SELECT ${plan.returning} FROM ${qualifiedName(plan.table)} WHERE ledger_seq BETWEEN ${result.firstSeq} AND ${result.lastSeq} ORDER BY ledger_seq`,
         [],
@@ -991,6 +1011,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const at = plan.clientColumns.indexOf('parent_trace_id');
     const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
     if (parents.length === 0) return;
+    await this.appendsVisible();
     const found = await this.engine.query(
       `SELECT CAST(trace_id AS VARCHAR) FROM ${qualifiedName(plan.table)} WHERE trace_id IN (SELECT CAST(unnest(string_split($1, ',')) AS UUID))`,
       [parents.join(',')],

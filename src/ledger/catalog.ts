@@ -44,12 +44,19 @@ export class LedgerCatalog {
   }
 
   private async load(): Promise<LedgerTable[]> {
+    const [[mainCatalog]] = (await this.conn.query('SELECT current_database()')) as [[string]];
     const rows = await this.conn.query(
-      `SELECT database_name, schema_name, table_name, column_name, data_type, column_default
+      `SELECT database_name, schema_name, table_name, column_name, data_type, column_default, NOT is_nullable
        FROM system.main.duckdb_columns() WHERE NOT internal ORDER BY database_name, schema_name, table_name, column_index`,
     );
+    // Tables with constraints the writer does not check itself (CHECK, UNIQUE, keys).
+    const constrained = new Set(
+      (await this.conn.query(
+        `SELECT DISTINCT database_name, schema_name, table_name FROM system.main.duckdb_constraints() WHERE constraint_type <> 'NOT NULL'`,
+      )).map((r) => `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`),
+    );
     const byTable = new Map<string, { catalog: string; schema: string; name: string; columns: LedgerColumn[] }>();
-    for (const [catalog, schema, name, column, type, def] of rows as Array<[string, string, string, string, string, string | null]>) {
+    for (const [catalog, schema, name, column, type, def, notNull] of rows as Array<[string, string, string, string, string, string | null, boolean]>) {
       if (!this.isProtected(name)) continue;
       const key = `${catalog}\u0000${schema}\u0000${name}`;
       let t = byTable.get(key);
@@ -57,7 +64,7 @@ export class LedgerCatalog {
         t = { catalog, schema, name, columns: [] };
         byTable.set(key, t);
       }
-      t.columns.push({ name: column, type, defaultSql: def });
+      t.columns.push({ name: column, type, defaultSql: def, notNull });
     }
     const ledgers: LedgerTable[] = [];
     for (const t of byTable.values()) {
@@ -70,6 +77,7 @@ export class LedgerCatalog {
         chainKey: names.has('session_id') ? 'session_id' : null,
         serverColumns: isSteps ? STEPS_SERVER_COLUMNS : new Set(CHAIN_COLUMNS.map((c) => c.name)),
         isSteps,
+        journaled: t.catalog === mainCatalog && !constrained.has(`${t.catalog}\u0000${t.schema}\u0000${t.name}`),
       });
     }
     return ledgers;

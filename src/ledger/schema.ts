@@ -68,6 +68,7 @@ export interface LedgerColumn {
   readonly type: string;
   /** The column's default expression, or null. */
   readonly defaultSql: string | null;
+  readonly notNull: boolean;
 }
 
 /** What the writer and the verifier know about one ledger table. */
@@ -83,6 +84,13 @@ export interface LedgerTable {
   readonly serverColumns: ReadonlySet<string>;
   /** `_cot_steps` gets the reasoning-step checks. */
   readonly isSteps: boolean;
+  /**
+   * Appends may be acknowledged from the writer's journal before the engine
+   * has them: the table is in the database file, and its only constraints
+   * are NOT NULL, which the writer checks itself. Rows of other ledgers are
+   * committed to the engine before they are acknowledged.
+   */
+  readonly journaled: boolean;
 }
 
 export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): string {

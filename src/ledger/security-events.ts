@@ -83,8 +83,10 @@ export class SecurityEventLog {
   }
 
   /** Waits for queued appends. */
-  flushed(): Promise<void> {
-    return this.queue;
+  async flushed(): Promise<void> {
+    await this.queue;
+    // And in the engine, for a reader that does not go through a client connection.
+    await this.writer.visible();
   }
 
   close(): Promise<void> {

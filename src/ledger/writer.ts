@@ -4,6 +4,10 @@ import { rowHash } from './canonical.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
 import { NO_OBSERVER, type Observer } from '../observe/observer.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import { appendRows, inTransaction, LedgerApplier, type TableRows } from './applier.js';
+import { Journal, type JournalRecord } from './journal.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -37,15 +41,34 @@ const ROWS_PER_STATEMENT = 100;
 const APPENDER_MIN_ROWS = 32;
 /** Units taken into one group commit at most. */
 const UNITS_PER_COMMIT = 512;
+/** Larger group commits go to the engine directly: one record of the journal must stay a modest buffer. */
+const JOURNAL_MAX_ROWS = 10_000;
+/** Journaled rows DuckDB may lag behind by before appends wait for it. */
+const MAX_BACKLOG = 100_000;
+
+export interface WriterOptions {
+  /** The append journal's file; null keeps no journal (an in-memory database). */
+  readonly journalPath: string | null;
+  readonly observer?: Observer;
+  /** Applying journaled rows to the engine failed; it is retried. */
+  readonly onApplyError?: (err: unknown) => void;
+}
 
 /**
  * The only code that writes ledger rows. It serialises every chain: units of
  * appends (one client statement, or one client transaction's appends) queue
- * here, and the units that arrive together share one engine transaction and
- * one commit (group commit). Each unit's chain values (step_index,
- * prev_hash, current_hash, created_at, ledger_seq, and trace_id for
- * _cot_steps) are computed here, in queue order, from chain heads that are
- * a cache of what is committed; a caller is answered only after the commit.
+ * here, and the units that arrive together are made durable together (group
+ * commit). Each unit's chain values (step_index, prev_hash, current_hash,
+ * created_at, ledger_seq, and trace_id for _cot_steps) are computed here, in
+ * queue order, from chain heads kept in memory; a caller is answered only
+ * once its rows are durable.
+ *
+ * Durable means one of two things. Rows of a journaled ledger (schema.ts)
+ * are written to the append journal with one synchronous write, and reach
+ * DuckDB shortly after through the applier; readers wait for them
+ * (`visible`). Rows of other ledgers, and very large units, are committed
+ * to DuckDB directly, after every journaled row before them, so DuckDB
+ * always holds a prefix of the sequence.
  */
 export class LedgerWriter {
   private readonly queue: Unit[] = [];
@@ -58,18 +81,45 @@ export class LedgerWriter {
   /** Prepared INSERTs by text: preparing costs more than running a small one. */
   private readonly inserts = new Map<string, EngineStatement>();
   private markIdle: () => void = () => undefined;
+  private applier: LedgerApplier | null = null;
 
   private constructor(
     private readonly conn: EngineConnection,
     private readonly catalog: LedgerCatalog,
     private readonly observer: Observer,
+    private readonly journal: Journal | null,
   ) {}
 
-  static async open(engine: Engine, catalog: LedgerCatalog, observer: Observer = NO_OBSERVER): Promise<LedgerWriter> {
+  /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
+  static async open(engine: Engine, catalog: LedgerCatalog, options: WriterOptions): Promise<LedgerWriter> {
     const conn = await engine.connect();
-    const writer = new LedgerWriter(conn, catalog, observer);
-    await writer.loadSequence();
-    return writer;
+    const applyConn = await engine.connect();
+    let journal: Journal | null = null;
+    try {
+      if (options.journalPath !== null) {
+        const opened = Journal.open(options.journalPath);
+        journal = opened.journal;
+        await replayRecords(conn, catalog, opened.records, options.journalPath);
+      }
+      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal);
+      await writer.loadSequence();
+      writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined));
+      return writer;
+    } catch (err) {
+      journal?.close(false);
+      applyConn.close();
+      conn.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Null when DuckDB holds every row acknowledged so far (or up to `seq`);
+   * otherwise a promise that settles when it does. A read waits on it so
+   * that it sees every append that was acknowledged before it started.
+   */
+  visible(seq?: bigint): Promise<void> | null {
+    return this.applier?.visible(seq) ?? null;
   }
 
   /** Appends the jobs atomically: all their rows commit together, or none does. */
@@ -86,6 +136,15 @@ export class LedgerWriter {
   async close(): Promise<void> {
     this.closed = true;
     await this.idle;
+    let applied = true;
+    try {
+      await this.applier?.drain();
+    } catch {
+      // The journal keeps what DuckDB did not take; the next start applies it.
+      applied = false;
+    }
+    this.applier?.close();
+    this.journal?.close(applied);
     for (const s of this.inserts.values()) s.close();
     this.conn.close();
   }
@@ -133,8 +192,15 @@ export class LedgerWriter {
     }
   }
 
-  /** One engine transaction for all the units; chain heads advance only if it commits. */
+  /** One durable write for all the units; chain heads advance only once it is durable. */
   private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
+    const applier = this.applier as LedgerApplier;
+    const journaled =
+      this.journal !== null &&
+      units.every((u) => u.jobs.every((j) => j.table.journaled)) &&
+      units.reduce((n, u) => n + u.jobs.reduce((m, j) => m + j.rows.length, 0), 0) <= JOURNAL_MAX_ROWS;
+    // A direct commit comes after every journaled row; the journal waits when DuckDB lags too far.
+    if (!journaled || applier.backlog > MAX_BACKLOG) await applier.drain();
     const pending = new Map<string, Map<string, Head>>();
     let seq = this.seq;
     const byTable = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
@@ -163,14 +229,22 @@ export class LedgerWriter {
       }
       results.push(unitResults);
     }
-    await this.write([...byTable.values()]);
-    // Committed: the tentative heads are now the truth.
+    const tables = [...byTable.values()];
+    if (journaled) {
+      for (const t of tables) checkNotNull(t.table, t.rows);
+      if (applier.backlog === 0) this.journal?.reuseIfLarge();
+      await (this.journal as Journal).append(journalRecord(this.seq + 1n, seq, tables));
+    } else {
+      await this.write(tables);
+    }
+    // Durable: the tentative heads are now the truth.
     for (const [name, tentative] of pending) {
       const heads = this.heads.get(name);
       if (heads === undefined) continue;
       for (const [key, head] of tentative) heads.set(key, head);
     }
     this.seq = seq;
+    if (journaled) applier.enqueue(tables, seq);
     const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
     this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
     return results;
@@ -182,10 +256,8 @@ export class LedgerWriter {
     if (total >= APPENDER_MIN_ROWS) {
       // Large units go through the engine's appender, inside one transaction: at these sizes it is
       // an order of magnitude faster than multi-row INSERTs (docs/benchmarks.md).
-      await this.inTransaction(async () => {
-        for (const { table, rows } of byTable) {
-          await this.conn.append(table, table.columns.map((c) => ({ epochMicros: c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE' })), rows);
-        }
+      await inTransaction(this.conn, async () => {
+        for (const { table, rows } of byTable) await appendRows(this.conn, table, rows);
       });
       return;
     }
@@ -203,20 +275,9 @@ export class LedgerWriter {
       await this.insert(only.sql, only.values);
       return;
     }
-    await this.inTransaction(async () => {
+    await inTransaction(this.conn, async () => {
       for (const { sql, values } of statements) await this.insert(sql, values);
     });
-  }
-
-  private async inTransaction(work: () => Promise<void>): Promise<void> {
-    await this.conn.run('BEGIN TRANSACTION');
-    try {
-      await work();
-      await this.conn.run('COMMIT');
-    } catch (err) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
   }
 
 
@@ -278,6 +339,8 @@ export class LedgerWriter {
     const name = qualifiedName(table);
     let heads = this.heads.get(name);
     if (heads !== undefined) return heads;
+    // The heads are read from DuckDB: it must hold every row.
+    await this.applier?.drain();
     heads = new Map();
     const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
     const rows = (await this.conn.query(
@@ -290,6 +353,56 @@ export class LedgerWriter {
     this.heads.set(name, heads);
     return heads;
   }
+}
+
+function journalRecord(firstSeq: bigint, lastSeq: bigint, tables: readonly TableRows[]): JournalRecord {
+  return { firstSeq, lastSeq, tables: tables.map(({ table, rows }) => ({ schema: table.schema, name: table.name, rows })) };
+}
+
+/** The engine checks NOT NULL on a direct commit; a journaled row is checked before it is acknowledged. */
+function checkNotNull(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): void {
+  table.columns.forEach((c, i) => {
+    if (!c.notNull) return;
+    if (rows.some((r) => r[i] === null)) {
+      throw new PgError(SqlState.NotNullViolation, `null value in column "${c.name}" of relation "${table.name}" violates not-null constraint`, {
+        table: table.name,
+        column: c.name,
+      });
+    }
+  });
+}
+
+/**
+ * After a crash: the journal's rows that DuckDB does not hold (each ledger
+ * holds a prefix of its journaled rows, as the applier commits in sequence
+ * order) are appended, all in one transaction.
+ */
+export async function replayRecords(conn: EngineConnection, catalog: LedgerCatalog, records: readonly JournalRecord[], path: string): Promise<number> {
+  if (records.length === 0) return 0;
+  const ledgers = (await catalog.all()).filter((t) => t.journaled);
+  const missing = new Map<string, { table: LedgerTable; after: bigint; rows: Array<ReadonlyArray<string | null>> }>();
+  for (const record of records) {
+    for (const part of record.tables) {
+      const key = `${part.schema}\u0000${part.name}`;
+      let entry = missing.get(key);
+      if (entry === undefined) {
+        const table = ledgers.find((t) => t.schema === part.schema && t.name === part.name);
+        if (table === undefined) {
+          throw new Error(`the journal ${path} holds rows of the ledger "${part.schema}"."${part.name}", which is not in this database; was the database file replaced?`);
+        }
+        const [[max]] = (await conn.query(`SELECT coalesce(max(ledger_seq), 0) FROM ${qualifiedName(table)}`)) as [[bigint | number]];
+        entry = { table, after: BigInt(max), rows: [] };
+        missing.set(key, entry);
+      }
+      const at = entry.table.columns.findIndex((c) => c.name === 'ledger_seq');
+      for (const row of part.rows) if (BigInt(row[at] ?? 0) > entry.after) entry.rows.push(row);
+    }
+  }
+  const parts = [...missing.values()].filter((m) => m.rows.length > 0);
+  await inTransaction(conn, async () => {
+    for (const { table, rows } of parts) await appendRows(conn, table, rows);
+  });
+  return parts.reduce((n, p) => n + p.rows.length, 0);
 }
 
 const insertCache = new Map<string, string>();

@@ -60,6 +60,23 @@ describe('extended query with node-postgres', () => {
     expect((await b.query({ ...q, values: [1] })).rows).toEqual([{ label: 'first' }]);
   });
 
+  it('answers a named statement from the data at each execution, not at its preparation', async () => {
+    // DuckDB alone keeps a prepared plan pruned by the table's statistics of the moment it was
+    // prepared, so a literal the table did not hold yet keeps matching nothing (duckdb#23704).
+    const c = await server.client();
+    await c.query('CREATE TABLE later (s VARCHAR, n INTEGER)');
+    await c.query("INSERT INTO later VALUES ('early', 1)");
+    const q = { name: 'later-count', text: "SELECT count(*)::int AS n, max(n) AS top FROM later WHERE s = 'late' AND n > 5" };
+    expect((await c.query(q)).rows).toEqual([{ n: 0, top: null }]);
+    await (await server.client()).query("INSERT INTO later VALUES ('late', 7), ('late', 9)");
+    expect((await c.query(q)).rows).toEqual([{ n: 2, top: 9 }]);
+    // And a ledger's steps, acknowledged on another connection, are there for the next execution.
+    const steps = { name: 'later-steps', text: "SELECT count(*)::int AS n FROM _cot_steps WHERE session_id = 'later'" };
+    expect((await c.query(steps)).rows).toEqual([{ n: 0 }]);
+    await (await server.client()).query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('later', 'Action')");
+    expect((await c.query(steps)).rows).toEqual([{ n: 1 }]);
+  });
+
   it('serves a Pool of 20 concurrent clients', async () => {
     const pool = new pg.Pool({ ...server.connectionOptions(), max: 20 });
     try {

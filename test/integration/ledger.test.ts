@@ -212,6 +212,18 @@ describe('any _cot table is a ledger', () => {
     expect((await independentlyVerified('_cot_decisions', null)).problems).toEqual([]);
   });
 
+  it('checks NOT NULL before acknowledging from the journal, and fails only the unit that breaks it', async () => {
+    await client.query('CREATE TABLE _cot_notes (session_id VARCHAR, note VARCHAR NOT NULL)');
+    const others = await Promise.all(Array.from({ length: 3 }, () => server.client()));
+    const outcomes = await Promise.all(
+      [client, ...others].map((c, i) => sqlstate(c.query('INSERT INTO _cot_notes (session_id, note) VALUES ($1, $2)', ['n', i === 2 ? null : `note ${i}`]))),
+    );
+    await Promise.all(others.map((c) => c.end()));
+    expect(outcomes).toEqual(['succeeded', 'succeeded', '23502', 'succeeded']);
+    expect((await client.query('SELECT step_index FROM _cot_notes ORDER BY 1')).rows.map((r) => r.step_index)).toEqual([0, 1, 2]);
+    expect((await independentlyVerified('_cot_notes', 'session_id')).problems).toEqual([]);
+  });
+
   it('refuses a CREATE that declares a chain column itself', async () => {
     expect(await sqlstate(client.query('CREATE TABLE _cot_bad (x INTEGER, step_index INTEGER)'))).toBe('42701');
     expect((await internal.query("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_cot_bad'"))[0]?.[0]).toBe(0n);
@@ -288,7 +300,7 @@ describe('concurrency', () => {
 
   it('keeps ledger_seq unique and gap-free across all ledgers', async () => {
     const seqs = await internal.query(
-      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events UNION ALL SELECT ledger_seq FROM _cot_kinds ORDER BY 1',
+      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events UNION ALL SELECT ledger_seq FROM _cot_kinds UNION ALL SELECT ledger_seq FROM _cot_notes ORDER BY 1',
     );
     const values = seqs.map((r) => Number(r[0]));
     expect(values).toEqual(Array.from({ length: values.length }, (_, i) => i + 1));

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -8,6 +8,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log/logger.js';
 import { startServer } from '../../src/main.js';
+import { Journal } from '../../src/ledger/journal.js';
 import { checkChains, recomputeSql } from '../fixtures/independent-verifier.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
@@ -116,7 +117,56 @@ describe('background audit', () => {
   });
 });
 
+/**
+ * The state a crash leaves when steps were acknowledged from the journal and
+ * DuckDB did not get them yet: the last `cut` steps are taken out of the
+ * file and written, exactly as they were, to the journal beside it.
+ */
+async function crashBeforeApply(db: string, cut: number): Promise<string[]> {
+  const instance = await DuckDBInstance.create(db);
+  const conn = await instance.connect();
+  const cols = (await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")).getRows();
+  const texts = cols.map(([name, type]) => (type === 'TIMESTAMP WITH TIME ZONE' ? `CAST(epoch_us("${String(name)}") AS VARCHAR)` : `CAST("${String(name)}" AS VARCHAR)`));
+  const rows = (await conn.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps ORDER BY ledger_seq DESC LIMIT ${cut}`)).getRows().reverse() as Array<Array<string | null>>;
+  const seqAt = cols.findIndex(([name]) => name === 'ledger_seq');
+  await conn.run(`DELETE FROM _cot_steps WHERE ledger_seq >= ${String(rows[0]?.[seqAt])}`);
+  conn.closeSync();
+  instance.closeSync();
+  const { journal } = Journal.open(Journal.pathFor(db));
+  // Two group commits, as the writer would have journaled them.
+  for (const part of [rows.slice(0, 2), rows.slice(2)]) {
+    await journal.append({ firstSeq: BigInt(part[0]?.[seqAt] ?? 0), lastSeq: BigInt(part.at(-1)?.[seqAt] ?? 0), tables: [{ schema: 'main', name: '_cot_steps', rows: part }] });
+  }
+  journal.close(false);
+  return rows.map((r) => String(r[cols.findIndex(([name]) => name === 'content')]));
+}
+
 describe('crash safety', () => {
+  it('applies the steps a crash left only in the journal, at the next start and in the CLI', async () => {
+    for (const how of ['server', 'cli'] as const) {
+      const db = await ledgerWithSteps(`journal-${how}`);
+      const lost = await crashBeforeApply(db, 5);
+      expect(lost).toEqual(['thought 2', 'thought 3', 'thought 4', 'thought 5', 'untouched']);
+      if (how === 'cli') {
+        const verified = JSON.parse(verifyCli(db).stdout) as { valid: boolean; chains: number; broken: unknown[] };
+        expect(verified).toMatchObject({ valid: true, chains: 2, broken: [] });
+      }
+      await withServer(db, async (c) => {
+        expect((await c.query("SELECT content FROM _cot_steps WHERE session_id = 's' ORDER BY step_index")).rows.map((r) => r.content)).toEqual(
+          Array.from({ length: 6 }, (_, i) => `thought ${i}`),
+        );
+        expect((await c.query('SELECT count(*)::int AS n FROM _cot_steps')).rows[0].n).toBe(7);
+        expect((await c.query('SELECT chain_key FROM cot_verify_all() WHERE NOT valid')).rows).toEqual([]);
+        // The chain goes on from the replayed head.
+        await c.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('s', 'Summary')");
+        expect((await c.query("SELECT step_count::int AS n, valid FROM cot_verify('s')")).rows).toEqual([{ n: 7, valid: true }]);
+      });
+      // Applied once: a clean stop leaves no journal, and nothing is applied twice.
+      expect(existsSync(Journal.pathFor(db))).toBe(false);
+      expect(verifyCli(db).status).toBe(0);
+    }
+  });
+
   it('keeps every acknowledged append through kill -9, and every chain verifies after restart', async () => {
     const db = join(root, 'crash.duckdb');
     const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -97,6 +97,11 @@ export class DuckDBEngine implements Engine {
         await conn.run("SET GLOBAL default_null_order = 'nulls_last_on_asc_first_on_desc'");
         // ... and integer division truncates (5 / 2 = 2).
         await conn.run('SET GLOBAL integer_division = true');
+        // Every statement runs as a prepared statement, and DuckDB bakes the table statistics of
+        // the moment it prepares into the plan: a filter on a literal the table did not hold then
+        // keeps returning nothing after rows arrive (duckdb/duckdb#23704). DuckDB's own fix
+        // (#24696) skips statistics propagation for prepared statements; this does the same.
+        await conn.run("SET GLOBAL disabled_optimizers = 'statistics_propagation'");
         for (const statement of opts.setup ?? []) await conn.run(statement);
         if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');

@@ -1,0 +1,147 @@
+import type { EngineConnection } from '../engine/port.js';
+import { qualifiedName, type LedgerTable } from './schema.js';
+
+/** Chained rows of one ledger, in sequence order. */
+export interface TableRows {
+  readonly table: LedgerTable;
+  readonly rows: ReadonlyArray<ReadonlyArray<string | null>>;
+}
+
+/** Rows taken into one engine transaction at most. */
+const ROWS_PER_APPLY = 20_000;
+/** After a failed apply, the next attempt waits this long. */
+const RETRY_MS = 1_000;
+
+/**
+ * Brings journaled rows into DuckDB, in sequence order, many group commits
+ * per engine transaction, on a connection of its own. Readers wait here
+ * (`visible`) until DuckDB holds every row acknowledged before their
+ * statement, so that no client reads around an append it was told of.
+ */
+export class LedgerApplier {
+  private readonly pending: Array<{ readonly tables: readonly TableRows[]; readonly lastSeq: bigint; readonly rows: number }> = [];
+  private pendingRows = 0;
+  private applied: bigint;
+  private enqueued: bigint;
+  private running = false;
+  private failure: unknown = null;
+  private retry: NodeJS.Timeout | null = null;
+  private waiters: Array<{ readonly seq: bigint; readonly resolve: () => void; readonly reject: (err: unknown) => void }> = [];
+
+  constructor(
+    private readonly conn: EngineConnection,
+    appliedSeq: bigint,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.applied = appliedSeq;
+    this.enqueued = appliedSeq;
+  }
+
+  /** Rows waiting for DuckDB. */
+  get backlog(): number {
+    return this.pendingRows;
+  }
+
+  /** Takes a group commit's rows, already durable in the journal. */
+  enqueue(tables: readonly TableRows[], lastSeq: bigint): void {
+    const rows = tables.reduce((n, t) => n + t.rows.length, 0);
+    this.pending.push({ tables, lastSeq, rows });
+    this.pendingRows += rows;
+    this.enqueued = lastSeq;
+    if (!this.running && this.retry === null) void this.run();
+  }
+
+  /**
+   * Null when DuckDB already holds every row up to `seq` (by default, every
+   * row acknowledged so far); otherwise a promise that settles when it does,
+   * or rejects while applying fails.
+   */
+  visible(seq: bigint = this.enqueued): Promise<void> | null {
+    if (this.applied >= seq) return null;
+    if (this.failure !== null) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+  }
+
+  /** Waits until DuckDB holds every enqueued row. */
+  async drain(): Promise<void> {
+    await this.visible();
+  }
+
+  /** Stops, and closes the connection; rows not yet applied stay in the journal for the next start. */
+  close(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
+    const err = new Error('the ledger writer is closed');
+    for (const w of this.waiters.splice(0)) w.reject(err);
+    this.conn.close();
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.pending.length > 0) {
+        let take = 0;
+        let rows = 0;
+        while (take < this.pending.length && (take === 0 || rows + (this.pending[take]?.rows ?? 0) <= ROWS_PER_APPLY)) {
+          rows += this.pending[take]?.rows ?? 0;
+          take++;
+        }
+        const batch = this.pending.slice(0, take);
+        try {
+          await this.apply(batch.flatMap((b) => b.tables));
+        } catch (err) {
+          this.failure = err;
+          this.onError(err);
+          for (const w of this.waiters.splice(0)) w.reject(err);
+          this.retry = setTimeout(() => {
+            this.retry = null;
+            void this.run();
+          }, RETRY_MS);
+          this.retry.unref();
+          return;
+        }
+        this.failure = null;
+        this.pending.splice(0, take);
+        this.pendingRows -= rows;
+        this.applied = (batch.at(-1) as { lastSeq: bigint }).lastSeq;
+        this.waiters = this.waiters.filter((w) => {
+          if (w.seq > this.applied) return true;
+          w.resolve();
+          return false;
+        });
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** One engine transaction: all of the batch's rows, or none. */
+  private async apply(parts: readonly TableRows[]): Promise<void> {
+    const byTable = new Map<string, { table: LedgerTable; rows: Array<ReadonlyArray<string | null>> }>();
+    for (const { table, rows } of parts) {
+      const name = qualifiedName(table);
+      let entry = byTable.get(name);
+      if (entry === undefined) byTable.set(name, (entry = { table, rows: [] }));
+      for (const row of rows) entry.rows.push(row);
+    }
+    await inTransaction(this.conn, async () => {
+      for (const { table, rows } of byTable.values()) await appendRows(this.conn, table, rows);
+    });
+  }
+}
+
+/** Appends full ledger rows (every column's text, table order) through the engine's appender. */
+export function appendRows(conn: EngineConnection, table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
+  return conn.append(table, table.columns.map((c) => ({ epochMicros: c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE' })), rows);
+}
+
+export async function inTransaction(conn: EngineConnection, work: () => Promise<void>): Promise<void> {
+  await conn.run('BEGIN TRANSACTION');
+  try {
+    await work();
+    await conn.run('COMMIT');
+  } catch (err) {
+    await conn.run('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
