@@ -11,6 +11,14 @@ export interface TableRows {
 const ROWS_PER_APPLY = 20_000;
 /** After a failed apply, the next attempt waits this long. */
 const RETRY_MS = 1_000;
+/**
+ * Rows wait this long for others to join them, unless a reader needs them
+ * sooner: an engine transaction and an appender flush cost about the same
+ * for one row as for hundreds (docs/benchmarks.md).
+ */
+const GATHER_MS = 10;
+/** ... or until this many are waiting. */
+const GATHER_ROWS = 2_000;
 
 /**
  * Brings journaled rows into DuckDB, in sequence order, many group commits
@@ -26,6 +34,7 @@ export class LedgerApplier {
   private running = false;
   private failure: unknown = null;
   private retry: NodeJS.Timeout | null = null;
+  private gather: NodeJS.Timeout | null = null;
   private waiters: Array<{ readonly seq: bigint; readonly resolve: () => void; readonly reject: (err: unknown) => void }> = [];
 
   constructor(
@@ -48,6 +57,16 @@ export class LedgerApplier {
     this.pending.push({ tables, lastSeq, rows });
     this.pendingRows += rows;
     this.enqueued = lastSeq;
+    if (this.pendingRows >= GATHER_ROWS) this.start();
+    else if (this.gather === null && !this.running && this.retry === null) {
+      this.gather = setTimeout(() => this.start(), GATHER_MS);
+      this.gather.unref();
+    }
+  }
+
+  private start(): void {
+    if (this.gather !== null) clearTimeout(this.gather);
+    this.gather = null;
     if (!this.running && this.retry === null) void this.run();
   }
 
@@ -59,7 +78,9 @@ export class LedgerApplier {
   visible(seq: bigint = this.enqueued): Promise<void> | null {
     if (this.applied >= seq) return null;
     if (this.failure !== null) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+    const wait = new Promise<void>((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+    this.start();
+    return wait;
   }
 
   /** Waits until DuckDB holds every enqueued row. */
@@ -70,7 +91,9 @@ export class LedgerApplier {
   /** Stops, and closes the connection; rows not yet applied stay in the journal for the next start. */
   close(): void {
     if (this.retry !== null) clearTimeout(this.retry);
+    if (this.gather !== null) clearTimeout(this.gather);
     this.retry = null;
+    this.gather = null;
     const err = new Error('the ledger writer is closed');
     for (const w of this.waiters.splice(0)) w.reject(err);
     this.conn.close();
@@ -109,6 +132,12 @@ export class LedgerApplier {
           w.resolve();
           return false;
         });
+        // What arrived meanwhile gathers more rows first, unless a reader waits for it.
+        if (this.pending.length > 0 && this.waiters.length === 0 && this.pendingRows < GATHER_ROWS) {
+          this.gather = setTimeout(() => this.start(), GATHER_MS);
+          this.gather.unref();
+          return;
+        }
       }
     } finally {
       this.running = false;

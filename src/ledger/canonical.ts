@@ -2,18 +2,43 @@ import { createHash } from 'node:crypto';
 import { HASH_VERSION } from './schema.js';
 
 /** The 8-byte length that marks NULL: distinct from every real length, including 0. */
-const NULL_MARK = Buffer.alloc(8, 0xff);
+const NULL_LENGTH = 0xffffffffffffffffn;
+
+/**
+ * The parts of a pre-image that depend only on the table and its columns:
+ * lp(version) || lp(table), then lp(name) of each hashed column. Built once
+ * per column list, as each row otherwise encodes them again.
+ */
+interface Layout {
+  readonly head: Buffer;
+  /** Per column in table order: lp(name), or null for current_hash (not hashed). */
+  readonly names: ReadonlyArray<Buffer | null>;
+  readonly fixedBytes: number;
+}
+
+const layouts = new Map<string, Layout>();
+
+function layoutOf(table: string, columns: readonly string[]): Layout {
+  const key = `${table}\u0000${columns.join('\u0000')}`;
+  let layout = layouts.get(key);
+  if (layout === undefined) {
+    const head = Buffer.concat([lp(HASH_VERSION), lp(table)]);
+    const names = columns.map((c) => (c === 'current_hash' ? null : lp(c)));
+    const fixedBytes = head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 8), 0);
+    layout = { head, names, fixedBytes };
+    if (layouts.size > 1000) layouts.clear();
+    layouts.set(key, layout);
+  }
+  return layout;
+}
 
 /** lp(x) = u64 big-endian byte length of x's UTF-8, then those bytes; NULL is eight 0xFF bytes. */
-function lp(text: string | null, parts: Buffer[]): void {
-  if (text === null) {
-    parts.push(NULL_MARK);
-    return;
-  }
+function lp(text: string): Buffer {
   const bytes = Buffer.from(text, 'utf8');
-  const len = Buffer.allocUnsafe(8);
-  len.writeBigUInt64BE(BigInt(bytes.length));
-  parts.push(len, bytes);
+  const out = Buffer.allocUnsafe(8 + bytes.length);
+  out.writeBigUInt64BE(BigInt(bytes.length));
+  bytes.copy(out, 8);
+  return out;
 }
 
 /**
@@ -22,16 +47,28 @@ function lp(text: string | null, parts: Buffer[]): void {
  * in table order: lp(column name) || lp(canonical text or NULL).
  */
 export function preimage(table: string, columns: readonly string[], texts: readonly (string | null)[]): Buffer {
-  const parts: Buffer[] = [];
-  lp(HASH_VERSION, parts);
-  lp(table, parts);
+  const layout = layoutOf(table, columns);
+  let size = layout.fixedBytes;
   for (let i = 0; i < columns.length; i++) {
-    const name = columns[i] as string;
-    if (name === 'current_hash') continue;
-    lp(name, parts);
-    lp(texts[i] ?? null, parts);
+    const text = texts[i] ?? null;
+    if (layout.names[i] !== null && text !== null) size += Buffer.byteLength(text, 'utf8');
   }
-  return Buffer.concat(parts);
+  const out = Buffer.allocUnsafe(size);
+  let at = layout.head.copy(out, 0);
+  for (let i = 0; i < columns.length; i++) {
+    const name = layout.names[i];
+    if (name === null || name === undefined) continue;
+    at += name.copy(out, at);
+    const text = texts[i] ?? null;
+    if (text === null) {
+      at = out.writeBigUInt64BE(NULL_LENGTH, at);
+      continue;
+    }
+    const written = out.write(text, at + 8, 'utf8');
+    out.writeBigUInt64BE(BigInt(written), at);
+    at += 8 + written;
+  }
+  return out;
 }
 
 export function rowHash(table: string, columns: readonly string[], texts: readonly (string | null)[]): string {

@@ -304,27 +304,22 @@ export class LedgerWriter {
     tentative: Map<string, Head>,
     seq: bigint,
   ): (string | null)[] {
-    const texts: (string | null)[] = [];
-    const names = table.columns.map((c) => c.name);
-    let j = 0;
-    const values = new Map<string, string | null>();
-    for (const c of table.columns) {
-      if (table.serverColumns.has(c.name)) continue;
-      values.set(c.name, clientRow[j++] ?? null);
-    }
-    const key = table.chainKey === null ? '' : (values.get(table.chainKey) ?? '');
+    const layout = rowLayout(table);
+    const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+    for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+    const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
     const head = tentative.get(key) ?? heads.get(key);
     const micros = this.nextMicros();
-    values.set('step_index', String(head === undefined ? 0 : head.index + 1));
-    values.set('prev_hash', head?.hash ?? '');
-    values.set('created_at', String(micros));
-    values.set('ledger_seq', String(seq));
-    if (table.serverColumns.has('trace_id')) values.set('trace_id', uuidv7(Number(micros / 1000n)));
-    if (table.serverColumns.has('has_embedding')) values.set('has_embedding', 'false');
-    for (const n of names) texts.push(n === 'current_hash' ? null : (values.get(n) ?? null));
-    const hash = rowHash(table.name, names, texts);
-    texts[names.indexOf('current_hash')] = hash;
-    tentative.set(key, { index: head === undefined ? 0 : head.index + 1, hash });
+    const index = head === undefined ? 0 : head.index + 1;
+    texts[layout.stepIndex] = String(index);
+    texts[layout.prevHash] = head?.hash ?? '';
+    texts[layout.createdAt] = String(micros);
+    texts[layout.ledgerSeq] = String(seq);
+    if (layout.traceId >= 0) texts[layout.traceId] = uuidv7(Number(micros / 1000n));
+    if (layout.hasEmbedding >= 0) texts[layout.hasEmbedding] = 'false';
+    const hash = rowHash(table.name, layout.names, texts);
+    texts[layout.currentHash] = hash;
+    tentative.set(key, { index, hash });
     return texts;
   }
 
@@ -353,6 +348,46 @@ export class LedgerWriter {
     this.heads.set(name, heads);
     return heads;
   }
+}
+
+/** Where a ledger's row texts go: computed once per table definition. */
+interface RowLayout {
+  readonly names: readonly string[];
+  /** The table positions of the client columns, in order. */
+  readonly client: readonly number[];
+  readonly chainKey: number;
+  readonly stepIndex: number;
+  readonly prevHash: number;
+  readonly currentHash: number;
+  readonly createdAt: number;
+  readonly ledgerSeq: number;
+  /** -1 where the server does not compute it. */
+  readonly traceId: number;
+  readonly hasEmbedding: number;
+}
+
+const rowLayouts = new WeakMap<LedgerTable, RowLayout>();
+
+function rowLayout(table: LedgerTable): RowLayout {
+  let layout = rowLayouts.get(table);
+  if (layout === undefined) {
+    const names = table.columns.map((c) => c.name);
+    const server = (name: string): number => (table.serverColumns.has(name) ? names.indexOf(name) : -1);
+    layout = {
+      names,
+      client: names.flatMap((n, i) => (table.serverColumns.has(n) ? [] : [i])),
+      chainKey: table.chainKey === null ? -1 : names.indexOf(table.chainKey),
+      stepIndex: names.indexOf('step_index'),
+      prevHash: names.indexOf('prev_hash'),
+      currentHash: names.indexOf('current_hash'),
+      createdAt: names.indexOf('created_at'),
+      ledgerSeq: names.indexOf('ledger_seq'),
+      traceId: server('trace_id'),
+      hasEmbedding: server('has_embedding'),
+    };
+    rowLayouts.set(table, layout);
+  }
+  return layout;
 }
 
 function journalRecord(firstSeq: bigint, lastSeq: bigint, tables: readonly TableRows[]): JournalRecord {
@@ -430,9 +465,19 @@ function insertSql(table: LedgerTable, n: number): string {
   return sql;
 }
 
+/** Random bytes drawn in bulk: one call per UUID costs more than the rest of the UUID. */
+const RANDOM_POOL = 16 * 1024;
+let pool = Buffer.alloc(0);
+let poolAt = RANDOM_POOL;
+
 /** A time-ordered UUID (version 7): 48 bits of milliseconds, then random bits. */
 export function uuidv7(ms: number): string {
-  const b = randomBytes(16);
+  if (poolAt + 16 > pool.length) {
+    pool = randomBytes(RANDOM_POOL);
+    poolAt = 0;
+  }
+  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16));
+  poolAt += 16;
   b.writeUIntBE(ms, 0, 6);
   b[6] = ((b[6] as number) & 0x0f) | 0x70;
   b[8] = ((b[8] as number) & 0x3f) | 0x80;
