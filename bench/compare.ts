@@ -18,8 +18,12 @@ import { STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.
 import { seedCotwire, seedPostgres } from './seed.js';
 import { writeReport, type Row } from './report.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
+import { Guard } from '../src/guard/guard.js';
+import { tokenize } from '../src/sql/lexer.js';
 
 const run = promisify(execFile);
+// The same guard the server builds (main.ts), for timing its cached decision in this process.
+const guardForBench = await Guard.create({ prefixes: ['_cot'], reservedFunctions: new Set(), engineSettings: new Set() });
 const QUICK = process.argv.includes('--quick');
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -30,11 +34,13 @@ interface Sizes {
   readonly pointQueries: number;
   readonly analytic: readonly number[];
   readonly stream: number;
+  /** Rows of the long read whose memory is watched (0: skipped). */
+  readonly flatStream: number;
 }
 
 const SIZES: Sizes = QUICK
-  ? { runs: 3, singleRows: 300, batches: 20, pointQueries: 200, analytic: [100_000], stream: 100_000 }
-  : { runs: 5, singleRows: 2_000, batches: 100, pointQueries: 1_000, analytic: [1_000_000, 10_000_000], stream: 1_000_000 };
+  ? { runs: 3, singleRows: 300, batches: 20, pointQueries: 200, analytic: [100_000], stream: 100_000, flatStream: 0 }
+  : { runs: 5, singleRows: 2_000, batches: 100, pointQueries: 1_000, analytic: [1_000_000, 10_000_000], stream: 1_000_000, flatStream: 10_000_000 };
 
 /** Runs `measure` for each system, alternating which goes first, `runs` times. */
 async function interleaved(runs: number, measure: (system: 'cot' | 'pg') => Promise<number>): Promise<{ cot: number[]; pg: number[] }> {
@@ -50,6 +56,32 @@ function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+/** Streams a query's rows, counting and dropping each (pg keeps none when rows are listened to). */
+function countRows(client: pg.Client, text: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let n = 0;
+    const query = client.query(new pg.Query({ text, rowMode: 'array' } as pg.QueryConfig));
+    query.on('row', () => n++);
+    query.on('end', () => resolve(n));
+    query.on('error', reject);
+  });
+}
+
+/** What the guard spends on a statement whose decision it has cached, in µs (measured in this process). */
+function guardDecisionMicros(): number {
+  const text = 'SELECT * FROM _cot_steps WHERE trace_id = $1';
+  const tokens = tokenize(text);
+  const input = { text, tokens, kind: 'SELECT' as const };
+  guardForBench.decide(input);
+  const n = 200_000;
+  const t = performance.now();
+  for (let i = 0; i < n; i++) {
+    guardForBench.precheck(text, tokens);
+    guardForBench.decide(input);
+  }
+  return ((performance.now() - t) * 1000) / n;
 }
 
 async function connect(port: number, user: string, database: string, n: number): Promise<pg.Client[]> {
@@ -182,6 +214,36 @@ async function main(): Promise<void> {
       }, 'lower', (r) => r >= 0.5);
     }
 
+    // The guard's share of the point SELECT. Each unnamed Parse goes through the guard: with the
+    // same text its decision comes from the cache (warm), with a new text it is made again (cold).
+    const guardRuns = { warm: [] as number[], cold: [] as number[], share: [] as number[] };
+    const guardWarmMicros = guardDecisionMicros();
+    for (let run = 0; run < SIZES.runs; run++) {
+      const c = cot[0] as pg.Client;
+      for (const temperature of ['warm', 'cold'] as const) {
+        const latencies: number[] = [];
+        for (let i = 0; i < SIZES.pointQueries; i++) {
+          const text = temperature === 'warm' ? 'SELECT * FROM _cot_steps WHERE trace_id = $1' : `SELECT * FROM _cot_steps WHERE trace_id = $1 /* ${run}-${i} */`;
+          const t = performance.now();
+          await c.query({ text, values: [ids[i % ids.length]] });
+          latencies.push(performance.now() - t);
+        }
+        guardRuns[temperature].push(median(latencies));
+      }
+      guardRuns.share.push((100 * guardWarmMicros) / ((guardRuns.warm.at(-1) as number) * 1000));
+    }
+    rows.push({
+      name: `guard overhead: the same point SELECT, guard cache warm (p50 ${median(guardRuns.warm).toFixed(2)} ms) and cold (p50 ${median(guardRuns.cold).toFixed(2)} ms); the warm decision costs ${guardWarmMicros.toFixed(1)} µs`,
+      unit: '% of latency',
+      cot: guardRuns.share,
+      pg: [],
+      ratio: Number.NaN,
+      target: '≤ 5% warm',
+      met: median(guardRuns.share) <= 5,
+      rssMiB: Number.NaN,
+    });
+    console.log(`guard: warm p50 ${median(guardRuns.warm).toFixed(3)} ms, cold p50 ${median(guardRuns.cold).toFixed(3)} ms, warm decision ${guardWarmMicros.toFixed(2)} µs`);
+
     await throughput(`SELECT * streaming ${SIZES.stream / 1e6}M steps to the client`, '≥ 0.7×', 'steps/s', (s) => {
       const c = clients(s)[0] as pg.Client;
       return rate(s, SIZES.stream, async () => {
@@ -196,6 +258,28 @@ async function main(): Promise<void> {
         await (cot[0] as pg.Client).query('SELECT count(*) FROM cot_verify_all()');
       });
     }, 'higher', (_, c) => c >= 500_000);
+
+    if (SIZES.flatStream > 0) {
+      // Memory during a long read: the client counts and drops each row, so only the server holds any.
+      const c = cot[0] as pg.Client;
+      cotwire.resetPeak();
+      const before = cotwire.peakRss();
+      const t = performance.now();
+      const streamed = await countRows(c, `SELECT * FROM _cot_steps LIMIT ${SIZES.flatStream}`);
+      const seconds = (performance.now() - t) / 1000;
+      const peakMiB = cotwire.peakRss() / 2 ** 20;
+      rows.push({
+        name: `SELECT * streaming ${SIZES.flatStream / 1e6}M steps: cotwire's memory (RSS ${Math.round(before / 2 ** 20)} MiB before the read)`,
+        unit: 'steps/s',
+        cot: [streamed / seconds],
+        pg: [],
+        ratio: Number.NaN,
+        target: 'flat',
+        met: peakMiB - before / 2 ** 20 < 256,
+        rssMiB: peakMiB,
+      });
+      console.log(`streamed ${streamed} rows in ${seconds.toFixed(1)} s; RSS ${Math.round(before / 2 ** 20)} → peak ${Math.round(peakMiB)} MiB`);
+    }
 
     const total = Number((await (cot[0] as pg.Client).query('SELECT count(*) AS n FROM _cot_steps')).rows[0].n);
     await Promise.all([...cot, ...pgc].map((c) => c.end()));
