@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, unlinkSync, write, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
 
 /**
  * The ledger writer's append journal: a file beside the database where each
@@ -115,9 +117,15 @@ export class Journal {
     createHash('sha256').update(payload).digest().copy(buf, MAGIC.length + 4);
     payload.copy(buf, HEADER);
     let written = 0;
-    while (written < buf.length) {
-      const { bytesWritten } = await writeAt(this.fd, buf, written, buf.length - written, this.offset + written);
-      written += bytesWritten;
+    try {
+      while (written < buf.length) {
+        const { bytesWritten } = await writeAt(this.fd, buf, written, buf.length - written, this.offset + written);
+        written += bytesWritten;
+      }
+    } catch (err) {
+      throw new PgError(SqlState.IoError, `could not write to the ledger journal ${this.path}: ${(err as Error).message}`, {
+        hint: 'Nothing was appended. Check the disk that holds the database file, then retry.',
+      });
     }
     this.offset += buf.length;
   }

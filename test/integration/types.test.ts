@@ -119,6 +119,29 @@ describe('binary results on the wire', () => {
     ['[1, NULL]', 1007, '00000001' + '00000001' + '00000017' + '00000002' + '00000001' + '00000004' + '00000001' + 'ffffffff'],
   ];
 
+  it('sends text and json in text format as DuckDB holds their bytes, short and long, across chunks', async () => {
+    // Strings of up to 12 bytes live inside DuckDB's vector, longer ones elsewhere: both are copied
+    // to the DataRow byte for byte (engine.ts reads them without making JavaScript strings).
+    const c = await WireClient.startup(ctx.server.port);
+    try {
+      const texts = ['', 'short', 'exactly12byt', 'héllo wörld, well past twelve bytes 😀', 'a\nb\tc\\d'];
+      const values = texts.map((t) => `('${t}')`).join(', ');
+      c.write(serialize.query(`SELECT t, CAST('{"t": ' || to_json(t) || '}' AS JSON) AS j, NULL::VARCHAR AS n, i FROM (VALUES ${values}) v(t), range(1000) r(i) ORDER BY i, t`));
+      const msgs = await c.until('Z');
+      const rows = msgs.filter((m) => m.type === 'D').map((m) => dataRowCells(m.body));
+      expect(rows).toHaveLength(5000);
+      const sorted = [...texts].sort();
+      rows.forEach((cells, k) => {
+        const t = sorted[k % 5] as string;
+        expect(cells[0]?.equals(Buffer.from(t, 'utf8'))).toBe(true);
+        expect(JSON.parse(cells[1]?.toString('utf8') ?? 'null')).toEqual({ t });
+        expect(cells[2]).toBeNull();
+      });
+    } finally {
+      c.end();
+    }
+  });
+
   it.each(CASES)('%s', async (expr, oid, hex) => {
     const c = await WireClient.startup(ctx.server.port);
     try {

@@ -322,6 +322,11 @@ function collect(
 
 const cache = new WeakMap<DuckDBType, PgCodec>();
 
+/** A codec whose text form is the engine's string itself, byte for byte (text and json). */
+export function isVerbatimText(codec: PgCodec): boolean {
+  return codec === VARCHAR || codec === JSON_CODEC;
+}
+
 /** The PostgreSQL face of a DuckDB type. Unknown types travel as text. */
 export function codecFor(t: DuckDBType): PgCodec {
   const hit = cache.get(t);

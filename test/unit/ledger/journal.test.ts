@@ -82,6 +82,15 @@ describe('the append journal', () => {
     expect(Journal.open(path).records).toEqual([record(3)]);
   });
 
+  it('reports a failed write as an I/O error that names the journal', async () => {
+    const path = fresh();
+    const { journal } = Journal.open(path);
+    journal.close(false);
+    const err = (await journal.append(record(1)).catch((e: unknown) => e)) as { code?: string; message?: string };
+    expect(err.code).toBe('58030');
+    expect(err.message).toContain(path);
+  });
+
   it('is removed on close when asked, and created again on open', async () => {
     const path = fresh();
     const { journal } = Journal.open(path);
