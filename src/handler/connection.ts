@@ -300,7 +300,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     return this.settings.takeChanges();
   }
 
-  splitQuery(sql: string): StatementSource[] {
+  splitQuery(sql: string): readonly StatementSource[] {
     return splitStatements(sql);
   }
 

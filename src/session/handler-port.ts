@@ -86,7 +86,7 @@ export interface ConnectionHandler {
   readonly reportedParameters: ReadonlyArray<readonly [string, string]>;
   transactionStatus(): TransactionStatus;
   /** Splits a simple-query string into statements; an empty array is an empty query. */
-  splitQuery(sql: string): StatementSource[];
+  splitQuery(sql: string): readonly StatementSource[];
   /**
    * Runs before the statements of one simple-query string and after them
    * (with whether all succeeded): a string of several statements runs in one

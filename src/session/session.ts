@@ -438,7 +438,7 @@ export class Session {
 
   private async onQuery(sql: string): Promise<void> {
     const handler = this.requireHandler();
-    let statements: StatementSource[];
+    let statements: readonly StatementSource[];
     try {
       statements = handler.splitQuery(sql);
       if (statements.length === 0) {

@@ -197,7 +197,23 @@ export interface StatementText {
  * whitespace and comments are dropped, so an empty result means an empty
  * query (PostgreSQL's EmptyQueryResponse).
  */
-export function splitStatements(sql: string): StatementText[] {
+export function splitStatements(sql: string): readonly StatementText[] {
+  // Drivers send the same texts again and again (an unnamed Parse per execution): lex each once.
+  const cached = SPLIT_CACHE.get(sql);
+  if (cached !== undefined) return cached;
+  const out = split(sql);
+  if (sql.length <= SPLIT_CACHE_MAX_TEXT) {
+    if (SPLIT_CACHE.size >= SPLIT_CACHE_ENTRIES) SPLIT_CACHE.clear();
+    SPLIT_CACHE.set(sql, out);
+  }
+  return out;
+}
+
+const SPLIT_CACHE = new Map<string, readonly StatementText[]>();
+const SPLIT_CACHE_ENTRIES = 2_000;
+const SPLIT_CACHE_MAX_TEXT = 16 * 1024;
+
+function split(sql: string): readonly StatementText[] {
   const tokens = tokenize(sql);
   const out: StatementText[] = [];
   let current: Token[] = [];
