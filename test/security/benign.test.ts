@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
 import type pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
 import type { TestServer } from '../fixtures/server.js';
@@ -9,6 +10,7 @@ let server: TestServer;
 let internal: EngineConnection;
 let client: pg.Client;
 let bare: BareDuckDB;
+let root: string;
 
 const raw = { getTypeParser: () => (v: string) => v } as unknown as pg.CustomTypesConfig;
 
@@ -22,13 +24,15 @@ function text(v: unknown): string | null {
 beforeAll(async () => {
   ({ server, internal } = await startFixtureServer());
   client = await server.client();
-  bare = await BareDuckDB.create(tempRoot());
+  root = tempRoot();
+  bare = await BareDuckDB.create(root);
 });
 
 afterAll(async () => {
   bare.close();
   internal.close();
   await server[Symbol.asyncDispose]();
+  rmSync(root, { recursive: true, force: true });
 });
 
 /** Columns cotwire adds to a ledger it creates; bare DuckDB has no such thing. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -87,9 +87,11 @@ export class BareDuckDB {
     }
   }
 
+  /** Closes the database and deletes its directory: hundreds are made per run. */
   close(): void {
     this.conn.closeSync();
     this.instance.closeSync();
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
 

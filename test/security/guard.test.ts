@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
 import pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
 import type { TestServer } from '../fixtures/server.js';
@@ -29,6 +30,7 @@ beforeAll(async () => {
 afterAll(async () => {
   internal.close();
   await server[Symbol.asyncDispose]();
+  rmSync(root, { recursive: true, force: true });
 });
 
 

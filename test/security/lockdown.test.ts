@@ -1,8 +1,8 @@
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { useTestServer } from '../fixtures/server.js';
 
@@ -12,6 +12,7 @@ import { useTestServer } from '../fixtures/server.js';
  * against bare DuckDB, then shown to be refused by cotwire.
  */
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-lockdown-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const secret = join(dir, 'secret.csv');
 writeFileSync(secret, 'token\nhunter2\n');
 

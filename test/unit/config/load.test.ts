@@ -1,12 +1,13 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/load.js';
 import { DEFAULTS } from '../../../src/config/schema.js';
 import { makeScramVerifier } from '../../../src/session/scram.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function file(name: string, text: string): string {
   const p = join(dir, name);
   writeFileSync(p, text);
