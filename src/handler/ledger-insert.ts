@@ -48,8 +48,6 @@ interface DirectValues {
   /** Per tuple, per client column (table order). */
   readonly tuples: ReadonlyArray<ReadonlyArray<DirectElement>>;
   readonly converters: readonly CanonicalConverter[];
-  /** Per client column, the literal kinds it takes as they are. */
-  readonly kinds: ReadonlyArray<ReadonlySet<LiteralKind>>;
   /** The client's declared parameter types: a typed parameter may be converted differently. */
   readonly declaredTypes: readonly number[];
 }
@@ -175,7 +173,7 @@ function directValues(
     if (source[i]?.text !== ',') return null;
     i++;
   }
-  return { tuples, converters, kinds, declaredTypes };
+  return { tuples, converters, declaredTypes };
 }
 
 /** A parameter, a plain literal or NULL at `i`, and where the next token is; null for anything else. */

@@ -16,18 +16,19 @@ interface Layout {
   readonly fixedBytes: number;
 }
 
-const layouts = new Map<string, Layout>();
+/** Per column list (the writer passes the same array for every row of a table), per table name. */
+const layouts = new WeakMap<readonly string[], Map<string, Layout>>();
 
 function layoutOf(table: string, columns: readonly string[]): Layout {
-  const key = `${table}\u0000${columns.join('\u0000')}`;
-  let layout = layouts.get(key);
+  let byTable = layouts.get(columns);
+  if (byTable === undefined) layouts.set(columns, (byTable = new Map()));
+  let layout = byTable.get(table);
   if (layout === undefined) {
     const head = Buffer.concat([lp(HASH_VERSION), lp(table)]);
     const names = columns.map((c) => (c === 'current_hash' ? null : lp(c)));
     const fixedBytes = head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 8), 0);
     layout = { head, names, fixedBytes };
-    if (layouts.size > 1000) layouts.clear();
-    layouts.set(key, layout);
+    byTable.set(table, layout);
   }
   return layout;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, unlinkSync, write, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, openSync, readSync, unlinkSync, write, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { PgError } from '../errors/pg-error.js';
@@ -58,14 +58,7 @@ export class Journal {
 
   /** Opens (creating it if need be) the journal, and returns the records it holds. */
   static open(path: string): { journal: Journal; records: JournalRecord[] } {
-    const existed = (() => {
-      try {
-        closeSync(openSync(path, 'r'));
-        return true;
-      } catch {
-        return false;
-      }
-    })();
+    const existed = existsSync(path);
     // O_DSYNC: each write returns once its data is on the disk.
     const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC, 0o600);
     const journal = new Journal(path, fd);

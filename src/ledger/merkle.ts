@@ -95,6 +95,15 @@ export function consistencyProof(older: number, newer: number, read: SubtreeRead
   return proof;
 }
 
+/** RFC 9162's step for a right edge: shift both until fn's low bit is set or fn is 0. */
+function alignRight(fn: number, sn: number): [number, number] {
+  while (fn % 2 === 0 && fn !== 0) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return [fn, sn];
+}
+
 /** RFC 9162 §2.1.3.2: whether `proof` places `leaf` at `index` of the tree whose head is `root`. */
 export function verifyInclusion(index: number, size: number, leaf: Hash, proof: readonly Hash[], root: Hash): boolean {
   if (!(index >= 0 && index < size)) return false;
@@ -105,12 +114,7 @@ export function verifyInclusion(index: number, size: number, leaf: Hash, proof: 
     if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
       r = nodeHash(p, r);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
+      if (fn % 2 === 0) [fn, sn] = alignRight(fn, sn);
     } else {
       r = nodeHash(r, p);
     }
@@ -139,12 +143,7 @@ export function verifyConsistency(older: number, newer: number, oldRoot: Hash, n
     if (fn % 2 === 1 || fn === sn) {
       fr = nodeHash(c, fr);
       sr = nodeHash(c, sr);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
+      if (fn % 2 === 0) [fn, sn] = alignRight(fn, sn);
     } else {
       sr = nodeHash(sr, c);
     }
