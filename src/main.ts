@@ -12,6 +12,14 @@ import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { Journal } from './ledger/journal.js';
 import { STEPS_DDL, STEPS_INDEX_DDL } from './ledger/schema.js';
+import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from './ledger/checkpoint-schema.js';
+import { CheckpointIssuer } from './ledger/checkpoints.js';
+import { sinkFor } from './ledger/checkpoint-sinks.js';
+import { MerkleLog } from './ledger/merkle-log.js';
+import { generateKey, parseSigner, type NoteSigner } from './ledger/note.js';
+import { PROOF_SQL_FUNCTIONS, proofFunctions } from './ledger/proof-sql.js';
+import { readKeyFile, writeKeyFile } from './ledger/signing-key.js';
+import { existsSync } from 'node:fs';
 import { ChainAuditor } from './ledger/auditor.js';
 import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
 import { OpsServer, PrometheusObserver } from './server/metrics.js';
@@ -34,6 +42,8 @@ export interface RunningServer {
   readonly writer: LedgerWriter;
   readonly ledgers: LedgerCatalog;
   readonly auditor: ChainAuditor;
+  readonly merkle: MerkleLog;
+  readonly checkpoints: CheckpointIssuer;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
   close(): Promise<void>;
 }
@@ -52,7 +62,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const builtins = await engine.builtinFunctionNames();
   const guard = await Guard.create({
     prefixes: config.guard.protectedPrefixes,
-    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS]),
+    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS, ...PROOF_SQL_FUNCTIONS]),
     engineSettings: await engine.settingNames(),
     reservedNames: [COMPAT_CATALOG],
   });
@@ -60,19 +70,58 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const internal = await engine.connect();
   await internal.run(STEPS_DDL);
   await internal.run(STEPS_INDEX_DDL);
+  await internal.run(CHECKPOINTS_DDL);
   const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name));
+  let signer: NoteSigner;
+  let merkle: MerkleLog;
   let writer: LedgerWriter;
+  try {
+    signer = loadSigner(config, log);
+    merkle = config.database.path === ':memory:' ? MerkleLog.inMemory() : MerkleLog.openFile(MerkleLog.pathFor(config.database.path));
+  } catch (err) {
+    internal.close();
+    await engine.close();
+    throw new StartupError((err as Error).message);
+  }
   try {
     writer = await LedgerWriter.open(engine, ledgers, {
       journalPath: config.database.path === ':memory:' ? null : Journal.pathFor(config.database.path),
       observer,
       onApplyError: (err) => log.error({ err }, 'applying journaled ledger rows to the database failed; retrying'),
+      log: merkle,
     });
   } catch (err) {
+    merkle.close();
     internal.close();
     await engine.close();
     throw new StartupError(`cannot open the ledger journal: ${(err as Error).message}`);
   }
+  if (writer.logFrozen !== null) {
+    log.error(
+      { leaves: merkle.size },
+      `the global log stops at ${merkle.size} leaves and no checkpoint will be signed: ${writer.logFrozen}; the ledgers were altered outside the server. Run \`cotwire verify --db ${config.database.path} --checkpoint <saved checkpoints> --key <verifier key>\` to find what changed`,
+    );
+  }
+  for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
+  const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]);
+  if (checkpointTable === null) throw new StartupError(`${CHECKPOINTS_TABLE} is not a chained ledger`);
+  const [lastCheckpoint] = (await internal.query(
+    `SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`,
+  )) as Array<[bigint, bigint]>;
+  const checkpoints = new CheckpointIssuer(
+    writer,
+    merkle,
+    checkpointTable,
+    signer,
+    config.checkpoint.sinks.map((t) => sinkFor(t)),
+    {
+      intervalMs: config.checkpoint.intervalSeconds * 1000,
+      maxLeaves: config.checkpoint.maxLeaves,
+      onSinkError: (sink, err, attempt) => log.warn({ err, sink, attempt }, 'writing a checkpoint to a sink failed; retrying'),
+      onIssueError: (err) => log.error({ err }, 'issuing a checkpoint failed'),
+    },
+    lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
+  );
   const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) =>
     log.error({ err }, 'recording a security event failed'),
   );
@@ -115,6 +164,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   } catch (err) {
     await securityLog.close();
     await writer.close();
+    merkle.close();
     internal.close();
     await engine.close();
     const code = (err as NodeJS.ErrnoException).code;
@@ -136,6 +186,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     (err) => log.error({ err }, 'ledger audit failed'),
   );
   auditor.start(config.ledger.verifyIntervalSeconds * 1000);
+  checkpoints.start();
   let ops: OpsServer | null = null;
   let metricsAddress: AddressInfo | null = null;
   if (prometheus !== null) {
@@ -146,8 +197,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await server.close(0);
       await auditor.stop();
       auditConn.close();
+      await checkpoints.close(0);
       await securityLog.close();
       await writer.close();
+      merkle.close();
       internal.close();
       await engine.close();
       throw new StartupError(`cannot listen for metrics on ${config.metrics.host}:${String(config.metrics.port)}: ${(err as Error).message}`);
@@ -163,14 +216,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     writer,
     ledgers,
     auditor,
+    merkle,
+    checkpoints,
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
         await auditor.stop();
         auditConn.close();
         await ops?.close();
+        // The last checkpoint covers every acknowledged append, the refusals recorded before it included.
         await securityLog.close();
+        await checkpoints.close(config.limits.shutdownGraceMs);
         await writer.close();
+        merkle.sync();
+        merkle.close();
         internal.close();
         try {
           await engine.checkpoint();
@@ -182,6 +241,25 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       return closing;
     },
   };
+}
+
+/**
+ * The checkpoint signing key: the configured key file; without one, a key
+ * file beside the database, created on the first start (an in-memory
+ * database signs with a key of its own lifetime).
+ */
+function loadSigner(config: Config, log: Logger): NoteSigner {
+  if (config.checkpoint.keyFile !== null) return readKeyFile(config.checkpoint.keyFile);
+  const name = `cotwire.local/${config.database.name}`;
+  if (config.database.path === ':memory:') return parseSigner(generateKey(name).signerKey);
+  const path = `${config.database.path}.key`;
+  if (existsSync(path)) return readKeyFile(path);
+  const verifierKey = writeKeyFile(path, name);
+  log.warn(
+    { keyFile: path, verifierKey },
+    'created a checkpoint signing key beside the database; anyone who can rewrite the database can also sign with it. Generate one with `cotwire keygen`, keep it elsewhere, and set checkpoint.keyFile',
+  );
+  return readKeyFile(path);
 }
 
 function isLoopbackHost(host: string): boolean {

@@ -8,6 +8,7 @@ import { LedgerCatalog } from '../ledger/catalog.js';
 import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
 import { verifyLedgers } from '../ledger/verify.js';
 import { verifySql } from '../ledger/verify-sql.js';
+import { printLogReport, verifyLogOffline } from './log-commands.js';
 
 export class UsageError extends Error {}
 
@@ -19,7 +20,7 @@ type Out = (s: string) => void;
  * journal and had not yet applied are applied first, as the server's next
  * start would.
  */
-async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
   let engine: DuckDBEngine;
   try {
     await applyJournal(path);
@@ -57,22 +58,34 @@ async function applyJournal(path: string): Promise<void> {
   }
 }
 
-/** `cotwire verify`: exit 0 when every chain verifies, 1 when any is broken. */
-export async function verifyCommand(opts: { db: string; session?: string; prefix?: string; json?: boolean }, out: Out): Promise<number> {
+/**
+ * `cotwire verify`: every chain, and with --checkpoint and --key the global
+ * log against saved checkpoints; exit 0 when intact, 1 when anything broke.
+ */
+export async function verifyCommand(
+  opts: { db: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key?: string },
+  out: Out,
+): Promise<number> {
+  const checkpoints = opts.checkpoint ?? [];
+  if (checkpoints.length > 0 && opts.key === undefined) throw new UsageError('--checkpoint needs --key: the verifier key that signed them');
+  if (opts.key !== undefined && checkpoints.length === 0) throw new UsageError('--key needs --checkpoint: the checkpoint files or directories to verify against');
   return withDatabase(opts.db, false, async (conn) => {
     const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
     const verdicts = await verifyLedgers(conn, new LedgerCatalog(conn, (n) => names.isProtected(n)), opts.session ?? null);
     const broken = verdicts.filter((v) => !v.valid);
+    const log = checkpoints.length === 0 ? null : await verifyLogOffline(conn, opts.db, checkpoints, opts.key as string);
+    const valid = broken.length === 0 && (log === null || log.breaks.length === 0);
     if (opts.json === true) {
-      out(`${JSON.stringify({ valid: broken.length === 0, chains: verdicts.length, broken }, null, 2)}\n`);
+      out(`${JSON.stringify({ valid, chains: verdicts.length, broken, ...(log === null ? {} : { log }) }, null, 2)}\n`);
     } else {
       for (const v of broken) {
         out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`);
       }
+      if (log !== null) printLogReport(log, out);
       const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
-      out(`${broken.length === 0 ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken\n`);
+      out(`${valid ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken${log === null ? '' : `; log ${log.breaks.length === 0 ? 'intact' : 'BROKEN'}`}\n`);
     }
-    return broken.length === 0 ? 0 : 1;
+    return valid ? 0 : 1;
   });
 }
 

@@ -6,6 +6,7 @@ import { makeScramVerifier } from '../session/scram.js';
 import { COTWIRE_VERSION } from '../version.js';
 import { exportCommand, replayCommand, sessionsCommand, UsageError, verifyCommand } from './ledger-commands.js';
 import { readPassword } from './password.js';
+import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
   process.stdout.write(t);
@@ -30,6 +31,7 @@ function program(setCode: (code: number) => void): Command {
     .option('--tls-key <file>', 'PEM private key')
     .option('--tls-cert <file>', 'PEM certificate')
     .option('--metrics-port <port>', 'serve /healthz and /metrics on this port')
+    .option('--checkpoint-key <file>', 'the checkpoint signing key file (from `cotwire keygen`)')
     .action(async (opts: Record<string, string>) => setCode(await serve(opts)));
 
   cli
@@ -45,7 +47,33 @@ function program(setCode: (code: number) => void): Command {
     .option('--session <id>', 'verify one chain key only')
     .option('--prefix <prefix>', 'an extra protected prefix, as in guard.protectedPrefixes')
     .option('--json', 'print the report as JSON')
-    .action(async (opts: { db: string; session?: string; prefix?: string; json?: boolean }) => setCode(await verifyCommand(opts, out)));
+    .option('--checkpoint <files...>', 'saved checkpoints (files or sink directories) to verify the global log against')
+    .option('--key <verifier>', 'the verifier key that signs the checkpoints (the key text, or a file holding it)')
+    .action(async (opts: { db: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key?: string }) =>
+      setCode(await verifyCommand(opts, out)),
+    );
+
+  cli
+    .command('keygen')
+    .description('create a checkpoint signing key file and print its verifier key')
+    .requiredOption('--name <name>', 'the key name, which is also the checkpoints\' origin (for example example.com/agents)')
+    .requiredOption('--out <file>', 'the key file to create (never overwritten; keep it off the database disk)')
+    .action((opts: { name: string; out: string }) => setCode(keygenCommand(opts, out)));
+
+  cli
+    .command('prove')
+    .description("write a step's receipt: its row, leaf index, inclusion proof and signed checkpoint")
+    .requiredOption('--db <file>', 'database file (the server need not run)')
+    .requiredOption('--trace <id>', 'the step\'s trace_id')
+    .option('--out <file>', 'write the receipt here instead of to standard output')
+    .action(async (opts: { db: string; trace: string; out?: string }) => setCode(await proveCommand(opts, out)));
+
+  cli
+    .command('check-receipt')
+    .description('verify a receipt offline, with no database; exit 0 when it verifies, 1 when not')
+    .argument('<receipt>', 'the receipt file from `cotwire prove`')
+    .requiredOption('--key <verifier>', 'the verifier key (the key text, or a file holding it)')
+    .action((receipt: string, opts: { key: string }) => setCode(checkReceiptCommand({ receipt, key: opts.key }, out)));
 
   cli
     .command('replay')
@@ -107,7 +135,7 @@ export async function main(args: readonly string[]): Promise<number> {
 
 async function serve(flags: Record<string, string>): Promise<number> {
   const argv: Record<string, string> = {};
-  const names: Record<string, string> = { logLevel: 'log-level', tlsKey: 'tls-key', tlsCert: 'tls-cert', metricsPort: 'metrics-port' };
+  const names: Record<string, string> = { logLevel: 'log-level', tlsKey: 'tls-key', tlsCert: 'tls-cert', metricsPort: 'metrics-port', checkpointKey: 'checkpoint-key' };
   for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
   const config = loadConfig({ argv, env: process.env });
   const log = createLogger(config.log.level, process.stdout.isTTY === true);

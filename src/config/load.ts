@@ -131,6 +131,18 @@ function prefixes(v: Json | undefined): string[] {
   return [...new Set(['_cot', ...(v as string[]).map((p) => p.toLowerCase())])];
 }
 
+function sinks(v: Json | undefined): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t === '')) {
+    fail('checkpoint.sinks', v, 'expected a list of file paths, directories (ending in "/") or http(s) URLs');
+  }
+  for (const t of v as string[]) {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(t) && !/^https?:\/\//i.test(t)) fail('checkpoint.sinks', t, 'a URL sink must be http:// or https://');
+    if (/^https?:\/\//i.test(t) && !URL.canParse(t)) fail('checkpoint.sinks', t, 'not a valid URL');
+  }
+  return [...(v as string[])];
+}
+
 /** Reads the file named by --config or COTWIRE_CONFIG (if any), applies env and flags, validates, freezes. */
 export function loadConfig(sources: ConfigSources): Config {
   const { argv, env } = sources;
@@ -152,7 +164,7 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'guard'];
+  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'checkpoint', 'guard'];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
@@ -163,6 +175,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const log = section(root, 'log', ['level', 'slowStatementMs']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
   const metrics = section(root, 'metrics', ['host', 'port']);
+  const checkpoint = section(root, 'checkpoint', ['keyFile', 'intervalSeconds', 'maxLeaves', 'sinks']);
 
   const ledger = section(root, 'ledger', ['enabled', 'maxContentBytes', 'embeddingSampleRate', 'retentionDays', 'verifyIntervalSeconds']);
 
@@ -201,6 +214,12 @@ export function loadConfig(sources: ConfigSources): Config {
       embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
       retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
       verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
+    },
+    checkpoint: {
+      keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),
+      intervalSeconds: int(checkpoint.intervalSeconds, 'checkpoint.intervalSeconds', DEFAULTS.checkpoint.intervalSeconds, 1, 86_400),
+      maxLeaves: int(checkpoint.maxLeaves, 'checkpoint.maxLeaves', DEFAULTS.checkpoint.maxLeaves, 1, 100_000_000),
+      sinks: sinks(checkpoint.sinks),
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
     metrics: {

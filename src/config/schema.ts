@@ -61,6 +61,18 @@ export interface Config {
     /** The background audit verifies every chain at start-up and then this often; 0 = at start-up only. */
     readonly verifyIntervalSeconds: number;
   };
+  /** Signed checkpoints of the global Merkle log (README, "Checkpoints"). */
+  readonly checkpoint: {
+    /**
+     * The signing key file from `cotwire keygen`; keep it off the database's disk. Unset: a key
+     * is created beside the database file on first start (an in-memory database gets a fresh one).
+     */
+    readonly keyFile: string | null;
+    readonly intervalSeconds: number;
+    readonly maxLeaves: number;
+    /** Where else each checkpoint goes: a file, a directory ("/" at the end, or existing), or an http(s) URL. */
+    readonly sinks: readonly string[];
+  };
   readonly guard: {
     /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
     readonly protectedPrefixes: readonly string[];
@@ -77,6 +89,7 @@ export const DEFAULTS: Config = {
   log: { level: 'info', slowStatementMs: 1000 },
   metrics: { host: '127.0.0.1', port: null },
   ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0, verifyIntervalSeconds: 3600 },
+  checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: [] },
   guard: { protectedPrefixes: ['_cot'] },
 };
 

@@ -134,10 +134,23 @@ export interface EngineConnection {
   close(): void;
 }
 
+/**
+ * A scalar SQL function computed in the server (the Merkle proofs): it runs
+ * synchronously on the event loop, so it must be quick. It answers null for
+ * arguments it cannot serve, and for a null argument.
+ */
+export interface EngineFunction {
+  readonly name: string;
+  readonly parameters: readonly ('BIGINT' | 'VARCHAR')[];
+  call(args: ReadonlyArray<bigint | string>): string | null;
+}
+
 export interface Engine {
   /** For version(): the engine's own version string. */
   readonly version: string;
   connect(): Promise<EngineConnection>;
+  /** Makes a function callable from every connection, as system.main.<name>. */
+  registerFunction(fn: EngineFunction): Promise<void>;
   /** The engine's built-in function names, lower case (no client object may take one). */
   builtinFunctionNames(): Promise<ReadonlySet<string>>;
   /** The engine's own setting names, lower case. */

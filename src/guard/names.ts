@@ -16,9 +16,11 @@ export class ProtectedNames {
     this.prefixes = [...new Set(['_cot', ...extra.map((p) => p.toLowerCase())])].filter((p) => p !== '');
   }
 
-  /** Ledgers only the server appends to: the record of refused statements. */
+  /** Ledgers only the server appends to: the record of refused statements, and the signed checkpoints. */
   isServerOnly(name: string | undefined | null): boolean {
-    return name !== undefined && name !== null && name.toLowerCase() === '_cot_security_events';
+    if (name === undefined || name === null) return false;
+    const n = name.toLowerCase();
+    return n === '_cot_security_events' || n === '_cot_checkpoints';
   }
 
   isProtected(name: string | undefined | null): boolean {

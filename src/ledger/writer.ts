@@ -8,6 +8,8 @@ import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { appendRows, inTransaction, LedgerApplier, type TableRows } from './applier.js';
 import { Journal, type JournalRecord } from './journal.js';
+import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
+import { resumeLog } from './log-resume.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -52,6 +54,8 @@ export interface WriterOptions {
   readonly observer?: Observer;
   /** Applying journaled rows to the engine failed; it is retried. */
   readonly onApplyError?: (err: unknown) => void;
+  /** The global log's tree: brought up to the committed rows at open, then extended by every commit. */
+  readonly log?: MerkleLog;
 }
 
 /**
@@ -82,12 +86,17 @@ export class LedgerWriter {
   private readonly inserts = new Map<string, EngineStatement>();
   private markIdle: () => void = () => undefined;
   private applier: LedgerApplier | null = null;
+  /** Why the global log stopped growing (the ledgers were altered outside the server), or null. */
+  logFrozen: string | null = null;
+  /** Called after each commit with the log's new size. */
+  onIntegrated: (size: number) => void = () => undefined;
 
   private constructor(
     private readonly conn: EngineConnection,
     private readonly catalog: LedgerCatalog,
     private readonly observer: Observer,
     private readonly journal: Journal | null,
+    readonly log: MerkleLog | null,
   ) {}
 
   /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
@@ -101,8 +110,9 @@ export class LedgerWriter {
         journal = opened.journal;
         await replayRecords(conn, catalog, opened.records, options.journalPath);
       }
-      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal);
+      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null);
       await writer.loadSequence();
+      if (writer.log !== null) writer.logFrozen = await resumeLog(conn, catalog, writer.log, Number(writer.seq));
       writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined));
       return writer;
     } catch (err) {
@@ -205,6 +215,7 @@ export class LedgerWriter {
     let seq = this.seq;
     const byTable = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
     const results: AppendResult[][] = [];
+    const leaves: Buffer[] = [];
     for (const unit of units) {
       const unitResults: AppendResult[] = [];
       for (const job of unit.jobs) {
@@ -223,7 +234,7 @@ export class LedgerWriter {
         const first = seq + 1n;
         for (const clientRow of job.rows) {
           seq += 1n;
-          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq));
+          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq, leaves));
         }
         unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
       }
@@ -245,6 +256,10 @@ export class LedgerWriter {
     }
     this.seq = seq;
     if (journaled) applier.enqueue(tables, seq);
+    if (this.log !== null && this.logFrozen === null) {
+      this.log.append(leaves);
+      this.onIntegrated(this.log.size);
+    }
     const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
     this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
     return results;
@@ -303,6 +318,7 @@ export class LedgerWriter {
     heads: Map<string, Head>,
     tentative: Map<string, Head>,
     seq: bigint,
+    leaves: Buffer[],
   ): (string | null)[] {
     const layout = rowLayout(table);
     const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
@@ -320,6 +336,7 @@ export class LedgerWriter {
     const hash = rowHash(table.name, layout.names, texts);
     texts[layout.currentHash] = hash;
     tentative.set(key, { index, hash });
+    if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, key, hash));
     return texts;
   }
 
@@ -364,6 +381,8 @@ interface RowLayout {
   /** -1 where the server does not compute it. */
   readonly traceId: number;
   readonly hasEmbedding: number;
+  /** The table's part of every leaf's data in the global log. */
+  readonly leafPrefix: Buffer;
 }
 
 const rowLayouts = new WeakMap<LedgerTable, RowLayout>();
@@ -384,6 +403,7 @@ function rowLayout(table: LedgerTable): RowLayout {
       ledgerSeq: names.indexOf('ledger_seq'),
       traceId: server('trace_id'),
       hasEmbedding: server('has_embedding'),
+      leafPrefix: leafPrefix(table.schema, table.name),
     };
     rowLayouts.set(table, layout);
   }

@@ -119,7 +119,8 @@ export function tempRoot(): string {
 
 /** A cotwire server holding the security fixture, with a connection that bypasses the server. */
 export async function startFixtureServer(): Promise<{ server: TestServer; internal: EngineConnection }> {
-  const server = await startTestServer();
+  // No checkpoint during the attacks: the checkpoint ledger is part of the state they must not change.
+  const server = await startTestServer({ checkpoint: { keyFile: null, intervalSeconds: 86_400, maxLeaves: 100_000_000, sinks: [] } });
   const internal = await server.running.engine.connect();
   // The security fixture brings its own _cot_steps, a plain table with a ledger name.
   await internal.run('DROP TABLE main._cot_steps');

@@ -1,5 +1,7 @@
 import {
+  BIGINT,
   DuckDBInstance,
+  DuckDBScalarFunction,
   DuckDBMaterializedResult,
   DuckDBTimestampTZValue,
   DuckDBTypeId,
@@ -12,6 +14,7 @@ import {
   type DuckDBResult,
   type DuckDBType,
   type DuckDBValue,
+  VARCHAR,
 } from '@duckdb/node-api';
 import { TypeOid } from '../../protocol/type-oids.js';
 import { tokenize } from '../../sql/lexer.js';
@@ -22,6 +25,7 @@ import type {
   ColumnInfo,
   Engine,
   EngineConnection,
+  EngineFunction,
   EngineCursor,
   EngineStatement,
   RenderSettings,
@@ -122,6 +126,40 @@ export class DuckDBEngine implements Engine {
 
   async connect(): Promise<EngineConnection> {
     return new DuckDBSession(await this.instance.connect());
+  }
+
+  async registerFunction(fn: EngineFunction): Promise<void> {
+    const conn = await this.instance.connect();
+    try {
+      conn.registerScalarFunction(
+        DuckDBScalarFunction.create({
+          name: fn.name,
+          returnType: VARCHAR,
+          parameterTypes: fn.parameters.map((p) => (p === 'BIGINT' ? BIGINT : VARCHAR)),
+          // Nulls reach the function, which answers null: a default null-in null-out.
+          specialHandling: true,
+          mainFunction: (_info, input, output) => {
+            const vectors = fn.parameters.map((_, i) => input.getColumnVector(i));
+            for (let row = 0; row < input.rowCount; row++) {
+              const args = vectors.map((v) => v.getItem(row) as bigint | string | null);
+              let value: string | null = null;
+              if (!args.includes(null)) {
+                try {
+                  value = fn.call(args as Array<bigint | string>);
+                } catch {
+                  // A function that cannot serve its arguments answers null; its SQL wrapper explains.
+                  value = null;
+                }
+              }
+              output.setItem(row, value);
+            }
+            output.flush();
+          },
+        }),
+      );
+    } finally {
+      conn.closeSync();
+    }
   }
 
   builtinFunctionNames(): Promise<ReadonlySet<string>> {

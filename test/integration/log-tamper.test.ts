@@ -1,0 +1,211 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { loadConfig } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { createLogger } from '../../src/log/logger.js';
+import { startServer, type RunningServer } from '../../src/main.js';
+import { writeKeyFile } from '../../src/ledger/signing-key.js';
+import { rowHash } from '../../src/ledger/canonical.js';
+
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+const root = mkdtempSync(join(tmpdir(), 'cotwire-logtamper-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const keyFile = join(root, 'signing.key');
+let verifier = '';
+beforeAll(() => {
+  verifier = writeKeyFile(keyFile, 'audit.example/agents');
+});
+
+async function withServer<T>(db: string, sinkDir: string, fn: (client: pg.Client, running: RunningServer) => Promise<T>): Promise<T> {
+  const base = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
+  const config: Config = { ...base, checkpoint: { keyFile, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [`${sinkDir}/`] } };
+  const running = await startServer(config, createLogger('silent', false));
+  const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
+  await client.connect();
+  try {
+    return await fn(client, running);
+  } finally {
+    await client.end();
+    await running.close();
+  }
+}
+
+const STEP = "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Reasoning', $2) RETURNING trace_id";
+
+/** Three sessions, interleaved, with a checkpoint in the middle and one at shutdown. */
+async function history(name: string): Promise<{ db: string; sinks: string; traces: string[] }> {
+  const db = join(root, `${name}.duckdb`);
+  const sinks = join(root, `${name}-checkpoints`);
+  const traces: string[] = [];
+  await withServer(db, sinks, async (c, running) => {
+    for (let i = 0; i < 4; i++) {
+      for (const s of ['a', 'b', 'c']) traces.push((await c.query(STEP, [s, `${s} thought ${i}`])).rows[0].trace_id);
+      if (i === 1) await running.checkpoints.issue();
+    }
+  });
+  return { db, sinks, traces };
+}
+
+interface Report {
+  valid: boolean;
+  broken: Array<{ chainKey: string }>;
+  log: { leaves: number; checkpoints: number; matched: number; breaks: Array<{ kind: string; leafIndex: number | null; session: string | null; step: number | null; message: string }> };
+}
+
+function verify(db: string, sinks: string): { status: number | null; report: Report } {
+  const r = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--checkpoint', sinks, '--key', verifier, '--json'], { encoding: 'utf8' });
+  if (r.stdout === '') throw new Error(`cotwire verify printed nothing: ${r.stderr}`);
+  return { status: r.status, report: JSON.parse(r.stdout) as Report };
+}
+
+async function tamper(db: string, fn: (conn: Awaited<ReturnType<DuckDBInstance['connect']>>) => Promise<void>): Promise<void> {
+  const instance = await DuckDBInstance.create(db);
+  const conn = await instance.connect();
+  try {
+    await fn(conn);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+describe('the global log against saved checkpoints', () => {
+  it('passes an untouched database, and checks two checkpoints from the sink directory', async () => {
+    const { db, sinks } = await history('clean');
+    expect(readdirSync(sinks).filter((f) => f.endsWith('.checkpoint'))).toHaveLength(2);
+    const { status, report } = verify(db, sinks);
+    expect(report.log.breaks).toEqual([]);
+    expect(report.log).toMatchObject({ checkpoints: 2, matched: 2 });
+    expect(report.valid).toBe(true);
+    expect(status).toBe(0);
+  });
+
+  it('1. finds a whole session deleted, which every chain alone misses', async () => {
+    const { db, sinks } = await history('deleted-session');
+    await tamper(db, (c) => c.run("DELETE FROM _cot_steps WHERE session_id = 'b'"));
+    const { status, report } = verify(db, sinks);
+    // Each remaining chain is intact: the per-session chains cannot see a session that is gone.
+    expect(report.broken).toEqual([]);
+    expect(status).toBe(1);
+    const missing = report.log.breaks.filter((b) => b.kind === 'missing');
+    // b's steps were every third append from the second one on; the middle checkpoint's record is leaf 6.
+    expect(missing.map((b) => b.leafIndex)).toEqual([1, 4, 8, 11]);
+    expect(missing[0]?.message).toMatch(/ledger_seq 2 is missing: rows were deleted \(after main\._cot_steps, session "a", step 0\)/);
+    expect(report.log.breaks.some((b) => b.kind === 'rewritten')).toBe(true);
+  });
+
+  it("2. finds the last steps cut off a session, and the log's tail cut off", async () => {
+    const { db, sinks } = await history('cut-tail');
+    await tamper(db, (c) => c.run("DELETE FROM _cot_steps WHERE session_id = 'c' AND step_index >= 2"));
+    let { status, report } = verify(db, sinks);
+    expect(report.broken).toEqual([]);
+    expect(status).toBe(1);
+    expect(report.log.breaks.filter((b) => b.kind === 'missing').map((b) => b.leafIndex)).toEqual([9, 12]);
+    // Everything after a point, the checkpoint records included.
+    await tamper(db, (c) => c.run('DELETE FROM _cot_steps WHERE ledger_seq > 6; DELETE FROM _cot_checkpoints WHERE ledger_seq > 6'));
+    ({ status, report } = verify(db, sinks));
+    expect(status).toBe(1);
+    expect(report.log.breaks.filter((b) => b.kind === 'truncated')).toHaveLength(2);
+    expect(report.log.breaks[0]?.message).toMatch(/covers more than the \d+ the database holds/);
+  });
+
+  it('3. names the exact row when one is rewritten and its whole chain recomputed', async () => {
+    const { db, sinks } = await history('rechained');
+    await tamper(db, async (c) => {
+      // What an attacker with the file and the README does: edit step 1 of session a, then re-chain a.
+      const cols = (await c.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")).getRows() as Array<[string, string]>;
+      const names = cols.map(([n]) => n);
+      const texts = cols.map(([n, t]) => (t === 'TIMESTAMP WITH TIME ZONE' ? `CAST(epoch_us("${n}") AS VARCHAR)` : `CAST("${n}" AS VARCHAR)`));
+      const rows = (await c.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps WHERE session_id = 'a' ORDER BY step_index`)).getRows() as Array<Array<string | null>>;
+      const at = (n: string): number => names.indexOf(n);
+      let prev = '';
+      for (const row of rows) {
+        if (row[at('step_index')] === '1') row[at('content')] = 'a forged thought';
+        row[at('prev_hash')] = prev;
+        row[at('current_hash')] = rowHash('_cot_steps', names, row);
+        prev = row[at('current_hash')] as string;
+        await c.run(
+          `UPDATE _cot_steps SET content = '${String(row[at('content')])}', prev_hash = '${String(row[at('prev_hash')])}', current_hash = '${prev}' WHERE trace_id = '${String(row[at('trace_id')])}'`,
+        );
+      }
+    });
+    const { status, report } = verify(db, sinks);
+    // The chains verify: the rewrite is invisible to them.
+    expect(report.broken).toEqual([]);
+    expect(status).toBe(1);
+    const [first] = report.log.breaks;
+    expect(first).toMatchObject({ kind: 'rewritten', leafIndex: 3, session: 'a', step: 1 });
+    expect(first?.message).toMatch(/edited and re-chained/);
+
+    // Without the node file beside the database, the break is still found, within a range.
+    rmSync(`${db}.merkle`);
+    const again = verify(db, sinks);
+    expect(again.status).toBe(1);
+    expect(again.report.log.breaks[0]).toMatchObject({ kind: 'rewritten', leafIndex: 0 });
+  });
+
+  it('4. finds a database replaced by an older copy of itself', async () => {
+    const { db, sinks } = await history('older-copy');
+    const old = join(root, 'older-copy.old.duckdb');
+    copyFileSync(db, old);
+    await withServer(db, sinks, async (c) => {
+      for (let i = 0; i < 3; i++) await c.query(STEP, ['d', `d thought ${i}`]);
+    });
+    expect(verify(db, sinks).status).toBe(0);
+    copyFileSync(old, db);
+    if (existsSync(`${db}.wal`)) rmSync(`${db}.wal`);
+    const { status, report } = verify(db, sinks);
+    expect(report.broken).toEqual([]);
+    expect(status).toBe(1);
+    expect(report.log.breaks).toHaveLength(1);
+    expect(report.log.breaks[0]).toMatchObject({ kind: 'truncated' });
+    expect(report.log.breaks[0]?.message).toMatch(/older copy/);
+  });
+
+  it('refuses checkpoints signed by another key, and edited ones', async () => {
+    const { db, sinks } = await history('forged-checkpoint');
+    const file = join(sinks, readdirSync(sinks).sort()[0] as string);
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/\n(\d+)\n/, (_, n: string) => `\n${Number(n) + 1}\n`));
+    const { status, report } = verify(db, sinks);
+    expect(status).toBe(1);
+    expect(report.log.breaks[0]).toMatchObject({ kind: 'signature' });
+  });
+});
+
+describe('receipts', () => {
+  it('proves a step offline and checks the receipt with no database, here and in Python', async () => {
+    const { db, traces } = await history('receipt');
+    const receipt = join(root, 'receipt.json');
+    const proved = spawnSync(process.execPath, [CLI, 'prove', '--db', db, '--trace', traces[4] as string, '--out', receipt], { encoding: 'utf8' });
+    expect(proved.stderr).toBe('');
+    expect(proved.status).toBe(0);
+    const parsed = JSON.parse(readFileSync(receipt, 'utf8')) as { leaf_index: number; tree_size: number; columns: Array<[string, string | null]> };
+    expect(parsed.leaf_index).toBe(4);
+    expect(parsed.tree_size).toBeGreaterThan(12);
+    const check = (file: string): { status: number | null; stdout: string } => {
+      const r = spawnSync(process.execPath, [CLI, 'check-receipt', file, '--key', verifier], { encoding: 'utf8' });
+      return { status: r.status, stdout: r.stdout };
+    };
+    expect(check(receipt)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^OK: leaf 4 is in the tree of \d+ leaves signed by audit\.example\/agents/) });
+    const python = (file: string): { status: number | null; stdout: string } => {
+      const r = spawnSync('python3', [join(import.meta.dirname, '../compat/python/check_receipt.py'), file, verifier], { encoding: 'utf8' });
+      return { status: r.status, stdout: r.stdout };
+    };
+    expect(python(receipt)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^OK leaf 4 of \d+ under audit\.example\/agents/) });
+
+    const forged = join(root, 'forged-receipt.json');
+    writeFileSync(forged, JSON.stringify({ ...parsed, columns: parsed.columns.map(([n, v]) => [n, n === 'content' ? 'forged' : v]) }));
+    expect(check(forged)).toMatchObject({ status: 1, stdout: expect.stringMatching(/^FAILED: the row's hash/) });
+    expect(python(forged)).toMatchObject({ status: 1, stdout: expect.stringMatching(/^FAIL: row hash mismatch/) });
+    const otherKey = writeKeyFile(join(root, 'other.key'), 'audit.example/agents');
+    const r = spawnSync(process.execPath, [CLI, 'check-receipt', receipt, '--key', otherKey], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/not signed by/);
+  });
+});
