@@ -16,6 +16,7 @@ import pg from 'pg';
 import { startCotwire, type CotwireProcess } from './cotwire.js';
 import { STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
 import { seedCotwire, seedPostgres } from './seed.js';
+import { appendRate, proofMicros } from './log.js';
 import { writeReport, type Row } from './report.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
 import { Guard } from '../src/guard/guard.js';
@@ -36,11 +37,13 @@ interface Sizes {
   readonly stream: number;
   /** Rows of the long read whose memory is watched (0: skipped). */
   readonly flatStream: number;
+  /** Appends per run of the log on/off comparison. */
+  readonly logAppends: number;
 }
 
 const SIZES: Sizes = QUICK
-  ? { runs: 3, singleRows: 300, batches: 20, pointQueries: 200, analytic: [100_000], stream: 100_000, flatStream: 0 }
-  : { runs: 5, singleRows: 2_000, batches: 100, pointQueries: 1_000, analytic: [1_000_000, 10_000_000], stream: 1_000_000, flatStream: 10_000_000 };
+  ? { runs: 3, singleRows: 300, batches: 20, pointQueries: 200, analytic: [100_000], stream: 100_000, flatStream: 0, logAppends: 3_000 }
+  : { runs: 5, singleRows: 2_000, batches: 100, pointQueries: 1_000, analytic: [1_000_000, 10_000_000], stream: 1_000_000, flatStream: 10_000_000, logAppends: 20_000 };
 
 /** Runs `measure` for each system, alternating which goes first, `runs` times. */
 async function interleaved(runs: number, measure: (system: 'cot' | 'pg') => Promise<number>): Promise<{ cot: number[]; pg: number[] }> {
@@ -285,6 +288,21 @@ async function main(): Promise<void> {
     }
 
     const total = Number((await (cot[0] as pg.Client).query('SELECT count(*) AS n FROM _cot_steps')).rows[0].n);
+    {
+      // A receipt over the wire, against the log of every step the run appended.
+      const c = cot[0] as pg.Client;
+      const leaves = Number((await c.query('SELECT tree_size FROM cot_checkpoint()')).rows[0]?.tree_size ?? 0);
+      const traces = (await c.query({ text: `SELECT trace_id FROM _cot_steps USING SAMPLE 200 ROWS WHERE ledger_seq <= ${leaves}`, rowMode: 'array' })).rows.map((r) => r[0] as string);
+      const latencies: number[] = [];
+      for (const trace of traces) {
+        const t = performance.now();
+        const r = await c.query('SELECT leaf_index, inclusion_proof FROM cot_prove($1)', [trace]);
+        latencies.push(performance.now() - t);
+        if (!Array.isArray(r.rows[0]?.inclusion_proof)) throw new Error(`cot_prove(${trace}) returned no proof`);
+      }
+      rows.push({ name: `cot_prove(trace_id) over SQL at ${(leaves / 1e6).toFixed(1)}M leaves (the step's lookup, its proof and the checkpoint), p50`, unit: 'ms', cot: [median(latencies)], pg: [], ratio: Number.NaN, target: '≤ 10 ms', met: median(latencies) <= 10, rssMiB: Number.NaN });
+      console.log(`cot_prove at ${leaves} leaves: p50 ${median(latencies).toFixed(2)} ms`);
+    }
     await Promise.all([...cot, ...pgc].map((c) => c.end()));
     await cotwire.stop();
     const t = performance.now();
@@ -294,6 +312,20 @@ async function main(): Promise<void> {
     });
     const cliRate = total / ((performance.now() - t) / 1000);
     rows.push({ name: 'chain verification, CLI (cotwire verify)', unit: 'steps/s', cot: [cliRate], pg: [], ratio: Number.NaN, target: '≥ 500k steps/s', met: cliRate >= 500_000, rssMiB: Number.NaN });
+
+    // The global Merkle log: what it adds to appends, and what a proof costs at a million leaves.
+    const on: number[] = [];
+    const off: number[] = [];
+    for (let r = 0; r < SIZES.runs; r++) {
+      off.push(await appendRate(false, SIZES.logAppends));
+      on.push(await appendRate(true, SIZES.logAppends));
+    }
+    const logRatio = median(on) / median(off);
+    rows.push({ name: 'appends through the writer, 16 concurrent one-step units: global log on (cotwire column) vs off (PostgreSQL column)', unit: 'steps/s', cot: on, pg: off, ratio: logRatio, target: '≥ 0.9×', met: logRatio >= 0.9, rssMiB: Number.NaN });
+    console.log(`log on ${median(on).toFixed(0)} steps/s, off ${median(off).toFixed(0)} steps/s, ratio ${logRatio.toFixed(3)}`);
+    const proof = proofMicros(1_000_000, 1000);
+    rows.push({ name: `inclusion proof from the node file at 1M leaves, p50 (consistency proof ${proof.consistency.toFixed(0)} µs; building the 1M-leaf tree took ${proof.buildSeconds.toFixed(1)} s)`, unit: 'µs', cot: [proof.inclusion], pg: [], ratio: Number.NaN, target: '≤ 1000 µs', met: proof.inclusion <= 1000, rssMiB: Number.NaN });
+    console.log(`proofs at 1M leaves: inclusion p50 ${proof.inclusion.toFixed(1)} µs, consistency p50 ${proof.consistency.toFixed(1)} µs`);
   } finally {
     await cotwire.remove().catch(() => undefined);
     postgres.stop();
