@@ -1,8 +1,4 @@
-import { existsSync } from 'node:fs';
-import { DuckDBEngine } from '../engine/duckdb/engine.js';
-import { Journal } from '../ledger/journal.js';
-import { LedgerWriter } from '../ledger/writer.js';
-import type { EngineConnection } from '../engine/port.js';
+import { UsageError, withDatabase } from './database.js';
 import { ProtectedNames } from '../guard/names.js';
 import { LedgerCatalog } from '../ledger/catalog.js';
 import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
@@ -10,53 +6,7 @@ import { verifyLedgers } from '../ledger/verify.js';
 import { verifySql } from '../ledger/verify-sql.js';
 import { printLogReport, verifyLogOffline } from './log-commands.js';
 
-export class UsageError extends Error {}
-
 type Out = (s: string) => void;
-
-/**
- * Opens a stopped server's file read-only; `files` lets the administrator's
- * export write its output. Steps a crashed server acknowledged from its
- * journal and had not yet applied are applied first, as the server's next
- * start would.
- */
-export async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
-  let engine: DuckDBEngine;
-  try {
-    await applyJournal(path);
-    engine = await DuckDBEngine.open({ path, readOnly: true, allowFiles: files });
-  } catch (err) {
-    throw new UsageError(`cannot open the database file ${path}: ${(err as Error).message.split('\n')[0] ?? ''}`);
-  }
-  try {
-    const conn = await engine.connect();
-    try {
-      return await fn(conn);
-    } finally {
-      conn.close();
-    }
-  } finally {
-    await engine.close();
-  }
-}
-
-async function applyJournal(path: string): Promise<void> {
-  const journalPath = Journal.pathFor(path);
-  if (!existsSync(journalPath)) return;
-  const engine = await DuckDBEngine.open({ path });
-  try {
-    const conn = await engine.connect();
-    try {
-      // Any table with the chain columns is a ledger the journal may name, whatever the server's prefixes were.
-      const writer = await LedgerWriter.open(engine, new LedgerCatalog(conn, () => true), { journalPath });
-      await writer.close();
-    } finally {
-      conn.close();
-    }
-  } finally {
-    await engine.close();
-  }
-}
 
 /**
  * `cotwire verify`: every chain, and with --checkpoint and --key the global

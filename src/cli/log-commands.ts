@@ -7,7 +7,7 @@ import { MerkleLog } from '../ledger/merkle-log.js';
 import { parseVerifier, type NoteVerifier } from '../ledger/note.js';
 import { buildReceipt, checkReceipt, ReceiptError } from '../ledger/receipt.js';
 import { writeKeyFile } from '../ledger/signing-key.js';
-import { UsageError, withDatabase } from './ledger-commands.js';
+import { UsageError, withDatabase } from './database.js';
 
 type Out = (s: string) => void;
 

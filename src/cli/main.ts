@@ -4,7 +4,8 @@ import { createLogger } from '../log/logger.js';
 import { startServer, StartupError } from '../main.js';
 import { makeScramVerifier } from '../session/scram.js';
 import { COTWIRE_VERSION } from '../version.js';
-import { exportCommand, replayCommand, sessionsCommand, UsageError, verifyCommand } from './ledger-commands.js';
+import { UsageError } from './database.js';
+import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './ledger-commands.js';
 import { readPassword } from './password.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 

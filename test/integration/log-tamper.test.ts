@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,6 +177,57 @@ describe('the global log against saved checkpoints', () => {
     const { status, report } = verify(db, sinks);
     expect(status).toBe(1);
     expect(report.log.breaks[0]).toMatchObject({ kind: 'signature' });
+  });
+});
+
+describe('the log after kill -9', () => {
+  it('resumes from what was committed: checkpoints before and after the crash are one history', async () => {
+    const db = join(root, 'crash.duckdb');
+    const sinks = join(root, 'crash-checkpoints');
+    const config = join(root, 'crash.yaml');
+    writeFileSync(config, `checkpoint:\n  keyFile: ${keyFile}\n  intervalSeconds: 1\n  sinks: ["${sinks}/"]\n`);
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db, '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+        if (m !== null) {
+          clearInterval(timer);
+          resolve(Number(m[1]));
+        }
+      }, 20);
+      child.once('exit', () => reject(new Error(out)));
+    });
+    let stop = false;
+    const workers = Array.from({ length: 4 }, async (_, w) => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
+      c.on('error', () => undefined);
+      await c.connect();
+      for (let i = 0; !stop; i++) {
+        try {
+          await c.query(STEP, [`w${w}`, `step ${i}`]);
+        } catch {
+          break;
+        }
+      }
+    });
+    // Long enough for a few checkpoints to reach the sink.
+    await expect.poll(() => (existsSync(sinks) ? readdirSync(sinks).filter((f) => f.endsWith('.checkpoint')).length : 0), { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(workers);
+    await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+    const before = readdirSync(sinks).length;
+    await withServer(db, sinks, async (c, running) => {
+      await c.query(STEP, ['after', 'the crash']);
+      expect(await running.checkpoints.issue()).not.toBeNull();
+    });
+    expect(readdirSync(sinks).length).toBeGreaterThan(before);
+    const { status, report } = verify(db, sinks);
+    expect(report.log.breaks).toEqual([]);
+    expect(report.log.matched).toBe(report.log.checkpoints);
+    expect(status).toBe(0);
   });
 });
 

@@ -1,0 +1,52 @@
+import { existsSync } from 'node:fs';
+import { DuckDBEngine } from '../engine/duckdb/engine.js';
+import type { EngineConnection } from '../engine/port.js';
+import { Journal } from '../ledger/journal.js';
+import { LedgerCatalog } from '../ledger/catalog.js';
+import { LedgerWriter } from '../ledger/writer.js';
+
+export class UsageError extends Error {}
+
+/**
+ * Opens a stopped server's file read-only; `files` lets the administrator's
+ * export write its output. Steps a crashed server acknowledged from its
+ * journal and had not yet applied are applied first, as the server's next
+ * start would.
+ */
+export async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
+  let engine: DuckDBEngine;
+  try {
+    await applyJournal(path);
+    engine = await DuckDBEngine.open({ path, readOnly: true, allowFiles: files });
+  } catch (err) {
+    throw new UsageError(`cannot open the database file ${path}: ${(err as Error).message.split('\n')[0] ?? ''}`);
+  }
+  try {
+    const conn = await engine.connect();
+    try {
+      return await fn(conn);
+    } finally {
+      conn.close();
+    }
+  } finally {
+    await engine.close();
+  }
+}
+
+async function applyJournal(path: string): Promise<void> {
+  const journalPath = Journal.pathFor(path);
+  if (!existsSync(journalPath)) return;
+  const engine = await DuckDBEngine.open({ path });
+  try {
+    const conn = await engine.connect();
+    try {
+      // Any table with the chain columns is a ledger the journal may name, whatever the server's prefixes were.
+      const writer = await LedgerWriter.open(engine, new LedgerCatalog(conn, () => true), { journalPath });
+      await writer.close();
+    } finally {
+      conn.close();
+    }
+  } finally {
+    await engine.close();
+  }
+}
