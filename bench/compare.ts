@@ -292,7 +292,7 @@ async function main(): Promise<void> {
       // A receipt over the wire, against the log of every step the run appended.
       const c = cot[0] as pg.Client;
       const leaves = Number((await c.query('SELECT tree_size FROM cot_checkpoint()')).rows[0]?.tree_size ?? 0);
-      const traces = (await c.query({ text: `SELECT trace_id FROM _cot_steps USING SAMPLE 200 ROWS WHERE ledger_seq <= ${leaves}`, rowMode: 'array' })).rows.map((r) => r[0] as string);
+      const traces = (await c.query({ text: `SELECT trace_id FROM _cot_steps WHERE ledger_seq <= ${leaves} USING SAMPLE 200 ROWS`, rowMode: 'array' })).rows.map((r) => r[0] as string);
       const latencies: number[] = [];
       for (const trace of traces) {
         const t = performance.now();
