@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
@@ -36,6 +36,21 @@ describe('the global Merkle log over SQL', () => {
     const cons = await c.query('SELECT * FROM cot_consistency(2, $1::BIGINT)', [issued?.size]);
     expect(cons.rows[0].new_root).toBe(issued?.root.toString('base64'));
     await expect(c.query('SELECT * FROM cot_consistency(9, 3)')).rejects.toThrow(/no consistency proof from 9 to 3/);
+  });
+
+  it('will not start with a key file it cannot read, or one that holds no signer key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cotwire-key-'));
+    try {
+      await expect(startTestServer({ checkpoint: { keyFile: join(dir, 'absent.key'), intervalSeconds: 10, maxLeaves: 10_000, sinks: [] } })).rejects.toThrow(
+        /cannot read the checkpoint key file .*absent\.key/,
+      );
+      writeFileSync(join(dir, 'bad.key'), 'example.com+12345678+AQ==\n');
+      await expect(startTestServer({ checkpoint: { keyFile: join(dir, 'bad.key'), intervalSeconds: 10, maxLeaves: 10_000, sinks: [] } })).rejects.toThrow(
+        /does not hold a signer key from `cotwire keygen`/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses client writes to the checkpoint ledger', async () => {
