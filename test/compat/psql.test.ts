@@ -64,15 +64,22 @@ beforeAll(async () => {
   await admin.query('CREATE DATABASE cotwire');
   await admin.end();
   const { cot, pg: real } = targets();
-  // The security ledger, as cotwire's own catalog describes it.
+  // The server's own ledgers, as cotwire's catalog describes them, so both sides list the same relations.
   const c = await servers.cotwire.client();
-  const events = await c.query(
-    "SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = '_cot_security_events' ORDER BY ordinal_position",
-  );
-  const eventsDdl = `CREATE TABLE _cot_security_events (${events.rows
-    .map((r: { column_name: string; udt_name: string; is_nullable: string }) => `${r.column_name} ${r.udt_name}${r.is_nullable === 'NO' ? ' NOT NULL' : ''}`)
-    .join(', ')})`;
-  await psql(real, STEPS_ON_POSTGRES, eventsDdl, SCHEMA);
+  const serverLedgers: string[] = [];
+  for (const table of ['_cot_security_events', '_cot_checkpoints']) {
+    const columns = await c.query(
+      'SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
+      [table],
+    );
+    expect(columns.rows.length).toBeGreaterThan(0);
+    serverLedgers.push(
+      `CREATE TABLE ${table} (${columns.rows
+        .map((r: { column_name: string; udt_name: string; is_nullable: string }) => `${r.column_name} ${r.udt_name}${r.is_nullable === 'NO' ? ' NOT NULL' : ''}`)
+        .join(', ')})`,
+    );
+  }
+  await psql(real, STEPS_ON_POSTGRES, ...serverLedgers, SCHEMA);
   await psql(cot, SCHEMA);
 });
 
