@@ -34,7 +34,7 @@ function layoutOf(table: string, columns: readonly string[]): Layout {
 }
 
 /** lp(x) = u64 big-endian byte length of x's UTF-8, then those bytes; NULL is eight 0xFF bytes. */
-function lp(text: string): Buffer {
+export function lp(text: string): Buffer {
   const bytes = Buffer.from(text, 'utf8');
   const out = Buffer.allocUnsafe(8 + bytes.length);
   out.writeBigUInt64BE(BigInt(bytes.length));

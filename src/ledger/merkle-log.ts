@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
+import { lp } from './canonical.js';
 import {
   consistencyProof,
   inclusionProof,
@@ -240,15 +241,6 @@ export class MerkleLog {
       throw new RangeError(`the log has ${this.leaves} leaves; a tree of ${size} is not available`);
     }
   }
-}
-
-/** lp(x): u64 big-endian byte length, then the UTF-8 bytes (the same framing as the row pre-image). */
-function lp(text: string): Buffer {
-  const bytes = Buffer.from(text, 'utf8');
-  const out = Buffer.allocUnsafe(8 + bytes.length);
-  out.writeBigUInt64BE(BigInt(bytes.length));
-  bytes.copy(out, 8);
-  return out;
 }
 
 export const LEAF_VERSION = 'cotwire/leaf/v1';

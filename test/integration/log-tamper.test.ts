@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
+import { spawnServer } from '../fixtures/server.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { writeKeyFile } from '../../src/ledger/signing-key.js';
 import { rowHash } from '../../src/ledger/canonical.js';
@@ -186,19 +187,7 @@ describe('the log after kill -9', () => {
     const sinks = join(root, 'crash-checkpoints');
     const config = join(root, 'crash.yaml');
     writeFileSync(config, `checkpoint:\n  keyFile: ${keyFile}\n  intervalSeconds: 1\n  sinks: ["${sinks}/"]\n`);
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db, '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setInterval(() => {
-        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-        if (m !== null) {
-          clearInterval(timer);
-          resolve(Number(m[1]));
-        }
-      }, 20);
-      child.once('exit', () => reject(new Error(out)));
-    });
+    const { child, port } = await spawnServer(['--db', db, '--config', config]);
     let stop = false;
     const workers = Array.from({ length: 4 }, async (_, w) => {
       const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log/logger.js';
+import { spawnServer } from '../fixtures/server.js';
 import { startServer } from '../../src/main.js';
 import { Journal } from '../../src/ledger/journal.js';
 import { checkChains, recomputeSql } from '../fixtures/independent-verifier.js';
@@ -170,19 +171,7 @@ describe('crash safety', () => {
 
   it('keeps every acknowledged append through kill -9, and every chain verifies after restart', async () => {
     const db = join(root, 'crash.duckdb');
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setInterval(() => {
-        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-        if (m !== null) {
-          clearInterval(timer);
-          resolve(Number(m[1]));
-        }
-      }, 20);
-      child.once('exit', () => reject(new Error(out)));
-    });
+    const { child, port } = await spawnServer(['--db', db]);
     const acknowledged: string[] = [];
     let stop = false;
     const workers = Array.from({ length: 8 }, async (_, w) => {
