@@ -14,7 +14,7 @@ export function versionString(engineVersion: string): string {
 }
 
 /** cotwire's own SQL functions: no client macro may take their names. */
-export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database', 'cot_role'];
+export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database', 'cot_role', 'cot_agent_id'];
 
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
@@ -24,10 +24,12 @@ const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
  * catalog, so nothing is written to the database file and no other
  * connection is affected.
  */
-export function connectionSetup(engineVersion: string, user: string, database: string, role: string): string[] {
+export function connectionSetup(engineVersion: string, user: string, database: string, role: string, agentId: string | null = null): string[] {
   return [
     // The catalog views (pg-catalog.ts) read the connection's role through this macro.
     `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
+    // The agent_id the server stamps on this user's appends (users[].agent_id), or NULL.
+    `CREATE OR REPLACE TEMP MACRO cot_agent_id() AS ${agentId === null ? 'CAST(NULL AS VARCHAR)' : quote(agentId)}`,
     `CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`,
     // current_user, session_user and user: the authenticated user, not the engine's.
     `CREATE OR REPLACE TEMP MACRO current_user() AS ${quote(user)}`,

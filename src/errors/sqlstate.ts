@@ -9,6 +9,7 @@ export const SqlState = {
   NoActiveSqlTransaction: '25P01',
   ActiveSqlTransaction: '25001',
   InFailedSqlTransaction: '25P02',
+  ReadOnlySqlTransaction: '25006',
   ConnectionException: '08000',
   ProtocolViolation: '08P01',
   FeatureNotSupported: '0A000',

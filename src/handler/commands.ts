@@ -8,14 +8,16 @@ import { isKnownSetting } from './settings.js';
  * engine.
  */
 export type SessionCommand =
-  | { readonly kind: 'begin' }
+  /** readOnly: READ ONLY (true), READ WRITE (false), or neither (null: default_transaction_read_only). */
+  | { readonly kind: 'begin'; readonly readOnly: boolean | null }
   | { readonly kind: 'commit' }
   | { readonly kind: 'rollback' }
   | { readonly kind: 'savepoint'; readonly name: string }
   | { readonly kind: 'release'; readonly name: string }
   | { readonly kind: 'rollback-to'; readonly name: string }
   | { readonly kind: 'set'; readonly name: string; readonly value: string | null; readonly local: boolean }
-  | { readonly kind: 'set-transaction' }
+  /** SET TRANSACTION ... (session false) or SET SESSION CHARACTERISTICS AS TRANSACTION ... (session true). */
+  | { readonly kind: 'set-transaction'; readonly session: boolean; readonly readOnly: boolean | null }
   | { readonly kind: 'reset'; readonly name: string | null }
   | { readonly kind: 'show'; readonly name: string }
   | { readonly kind: 'discard'; readonly what: string }
@@ -178,7 +180,7 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
     case 'BEGIN':
     case 'START':
       if (w0 === 'START' && w1 !== 'TRANSACTION') return null;
-      return { kind: 'begin' };
+      return { kind: 'begin', readOnly: accessMode(tokens) };
     case 'COMMIT':
     case 'END':
       if (w1 === 'PREPARED') return null;
@@ -235,18 +237,30 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
   }
 }
 
+/** A transaction's access mode among its modes: READ ONLY, READ WRITE (ISOLATION LEVEL READ COMMITTED is not one). */
+function accessMode(tokens: readonly Token[]): boolean | null {
+  let mode: boolean | null = null;
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    if (upper(tokens[i]) !== 'READ') continue;
+    const next = upper(tokens[i + 1]);
+    if (next === 'ONLY') mode = true;
+    else if (next === 'WRITE') mode = false;
+  }
+  return mode;
+}
+
 function recognizeSet(tokens: readonly Token[]): SessionCommand | null {
   let i = 1;
   let local = false;
   const scope = upper(tokens[1]);
   if (scope === 'SESSION' || scope === 'LOCAL') {
-    if (scope === 'SESSION' && upper(tokens[2]) === 'CHARACTERISTICS') return { kind: 'set-transaction' };
+    if (scope === 'SESSION' && upper(tokens[2]) === 'CHARACTERISTICS') return { kind: 'set-transaction', session: true, readOnly: accessMode(tokens) };
     if (scope === 'SESSION' && upper(tokens[2]) === 'AUTHORIZATION') return null;
     local = scope === 'LOCAL';
     i = 2;
   }
   const head = upper(tokens[i]);
-  if (head === 'TRANSACTION') return { kind: 'set-transaction' };
+  if (head === 'TRANSACTION') return { kind: 'set-transaction', session: false, readOnly: accessMode(tokens) };
   if (head === 'TIME' && upper(tokens[i + 1]) === 'ZONE') {
     const rest = tokens.slice(i + 2);
     if (rest.length === 1 && (upper(rest[0]) === 'LOCAL' || upper(rest[0]) === 'DEFAULT')) {

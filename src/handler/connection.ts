@@ -169,6 +169,20 @@ function rolesFor(kind: StatementKind, tokens: readonly Token[]): readonly strin
   }
 }
 
+/** The operation a read-only transaction refuses this plan for, or null when the plan only reads. */
+function writeOperation(plan: Plan): string | null {
+  switch (plan.kind) {
+    case 'engine':
+      return rolesFor(plan.statement.kind, plan.tokens).includes('reader') ? null : operationName(plan.statement.kind, plan.tokens);
+    case 'ledger-insert':
+      return 'INSERT';
+    case 'copy-in':
+      return 'COPY FROM';
+    default:
+      return null;
+  }
+}
+
 /** The operation, as a refusal names it: "UPDATE", "CREATE TABLE" ... */
 function operationName(kind: StatementKind, tokens: readonly Token[]): string {
   return commandTag(kind, tokens, 0).replace(/( \d+)+$/, '');
@@ -231,6 +245,10 @@ function notice(code: string, message: string): PgError {
 export class ConnectionHandlerImpl implements ConnectionHandler {
   private status: TransactionStatus = 'I';
   private implicitTransaction = false;
+  /** The explicit transaction block's access mode (BEGIN READ ONLY, SET TRANSACTION ...). */
+  private blockReadOnly = false;
+  /** Whether the block has run a query yet: only then may it not turn read-write. */
+  private blockQueried = false;
   private savepoints: Savepoint[] = [];
   private writes = 0;
   private running = false;
@@ -284,7 +302,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
-    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role).join(';\n'));
+    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null).join(';\n'));
     await handler.defineLedgerMacros();
     if (handler.settings.get('search_path') !== '"$user", public') await handler.applySearchPath();
     return handler;
@@ -681,6 +699,14 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   private async executePlan(portal: ConnectionPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const { plan } = portal.statement;
+    if (plan.kind !== 'command' && plan.kind !== 'empty') {
+      const writes = writeOperation(plan);
+      if (writes !== null && this.readOnly()) {
+        this.checkNotFailed();
+        throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${writes} in a read-only transaction`);
+      }
+      if (this.status === 'T' && !this.implicitTransaction) this.blockQueried = true;
+    }
     switch (plan.kind) {
       case 'empty':
         return { done: true, tag: null };
@@ -1070,6 +1096,25 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     return position === err.position ? err : err.withPosition(position);
   }
 
+  /** Whether the current transaction refuses writes (PostgreSQL's transaction_read_only). */
+  private readOnly(): boolean {
+    if (this.status !== 'I' && !this.implicitTransaction) return this.blockReadOnly;
+    return this.settings.get('default_transaction_read_only') === 'on';
+  }
+
+  /** SET TRANSACTION READ ONLY | READ WRITE: only inside a block, and read-write only before its first query. */
+  private setTransactionReadOnly(readOnly: boolean, sink: ResultSink): void {
+    if (this.status === 'I' || this.implicitTransaction) {
+      sink.notice(notice(SqlState.NoActiveSqlTransaction, 'SET TRANSACTION can only be used in transaction blocks'));
+      return;
+    }
+    this.checkNotFailed();
+    if (!readOnly && this.blockReadOnly && this.blockQueried) {
+      throw new PgError(SqlState.ActiveSqlTransaction, 'transaction read-write mode must be set before any query');
+    }
+    this.blockReadOnly = readOnly;
+  }
+
   private checkNotFailed(): void {
     if (this.status === 'E') {
       throw new PgError(
@@ -1133,6 +1178,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         this.status = 'T';
         this.writes = 0;
         this.savepoints = [];
+        this.blockReadOnly = cmd.readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
+        this.blockQueried = false;
         return 'BEGIN';
       case 'commit':
         if (this.status === 'I') {
@@ -1167,6 +1214,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         await this.rollbackToSavepoint(cmd.name);
         return 'ROLLBACK';
       case 'set': {
+        if (cmd.name.toLowerCase() === 'transaction_read_only') {
+          // Outside a block the SET's own one-statement transaction is all it would change.
+          const readOnly = this.settings.normalize('transaction_read_only', cmd.value) === 'on';
+          if (this.status !== 'I' && !this.implicitTransaction) this.setTransactionReadOnly(readOnly, sink);
+          return 'SET';
+        }
         const refusal = isKnownSetting(cmd.name) ? null : this.guard.refuseEngineSetting(cmd.name, `SET ${cmd.name}`);
         if (refusal !== null) {
           this.recordRefusal(refusal, `SET ${cmd.name} = ${cmd.value ?? 'DEFAULT'}`);
@@ -1176,6 +1229,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         return 'SET';
       }
       case 'set-transaction':
+        if (cmd.readOnly !== null) {
+          if (cmd.session) this.settings.set('default_transaction_read_only', cmd.readOnly ? 'on' : 'off');
+          else this.setTransactionReadOnly(cmd.readOnly, sink);
+        }
         return 'SET';
       case 'reset':
         if (cmd.name === null) {
@@ -1191,7 +1248,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           return 'SHOW';
         }
         {
-          const value = this.settings.get(cmd.name);
+          const value = cmd.name.toLowerCase() === 'transaction_read_only' ? (this.readOnly() ? 'on' : 'off') : this.settings.get(cmd.name);
           if (value === undefined) {
             throw new PgError(SqlState.UndefinedObject, `unrecognized configuration parameter "${cmd.name}"`);
           }

@@ -262,6 +262,13 @@ export class SessionSettings {
     return stored;
   }
 
+  /** A value as SET would store it (validated and normalised), without storing it; null is the default. */
+  normalize(name: string, value: string | null): string {
+    const spec = SPEC_BY_NAME.get(name.toLowerCase());
+    if (value === null) return spec?.defaultValue ?? '';
+    return spec?.normalize !== undefined ? spec.normalize(value) : value;
+  }
+
   /** At startup: values from the StartupMessage (and its `options`), validated like SET. */
   applyStartup(params: ReadonlyMap<string, string>): void {
     const all = new Map(params);
