@@ -101,6 +101,11 @@ function program(setCode: (code: number) => void): Command {
     .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) =>
       setCode(await exportCommand(opts, out)),
     );
+  cli
+    .command('mcp')
+    .description('serve the reasoning-trace tools to an agent over MCP (stdio), as a client of a running cotwire')
+    .requiredOption('--url <url>', 'postgres://USER[:PASSWORD]@HOST:PORT/DB of the running cotwire (PGPASSWORD works too)')
+    .action(async (opts: { url: string }) => setCode(await mcp(opts.url)));
   return cli;
 }
 
@@ -187,5 +192,13 @@ async function passwd(user: string): Promise<number> {
     }
   }
   process.stdout.write(`users:\n  - name: ${JSON.stringify(user)}\n    password: ${makeScramVerifier(password)}\n`);
+  return 0;
+}
+
+async function mcp(url: string): Promise<number> {
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError(`--url must be a postgres:// URL, not "${url}"`);
+  // Loaded on demand: the other commands need none of the MCP SDK.
+  const { runMcpServer } = await import('../mcp/server.js');
+  await runMcpServer({ url });
   return 0;
 }

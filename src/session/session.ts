@@ -433,6 +433,9 @@ export class Session {
       this.report(err, false);
       this.handler?.failTransaction();
       this.ignoreTillSync = true;
+      // PostgreSQL sends an error at once (elog.c flushes it): a client that sent Flush, not
+      // Sync, is waiting for it, and the Flush that follows is among the messages discarded.
+      this.flush();
     }
   }
 
@@ -538,7 +541,10 @@ export class Session {
       this.report(err, false);
       this.handler?.failTransaction();
       if (copy.simple) await this.endQuery(false);
-      else this.ignoreTillSync = true;
+      else {
+        this.ignoreTillSync = true;
+        this.flush();
+      }
     }
   }
 

@@ -109,6 +109,21 @@ describe('extended query on the wire', () => {
     c.end();
   });
 
+  it('sends an ErrorResponse at once, without waiting for Sync (pg-cursor waits on Flush)', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT 1; SELECT 2', name: '' }));
+    c.write(serialize.flush());
+    const msgs = await c.until('E');
+    expect(msgs.map((m) => m.type)).toEqual(['E']);
+    c.write(serialize.parse({ text: 'SELECT 1', name: '' }));
+    c.write(serialize.bind({ statement: '', portal: '' }));
+    c.write(serialize.execute({ portal: '', rows: 0 }));
+    c.write(serialize.sync());
+    // Everything up to the Sync was discarded after the error; the Sync ends it.
+    expect((await c.until('Z')).map((m) => m.type)).toEqual(['Z']);
+    c.end();
+  });
+
   it('describes a statement with ParameterDescription and RowDescription', async () => {
     const c = await WireClient.startup(server.port);
     c.write(serialize.parse({ text: 'SELECT id, label FROM steps WHERE id = $1 AND label = $2', name: 'd' }));
