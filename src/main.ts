@@ -18,6 +18,7 @@ import { sinkFor } from './ledger/checkpoint-sinks.js';
 import { MerkleLog } from './ledger/merkle-log.js';
 import { generateKey, parseSigner, type NoteSigner } from './ledger/note.js';
 import { PROOF_SQL_FUNCTIONS, proofFunctions } from './ledger/proof-sql.js';
+import { ANALYTICS_FUNCTIONS } from './ledger/analytics-sql.js';
 import { readKeyFile, writeKeyFile } from './ledger/signing-key.js';
 import { existsSync } from 'node:fs';
 import { ChainAuditor } from './ledger/auditor.js';
@@ -62,7 +63,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const builtins = await engine.builtinFunctionNames();
   const guard = await Guard.create({
     prefixes: config.guard.protectedPrefixes,
-    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS, ...PROOF_SQL_FUNCTIONS]),
+    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS, ...PROOF_SQL_FUNCTIONS, ...ANALYTICS_FUNCTIONS]),
     engineSettings: await engine.settingNames(),
     reservedNames: [COMPAT_CATALOG],
   });

@@ -67,7 +67,7 @@ export async function sessionsCommand(opts: { db: string; agent?: string; json?:
     const steps = (await catalog.all()).find((t) => t.isSteps);
     if (steps === undefined) throw new UsageError(`${opts.db} has no ${STEPS_TABLE} ledger`);
     const rows = await conn.query(
-      `WITH v AS (${verifySql(steps, null)})
+      `WITH v AS (${verifySql(steps, `$1 IS NULL OR session_id IN (SELECT session_id FROM main.${STEPS_TABLE} WHERE agent_id = $1)`)})
        SELECT s.session_id, any_value(s.agent_id), count(*), CAST(min(s.created_at) AS VARCHAR), CAST(max(s.created_at) AS VARCHAR), any_value(v.valid)
        FROM main.${STEPS_TABLE} s JOIN v ON v.chain_key = s.session_id
        WHERE $1 IS NULL OR s.agent_id = $1

@@ -22,7 +22,8 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
 import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
-import { STEPS_READ_MACROS, verifyMacros } from '../ledger/verify-sql.js';
+import { stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
+import { ANALYTICS_MACROS } from '../ledger/analytics-sql.js';
 import { PROOF_MACROS } from '../ledger/proof-sql.js';
 import { CHECKPOINTS_TABLE } from '../ledger/checkpoint-schema.js';
 import { parseInsert } from '../sql/insert.js';
@@ -361,8 +362,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const statements: string[] = [];
     const ledgers = await this.services.ledgers.all();
     for (const t of ledgers) statements.push(...verifyMacros(t));
-    if (ledgers.some((t) => t.isSteps)) statements.push(...STEPS_READ_MACROS);
-    if (ledgers.some((t) => t.isSteps) && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) statements.push(...PROOF_MACROS);
+    const steps = ledgers.find((t) => t.isSteps);
+    if (steps !== undefined) statements.push(...stepsReadMacros(steps), ...ANALYTICS_MACROS);
+    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) statements.push(...PROOF_MACROS);
     if (statements.length > 0) await this.engine.run(statements.join(';\n'));
   }
 

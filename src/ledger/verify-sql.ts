@@ -37,11 +37,12 @@ export function hashSql(table: LedgerTable): string {
 
 /**
  * One row per chain: whether it verifies, how many steps it has, and where
- * it first breaks (step_index, kind, expected and actual hash). `filter` is
- * a SQL condition on the chain key, or null for every chain.
+ * it first breaks (step_index, kind, expected and actual hash). `where` is a
+ * SQL condition on the ledger's rows that keeps whole chains (for example
+ * `chainKeySql(table) = $1`), or null for every chain.
  */
-export function verifySql(table: LedgerTable, filter: string | null): string {
-  const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
+export function verifySql(table: LedgerTable, where: string | null): string {
+  const key = chainKeySql(table);
   const from = `${quoteIdent(table.catalog)}.${quoteIdent(table.schema)}.${quoteIdent(table.name)}`;
   return `
 WITH rows AS MATERIALIZED (
@@ -51,7 +52,7 @@ WITH rows AS MATERIALIZED (
     -- Ordered by step_index, two rows with the same index are neighbours.
     coalesce(step_index = lag(step_index) OVER w, false) OR coalesce(step_index = lead(step_index) OVER w, false) AS repeated_index
   FROM ${from}
-  ${filter === null ? '' : `WHERE ${key} = ${filter}`}
+  ${where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
 ),
 -- Where in its chain the hash a row links to stands, to tell a reordered row (it links to a row that
@@ -87,6 +88,11 @@ GROUP BY chain_key
 ORDER BY chain_key`;
 }
 
+/** The chain key as SQL over the ledger's rows: its session_id column, or one chain for the whole table. */
+export function chainKeySql(table: LedgerTable): string {
+  return table.chainKey === null ? `''` : quoteIdent(table.chainKey);
+}
+
 /** The per-ledger macro name: cot_verify for _cot_steps, cot_verify_tool_calls for _cot_tool_calls. */
 export function verifyMacroName(table: LedgerTable): string {
   if (table.name === STEPS_TABLE && table.schema === 'main') return 'cot_verify';
@@ -97,19 +103,24 @@ export function verifyMacroName(table: LedgerTable): string {
 export function verifyMacros(table: LedgerTable): string[] {
   const name = verifyMacroName(table);
   return [
-    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${verifySql(table, 'chain')}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${verifySql(table, `${chainKeySql(table)} = chain`)}`,
     `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${verifySql(table, null)}`,
   ];
 }
 
 /** Reading macros for the default ledger. */
-export const STEPS_READ_MACROS: readonly string[] = [
-  `CREATE OR REPLACE TEMP MACRO cot_replay(session) AS TABLE SELECT * FROM main.${STEPS_TABLE} WHERE session_id = session ORDER BY step_index`,
-  `CREATE OR REPLACE TEMP MACRO cot_trace(trace) AS TABLE SELECT * FROM main.${STEPS_TABLE} WHERE trace_id = CAST(trace AS UUID)`,
-  `CREATE OR REPLACE TEMP MACRO cot_sessions(agent) AS TABLE
+export function stepsReadMacros(steps: LedgerTable): string[] {
+  const from = `main.${STEPS_TABLE}`;
+  return [
+    `CREATE OR REPLACE TEMP MACRO cot_replay(session) AS TABLE SELECT * FROM ${from} WHERE session_id = session ORDER BY step_index`,
+    `CREATE OR REPLACE TEMP MACRO cot_trace(trace) AS TABLE SELECT * FROM ${from} WHERE trace_id = CAST(trace AS UUID)`,
+    // Only the agent's own sessions are verified, not every chain in the ledger.
+    `CREATE OR REPLACE TEMP MACRO cot_sessions(agent) AS TABLE
+     WITH v AS (${verifySql(steps, `session_id IN (SELECT session_id FROM ${from} WHERE agent_id IS NOT DISTINCT FROM agent)`)})
      SELECT s.session_id, count(*)::BIGINT AS step_count, min(s.created_at) AS first_step_at, max(s.created_at) AS last_step_at,
             any_value(v.valid) AS chain_valid
-     FROM main.${STEPS_TABLE} s JOIN cot_verify_all() v ON v.chain_key = s.session_id
+     FROM ${from} s JOIN v ON v.chain_key = s.session_id
      WHERE s.agent_id IS NOT DISTINCT FROM agent
      GROUP BY s.session_id ORDER BY first_step_at`,
-];
+  ];
+}

@@ -1,7 +1,7 @@
 import type { EngineConnection } from '../engine/port.js';
 import type { LedgerCatalog } from './catalog.js';
 import type { LedgerTable } from './schema.js';
-import { verifySql } from './verify-sql.js';
+import { chainKeySql, verifySql } from './verify-sql.js';
 
 /** The verdict on one chain, as the SQL verification computes it. */
 export interface ChainVerdict {
@@ -32,7 +32,7 @@ export async function verifyLedgers(
 }
 
 async function verifyTable(conn: EngineConnection, table: LedgerTable, chainKey: string | null): Promise<ChainVerdict[]> {
-  const rows = await conn.query(verifySql(table, chainKey === null ? null : '$1'), chainKey === null ? [] : [chainKey]);
+  const rows = await conn.query(verifySql(table, chainKey === null ? null : `${chainKeySql(table)} = $1`), chainKey === null ? [] : [chainKey]);
   return rows.map((r) => ({
     table: `${table.schema}.${table.name}`,
     chainKey: String(r[0] ?? ''),
