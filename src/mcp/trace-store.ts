@@ -1,5 +1,6 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
+import { leadingWords, tokenize } from '../sql/lexer.js';
 import { toToolError, ToolError } from './tool-error.js';
 
 /**
@@ -59,6 +60,15 @@ function stepOf(row: Record<string, unknown>): Step {
   return out;
 }
 
+/**
+ * pg-cursor has no handler for COPY data, and node-postgres would throw from
+ * its socket handler (ending the process) if one arrived: the query tool
+ * refuses COPY first, and this keeps a stray CopyData from being fatal.
+ */
+class ReadCursor extends Cursor {
+  handleCopyData(): void {}
+}
+
 const jsonParam = (v: Json | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
 
 export class TraceStore {
@@ -66,21 +76,26 @@ export class TraceStore {
 
   constructor(
     private readonly pool: pg.Pool,
+    /**
+     * The query tool's own connections: a SET run through it changes only
+     * them, never the connections that log steps.
+     */
+    private readonly readPool: pg.Pool,
     /** host:port, for connection errors. */
     private readonly target: string,
   ) {}
 
   static fromUrl(url: string): TraceStore {
-    const options = { connectionString: url, application_name: 'cotwire-mcp', max: 4, idleTimeoutMillis: 30_000 };
-    const pool = new pg.Pool(options);
-    // An idle connection that the server closes is dropped from the pool; the next call opens another.
-    pool.on('error', () => undefined);
+    const options = { connectionString: url, application_name: 'cotwire-mcp', idleTimeoutMillis: 30_000 };
+    const pools = [new pg.Pool({ ...options, max: 4 }), new pg.Pool({ ...options, max: 2 })] as const;
+    // An idle connection that the server closes is dropped from its pool; the next call opens another.
+    for (const p of pools) p.on('error', () => undefined);
     const parsed = new pg.Client(options);
-    return new TraceStore(pool, `${parsed.host}:${parsed.port}`);
+    return new TraceStore(pools[0], pools[1], `${parsed.host}:${parsed.port}`);
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.readPool.end()]);
   }
 
   private async run(text: string, values: readonly unknown[] = []): Promise<Record<string, unknown>[]> {
@@ -236,16 +251,19 @@ export class TraceStore {
    * role of the user the MCP server connects as.
    */
   async query(sql: string, maxRows: number): Promise<{ columns: string[]; rows: Json[][]; truncated: boolean; command: string | null }> {
+    if (leadingWords(tokenize(sql), 1)[0] === 'COPY') {
+      throw new ToolError('0A000', 'the query tool does not run COPY', 'Use SELECT: the rows come back as the tool\'s result.');
+    }
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await this.readPool.connect();
     } catch (err) {
       throw toToolError(err, this.target);
     }
     let broken: unknown;
     try {
       await client.query('BEGIN READ ONLY');
-      const cursor = client.query(new Cursor(sql, [], { rowMode: 'array' }));
+      const cursor = client.query(new ReadCursor(sql, [], { rowMode: 'array' }));
       // A cursor that failed has already synchronised the connection; closing it again would not.
       const { rows, result } = await new Promise<{ rows: unknown[][]; result: pg.QueryResult | undefined }>((resolve, reject) => {
         cursor.read(maxRows + 1, (err, rows, result) => (err !== undefined && err !== null ? reject(err) : resolve({ rows: rows as unknown[][], result })));

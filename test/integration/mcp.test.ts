@@ -201,7 +201,6 @@ describe('cotwire mcp: what it refuses', () => {
     const attempts = [
       "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('triage-1', 'Decision', 'forged')",
       "INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('x', 'someone-else', 'Decision', 'forged')",
-      "COPY _cot_steps (session_id, step_type) FROM STDIN",
     ];
     for (const attempt of attempts) {
       const r = await call(agent, 'query', { sql: attempt });
@@ -219,7 +218,15 @@ describe('cotwire mcp: what it refuses', () => {
     await call(agent, 'query', { sql: 'SET transaction_read_only = off' });
     await call(agent, 'query', { sql: 'SET default_transaction_read_only = off' });
     expect((await call(agent, 'query', { sql: "INSERT INTO _cot_steps (session_id, step_type) VALUES ('x', 'Action')" })).text).toMatch(/^ERROR 25006:/);
+    // COPY would stream CopyData that the cursor cannot take: refused up front, and the server stays up.
+    expect((await call(agent, 'query', { sql: '/* export */ COPY _cot_steps TO STDOUT' })).text).toMatch(/^ERROR 0A000: the query tool does not run COPY/);
     expect(await sqlRows('SELECT count(*)::INTEGER AS n FROM _cot_steps')).toEqual(before);
+  });
+
+  it('keeps a SET run through query away from the connections that log steps', async () => {
+    for (let i = 0; i < 3; i++) await ok(agent, 'query', { sql: 'SET default_transaction_read_only = on' });
+    const r = await ok(agent, 'log_reasoning_step', { session_id: 'after-set', step_type: 'Observation', content: 'still appending' });
+    expect(r['step_index']).toBe(0);
   });
 
   it('never lets a caller choose agent_id', async () => {
