@@ -254,11 +254,14 @@ class DuckDBSession implements EngineConnection {
         }
         appender.flushSync();
       } catch (err) {
-        // Closing after a failed flush fails too ("transaction is aborted"): the first error is the one to report.
+        // The rows that failed stay buffered in the appender, and closing it, or DuckDB's finalizer
+        // at some later garbage collection, would flush them into whatever transaction the
+        // connection then runs, aborting it ("Current transaction is aborted"). Drop them first.
         try {
+          appender.clear();
           appender.closeSync();
         } catch {
-          // already failed
+          // the first error is the one to report
         }
         throw err;
       }
