@@ -702,8 +702,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private async executePlan(portal: ConnectionPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const { plan } = portal.statement;
     if (plan.kind !== 'command' && plan.kind !== 'empty') {
-      const writes = writeOperation(plan);
-      if (writes !== null && this.readOnly()) {
+      const writes = this.readOnly() ? writeOperation(plan) : null;
+      if (writes !== null) {
         this.checkNotFailed();
         throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${writes} in a read-only transaction`);
       }

@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { spawnServer } from '../fixtures/server.js';
 
 /** The built CLI, as `npm start` and the `cotwire` bin run it (npm test builds first). */
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
@@ -51,25 +52,10 @@ describe('cotwire serve', () => {
 
   it('serves, shuts down cleanly on SIGTERM with exit code 0, and keeps the data', async () => {
     const db = join(dir, 'data', 'kept.duckdb');
-    const start = async (): Promise<{ child: ReturnType<typeof spawn>; port: number; out: () => string }> => {
-      const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
-      child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
-      const port = await new Promise<number>((resolve, reject) => {
-        const timer = setInterval(() => {
-          const m = /listening on 127\.0\.0\.1:(\d+); connect with: psql -h 127\.0\.0\.1 -p \d+ -U cotwire cotwire/.exec(out);
-          if (m !== null) {
-            clearInterval(timer);
-            resolve(Number(m[1]));
-          }
-        }, 20);
-        child.once('exit', () => {
-          clearInterval(timer);
-          reject(new Error(`exited early: ${out}`));
-        });
-      });
-      return { child, port, out: () => out };
+    const start = async (): Promise<Awaited<ReturnType<typeof spawnServer>>> => {
+      const server = await spawnServer(['--db', db]);
+      expect(server.out()).toMatch(/listening on 127\.0\.0\.1:\d+; connect with: psql -h 127\.0\.0\.1 -p \d+ -U cotwire cotwire/);
+      return server;
     };
     const first = await start();
     const c = new pg.Client({ host: '127.0.0.1', port: first.port, user: 'cotwire', database: 'cotwire' });
