@@ -15,7 +15,7 @@ import type {
   StatementSource,
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
-import { splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
+import { lexStatement, splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
 import { fingerprint as fingerprintOf, GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
 import type { SecurityEventLog } from '../ledger/security-events.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
@@ -489,7 +489,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
     const rewritten = rewriter.rewriteMapped(statement.text, statement.tokens, columns);
     if (rewritten.text === statement.text) return statement;
-    return { text: rewritten.text, tokens: tokenize(rewritten.text), offset: statement.offset, clientPosition: (p) => rewritten.clientPosition(p) };
+    const scanned = lexStatement(rewritten.text);
+    return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset, clientPosition: (p) => rewritten.clientPosition(p) };
   }
 
   /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */
@@ -1381,7 +1382,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       throw new PgError(SqlState.NoActiveSqlTransaction, 'DECLARE CURSOR can only be used in transaction blocks');
     }
     if (this.cursors.has(cmd.name)) throw new PgError(SqlState.DuplicateCursor, `cursor "${cmd.name}" already exists`);
-    const statement = (await this.prepare({ text: cmd.query, offset: cmd.queryOffset, tokens: tokenize(cmd.query) } as StatementText, [])) as Statement;
+    const statement = (await this.prepare({ ...lexStatement(cmd.query), offset: cmd.queryOffset } as StatementText, [])) as Statement;
     if (statement.plan.kind !== 'engine' || statement.fields === null || !READ_KINDS.has(statement.plan.statement.kind)) {
       this.closeStatement(statement);
       throw new PgError(SqlState.InvalidCursorDefinition, 'DECLARE CURSOR must be a query that returns rows', {

@@ -1,10 +1,20 @@
 /**
- * A lexer for the PostgreSQL/DuckDB surface syntax: enough to find statement
- * boundaries and the leading words of a statement, never to decide what a
- * statement may do (that is the guard's job, with a real parser). It knows
- * every form that can hide a semicolon or a keyword: '' and E'' strings,
- * dollar quotes, quoted and U&"" identifiers, line and nested block comments.
+ * A lexer for DuckDB's surface syntax: statement boundaries, and the tokens
+ * the guard reads where no parse tree answers. Its token boundaries are
+ * DuckDB's scanner's (a fork of PostgreSQL's scan.l), rule for rule:
+ * whitespace is exactly space, tab, LF, CR and FF (a vertical tab or any
+ * other control character is a token of its own, which DuckDB's grammar
+ * rejects); `--` comments end at LF or CR; block comments nest; every byte
+ * from 0x80 up is an identifier character; '' strings continue across a
+ * newline ('a'<LF>'b' is one string), with the escape rules of the string
+ * they continue; `#` and `?` are not operator characters. DuckDB replaces
+ * some Unicode spaces before scanning: statements are passed through the
+ * same replacement (unicode-spaces.ts) before they are lexed, and DuckDB is
+ * sent the replaced text. test/unit/sql/lexer-parity.test.ts checks these
+ * rules against DuckDB itself.
  */
+
+import { stripUnicodeSpaces } from './unicode-spaces.js';
 
 export type TokenKind =
   | 'word' // unquoted identifier or keyword
@@ -29,8 +39,9 @@ const isWordStart = (c: number): boolean =>
   (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c >= 0x80;
 const isWordPart = (c: number): boolean => isWordStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x24;
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
-const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0c || c === 0x0b;
-const OPERATOR_CHARS = new Set('+-*/<>=~!@#%^&|`?');
+const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0c;
+const isNewline = (c: number): boolean => c === 0x0a || c === 0x0d;
+const OPERATOR_CHARS = new Set('+-*/<>=~!@%^&|`');
 
 export function tokenize(sql: string): Token[] {
   const tokens: Token[] = [];
@@ -46,10 +57,9 @@ export function tokenize(sql: string): Token[] {
       continue;
     }
     const start = i;
-    // -- line comment
+    // -- line comment, to LF or CR
     if (c === 0x2d && sql.charCodeAt(i + 1) === 0x2d) {
-      const nl = sql.indexOf('\n', i);
-      i = nl < 0 ? n : nl + 1;
+      i = lineCommentEnd(sql, i);
       continue;
     }
     // /* nested block comment */
@@ -79,13 +89,13 @@ export function tokenize(sql: string): Token[] {
       const next = sql.charCodeAt(i + 1);
       const upper = c & ~0x20;
       if (next === 0x27 && (upper === 0x45 || upper === 0x42 || upper === 0x58 || upper === 0x4e)) {
-        i = scanQuoted(sql, i + 1, 0x27, upper === 0x45);
+        i = scanString(sql, i + 1, upper === 0x45);
         push('string', start, i);
         continue;
       }
       if (upper === 0x55 && next === 0x26 && (sql.charCodeAt(i + 2) === 0x27 || sql.charCodeAt(i + 2) === 0x22)) {
         const q = sql.charCodeAt(i + 2);
-        i = scanQuoted(sql, i + 2, q, false);
+        i = q === 0x27 ? scanString(sql, i + 2, false) : scanQuoted(sql, i + 2, q, false);
         push(q === 0x27 ? 'string' : 'quoted', start, i);
         continue;
       }
@@ -95,7 +105,7 @@ export function tokenize(sql: string): Token[] {
       continue;
     }
     if (c === 0x27) {
-      i = scanQuoted(sql, i, 0x27, false);
+      i = scanString(sql, i, false);
       push('string', start, i);
       continue;
     }
@@ -140,6 +150,13 @@ export function tokenize(sql: string): Token[] {
       push('number', start, i);
       continue;
     }
+    // ?1, DuckDB's other spelling of $1
+    if (c === 0x3f && isDigit(sql.charCodeAt(i + 1))) {
+      i++;
+      while (i < n && isDigit(sql.charCodeAt(i))) i++;
+      push('param', start, i);
+      continue;
+    }
     if (c === 0x3a && sql.charCodeAt(i + 1) === 0x3a) {
       push('punct', i, i + 2);
       i += 2;
@@ -160,6 +177,60 @@ export function tokenize(sql: string): Token[] {
     i++;
   }
   return tokens;
+}
+
+/** The offset just past a `--` comment starting at `i`: its LF or CR, or the end of input. */
+function lineCommentEnd(sql: string, i: number): number {
+  const n = sql.length;
+  let j = i + 2;
+  while (j < n && !isNewline(sql.charCodeAt(j))) j++;
+  return j < n ? j + 1 : n;
+}
+
+/**
+ * A '' string (plain, E, B, X, N or U& form) from its opening quote, with
+ * every continuation: another '' after whitespace that holds a newline
+ * (and `--` comments) continues the same string, under the same escape
+ * rules (scan.l's quotecontinue).
+ */
+function scanString(sql: string, open: number, backslashEscapes: boolean): number {
+  let end = scanQuoted(sql, open, 0x27, backslashEscapes);
+  for (;;) {
+    const next = continuationQuote(sql, end);
+    if (next < 0) return end;
+    end = scanQuoted(sql, next, 0x27, backslashEscapes);
+  }
+}
+
+/**
+ * Where a string continues after its closing quote: the offset of the next
+ * quote when only whitespace with a newline lies between (horizontal
+ * whitespace and comments, a newline, then any whitespace, and comments
+ * each followed by a newline), else -1.
+ */
+function continuationQuote(sql: string, from: number): number {
+  const n = sql.length;
+  let i = from;
+  let newline = false;
+  while (i < n) {
+    const c = sql.charCodeAt(i);
+    if (c === 0x27) return newline ? i : -1;
+    if (isNewline(c)) {
+      newline = true;
+      i++;
+    } else if (c === 0x20 || c === 0x09 || c === 0x0c) {
+      i++;
+    } else if (c === 0x2d && sql.charCodeAt(i + 1) === 0x2d) {
+      // A comment always ends in a newline here: at the end of input there is no quote to continue.
+      const end = lineCommentEnd(sql, i);
+      if (end >= n) return -1;
+      i = end;
+      newline = true;
+    } else {
+      return -1;
+    }
+  }
+  return -1;
 }
 
 /** Returns the offset just past the closing quote (or the end of input when unterminated). */
@@ -213,6 +284,17 @@ const SPLIT_CACHE = new Map<string, readonly StatementText[]>();
 const SPLIT_CACHE_ENTRIES = 2_000;
 const SPLIT_CACHE_MAX_TEXT = 16 * 1024;
 
+/**
+ * One statement's text as DuckDB will scan it (its Unicode spaces replaced
+ * as DuckDB replaces them, which moves no offset), and its tokens. Every
+ * text cotwire sends DuckDB on a client's behalf comes from here, so the
+ * tokens are those of the text DuckDB parses.
+ */
+export function lexStatement(text: string): { readonly text: string; readonly tokens: Token[] } {
+  const scanned = stripUnicodeSpaces(text);
+  return { text: scanned, tokens: tokenize(scanned) };
+}
+
 function split(sql: string): readonly StatementText[] {
   const tokens = tokenize(sql);
   const out: StatementText[] = [];
@@ -222,10 +304,13 @@ function split(sql: string): readonly StatementText[] {
     const first = current[0] as Token;
     const last = current[current.length - 1] as Token;
     const offset = first.start;
+    const text = sql.slice(offset, last.end);
+    // DuckDB replaces Unicode spaces in each statement it is sent, on its own.
+    const scanned = stripUnicodeSpaces(text);
     out.push({
-      text: sql.slice(offset, last.end),
+      text: scanned,
       offset,
-      tokens: current.map((t) => ({ ...t, start: t.start - offset, end: t.end - offset })),
+      tokens: scanned !== text ? tokenize(scanned) : current.map((t) => ({ ...t, start: t.start - offset, end: t.end - offset })),
     });
     current = [];
   };
