@@ -2,6 +2,7 @@ import { parseSync } from 'libpg-query';
 import type { StatementKind } from '../engine/port.js';
 import type { Token } from '../sql/lexer.js';
 import { identifierText, type ProtectedNames } from './names.js';
+import { nameText } from '../sql/identifiers.js';
 import { HOST_FUNCTIONS, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from './policy.js';
 
 /** Why a statement is refused: the operation and the object, for the message and the security log. */
@@ -20,7 +21,16 @@ export type CatalogCheck =
   | { readonly kind: 'ledger-name-elsewhere'; readonly name: string; readonly schema: string | null };
 
 export type Decision =
-  | { readonly allow: true; readonly checks: readonly CatalogCheck[] }
+  | {
+      readonly allow: true;
+      readonly checks: readonly CatalogCheck[];
+      /**
+       * The ledger the statement appends to, as written, or null. Such a
+       * statement may run only as the ledger writer's append, never on the
+       * engine: the writer alone computes a ledger row's chain columns.
+       */
+      readonly appendsTo?: string | null;
+    }
   | { readonly allow: false; readonly refusal: Refusal };
 
 export interface ClassifyInput {
@@ -148,7 +158,7 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
       if (conflict !== undefined) {
         return ledgerRefusal(conflict.action === 'ONCONFLICT_UPDATE' ? 'upsert into' : 'INSERT ... ON CONFLICT into', rangeName(rel));
       }
-      return ALLOW;
+      return { allow: true, checks: [], appendsTo: rangeName(rel) };
     }
     case 'UpdateStmt':
     case 'DeleteStmt':
@@ -242,11 +252,10 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
     case 'CreateSchemaStmt':
       return ALLOW;
     case 'ExplainStmt': {
-      const options = strings([]).concat(
-        ((body.options as Array<{ DefElem?: { defname?: string } }>) ?? []).map((o) => o.DefElem?.defname ?? ''),
-      );
-      // EXPLAIN ANALYZE runs the statement it explains.
-      if (!options.includes('analyze')) return ALLOW;
+      // EXPLAIN ANALYZE runs the statement it explains. DuckDB lower-cases each option's name,
+      // so ("ANALYZE") counts; ANALYSE is PostgreSQL's other spelling.
+      const options = ((body.options as Array<{ DefElem?: { defname?: string } }>) ?? []).map((o) => (o.DefElem?.defname ?? '').toLowerCase());
+      if (!options.some((o) => ANALYZE_SPELLINGS.has(o))) return ALLOW;
       return classifyTree(body.query as Node, policy);
     }
     case 'PrepareStmt':
@@ -282,19 +291,91 @@ const EXPECTED_TREES: Partial<Record<StatementKind, readonly string[]>> = {
   EXPLAIN: ['ExplainStmt'],
 };
 
+// ---- EXPLAIN ------------------------------------------------------------------------------------
+
+const ANALYZE_SPELLINGS: ReadonlySet<string> = new Set(['analyze', 'analyse']);
+
+/**
+ * Whether an EXPLAIN runs the statement it explains, read from its header:
+ * `EXPLAIN ANALYZE|ANALYSE [VERBOSE]`, or an option list in parentheses
+ * naming analyze in any case or quoting (DuckDB ignores an option's value:
+ * `(ANALYZE false)` still runs the statement). The one answer the guard,
+ * the roles and the read-only check all use. An option list that does not
+ * close counts as executing: the answer fails closed.
+ */
+export function explainExecutes(tokens: readonly Token[]): boolean {
+  if (upper(tokens[0]) !== 'EXPLAIN') return false;
+  let i = 1;
+  for (;;) {
+    const t = tokens[i];
+    if (t === undefined) return false;
+    if (t.kind === 'word' && ANALYZE_SPELLINGS.has(t.text.toLowerCase())) return true;
+    if (upper(t) === 'VERBOSE') {
+      i++;
+      continue;
+    }
+    if (t.text !== '(') return false;
+    let depth = 0;
+    for (let j = i; j < tokens.length; j++) {
+      const u = tokens[j] as Token;
+      if (u.text === '(') depth++;
+      else if (u.text === ')' && --depth === 0) return false;
+      const name = nameText(tokens, j);
+      if (name !== null && ANALYZE_SPELLINGS.has(name.toLowerCase())) return true;
+    }
+    return true;
+  }
+}
+
+// ---- Characters the lexer cannot vouch for -------------------------------------------------------
+
+/** Separators, controls and invisible formatting characters, wherever DuckDB would read them as code. */
+const UNPROVABLE = /[\p{Zs}\p{Zl}\p{Zp}\p{Cc}\p{Cf}]/u;
+
+/**
+ * A statement that may write must be read by cotwire exactly as DuckDB
+ * reads it. After DuckDB's own Unicode-space replacement the lexer's
+ * boundaries are DuckDB's, but a separator-like character left inside a
+ * word (where the replacement does not reach) or a trailing run of
+ * non-ASCII characters (which DuckDB drops when it re-parses a statement
+ * it could not parse) is where a reading could still differ: such a
+ * statement is refused, naming the character and where it is.
+ */
+function unprovableCharacter(tokens: readonly Token[]): Decision | null {
+  for (const t of tokens) {
+    if (t.kind === 'string' || t.kind === 'quoted') continue;
+    const m = UNPROVABLE.exec(t.text);
+    if (m === null) continue;
+    const c = m[0].codePointAt(0) as number;
+    return unprovable(c, t.start + m.index, 'a separator or control character outside quotes', 'Use plain ASCII spaces between words, and quote any name that holds such a character.');
+  }
+  const last = tokens[tokens.length - 1];
+  if (last?.kind === 'word' && (last.text.codePointAt(last.text.length - 1) ?? 0) >= 0x80) {
+    const c = last.text.codePointAt(last.text.length - 1) as number;
+    return unprovable(c, last.end - 1, 'a non-ASCII character at the end of the statement, which DuckDB may drop', `Quote the name: "${last.text.replaceAll('"', '""')}".`);
+  }
+  return null;
+}
+
+function unprovable(c: number, at: number, what: string, hint: string): Decision {
+  const code = `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
+  return refuse('uncertain', 'run this statement', code, `cannot run this statement: it holds ${code}, ${what}, at position ${at + 1}`, hint);
+}
+
 // ---- DuckDB-only forms --------------------------------------------------------------------------
 
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
 
 /** A dotted name starting at token i: its parts and the index after it. */
 function dottedName(tokens: readonly Token[], i: number): { parts: string[]; next: number } | null {
-  const first = identifierText(tokens, i);
+  // DuckDB takes a string literal as a name part: `CREATE MACRO 'lower'(x) ...`.
+  const first = nameText(tokens, i);
   if (first === null) return null;
   const parts = [first];
   let j = i + 1;
   if (tokens[i]?.text.startsWith('U&') && upper(tokens[j]) === 'UESCAPE') j += 2;
   while (tokens[j]?.text === '.') {
-    const part = identifierText(tokens, j + 1);
+    const part = nameText(tokens, j + 1);
     if (part === null) return null;
     parts.push(part);
     j += 2;
@@ -354,7 +435,13 @@ function isCreateTableAs(tokens: readonly Token[], from: number): boolean {
  */
 function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | null {
   const header = createHeader(input.tokens);
-  if (header === null) return null;
+  if (header === null) {
+    // A function whose name cannot be read could replace a built-in one for every connection.
+    if (input.kind === 'CREATE_FUNC' || input.tokens.slice(1, 6).some((t) => upper(t) === 'MACRO' || upper(t) === 'FUNCTION')) {
+      return refuse('uncertain', 'CREATE MACRO', '', 'cannot create this macro: cotwire cannot read its name with certainty', 'Name the macro with a plain identifier.');
+    }
+    return null;
+  }
   const last = header.name[header.name.length - 1] ?? '';
   const full = header.name.join('.');
   const isProtected = policy.names.isProtected(last);
@@ -423,7 +510,7 @@ function classifyDuckDBInsert(tokens: readonly Token[], policy: GuardPolicy): De
     else if (t.text === ')') depth--;
     else if (depth === 0 && upper(t) === 'ON' && upper(tokens[j + 1]) === 'CONFLICT') return ledgerRefusal('INSERT ... ON CONFLICT into', full);
   }
-  return ALLOW;
+  return { allow: true, checks: [], appendsTo: full };
 }
 
 function pragmaName(tokens: readonly Token[]): string {
@@ -493,15 +580,17 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
   // DuckDB rewrites a PRAGMA that returns rows into a SELECT, so the kind
   // alone would let any such pragma through.
   const kind: StatementKind = upper(tokens[0]) === 'PRAGMA' ? 'PRAGMA' : input.kind;
+  const executes = kind === 'EXPLAIN' && explainExecutes(tokens);
+  if (kind !== 'SELECT' && kind !== 'RELATION' && (kind !== 'EXPLAIN' || executes)) {
+    const character = unprovableCharacter(tokens);
+    if (character !== null) return character;
+  }
   switch (kind) {
     case 'SELECT':
     case 'RELATION':
       return readsFileLiteral(tokens) ? hostRefusal('read a file', 'FROM') : ALLOW;
-    case 'EXPLAIN': {
-      const analyze = upper(tokens[1]) === 'ANALYZE' || (tokens[1]?.text === '(' && tokens.slice(2, 8).some((t) => upper(t) === 'ANALYZE'));
-      if (!analyze) return ALLOW;
-      return classifyWrite(input, policy, 'EXPLAIN ANALYZE');
-    }
+    case 'EXPLAIN':
+      return executes ? classifyWrite(input, policy, 'EXPLAIN ANALYZE') : ALLOW;
     case 'INSERT':
     case 'UPDATE':
     case 'DELETE':

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { loadModule } from 'libpg-query';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
+import type { StatementKind } from '../engine/port.js';
 import { classify, preclassify, type CatalogCheck, type ClassifyInput, type Decision, type GuardPolicy, type Refusal } from './classify.js';
 import { ProtectedNames } from './names.js';
 
@@ -17,6 +18,9 @@ export interface GuardCatalog {
   currentSchema(): Promise<string>;
 }
 
+/** A decision that lets a statement run. */
+export type Allowed = Extract<Decision, { allow: true }>;
+
 /** A refused statement: the error for the client and what to log and record. */
 export class GuardRefusal extends PgError {
   constructor(
@@ -29,6 +33,21 @@ export class GuardRefusal extends PgError {
 }
 
 const CACHE_LIMIT = 10_000;
+
+/** The statement kind DuckDB gives statements that start with these words. */
+const KIND_BY_FIRST_WORD: Readonly<Record<string, StatementKind>> = {
+  UPDATE: 'UPDATE',
+  DELETE: 'DELETE',
+  TRUNCATE: 'DELETE',
+  INSERT: 'INSERT',
+  MERGE: 'MERGE_INTO',
+  DROP: 'DROP',
+  ALTER: 'ALTER',
+  COMMENT: 'ALTER',
+  CREATE: 'CREATE',
+  PREPARE: 'PREPARE',
+  EXPLAIN: 'EXPLAIN',
+};
 
 /**
  * The append-only guard. Every statement a client sends is classified here
@@ -117,14 +136,65 @@ export class Guard {
     if (decision !== null && !decision.allow) throw new GuardRefusal(decision.refusal, fingerprint(text));
   }
 
-  /** Throws a GuardRefusal (42501) when the statement may not run. */
-  async check(input: ClassifyInput, catalog: GuardCatalog): Promise<void> {
+  /** Throws a GuardRefusal (42501) when the statement may not run; otherwise returns what was allowed. */
+  async check(input: ClassifyInput, catalog: GuardCatalog): Promise<Allowed> {
     const decision = this.decide(input);
     if (!decision.allow) throw new GuardRefusal(decision.refusal, fingerprint(input.text));
     for (const check of decision.checks) {
       const refusal = await this.answer(check, catalog);
       if (refusal !== null) throw new GuardRefusal(refusal, fingerprint(input.text));
     }
+    return decision;
+  }
+
+  /**
+   * The refusal for an append to a ledger that would run on the engine:
+   * only the ledger writer appends, so an INSERT into a ledger that the
+   * writer's path did not take (a WITH before INSERT, SQL-level PREPARE, a
+   * name in a form the writer does not read) never runs.
+   */
+  engineAppendRefusal(ledger: string, text: string, tokens: ClassifyInput['tokens']): GuardRefusal {
+    const first = tokens[0]?.text.toUpperCase();
+    const hint =
+      first === 'WITH'
+        ? 'Put the WITH clause inside the INSERT: INSERT INTO <ledger> (columns) WITH ... SELECT ...'
+        : first === 'PREPARE'
+          ? "Prepare the INSERT through the protocol (your driver's prepared statements), not with SQL PREPARE."
+          : first === 'EXPLAIN'
+            ? 'EXPLAIN the INSERT without ANALYZE.'
+            : 'Write INSERT INTO <ledger> [(columns)] VALUES ... | SELECT ... [RETURNING ...], naming the ledger with an identifier.';
+    return new GuardRefusal(
+      {
+        reason: 'ledger',
+        operation: 'INSERT INTO',
+        target: ledger,
+        message: `cannot append to ledger table "${ledger}" with this statement: only the ledger writer appends, and it takes a plain INSERT`,
+        hint,
+      },
+      fingerprint(text),
+    );
+  }
+
+  /**
+   * For a statement DuckDB could not prepare (so it has no kind): the
+   * refusal the guard would give it under the kind its first word names,
+   * or null. Nothing runs either way; this only decides which error the
+   * client sees.
+   */
+  refusalWithoutEngine(text: string, tokens: ClassifyInput['tokens'], engineCode: string | undefined): GuardRefusal | null {
+    const first = tokens[0]?.text.toUpperCase() ?? '';
+    // WITH starts any of the writes; each reading is tried.
+    const named = KIND_BY_FIRST_WORD[first];
+    const kinds: readonly StatementKind[] = first === 'WITH' ? ['INSERT', 'UPDATE', 'DELETE', 'MERGE_INTO'] : named !== undefined ? [named] : [];
+    for (const kind of kinds) {
+      const decision = this.decide({ text, tokens, kind });
+      if (!decision.allow) return new GuardRefusal(decision.refusal, fingerprint(text));
+      // An append to a table that does not exist, or that is not valid SQL, is answered as PostgreSQL answers it.
+      if (decision.appendsTo != null && engineCode !== SqlState.UndefinedTable && engineCode !== SqlState.SyntaxError) {
+        return this.engineAppendRefusal(decision.appendsTo, text, tokens);
+      }
+    }
+    return null;
   }
 
   /** The cached decision for a statement text. */

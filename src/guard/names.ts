@@ -1,4 +1,4 @@
-import { identifierText } from '../sql/identifiers.js';
+import { identifierText, nameText } from '../sql/identifiers.js';
 import type { Token } from '../sql/lexer.js';
 
 export { identifierText };
@@ -29,12 +29,18 @@ export class ProtectedNames {
     return this.prefixes.some((p) => n.startsWith(p));
   }
 
-  /** Every identifier the statement spells, decoded, that is a protected name. */
+  /**
+   * Every name the statement spells, decoded, that is or holds a protected
+   * name: identifiers, and string literals too, since DuckDB takes a string
+   * where a table name goes (`UPDATE '_cot_steps' ...`).
+   */
   mentions(tokens: readonly Token[]): string[] {
     const found: string[] = [];
     for (let i = 0; i < tokens.length; i++) {
-      const name = identifierText(tokens, i);
-      if (name !== null && this.isProtected(name)) found.push(name);
+      const name = nameText(tokens, i);
+      if (name !== null && (this.isProtected(name) || name.split('.').some((part) => this.isProtected(part.trim().replace(/^"|"$/g, ''))))) {
+        found.push(name);
+      }
     }
     return found;
   }

@@ -17,6 +17,7 @@ import type {
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { lexStatement, splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
 import { fingerprint as fingerprintOf, GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
+import { explainExecutes } from '../guard/classify.js';
 import type { SecurityEventLog } from '../ledger/security-events.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
@@ -160,7 +161,7 @@ function rolesFor(kind: StatementKind, tokens: readonly Token[]): readonly strin
       // PRAGMA and CALL reach this point only when the guard found them read-only.
       return first === 'CHECKPOINT' || first === 'FORCE' ? ADMINS : EVERYONE;
     case 'EXPLAIN':
-      return tokens.slice(1, 4).some((t) => t.text.toUpperCase() === 'ANALYZE') ? ADMINS : EVERYONE;
+      return explainExecutes(tokens) ? ADMINS : EVERYONE;
     case 'VARIABLE_SET':
       return first === 'SET' || first === 'RESET' ? EVERYONE : ADMINS;
     case 'DROP':
@@ -336,7 +337,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (controls) return;
     // The transaction's snapshot must include every acknowledged append.
     await this.appendsVisible();
-    await this.engine.run('BEGIN TRANSACTION');
+    await this.engine.run(this.engineBegin(this.readOnly()));
     this.implicitTransaction = true;
   }
 
@@ -426,13 +427,20 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       this.guard.precheck(statement.text, statement.tokens);
       engineStatement = await this.engine.prepare(statement.text, paramTypes);
     } catch (err) {
-      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
+      // A statement that would be refused is refused as such, even when it does not bind either:
+      // the client learns the rule, and the attempt is recorded.
+      const refusal = err instanceof GuardRefusal ? err : this.guard.refusalWithoutEngine(statement.text, statement.tokens, err instanceof PgError ? err.code : undefined);
+      if (refusal !== null) {
+        this.recordRefusal(refusal, statement.text);
+        throw refusal;
+      }
       throw this.positioned(err, statement.offset, statement.clientPosition);
     }
     // The statement that the guard classifies is the one that runs: it is
     // already prepared, and only this object is ever executed.
     try {
-      await this.guard.check({ text: statement.text, tokens: statement.tokens, kind: engineStatement.kind }, this.catalog);
+      const allowed = await this.guard.check({ text: statement.text, tokens: statement.tokens, kind: engineStatement.kind }, this.catalog);
+      if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, statement.text, statement.tokens);
     } catch (err) {
       engineStatement.close();
       if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
@@ -659,7 +667,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
        WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))`,
       [name, schema],
     );
-    const existing = new Set(rows.map((r) => String(r[2])));
+    // Column names compare without regard to case, as DuckDB compares them.
+    const existing = new Set(rows.map((r) => String(r[2]).toLowerCase()));
     const chain = CHAIN_COLUMNS.map((c) => c.name);
     const missing = CHAIN_COLUMNS.filter((c) => !existing.has(c.name));
     if (missing.length === 0) return;
@@ -851,7 +860,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    */
   private stampIdentity(plan: LedgerInsertPlan, rows: (string | null)[][]): void {
     for (const [column, value] of Object.entries(this.info.identity)) {
-      const at = plan.clientColumns.indexOf(column);
+      // DuckDB matches column names without regard to case, and so must the stamp.
+      const at = plan.clientColumns.findIndex((c) => c.toLowerCase() === column.toLowerCase());
       if (at < 0) continue;
       for (const row of rows) {
         const given = row[at] ?? null;
@@ -939,7 +949,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const ledger = await this.services.ledgers.find(command.target);
     this.authorize(`COPY into ${command.targetText}`, ledger !== null ? WRITERS : ADMINS, `COPY ${command.targetText} FROM STDIN`);
     if (ledger !== null && this.guard.names.isServerOnly(ledger.name)) {
-      throw new PgError(SqlState.InsufficientPrivilege, `cannot COPY into ledger table "${ledger.name}": only the server appends to it`);
+      const refusal = new GuardRefusal(
+        { reason: 'ledger', operation: 'COPY into', target: ledger.name, message: `cannot COPY into ledger table "${ledger.name}": only the server appends to it`, hint: 'Clients may read it.' },
+        fingerprintOf(`COPY ${command.targetText} FROM STDIN`),
+      );
+      this.recordRefusal(refusal, `COPY ${command.targetText} FROM STDIN`);
+      throw refusal;
     }
     let columns: readonly string[];
     if (ledger !== null) {
@@ -975,8 +990,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           }
         });
         this.writes++;
-        const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
-        return `COPY ${n}`;
+        try {
+          const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
+          return `COPY ${n}`;
+        } catch (err) {
+          if (err instanceof GuardRefusal) this.recordRefusal(err, `COPY ${command.targetText} FROM STDIN`);
+          throw err;
+        }
       },
       abort: async () => {
         chunks.length = 0;
@@ -1026,7 +1046,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         const sql = `INSERT INTO ${command.targetText} (${columns.map(quoteIdent).join(', ')}) VALUES ${chunk
           .map(() => `(${columns.map(() => `$${++p}`).join(', ')})`)
           .join(', ')}`;
-        await this.guard.check({ text: sql, tokens: tokenize(sql), kind: 'INSERT' }, this.catalog);
+        const tokens = tokenize(sql);
+        const allowed = await this.guard.check({ text: sql, tokens, kind: 'INSERT' }, this.catalog);
+        if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, sql, tokens);
         await this.engine.query(sql, chunk.flat());
       }
       if (own) await this.engine.run('COMMIT');
@@ -1106,7 +1128,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   /** SET TRANSACTION READ ONLY | READ WRITE: only inside a block, and read-write only before its first query. */
-  private setTransactionReadOnly(readOnly: boolean, sink: ResultSink): void {
+  private async setTransactionReadOnly(readOnly: boolean, sink: ResultSink): Promise<void> {
     if (this.status === 'I' || this.implicitTransaction) {
       sink.notice(notice(SqlState.NoActiveSqlTransaction, 'SET TRANSACTION can only be used in transaction blocks'));
       return;
@@ -1115,7 +1137,22 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (!readOnly && this.blockReadOnly && this.blockQueried) {
       throw new PgError(SqlState.ActiveSqlTransaction, 'transaction read-write mode must be set before any query');
     }
+    if (readOnly !== this.blockReadOnly && !this.blockQueried && this.writes === 0) {
+      // Nothing ran in the block yet: its engine transaction starts again in the new mode.
+      this.pendingAppends = [];
+      await this.engine.run('ROLLBACK');
+      await this.engine.run(this.engineBegin(readOnly));
+    }
     this.blockReadOnly = readOnly;
+  }
+
+  /**
+   * A read-only transaction is one in DuckDB too, and so is every
+   * transaction of a reader: DuckDB then refuses any write itself (a
+   * sequence's nextval included), whatever a statement looks like.
+   */
+  private engineBegin(readOnly: boolean): string {
+    return readOnly || this.info.role === 'reader' ? 'BEGIN TRANSACTION READ ONLY' : 'BEGIN TRANSACTION';
   }
 
   private checkNotFailed(): void {
@@ -1177,12 +1214,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           sink.notice(notice(SqlState.ActiveSqlTransaction, 'there is already a transaction in progress'));
           return 'BEGIN';
         }
-        await this.engine.run('BEGIN TRANSACTION');
+        this.blockReadOnly = cmd.readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
+        this.blockQueried = false;
+        await this.engine.run(this.engineBegin(this.blockReadOnly));
         this.status = 'T';
         this.writes = 0;
         this.savepoints = [];
-        this.blockReadOnly = cmd.readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
-        this.blockQueried = false;
         return 'BEGIN';
       case 'commit':
         if (this.status === 'I') {
@@ -1220,7 +1257,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         if (cmd.name.toLowerCase() === 'transaction_read_only') {
           // Outside a block the SET's own one-statement transaction is all it would change.
           const readOnly = this.settings.normalize('transaction_read_only', cmd.value) === 'on';
-          if (this.status !== 'I' && !this.implicitTransaction) this.setTransactionReadOnly(readOnly, sink);
+          if (this.status !== 'I' && !this.implicitTransaction) await this.setTransactionReadOnly(readOnly, sink);
           return 'SET';
         }
         const refusal = isKnownSetting(cmd.name) ? null : this.guard.refuseEngineSetting(cmd.name, `SET ${cmd.name}`);
@@ -1234,7 +1271,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       case 'set-transaction':
         if (cmd.readOnly !== null) {
           if (cmd.session) this.settings.set('default_transaction_read_only', cmd.readOnly ? 'on' : 'off');
-          else this.setTransactionReadOnly(cmd.readOnly, sink);
+          else await this.setTransactionReadOnly(cmd.readOnly, sink);
         }
         return 'SET';
       case 'reset':
@@ -1315,7 +1352,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (savepoint.writes === 0) {
       this.pendingAppends = [];
       await this.engine.run('ROLLBACK');
-      await this.engine.run('BEGIN TRANSACTION');
+      await this.engine.run(this.engineBegin(this.blockReadOnly));
       this.writes = 0;
       this.savepoints.length = at + 1;
       this.status = 'T';

@@ -51,6 +51,21 @@ export class LedgerApplier {
     return this.pendingRows;
   }
 
+  /**
+   * A group commit went to DuckDB directly, after every journaled row (the
+   * writer drained first): DuckDB holds every row up to `lastSeq`.
+   */
+  committedDirectly(lastSeq: bigint): void {
+    if (this.pending.length > 0 || lastSeq <= this.applied) return;
+    this.applied = lastSeq;
+    this.enqueued = lastSeq;
+    this.waiters = this.waiters.filter((w) => {
+      if (w.seq > this.applied) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
   /** Takes a group commit's rows, already durable in the journal. */
   enqueue(tables: readonly TableRows[], lastSeq: bigint): void {
     const rows = tables.reduce((n, t) => n + t.rows.length, 0);

@@ -71,7 +71,8 @@ export class LedgerCatalog {
       const names = new Set(t.columns.map((c) => c.name));
       // Only tables with the chain columns are chained ledgers.
       if (!CHAIN_COLUMNS.every((c) => names.has(c.name))) continue;
-      const isSteps = t.name === STEPS_TABLE && t.schema === 'main';
+      // The reasoning-step rules apply to the steps ledger's own schema, not to any table of its name.
+      const isSteps = t.name === STEPS_TABLE && t.schema === 'main' && names.has('step_type');
       ledgers.push({
         ...t,
         chainKey: names.has('session_id') ? 'session_id' : null,

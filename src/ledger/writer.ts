@@ -256,6 +256,7 @@ export class LedgerWriter {
     }
     this.seq = seq;
     if (journaled) applier.enqueue(tables, seq);
+    else applier.committedDirectly(seq);
     if (this.log !== null && this.logFrozen === null) {
       this.log.append(leaves);
       this.onIntegrated(this.log.size);

@@ -96,6 +96,16 @@ describe('agent identity', () => {
     expect((await admin.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'id-2'")).rows).toEqual([{ n: 0 }]);
   });
 
+  it('stamps identity columns whatever their case, as DuckDB matches names', async () => {
+    await admin.query('CREATE TABLE _cot_agent_log ("AGENT_ID" VARCHAR, "Org_Id" VARCHAR, note VARCHAR)');
+    const err = (await writer.query("INSERT INTO _cot_agent_log (\"AGENT_ID\", note) VALUES ('other-agent', 'n')").catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.code).toBe('42501');
+    expect(err.message).toBe('user "agent" may append only as agent_id "agent-7", not "other-agent"');
+    expect(await sqlstate(writer.query("INSERT INTO _cot_agent_log VALUES (NULL, 'other-org', 'n')"))).toBe('42501');
+    await writer.query("INSERT INTO _cot_agent_log (note) VALUES ('mine')");
+    expect((await admin.query('SELECT "AGENT_ID" AS a, "Org_Id" AS o, note FROM _cot_agent_log')).rows).toEqual([{ a: 'agent-7', o: 'acme', note: 'mine' }]);
+  });
+
   it('keeps the stamped values in the hash: the chain verifies', async () => {
     expect((await reader.query("SELECT valid FROM cot_verify('id-1')")).rows).toEqual([{ valid: true }]);
   });

@@ -13,6 +13,9 @@ export interface Attack {
   readonly variants?: boolean;
 }
 
+/** The characters DuckDB's parser replaces with spaces before it scans (kept literal here: tests never import the code under test for their inputs). */
+const DUCKDB_SPACES = ['\u00a0', '\u2000', '\u2001', '\u2002', '\u2003', '\u2004', '\u2005', '\u2006', '\u2007', '\u2008', '\u2009', '\u200a', '\u200b', '\u202f', '\u205f', '\u2060', '\u3000', '\ufeff'];
+
 const t = (technique: string, sql: string, extra: Partial<Attack> = {}): Attack => ({ technique, sql, ...extra });
 const v = (technique: string, sql: string): Attack => ({ technique, sql, variants: true });
 
@@ -200,4 +203,44 @@ export const ATTACKS: readonly Attack[] = [
   t('dollar', 'UPDATE _cot_steps SET content = $$forged$$'),
   t('dollar', 'UPDATE _cot_steps SET content = $tag$forged; DROP TABLE notes$tag$'),
   t('dollar', 'PREPARE p AS UPDATE _cot_steps SET content = $x$forged$x$; EXECUTE p'),
+  // A string literal where a name goes: DuckDB reads it as the name
+  t('literal', "UPDATE '_cot_steps' SET content = 'forged'"),
+  t('literal', "UPDATE E'_cot_steps' SET content = 'forged'"),
+  t('literal', "UPDATE E'\\x5fcot_steps' SET content = 'forged'"),
+  t('literal', "UPDATE $$_cot_steps$$ SET content = 'forged'"),
+  t('literal', "UPDATE '_cot_'\n'steps' SET content = 'forged'"),
+  t('literal', "DELETE FROM '_cot_steps'"),
+  t('literal', "TRUNCATE '_cot_steps'"),
+  t('literal', "MERGE INTO '_cot_steps' USING notes ON (notes.id = 1) WHEN MATCHED THEN DELETE"),
+  t('literal', "ALTER TABLE '_cot_steps' ADD COLUMN z INTEGER"),
+  t('literal', "ALTER TABLE '_cot_steps' RENAME TO renamed"),
+  t('literal', "ALTER TABLE notes RENAME TO '_cot_forged'"),
+  t('literal', "CREATE OR REPLACE TABLE '_cot_steps' (id INTEGER)"),
+  t('literal', "CREATE INDEX fz ON '_cot_steps' (id)"),
+  t('literal', "COMMENT ON TABLE '_cot_steps' IS 'forged'"),
+  t('literal', "CREATE TEMP TABLE '_cot_steps' AS SELECT 99 AS id"),
+  t('literal', "CREATE VIEW '_cot_view' AS SELECT 1 AS id"),
+  t('literal', "CREATE MACRO 'lower'(x) AS x"),
+  t('literal', "CREATE MACRO 'sha256'(x) AS 'forged'"),
+  // A -- comment ends at a bare carriage return, for DuckDB as for PostgreSQL
+  t('comment', "UPDATE --\r_cot_steps\n SET content = 'forged'"),
+  t('comment', "CREATE MACRO --\rlower\n(x) AS x"),
+  // EXPLAIN ANALYZE in every spelling runs what it explains
+  t('explain', 'EXPLAIN ANALYSE DELETE FROM _cot_steps'),
+  t('explain', 'EXPLAIN (ANALYSE) DELETE FROM _cot_steps'),
+  t('explain', 'EXPLAIN ("analyze") DELETE FROM _cot_steps'),
+  t('explain', 'EXPLAIN ("ANALYZE") DELETE FROM _cot_steps'),
+  t('explain', 'EXPLAIN (ANALYZE false) DELETE FROM _cot_steps'),
+  t('explain', 'EXPLAIN (FORMAT json, ANALYZE) DELETE FROM _cot_steps'),
+  // DuckDB drops a trailing run of non-ASCII characters from a statement it cannot parse
+  t('trailing', 'TRUNCATE TABLE _cot_steps \u00e9'),
+  t('trailing', 'DROP TABLE _cot_steps\u00e9 \u00e9'),
+  t('trailing', "DELETE FROM _cot_steps WHERE id = 1 OR true \u4e2d"),
+  // Unicode spaces that DuckDB reads as spaces, in every gap
+  ...DUCKDB_SPACES.flatMap((c) => [
+    t('separator', `DROP${c}TABLE${c}_cot_steps`),
+    t('separator', `DELETE${c}FROM${c}_cot_steps`),
+    t('separator', `CREATE${c}MACRO${c}lower(x)${c}AS${c}x`),
+    t('separator', `UPDATE${c}"_COT_Events"${c}SET${c}kind${c}=${c}'forged'`),
+  ]),
 ];

@@ -118,13 +118,20 @@ export function tempRoot(): string {
 }
 
 /** A cotwire server holding the security fixture, with a connection that bypasses the server. */
-export async function startFixtureServer(): Promise<{ server: TestServer; internal: EngineConnection }> {
+export async function startFixtureServer(
+  overrides: Record<string, unknown> = {},
+  admin: { user?: string; password?: string } = {},
+): Promise<{ server: TestServer; internal: EngineConnection }> {
   // No checkpoint during the attacks: the checkpoint ledger is part of the state they must not change.
-  const server = await startTestServer({ checkpoint: { keyFile: null, intervalSeconds: 86_400, maxLeaves: 100_000_000, sinks: [] } });
+  const server = await startTestServer({ checkpoint: { keyFile: null, intervalSeconds: 86_400, maxLeaves: 100_000_000, sinks: [] }, ...overrides });
   const internal = await server.running.engine.connect();
-  // The security fixture brings its own _cot_steps, a plain table with a ledger name.
+  // The security fixture brings its own _cot_steps. Through cotwire its ledgers are real
+  // ones: created by the server (which adds the chain columns) and appended by the writer.
   await internal.run('DROP TABLE main._cot_steps');
-  await internal.run(FIXTURE);
   server.running.ledgers.invalidate();
+  const creator = await server.client(admin);
+  // One statement at a time: a ledger takes appends once the transaction that created it commits.
+  for (const statement of FIXTURE.split(';\n').filter((x) => x.trim() !== '')) await creator.query(statement);
+  await creator.end();
   return { server, internal };
 }

@@ -55,6 +55,7 @@ const RULES: readonly Rule[] = [
   { type: 'Transaction', match: /aborted/i, code: SqlState.InFailedSqlTransaction },
   { type: 'Transaction', match: /conflict/i, code: SqlState.SerializationFailure },
   { type: 'Transaction', code: SqlState.InvalidTransactionState },
+  { type: 'TransactionContext', match: /launched in read-only mode/i, code: SqlState.ReadOnlySqlTransaction },
   { type: 'TransactionContext', match: /aborted/i, code: SqlState.InFailedSqlTransaction },
   { type: 'TransactionContext', match: /within a transaction/i, code: SqlState.ActiveSqlTransaction },
   { type: 'TransactionContext', match: /no transaction is active/i, code: SqlState.NoActiveSqlTransaction },
