@@ -327,6 +327,115 @@ export function explainExecutes(tokens: readonly Token[]): boolean {
   }
 }
 
+/** Where the statement an EXPLAIN explains starts: after ANALYZE, ANALYSE, VERBOSE and an option list. */
+function explainBodyStart(tokens: readonly Token[]): number {
+  let i = 1;
+  for (;;) {
+    const t = tokens[i];
+    if (t !== undefined && t.kind === 'word' && (ANALYZE_SPELLINGS.has(t.text.toLowerCase()) || upper(t) === 'VERBOSE')) {
+      i++;
+      continue;
+    }
+    if (t?.text !== '(') return i;
+    let depth = 0;
+    for (; i < tokens.length; i++) {
+      const u = tokens[i] as Token;
+      if (u.text === '(') depth++;
+      else if (u.text === ')' && --depth === 0) break;
+    }
+    i++;
+  }
+}
+
+/** Where the statement a PREPARE holds starts: after `PREPARE name [(types)] AS`, or -1. */
+function prepareBodyStart(tokens: readonly Token[]): number {
+  let depth = 0;
+  for (let i = 2; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    else if (depth === 0 && upper(t) === 'AS') return i + 1;
+  }
+  return -1;
+}
+
+/** The kind DuckDB gives a statement by its first word (a WITH by the write it leads to, if any). */
+function kindOf(tokens: readonly Token[]): StatementKind {
+  const first = upper(tokens[0]);
+  if (first === 'WITH') {
+    let depth = 0;
+    for (const t of tokens) {
+      if (t.text === '(') depth++;
+      else if (t.text === ')') depth--;
+      else if (depth === 0) {
+        const w = upper(t);
+        if (w === 'INSERT' || w === 'UPDATE' || w === 'DELETE') return w;
+        if (w === 'MERGE') return 'MERGE_INTO';
+      }
+    }
+    return 'SELECT';
+  }
+  return FIRST_WORD_KINDS[first] ?? (tokens[0]?.text === '(' ? 'SELECT' : 'INVALID');
+}
+
+const FIRST_WORD_KINDS: Readonly<Record<string, StatementKind>> = {
+  SELECT: 'SELECT',
+  FROM: 'SELECT',
+  VALUES: 'SELECT',
+  TABLE: 'SELECT',
+  PIVOT: 'SELECT',
+  UNPIVOT: 'SELECT',
+  DESCRIBE: 'SELECT',
+  SHOW: 'SELECT',
+  SUMMARIZE: 'SELECT',
+  INSERT: 'INSERT',
+  UPDATE: 'UPDATE',
+  DELETE: 'DELETE',
+  TRUNCATE: 'DELETE',
+  MERGE: 'MERGE_INTO',
+  CREATE: 'CREATE',
+  DROP: 'DROP',
+  ALTER: 'ALTER',
+  COMMENT: 'ALTER',
+  EXPLAIN: 'EXPLAIN',
+  PREPARE: 'PREPARE',
+  EXECUTE: 'EXECUTE',
+  PRAGMA: 'PRAGMA',
+  CALL: 'CALL',
+  SET: 'SET',
+  RESET: 'SET',
+  COPY: 'COPY',
+  ATTACH: 'ATTACH',
+  DETACH: 'DETACH',
+  USE: 'SET',
+  CHECKPOINT: 'CALL',
+  VACUUM: 'VACUUM',
+  ANALYZE: 'ANALYZE',
+  EXPORT: 'EXPORT',
+  IMPORT: 'EXPORT',
+  INSTALL: 'LOAD',
+  LOAD: 'LOAD',
+};
+
+/** The statement a wrapper (EXPLAIN ANALYZE, PREPARE) runs, as a statement of its own, or null. */
+function wrappedStatement(input: ClassifyInput, start: number): ClassifyInput | null {
+  const first = input.tokens[start];
+  if (start < 0 || first === undefined) return null;
+  const offset = first.start;
+  const tokens = input.tokens.slice(start).map((t) => ({ ...t, start: t.start - offset, end: t.end - offset }));
+  return { text: input.text.slice(offset), tokens, kind: kindOf(tokens) };
+}
+
+function uncertainWrapper(operation: string): Decision {
+  return refuse('uncertain', operation, '', `cannot ${operation} here: cotwire cannot find the statement it runs`, 'Check the statement after the keyword.');
+}
+
+/** Both decisions allow: the catalog questions of both, and the ledger either appends to. */
+function combine(a: Extract<Decision, { allow: true }>, b: Decision): Decision {
+  if (!b.allow) return b;
+  return { allow: true, checks: [...a.checks, ...b.checks], appendsTo: a.appendsTo ?? b.appendsTo ?? null };
+}
+
 // ---- Characters the lexer cannot vouch for -------------------------------------------------------
 
 /** Separators, controls and invisible formatting characters, wherever DuckDB would read them as code. */
@@ -450,7 +559,8 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
       return hostRefusal('create a secret', full);
     case 'MACRO':
     case 'FUNCTION':
-      if (policy.reservedFunctions.has(last.toLowerCase()) || isProtected) {
+      // cot_ names are cotwire's own SQL functions (cot_verify, cot_replay ...), present and future.
+      if (policy.reservedFunctions.has(last.toLowerCase()) || isProtected || last.toLowerCase().startsWith('cot_')) {
         return refuse('shadow', `CREATE ${header.object}`, full, `cannot create ${header.object.toLowerCase()} "${full}": it would replace a built-in function for every connection`, 'Choose a name that no built-in or cotwire function uses.');
       }
       return ALLOW;
@@ -589,15 +699,28 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
     case 'SELECT':
     case 'RELATION':
       return readsFileLiteral(tokens) ? hostRefusal('read a file', 'FROM') : ALLOW;
-    case 'EXPLAIN':
-      return executes ? classifyWrite(input, policy, 'EXPLAIN ANALYZE') : ALLOW;
+    case 'EXPLAIN': {
+      if (!executes) return ALLOW;
+      // EXPLAIN ANALYZE runs its statement: that statement is decided as if it came alone,
+      // and so must also pass the PostgreSQL reading of the whole.
+      const inner = wrappedStatement(input, explainBodyStart(tokens));
+      if (inner === null) return uncertainWrapper('EXPLAIN ANALYZE');
+      const alone = classify(inner, policy);
+      return alone.allow ? combine(alone, classifyWrite(input, policy, 'EXPLAIN ANALYZE')) : alone;
+    }
+    case 'PREPARE': {
+      // EXECUTE runs what PREPARE holds: it is decided now, as if it came alone.
+      const inner = wrappedStatement(input, prepareBodyStart(tokens));
+      if (inner === null) return uncertainWrapper('PREPARE');
+      const alone = classify(inner, policy);
+      return alone.allow ? combine(alone, classifyWrite(input, policy, kind)) : alone;
+    }
     case 'INSERT':
     case 'UPDATE':
     case 'DELETE':
     case 'MERGE_INTO':
     case 'ALTER':
     case 'DROP':
-    case 'PREPARE':
       return classifyWrite(input, policy, kind);
     case 'CREATE':
     case 'CREATE_FUNC':

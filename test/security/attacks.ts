@@ -222,6 +222,13 @@ export const ATTACKS: readonly Attack[] = [
   t('literal', "CREATE VIEW '_cot_view' AS SELECT 1 AS id"),
   t('literal', "CREATE MACRO 'lower'(x) AS x"),
   t('literal', "CREATE MACRO 'sha256'(x) AS 'forged'"),
+  // What EXPLAIN ANALYZE and PREPARE run is decided as if it came alone
+  t('explain', "EXPLAIN (ANALYZE) CREATE MACRO 'lower'(x) AS x"),
+  t('explain', 'EXPLAIN (ANALYSE) DROP SCHEMA audit CASCADE'),
+  t('explain', 'EXPLAIN ANALYZE CREATE OR REPLACE MACRO sha256(x) AS x'),
+  // cot_ names belong to cotwire's SQL functions
+  t('macro', 'CREATE MACRO cot_verify(x) AS x'),
+  t('macro', 'CREATE OR REPLACE TEMP MACRO cot_replay(s) AS TABLE SELECT 1 AS forged'),
   // A -- comment ends at a bare carriage return, for DuckDB as for PostgreSQL
   t('comment', "UPDATE --\r_cot_steps\n SET content = 'forged'"),
   t('comment', "CREATE MACRO --\rlower\n(x) AS x"),
