@@ -98,6 +98,15 @@ describe('appending reasoning steps', () => {
     expect(await sqlstate(client.query('INSERT INTO _cot_kinds (session_id, i) VALUES ($1, $2)', ['bad', '1.5x']))).toBe('22P02');
   });
 
+  it('returns RETURNING rows from a ledger with a key, which commits to DuckDB directly', async () => {
+    await client.query('CREATE TABLE _cot_keyed (id INTEGER PRIMARY KEY, session_id VARCHAR, note VARCHAR)');
+    // Before the fix the applier never learned of a direct commit, and RETURNING waited forever.
+    const r = await client.query("INSERT INTO _cot_keyed VALUES (1, 'k', 'first'), (2, 'k', 'second') RETURNING id, step_index");
+    expect(r.rows).toEqual([{ id: 1, step_index: 0 }, { id: 2, step_index: 1 }]);
+    const again = await client.query("INSERT INTO _cot_keyed VALUES (3, 'k', 'third') RETURNING step_index");
+    expect(again.rows).toEqual([{ step_index: 2 }]);
+  });
+
   it('appends with INSERT ... SELECT, including from another ledger', async () => {
     const r = await client.query(
       "INSERT INTO _cot_steps (session_id, step_type, content) SELECT 'copy', step_type, content FROM _cot_steps WHERE session_id = 'a1' ORDER BY step_index",
