@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { lexStatement, splitStatements, tokenize } from '../../../src/sql/lexer.js';
 import { DUCKDB_UNICODE_SPACES, stripUnicodeSpaces, stripUnicodeSpacesOnce } from '../../../src/sql/unicode-spaces.js';
+import { rng, separatorLike } from '../../security/differential/grammar.js';
 
 /**
  * The lexer's token boundaries must be DuckDB's: these tests ask DuckDB
@@ -31,22 +32,11 @@ async function run(sql: string): Promise<Outcome> {
   }
 }
 
-/** Every character of the categories a separator could hide in, plus U+FEFF and U+0085 (NUL cannot reach a statement). */
-function sweepCharacters(): number[] {
-  const out: number[] = [];
-  const classes = /[\p{Zs}\p{Zl}\p{Zp}\p{Cc}\p{Cf}\u{FEFF}\u{85}]/u;
-  for (let c = 1; c <= 0x10ffff; c++) {
-    if (c >= 0xd800 && c <= 0xdfff) continue;
-    if (classes.test(String.fromCodePoint(c))) out.push(c);
-  }
-  return out;
-}
-
 const hex = (c: number): string => `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
 const words = (sql: string): string[] => lexStatement(sql).tokens.map((t) => t.text);
 
 describe('character classes, as DuckDB reads them', () => {
-  const chars = sweepCharacters();
+  const chars = separatorLike();
 
   it('sweeps every character of Zs, Zl, Zp, Cc and Cf', () => {
     // Zs 17, Zl 1, Zp 1, Cc 64 without NUL, Cf 170 (Unicode 15.1; U+0085 and U+FEFF are among them).
@@ -161,18 +151,6 @@ describe('comments, strings and their ends, as DuckDB reads them', () => {
 });
 
 describe("DuckDB's Unicode space replacement, reproduced", () => {
-  /** A small deterministic generator (mulberry32), so that a failure can be replayed. */
-  function rng(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-
   const SPACES = [...DUCKDB_UNICODE_SPACES, 0x1680, 0x2028, 0x85, 0x180e].map((c) => String.fromCodePoint(c));
   // Pieces that move DuckDB's pass between its states, or confuse it: quotes it tracks and escapes it does not.
   const PIECES = ["'a'", "'it''s'", "E'\\''", "E'x\\'y'", '"q"', '"a""b"', '$$d$$', '$t$ x $t$', '$a$a$', '/* it\'s */', '-- c\n', '-- c\r', '1', 'x', '+', ',', '$1'];
