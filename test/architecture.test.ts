@@ -68,6 +68,20 @@ describe('architecture', () => {
     }
   });
 
+  it('decides access and records refusals in one handler module: only handler/access.ts imports the guard and the security event log', () => {
+    const importers: string[] = [];
+    for (const file of all) {
+      const rel = relative(SRC, file);
+      if (!rel.startsWith('handler/')) continue;
+      for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
+        const target = relative(SRC, resolve(dirname(file), spec));
+        if (target.startsWith('guard/') || target === 'ledger/security-events.js') importers.push(`${rel} imports ${target}`);
+      }
+    }
+    expect(importers.length).toBeGreaterThan(0);
+    expect(importers.filter((i) => !i.startsWith('handler/access.ts '))).toEqual([]);
+  });
+
   it('ends every relative import in .js (nodenext ESM)', () => {
     for (const file of all) {
       for (const spec of imports(file).filter((s) => s.startsWith('.'))) expect(spec, relative(SRC, file)).toMatch(/\.js$/);

@@ -16,9 +16,7 @@ import type {
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { lexStatement, splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
-import { fingerprint as fingerprintOf, GuardRefusal, type Guard, type GuardCatalog } from '../guard/guard.js';
-import { explainExecutes } from '../guard/classify.js';
-import type { SecurityEventLog } from '../ledger/security-events.js';
+import { AccessControl, operationName, rolesFor, type AccessServices } from './access.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
 import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
@@ -41,14 +39,10 @@ import {
 import type { CopyIn } from '../session/handler-port.js';
 import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
-import type { Observer } from '../observe/observer.js';
 import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
 
 /** What every connection shares: the guard, the ledgers and their writer. */
-export interface ConnectionServices {
-  readonly observer: Observer;
-  readonly guard: Guard;
-  readonly securityLog: SecurityEventLog;
+export interface ConnectionServices extends AccessServices {
   readonly ledgers: LedgerCatalog;
   readonly writer: LedgerWriter;
   /** PostgreSQL-only syntax onto the engine's (the catalog layer's rewrites). */
@@ -146,31 +140,6 @@ function planKind(plan: Plan): string {
   }
 }
 
-const EVERYONE: readonly string[] = ['reader', 'writer', 'admin'];
-const WRITERS: readonly string[] = ['writer', 'admin'];
-const ADMINS: readonly string[] = ['admin'];
-
-/** Which roles may run a statement of this kind: reads for everyone, everything else for admins. */
-function rolesFor(kind: StatementKind, tokens: readonly Token[]): readonly string[] {
-  const first = tokens[0]?.text.toUpperCase();
-  switch (kind) {
-    case 'SELECT':
-    case 'RELATION':
-    case 'PRAGMA':
-    case 'CALL':
-      // PRAGMA and CALL reach this point only when the guard found them read-only.
-      return first === 'CHECKPOINT' || first === 'FORCE' ? ADMINS : EVERYONE;
-    case 'EXPLAIN':
-      return explainExecutes(tokens) ? ADMINS : EVERYONE;
-    case 'VARIABLE_SET':
-      return first === 'SET' || first === 'RESET' ? EVERYONE : ADMINS;
-    case 'DROP':
-      return first === 'DEALLOCATE' ? EVERYONE : ADMINS;
-    default:
-      return ADMINS;
-  }
-}
-
 /** The operation a read-only transaction refuses this plan for, or null when the plan only reads. */
 function writeOperation(plan: Plan): string | null {
   switch (plan.kind) {
@@ -183,11 +152,6 @@ function writeOperation(plan: Plan): string | null {
     default:
       return null;
   }
-}
-
-/** The operation, as a refusal names it: "UPDATE", "CREATE TABLE" ... */
-function operationName(kind: StatementKind, tokens: readonly Token[]): string {
-  return commandTag(kind, tokens, 0).replace(/( \d+)+$/, '');
 }
 
 /** COPY data held for one statement at most, and rows per statement written from it. */
@@ -214,20 +178,6 @@ function wireParams(portal: ConnectionPortal): WireParam[] {
     format: paramFormats.length === 0 ? 0 : (paramFormats[paramFormats.length === 1 ? 0 : i] as number),
     typeOid: statement.paramTypes[i] ?? 0,
   }));
-}
-
-/** The guard's catalog questions, asked of the client's own engine connection (its view of the catalog). */
-function engineCatalog(engine: EngineConnection): GuardCatalog {
-  const column = (rows: unknown[][]): string[] => rows.map((r) => String(r[0]));
-  return {
-    tablesInSchema: async (schema) =>
-      column(await engine.query('SELECT table_name FROM system.main.duckdb_tables() WHERE lower(schema_name) = lower($1)', [schema])),
-    tableOfIndex: async (index) =>
-      column(await engine.query('SELECT table_name FROM system.main.duckdb_indexes() WHERE lower(index_name) = lower($1)', [index]))[0] ?? null,
-    schemasWithTable: async (name) =>
-      column(await engine.query('SELECT schema_name FROM system.main.duckdb_tables() WHERE lower(table_name) = lower($1)', [name])),
-    currentSchema: async () => column(await engine.query('SELECT system.main.current_schema()'))[0] ?? 'main',
-  };
 }
 
 /** PostgreSQL's names for computed columns, when DuckDB's differ. */
@@ -260,9 +210,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private cancelReason: 'user' | 'timeout' | null = null;
   readonly settings: SessionSettings;
 
-  private readonly catalog: GuardCatalog;
-  private readonly guard: Guard;
-  private readonly securityLog: SecurityEventLog;
+  /** Every access decision, and the record of every refusal. */
+  private readonly access: AccessControl;
   /** Ledger appends of the open transaction block: they reach the writer at COMMIT. */
   private pendingAppends: AppendJob[] = [];
   /**
@@ -280,9 +229,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     private readonly services: ConnectionServices,
   ) {
     this.settings = new SessionSettings(new Map());
-    this.catalog = engineCatalog(engine);
-    this.guard = services.guard;
-    this.securityLog = services.securityLog;
+    this.access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
   }
 
   static async open(
@@ -424,30 +371,17 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (ledgerInsert !== null) return ledgerInsert;
     let engineStatement: EngineStatement;
     try {
-      this.guard.precheck(statement.text, statement.tokens);
+      this.access.beforePrepare(statement.text, statement.tokens);
       engineStatement = await this.engine.prepare(statement.text, paramTypes);
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
-      const refusal = err instanceof GuardRefusal ? err : this.guard.refusalWithoutEngine(statement.text, statement.tokens, err instanceof PgError ? err.code : undefined);
-      if (refusal !== null) {
-        this.recordRefusal(refusal, statement.text);
-        throw refusal;
-      }
-      throw this.positioned(err, statement.offset, statement.clientPosition);
+      throw this.access.unprepared(err, statement.text, statement.tokens) ?? this.positioned(err, statement.offset, statement.clientPosition);
     }
     // The statement that the guard classifies is the one that runs: it is
     // already prepared, and only this object is ever executed.
     try {
-      const allowed = await this.guard.check({ text: statement.text, tokens: statement.tokens, kind: engineStatement.kind }, this.catalog);
-      if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, statement.text, statement.tokens);
-    } catch (err) {
-      engineStatement.close();
-      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
-      throw err;
-    }
-    try {
-      this.authorize(operationName(engineStatement.kind, statement.tokens), rolesFor(engineStatement.kind, statement.tokens), statement.text);
+      await this.access.engineStatement(statement.text, statement.tokens, engineStatement.kind);
     } catch (err) {
       engineStatement.close();
       throw err;
@@ -486,12 +420,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * sees the rewritten text, so what is checked is what runs.
    */
   private async forEngine(statement: StatementText): Promise<EngineText> {
-    try {
-      this.guard.refuseReservedNames(statement.text, statement.tokens);
-    } catch (err) {
-      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
-      throw err;
-    }
+    this.access.reservedNames(statement.text, statement.tokens);
     const rewriter = this.services.rewriter;
     const target = rewriter.insertTarget(statement.text, statement.tokens);
     const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
@@ -596,14 +525,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (parts === null) return null;
     const table = await this.services.ledgers.find(parts.target);
     if (table === null) return null;
-    try {
-      this.guard.precheck(statement.text, statement.tokens);
-      await this.guard.check({ text: statement.text, tokens: statement.tokens, kind: 'INSERT' }, this.catalog);
-    } catch (err) {
-      if (err instanceof GuardRefusal) this.recordRefusal(err, statement.text);
-      throw err;
-    }
-    this.authorize(`INSERT INTO ${table.name}`, WRITERS, statement.text);
+    await this.access.ledgerAppend(statement.text, statement.tokens, table.name);
     const key = `${paramTypes.join(',')}\u0000${statement.text}`;
     let insert = this.insertPlans.get(key);
     if (insert === undefined || insert.table !== table) {
@@ -651,7 +573,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       if (tokens[i + 1]?.text !== '.') break;
       i += 2;
     }
-    return this.guard.names.isProtected(parts[parts.length - 1]) ? parts : null;
+    return this.access.isLedgerName(parts[parts.length - 1]) ? parts : null;
   }
 
   /**
@@ -830,67 +752,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   /**
-   * Least privilege by role: readers read, writers also append to ledgers,
-   * admins run everything the guard allows.
-   */
-  private authorize(operation: string, allowed: readonly string[], statement: string): void {
-    const { role, user } = this.info;
-    if (allowed.includes(role)) return;
-    const err = new GuardRefusal(
-      {
-        reason: 'role',
-        operation,
-        target: '',
-        message: `permission denied: role "${role}" of user "${user}" may not ${operation}`,
-        hint:
-          role === 'reader'
-            ? 'A reader may only read: SELECT, SHOW and the like.'
-            : 'A writer may read, and append to ledger tables with INSERT or COPY FROM STDIN.',
-      },
-      fingerprintOf(statement),
-    );
-    this.recordRefusal(err, statement);
-    throw err;
-  }
-
-  /**
-   * A writer's identity is stamped on its appends: an omitted agent_id or
-   * org_id takes the authenticated value, and a different one is refused,
-   * so that no agent writes steps in another's name.
-   */
-  private stampIdentity(plan: LedgerInsertPlan, rows: (string | null)[][]): void {
-    for (const [column, value] of Object.entries(this.info.identity)) {
-      // DuckDB matches column names without regard to case, and so must the stamp.
-      const at = plan.clientColumns.findIndex((c) => c.toLowerCase() === column.toLowerCase());
-      if (at < 0) continue;
-      for (const row of rows) {
-        const given = row[at] ?? null;
-        if (given === null) row[at] = value;
-        else if (given !== value) {
-          throw new PgError(SqlState.InsufficientPrivilege, `user "${this.info.user}" may append only as ${column} "${value}", not "${given}"`, {
-            hint: `Leave ${column} out: the server fills it in from the authenticated identity.`,
-          });
-        }
-      }
-    }
-  }
-
-  private recordRefusal(err: GuardRefusal, statement: string): void {
-    this.services.observer.refusal(err.refusal.operation, err.refusal.reason);
-    this.securityLog.record({
-      user: this.info.user,
-      remoteAddress: this.info.remoteAddress,
-      applicationName: this.settings.get('application_name') ?? '',
-      operation: err.refusal.operation,
-      target: err.refusal.target,
-      sqlstate: err.code,
-      reason: err.refusal.reason,
-      fingerprint: err.fingerprint,
-      statement,
-    });
-  }
-
-  /**
    * INSERT into a ledger: evaluate the client's rows here, check them, and
    * hand them to the writer, now (autocommit: answered after the commit) or
    * at COMMIT (inside a transaction block).
@@ -905,7 +766,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       await this.appendsVisible();
       rows = await evaluateRows(plan, params);
     }
-    this.stampIdentity(plan, rows);
+    this.access.stampIdentity(plan.clientColumns, rows, `INSERT INTO ${plan.table.name}`);
     validateSteps(plan.table, plan.clientColumns, rows, this.services.maxContentBytes);
     await this.checkParents(plan, rows);
     const job: AppendJob = { table: plan.table, rows };
@@ -947,15 +808,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       throw new PgError(SqlState.FeatureNotSupported, 'COPY FROM STDIN in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
     }
     const ledger = await this.services.ledgers.find(command.target);
-    this.authorize(`COPY into ${command.targetText}`, ledger !== null ? WRITERS : ADMINS, `COPY ${command.targetText} FROM STDIN`);
-    if (ledger !== null && this.guard.names.isServerOnly(ledger.name)) {
-      const refusal = new GuardRefusal(
-        { reason: 'ledger', operation: 'COPY into', target: ledger.name, message: `cannot COPY into ledger table "${ledger.name}": only the server appends to it`, hint: 'Clients may read it.' },
-        fingerprintOf(`COPY ${command.targetText} FROM STDIN`),
-      );
-      this.recordRefusal(refusal, `COPY ${command.targetText} FROM STDIN`);
-      throw refusal;
-    }
+    this.access.copyInto(command.targetText, ledger?.name ?? null);
     let columns: readonly string[];
     if (ledger !== null) {
       columns = command.columns ?? ledger.columns.filter((c) => !ledger.serverColumns.has(c.name)).map((c) => c.name);
@@ -990,13 +843,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           }
         });
         this.writes++;
-        try {
-          const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
-          return `COPY ${n}`;
-        } catch (err) {
-          if (err instanceof GuardRefusal) this.recordRefusal(err, `COPY ${command.targetText} FROM STDIN`);
-          throw err;
-        }
+        const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
+        return `COPY ${n}`;
       },
       abort: async () => {
         chunks.length = 0;
@@ -1022,7 +870,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       try {
         const params: WireParam[] = chunk.flat().map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text }));
         const evaluated = await evaluateRows(plan, params);
-        this.stampIdentity(plan, evaluated);
+        this.access.stampIdentity(plan.clientColumns, evaluated, `COPY ${command.targetText} FROM STDIN`);
         validateSteps(plan.table, plan.clientColumns, evaluated, this.services.maxContentBytes);
         await this.checkParents(plan, evaluated);
         texts.push(...evaluated);
@@ -1046,9 +894,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         const sql = `INSERT INTO ${command.targetText} (${columns.map(quoteIdent).join(', ')}) VALUES ${chunk
           .map(() => `(${columns.map(() => `$${++p}`).join(', ')})`)
           .join(', ')}`;
-        const tokens = tokenize(sql);
-        const allowed = await this.guard.check({ text: sql, tokens, kind: 'INSERT' }, this.catalog);
-        if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, sql, tokens);
+        await this.access.copyRows(sql, tokenize(sql), command.targetText);
         await this.engine.query(sql, chunk.flat());
       }
       if (own) await this.engine.run('COMMIT');
@@ -1260,11 +1106,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           if (this.status !== 'I' && !this.implicitTransaction) await this.setTransactionReadOnly(readOnly, sink);
           return 'SET';
         }
-        const refusal = isKnownSetting(cmd.name) ? null : this.guard.refuseEngineSetting(cmd.name, `SET ${cmd.name}`);
-        if (refusal !== null) {
-          this.recordRefusal(refusal, `SET ${cmd.name} = ${cmd.value ?? 'DEFAULT'}`);
-          throw refusal;
-        }
+        if (!isKnownSetting(cmd.name)) this.access.engineSetting(cmd.name, cmd.value);
         await this.setParameter(cmd.name, cmd.value, cmd.local);
         return 'SET';
       }

@@ -102,6 +102,11 @@ describe('agent identity', () => {
     expect(err.code).toBe('42501');
     expect(err.message).toBe('user "agent" may append only as agent_id "agent-7", not "other-agent"');
     expect(await sqlstate(writer.query("INSERT INTO _cot_agent_log VALUES (NULL, 'other-org', 'n')"))).toBe('42501');
+    // Refused like any other statement: recorded with the user and the column.
+    await server.running.securityLog.flushed();
+    expect((await admin.query('SELECT user_name, operation, target, reason FROM _cot_security_events ORDER BY ledger_seq DESC LIMIT 1')).rows).toEqual([
+      { user_name: 'agent', operation: 'INSERT', target: 'org_id', reason: 'role' },
+    ]);
     await writer.query("INSERT INTO _cot_agent_log (note) VALUES ('mine')");
     expect((await admin.query('SELECT "AGENT_ID" AS a, "Org_Id" AS o, note FROM _cot_agent_log')).rows).toEqual([{ a: 'agent-7', o: 'acme', note: 'mine' }]);
   });
