@@ -1,5 +1,5 @@
 import { COMPAT_CATALOG, connectionSetup, type CompatRewriter, type TargetColumns } from '../catalog/compat.js';
-import type { EngineConnection, EngineCursor, EngineStatement, StatementKind } from '../engine/port.js';
+import type { EngineConnection, EngineStatement, StatementKind } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { TransactionStatus } from '../protocol/codes.js';
@@ -16,7 +16,7 @@ import type {
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { lexStatement, splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
-import { AccessControl, operationName, rolesFor, type AccessServices } from './access.js';
+import { AccessControl, type AccessServices } from './access.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
 import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
@@ -40,6 +40,7 @@ import type { CopyIn } from '../session/handler-port.js';
 import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
 import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
+import { ConnectionPortal, planKind, SAME_POSITION, Statement, writeOperation, type EngineText, type Plan, type PositionMap } from './plan.js';
 
 /** What every connection shares: the guard, the ledgers and their writer. */
 export interface ConnectionServices extends AccessServices {
@@ -58,100 +59,10 @@ import { isKnownSetting, SessionSettings } from './settings.js';
 /** Rewritten statements that read the connection's settings through the catalog. */
 const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
 
-/** A position in the text the engine ran, as a position in the statement the client sent (see catalog/rewrite.ts). */
-type PositionMap = (position: number) => number;
-const SAME_POSITION: PositionMap = (p) => p;
-
-/** A statement as the engine sees it, after the catalog's rewrites. */
-interface EngineText extends StatementText {
-  readonly clientPosition?: PositionMap;
-}
-
-type Plan =
-  | {
-      readonly kind: 'engine';
-      readonly statement: EngineStatement;
-      readonly tokens: readonly Token[];
-      readonly offset: number;
-      readonly clientPosition: PositionMap;
-      /** Set for CREATE TABLE of a ledger name: the chain columns to add after it. */
-      readonly createsLedger: readonly string[] | null;
-    }
-  | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
-  /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */
-  | { readonly kind: 'copy-out'; readonly copy: CopyToStdout; readonly query: Statement }
-  | {
-      /** An INSERT into a ledger: the writer appends; the client's statement itself never runs. */
-      readonly kind: 'ledger-insert';
-      readonly insert: LedgerInsertPlan;
-      readonly tokens: readonly Token[];
-      readonly offset: number;
-      readonly clientPosition: PositionMap;
-    }
-  | { readonly kind: 'command'; readonly command: SessionCommand }
-  | { readonly kind: 'empty' };
-
-class Statement implements PreparedStatement {
-  portals = 0;
-  closed = false;
-  /** The portal whose parameters are currently bound to the engine statement. */
-  boundBy: ConnectionPortal | null = null;
-
-  constructor(
-    readonly plan: Plan,
-    readonly paramTypes: readonly number[],
-    readonly fields: readonly FieldDescription[] | null,
-  ) {}
-}
-
-class ConnectionPortal implements Portal {
-  cursor: EngineCursor | null = null;
-  done = false;
-
-  constructor(
-    readonly statement: Statement,
-    readonly fields: readonly FieldDescription[] | null,
-    readonly params: readonly (Buffer | null)[],
-    readonly paramFormats: readonly number[],
-    readonly formats: readonly (0 | 1)[],
-  ) {}
-}
-
 interface Savepoint {
   readonly name: string;
   /** How many writing statements the transaction had run when the savepoint was set. */
   readonly writes: number;
-}
-
-/** The statement kind, as metrics label it. */
-function planKind(plan: Plan): string {
-  switch (plan.kind) {
-    case 'engine':
-      return plan.statement.kind;
-    case 'command':
-      return plan.command.kind.toUpperCase();
-    case 'copy-in':
-    case 'copy-out':
-      return 'COPY';
-    case 'ledger-insert':
-      return 'INSERT';
-    case 'empty':
-      return 'EMPTY';
-  }
-}
-
-/** The operation a read-only transaction refuses this plan for, or null when the plan only reads. */
-function writeOperation(plan: Plan): string | null {
-  switch (plan.kind) {
-    case 'engine':
-      return rolesFor(plan.statement.kind, plan.tokens).includes('reader') ? null : operationName(plan.statement.kind, plan.tokens);
-    case 'ledger-insert':
-      return 'INSERT';
-    case 'copy-in':
-      return 'COPY FROM';
-    default:
-      return null;
-  }
 }
 
 /** COPY data held for one statement at most, and rows per statement written from it. */

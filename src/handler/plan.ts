@@ -1,0 +1,105 @@
+import type { EngineCursor, EngineStatement } from '../engine/port.js';
+import type { FieldDescription } from '../protocol/messages.js';
+import type { Portal, PreparedStatement } from '../session/handler-port.js';
+import type { CopyFromStdin, CopyToStdout } from '../sql/copy.js';
+import type { StatementText, Token } from '../sql/lexer.js';
+import { operationName, rolesFor } from './access.js';
+import type { SessionCommand } from './commands.js';
+import type { LedgerInsertPlan } from './ledger-insert.js';
+
+/**
+ * What a statement becomes once it is planned: which path runs it (a
+ * session command, the engine, the ledger writer, COPY) and what that path
+ * needs. The connection dispatches on the plan's kind.
+ */
+
+/** A position in the text the engine ran, as a position in the statement the client sent (see catalog/rewrite.ts). */
+export type PositionMap = (position: number) => number;
+export const SAME_POSITION: PositionMap = (p) => p;
+
+/** A statement as the engine sees it, after the catalog's rewrites. */
+export interface EngineText extends StatementText {
+  readonly clientPosition?: PositionMap;
+}
+
+export type Plan =
+  | {
+      readonly kind: 'engine';
+      readonly statement: EngineStatement;
+      readonly tokens: readonly Token[];
+      readonly offset: number;
+      readonly clientPosition: PositionMap;
+      /** Set for CREATE TABLE of a ledger name: the chain columns to add after it. */
+      readonly createsLedger: readonly string[] | null;
+    }
+  | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
+  /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */
+  | { readonly kind: 'copy-out'; readonly copy: CopyToStdout; readonly query: Statement }
+  | {
+      /** An INSERT into a ledger: the writer appends; the client's statement itself never runs. */
+      readonly kind: 'ledger-insert';
+      readonly insert: LedgerInsertPlan;
+      readonly tokens: readonly Token[];
+      readonly offset: number;
+      readonly clientPosition: PositionMap;
+    }
+  | { readonly kind: 'command'; readonly command: SessionCommand }
+  | { readonly kind: 'empty' };
+
+export class Statement implements PreparedStatement {
+  portals = 0;
+  closed = false;
+  /** The portal whose parameters are currently bound to the engine statement. */
+  boundBy: ConnectionPortal | null = null;
+
+  constructor(
+    readonly plan: Plan,
+    readonly paramTypes: readonly number[],
+    readonly fields: readonly FieldDescription[] | null,
+  ) {}
+}
+
+export class ConnectionPortal implements Portal {
+  cursor: EngineCursor | null = null;
+  done = false;
+
+  constructor(
+    readonly statement: Statement,
+    readonly fields: readonly FieldDescription[] | null,
+    readonly params: readonly (Buffer | null)[],
+    readonly paramFormats: readonly number[],
+    readonly formats: readonly (0 | 1)[],
+  ) {}
+}
+
+/** The statement kind, as metrics label it. */
+export function planKind(plan: Plan): string {
+  switch (plan.kind) {
+    case 'engine':
+      return plan.statement.kind;
+    case 'command':
+      return plan.command.kind.toUpperCase();
+    case 'copy-in':
+    case 'copy-out':
+      return 'COPY';
+    case 'ledger-insert':
+      return 'INSERT';
+    case 'empty':
+      return 'EMPTY';
+  }
+}
+
+/** The operation a read-only transaction refuses this plan for, or null when the plan only reads. */
+export function writeOperation(plan: Plan): string | null {
+  switch (plan.kind) {
+    case 'engine':
+      return rolesFor(plan.statement.kind, plan.tokens).includes('reader') ? null : operationName(plan.statement.kind, plan.tokens);
+    case 'ledger-insert':
+      return 'INSERT';
+    case 'copy-in':
+      return 'COPY FROM';
+    default:
+      return null;
+  }
+}
+
