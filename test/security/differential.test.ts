@@ -114,6 +114,11 @@ describe('the differential fuzz', () => {
     let effective = 0;
     const timing = { bare: 0, cotwire: 0 };
     let window: string[] = [];
+    const report = (done: number): void => {
+      if (REPORT === undefined) return;
+      const summary = { seed: SEED, statements: statements.length, done, sweep: statements.length - COUNT, effectiveOnBareDuckDB: effective, milliseconds: timing, outcomes: Object.fromEntries(outcomes), holes, breaks };
+      writeFileSync(REPORT, `${JSON.stringify(summary, null, 2)}\n`);
+    };
     for (let i = 0; i < statements.length; i++) {
       const sql = statements[i] as string;
       const t0 = performance.now();
@@ -135,14 +140,11 @@ describe('the differential fuzz', () => {
           baseline = state;
         }
         window = [];
+        // Written as it goes: a long run that is stopped still leaves what it found.
+        report(i + 1);
       }
     }
-    if (REPORT !== undefined) {
-      writeFileSync(
-        REPORT,
-        `${JSON.stringify({ seed: SEED, statements: statements.length, sweep: statements.length - COUNT, effectiveOnBareDuckDB: effective, milliseconds: timing, outcomes: Object.fromEntries(outcomes), holes, breaks }, null, 2)}\n`,
-      );
-    }
+    report(statements.length);
     expect(holes).toEqual([]);
     expect(breaks).toEqual([]);
     // The generator must really attack: a fuzz whose statements change nothing proves nothing.
