@@ -327,24 +327,26 @@ export function explainExecutes(tokens: readonly Token[]): boolean {
   }
 }
 
-/** Where the statement an EXPLAIN explains starts: after ANALYZE, ANALYSE, VERBOSE and an option list. */
+/**
+ * Where the statement an EXPLAIN explains starts, by DuckDB's grammar:
+ * `EXPLAIN (options) stmt`, `EXPLAIN ANALYZE|ANALYSE [VERBOSE] stmt` or
+ * `EXPLAIN VERBOSE stmt`; -1 when an option list does not close.
+ */
 function explainBodyStart(tokens: readonly Token[]): number {
-  let i = 1;
-  for (;;) {
-    const t = tokens[i];
-    if (t !== undefined && t.kind === 'word' && (ANALYZE_SPELLINGS.has(t.text.toLowerCase()) || upper(t) === 'VERBOSE')) {
-      i++;
-      continue;
-    }
-    if (t?.text !== '(') return i;
+  if (tokens[1]?.text === '(') {
     let depth = 0;
-    for (; i < tokens.length; i++) {
-      const u = tokens[i] as Token;
-      if (u.text === '(') depth++;
-      else if (u.text === ')' && --depth === 0) break;
+    for (let i = 1; i < tokens.length; i++) {
+      const t = tokens[i] as Token;
+      if (t.text === '(') depth++;
+      else if (t.text === ')' && --depth === 0) return i + 1;
     }
-    i++;
+    return -1;
   }
+  let i = 1;
+  const word = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toLowerCase() : '');
+  if (ANALYZE_SPELLINGS.has(word(tokens[i]))) i++;
+  if (word(tokens[i]) === 'verbose') i++;
+  return i;
 }
 
 /** Where the statement a PREPARE holds starts: after `PREPARE name [(types)] AS`, or -1. */
