@@ -905,7 +905,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   /**
    * A read-only transaction is one in DuckDB too, and so is every
-   * transaction of a reader: DuckDB then refuses any write itself (a
+   * transaction of a reader: DuckDB then refuses any write to the database itself (a
    * sequence's nextval included), whatever a statement looks like.
    */
   private engineBegin(readOnly: boolean): string {
