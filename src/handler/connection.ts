@@ -55,15 +55,11 @@ export interface ConnectionServices extends AccessServices {
 import { commandTag } from './command-tag.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
 import { isKnownSetting, SessionSettings } from './settings.js';
+import { TransactionState } from './transaction.js';
 
 /** Rewritten statements that read the connection's settings through the catalog. */
 const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
 
-interface Savepoint {
-  readonly name: string;
-  /** How many writing statements the transaction had run when the savepoint was set. */
-  readonly writes: number;
-}
 
 /** COPY data held for one statement at most, and rows per statement written from it. */
 const COPY_LIMIT = 256 * 1024 * 1024;
@@ -96,9 +92,6 @@ function pgNames(sql: string, engineNames: readonly string[]): readonly (string 
   return hasComputedNames(engineNames) ? postgresColumnNames(sql, engineNames.length) : null;
 }
 
-function notice(code: string, message: string): PgError {
-  return new PgError(code, message, {}, 'WARNING');
-}
 
 /**
  * One client connection's "do" side: it answers session commands itself,
@@ -106,14 +99,7 @@ function notice(code: string, message: string): PgError {
  * transaction states (including the failed state, which DuckDB lacks).
  */
 export class ConnectionHandlerImpl implements ConnectionHandler {
-  private status: TransactionStatus = 'I';
-  private implicitTransaction = false;
-  /** The explicit transaction block's access mode (BEGIN READ ONLY, SET TRANSACTION ...). */
-  private blockReadOnly = false;
-  /** Whether the block has run a query yet: only then may it not turn read-write. */
-  private blockQueried = false;
-  private savepoints: Savepoint[] = [];
-  private writes = 0;
+  private readonly tx: TransactionState;
   private running = false;
   /** Settles when the running statement ends, so close() never frees the engine connection under it. */
   private runningDone: Promise<void> = Promise.resolve();
@@ -123,8 +109,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   /** Every access decision, and the record of every refusal. */
   private readonly access: AccessControl;
-  /** Ledger appends of the open transaction block: they reach the writer at COMMIT. */
-  private pendingAppends: AppendJob[] = [];
   /**
    * Ledger INSERT plans by statement text: drivers that send the same INSERT
    * as a new unnamed statement each time would otherwise pay for preparing
@@ -141,6 +125,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   ) {
     this.settings = new SessionSettings(new Map());
     this.access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
+    this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', () => this.transactionEnded());
   }
 
   static async open(
@@ -173,7 +158,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   transactionStatus(): TransactionStatus {
-    return this.status;
+    return this.tx.status;
   }
 
   takeParameterChanges(): ReadonlyArray<readonly [string, string]> {
@@ -185,7 +170,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   async beginQueryString(statements: readonly StatementSource[]): Promise<void> {
-    if (this.status !== 'I' || statements.length < 2) return;
+    if (this.tx.status !== 'I' || statements.length < 2) return;
     // PostgreSQL runs a multi-statement string as one transaction unless it
     // controls transactions itself.
     const controls = statements.some((s) => {
@@ -195,24 +180,11 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (controls) return;
     // The transaction's snapshot must include every acknowledged append.
     await this.appendsVisible();
-    await this.engine.run(this.engineBegin(this.readOnly()));
-    this.implicitTransaction = true;
+    await this.tx.beginImplicit();
   }
 
   async endQueryString(succeeded: boolean): Promise<void> {
-    if (!this.implicitTransaction) return;
-    this.implicitTransaction = false;
-    try {
-      if (!succeeded) {
-        this.pendingAppends = [];
-        await this.engine.run('ROLLBACK');
-        return;
-      }
-      await this.flushAppends();
-      await this.engine.run('COMMIT');
-    } finally {
-      this.transactionEnded();
-    }
+    await this.tx.endImplicit(succeeded);
   }
 
   /** The SQL verification and reading macros, for the ledgers that exist now. */
@@ -225,24 +197,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     if (steps !== undefined) statements.push(...stepsReadMacros(steps), ...ANALYTICS_MACROS);
     if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) statements.push(...PROOF_MACROS);
     if (statements.length > 0) await this.engine.run(statements.join(';\n'));
-  }
-
-  /**
-   * Sends the transaction's ledger appends to the writer, as one unit. If
-   * that fails, the whole transaction is rolled back: nothing of it commits.
-   */
-  private async flushAppends(): Promise<void> {
-    const jobs = this.pendingAppends;
-    this.pendingAppends = [];
-    if (jobs.length === 0) return;
-    try {
-      await this.services.writer.append(jobs);
-    } catch (err) {
-      await this.engine.run('ROLLBACK').catch(() => undefined);
-      this.status = 'I';
-      this.implicitTransaction = false;
-      throw err;
-    }
   }
 
   async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
@@ -269,7 +223,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
             : null;
       return new Statement({ kind: 'command', command }, [], fields);
     }
-    this.checkNotFailed();
+    this.tx.checkNotFailed();
     const clientText = statement.text;
     statement = await this.forEngine(statement);
     if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
@@ -545,12 +499,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   private async executePlan(portal: ConnectionPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const { plan } = portal.statement;
     if (plan.kind !== 'command' && plan.kind !== 'empty') {
-      const writes = this.readOnly() ? writeOperation(plan) : null;
+      const writes = this.tx.readOnly() ? writeOperation(plan) : null;
       if (writes !== null) {
-        this.checkNotFailed();
+        this.tx.checkNotFailed();
         throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${writes} in a read-only transaction`);
       }
-      if (this.status === 'T' && !this.implicitTransaction) this.blockQueried = true;
+      this.tx.queried();
     }
     switch (plan.kind) {
       case 'empty':
@@ -565,13 +519,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       case 'engine':
         return this.executeEngine(portal, plan, maxRows, sink);
       case 'copy-in':
-        this.checkNotFailed();
+        this.tx.checkNotFailed();
         return { done: 'copy-in', copy: await this.copyIn(plan.copy) };
       case 'copy-out':
-        this.checkNotFailed();
+        this.tx.checkNotFailed();
         return { done: true, tag: await this.copyOut(plan, sink) };
       case 'ledger-insert':
-        this.checkNotFailed();
+        this.tx.checkNotFailed();
         try {
           return await this.executeLedgerInsert(portal, plan.insert, sink);
         } catch (err) {
@@ -587,7 +541,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     sink: ResultSink,
   ): Promise<ExecuteOutcome> {
     if (portal.done) return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
-    this.checkNotFailed();
+    this.tx.checkNotFailed();
     const timeoutMs = this.settings.statementTimeoutMs;
     const timer =
       timeoutMs > 0
@@ -607,7 +561,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       }
       if (portal.cursor === null) {
         if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
-        if (!READ_KINDS.has(plan.statement.kind)) this.writes++;
+        if (!READ_KINDS.has(plan.statement.kind)) this.tx.wrote();
         portal.cursor = await plan.statement.execute();
       }
       const cursor = portal.cursor;
@@ -669,7 +623,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    */
   private async executeLedgerInsert(portal: ConnectionPortal, plan: LedgerInsertPlan, sink: ResultSink): Promise<ExecuteOutcome> {
     portal.done = true;
-    this.writes++;
+    this.tx.wrote();
     const params = wireParams(portal);
     let rows = directRows(plan, params);
     if (rows === null) {
@@ -682,13 +636,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     await this.checkParents(plan, rows);
     const job: AppendJob = { table: plan.table, rows };
     const tag = `INSERT 0 ${rows.length}`;
-    if (this.status !== 'I' || this.implicitTransaction) {
+    if (!this.tx.autocommit) {
       if (plan.returning !== null) {
         throw new PgError(SqlState.FeatureNotSupported, 'INSERT ... RETURNING into a ledger table is not supported inside a transaction block', {
           hint: 'The server computes the chain columns at COMMIT. Insert outside a transaction block to see them, or read them after COMMIT.',
         });
       }
-      this.pendingAppends.push(job);
+      await this.tx.append(job);
       return { done: true, tag };
     }
     const [result] = await this.services.writer.append([job]);
@@ -753,7 +707,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
             });
           }
         });
-        this.writes++;
+        this.tx.wrote();
         const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
         return `COPY ${n}`;
       },
@@ -790,15 +744,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       }
     }
     const job: AppendJob = { table, rows: texts };
-    if (this.status !== 'I' || this.implicitTransaction) this.pendingAppends.push(job);
-    else await this.services.writer.append([job]);
+    await this.tx.append(job);
     return texts.length;
   }
 
   private async copyIntoTable(command: CopyFromStdin, columns: readonly string[], rows: (string | null)[][]): Promise<number> {
-    const own = this.status === 'I' && !this.implicitTransaction;
-    if (own) await this.engine.run('BEGIN TRANSACTION');
-    try {
+    await this.tx.atomically(async () => {
       for (let i = 0; i < rows.length; i += COPY_CHUNK) {
         const chunk = rows.slice(i, i + COPY_CHUNK);
         let p = 0;
@@ -808,11 +759,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         await this.access.copyRows(sql, tokenize(sql), command.targetText);
         await this.engine.query(sql, chunk.flat());
       }
-      if (own) await this.engine.run('COMMIT');
-    } catch (err) {
-      if (own) await this.engine.run('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    });
     return rows.length;
   }
 
@@ -844,15 +791,15 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     plan: Extract<Plan, { kind: 'engine' }>,
     parts: readonly string[],
   ): Promise<ExecuteOutcome> {
-    const own = this.status === 'I' && !this.implicitTransaction;
-    if (own) await this.engine.run('BEGIN TRANSACTION');
+    const own = this.tx.autocommit;
     try {
-      if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
-      this.writes++;
-      const cursor = await plan.statement.execute();
-      portal.cursor = cursor;
-      await this.completeLedger(parts);
-      if (own) await this.engine.run('COMMIT');
+      const cursor = await this.tx.atomically(async () => {
+        if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
+        this.tx.wrote();
+        portal.cursor = await plan.statement.execute();
+        await this.completeLedger(parts);
+        return portal.cursor;
+      });
       // Other connections (the writer's among them) see the ledger once it commits:
       // now, or at the COMMIT of the enclosing transaction.
       if (own) this.services.ledgers.invalidate();
@@ -860,7 +807,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       portal.done = true;
       return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
     } catch (err) {
-      if (own) await this.engine.run('ROLLBACK').catch(() => undefined);
       this.services.ledgers.invalidate();
       throw err;
     }
@@ -878,51 +824,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     return position === err.position ? err : err.withPosition(position);
   }
 
-  /** Whether the current transaction refuses writes (PostgreSQL's transaction_read_only). */
-  private readOnly(): boolean {
-    if (this.status !== 'I' && !this.implicitTransaction) return this.blockReadOnly;
-    return this.settings.get('default_transaction_read_only') === 'on';
-  }
-
-  /** SET TRANSACTION READ ONLY | READ WRITE: only inside a block, and read-write only before its first query. */
-  private async setTransactionReadOnly(readOnly: boolean, sink: ResultSink): Promise<void> {
-    if (this.status === 'I' || this.implicitTransaction) {
-      sink.notice(notice(SqlState.NoActiveSqlTransaction, 'SET TRANSACTION can only be used in transaction blocks'));
-      return;
-    }
-    this.checkNotFailed();
-    if (!readOnly && this.blockReadOnly && this.blockQueried) {
-      throw new PgError(SqlState.ActiveSqlTransaction, 'transaction read-write mode must be set before any query');
-    }
-    if (readOnly !== this.blockReadOnly && !this.blockQueried && this.writes === 0) {
-      // Nothing ran in the block yet: its engine transaction starts again in the new mode.
-      this.pendingAppends = [];
-      await this.engine.run('ROLLBACK');
-      await this.engine.run(this.engineBegin(readOnly));
-    }
-    this.blockReadOnly = readOnly;
-  }
-
-  /**
-   * A read-only transaction is one in DuckDB too, and so is every
-   * transaction of a reader: DuckDB then refuses any write to the database itself (a
-   * sequence's nextval included), whatever a statement looks like.
-   */
-  private engineBegin(readOnly: boolean): string {
-    return readOnly || this.info.role === 'reader' ? 'BEGIN TRANSACTION READ ONLY' : 'BEGIN TRANSACTION';
-  }
-
-  private checkNotFailed(): void {
-    if (this.status === 'E') {
-      throw new PgError(
-        SqlState.InFailedSqlTransaction,
-        'current transaction is aborted, commands ignored until end of transaction block',
-      );
-    }
-  }
-
   failTransaction(): void {
-    if (this.status === 'T') this.status = 'E';
+    this.tx.fail();
   }
 
   closePortal(p: Portal): void {
@@ -964,57 +867,30 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   // ---- session commands -----------------------------------------------------------------------
 
   private async runCommand(cmd: SessionCommand, sink: ResultSink): Promise<string> {
-    if (this.status === 'E' && !['commit', 'rollback', 'rollback-to'].includes(cmd.kind)) this.checkNotFailed();
+    if (this.tx.status === 'E' && !['commit', 'rollback', 'rollback-to'].includes(cmd.kind)) this.tx.checkNotFailed();
     switch (cmd.kind) {
       case 'begin':
-        if (this.status !== 'I' || this.implicitTransaction) {
-          sink.notice(notice(SqlState.ActiveSqlTransaction, 'there is already a transaction in progress'));
-          return 'BEGIN';
-        }
-        this.blockReadOnly = cmd.readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
-        this.blockQueried = false;
-        await this.engine.run(this.engineBegin(this.blockReadOnly));
-        this.status = 'T';
-        this.writes = 0;
-        this.savepoints = [];
+        await this.tx.begin(cmd.readOnly ?? null, sink);
         return 'BEGIN';
       case 'commit':
-        if (this.status === 'I') {
-          sink.notice(notice(SqlState.NoActiveSqlTransaction, 'there is no transaction in progress'));
-          return 'COMMIT';
-        }
-        if (this.status === 'E') {
-          await this.endTransaction('ROLLBACK');
-          return 'ROLLBACK';
-        }
-        await this.flushAppends();
-        await this.endTransaction('COMMIT');
-        return 'COMMIT';
+        return this.tx.commit(sink);
       case 'rollback':
-        if (this.status === 'I') {
-          sink.notice(notice(SqlState.NoActiveSqlTransaction, 'there is no transaction in progress'));
-          return 'ROLLBACK';
-        }
-        await this.endTransaction('ROLLBACK');
+        await this.tx.rollback(sink);
         return 'ROLLBACK';
       case 'savepoint':
-        this.requireBlock('SAVEPOINT');
-        this.savepoints.push({ name: cmd.name, writes: this.writes });
+        this.tx.savepoint(cmd.name);
         return 'SAVEPOINT';
-      case 'release': {
-        this.requireBlock('RELEASE SAVEPOINT');
-        const at = this.findSavepoint(cmd.name);
-        this.savepoints.length = at;
+      case 'release':
+        this.tx.release(cmd.name);
         return 'RELEASE';
-      }
       case 'rollback-to':
-        await this.rollbackToSavepoint(cmd.name);
+        await this.tx.rollbackTo(cmd.name);
         return 'ROLLBACK';
       case 'set': {
         if (cmd.name.toLowerCase() === 'transaction_read_only') {
           // Outside a block the SET's own one-statement transaction is all it would change.
           const readOnly = this.settings.normalize('transaction_read_only', cmd.value) === 'on';
-          if (this.status !== 'I' && !this.implicitTransaction) await this.setTransactionReadOnly(readOnly, sink);
+          if (this.tx.inBlock) await this.tx.setReadOnly(readOnly, sink);
           return 'SET';
         }
         if (!isKnownSetting(cmd.name)) this.access.engineSetting(cmd.name, cmd.value);
@@ -1024,7 +900,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       case 'set-transaction':
         if (cmd.readOnly !== null) {
           if (cmd.session) this.settings.set('default_transaction_read_only', cmd.readOnly ? 'on' : 'off');
-          else await this.setTransactionReadOnly(cmd.readOnly, sink);
+          else await this.tx.setReadOnly(cmd.readOnly, sink);
         }
         return 'SET';
       case 'reset':
@@ -1041,7 +917,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
           return 'SHOW';
         }
         {
-          const value = cmd.name.toLowerCase() === 'transaction_read_only' ? (this.readOnly() ? 'on' : 'off') : this.settings.get(cmd.name);
+          const value = cmd.name.toLowerCase() === 'transaction_read_only' ? (this.tx.readOnly() ? 'on' : 'off') : this.settings.get(cmd.name);
           if (value === undefined) {
             throw new PgError(SqlState.UndefinedObject, `unrecognized configuration parameter "${cmd.name}"`);
           }
@@ -1049,7 +925,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         }
         return 'SHOW';
       case 'discard':
-        if (this.status !== 'I') {
+        if (this.tx.status !== 'I') {
           throw new PgError(SqlState.ActiveSqlTransaction, `DISCARD ${cmd.what} cannot run inside a transaction block`);
         }
         if (cmd.what === 'ALL') {
@@ -1073,75 +949,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
   }
 
-  private requireBlock(what: string): void {
-    if (this.status === 'I') {
-      throw new PgError(SqlState.NoActiveSqlTransaction, `${what} can only be used in transaction blocks`);
-    }
-  }
-
-  private findSavepoint(name: string): number {
-    for (let i = this.savepoints.length - 1; i >= 0; i--) {
-      if ((this.savepoints[i] as Savepoint).name === name) return i;
-    }
-    throw new PgError(SqlState.InvalidSavepointSpecification, `savepoint "${name}" does not exist`);
-  }
-
-  /**
-   * DuckDB has no savepoints. ROLLBACK TO is emulated where that is exact:
-   * when nothing was written since the savepoint (only the failed state is
-   * cleared), or when nothing was written before it (the engine transaction
-   * restarts). Anything else would silently keep or lose writes, so it is
-   * refused.
-   */
-  private async rollbackToSavepoint(name: string): Promise<void> {
-    this.requireBlock('ROLLBACK TO SAVEPOINT');
-    const at = this.findSavepoint(name);
-    const savepoint = this.savepoints[at] as Savepoint;
-    if (this.writes === savepoint.writes && (await this.engineTransactionUsable())) {
-      this.savepoints.length = at + 1;
-      this.status = 'T';
-      return;
-    }
-    if (savepoint.writes === 0) {
-      this.pendingAppends = [];
-      await this.engine.run('ROLLBACK');
-      await this.engine.run(this.engineBegin(this.blockReadOnly));
-      this.writes = 0;
-      this.savepoints.length = at + 1;
-      this.status = 'T';
-      return;
-    }
-    this.status = 'E';
-    throw new PgError(
-      SqlState.FeatureNotSupported,
-      `cannot roll back to savepoint "${name}": statements that may have written ran both before and after it`,
-      { hint: 'cotwire emulates savepoints only when one side of them is free of writes. Roll back the whole transaction.' },
-    );
-  }
-
-  private async engineTransactionUsable(): Promise<boolean> {
-    try {
-      await this.engine.run('SELECT 1');
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  private async endTransaction(how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
-    this.pendingAppends = [];
-    this.status = 'I';
-    this.savepoints = [];
-    this.writes = 0;
-    this.settings.endTransaction();
-    try {
-      await this.engine.run(how);
-    } finally {
-      this.transactionEnded();
-    }
-  }
-
-  /** A ledger created in the block appears (COMMIT) or disappears (ROLLBACK) once the block ends. */
   // ---- Cursors (DECLARE / FETCH / MOVE / CLOSE) ----------------------------------------------
   //
   // A cursor is a portal over a prepared query, named in SQL instead of in
@@ -1161,14 +968,14 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   private async declareCursor(cmd: Extract<SessionCommand, { kind: 'declare' }>): Promise<string> {
-    this.checkNotFailed();
+    this.tx.checkNotFailed();
     if (cmd.hold) {
       throw new PgError(SqlState.FeatureNotSupported, 'cursors WITH HOLD are not supported', { hint: 'Declare the cursor WITHOUT HOLD, inside a transaction block.' });
     }
     if (cmd.scroll) {
       throw new PgError(SqlState.FeatureNotSupported, 'scrollable cursors are not supported', { hint: 'Declare the cursor NO SCROLL; it can be read forward.' });
     }
-    if (this.status === 'I' && !this.implicitTransaction) {
+    if (this.tx.autocommit) {
       throw new PgError(SqlState.NoActiveSqlTransaction, 'DECLARE CURSOR can only be used in transaction blocks');
     }
     if (this.cursors.has(cmd.name)) throw new PgError(SqlState.DuplicateCursor, `cursor "${cmd.name}" already exists`);
@@ -1185,7 +992,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   private async fetchCursor(cmd: Extract<SessionCommand, { kind: 'fetch' }>, sink: ResultSink): Promise<string> {
-    this.checkNotFailed();
+    this.tx.checkNotFailed();
     const cursor = this.openCursor(cmd.name);
     const verb = cmd.move ? 'MOVE' : 'FETCH';
     if (cmd.backward) {
@@ -1228,6 +1035,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     for (const n of names) await this.engine.run(`DEALLOCATE ${quoteIdent(n)}`);
   }
 
+  /** Every cursor closes; a ledger created in the block appears (COMMIT) or disappears (ROLLBACK) for other connections. */
   private transactionEnded(): void {
     this.closeCursors(false);
     if (this.ledgerCreatedInTransaction) this.services.ledgers.invalidate();
@@ -1235,7 +1043,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   private async setParameter(name: string, value: string | null, local: boolean): Promise<void> {
-    if (local && this.status === 'I') {
+    if (local && this.tx.status === 'I') {
       // PostgreSQL warns and does nothing outside a transaction block.
       return;
     }
