@@ -1,5 +1,5 @@
-import { COMPAT_CATALOG, connectionSetup, type CompatRewriter, type TargetColumns } from '../catalog/compat.js';
-import type { EngineConnection, EngineStatement, StatementKind } from '../engine/port.js';
+import { COMPAT_CATALOG, connectionSetup, type TargetColumns } from '../catalog/compat.js';
+import type { EngineConnection, EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { TransactionStatus } from '../protocol/codes.js';
@@ -16,10 +16,10 @@ import type {
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { lexStatement, splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
-import { AccessControl, type AccessServices } from './access.js';
+import { AccessControl } from './access.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
-import type { AppendJob, LedgerWriter } from '../ledger/writer.js';
-import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
+import type { AppendJob } from '../ledger/writer.js';
+import { qualifiedName, quoteIdent } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
 import { stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
 import { ANALYTICS_MACROS } from '../ledger/analytics-sql.js';
@@ -37,22 +37,13 @@ import {
   type CopyToStdout,
 } from '../sql/copy.js';
 import type { CopyIn } from '../session/handler-port.js';
-import { identifierText } from '../sql/identifiers.js';
 import type { WireParam } from '../engine/port.js';
 import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
-import { ConnectionPortal, planKind, SAME_POSITION, Statement, writeOperation, type EngineText, type Plan, type PositionMap } from './plan.js';
+import { bindEngine, clientError, ConnectionPortal, planKind, READ_KINDS, SAME_POSITION, Statement, wireParams, writeOperation, type EngineText, type Plan } from './plan.js';
 
-/** What every connection shares: the guard, the ledgers and their writer. */
-export interface ConnectionServices extends AccessServices {
-  readonly ledgers: LedgerCatalog;
-  readonly writer: LedgerWriter;
-  /** PostgreSQL-only syntax onto the engine's (the catalog layer's rewrites). */
-  readonly rewriter: CompatRewriter;
-  readonly maxContentBytes: number;
-  /** statement_timeout for new connections, in milliseconds. */
-  readonly statementTimeoutMs: number;
-}
-import { commandTag } from './command-tag.js';
+import { appendsVisible, type ConnectionServices, type HandlerContext } from './context.js';
+import { EngineRun } from './engine-run.js';
+import { ledgerCreated } from './ledger-create.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
 import { isKnownSetting, SessionSettings } from './settings.js';
 import { TransactionState } from './transaction.js';
@@ -65,7 +56,6 @@ const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
 const COPY_LIMIT = 256 * 1024 * 1024;
 const COPY_CHUNK = 200;
 
-const READ_KINDS = new Set<StatementKind>(['SELECT', 'EXPLAIN', 'PRAGMA', 'RELATION']);
 const TRANSACTION_COMMANDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'rollback-to']);
 
 const textField = (name: string): FieldDescription => ({
@@ -77,15 +67,6 @@ const textField = (name: string): FieldDescription => ({
   typeModifier: -1,
   format: 0,
 });
-
-function wireParams(portal: ConnectionPortal): WireParam[] {
-  const { params, paramFormats, statement } = portal;
-  return params.map((value, i) => ({
-    value,
-    format: paramFormats.length === 0 ? 0 : (paramFormats[paramFormats.length === 1 ? 0 : i] as number),
-    typeOid: statement.paramTypes[i] ?? 0,
-  }));
-}
 
 /** PostgreSQL's names for computed columns, when DuckDB's differ. */
 function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
@@ -100,11 +81,8 @@ function pgNames(sql: string, engineNames: readonly string[]): readonly (string 
  */
 export class ConnectionHandlerImpl implements ConnectionHandler {
   private readonly tx: TransactionState;
-  private running = false;
-  /** Settles when the running statement ends, so close() never frees the engine connection under it. */
-  private runningDone: Promise<void> = Promise.resolve();
-  private markDone: () => void = () => undefined;
-  private cancelReason: 'user' | 'timeout' | null = null;
+  private readonly run: EngineRun;
+  private readonly ctx: HandlerContext;
   readonly settings: SessionSettings;
 
   /** Every access decision, and the record of every refusal. */
@@ -115,8 +93,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
    * its evaluation every time. The cache owns the plans.
    */
   private readonly insertPlans = new Map<string, LedgerInsertPlan>();
-  /** A ledger was created inside the open transaction block: the catalog changes at its end. */
-  private ledgerCreatedInTransaction = false;
 
   private constructor(
     private readonly engine: EngineConnection,
@@ -125,7 +101,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   ) {
     this.settings = new SessionSettings(new Map());
     this.access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
-    this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', () => this.transactionEnded());
+    this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', (changed) => this.transactionEnded(changed));
+    this.ctx = { engine, info, services, settings: this.settings, access: this.access, tx: this.tx };
+    this.run = new EngineRun(this.ctx);
   }
 
   static async open(
@@ -179,7 +157,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     });
     if (controls) return;
     // The transaction's snapshot must include every acknowledged append.
-    await this.appendsVisible();
+    await appendsVisible(this.ctx);
     await this.tx.beginImplicit();
   }
 
@@ -241,7 +219,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
-      throw this.access.unprepared(err, statement.text, statement.tokens) ?? this.positioned(err, statement.offset, statement.clientPosition);
+      throw this.access.unprepared(err, statement.text, statement.tokens) ?? clientError(err, statement.offset, statement.clientPosition);
     }
     // The statement that the guard classifies is the one that runs: it is
     // already prepared, and only this object is ever executed.
@@ -272,7 +250,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         tokens: statement.tokens,
         offset: statement.offset,
         clientPosition: statement.clientPosition ?? SAME_POSITION,
-        createsLedger: engineStatement.kind === 'CREATE' ? this.ledgerCreated(statement.tokens) : null,
+        createsLedger: engineStatement.kind === 'CREATE' ? ledgerCreated(this.access, statement.tokens) : null,
       },
       types,
       fields,
@@ -369,14 +347,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     const fields = statement.fields?.map((f, i) => ({ ...f, format: formats[i] as 0 | 1 })) ?? null;
     const portal = new ConnectionPortal(statement, fields, params, paramFormats, formats);
-    if (statement.plan.kind === 'engine') this.bindEngine(portal, statement.plan.statement);
+    if (statement.plan.kind === 'engine') bindEngine(portal, statement.plan.statement);
     statement.portals++;
     return portal;
-  }
-
-  private bindEngine(portal: ConnectionPortal, engineStatement: EngineStatement): void {
-    engineStatement.bind(wireParams(portal));
-    portal.statement.boundBy = portal;
   }
 
   /**
@@ -398,7 +371,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       try {
         insert = await planLedgerInsert(this.engine, table, parts, statement.tokens, statement.text, paramTypes);
       } catch (err) {
-        throw this.positioned(err, statement.offset, statement.clientPosition);
+        throw clientError(err, statement.offset, statement.clientPosition);
       }
       if (this.insertPlans.size >= 256) {
         for (const p of this.insertPlans.values()) p.evaluate.close();
@@ -423,70 +396,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     await this.defineLedgerMacros();
   }
 
-  /** The name of the ledger a CREATE TABLE creates, or null. */
-  private ledgerCreated(tokens: readonly Token[]): string[] | null {
-    let i = 1;
-    while (['OR', 'REPLACE', 'TEMP', 'TEMPORARY', 'PERSISTENT', 'UNLOGGED'].includes(tokens[i]?.text.toUpperCase() ?? '')) i++;
-    if (tokens[i]?.text.toUpperCase() !== 'TABLE') return null;
-    i++;
-    if (tokens[i]?.text.toUpperCase() === 'IF') i += 3;
-    const parts: string[] = [];
-    for (;;) {
-      const part = identifierText(tokens, i);
-      if (part === null) return null;
-      parts.push(part);
-      if (tokens[i + 1]?.text !== '.') break;
-      i += 2;
-    }
-    return this.access.isLedgerName(parts[parts.length - 1]) ? parts : null;
-  }
-
-  /**
-   * After CREATE TABLE of a ledger name: the server adds the chain columns,
-   * in the same transaction. A table that declares one of them itself is
-   * refused, so that no client can supply chain values.
-   */
-  private async completeLedger(parts: readonly string[]): Promise<void> {
-    const name = parts[parts.length - 1] as string;
-    const schema = parts.length > 1 ? (parts[parts.length - 2] as string) : null;
-    const rows = await this.engine.query(
-      `SELECT database_name, schema_name, column_name FROM system.main.duckdb_columns()
-       WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))`,
-      [name, schema],
-    );
-    // Column names compare without regard to case, as DuckDB compares them.
-    const existing = new Set(rows.map((r) => String(r[2]).toLowerCase()));
-    const chain = CHAIN_COLUMNS.map((c) => c.name);
-    const missing = CHAIN_COLUMNS.filter((c) => !existing.has(c.name));
-    if (missing.length === 0) return;
-    const declared = chain.filter((c) => existing.has(c));
-    if (declared.length > 0) {
-      throw new PgError('42701', `column "${declared[0] as string}" is reserved for the ledger chain of "${name}"`, {
-        hint: `The server adds ${chain.join(', ')} to every ledger table; leave them out of CREATE TABLE.`,
-      });
-    }
-    const [catalogName, schemaName] = [String(rows[0]?.[0] ?? ''), String(rows[0]?.[1] ?? 'main')];
-    const target = qualifiedName({ catalog: catalogName, schema: schemaName, name });
-    for (const c of missing) await this.engine.run(`ALTER TABLE ${target} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
-    this.services.writer.forget({ catalog: catalogName, schema: schemaName, name });
-  }
-
-  /**
-   * Waits until the engine holds every ledger row acknowledged so far (the
-   * writer acknowledges from its journal, ledger/writer.ts): a statement, or
-   * a transaction's snapshot, then sees every append that came before it.
-   */
-  private async appendsVisible(seq?: bigint): Promise<void> {
-    const wait = this.services.writer.visible(seq);
-    if (wait !== null) await wait;
-  }
-
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const portal = p as ConnectionPortal;
     const kind = planKind(portal.statement.plan);
     try {
       // A ledger INSERT reads only when it must (ledger-insert.ts); anything else may read a ledger.
-      if (portal.statement.plan.kind !== 'ledger-insert') await this.appendsVisible();
+      if (portal.statement.plan.kind !== 'ledger-insert') await appendsVisible(this.ctx);
       const outcome = await this.executePlan(portal, maxRows, sink);
       if (outcome.done === true) this.services.observer.statement(kind, true);
       return outcome;
@@ -517,7 +432,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         return { done: true, tag };
       }
       case 'engine':
-        return this.executeEngine(portal, plan, maxRows, sink);
+        return this.run.execute(portal, plan, maxRows, sink);
       case 'copy-in':
         this.tx.checkNotFailed();
         return { done: 'copy-in', copy: await this.copyIn(plan.copy) };
@@ -529,58 +444,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         try {
           return await this.executeLedgerInsert(portal, plan.insert, sink);
         } catch (err) {
-          throw this.positioned(err, plan.offset, plan.clientPosition);
+          throw clientError(err, plan.offset, plan.clientPosition);
         }
-    }
-  }
-
-  private async executeEngine(
-    portal: ConnectionPortal,
-    plan: Extract<Plan, { kind: 'engine' }>,
-    maxRows: number,
-    sink: ResultSink,
-  ): Promise<ExecuteOutcome> {
-    if (portal.done) return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
-    this.tx.checkNotFailed();
-    const timeoutMs = this.settings.statementTimeoutMs;
-    const timer =
-      timeoutMs > 0
-        ? setTimeout(() => {
-            this.cancelReason = 'timeout';
-            this.engine.interrupt();
-          }, timeoutMs)
-        : null;
-    this.running = true;
-    this.runningDone = new Promise((resolve) => {
-      this.markDone = resolve;
-    });
-    this.cancelReason = null;
-    try {
-      if (plan.createsLedger !== null && portal.cursor === null) {
-        return await this.executeLedgerCreate(portal, plan, plan.createsLedger);
-      }
-      if (portal.cursor === null) {
-        if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
-        if (!READ_KINDS.has(plan.statement.kind)) this.tx.wrote();
-        portal.cursor = await plan.statement.execute();
-      }
-      const cursor = portal.cursor;
-      if (!cursor.returnsRows) {
-        portal.done = true;
-        return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
-      }
-      const { rows, done } = await cursor.fetch(maxRows, portal.formats, sink, { timeZone: this.settings.timeZone });
-      if (!done) return { done: false };
-      portal.done = true;
-      return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };
-    } catch (err) {
-      portal.done = true;
-      portal.cursor?.close();
-      throw this.positioned(err, plan.offset, plan.clientPosition);
-    } finally {
-      if (timer !== null) clearTimeout(timer);
-      this.running = false;
-      this.markDone();
     }
   }
 
@@ -608,7 +473,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     try {
       sink.copyOutStart(fields.length);
       if (copy.header) sink.copyData(line(fields.map((f) => f.name)));
-      await this.executeEngine(portal, inner, 0, lines);
+      await this.run.execute(portal, inner, 0, lines);
     } finally {
       this.closePortal(portal);
     }
@@ -628,7 +493,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     let rows = directRows(plan, params);
     if (rows === null) {
       // The rows may be read from a ledger (INSERT ... SELECT).
-      await this.appendsVisible();
+      await appendsVisible(this.ctx);
       rows = await evaluateRows(plan, params);
     }
     this.access.stampIdentity(plan.clientColumns, rows, `INSERT INTO ${plan.table.name}`);
@@ -647,7 +512,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     }
     const [result] = await this.services.writer.append([job]);
     if (plan.returning !== null && result !== undefined && result.count > 0) {
-      await this.appendsVisible(result.lastSeq);
+      await appendsVisible(this.ctx, result.lastSeq);
       const returning = await this.engine.prepare(
         `SELECT ${plan.returning} FROM ${qualifiedName(plan.table)} WHERE ledger_seq BETWEEN ${result.firstSeq} AND ${result.lastSeq} ORDER BY ledger_seq`,
         [],
@@ -769,7 +634,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const at = plan.clientColumns.indexOf('parent_trace_id');
     const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
     if (parents.length === 0) return;
-    await this.appendsVisible();
+    await appendsVisible(this.ctx);
     const found = await this.engine.query(
       `SELECT CAST(trace_id AS VARCHAR) FROM ${qualifiedName(plan.table)} WHERE trace_id IN (SELECT CAST(unnest(string_split($1, ',')) AS UUID))`,
       [parents.join(',')],
@@ -783,45 +648,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         constraint: 'parent_trace_id',
       });
     }
-  }
-
-  /** CREATE TABLE of a ledger, made atomic with the chain columns the server adds. */
-  private async executeLedgerCreate(
-    portal: ConnectionPortal,
-    plan: Extract<Plan, { kind: 'engine' }>,
-    parts: readonly string[],
-  ): Promise<ExecuteOutcome> {
-    const own = this.tx.autocommit;
-    try {
-      const cursor = await this.tx.atomically(async () => {
-        if (portal.statement.boundBy !== portal) this.bindEngine(portal, plan.statement);
-        this.tx.wrote();
-        portal.cursor = await plan.statement.execute();
-        await this.completeLedger(parts);
-        return portal.cursor;
-      });
-      // Other connections (the writer's among them) see the ledger once it commits:
-      // now, or at the COMMIT of the enclosing transaction.
-      if (own) this.services.ledgers.invalidate();
-      else this.ledgerCreatedInTransaction = true;
-      portal.done = true;
-      return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
-    } catch (err) {
-      this.services.ledgers.invalidate();
-      throw err;
-    }
-  }
-
-  /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
-  private positioned(err: unknown, offset: number, clientPosition: PositionMap = SAME_POSITION): unknown {
-    if (!(err instanceof PgError)) return err;
-    if (err.code === SqlState.QueryCanceled) {
-      const reason = this.cancelReason === 'timeout' ? 'statement timeout' : 'user request';
-      return new PgError(SqlState.QueryCanceled, `canceling statement due to ${reason}`);
-    }
-    if (err.position === undefined) return err;
-    const position = clientPosition(err.position) + offset;
-    return position === err.position ? err : err.withPosition(position);
   }
 
   failTransaction(): void {
@@ -850,16 +676,11 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   cancel(): void {
-    if (!this.running) return;
-    this.cancelReason = 'user';
-    this.engine.interrupt();
+    this.run.cancel();
   }
 
   async close(): Promise<void> {
-    if (this.running) {
-      this.engine.interrupt();
-      await this.runningDone;
-    }
+    await this.run.stop();
     for (const p of this.insertPlans.values()) p.evaluate.close();
     this.engine.close();
   }
@@ -1013,7 +834,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
       copyData: (d) => sink.copyData(d),
       copyDone: () => sink.copyDone(),
     };
-    await this.executeEngine(cursor.portal, cursor.statement.plan, cmd.count ?? 0, counting);
+    await this.run.execute(cursor.portal, cursor.statement.plan, cmd.count ?? 0, counting);
     return `${verb} ${rows}`;
   }
 
@@ -1036,10 +857,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
   }
 
   /** Every cursor closes; a ledger created in the block appears (COMMIT) or disappears (ROLLBACK) for other connections. */
-  private transactionEnded(): void {
+  private transactionEnded(catalogChanged: boolean): void {
     this.closeCursors(false);
-    if (this.ledgerCreatedInTransaction) this.services.ledgers.invalidate();
-    this.ledgerCreatedInTransaction = false;
+    if (catalogChanged) this.services.ledgers.invalidate();
   }
 
   private async setParameter(name: string, value: string | null, local: boolean): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Engine } from '../engine/port.js';
-import type { ConnectionServices } from './connection.js';
+import type { ConnectionServices } from './context.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { ConnectionHandler, HandlerFactory, SessionInfo } from '../session/handler-port.js';

@@ -1,4 +1,6 @@
-import type { EngineCursor, EngineStatement } from '../engine/port.js';
+import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
 import type { FieldDescription } from '../protocol/messages.js';
 import type { Portal, PreparedStatement } from '../session/handler-port.js';
 import type { CopyFromStdin, CopyToStdout } from '../sql/copy.js';
@@ -45,6 +47,11 @@ export type Plan =
     }
   | { readonly kind: 'command'; readonly command: SessionCommand }
   | { readonly kind: 'empty' };
+
+export type EnginePlan = Extract<Plan, { kind: 'engine' }>;
+
+/** The engine statement kinds that only read. */
+export const READ_KINDS: ReadonlySet<StatementKind> = new Set<StatementKind>(['SELECT', 'EXPLAIN', 'PRAGMA', 'RELATION']);
 
 export class Statement implements PreparedStatement {
   portals = 0;
@@ -103,3 +110,31 @@ export function writeOperation(plan: Plan): string | null {
   }
 }
 
+
+/** The portal's parameters, as the engine binds them. */
+export function wireParams(portal: ConnectionPortal): WireParam[] {
+  const { params, paramFormats, statement } = portal;
+  return params.map((value, i) => ({
+    value,
+    format: paramFormats.length === 0 ? 0 : (paramFormats[paramFormats.length === 1 ? 0 : i] as number),
+    typeOid: statement.paramTypes[i] ?? 0,
+  }));
+}
+
+/** Binds the portal's parameters to its statement's engine statement, which holds one portal's at a time. */
+export function bindEngine(portal: ConnectionPortal, engineStatement: EngineStatement): void {
+  engineStatement.bind(wireParams(portal));
+  portal.statement.boundBy = portal;
+}
+
+/** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
+export function clientError(err: unknown, offset: number, clientPosition: PositionMap = SAME_POSITION, cancelReason: 'user' | 'timeout' | null = null): unknown {
+  if (!(err instanceof PgError)) return err;
+  if (err.code === SqlState.QueryCanceled) {
+    const reason = cancelReason === 'timeout' ? 'statement timeout' : 'user request';
+    return new PgError(SqlState.QueryCanceled, `canceling statement due to ${reason}`);
+  }
+  if (err.position === undefined) return err;
+  const position = clientPosition(err.position) + offset;
+  return position === err.position ? err : err.withPosition(position);
+}

@@ -36,6 +36,8 @@ export class TransactionState {
   private writes = 0;
   /** Ledger appends of the open transaction: they reach the writer at COMMIT, as one unit. */
   private pendingAppends: AppendJob[] = [];
+  /** A ledger was created in the open transaction: the catalog changes for others when it ends. */
+  private createdLedger = false;
 
   constructor(
     private readonly engine: EngineConnection,
@@ -43,8 +45,8 @@ export class TransactionState {
     private readonly settings: SessionSettings,
     /** A reader's every transaction is read-only in DuckDB. */
     private readonly readerRole: boolean,
-    /** Runs when a transaction ends, either way: cursors close, a ledger created in it is published. */
-    private readonly ended: () => void,
+    /** Runs when a transaction ends, either way: cursors close, and a ledger created in it appears or disappears. */
+    private readonly ended: (catalogChanged: boolean) => void,
   ) {}
 
   get status(): TransactionStatus {
@@ -80,6 +82,11 @@ export class TransactionState {
   /** A statement other than a session command runs: a block cannot turn read-write after it. */
   queried(): void {
     if (this.state === 'T' && !this.implicit) this.blockQueried = true;
+  }
+
+  /** A ledger was created in the open transaction. */
+  catalogChanged(): void {
+    this.createdLedger = true;
   }
 
   /** A statement that may write runs. */
@@ -136,7 +143,7 @@ export class TransactionState {
       await this.flushAppends();
       await this.engine.run('COMMIT');
     } finally {
-      this.ended();
+      this.transactionEnded();
     }
   }
 
@@ -274,8 +281,14 @@ export class TransactionState {
     try {
       await this.engine.run(how);
     } finally {
-      this.ended();
+      this.transactionEnded();
     }
+  }
+
+  private transactionEnded(): void {
+    const changed = this.createdLedger;
+    this.createdLedger = false;
+    this.ended(changed);
   }
 
   private requireBlock(what: string): void {

@@ -1,0 +1,40 @@
+import type { CompatRewriter } from '../catalog/compat.js';
+import type { EngineConnection } from '../engine/port.js';
+import type { LedgerCatalog } from '../ledger/catalog.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+import type { SessionInfo } from '../session/handler-port.js';
+import type { AccessControl, AccessServices } from './access.js';
+import type { SessionSettings } from './settings.js';
+import type { TransactionState } from './transaction.js';
+
+/** What every connection shares: the guard, the ledgers and their writer. */
+export interface ConnectionServices extends AccessServices {
+  readonly ledgers: LedgerCatalog;
+  readonly writer: LedgerWriter;
+  /** PostgreSQL-only syntax onto the engine's (the catalog layer's rewrites). */
+  readonly rewriter: CompatRewriter;
+  readonly maxContentBytes: number;
+  /** statement_timeout for new connections, in milliseconds. */
+  readonly statementTimeoutMs: number;
+}
+
+/** One connection's parts, as the pipeline's stages share them. */
+export interface HandlerContext {
+  readonly engine: EngineConnection;
+  readonly info: SessionInfo;
+  readonly services: ConnectionServices;
+  readonly settings: SessionSettings;
+  /** Every access decision, and the record of every refusal. */
+  readonly access: AccessControl;
+  readonly tx: TransactionState;
+}
+
+/**
+ * Waits until the engine holds every ledger row acknowledged so far (the
+ * writer acknowledges from its journal, ledger/writer.ts): a statement, or
+ * a transaction's snapshot, then sees every append that came before it.
+ */
+export async function appendsVisible(ctx: HandlerContext, seq?: bigint): Promise<void> {
+  const wait = ctx.services.writer.visible(seq);
+  if (wait !== null) await wait;
+}
