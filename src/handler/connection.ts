@@ -16,45 +16,25 @@ import type {
 } from '../session/handler-port.js';
 import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
 import { lexStatement, splitStatements, tokenize, type StatementText, type Token } from '../sql/lexer.js';
-import { AccessControl } from './access.js';
-import type { LedgerCatalog } from '../ledger/catalog.js';
-import type { AppendJob } from '../ledger/writer.js';
-import { qualifiedName, quoteIdent } from '../ledger/schema.js';
-import { validateSteps } from '../ledger/validate.js';
+import { quoteIdent } from '../ledger/schema.js';
 import { stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
 import { ANALYTICS_MACROS } from '../ledger/analytics-sql.js';
 import { PROOF_MACROS } from '../ledger/proof-sql.js';
 import { CHECKPOINTS_TABLE } from '../ledger/checkpoint-schema.js';
-import { parseInsert } from '../sql/insert.js';
-import {
-  formatCopyCsvRow,
-  formatCopyTextRow,
-  parseCopyCsv,
-  parseCopyFromStdin,
-  parseCopyText,
-  parseCopyToStdout,
-  type CopyFromStdin,
-  type CopyToStdout,
-} from '../sql/copy.js';
-import type { CopyIn } from '../session/handler-port.js';
-import type { WireParam } from '../engine/port.js';
-import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
-import { bindEngine, clientError, ConnectionPortal, planKind, READ_KINDS, SAME_POSITION, Statement, wireParams, writeOperation, type EngineText, type Plan } from './plan.js';
-
-import { appendsVisible, type ConnectionServices, type HandlerContext } from './context.js';
-import { EngineRun } from './engine-run.js';
-import { ledgerCreated } from './ledger-create.js';
+import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../sql/copy.js';
+import { AccessControl } from './access.js';
 import { recognizeCommand, type SessionCommand } from './commands.js';
+import { appendsVisible, type ConnectionServices, type HandlerContext, type StatementHost } from './context.js';
+import { copyIn, copyOut } from './copy.js';
+import { EngineRun } from './engine-run.js';
+import { LedgerAppends } from './ledger-append.js';
+import { ledgerCreated } from './ledger-create.js';
+import { bindEngine, clientError, ConnectionPortal, planKind, READ_KINDS, SAME_POSITION, Statement, writeOperation, type EngineText } from './plan.js';
 import { isKnownSetting, SessionSettings } from './settings.js';
 import { TransactionState } from './transaction.js';
 
 /** Rewritten statements that read the connection's settings through the catalog. */
 const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
-
-
-/** COPY data held for one statement at most, and rows per statement written from it. */
-const COPY_LIMIT = 256 * 1024 * 1024;
-const COPY_CHUNK = 200;
 
 const TRANSACTION_COMMANDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'rollback-to']);
 
@@ -79,20 +59,15 @@ function pgNames(sql: string, engineNames: readonly string[]): readonly (string 
  * sends everything else to its own engine connection, and keeps PostgreSQL's
  * transaction states (including the failed state, which DuckDB lacks).
  */
-export class ConnectionHandlerImpl implements ConnectionHandler {
+export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   private readonly tx: TransactionState;
   private readonly run: EngineRun;
+  private readonly appends: LedgerAppends;
   private readonly ctx: HandlerContext;
   readonly settings: SessionSettings;
 
   /** Every access decision, and the record of every refusal. */
   private readonly access: AccessControl;
-  /**
-   * Ledger INSERT plans by statement text: drivers that send the same INSERT
-   * as a new unnamed statement each time would otherwise pay for preparing
-   * its evaluation every time. The cache owns the plans.
-   */
-  private readonly insertPlans = new Map<string, LedgerInsertPlan>();
 
   private constructor(
     private readonly engine: EngineConnection,
@@ -104,6 +79,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', (changed) => this.transactionEnded(changed));
     this.ctx = { engine, info, services, settings: this.settings, access: this.access, tx: this.tx };
     this.run = new EngineRun(this.ctx);
+    this.appends = new LedgerAppends(this.ctx);
   }
 
   static async open(
@@ -210,7 +186,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     const copyOut = parseCopyToStdout(statement.text, statement.tokens);
     if (copyOut !== null) return this.prepareCopyOut(statement, copyOut);
     await this.refreshLedgerMacros(statement.tokens);
-    const ledgerInsert = await this.prepareLedgerInsert(statement, paramTypes);
+    const ledgerInsert = await this.appends.prepare(statement, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
     let engineStatement: EngineStatement;
     try {
@@ -352,42 +328,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
     return portal;
   }
 
-  /**
-   * An INSERT whose target is a ledger becomes a plan for the writer; null
-   * for any other statement. The client's statement is not prepared: DuckDB
-   * would insist on values for the chain columns, which only the server gives.
-   */
-  private async prepareLedgerInsert(statement: EngineText, paramTypes: readonly number[]): Promise<Statement | null> {
-    if (statement.tokens[0]?.text.toUpperCase() !== 'INSERT') return null;
-    const parts = parseInsert(statement.text, statement.tokens);
-    if (parts === null) return null;
-    const table = await this.services.ledgers.find(parts.target);
-    if (table === null) return null;
-    await this.access.ledgerAppend(statement.text, statement.tokens, table.name);
-    const key = `${paramTypes.join(',')}\u0000${statement.text}`;
-    let insert = this.insertPlans.get(key);
-    if (insert === undefined || insert.table !== table) {
-      insert?.evaluate.close();
-      try {
-        insert = await planLedgerInsert(this.engine, table, parts, statement.tokens, statement.text, paramTypes);
-      } catch (err) {
-        throw clientError(err, statement.offset, statement.clientPosition);
-      }
-      if (this.insertPlans.size >= 256) {
-        for (const p of this.insertPlans.values()) p.evaluate.close();
-        this.insertPlans.clear();
-      }
-      this.insertPlans.set(key, insert);
-    }
-    const types = [...insert.evaluate.paramTypes];
-    for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
-    return new Statement(
-      { kind: 'ledger-insert', insert, tokens: statement.tokens, offset: statement.offset, clientPosition: statement.clientPosition ?? SAME_POSITION },
-      types,
-      insert.fields,
-    );
-  }
-
   /** Macros for ledgers created since this connection defined its own, before a statement that may call them. */
   private macrosVersion = -1;
   private async refreshLedgerMacros(tokens: readonly Token[]): Promise<void> {
@@ -435,223 +375,26 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
         return this.run.execute(portal, plan, maxRows, sink);
       case 'copy-in':
         this.tx.checkNotFailed();
-        return { done: 'copy-in', copy: await this.copyIn(plan.copy) };
+        return { done: 'copy-in', copy: await copyIn(this.ctx, this.appends, plan.copy) };
       case 'copy-out':
         this.tx.checkNotFailed();
-        return { done: true, tag: await this.copyOut(plan, sink) };
+        return { done: true, tag: await copyOut(this, this.run, plan, sink) };
       case 'ledger-insert':
         this.tx.checkNotFailed();
         try {
-          return await this.executeLedgerInsert(portal, plan.insert, sink);
+          return await this.appends.execute(portal, plan.insert, sink);
         } catch (err) {
           throw clientError(err, plan.offset, plan.clientPosition);
         }
     }
   }
 
-  /**
-   * COPY ... TO STDOUT runs its query through the same path as a SELECT
-   * (guard, roles, timeout, cancel, backpressure) and reformats each row.
-   */
-  private async copyOut(plan: Extract<Plan, { kind: 'copy-out' }>, sink: ResultSink): Promise<string> {
-    const { copy, query } = plan;
-    const inner = query.plan as Extract<Plan, { kind: 'engine' }>;
-    const fields = query.fields ?? [];
-    const line =
-      copy.format === 'csv'
-        ? (cells: readonly (string | null)[]) => formatCopyCsvRow(cells, copy.delimiter, copy.nullString, copy.quote, copy.escape)
-        : (cells: readonly (string | null)[]) => formatCopyTextRow(cells, copy.delimiter, copy.nullString);
-    let rows = 0;
-    const lines: ResultSink = {
-      ...sink,
-      row: (cells) => {
-        sink.copyData(line(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))));
-        rows++;
-      },
-    };
-    const portal = (await this.bind(query, [], [], [])) as ConnectionPortal;
-    try {
-      sink.copyOutStart(fields.length);
-      if (copy.header) sink.copyData(line(fields.map((f) => f.name)));
-      await this.run.execute(portal, inner, 0, lines);
-    } finally {
-      this.closePortal(portal);
-    }
-    sink.copyDone();
-    return `COPY ${rows}`;
-  }
-
-  /**
-   * INSERT into a ledger: evaluate the client's rows here, check them, and
-   * hand them to the writer, now (autocommit: answered after the commit) or
-   * at COMMIT (inside a transaction block).
-   */
-  private async executeLedgerInsert(portal: ConnectionPortal, plan: LedgerInsertPlan, sink: ResultSink): Promise<ExecuteOutcome> {
-    portal.done = true;
-    this.tx.wrote();
-    const params = wireParams(portal);
-    let rows = directRows(plan, params);
-    if (rows === null) {
-      // The rows may be read from a ledger (INSERT ... SELECT).
-      await appendsVisible(this.ctx);
-      rows = await evaluateRows(plan, params);
-    }
-    this.access.stampIdentity(plan.clientColumns, rows, `INSERT INTO ${plan.table.name}`);
-    validateSteps(plan.table, plan.clientColumns, rows, this.services.maxContentBytes);
-    await this.checkParents(plan, rows);
-    const job: AppendJob = { table: plan.table, rows };
-    const tag = `INSERT 0 ${rows.length}`;
-    if (!this.tx.autocommit) {
-      if (plan.returning !== null) {
-        throw new PgError(SqlState.FeatureNotSupported, 'INSERT ... RETURNING into a ledger table is not supported inside a transaction block', {
-          hint: 'The server computes the chain columns at COMMIT. Insert outside a transaction block to see them, or read them after COMMIT.',
-        });
-      }
-      await this.tx.append(job);
-      return { done: true, tag };
-    }
-    const [result] = await this.services.writer.append([job]);
-    if (plan.returning !== null && result !== undefined && result.count > 0) {
-      await appendsVisible(this.ctx, result.lastSeq);
-      const returning = await this.engine.prepare(
-        `SELECT ${plan.returning} FROM ${qualifiedName(plan.table)} WHERE ledger_seq BETWEEN ${result.firstSeq} AND ${result.lastSeq} ORDER BY ledger_seq`,
-        [],
-      );
-      try {
-        const cursor = await returning.execute();
-        await cursor.fetch(0, portal.formats, sink, { timeZone: this.settings.timeZone });
-        cursor.close();
-      } finally {
-        returning.close();
-      }
-    }
-    return { done: true, tag };
-  }
-
-  /**
-   * COPY ... FROM STDIN. The data is collected, then parsed and written at
-   * CopyDone, all or nothing: into a ledger through the writer (one unit),
-   * into any other table with INSERTs in one transaction.
-   */
-  private async copyIn(command: CopyFromStdin): Promise<CopyIn> {
-    if (command.format === 'binary') {
-      throw new PgError(SqlState.FeatureNotSupported, 'COPY FROM STDIN in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
-    }
-    const ledger = await this.services.ledgers.find(command.target);
-    this.access.copyInto(command.targetText, ledger?.name ?? null);
-    let columns: readonly string[];
-    if (ledger !== null) {
-      columns = command.columns ?? ledger.columns.filter((c) => !ledger.serverColumns.has(c.name)).map((c) => c.name);
-    } else {
-      const probe = await this.engine.prepare(`SELECT * FROM ${command.targetText} LIMIT 0`, []);
-      columns = command.columns ?? (probe.columns ?? []).map((c) => c.name);
-      probe.close();
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    return {
-      columns: columns.length,
-      write: async (data) => {
-        size += data.length;
-        if (size > COPY_LIMIT) {
-          throw new PgError(SqlState.ProgramLimitExceeded, `COPY data exceeds ${COPY_LIMIT} bytes`, { hint: 'Split the data into several COPY statements.' });
-        }
-        chunks.push(Buffer.from(data));
-      },
-      finish: async () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const parsed =
-          command.format === 'csv'
-            ? parseCopyCsv(text, command.delimiter, command.nullString, command.quote, command.escape)
-            : parseCopyText(text, command.delimiter, command.nullString);
-        const rows = command.header ? parsed.slice(1) : parsed;
-        rows.forEach((r, line) => {
-          if (r.length !== columns.length) {
-            throw new PgError('22P04', r.length > columns.length ? 'extra data after last expected column' : `missing data for column "${columns[r.length] ?? ''}"`, {
-              detail: `COPY ${command.targetText}, line ${line + 1 + (command.header ? 1 : 0)}`,
-            });
-          }
-        });
-        this.tx.wrote();
-        const n = ledger !== null ? await this.copyIntoLedger(command, columns, rows) : await this.copyIntoTable(command, columns, rows);
-        return `COPY ${n}`;
-      },
-      abort: async () => {
-        chunks.length = 0;
-      },
-    };
-  }
-
-  private async copyIntoLedger(command: CopyFromStdin, columns: readonly string[], rows: (string | null)[][]): Promise<number> {
-    const table = (await this.services.ledgers.find(command.target)) as NonNullable<Awaited<ReturnType<LedgerCatalog['find']>>>;
-    const texts: (string | null)[][] = [];
-    for (let i = 0; i < rows.length; i += COPY_CHUNK) {
-      const chunk = rows.slice(i, i + COPY_CHUNK);
-      let p = 0;
-      const source = `VALUES ${chunk.map(() => `(${columns.map(() => `$${++p}`).join(', ')})`).join(', ')}`;
-      const plan = await planLedgerInsert(
-        this.engine,
-        table,
-        { target: command.target, columns, source, sourceStart: 0, returning: null, unsupported: null },
-        tokenize(source),
-        source,
-        [],
-      );
-      try {
-        const params: WireParam[] = chunk.flat().map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text }));
-        const evaluated = await evaluateRows(plan, params);
-        this.access.stampIdentity(plan.clientColumns, evaluated, `COPY ${command.targetText} FROM STDIN`);
-        validateSteps(plan.table, plan.clientColumns, evaluated, this.services.maxContentBytes);
-        await this.checkParents(plan, evaluated);
-        texts.push(...evaluated);
-      } finally {
-        plan.evaluate.close();
-      }
-    }
-    const job: AppendJob = { table, rows: texts };
-    await this.tx.append(job);
-    return texts.length;
-  }
-
-  private async copyIntoTable(command: CopyFromStdin, columns: readonly string[], rows: (string | null)[][]): Promise<number> {
-    await this.tx.atomically(async () => {
-      for (let i = 0; i < rows.length; i += COPY_CHUNK) {
-        const chunk = rows.slice(i, i + COPY_CHUNK);
-        let p = 0;
-        const sql = `INSERT INTO ${command.targetText} (${columns.map(quoteIdent).join(', ')}) VALUES ${chunk
-          .map(() => `(${columns.map(() => `$${++p}`).join(', ')})`)
-          .join(', ')}`;
-        await this.access.copyRows(sql, tokenize(sql), command.targetText);
-        await this.engine.query(sql, chunk.flat());
-      }
-    });
-    return rows.length;
-  }
-
-  /** parent_trace_id must name a step that exists. */
-  private async checkParents(plan: LedgerInsertPlan, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
-    if (!plan.table.isSteps) return;
-    const at = plan.clientColumns.indexOf('parent_trace_id');
-    const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
-    if (parents.length === 0) return;
-    await appendsVisible(this.ctx);
-    const found = await this.engine.query(
-      `SELECT CAST(trace_id AS VARCHAR) FROM ${qualifiedName(plan.table)} WHERE trace_id IN (SELECT CAST(unnest(string_split($1, ',')) AS UUID))`,
-      [parents.join(',')],
-    );
-    const known = new Set(found.map((r) => String(r[0])));
-    const missing = parents.find((p) => !known.has(p));
-    if (missing !== undefined) {
-      throw new PgError(SqlState.ForeignKeyViolation, `insert or update on table "${plan.table.name}" violates foreign key constraint "parent_trace_id"`, {
-        detail: `Key (parent_trace_id)=(${missing}) is not present in table "${plan.table.name}".`,
-        table: plan.table.name,
-        constraint: 'parent_trace_id',
-      });
-    }
-  }
-
   failTransaction(): void {
     this.tx.fail();
+  }
+
+  async bindPortal(statement: Statement, resultFormats: readonly number[]): Promise<ConnectionPortal> {
+    return (await this.bind(statement, [], [], resultFormats)) as ConnectionPortal;
   }
 
   closePortal(p: Portal): void {
@@ -681,7 +424,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler {
 
   async close(): Promise<void> {
     await this.run.stop();
-    for (const p of this.insertPlans.values()) p.evaluate.close();
+    this.appends.close();
     this.engine.close();
   }
 

@@ -4,6 +4,7 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
+import type { ConnectionPortal, Statement } from './plan.js';
 import type { SessionSettings } from './settings.js';
 import type { TransactionState } from './transaction.js';
 
@@ -27,6 +28,14 @@ export interface HandlerContext {
   /** Every access decision, and the record of every refusal. */
   readonly access: AccessControl;
   readonly tx: TransactionState;
+}
+
+/** The connection's portals, for stages that run a query of their own (COPY's, a cursor's). */
+export interface StatementHost {
+  /** A portal over a statement without parameters, with these result formats. */
+  bindPortal(statement: Statement, resultFormats: readonly number[]): Promise<ConnectionPortal>;
+  closePortal(portal: ConnectionPortal): void;
+  closeStatement(statement: Statement): void;
 }
 
 /**

@@ -49,6 +49,7 @@ export type Plan =
   | { readonly kind: 'empty' };
 
 export type EnginePlan = Extract<Plan, { kind: 'engine' }>;
+export type CopyOutPlan = Extract<Plan, { kind: 'copy-out' }>;
 
 /** The engine statement kinds that only read. */
 export const READ_KINDS: ReadonlySet<StatementKind> = new Set<StatementKind>(['SELECT', 'EXPLAIN', 'PRAGMA', 'RELATION']);
