@@ -1,0 +1,230 @@
+import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
+import type { EngineStatement } from '../engine/port.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import { ANALYTICS_MACROS } from '../ledger/analytics-sql.js';
+import { CHECKPOINTS_TABLE } from '../ledger/checkpoint-schema.js';
+import { PROOF_MACROS } from '../ledger/proof-sql.js';
+import { stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
+import type { FieldDescription } from '../protocol/messages.js';
+import { TypeOid } from '../protocol/type-oids.js';
+import type { StatementSource } from '../session/handler-port.js';
+import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
+import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../sql/copy.js';
+import { lexStatement, splitStatements, type StatementText, type Token } from '../sql/lexer.js';
+import { recognizeCommand } from './commands.js';
+import type { HandlerContext, StatementHost } from './context.js';
+import type { LedgerAppends } from './ledger-append.js';
+import { ledgerCreated } from './ledger-create.js';
+import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
+
+/** Rewritten statements that read the connection's settings through the catalog. */
+const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
+
+const textField = (name: string): FieldDescription => ({
+  name,
+  tableOid: 0,
+  columnAttr: 0,
+  typeOid: TypeOid.text,
+  typeSize: -1,
+  typeModifier: -1,
+  format: 0,
+});
+
+/** PostgreSQL's names for computed columns, when DuckDB's differ. */
+function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
+  return hasComputedNames(engineNames) ? postgresColumnNames(sql, engineNames.length) : null;
+}
+
+/**
+ * The pipeline's first stage: what a statement becomes. A session command
+ * is answered by the handler; anything else is rewritten for the engine,
+ * then planned as COPY, a ledger append (for the writer) or an engine
+ * statement, each with its access decided on the text that will run.
+ */
+export class Planner {
+  /** The ledger catalog's version this connection's macros were defined for. */
+  private macrosVersion = -1;
+  private publishedSettings = '';
+
+  constructor(
+    private readonly ctx: HandlerContext,
+    private readonly appends: LedgerAppends,
+    private readonly host: StatementHost,
+    /** The columns a FETCH from this cursor returns. */
+    private readonly cursorFields: (name: string) => readonly FieldDescription[] | null,
+  ) {}
+
+  async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<Statement> {
+    const { ctx } = this;
+    let statement: EngineText;
+    if (typeof source === 'string') {
+      const parts = splitStatements(source);
+      if (parts.length > 1) {
+        throw new PgError(SqlState.SyntaxError, 'cannot insert multiple commands into a prepared statement');
+      }
+      if (parts.length === 0) return new Statement({ kind: 'empty' }, paramTypes, null);
+      statement = parts[0] as StatementText;
+    } else {
+      statement = source as StatementText;
+    }
+    const command = recognizeCommand(statement.tokens, statement.text);
+    if (command !== null) {
+      const fields =
+        command.kind === 'show'
+          ? command.name === 'all'
+            ? ['name', 'setting', 'description'].map(textField)
+            : [textField(ctx.settings.canonicalName(command.name))]
+          : command.kind === 'fetch' && !command.move
+            ? this.cursorFields(command.name)
+            : null;
+      return new Statement({ kind: 'command', command }, [], fields);
+    }
+    ctx.tx.checkNotFailed();
+    const clientText = statement.text;
+    statement = await this.forEngine(statement);
+    if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
+    const copy = parseCopyFromStdin(statement.text, statement.tokens);
+    if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
+    const copyOut = parseCopyToStdout(statement.text, statement.tokens);
+    if (copyOut !== null) return this.prepareCopyOut(statement, copyOut);
+    await this.refreshLedgerMacros(statement.tokens);
+    const ledgerInsert = await this.appends.prepare(statement, paramTypes);
+    if (ledgerInsert !== null) return ledgerInsert;
+    return this.prepareEngine(statement, clientText, paramTypes);
+  }
+
+  /** The SQL verification and reading macros, for the ledgers that exist now. */
+  async defineLedgerMacros(): Promise<void> {
+    const { services, engine } = this.ctx;
+    this.macrosVersion = services.ledgers.version;
+    const statements: string[] = [];
+    const ledgers = await services.ledgers.all();
+    for (const t of ledgers) statements.push(...verifyMacros(t));
+    const steps = ledgers.find((t) => t.isSteps);
+    if (steps !== undefined) statements.push(...stepsReadMacros(steps), ...ANALYTICS_MACROS);
+    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) statements.push(...PROOF_MACROS);
+    if (statements.length > 0) await engine.run(statements.join(';\n'));
+  }
+
+  private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {
+    const { access, engine } = this.ctx;
+    let engineStatement: EngineStatement;
+    try {
+      access.beforePrepare(statement.text, statement.tokens);
+      engineStatement = await engine.prepare(statement.text, paramTypes);
+    } catch (err) {
+      // A statement that would be refused is refused as such, even when it does not bind either:
+      // the client learns the rule, and the attempt is recorded.
+      throw access.unprepared(err, statement.text, statement.tokens) ?? clientError(err, statement.offset, statement.clientPosition);
+    }
+    // The statement that the guard classifies is the one that runs: it is
+    // already prepared, and only this object is ever executed.
+    try {
+      await access.engineStatement(statement.text, statement.tokens, engineStatement.kind);
+    } catch (err) {
+      engineStatement.close();
+      throw err;
+    }
+    const columns = engineStatement.columns;
+    const names = columns === null ? null : pgNames(clientText, columns.map((c) => c.name));
+    const fields =
+      columns?.map((c, i) => ({
+        name: names?.[i] ?? c.name,
+        tableOid: 0,
+        columnAttr: 0,
+        typeOid: c.typeOid,
+        typeSize: c.typeSize,
+        typeModifier: c.typeModifier,
+        format: 0 as const,
+      })) ?? null;
+    const types = [...engineStatement.paramTypes];
+    for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
+    return new Statement(
+      {
+        kind: 'engine',
+        statement: engineStatement,
+        tokens: statement.tokens,
+        offset: statement.offset,
+        clientPosition: statement.clientPosition ?? SAME_POSITION,
+        createsLedger: engineStatement.kind === 'CREATE' ? ledgerCreated(access, statement.tokens) : null,
+      },
+      types,
+      fields,
+    );
+  }
+
+  /**
+   * The statement with PostgreSQL-only syntax rewritten for the engine
+   * (catalog/rewrite.ts). Everything after this point, the guard included,
+   * sees the rewritten text, so what is checked is what runs.
+   */
+  private async forEngine(statement: StatementText): Promise<EngineText> {
+    this.ctx.access.reservedNames(statement.text, statement.tokens);
+    const rewriter = this.ctx.services.rewriter;
+    const target = rewriter.insertTarget(statement.text, statement.tokens);
+    const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
+    const rewritten = rewriter.rewriteMapped(statement.text, statement.tokens, columns);
+    if (rewritten.text === statement.text) return statement;
+    const scanned = lexStatement(rewritten.text);
+    return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset, clientPosition: (p) => rewritten.clientPosition(p) };
+  }
+
+  /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */
+  private async tableColumns(schema: string | null, table: string): Promise<TargetColumns | null> {
+    const rows = await this.ctx.engine.query(
+      `SELECT database_name, schema_name, column_name, data_type FROM system.main.duckdb_columns()
+       WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND database_name NOT IN ('system', '${COMPAT_CATALOG}')
+       ORDER BY database_name <> 'temp', schema_name <> 'main', database_name, schema_name, column_index`,
+      [table, schema],
+    );
+    const first = rows[0];
+    if (first === undefined) return null;
+    return rows
+      .filter((r) => r[0] === first[0] && r[1] === first[1])
+      .map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']') }));
+  }
+
+  /**
+   * The catalog's pg_settings and current_setting() read the connection's
+   * PostgreSQL settings, which live in the handler, from an engine variable:
+   * it is brought up to date before a statement that reads them is prepared.
+   */
+  private async publishSettings(): Promise<void> {
+    const rows = this.ctx.settings.all();
+    const key = JSON.stringify(rows);
+    if (key === this.publishedSettings) return;
+    const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+    const list = rows.map(([name, setting, description]) => `{'name': ${q(name)}, 'setting': ${q(setting)}, 'description': ${q(description)}}`);
+    const values = rows.map(([name, setting]) => `${q(name.toLowerCase())}: ${q(setting)}`);
+    await this.ctx.engine.run(`SET VARIABLE cot_settings = [${list.join(', ')}]`);
+    await this.ctx.engine.run(`SET VARIABLE cot_setting_values = MAP {${values.join(', ')}}`);
+    this.publishedSettings = key;
+  }
+
+  private async prepareCopyOut(statement: StatementText, copy: CopyToStdout): Promise<Statement> {
+    if (copy.format === 'binary') {
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY TO STDOUT in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
+    }
+    const parts = splitStatements(copy.query);
+    const part = parts[0];
+    if (part === undefined || parts.length > 1) {
+      throw new PgError(SqlState.SyntaxError, 'COPY (query) TO STDOUT takes exactly one query', { position: statement.offset + 1 });
+    }
+    const query = await this.prepare({ ...part, offset: statement.offset + copy.queryOffset } as StatementText, []);
+    if (query.plan.kind !== 'engine' || query.fields === null || !READ_KINDS.has(query.plan.statement.kind)) {
+      this.host.closeStatement(query);
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY (query) TO STDOUT supports only queries that read rows', {
+        hint: 'Use SELECT, VALUES, TABLE or WITH ... SELECT inside the parentheses.',
+      });
+    }
+    return new Statement({ kind: 'copy-out', copy, query }, [], null);
+  }
+
+  /** Macros for ledgers created since this connection defined its own, before a statement that may call them. */
+  private async refreshLedgerMacros(tokens: readonly Token[]): Promise<void> {
+    if (this.macrosVersion === this.ctx.services.ledgers.version) return;
+    if (!tokens.some((t) => t.kind === 'word' && t.text.toLowerCase().startsWith('cot_'))) return;
+    await this.defineLedgerMacros();
+  }
+}
