@@ -22,6 +22,44 @@ const ALLOWED: Record<string, readonly string[]> = {
   mcp: ['ledger', 'sql', 'version.ts'],
 };
 
+/**
+ * The handler's own modules, and which of them each may import: the
+ * statement pipeline's stages point down, towards the plan, the context and
+ * the transaction, and nothing but the factory reaches the facade.
+ */
+const HANDLER: Record<string, readonly string[]> = {
+  'command-tag.ts': [],
+  'settings.ts': [],
+  'ledger-insert.ts': [],
+  'commands.ts': ['settings.ts'],
+  'access.ts': ['command-tag.ts'],
+  'plan.ts': ['access.ts', 'commands.ts', 'ledger-insert.ts'],
+  'transaction.ts': ['settings.ts'],
+  'context.ts': ['access.ts', 'plan.ts', 'settings.ts', 'transaction.ts'],
+  'ledger-create.ts': ['access.ts', 'command-tag.ts', 'context.ts', 'plan.ts'],
+  'engine-run.ts': ['command-tag.ts', 'context.ts', 'ledger-create.ts', 'plan.ts'],
+  'ledger-append.ts': ['context.ts', 'ledger-insert.ts', 'plan.ts'],
+  'copy.ts': ['context.ts', 'engine-run.ts', 'ledger-append.ts', 'plan.ts'],
+  'planner.ts': ['commands.ts', 'context.ts', 'ledger-append.ts', 'ledger-create.ts', 'plan.ts'],
+  'cursors.ts': ['commands.ts', 'context.ts', 'engine-run.ts', 'plan.ts', 'planner.ts'],
+  'session-commands.ts': ['commands.ts', 'context.ts', 'cursors.ts', 'settings.ts'],
+  'connection.ts': [
+    'access.ts',
+    'commands.ts',
+    'context.ts',
+    'copy.ts',
+    'cursors.ts',
+    'engine-run.ts',
+    'ledger-append.ts',
+    'plan.ts',
+    'planner.ts',
+    'session-commands.ts',
+    'settings.ts',
+    'transaction.ts',
+  ],
+  'factory.ts': ['connection.ts', 'context.ts'],
+};
+
 const SRC = resolve(import.meta.dirname, '../src');
 
 function files(dir: string): string[] {
@@ -80,6 +118,51 @@ describe('architecture', () => {
     }
     expect(importers.length).toBeGreaterThan(0);
     expect(importers.filter((i) => !i.startsWith('handler/access.ts '))).toEqual([]);
+  });
+
+  it('keeps the handler a pipeline: each module imports only the stages below it, and only the factory reaches the facade', () => {
+    const handlerFiles = all.filter((f) => relative(SRC, f).startsWith('handler/')).map((f) => relative(join(SRC, 'handler'), f));
+    expect(handlerFiles.sort()).toEqual(Object.keys(HANDLER).sort());
+    const violations: string[] = [];
+    for (const name of handlerFiles) {
+      const file = join(SRC, 'handler', name);
+      for (const spec of imports(file).filter((s) => s.startsWith('./'))) {
+        const target = spec.slice(2).replace(/\.js$/, '.ts');
+        if (!(HANDLER[name] ?? []).includes(target)) violations.push(`handler/${name} imports handler/${target}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('documents the same handler import map in docs/architecture.md', () => {
+    const text = readFileSync(resolve(import.meta.dirname, '../docs/architecture.md'), 'utf8');
+    const start = text.indexOf('| module | holds | imports (handler) |');
+    expect(start).toBeGreaterThan(0);
+    const doc = text.slice(start, text.indexOf('\n\n', start));
+    const documented: Record<string, string[]> = {};
+    for (const m of doc.matchAll(/^\| `([a-z-]+\.ts)` \| [^\n]* \| ([a-z, -]+|\(none\)) \|$/gm)) {
+      const imports = m[2] === '(none)' ? [] : (m[2] as string).split(', ').map((n) => `${n}.ts`);
+      documented[m[1] as string] = imports.sort();
+    }
+    const expected = Object.fromEntries(Object.entries(HANDLER).map(([k, v]) => [k, [...v].sort()]));
+    expect(documented).toEqual(expected);
+  });
+
+  it('lets only handler/transaction.ts begin and end engine transactions', () => {
+    const starts: string[] = [];
+    for (const file of all) {
+      const rel = relative(SRC, file);
+      if (!rel.startsWith('handler/') || rel === 'handler/transaction.ts') continue;
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/\.run\(\s*['`"](BEGIN|START|COMMIT|END|ROLLBACK|ABORT)\b/gi)) starts.push(`${rel}: ${m[0]}`);
+    }
+    expect(starts).toEqual([]);
+    expect(readFileSync(join(SRC, 'handler/transaction.ts'), 'utf8')).toMatch(/\.run\('COMMIT'\)/);
+  });
+
+  it('keeps handler/connection.ts a facade of a few hundred lines over the pipeline', () => {
+    const lines = readFileSync(join(SRC, 'handler/connection.ts'), 'utf8').split('\n').length;
+    expect(lines).toBeLessThanOrEqual(300);
   });
 
   it('ends every relative import in .js (nodenext ESM)', () => {
