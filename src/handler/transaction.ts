@@ -133,18 +133,8 @@ export class TransactionState {
 
   async endImplicit(succeeded: boolean): Promise<void> {
     if (!this.implicit) return;
-    this.implicit = false;
-    try {
-      if (!succeeded) {
-        this.pendingAppends = [];
-        await this.engine.run('ROLLBACK');
-        return;
-      }
-      await this.flushAppends();
-      await this.engine.run('COMMIT');
-    } finally {
-      this.transactionEnded();
-    }
+    if (succeeded) await this.flushAppends();
+    await this.end(succeeded ? 'COMMIT' : 'ROLLBACK');
   }
 
   async begin(readOnly: boolean | null, sink: ResultSink): Promise<void> {
@@ -256,7 +246,8 @@ export class TransactionState {
 
   /**
    * Sends the transaction's ledger appends to the writer, as one unit. If
-   * that fails, the whole transaction is rolled back: nothing of it commits.
+   * that fails, the whole transaction is rolled back and ends: nothing of it
+   * commits.
    */
   private async flushAppends(): Promise<void> {
     const jobs = this.pendingAppends;
@@ -265,9 +256,8 @@ export class TransactionState {
     try {
       await this.writer.append(jobs);
     } catch (err) {
-      await this.engine.run('ROLLBACK').catch(() => undefined);
-      this.state = 'I';
-      this.implicit = false;
+      // Everything else the transaction did ends with it: SET LOCAL, cursors, savepoints.
+      await this.end('ROLLBACK').catch(() => undefined);
       throw err;
     }
   }
@@ -275,6 +265,7 @@ export class TransactionState {
   private async end(how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
     this.pendingAppends = [];
     this.state = 'I';
+    this.implicit = false;
     this.savepoints = [];
     this.writes = 0;
     this.settings.endTransaction();
