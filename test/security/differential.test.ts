@@ -13,12 +13,12 @@ import { BareOracle, BUILTINS, LEDGER_TABLES, protectedStateSql } from './differ
  * see what they really do; cotwire must refuse every statement that changed
  * a ledger, a macro, the catalog database or a setting there, as admin,
  * writer and reader, over the simple and the extended protocol. `npm test`
- * runs a seeded sample (every character for two attacks, 800 generated); `npm run fuzz` runs COTWIRE_FUZZ_COUNT (100k)
+ * runs a seeded sample (every character for two attacks, 2,000 generated); `npm run fuzz` runs COTWIRE_FUZZ_COUNT (100k)
  * with the Unicode sweep in every single gap, and writes what it found to
  * COTWIRE_FUZZ_REPORT.
  */
 
-const COUNT = Number(process.env['COTWIRE_FUZZ_COUNT'] ?? 800);
+const COUNT = Number(process.env['COTWIRE_FUZZ_COUNT'] ?? 2000);
 const SEED = Number(process.env['COTWIRE_FUZZ_SEED'] ?? 20261124);
 const REPORT = process.env['COTWIRE_FUZZ_REPORT'];
 const FULL_SWEEP = COUNT > 10_000;
