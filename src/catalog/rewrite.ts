@@ -154,8 +154,10 @@ class Rewriter {
     private readonly tokens: readonly Token[],
     private readonly target: TargetColumns | null = null,
   ) {
-    tokens.forEach((t, i) => this.tokenAt.set(t.start, i));
-    // eslint-disable-next-line no-control-regex
+    tokens.forEach((t, i) => {
+      this.tokenAt.set(t.start, i);
+    });
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is for ASCII, control characters included
     if (/^[\x00-\x7f]*$/.test(text)) {
       this.charAt = null;
     } else {
@@ -203,7 +205,7 @@ class Rewriter {
 
   /** Names of WITH queries: an unqualified reference to one is the query, not a catalog relation. */
   private collectCtes(value: unknown): void {
-    if (Array.isArray(value)) value.forEach((v) => this.collectCtes(v));
+    if (Array.isArray(value)) for (const v of value) this.collectCtes(v);
     else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value as Node)) {
         if (k === 'ctename' && typeof v === 'string') this.ctes.add(v.toLowerCase());
@@ -431,7 +433,7 @@ class Rewriter {
       const text = this.text.slice(first.start, (this.tokens[j] as Token).end);
       const probe = parseOne(`SELECT ${text}`);
       const target = ((probe?.SelectStmt as Node | undefined)?.targetList as Node[] | undefined)?.[0]?.ResTarget as Node | undefined;
-      if (target !== undefined && ((probe?.SelectStmt as Node).targetList as Node[]).length === 1 && shape(target.val) === want) {
+      if (target !== undefined && ((probe?.SelectStmt as Node | undefined)?.targetList as Node[] | undefined)?.length === 1 && shape(target.val) === want) {
         this.insertBefore(op + 1, `${PG_SCHEMA}.cot_divisor(`);
         this.insertAfter(j, ')');
         return;

@@ -101,7 +101,9 @@ export function numeric(text: string): Buffer {
   const digits = groups.slice(first, last);
   if (digits.length === 0) return numericHeader(0, 0, 0, dscale);
   const b = numericHeader(digits.length, weight, negative ? 0x4000 : 0, dscale, digits.length * 2);
-  digits.forEach((d, i) => b.writeInt16BE(d, 8 + i * 2));
+  digits.forEach((d, i) => {
+    b.writeInt16BE(d, 8 + i * 2);
+  });
   return b;
 }
 

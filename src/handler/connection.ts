@@ -20,7 +20,7 @@ import { copyIn, copyOut } from './copy.js';
 import { Cursors } from './cursors.js';
 import { EngineRun } from './engine-run.js';
 import { LedgerAppends } from './ledger-append.js';
-import { bindEngine, clientError, ConnectionPortal, planKind, Statement, writeOperation } from './plan.js';
+import { bindEngine, clientError, ConnectionPortal, planKind, type Statement, writeOperation } from './plan.js';
 import { Planner } from './planner.js';
 import { applySearchPath, runCommand } from './session-commands.js';
 import { SessionSettings } from './settings.js';

@@ -165,7 +165,10 @@ export class LedgerApplier {
     for (const { table, rows } of parts) {
       const name = qualifiedName(table);
       let entry = byTable.get(name);
-      if (entry === undefined) byTable.set(name, (entry = { table, rows: [] }));
+      if (entry === undefined) {
+        entry = { table, rows: [] };
+        byTable.set(name, entry);
+      }
       for (const row of rows) entry.rows.push(row);
     }
     await inTransaction(this.conn, async () => {

@@ -21,7 +21,10 @@ const layouts = new WeakMap<readonly string[], Map<string, Layout>>();
 
 function layoutOf(table: string, columns: readonly string[]): Layout {
   let byTable = layouts.get(columns);
-  if (byTable === undefined) layouts.set(columns, (byTable = new Map()));
+  if (byTable === undefined) {
+    byTable = new Map();
+    layouts.set(columns, byTable);
+  }
   let layout = byTable.get(table);
   if (layout === undefined) {
     const head = Buffer.concat([lp(HASH_VERSION), lp(table)]);

@@ -162,7 +162,7 @@ function rewritten(
     for (let i = lastGood; i < cp.size; i++) {
       const signed = nodeFile.read(0, i);
       const found = leaves[i];
-      if (found !== undefined && found.equals(signed)) continue;
+      if (found?.equals(signed) === true) continue;
       const where = at(i);
       const what =
         found === undefined

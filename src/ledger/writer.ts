@@ -183,7 +183,9 @@ export class LedgerWriter {
         const units = this.queue.splice(0, UNITS_PER_COMMIT);
         try {
           const results = await this.commit(units);
-          units.forEach((u, i) => u.resolve(results[i] as AppendResult[]));
+          units.forEach((u, i) => {
+            u.resolve(results[i] as AppendResult[]);
+          });
         } catch {
           // One unit's failure must not fail the others: retry each alone.
           for (const unit of units) {

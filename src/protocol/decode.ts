@@ -90,7 +90,7 @@ export function decodeFrontendMessage(code: number, body: Buffer): FrontendMessa
       const portal = r.cstring();
       const maxRows = r.int32();
       r.expectEnd('Execute');
-      return { kind: 'Execute', portal, maxRows: maxRows < 0 ? 0 : maxRows };
+      return { kind: 'Execute', portal, maxRows: Math.max(0, maxRows) };
     }
     case FrontendCode.Close: {
       const t = target(r.byte(), 'Close');

@@ -164,7 +164,7 @@ export class PgServer {
     this.opts.observer.connectionOpened();
 
     function onData(chunk: Buffer): void {
-      let frames;
+      let frames: ReturnType<typeof framer.push>;
       try {
         frames = framer.push(chunk);
       } catch (err) {

@@ -329,7 +329,7 @@ export class Session {
           throw protocolViolation(`client selected an invalid SASL authentication mechanism "${mechanism}"`);
         }
         const len = r.int32();
-        const clientFirst = r.bytes(len < 0 ? 0 : len).toString('utf8');
+        const clientFirst = r.bytes(Math.max(0, len)).toString('utf8');
         const { verifier, exists } = this.opts.auth.verifierFor(phase.user);
         const exchange = new ScramExchange(verifier);
         this.out.authenticationSASLContinue(exchange.serverFirst(clientFirst));

@@ -206,7 +206,7 @@ const TEXT_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': 
  * One row of COPY TO output in CSV: a value is quoted when it holds the
  * delimiter, the quote, a line break, or would read back as NULL.
  */
-export function formatCopyCsvRow(cells: readonly (string | null)[], delimiter: string, nullString: string, quote: string, escape: string): string {
+export function formatCopyCsvRow(cells: readonly (string | null)[], delimiter: string, nullString: string, quote: string, escapeChar: string): string {
   return (
     cells
       .map((c) => {
@@ -214,7 +214,7 @@ export function formatCopyCsvRow(cells: readonly (string | null)[], delimiter: s
         const needsQuotes = c === nullString || c.includes(delimiter) || c.includes(quote) || c.includes('\n') || c.includes('\r') || (nullString === '' && c === '');
         if (!needsQuotes) return c;
         let body = '';
-        for (const ch of c) body += ch === quote || ch === escape ? escape + ch : ch;
+        for (const ch of c) body += ch === quote || ch === escapeChar ? escapeChar + ch : ch;
         return quote + body + quote;
       })
       .join(delimiter) + '\n'
@@ -268,7 +268,7 @@ export function parseCopyText(data: string, delimiter: string, nullString: strin
 }
 
 /** The rows of COPY CSV format (RFC 4180 with PostgreSQL's NULL rule: an unquoted empty field). */
-export function parseCopyCsv(data: string, delimiter: string, nullString: string, quote: string, escape: string): (string | null)[][] {
+export function parseCopyCsv(data: string, delimiter: string, nullString: string, quote: string, escapeChar: string): (string | null)[][] {
   const rows: (string | null)[][] = [];
   let fields: (string | null)[] = [];
   let value = '';
@@ -284,7 +284,7 @@ export function parseCopyCsv(data: string, delimiter: string, nullString: string
   for (let i = 0; i < data.length; i++) {
     const c = data[i] as string;
     if (inQuotes) {
-      if (c === escape && data[i + 1] === quote) {
+      if (c === escapeChar && data[i + 1] === quote) {
         value += quote;
         i++;
       } else if (c === quote) {

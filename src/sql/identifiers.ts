@@ -13,25 +13,25 @@ export function identifierText(tokens: readonly Token[], i: number): string | nu
   if (t.text.startsWith('"')) return t.text.slice(1, -1).replaceAll('""', '"');
   // U&"..." [UESCAPE 'c']
   const body = t.text.slice(3, -1).replaceAll('""', '"');
-  let escape = '\\';
+  let escapeChar = '\\';
   const next = tokens[i + 1];
   const quote = tokens[i + 2];
   if (next?.kind === 'word' && next.text.toUpperCase() === 'UESCAPE' && quote?.kind === 'string') {
-    escape = quote.text.slice(1, -1).replaceAll("''", "'");
+    escapeChar = quote.text.slice(1, -1).replaceAll("''", "'");
   }
-  return decodeUnicodeEscapes(body, escape);
+  return decodeUnicodeEscapes(body, escapeChar);
 }
 
-export function decodeUnicodeEscapes(body: string, escape: string): string {
+export function decodeUnicodeEscapes(body: string, escapeChar: string): string {
   let out = '';
   for (let i = 0; i < body.length; i++) {
     const c = body[i] as string;
-    if (c !== escape) {
+    if (c !== escapeChar) {
       out += c;
       continue;
     }
-    if (body[i + 1] === escape) {
-      out += escape;
+    if (body[i + 1] === escapeChar) {
+      out += escapeChar;
       i++;
     } else if (body[i + 1] === '+' && /^[0-9a-fA-F]{6}$/.test(body.slice(i + 2, i + 8))) {
       out += String.fromCodePoint(parseInt(body.slice(i + 2, i + 8), 16));

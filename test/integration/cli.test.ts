@@ -84,7 +84,7 @@ describe('cotwire passwd', () => {
   it('prints a SCRAM verifier entry and never the password', () => {
     const r = spawnSync(process.execPath, [CLI, 'passwd', 'alice'], { input: 'hunter2\n', encoding: 'utf8' });
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^users:\n  - name: "alice"\n    password: SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+\n$/);
+    expect(r.stdout).toMatch(/^users:\n {2}- name: "alice"\n {4}password: SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+\n$/);
     expect(r.stdout + r.stderr).not.toContain('hunter2');
   });
 });

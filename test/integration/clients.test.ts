@@ -29,7 +29,7 @@ describe('postgres.js (extended protocol, named statements)', () => {
       expect(rows.count).toBe(2);
       expect(rows.command).toBe('SELECT');
       expect(rows[0]).toMatchObject({ id: 2, name: 'name2', n: '1000000000002', meta: { i: 2 } });
-      expect((rows[0]?.created as Date).toISOString()).toBe(at.toISOString());
+      expect((rows[0] as { created: Date }).created.toISOString()).toBe(at.toISOString());
       const [{ total }] = (await sql`SELECT sum(id)::INTEGER AS total FROM pj`) as unknown as [{ total: number }];
       expect(total).toBe(6);
       const err = (await sql`SELECT * FROM missing`.catch((e: unknown) => e)) as { code: string };

@@ -83,7 +83,9 @@ describe('extended query with node-postgres', () => {
       const results = await Promise.all(
         Array.from({ length: 60 }, (_, i) => pool.query('SELECT $1::INTEGER * 2 AS v, count(*) AS n FROM range(20000)', [i])),
       );
-      results.forEach((r, i) => expect(r.rows[0]).toEqual({ v: i * 2, n: '20000' }));
+      results.forEach((r, i) => {
+        expect(r.rows[0]).toEqual({ v: i * 2, n: '20000' });
+      });
     } finally {
       await pool.end();
     }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
 import type { TestServer } from '../fixtures/server.js';
 import { sqlstate } from '../fixtures/errors.js';

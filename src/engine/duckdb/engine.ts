@@ -279,7 +279,10 @@ class DuckDBSession implements EngineConnection {
     try {
       const prepared = await this.conn.prepare(sql);
       try {
-        params.forEach((p, i) => (p === null ? prepared.bindNull(i + 1) : prepared.bindVarchar(i + 1, p)));
+        params.forEach((p, i) => {
+          if (p === null) prepared.bindNull(i + 1);
+          else prepared.bindVarchar(i + 1, p);
+        });
         const reader = await prepared.runAndReadAll();
         return reader.getRowsJS() as unknown[][];
       } finally {

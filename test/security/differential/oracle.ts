@@ -101,7 +101,7 @@ export class BareOracle {
       String((await conn.runAndReadAll(protectedStateSql(CHAINED_ROWS, BUILTINS, withFunctions, withGlobals))).getRows()[0]?.[0]);
     try {
       return await query();
-    } catch (err) {
+    } catch {
       // A failed statement leaves its transaction aborted: what it wrote is gone with it.
       await conn.run('ROLLBACK').catch(() => undefined);
       return query().catch((e: unknown) => `error: ${(e as Error).message.split('\n')[0] ?? ''}`);

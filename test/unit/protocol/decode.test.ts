@@ -125,12 +125,12 @@ describe('malformed and oversized input', () => {
   it('rejects a Sync with a body', () => {
     const f = ready();
     const [frame] = f.push(Buffer.from([0x53, 0, 0, 0, 5, 0]));
-    expect(fatal(() => decodeFrontendMessage(frame!.code, frame!.body)).code).toBe('08P01');
+    expect(fatal(() => decodeFrontendMessage((frame as NonNullable<typeof frame>).code, (frame as NonNullable<typeof frame>).body)).code).toBe('08P01');
   });
 
   it('rejects a string without its terminator', () => {
     const [frame] = ready().push(Buffer.from([0x51, 0, 0, 0, 7, 0x61, 0x62, 0x63]));
-    expect(fatal(() => decodeFrontendMessage(frame!.code, frame!.body)).message).toMatch(/not terminated/);
+    expect(fatal(() => decodeFrontendMessage((frame as NonNullable<typeof frame>).code, (frame as NonNullable<typeof frame>).body)).message).toMatch(/not terminated/);
   });
 
   it('rejects a Bind whose parameter length runs past the message', () => {
