@@ -22,7 +22,9 @@ export const STEP_COLUMNS = [
 
 const TYPES = ['Observation', 'Reasoning', 'ToolCall', 'ToolResult', 'Decision', 'FinalAnswer'] as const;
 const MODELS = ['model-a', 'model-b', 'model-c', 'model-d'] as const;
-const CONTENT = 'The agent considered the user request, looked up the order history and weighed two plans: refund now or ask for a photo of the damage first. '.repeat(3).slice(0, 300);
+const CONTENT = 'The agent considered the user request, looked up the order history and weighed two plans: refund now or ask for a photo of the damage first. '
+  .repeat(3)
+  .slice(0, 300);
 
 export function stepRow(session: string, i: number): Array<string | number> {
   return [

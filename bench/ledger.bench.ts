@@ -50,7 +50,11 @@ describe('ledger appends', () => {
 });
 
 describe('verification', () => {
-  bench('cot_verify_all() over every step appended above (steps: see SELECT count(*))', async () => {
-    await one.query('SELECT count(*) FROM cot_verify_all()');
-  }, { iterations: 3, time: 0 });
+  bench(
+    'cot_verify_all() over every step appended above (steps: see SELECT count(*))',
+    async () => {
+      await one.query('SELECT count(*) FROM cot_verify_all()');
+    },
+    { iterations: 3, time: 0 },
+  );
 });

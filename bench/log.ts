@@ -30,7 +30,21 @@ export async function appendRate(withLog: boolean, steps: number): Promise<numbe
     const writer = await LedgerWriter.open(engine, catalog, { journalPath: Journal.pathFor(path), ...(log === undefined ? {} : { log }) });
     const row = (i: number): Array<string | null> => {
       const r = stepRow(`s-${i % 64}`, i);
-      return [null, r[1] as string, r[0] as string, r[2] as string, r[3] as string, r[4] as string, r[5] as string, '0.5', String(r[7]), String(r[8]), r[9] as string, r[10] as string, null];
+      return [
+        null,
+        r[1] as string,
+        r[0] as string,
+        r[2] as string,
+        r[3] as string,
+        r[4] as string,
+        r[5] as string,
+        '0.5',
+        String(r[7]),
+        String(r[8]),
+        r[9] as string,
+        r[10] as string,
+        null,
+      ];
     };
     const t = performance.now();
     let next = 0;

@@ -24,7 +24,9 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
     const writer = await LedgerWriter.open(engine, catalog, { journalPath: null });
     // The canonical text of each confidence value is DuckDB's own DOUBLE → VARCHAR cast.
     const confidence = new Map<number, string>();
-    for (const [v, text] of (await conn.query('SELECT x / 100.0, CAST(CAST(x / 100.0 AS DOUBLE) AS VARCHAR) FROM range(100) t(x)')) as Array<[number, string]>) {
+    for (const [v, text] of (await conn.query('SELECT x / 100.0, CAST(CAST(x / 100.0 AS DOUBLE) AS VARCHAR) FROM range(100) t(x)')) as Array<
+      [number, string]
+    >) {
       confidence.set(Number(v), text);
     }
     const existing = Number(((await conn.query('SELECT count(*) FROM main._cot_steps')) as [[bigint]])[0][0]);
@@ -36,8 +38,21 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
         const r = stepRow(`seed-${Math.floor((existing + i) / 100)}`, existing + i);
         // Client columns in table order: org_id, agent_id, session_id, step_type, content, input_data,
         // output_data, confidence, duration_ms, token_count, model, metadata, parent_trace_id.
-        rows.push([null, r[1] as string, r[0] as string, r[2] as string, r[3] as string, r[4] as string, r[5] as string,
-          confidence.get(r[6] as number) ?? String(r[6]), String(r[7]), String(r[8]), r[9] as string, r[10] as string, null]);
+        rows.push([
+          null,
+          r[1] as string,
+          r[0] as string,
+          r[2] as string,
+          r[3] as string,
+          r[4] as string,
+          r[5] as string,
+          confidence.get(r[6] as number) ?? String(r[6]),
+          String(r[7]),
+          String(r[8]),
+          r[9] as string,
+          r[10] as string,
+          null,
+        ]);
       }
       await writer.append([{ table, rows }]);
     }

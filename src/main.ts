@@ -106,9 +106,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
   const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]);
   if (checkpointTable === null) throw new StartupError(`${CHECKPOINTS_TABLE} is not a chained ledger`);
-  const [lastCheckpoint] = (await internal.query(
-    `SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`,
-  )) as Array<[bigint, bigint]>;
+  const [lastCheckpoint] = (await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
+    [bigint, bigint]
+  >;
   const checkpoints = new CheckpointIssuer(
     writer,
     merkle,
@@ -123,9 +123,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     },
     lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
   );
-  const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) =>
-    log.error({ err }, 'recording a security event failed'),
-  );
+  const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
   const auth = new AuthPolicy(
     config.users.map((u) => ({
       name: u.name,

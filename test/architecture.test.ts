@@ -71,9 +71,7 @@ function files(dir: string): string[] {
 
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/^(?:import|export)[^'"]*from\s+'([^']+)'/gm), ...text.matchAll(/import\('([^']+)'\)/g)].map(
-    (m) => m[1] as string,
-  );
+  return [...text.matchAll(/^(?:import|export)[^'"]*from\s+'([^']+)'/gm), ...text.matchAll(/import\('([^']+)'\)/g)].map((m) => m[1] as string);
 }
 
 describe('architecture', () => {

@@ -18,7 +18,6 @@ export const OID = {
   defaultTablespace: 1663,
 } as const;
 
-
 export const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /** The connection's PostgreSQL settings, which the handler publishes in an engine variable (see publishSettings). */
@@ -46,4 +45,3 @@ export function empty(columns: string): string {
 export function values(rows: ReadonlyArray<ReadonlyArray<string | number | boolean>>): string {
   return rows.map((r) => `(${r.map((v) => (typeof v === 'string' ? q(v) : String(v))).join(', ')})`).join(',\n');
 }
-

@@ -127,4 +127,3 @@ export function informationViews(): string[] {
     `CREATE VIEW ${I}.applicable_roles AS SELECT current_user() AS grantee, current_user() AS role_name, 'YES' AS is_grantable`,
   ];
 }
-

@@ -6,100 +6,276 @@ export type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly
 /** The functions clients call, by the name they call them (with or without pg_catalog.). */
 export const MACROS: readonly MacroDef[] = [
   ['pg_get_userbyid', [['roleid', `current_user()`]]],
-  ['format_type', [['type_oid, typemod', `CASE
+  [
+    'format_type',
+    [
+      [
+        'type_oid, typemod',
+        `CASE
        WHEN type_oid IS NULL THEN NULL
        WHEN type_oid = 1700 AND typemod > 4 THEN 'numeric(' || ((typemod - 4) // 65536) || ',' || ((typemod - 4) % 65536) || ')'
        WHEN type_oid = 1043 AND typemod > 4 THEN 'character varying(' || (typemod - 4) || ')'
        WHEN type_oid = 1042 AND typemod > 4 THEN 'character(' || (typemod - 4) || ')'
-       ELSE coalesce((SELECT cot_t.display FROM ${P}.cot_types cot_t WHERE cot_t.oid = type_oid), '???') END`]]],
-  ['pg_get_expr', [['expr, relid', `expr`], ['expr, relid, pretty', `expr`]]],
-  ['pg_get_indexdef', [['index_oid', `(SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)`], ['index_oid, col, pretty', `CASE WHEN col = 0 OR col IS NULL
+       ELSE coalesce((SELECT cot_t.display FROM ${P}.cot_types cot_t WHERE cot_t.oid = type_oid), '???') END`,
+      ],
+    ],
+  ],
+  [
+    'pg_get_expr',
+    [
+      ['expr, relid', `expr`],
+      ['expr, relid, pretty', `expr`],
+    ],
+  ],
+  [
+    'pg_get_indexdef',
+    [
+      ['index_oid', `(SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)`],
+      [
+        'index_oid, col, pretty',
+        `CASE WHEN col = 0 OR col IS NULL
        THEN (SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
        ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN duckdb_columns() cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
-             WHERE cot_i.indexrelid = index_oid) END`]]],
-  ['pg_get_constraintdef', [['constraint_oid', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`], ['constraint_oid, pretty', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`]]],
-  ['pg_get_viewdef', [['v_oid', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`], ['v_oid, pretty', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`]]],
+             WHERE cot_i.indexrelid = index_oid) END`,
+      ],
+    ],
+  ],
+  [
+    'pg_get_constraintdef',
+    [
+      ['constraint_oid', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`],
+      ['constraint_oid, pretty', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`],
+    ],
+  ],
+  [
+    'pg_get_viewdef',
+    [
+      ['v_oid', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+      ['v_oid, pretty', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+    ],
+  ],
   ['pg_table_is_visible', [['rel_oid', `true`]]],
   ['pg_type_is_visible', [['type_oid', `true`]]],
   ['pg_function_is_visible', [['fn_oid', `true`]]],
-  ['obj_description', [['obj_oid', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`], ['obj_oid, catalog_name', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`]]],
-  ['col_description', [['table_oid, column_number', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = table_oid AND cot_d.objsubid = column_number)`]]],
+  [
+    'obj_description',
+    [
+      ['obj_oid', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`],
+      ['obj_oid, catalog_name', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`],
+    ],
+  ],
+  [
+    'col_description',
+    [
+      [
+        'table_oid, column_number',
+        `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = table_oid AND cot_d.objsubid = column_number)`,
+      ],
+    ],
+  ],
   ['shobj_description', [['obj_oid, catalog_name', `CAST(NULL AS VARCHAR)`]]],
   ['pg_encoding_to_char', [['encoding', `CASE WHEN encoding = 6 THEN 'UTF8' ELSE 'SQL_ASCII' END`]]],
-  ['pg_get_function_result', [['fn_oid', `(SELECT CASE WHEN cot_f.function_type LIKE 'table%' THEN 'SETOF record'
+  [
+    'pg_get_function_result',
+    [
+      [
+        'fn_oid',
+        `(SELECT CASE WHEN cot_f.function_type LIKE 'table%' THEN 'SETOF record'
        WHEN cot_f.return_type IS NULL THEN 'anyelement' ELSE coalesce(cot_t.display, lower(cot_f.return_type)) END
        FROM ${P}.cot_functions cot_f LEFT JOIN ${P}.cot_type_map cot_m ON cot_m.type_key = ${P}.cot_type_key(cot_f.return_type)
-         LEFT JOIN ${P}.cot_types cot_t ON cot_t.oid = cot_m.oid WHERE cot_f.oid = fn_oid)`]]],
-  ['pg_get_function_arguments', [['fn_oid', `(SELECT array_to_string(list_transform(list_zip(cot_f.parameters, cot_f.parameter_types),
-       p -> p[1] || CASE WHEN p[2] IS NULL THEN '' ELSE ' ' || lower(p[2]) END), ', ') FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`]]],
+         LEFT JOIN ${P}.cot_types cot_t ON cot_t.oid = cot_m.oid WHERE cot_f.oid = fn_oid)`,
+      ],
+    ],
+  ],
+  [
+    'pg_get_function_arguments',
+    [
+      [
+        'fn_oid',
+        `(SELECT array_to_string(list_transform(list_zip(cot_f.parameters, cot_f.parameter_types),
+       p -> p[1] || CASE WHEN p[2] IS NULL THEN '' ELSE ' ' || lower(p[2]) END), ', ') FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`,
+      ],
+    ],
+  ],
   ['pg_get_function_identity_arguments', [['fn_oid', `${P}.pg_get_function_arguments(fn_oid)`]]],
   ['pg_get_statisticsobjdef_columns', [['stat_oid', `CAST(NULL AS VARCHAR)`]]],
   ['pg_relation_is_publishable', [['rel_oid', `false`]]],
   // PostgreSQL's units and rounding (bytes, kB, MB, GB, TB; each step taken at 10 units of the next).
   // The divisor of / and %: zero raises division_by_zero (22012), as in PostgreSQL.
   ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
-  ['pg_size_pretty', [['size_bytes', `CASE
+  [
+    'pg_size_pretty',
+    [
+      [
+        'size_bytes',
+        `CASE
        WHEN abs(size_bytes) < 10240 THEN CAST(size_bytes AS BIGINT) || ' bytes'
        WHEN abs(size_bytes // 512) < 20479 THEN CAST(((size_bytes // 512) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' kB'
        WHEN abs(size_bytes // 524288) < 20479 THEN CAST(((size_bytes // 524288) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' MB'
        WHEN abs(size_bytes // 536870912) < 20479 THEN CAST(((size_bytes // 536870912) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' GB'
-       ELSE CAST(((size_bytes // 549755813888) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' TB' END`]]],
+       ELSE CAST(((size_bytes // 549755813888) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' TB' END`,
+      ],
+    ],
+  ],
   ['pg_table_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
   ['pg_total_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
   ['pg_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
   ['pg_database_size', [['db', `CAST((SELECT sum(total_blocks * block_size) FROM pragma_database_size()) AS BIGINT)`]]],
   ['pg_backend_pid', [['', `CAST(0 AS INTEGER)`]]],
-  ['has_database_privilege', [['db, priv', `true`], ['u, db, priv', `true`]]],
-  ['has_schema_privilege', [['s, priv', `true`], ['u, s, priv', `true`]]],
-  ['has_table_privilege', [['t, priv', `true`], ['u, t, priv', `true`]]],
-  ['has_column_privilege', [['t, c, priv', `true`], ['u, t, c, priv', `true`]]],
-  ['has_function_privilege', [['f, priv', `true`], ['u, f, priv', `true`]]],
+  [
+    'has_database_privilege',
+    [
+      ['db, priv', `true`],
+      ['u, db, priv', `true`],
+    ],
+  ],
+  [
+    'has_schema_privilege',
+    [
+      ['s, priv', `true`],
+      ['u, s, priv', `true`],
+    ],
+  ],
+  [
+    'has_table_privilege',
+    [
+      ['t, priv', `true`],
+      ['u, t, priv', `true`],
+    ],
+  ],
+  [
+    'has_column_privilege',
+    [
+      ['t, c, priv', `true`],
+      ['u, t, c, priv', `true`],
+    ],
+  ],
+  [
+    'has_function_privilege',
+    [
+      ['f, priv', `true`],
+      ['u, f, priv', `true`],
+    ],
+  ],
   ['has_sequence_privilege', [['s, priv', `true`]]],
   ['has_any_column_privilege', [['t, priv', `true`]]],
-  ['pg_has_role', [['r, priv', `true`], ['u, r, priv', `true`]]],
+  [
+    'pg_has_role',
+    [
+      ['r, priv', `true`],
+      ['u, r, priv', `true`],
+    ],
+  ],
   ['array_upper', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
   ['array_lower', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN 1 END`]]],
   ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
   ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
-  ['current_schemas', [['include_implicit', `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`]]],
+  [
+    'current_schemas',
+    [
+      [
+        'include_implicit',
+        `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`,
+      ],
+    ],
+  ],
   // No subquery: clients call it inside table functions' arguments (Grafana's generate_series over the search_path).
-  ['current_setting', [
-    ['setting_name', SETTING_VALUE],
-    ['setting_name, missing_ok', SETTING_VALUE],
-  ]],
+  [
+    'current_setting',
+    [
+      ['setting_name', SETTING_VALUE],
+      ['setting_name, missing_ok', SETTING_VALUE],
+    ],
+  ],
   ['pg_postmaster_start_time', [['', `CAST(get_current_timestamp() AS TIMESTAMPTZ)`]]],
   ['txid_current', [['', `CAST(1 AS BIGINT)`]]],
   ['pg_is_in_recovery', [['', `false`]]],
   ['quote_ident', [['s', `CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s ELSE '"' || replace(s, '"', '""') || '"' END`]]],
   // PostgreSQL's format(): %s, %I (identifier) and %L (literal), for up to four arguments (Metabase's %I.%I).
-  ['cot_format_arg', [['fmt, k, v', `CASE regexp_extract_all(fmt, '%([sIL])', 1)[k]
+  [
+    'cot_format_arg',
+    [
+      [
+        'fmt, k, v',
+        `CASE regexp_extract_all(fmt, '%([sIL])', 1)[k]
        WHEN 'I' THEN ${P}.quote_ident(CAST(v AS VARCHAR))
        WHEN 'L' THEN CASE WHEN v IS NULL THEN 'NULL' ELSE '''' || replace(CAST(v AS VARCHAR), '''', '''''') || '''' END
-       ELSE coalesce(CAST(v AS VARCHAR), '') END`]]],
-  ['format', [
-    ['fmt', 'fmt'],
-    ['fmt, a1', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1))`],
-    ['fmt, a1, a2', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2))`],
-    ['fmt, a1, a2, a3', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3))`],
-    ['fmt, a1, a2, a3, a4', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3), ${P}.cot_format_arg(fmt, 4, a4))`],
-  ]],
-  ['parse_ident', [['qualified', `list_transform(string_split(qualified, '.'), cot_p -> CASE WHEN cot_p LIKE '"%' THEN trim(cot_p, '"') ELSE lower(cot_p) END)`]]],
+       ELSE coalesce(CAST(v AS VARCHAR), '') END`,
+      ],
+    ],
+  ],
+  [
+    'format',
+    [
+      ['fmt', 'fmt'],
+      ['fmt, a1', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1))`],
+      ['fmt, a1, a2', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2))`],
+      [
+        'fmt, a1, a2, a3',
+        `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3))`,
+      ],
+      [
+        'fmt, a1, a2, a3, a4',
+        `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3), ${P}.cot_format_arg(fmt, 4, a4))`,
+      ],
+    ],
+  ],
+  [
+    'parse_ident',
+    [['qualified', `list_transform(string_split(qualified, '.'), cot_p -> CASE WHEN cot_p LIKE '"%' THEN trim(cot_p, '"') ELSE lower(cot_p) END)`]],
+  ],
   ['pg_get_serial_sequence', [['tbl, col', `CAST(NULL AS VARCHAR)`]]],
   ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_get_triggerdef', [['trigger_oid', `CAST(NULL AS VARCHAR)`], ['trigger_oid, pretty', `CAST(NULL AS VARCHAR)`]]],
-  ['pg_get_ruledef', [['rule_oid', `CAST(NULL AS VARCHAR)`], ['rule_oid, pretty', `CAST(NULL AS VARCHAR)`]]],
+  [
+    'pg_get_triggerdef',
+    [
+      ['trigger_oid', `CAST(NULL AS VARCHAR)`],
+      ['trigger_oid, pretty', `CAST(NULL AS VARCHAR)`],
+    ],
+  ],
+  [
+    'pg_get_ruledef',
+    [
+      ['rule_oid', `CAST(NULL AS VARCHAR)`],
+      ['rule_oid, pretty', `CAST(NULL AS VARCHAR)`],
+    ],
+  ],
   ['pg_tablespace_location', [['ts_oid', `''`]]],
-  ['cot_regclass_in', [['rel', `(SELECT first(cot_c.oid) FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
+  [
+    'cot_regclass_in',
+    [
+      [
+        'rel',
+        `(SELECT first(cot_c.oid) FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
        WHERE (CASE WHEN contains(CAST(rel AS VARCHAR), '.') THEN cot_n.nspname = lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"'))
                    AND cot_c.relname = trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
-              ELSE cot_c.relname = CASE WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END END))`]]],
+              ELSE cot_c.relname = CASE WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END END))`,
+      ],
+    ],
+  ],
   ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
-  ['cot_regtype_in', [['type_name', `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = lower(CAST(type_name AS VARCHAR)) OR cot_t.display = lower(CAST(type_name AS VARCHAR)))`]]],
+  [
+    'cot_regtype_in',
+    [
+      [
+        'type_name',
+        `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = lower(CAST(type_name AS VARCHAR)) OR cot_t.display = lower(CAST(type_name AS VARCHAR)))`,
+      ],
+    ],
+  ],
   ['cot_regtype_out', [['type_oid', `${P}.format_type(type_oid, -1)`]]],
   // pg_type's regproc columns (typinput ...) hold function names, so a regproc is compared as its name.
   ['cot_regproc_in', [['fn', `lower(CAST(fn AS VARCHAR))`]]],
-  ['cot_regproc_out', [['fn_oid', `CASE WHEN try_cast(fn_oid AS BIGINT) IS NULL THEN CAST(fn_oid AS VARCHAR)
-       ELSE (SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = try_cast(fn_oid AS BIGINT)) END`]]],
+  [
+    'cot_regproc_out',
+    [
+      [
+        'fn_oid',
+        `CASE WHEN try_cast(fn_oid AS BIGINT) IS NULL THEN CAST(fn_oid AS VARCHAR)
+       ELSE (SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = try_cast(fn_oid AS BIGINT)) END`,
+      ],
+    ],
+  ],
   ['cot_regnamespace_in', [['nsp', `(SELECT first(cot_n.oid) FROM ${P}.pg_namespace cot_n WHERE cot_n.nspname = CAST(nsp AS VARCHAR))`]]],
   ['cot_regnamespace_out', [['nsp_oid', `(SELECT first(cot_n.nspname) FROM ${P}.pg_namespace cot_n WHERE cot_n.oid = nsp_oid)`]]],
   ['cot_regrole_in', [['r', `CAST(${OID.owner} AS BIGINT)`]]],
@@ -117,4 +293,3 @@ export const readsViews = (m: MacroDef): boolean =>
 
 /** Functions of the catalog layer, by name: a client's call to one of them (qualified or not) reaches cotwire's. */
 export const CATALOG_FUNCTIONS: ReadonlySet<string> = new Set(MACROS.map(([name]) => name).filter((n) => !n.startsWith('cot_')));
-

@@ -76,7 +76,17 @@ export const PG_TYPES: readonly PgTypeRow[] = (() => {
     const array = ArrayOidOf.get(oid) ?? 0;
     rows.push({ oid, name, display, category, input: ioName(name, 'in'), output: ioName(name, 'out'), elem: 0, array, type: category === 'P' ? 'p' : 'b' });
     if (array !== 0) {
-      rows.push({ oid: array, name: `_${name}`, display: `${display}[]`, category: 'A', input: 'array_in', output: 'array_out', elem: oid, array: 0, type: 'b' });
+      rows.push({
+        oid: array,
+        name: `_${name}`,
+        display: `${display}[]`,
+        category: 'A',
+        input: 'array_in',
+        output: 'array_out',
+        elem: oid,
+        array: 0,
+        type: 'b',
+      });
     }
   }
   for (const [oid, name, display, category, type] of EXTRA) {

@@ -18,7 +18,8 @@ export async function verifyCommand(
 ): Promise<number> {
   const checkpoints = opts.checkpoint ?? [];
   if (checkpoints.length > 0 && opts.key === undefined) throw new UsageError('--checkpoint needs --key: the verifier key that signed them');
-  if (opts.key !== undefined && checkpoints.length === 0) throw new UsageError('--key needs --checkpoint: the checkpoint files or directories to verify against');
+  if (opts.key !== undefined && checkpoints.length === 0)
+    throw new UsageError('--key needs --checkpoint: the checkpoint files or directories to verify against');
   return withDatabase(opts.db, false, async (conn) => {
     const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
     const verdicts = await verifyLedgers(conn, new LedgerCatalog(conn, (n) => names.isProtected(n)), opts.session ?? null);
@@ -29,11 +30,15 @@ export async function verifyCommand(
       out(`${JSON.stringify({ valid, chains: verdicts.length, broken, ...(log === null ? {} : { log }) }, null, 2)}\n`);
     } else {
       for (const v of broken) {
-        out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`);
+        out(
+          `BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`,
+        );
       }
       if (log !== null) printLogReport(log, out);
       const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
-      out(`${valid ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken${log === null ? '' : `; log ${log.breaks.length === 0 ? 'intact' : 'BROKEN'}`}\n`);
+      out(
+        `${valid ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken${log === null ? '' : `; log ${log.breaks.length === 0 ? 'intact' : 'BROKEN'}`}\n`,
+      );
     }
     return valid ? 0 : 1;
   });
@@ -85,7 +90,9 @@ export async function sessionsCommand(opts: { db: string; agent?: string; json?:
     if (opts.json === true) out(`${JSON.stringify(sessions, null, 2)}\n`);
     else {
       for (const s of sessions) {
-        out(`${s.chain_valid ? 'ok    ' : 'BROKEN'} ${s.session_id}  steps=${s.step_count}  agent=${s.agent_id ?? '-'}  ${s.first_step_at} .. ${s.last_step_at}\n`);
+        out(
+          `${s.chain_valid ? 'ok    ' : 'BROKEN'} ${s.session_id}  steps=${s.step_count}  agent=${s.agent_id ?? '-'}  ${s.first_step_at} .. ${s.last_step_at}\n`,
+        );
       }
       out(`${sessions.length} sessions\n`);
     }
@@ -94,10 +101,7 @@ export async function sessionsCommand(opts: { db: string; agent?: string; json?:
 }
 
 /** `cotwire export`: the administrator's way to get steps out; clients cannot write files. */
-export async function exportCommand(
-  opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string },
-  out: Out,
-): Promise<number> {
+export async function exportCommand(opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }, out: Out): Promise<number> {
   return withDatabase(opts.db, true, async (conn) => {
     const where = opts.session === undefined ? '' : ` WHERE session_id = ${quoteLiteral(opts.session)}`;
     const format = opts.format === 'parquet' ? 'FORMAT parquet' : opts.format === 'csv' ? 'FORMAT csv, HEADER' : 'FORMAT json';

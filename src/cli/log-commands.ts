@@ -47,7 +47,9 @@ export function readCheckpoints(paths: readonly string[]): CheckpointSource[] {
   const sources: CheckpointSource[] = [];
   for (const path of paths) {
     if (existsSync(path) && statSync(path).isDirectory()) {
-      for (const f of readdirSync(path).filter((n) => n.endsWith('.checkpoint')).sort()) {
+      for (const f of readdirSync(path)
+        .filter((n) => n.endsWith('.checkpoint'))
+        .sort()) {
         sources.push({ source: join(path, f), text: readText(join(path, f), 'checkpoint') });
       }
     } else {

@@ -57,7 +57,7 @@ function program(setCode: (code: number) => void): Command {
   cli
     .command('keygen')
     .description('create a checkpoint signing key file and print its verifier key')
-    .requiredOption('--name <name>', 'the key name, which is also the checkpoints\' origin (for example example.com/agents)')
+    .requiredOption('--name <name>', "the key name, which is also the checkpoints' origin (for example example.com/agents)")
     .requiredOption('--out <file>', 'the key file to create (never overwritten; keep it off the database disk)')
     .action((opts: { name: string; out: string }) => setCode(keygenCommand(opts, out)));
 
@@ -65,7 +65,7 @@ function program(setCode: (code: number) => void): Command {
     .command('prove')
     .description("write a step's receipt: its row, leaf index, inclusion proof and signed checkpoint")
     .requiredOption('--db <file>', 'database file (the server need not run)')
-    .requiredOption('--trace <id>', 'the step\'s trace_id')
+    .requiredOption('--trace <id>', "the step's trace_id")
     .option('--out <file>', 'write the receipt here instead of to standard output')
     .action(async (opts: { db: string; trace: string; out?: string }) => setCode(await proveCommand(opts, out)));
 
@@ -98,9 +98,7 @@ function program(setCode: (code: number) => void): Command {
     .addOption(new Option('--format <format>', 'output format').choices(['parquet', 'csv', 'jsonl']).makeOptionMandatory())
     .requiredOption('--out <path>', 'the file to write')
     .option('--session <id>', 'one session only')
-    .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) =>
-      setCode(await exportCommand(opts, out)),
-    );
+    .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) => setCode(await exportCommand(opts, out)));
   cli
     .command('mcp')
     .description('serve the reasoning-trace tools to an agent over MCP (stdio), as a client of a running cotwire')
@@ -141,7 +139,13 @@ export async function main(args: readonly string[]): Promise<number> {
 
 async function serve(flags: Record<string, string>): Promise<number> {
   const argv: Record<string, string> = {};
-  const names: Record<string, string> = { logLevel: 'log-level', tlsKey: 'tls-key', tlsCert: 'tls-cert', metricsPort: 'metrics-port', checkpointKey: 'checkpoint-key' };
+  const names: Record<string, string> = {
+    logLevel: 'log-level',
+    tlsKey: 'tls-key',
+    tlsCert: 'tls-cert',
+    metricsPort: 'metrics-port',
+    checkpointKey: 'checkpoint-key',
+  };
   for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
   const config = loadConfig({ argv, env: process.env });
   const log = createLogger(config.log.level, process.stdout.isTTY === true);

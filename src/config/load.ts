@@ -110,7 +110,11 @@ function users(v: Json | undefined): UserConfig[] {
     seen.add(name);
     const password = str(u.password, `users[${i}].password`, '');
     if (parseScramVerifier(password) === null) {
-      fail(`users[${i}].password`, password.length > 12 ? `${password.slice(0, 12)}...` : password, 'expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password');
+      fail(
+        `users[${i}].password`,
+        password.length > 12 ? `${password.slice(0, 12)}...` : password,
+        'expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password',
+      );
     }
     const role = oneOf(u.role, `users[${i}].role`, 'reader', ROLES);
     const agentId = optText(u.agent_id, `users[${i}].agent_id`);
@@ -180,8 +184,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const ledger = section(root, 'ledger', ['enabled', 'maxContentBytes', 'embeddingSampleRate', 'retentionDays', 'verifyIntervalSeconds']);
 
   // A flag beats the environment, which beats the file.
-  const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined =>
-    flag ?? envVar ?? fileValue;
+  const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined => flag ?? envVar ?? fileValue;
 
   const config: Config = {
     listen: {

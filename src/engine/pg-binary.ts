@@ -150,11 +150,7 @@ export function array(elementOid: number, dims: readonly number[], elements: rea
 // ---- receive: binary parameters --------------------------------------------------------------
 
 function invalid(what: string, detail?: string): PgError {
-  return new PgError(
-    SqlState.InvalidBinaryRepresentation,
-    `incorrect binary data format in bind parameter: ${what}`,
-    detail === undefined ? {} : { detail },
-  );
+  return new PgError(SqlState.InvalidBinaryRepresentation, `incorrect binary data format in bind parameter: ${what}`, detail === undefined ? {} : { detail });
 }
 
 function expectLength(b: Buffer, n: number, what: string): void {

@@ -246,7 +246,7 @@ export class TimeZoneOffsets {
     if (era === 'BC' || era === 'B') year = 1 - year;
     const localMs = Date.UTC(2000, get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
     const localDays = daysFromCivil(year, get('month'), get('day'));
-    const local = localDays * 86_400_000 + (localMs % 86_400_000 + 86_400_000) % 86_400_000;
+    const local = localDays * 86_400_000 + (((localMs % 86_400_000) + 86_400_000) % 86_400_000);
     return Math.round((local - ms) / 1000);
   }
 }

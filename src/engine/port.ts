@@ -92,12 +92,7 @@ export interface EngineCursor {
    * Renders up to `maxRows` rows (0 = all) into `sink` in the given formats,
    * respecting the sink's backpressure. Returns how many were sent and whether the result is exhausted.
    */
-  fetch(
-    maxRows: number,
-    formats: readonly (0 | 1)[],
-    sink: RowSink,
-    settings: RenderSettings,
-  ): Promise<{ readonly rows: number; readonly done: boolean }>;
+  fetch(maxRows: number, formats: readonly (0 | 1)[], sink: RowSink, settings: RenderSettings): Promise<{ readonly rows: number; readonly done: boolean }>;
   close(): void;
 }
 

@@ -47,8 +47,7 @@ export interface GuardPolicy {
 }
 
 const ALLOW: Decision = { allow: true, checks: [] };
-const LEDGER_HINT =
-  'Ledger tables accept SELECT and INSERT only: rows are appended and chained by the server, and are never changed or removed.';
+const LEDGER_HINT = 'Ledger tables accept SELECT and INSERT only: rows are appended and chained by the server, and are never changed or removed.';
 const HOST_HINT = 'cotwire does not access files, the network or extensions on behalf of clients.';
 
 function refuse(reason: Refusal['reason'], operation: string, target: string, message: string, hint: string): Decision {
@@ -177,14 +176,26 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
       const rel = body.relation as RangeVar;
       if (!names.isProtected(rel.relname)) return ALLOW;
       if (rel.relpersistence === 't') {
-        return refuse('shadow', 'CREATE TEMP TABLE', rangeName(rel), `cannot create temporary table "${rangeName(rel)}": ledger names are reserved for ledger tables`, 'Create the ledger as a permanent table.');
+        return refuse(
+          'shadow',
+          'CREATE TEMP TABLE',
+          rangeName(rel),
+          `cannot create temporary table "${rangeName(rel)}": ledger names are reserved for ledger tables`,
+          'Create the ledger as a permanent table.',
+        );
       }
       return { allow: true, checks: [{ kind: 'ledger-name-elsewhere', name: rel.relname ?? '', schema: rel.schemaname ?? null }] };
     }
     case 'CreateTableAsStmt': {
       const rel = (body.into as { rel?: RangeVar } | undefined)?.rel;
       if (rel !== undefined && names.isProtected(rel.relname)) {
-        return refuse('ledger', 'CREATE TABLE AS', rangeName(rel), `cannot create ledger table "${rangeName(rel)}" from a query: ledger rows are appended one INSERT at a time by the server`, 'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.');
+        return refuse(
+          'ledger',
+          'CREATE TABLE AS',
+          rangeName(rel),
+          `cannot create ledger table "${rangeName(rel)}" from a query: ledger rows are appended one INSERT at a time by the server`,
+          'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.',
+        );
       }
       return ALLOW;
     }
@@ -206,7 +217,13 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
     case 'IndexStmt': {
       const rel = body.relation as RangeVar;
       if (names.isProtected(rel.relname)) {
-        return refuse('ledger', 'CREATE INDEX on', rangeName(rel), `cannot create an index on ledger table "${rangeName(rel)}": it could make appends fail or change how the ledger is stored`, LEDGER_HINT);
+        return refuse(
+          'ledger',
+          'CREATE INDEX on',
+          rangeName(rel),
+          `cannot create an index on ledger table "${rangeName(rel)}": it could make appends fail or change how the ledger is stored`,
+          LEDGER_HINT,
+        );
       }
       return ALLOW;
     }
@@ -233,7 +250,13 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
       }
       if (rel !== undefined && names.isProtected(rel.relname)) return ledgerRefusal('ALTER', rangeName(rel));
       if (names.isProtected(body.newname as string | undefined) && renameType !== 'OBJECT_COLUMN') {
-        return refuse('ledger', 'rename into', String(body.newname), `cannot rename "${rangeName(rel)}" to "${String(body.newname)}": a table cannot be swapped in for a ledger`, LEDGER_HINT);
+        return refuse(
+          'ledger',
+          'rename into',
+          String(body.newname),
+          `cannot rename "${rangeName(rel)}" to "${String(body.newname)}": a table cannot be swapped in for a ledger`,
+          LEDGER_HINT,
+        );
       }
       return ALLOW;
     }
@@ -265,16 +288,34 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
     case 'VariableShowStmt':
       return ALLOW;
     default:
-      return refuse('unsupported', 'run this statement', '', 'cannot run this statement: cotwire does not allow it for clients', 'See the security model in the README for what clients may run.');
+      return refuse(
+        'unsupported',
+        'run this statement',
+        '',
+        'cannot run this statement: cotwire does not allow it for clients',
+        'See the security model in the README for what clients may run.',
+      );
   }
 }
 
 function serverOnlyRefusal(table: string): Decision {
-  return refuse('ledger', 'INSERT INTO', table, `cannot INSERT INTO ledger table "${table}": only the server appends to it`, 'It records statements the server refused; clients may read it.');
+  return refuse(
+    'ledger',
+    'INSERT INTO',
+    table,
+    `cannot INSERT INTO ledger table "${table}": only the server appends to it`,
+    'It records statements the server refused; clients may read it.',
+  );
 }
 
 function shadowRefusal(what: string, name: string): Decision {
-  return refuse('shadow', `CREATE ${what.toUpperCase()}`, name, `cannot create ${what} "${name}": ledger names are reserved for ledger tables`, 'Choose a name without the ledger prefix.');
+  return refuse(
+    'shadow',
+    `CREATE ${what.toUpperCase()}`,
+    name,
+    `cannot create ${what} "${name}": ledger names are reserved for ledger tables`,
+    'Choose a name without the ledger prefix.',
+  );
 }
 
 /** The PostgreSQL statement types that match each DuckDB statement kind. */
@@ -283,7 +324,18 @@ const EXPECTED_TREES: Partial<Record<StatementKind, readonly string[]>> = {
   UPDATE: ['UpdateStmt'],
   DELETE: ['DeleteStmt', 'TruncateStmt'],
   MERGE_INTO: ['MergeStmt'],
-  CREATE: ['CreateStmt', 'CreateTableAsStmt', 'ViewStmt', 'IndexStmt', 'CreateSchemaStmt', 'CreateSeqStmt', 'CompositeTypeStmt', 'CreateEnumStmt', 'CreateDomainStmt', 'SelectStmt'],
+  CREATE: [
+    'CreateStmt',
+    'CreateTableAsStmt',
+    'ViewStmt',
+    'IndexStmt',
+    'CreateSchemaStmt',
+    'CreateSeqStmt',
+    'CompositeTypeStmt',
+    'CreateEnumStmt',
+    'CreateDomainStmt',
+    'SelectStmt',
+  ],
   CREATE_FUNC: [],
   DROP: ['DropStmt', 'DeallocateStmt'],
   ALTER: ['AlterTableStmt', 'RenameStmt', 'AlterObjectSchemaStmt', 'AlterSeqStmt', 'CommentStmt'],
@@ -458,12 +510,22 @@ function unprovableCharacter(tokens: readonly Token[]): Decision | null {
     const m = UNPROVABLE.exec(t.text);
     if (m === null) continue;
     const c = m[0].codePointAt(0) as number;
-    return unprovable(c, t.start + m.index, 'a separator or control character outside quotes', 'Use plain ASCII spaces between words, and quote any name that holds such a character.');
+    return unprovable(
+      c,
+      t.start + m.index,
+      'a separator or control character outside quotes',
+      'Use plain ASCII spaces between words, and quote any name that holds such a character.',
+    );
   }
   const last = tokens[tokens.length - 1];
   if (last?.kind === 'word' && (last.text.codePointAt(last.text.length - 1) ?? 0) >= 0x80) {
     const c = last.text.codePointAt(last.text.length - 1) as number;
-    return unprovable(c, last.end - 1, 'a non-ASCII character at the end of the statement, which DuckDB may drop', `Quote the name: "${last.text.replaceAll('"', '""')}".`);
+    return unprovable(
+      c,
+      last.end - 1,
+      'a non-ASCII character at the end of the statement, which DuckDB may drop',
+      `Quote the name: "${last.text.replaceAll('"', '""')}".`,
+    );
   }
   return null;
 }
@@ -549,7 +611,13 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
   if (header === null) {
     // A function whose name cannot be read could replace a built-in one for every connection.
     if (input.kind === 'CREATE_FUNC' || input.tokens.slice(1, 6).some((t) => upper(t) === 'MACRO' || upper(t) === 'FUNCTION')) {
-      return refuse('uncertain', 'CREATE MACRO', '', 'cannot create this macro: cotwire cannot read its name with certainty', 'Name the macro with a plain identifier.');
+      return refuse(
+        'uncertain',
+        'CREATE MACRO',
+        '',
+        'cannot create this macro: cotwire cannot read its name with certainty',
+        'Name the macro with a plain identifier.',
+      );
     }
     return null;
   }
@@ -563,7 +631,13 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
     case 'FUNCTION':
       // cot_ names are cotwire's own SQL functions (cot_verify, cot_replay ...), present and future.
       if (policy.reservedFunctions.has(last.toLowerCase()) || isProtected || last.toLowerCase().startsWith('cot_')) {
-        return refuse('shadow', `CREATE ${header.object}`, full, `cannot create ${header.object.toLowerCase()} "${full}": it would replace a built-in function for every connection`, 'Choose a name that no built-in or cotwire function uses.');
+        return refuse(
+          'shadow',
+          `CREATE ${header.object}`,
+          full,
+          `cannot create ${header.object.toLowerCase()} "${full}": it would replace a built-in function for every connection`,
+          'Choose a name that no built-in or cotwire function uses.',
+        );
       }
       return ALLOW;
     case 'TABLE': {
@@ -571,9 +645,18 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
       if (header.replace) return ledgerRefusal('CREATE OR REPLACE', full);
       if (header.temp) return shadowRefusal('temporary table', full);
       if (isCreateTableAs(input.tokens, 2)) {
-        return refuse('ledger', 'CREATE TABLE AS', full, `cannot create ledger table "${full}" from a query: ledger rows are appended one INSERT at a time by the server`, 'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.');
+        return refuse(
+          'ledger',
+          'CREATE TABLE AS',
+          full,
+          `cannot create ledger table "${full}" from a query: ledger rows are appended one INSERT at a time by the server`,
+          'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.',
+        );
       }
-      return { allow: true, checks: [{ kind: 'ledger-name-elsewhere', name: last, schema: header.name.length > 1 ? (header.name[header.name.length - 2] as string) : null }] };
+      return {
+        allow: true,
+        checks: [{ kind: 'ledger-name-elsewhere', name: last, schema: header.name.length > 1 ? (header.name[header.name.length - 2] as string) : null }],
+      };
     }
     case 'VIEW':
     case 'SEQUENCE':
@@ -583,7 +666,13 @@ function classifyCreate(input: ClassifyInput, policy: GuardPolicy): Decision | n
       // A user schema named like a catalog schema would change what every
       // client's catalog queries see.
       if (RESERVED_SCHEMAS.has(last.toLowerCase())) {
-        return refuse('shadow', 'CREATE SCHEMA', full, `cannot create schema "${full}": the name is reserved for the system catalog`, 'Choose another schema name.');
+        return refuse(
+          'shadow',
+          'CREATE SCHEMA',
+          full,
+          `cannot create schema "${full}": the name is reserved for the system catalog`,
+          'Choose another schema name.',
+        );
       }
       return header.replace ? { allow: true, checks: [{ kind: 'schema-holds-ledger', schema: last, operation: 'CREATE OR REPLACE SCHEMA' }] } : ALLOW;
     default:
@@ -735,7 +824,13 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
       const name = pragmaName(tokens);
       const isAssignment = tokens.some((t) => t.text === '=');
       if (READ_ONLY_PRAGMAS.has(name) && !isAssignment) return ALLOW;
-      return refuse('setting', 'PRAGMA', name, `cannot run PRAGMA ${name}: clients may run only read-only pragmas`, `Allowed: ${[...READ_ONLY_PRAGMAS].join(', ')}.`);
+      return refuse(
+        'setting',
+        'PRAGMA',
+        name,
+        `cannot run PRAGMA ${name}: clients may run only read-only pragmas`,
+        `Allowed: ${[...READ_ONLY_PRAGMAS].join(', ')}.`,
+      );
     }
     case 'CALL': {
       const first = upper(tokens[0]);
@@ -744,7 +839,13 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
       }
       const name = (identifierText(tokens, 1) ?? '').toLowerCase();
       if (READ_ONLY_CALLS.has(name)) return ALLOW;
-      return refuse('setting', 'CALL', name, `cannot CALL ${name}: clients may call only read-only catalog functions`, `Allowed: ${[...READ_ONLY_CALLS].join(', ')}.`);
+      return refuse(
+        'setting',
+        'CALL',
+        name,
+        `cannot CALL ${name}: clients may call only read-only catalog functions`,
+        `Allowed: ${[...READ_ONLY_CALLS].join(', ')}.`,
+      );
     }
     case 'SET':
     case 'VARIABLE_SET': {
@@ -753,7 +854,13 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
         return refuse('setting', 'USE', '', 'cannot USE: cotwire resolves names through search_path', 'Use SET search_path TO <schema>.');
       }
       if (upper(tokens[0]) === 'RESET' && upper(tokens[1]) === 'VARIABLE') return ALLOW;
-      return refuse('setting', 'SET', '', 'cannot change engine settings: they are shared by every connection', 'Per-connection settings are the PostgreSQL parameters listed by SHOW ALL, and SET VARIABLE.');
+      return refuse(
+        'setting',
+        'SET',
+        '',
+        'cannot change engine settings: they are shared by every connection',
+        'Per-connection settings are the PostgreSQL parameters listed by SHOW ALL, and SET VARIABLE.',
+      );
     }
     case 'COPY':
       return hostRefusal('COPY to or from a file', '');
@@ -774,7 +881,13 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
       if (upper(tokens[0]) === 'ANALYZE') return ALLOW;
       return refuse('setting', 'VACUUM', '', 'cannot VACUUM: the server maintains the database itself', 'Nothing to do.');
     default:
-      return refuse('unsupported', kind, '', `cannot run this ${kind} statement: cotwire does not allow it for clients`, 'See the security model in the README.');
+      return refuse(
+        'unsupported',
+        kind,
+        '',
+        `cannot run this ${kind} statement: cotwire does not allow it for clients`,
+        'See the security model in the README.',
+      );
   }
 }
 

@@ -45,4 +45,3 @@ export class ProtectedNames {
     return found;
   }
 }
-

@@ -139,7 +139,13 @@ export class AccessControl {
     this.authorize(`COPY into ${targetText}`, ledger !== null ? WRITERS : ADMINS, statement);
     if (ledger !== null && this.guard.names.isServerOnly(ledger)) {
       const refusal = new GuardRefusal(
-        { reason: 'ledger', operation: 'COPY into', target: ledger, message: `cannot COPY into ledger table "${ledger}": only the server appends to it`, hint: 'Clients may read it.' },
+        {
+          reason: 'ledger',
+          operation: 'COPY into',
+          target: ledger,
+          message: `cannot COPY into ledger table "${ledger}": only the server appends to it`,
+          hint: 'Clients may read it.',
+        },
         fingerprint(statement),
       );
       this.record(refusal, statement);

@@ -3,15 +3,7 @@ import type { EngineConnection } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { TransactionStatus } from '../protocol/codes.js';
-import type {
-  ConnectionHandler,
-  ExecuteOutcome,
-  Portal,
-  PreparedStatement,
-  ResultSink,
-  SessionInfo,
-  StatementSource,
-} from '../session/handler-port.js';
+import type { ConnectionHandler, ExecuteOutcome, Portal, PreparedStatement, ResultSink, SessionInfo, StatementSource } from '../session/handler-port.js';
 import { splitStatements, tokenize, type StatementText } from '../sql/lexer.js';
 import { AccessControl } from './access.js';
 import { recognizeCommand } from './commands.js';
@@ -61,12 +53,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     this.cursors = new Cursors(this.ctx, this.planner, this, this.run);
   }
 
-  static async open(
-    engine: EngineConnection,
-    info: SessionInfo,
-    engineVersion: string,
-    services: ConnectionServices,
-  ): Promise<ConnectionHandlerImpl> {
+  static async open(engine: EngineConnection, info: SessionInfo, engineVersion: string, services: ConnectionServices): Promise<ConnectionHandlerImpl> {
     const handler = new ConnectionHandlerImpl(engine, info, services);
     try {
       handler.settings.applyStartup(info.startupParameters);
@@ -133,10 +120,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     const statement = prepared as Statement;
     const columns = statement.fields?.length ?? 0;
     if (resultFormats.length > 1 && resultFormats.length !== columns) {
-      throw new PgError(
-        SqlState.ProtocolViolation,
-        `bind message has ${resultFormats.length} result formats but query has ${columns} columns`,
-      );
+      throw new PgError(SqlState.ProtocolViolation, `bind message has ${resultFormats.length} result formats but query has ${columns} columns`);
     }
     const formats: (0 | 1)[] = [];
     for (let i = 0; i < columns; i++) {

@@ -53,9 +53,13 @@ export async function copyIn(ctx: HandlerContext, appends: LedgerAppends, comman
       const rows = command.header ? parsed.slice(1) : parsed;
       rows.forEach((r, line) => {
         if (r.length !== columns.length) {
-          throw new PgError('22P04', r.length > columns.length ? 'extra data after last expected column' : `missing data for column "${columns[r.length] ?? ''}"`, {
-            detail: `COPY ${command.targetText}, line ${line + 1 + (command.header ? 1 : 0)}`,
-          });
+          throw new PgError(
+            '22P04',
+            r.length > columns.length ? 'extra data after last expected column' : `missing data for column "${columns[r.length] ?? ''}"`,
+            {
+              detail: `COPY ${command.targetText}, line ${line + 1 + (command.header ? 1 : 0)}`,
+            },
+          );
         }
       });
       ctx.tx.wrote();

@@ -42,10 +42,14 @@ export class Cursors {
   async declare(cmd: Extract<SessionCommand, { kind: 'declare' }>): Promise<string> {
     this.ctx.tx.checkNotFailed();
     if (cmd.hold) {
-      throw new PgError(SqlState.FeatureNotSupported, 'cursors WITH HOLD are not supported', { hint: 'Declare the cursor WITHOUT HOLD, inside a transaction block.' });
+      throw new PgError(SqlState.FeatureNotSupported, 'cursors WITH HOLD are not supported', {
+        hint: 'Declare the cursor WITHOUT HOLD, inside a transaction block.',
+      });
     }
     if (cmd.scroll) {
-      throw new PgError(SqlState.FeatureNotSupported, 'scrollable cursors are not supported', { hint: 'Declare the cursor NO SCROLL; it can be read forward.' });
+      throw new PgError(SqlState.FeatureNotSupported, 'scrollable cursors are not supported', {
+        hint: 'Declare the cursor NO SCROLL; it can be read forward.',
+      });
     }
     if (this.ctx.tx.autocommit) {
       throw new PgError(SqlState.NoActiveSqlTransaction, 'DECLARE CURSOR can only be used in transaction blocks');

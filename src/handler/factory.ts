@@ -15,9 +15,14 @@ export class EngineHandlerFactory implements HandlerFactory {
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
     if (info.database !== this.database) {
-      throw new PgError(SqlState.InvalidCatalogName, `database "${info.database}" does not exist`, {
-        hint: `This server has one database, "${this.database}".`,
-      }, 'FATAL');
+      throw new PgError(
+        SqlState.InvalidCatalogName,
+        `database "${info.database}" does not exist`,
+        {
+          hint: `This server has one database, "${this.database}".`,
+        },
+        'FATAL',
+      );
     }
     const conn = await this.engine.connect();
     return ConnectionHandlerImpl.open(conn, info, this.engine.version, this.services);

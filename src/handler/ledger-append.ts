@@ -112,7 +112,12 @@ export class LedgerAppends {
   }
 
   /** A chunk of COPY FROM STDIN's rows (text cells), evaluated into the ledger's columns and checked like an INSERT's. */
-  async evaluateCopied(table: LedgerTable, command: CopyFromStdin, columns: readonly string[], chunk: readonly (string | null)[][]): Promise<(string | null)[][]> {
+  async evaluateCopied(
+    table: LedgerTable,
+    command: CopyFromStdin,
+    columns: readonly string[],
+    chunk: readonly (string | null)[][],
+  ): Promise<(string | null)[][]> {
     let p = 0;
     const source = `VALUES ${chunk.map(() => `(${columns.map(() => `$${++p}`).join(', ')})`).join(', ')}`;
     const plan = await planLedgerInsert(

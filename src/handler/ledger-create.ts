@@ -27,12 +27,7 @@ export function ledgerCreated(access: AccessControl, tokens: readonly Token[]): 
 }
 
 /** CREATE TABLE of a ledger, made atomic with the chain columns the server adds. */
-export async function executeLedgerCreate(
-  ctx: HandlerContext,
-  portal: ConnectionPortal,
-  plan: EnginePlan,
-  parts: readonly string[],
-): Promise<ExecuteOutcome> {
+export async function executeLedgerCreate(ctx: HandlerContext, portal: ConnectionPortal, plan: EnginePlan, parts: readonly string[]): Promise<ExecuteOutcome> {
   const own = ctx.tx.autocommit;
   try {
     const cursor = await ctx.tx.atomically(async () => {

@@ -85,8 +85,16 @@ export async function planLedgerInsert(
     if (seen.has(column.name)) throw new PgError('42701', `column "${column.name}" specified more than once`);
     seen.add(column.name);
   }
-  const position = new Map(provided.map((name, i) => [(byName.get(name.toLowerCase())?.name ?? name), i]));
-  const source = parts.source === null ? 'SELECT 1' : replaceDefaults(parts, statementTokens, statementText, provided.map((n) => byName.get(n.toLowerCase())?.defaultSql ?? null));
+  const position = new Map(provided.map((name, i) => [byName.get(name.toLowerCase())?.name ?? name, i]));
+  const source =
+    parts.source === null
+      ? 'SELECT 1'
+      : replaceDefaults(
+          parts,
+          statementTokens,
+          statementText,
+          provided.map((n) => byName.get(n.toLowerCase())?.defaultSql ?? null),
+        );
   if (parts.source !== null) await checkWidth(conn, source, provided.length, declaredTypes);
   const exprs = clientColumns.map((c) => {
     const i = position.get(c.name);
@@ -164,10 +172,12 @@ function directValues(
       if (t?.text !== ',') return null;
     }
     if (given.length !== position.size) return null;
-    tuples.push(clientColumns.map((c) => {
-      const at = position.get(c.name);
-      return at === undefined ? { literal: null, kind: 'text' } : (given[at] as DirectElement);
-    }));
+    tuples.push(
+      clientColumns.map((c) => {
+        const at = position.get(c.name);
+        return at === undefined ? { literal: null, kind: 'text' } : (given[at] as DirectElement);
+      }),
+    );
     if (tuples.at(-1)?.some((e, c) => 'kind' in e && e.literal !== null && !kinds[c]?.has(e.kind))) return null;
     if (i === source.length) break;
     if (source[i]?.text !== ',') return null;

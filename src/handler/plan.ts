@@ -111,7 +111,6 @@ export function writeOperation(plan: Plan): string | null {
   }
 }
 
-
 /** The portal's parameters, as the engine binds them. */
 export function wireParams(portal: ConnectionPortal): WireParam[] {
   const { params, paramFormats, statement } = portal;
@@ -129,7 +128,12 @@ export function bindEngine(portal: ConnectionPortal, engineStatement: EngineStat
 }
 
 /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
-export function clientError(err: unknown, offset: number, clientPosition: PositionMap = SAME_POSITION, cancelReason: 'user' | 'timeout' | null = null): unknown {
+export function clientError(
+  err: unknown,
+  offset: number,
+  clientPosition: PositionMap = SAME_POSITION,
+  cancelReason: 'user' | 'timeout' | null = null,
+): unknown {
   if (!(err instanceof PgError)) return err;
   if (err.code === SqlState.QueryCanceled) {
     const reason = cancelReason === 'timeout' ? 'statement timeout' : 'user request';

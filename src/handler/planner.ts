@@ -127,7 +127,13 @@ export class Planner {
       throw err;
     }
     const columns = engineStatement.columns;
-    const names = columns === null ? null : pgNames(clientText, columns.map((c) => c.name));
+    const names =
+      columns === null
+        ? null
+        : pgNames(
+            clientText,
+            columns.map((c) => c.name),
+          );
     const fields =
       columns?.map((c, i) => ({
         name: names?.[i] ?? c.name,
@@ -180,9 +186,7 @@ export class Planner {
     );
     const first = rows[0];
     if (first === undefined) return null;
-    return rows
-      .filter((r) => r[0] === first[0] && r[1] === first[1])
-      .map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']') }));
+    return rows.filter((r) => r[0] === first[0] && r[1] === first[1]).map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']') }));
   }
 
   /**

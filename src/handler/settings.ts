@@ -21,11 +21,7 @@ interface SettingSpec {
 }
 
 const invalidValue = (name: string, value: string, hint?: string): PgError =>
-  new PgError(
-    SqlState.InvalidParameterValue,
-    `invalid value for parameter "${name}": "${value}"`,
-    hint === undefined ? {} : { hint },
-  );
+  new PgError(SqlState.InvalidParameterValue, `invalid value for parameter "${name}": "${value}"`, hint === undefined ? {} : { hint });
 
 function oneOf(name: string, allowed: readonly string[], hint?: string): (v: string) => string {
   return (v) => {
@@ -35,12 +31,14 @@ function oneOf(name: string, allowed: readonly string[], hint?: string): (v: str
   };
 }
 
-const onOff = (name: string) => (v: string): string => {
-  const s = v.trim().toLowerCase();
-  if (['on', 'true', 'yes', '1', 't', 'y'].includes(s)) return 'on';
-  if (['off', 'false', 'no', '0', 'f', 'n'].includes(s)) return 'off';
-  throw invalidValue(name, v, 'Use on or off.');
-};
+const onOff =
+  (name: string) =>
+  (v: string): string => {
+    const s = v.trim().toLowerCase();
+    if (['on', 'true', 'yes', '1', 't', 'y'].includes(s)) return 'on';
+    if (['off', 'false', 'no', '0', 'f', 'n'].includes(s)) return 'off';
+    throw invalidValue(name, v, 'Use on or off.');
+  };
 
 const UNITS_MS: ReadonlyArray<readonly [string, number]> = [
   ['d', 86_400_000],
@@ -68,7 +66,10 @@ function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-const duration = (name: string) => (v: string): string => formatDuration(parseDurationMs(name, v));
+const duration =
+  (name: string) =>
+  (v: string): string =>
+    formatDuration(parseDurationMs(name, v));
 
 function timeZone(v: string): string {
   const trimmed = v.trim();
@@ -85,7 +86,10 @@ function timeZone(v: string): string {
 }
 
 function dateStyle(v: string): string {
-  const parts = v.split(',').map((p) => p.trim().toUpperCase()).filter((p) => p !== '');
+  const parts = v
+    .split(',')
+    .map((p) => p.trim().toUpperCase())
+    .filter((p) => p !== '');
   let order = 'MDY';
   let iso = false;
   for (const p of parts) {
@@ -123,36 +127,108 @@ function integerIn(name: string, min: number, max: number) {
 
 const ISOLATION = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
 
-
 const SPECS: readonly SettingSpec[] = [
   { name: 'application_name', defaultValue: '', report: true, description: 'Sets the application name to be reported in statistics and logs.' },
   { name: 'client_encoding', defaultValue: 'UTF8', report: true, normalize: clientEncoding, description: "Sets the client's character set encoding." },
   { name: 'DateStyle', defaultValue: 'ISO, MDY', report: true, normalize: dateStyle, description: 'Sets the display format for date and time values.' },
-  { name: 'IntervalStyle', defaultValue: 'postgres', report: true, normalize: oneOf('IntervalStyle', ['postgres'], 'cotwire writes intervals in the postgres style only.'), description: 'Sets the display format for interval values.' },
+  {
+    name: 'IntervalStyle',
+    defaultValue: 'postgres',
+    report: true,
+    normalize: oneOf('IntervalStyle', ['postgres'], 'cotwire writes intervals in the postgres style only.'),
+    description: 'Sets the display format for interval values.',
+  },
   { name: 'TimeZone', defaultValue: 'UTC', report: true, normalize: timeZone, description: 'Sets the time zone for displaying and interpreting time stamps.' },
   { name: 'integer_datetimes', defaultValue: 'on', report: true, readOnly: true, description: 'Shows whether datetimes are integer based.' },
-  { name: 'standard_conforming_strings', defaultValue: 'on', report: true, normalize: oneOf('standard_conforming_strings', ['on'], 'Backslashes in ordinary string literals are always literal in cotwire.'), description: "Causes '...' strings to treat backslashes literally." },
+  {
+    name: 'standard_conforming_strings',
+    defaultValue: 'on',
+    report: true,
+    normalize: oneOf('standard_conforming_strings', ['on'], 'Backslashes in ordinary string literals are always literal in cotwire.'),
+    description: "Causes '...' strings to treat backslashes literally.",
+  },
   { name: 'server_version', defaultValue: SERVER_VERSION, report: true, readOnly: true, description: 'Shows the server version.' },
   { name: 'server_version_num', defaultValue: SERVER_VERSION_NUM, readOnly: true, description: 'Shows the server version as an integer.' },
   { name: 'server_encoding', defaultValue: 'UTF8', report: true, readOnly: true, description: 'Shows the server (database) character set encoding.' },
   { name: 'is_superuser', defaultValue: 'off', report: true, readOnly: true, description: 'Shows whether the current user is a superuser.' },
   { name: 'session_authorization', defaultValue: '', report: true, readOnly: true, description: 'Sets the session user name.' },
-  { name: 'default_transaction_read_only', defaultValue: 'off', report: true, normalize: onOff('default_transaction_read_only'), description: 'Sets the default read-only status of new transactions.' },
+  {
+    name: 'default_transaction_read_only',
+    defaultValue: 'off',
+    report: true,
+    normalize: onOff('default_transaction_read_only'),
+    description: 'Sets the default read-only status of new transactions.',
+  },
   { name: 'in_hot_standby', defaultValue: 'off', report: true, readOnly: true, description: 'Shows whether hot standby is currently active.' },
-  { name: 'extra_float_digits', defaultValue: '1', normalize: integerIn('extra_float_digits', -15, 3), description: 'Sets the number of digits displayed for floating-point values.' },
-  { name: 'statement_timeout', defaultValue: '0', normalize: duration('statement_timeout'), description: 'Sets the maximum allowed duration of any statement.' },
+  {
+    name: 'extra_float_digits',
+    defaultValue: '1',
+    normalize: integerIn('extra_float_digits', -15, 3),
+    description: 'Sets the number of digits displayed for floating-point values.',
+  },
+  {
+    name: 'statement_timeout',
+    defaultValue: '0',
+    normalize: duration('statement_timeout'),
+    description: 'Sets the maximum allowed duration of any statement.',
+  },
   { name: 'lock_timeout', defaultValue: '0', normalize: duration('lock_timeout'), description: 'Sets the maximum allowed duration of any wait for a lock.' },
-  { name: 'idle_in_transaction_session_timeout', defaultValue: '0', normalize: duration('idle_in_transaction_session_timeout'), description: 'Sets the maximum allowed idle time between queries, when in a transaction.' },
-  { name: 'idle_session_timeout', defaultValue: '0', normalize: duration('idle_session_timeout'), description: 'Sets the maximum allowed idle time between queries, when not in a transaction.' },
+  {
+    name: 'idle_in_transaction_session_timeout',
+    defaultValue: '0',
+    normalize: duration('idle_in_transaction_session_timeout'),
+    description: 'Sets the maximum allowed idle time between queries, when in a transaction.',
+  },
+  {
+    name: 'idle_session_timeout',
+    defaultValue: '0',
+    normalize: duration('idle_session_timeout'),
+    description: 'Sets the maximum allowed idle time between queries, when not in a transaction.',
+  },
   { name: 'search_path', defaultValue: '"$user", public', description: 'Sets the schema search order for names that are not schema-qualified.' },
-  { name: 'client_min_messages', defaultValue: 'notice', normalize: oneOf('client_min_messages', ['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'log', 'notice', 'warning', 'error']), description: 'Sets the message levels that are sent to the client.' },
-  { name: 'bytea_output', defaultValue: 'hex', normalize: oneOf('bytea_output', ['hex'], 'cotwire writes bytea in the hex format only.'), description: 'Sets the output format for bytea.' },
-  { name: 'default_transaction_isolation', defaultValue: 'repeatable read', normalize: oneOf('default_transaction_isolation', ISOLATION), description: 'Sets the transaction isolation level of each new transaction.' },
-  { name: 'transaction_isolation', defaultValue: 'repeatable read', normalize: oneOf('transaction_isolation', ISOLATION), description: "Sets the current transaction's isolation level." },
-  { name: 'transaction_read_only', defaultValue: 'off', normalize: onOff('transaction_read_only'), description: "Sets the current transaction's read-only status." },
-  { name: 'synchronous_commit', defaultValue: 'on', normalize: oneOf('synchronous_commit', ['local', 'remote_write', 'remote_apply', 'on', 'off']), description: "Sets the current transaction's synchronization level." },
+  {
+    name: 'client_min_messages',
+    defaultValue: 'notice',
+    normalize: oneOf('client_min_messages', ['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'log', 'notice', 'warning', 'error']),
+    description: 'Sets the message levels that are sent to the client.',
+  },
+  {
+    name: 'bytea_output',
+    defaultValue: 'hex',
+    normalize: oneOf('bytea_output', ['hex'], 'cotwire writes bytea in the hex format only.'),
+    description: 'Sets the output format for bytea.',
+  },
+  {
+    name: 'default_transaction_isolation',
+    defaultValue: 'repeatable read',
+    normalize: oneOf('default_transaction_isolation', ISOLATION),
+    description: 'Sets the transaction isolation level of each new transaction.',
+  },
+  {
+    name: 'transaction_isolation',
+    defaultValue: 'repeatable read',
+    normalize: oneOf('transaction_isolation', ISOLATION),
+    description: "Sets the current transaction's isolation level.",
+  },
+  {
+    name: 'transaction_read_only',
+    defaultValue: 'off',
+    normalize: onOff('transaction_read_only'),
+    description: "Sets the current transaction's read-only status.",
+  },
+  {
+    name: 'synchronous_commit',
+    defaultValue: 'on',
+    normalize: oneOf('synchronous_commit', ['local', 'remote_write', 'remote_apply', 'on', 'off']),
+    description: "Sets the current transaction's synchronization level.",
+  },
   { name: 'row_security', defaultValue: 'on', normalize: onOff('row_security'), description: 'Enable row security.' },
-  { name: 'escape_string_warning', defaultValue: 'on', normalize: onOff('escape_string_warning'), description: 'Warn about backslash escapes in ordinary string literals.' },
+  {
+    name: 'escape_string_warning',
+    defaultValue: 'on',
+    normalize: onOff('escape_string_warning'),
+    description: 'Warn about backslash escapes in ordinary string literals.',
+  },
   { name: 'jit', defaultValue: 'off', normalize: onOff('jit'), description: 'Allow JIT compilation.' },
   { name: 'lc_messages', defaultValue: 'C', description: 'Sets the language in which messages are displayed.' },
   { name: 'lc_monetary', defaultValue: 'C', description: 'Sets the locale for formatting monetary amounts.' },
@@ -167,9 +243,19 @@ const SPECS: readonly SettingSpec[] = [
   { name: 'maintenance_work_mem', defaultValue: '64MB', description: 'Sets the maximum memory to be used for maintenance operations.' },
   { name: 'geqo', defaultValue: 'on', normalize: onOff('geqo'), description: 'Enables genetic query optimization.' },
   { name: 'enable_seqscan', defaultValue: 'on', normalize: onOff('enable_seqscan'), description: "Enables the planner's use of sequential-scan plans." },
-  { name: 'check_function_bodies', defaultValue: 'on', normalize: onOff('check_function_bodies'), description: 'Check routine bodies during CREATE FUNCTION and CREATE PROCEDURE.' },
+  {
+    name: 'check_function_bodies',
+    defaultValue: 'on',
+    normalize: onOff('check_function_bodies'),
+    description: 'Check routine bodies during CREATE FUNCTION and CREATE PROCEDURE.',
+  },
   { name: 'default_with_oids', defaultValue: 'off', normalize: oneOf('default_with_oids', ['off']), description: 'WITH OIDS is not supported.' },
-  { name: 'xmloption', defaultValue: 'content', normalize: oneOf('xmloption', ['content', 'document']), description: 'Sets whether XML data in implicit parsing and serialization operations is to be considered as documents or content fragments.' },
+  {
+    name: 'xmloption',
+    defaultValue: 'content',
+    normalize: oneOf('xmloption', ['content', 'document']),
+    description: 'Sets whether XML data in implicit parsing and serialization operations is to be considered as documents or content fragments.',
+  },
   { name: 'max_connections', defaultValue: '100', readOnly: true, description: 'Sets the maximum number of concurrent connections.' },
 ];
 

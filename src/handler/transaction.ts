@@ -209,11 +209,9 @@ export class TransactionState {
       return;
     }
     this.state = 'E';
-    throw new PgError(
-      SqlState.FeatureNotSupported,
-      `cannot roll back to savepoint "${name}": statements that may have written ran both before and after it`,
-      { hint: 'cotwire emulates savepoints only when one side of them is free of writes. Roll back the whole transaction.' },
-    );
+    throw new PgError(SqlState.FeatureNotSupported, `cannot roll back to savepoint "${name}": statements that may have written ran both before and after it`, {
+      hint: 'cotwire emulates savepoints only when one side of them is free of writes. Roll back the whole transaction.',
+    });
   }
 
   /** SET TRANSACTION READ ONLY | READ WRITE: only inside a block, and read-write only before its first query. */

@@ -13,7 +13,11 @@ export const ANALYTICS_FUNCTIONS = ['cot_session_summary', 'cot_convergence', 'c
 const FROM = `main.${STEPS_TABLE}`;
 
 /** observation_steps, tool_call_steps, final_answer_steps, plan_steps ... */
-export const stepTypeColumn = (type: string): string => `${type.replace(/Step$/, '').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase()}_steps`;
+export const stepTypeColumn = (type: string): string =>
+  `${type
+    .replace(/Step$/, '')
+    .replace(/([a-z])([A-Z])/g, '$1_$2')
+    .toLowerCase()}_steps`;
 
 const typeCounts = STEP_TYPES.map((t) => `count(*) FILTER (WHERE step_type = '${t}')::BIGINT AS ${stepTypeColumn(t)}`).join(',\n      ');
 

@@ -179,7 +179,11 @@ export class LedgerApplier {
 
 /** Appends full ledger rows (every column's text, table order) through the engine's appender. */
 export function appendRows(conn: EngineConnection, table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
-  return conn.append(table, table.columns.map((c) => ({ epochMicros: c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE' })), rows);
+  return conn.append(
+    table,
+    table.columns.map((c) => ({ epochMicros: c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE' })),
+    rows,
+  );
 }
 
 export async function inTransaction(conn: EngineConnection, work: () => Promise<void>): Promise<void> {

@@ -76,5 +76,7 @@ export function preimage(table: string, columns: readonly string[], texts: reado
 }
 
 export function rowHash(table: string, columns: readonly string[], texts: readonly (string | null)[]): string {
-  return createHash('sha256').update(preimage(table, columns, texts)).digest('hex');
+  return createHash('sha256')
+    .update(preimage(table, columns, texts))
+    .digest('hex');
 }

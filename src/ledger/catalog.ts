@@ -36,9 +36,7 @@ export class LedgerCatalog {
     const catalog = parts.length >= 3 ? (parts[parts.length - 3] as string).toLowerCase() : null;
     const matches = (await this.all()).filter(
       (t) =>
-        t.name.toLowerCase() === name &&
-        (schema === null || t.schema.toLowerCase() === schema) &&
-        (catalog === null || t.catalog.toLowerCase() === catalog),
+        t.name.toLowerCase() === name && (schema === null || t.schema.toLowerCase() === schema) && (catalog === null || t.catalog.toLowerCase() === catalog),
     );
     return matches[0] ?? null;
   }
@@ -51,9 +49,11 @@ export class LedgerCatalog {
     );
     // Tables with constraints the writer does not check itself (CHECK, UNIQUE, keys).
     const constrained = new Set(
-      (await this.conn.query(
-        `SELECT DISTINCT database_name, schema_name, table_name FROM system.main.duckdb_constraints() WHERE constraint_type <> 'NOT NULL'`,
-      )).map((r) => `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`),
+      (
+        await this.conn.query(
+          `SELECT DISTINCT database_name, schema_name, table_name FROM system.main.duckdb_constraints() WHERE constraint_type <> 'NOT NULL'`,
+        )
+      ).map((r) => `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`),
     );
     const byTable = new Map<string, { catalog: string; schema: string; name: string; columns: LedgerColumn[] }>();
     for (const [catalog, schema, name, column, type, def, notNull] of rows as Array<[string, string, string, string, string, string | null, boolean]>) {

@@ -90,7 +90,13 @@ export class Journal {
       const end = at + HEADER + length;
       if (end > size) break;
       const payload = file.subarray(at + HEADER, end);
-      if (!createHash('sha256').update(payload).digest().equals(file.subarray(at + MAGIC.length + 4, at + HEADER))) break;
+      if (
+        !createHash('sha256')
+          .update(payload)
+          .digest()
+          .equals(file.subarray(at + MAGIC.length + 4, at + HEADER))
+      )
+        break;
       const record = decode(payload);
       if (record === null || record.firstSeq <= last) break;
       records.push(record);
@@ -107,7 +113,10 @@ export class Journal {
     const buf = Buffer.allocUnsafe(HEADER + payload.length);
     MAGIC.copy(buf, 0);
     buf.writeUInt32BE(payload.length, MAGIC.length);
-    createHash('sha256').update(payload).digest().copy(buf, MAGIC.length + 4);
+    createHash('sha256')
+      .update(payload)
+      .digest()
+      .copy(buf, MAGIC.length + 4);
     payload.copy(buf, HEADER);
     let written = 0;
     try {

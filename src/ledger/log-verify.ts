@@ -190,7 +190,14 @@ function openCheckpoints(sources: readonly CheckpointSource[], verifier: NoteVer
         if (cp.origin !== verifier.name) throw new Error(`its origin "${cp.origin}" is not the key's name "${verifier.name}"`);
         out.push({ ...cp, source });
       } catch (err) {
-        breaks.push({ kind: 'signature', message: `${source}: not a checkpoint signed by ${verifier.name}: ${(err as Error).message}`, leafIndex: null, table: null, session: null, step: null });
+        breaks.push({
+          kind: 'signature',
+          message: `${source}: not a checkpoint signed by ${verifier.name}: ${(err as Error).message}`,
+          leafIndex: null,
+          table: null,
+          session: null,
+          step: null,
+        });
       }
     }
   }
@@ -209,16 +216,28 @@ async function readLeaves(
   const rows: Array<Row | undefined> = [];
   let repeats = 0;
   for (const table of ledgers) {
-    const key = table.chainKey === null ? `''` : `coalesce(${canonicalTextSql(table.chainKey, table.columns.find((c) => c.name === table.chainKey)?.type ?? 'VARCHAR')}, '')`;
+    const key =
+      table.chainKey === null
+        ? `''`
+        : `coalesce(${canonicalTextSql(table.chainKey, table.columns.find((c) => c.name === table.chainKey)?.type ?? 'VARCHAR')}, '')`;
     const prefix = leafPrefix(table.schema, table.name);
     const name = `${table.schema}.${table.name}`;
-    const result = (await conn.query(`SELECT ledger_seq, ${key}, current_hash, step_index FROM ${qualifiedName(table)}`)) as Array<[bigint, string, string, number]>;
+    const result = (await conn.query(`SELECT ledger_seq, ${key}, current_hash, step_index FROM ${qualifiedName(table)}`)) as Array<
+      [bigint, string, string, number]
+    >;
     for (const [seq, chainKey, hash, step] of result) {
       const i = Number(seq) - 1;
       if (i < 0) continue;
       if (leaves[i] !== undefined) {
         if (repeats++ < MAX_REPORTED) {
-          breaks.push({ kind: 'duplicate', message: `ledger_seq ${i + 1} appears more than once: rows were added (${name}, session "${chainKey}", step ${step})`, leafIndex: i, table: name, session: chainKey, step: Number(step) });
+          breaks.push({
+            kind: 'duplicate',
+            message: `ledger_seq ${i + 1} appears more than once: rows were added (${name}, session "${chainKey}", step ${step})`,
+            leafIndex: i,
+            table: name,
+            session: chainKey,
+            step: Number(step),
+          });
         }
         continue;
       }

@@ -1,14 +1,7 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { lp } from './canonical.js';
-import {
-  consistencyProof,
-  inclusionProof,
-  nodeHash,
-  rootOf,
-  type Hash,
-  type SubtreeReader,
-} from './merkle.js';
+import { consistencyProof, inclusionProof, nodeHash, rootOf, type Hash, type SubtreeReader } from './merkle.js';
 
 /**
  * The global log's Merkle tree, kept beside the database (`<db>.merkle`).
@@ -86,7 +79,10 @@ class MemoryNodeStore implements NodeStore {
 class FileNodeStore implements NodeStore {
   private stored: number;
 
-  constructor(private readonly fd: number, private readonly readOnly: boolean) {
+  constructor(
+    private readonly fd: number,
+    private readonly readOnly: boolean,
+  ) {
     const bytes = fstatSync(fd).size;
     if (bytes === 0 && !readOnly) {
       writeSync(fd, Buffer.concat([MAGIC, Buffer.alloc(HEADER_BYTES - MAGIC.length)]), 0, HEADER_BYTES, 0);

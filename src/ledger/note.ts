@@ -29,7 +29,12 @@ export interface NoteVerifier {
 
 /** The key hash: the first four bytes of SHA-256(name || "\n" || type || public key), big endian. */
 function keyHashOf(name: string, publicKey: Buffer): number {
-  return createHash('sha256').update(`${name}\n`).update(Buffer.from([ED25519])).update(publicKey).digest().readUInt32BE(0);
+  return createHash('sha256')
+    .update(`${name}\n`)
+    .update(Buffer.from([ED25519]))
+    .update(publicKey)
+    .digest()
+    .readUInt32BE(0);
 }
 
 function checkName(name: string): void {

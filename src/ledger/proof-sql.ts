@@ -36,8 +36,7 @@ export function proofFunctions(log: MerkleLog): EngineFunction[] {
 export const PROOF_SQL_FUNCTIONS = ['cot_log_root', 'cot_inclusion_proof', 'cot_consistency_proof', 'cot_checkpoint', 'cot_prove', 'cot_consistency'];
 
 const fn = (name: string): string => `system.main.${name}`;
-const hashes = (expr: string): string =>
-  `CASE WHEN (${expr}) = '' THEN CAST([] AS VARCHAR[]) ELSE ${fn('string_split')}(${expr}, ' ') END`;
+const hashes = (expr: string): string => `CASE WHEN (${expr}) = '' THEN CAST([] AS VARCHAR[]) ELSE ${fn('string_split')}(${expr}, ' ') END`;
 const LATEST = `SELECT origin, tree_size, root_hash, checkpoint, created_at FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`;
 
 /** The per-connection macros: cot_checkpoint(), cot_prove(trace_id), cot_consistency(old_size, new_size). */

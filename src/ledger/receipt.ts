@@ -42,7 +42,8 @@ export async function buildReceipt(conn: EngineConnection, ledgers: readonly Led
     `SELECT tree_size, root_hash, checkpoint FROM main.${CHECKPOINTS_TABLE} WHERE tree_size >= $1 ORDER BY ledger_seq DESC LIMIT 1`,
     [String(seq)],
   )) as Array<[bigint, string, string]>;
-  if (cp === undefined) throw new ReceiptError(`the step at ledger_seq ${seq} is not covered by a checkpoint yet; the server signs one within checkpoint.intervalSeconds`);
+  if (cp === undefined)
+    throw new ReceiptError(`the step at ledger_seq ${seq} is not covered by a checkpoint yet; the server signs one within checkpoint.intervalSeconds`);
   const size = Number(cp[0]);
   const tree = await treeFor(conn, ledgers, size, Buffer.from(cp[1], 'base64'), nodeFile);
   return {
@@ -94,7 +95,16 @@ export function checkReceipt(value: unknown, verifier: NoteVerifier): { origin: 
   if (cp.size !== r.tree_size) throw new ReceiptError(`tree_size ${String(r.tree_size)} is not the checkpoint's ${cp.size}`);
   const key = r.chain_key_column === null || r.chain_key_column === undefined ? '' : (value_(r.chain_key_column) ?? '');
   const leaf = rowLeafHash(leafPrefix(schema, table), key, recorded);
-  if (!(index >= 0 && index < cp.size) || !verifyInclusion(index, cp.size, leaf, proof.map((p) => Buffer.from(String(p), 'base64')), cp.root)) {
+  if (
+    !(index >= 0 && index < cp.size) ||
+    !verifyInclusion(
+      index,
+      cp.size,
+      leaf,
+      proof.map((p) => Buffer.from(String(p), 'base64')),
+      cp.root,
+    )
+  ) {
     throw new ReceiptError(`the inclusion proof does not lead from leaf ${index} to the checkpoint's root`);
   }
   return { origin: cp.origin, leafIndex: index, treeSize: cp.size };

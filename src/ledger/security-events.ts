@@ -51,12 +51,7 @@ export class SecurityEventLog {
     private readonly onError: (err: unknown) => void,
   ) {}
 
-  static async open(
-    conn: EngineConnection,
-    catalog: LedgerCatalog,
-    writer: LedgerWriter,
-    onError: (err: unknown) => void,
-  ): Promise<SecurityEventLog> {
+  static async open(conn: EngineConnection, catalog: LedgerCatalog, writer: LedgerWriter, onError: (err: unknown) => void): Promise<SecurityEventLog> {
     await conn.run(SECURITY_EVENTS_DDL);
     catalog.invalidate();
     const table = await catalog.find(['main', SECURITY_EVENTS_TABLE]);
@@ -77,9 +72,7 @@ export class SecurityEventLog {
       e.fingerprint,
       e.statement.slice(0, EXCERPT_LIMIT),
     ];
-    this.queue = this.queue
-      .then(() => this.writer.append([{ table: this.table, rows: [row] }]))
-      .then(() => undefined, this.onError);
+    this.queue = this.queue.then(() => this.writer.append([{ table: this.table, rows: [row] }])).then(() => undefined, this.onError);
   }
 
   /** Waits for queued appends. */

@@ -43,11 +43,11 @@ export function validateSteps(
     if (text !== null) {
       const bytes = Buffer.byteLength(text, 'utf8');
       if (bytes > maxContentBytes) {
-        throw new PgError(
-          SqlState.StringDataRightTruncation,
-          `value too long for column "content": ${bytes} bytes, the limit is ${maxContentBytes}`,
-          { hint: 'The limit is ledger.maxContentBytes in the configuration.', table: table.name, column: 'content' },
-        );
+        throw new PgError(SqlState.StringDataRightTruncation, `value too long for column "content": ${bytes} bytes, the limit is ${maxContentBytes}`, {
+          hint: 'The limit is ledger.maxContentBytes in the configuration.',
+          table: table.name,
+          column: 'content',
+        });
       }
     }
   }

@@ -96,7 +96,10 @@ export function chainKeySql(table: LedgerTable): string {
 /** The per-ledger macro name: cot_verify for _cot_steps, cot_verify_tool_calls for _cot_tool_calls. */
 export function verifyMacroName(table: LedgerTable): string {
   if (table.name === STEPS_TABLE && table.schema === 'main') return 'cot_verify';
-  return `cot_verify_${table.name.replace(/^_cot_?/i, '').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`;
+  return `cot_verify_${table.name
+    .replace(/^_cot_?/i, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')}`;
 }
 
 /** The verification macros for one ledger: NAME(key) for one chain, NAME_all() for every chain. */

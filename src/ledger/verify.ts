@@ -19,11 +19,7 @@ export interface ChainVerdict {
  * Verifies every chain of every ledger (or one chain key) with the same SQL
  * that clients call, so the command line and SQL always agree.
  */
-export async function verifyLedgers(
-  conn: EngineConnection,
-  catalog: LedgerCatalog,
-  chainKey: string | null,
-): Promise<ChainVerdict[]> {
+export async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatalog, chainKey: string | null): Promise<ChainVerdict[]> {
   const verdicts: ChainVerdict[] = [];
   for (const table of await catalog.all()) {
     verdicts.push(...(await verifyTable(conn, table, chainKey)));

@@ -298,7 +298,6 @@ export class LedgerWriter {
     });
   }
 
-
   private async insert(sql: string, values: readonly (string | null)[]): Promise<void> {
     let statement = this.inserts.get(sql);
     if (statement === undefined) {
@@ -358,9 +357,9 @@ export class LedgerWriter {
     await this.applier?.drain();
     heads = new Map();
     const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
-    const rows = (await this.conn.query(
-      `SELECT ${key}, max(step_index), arg_max(current_hash, step_index) FROM ${name} GROUP BY ALL`,
-    )) as Array<[string, number, string]>;
+    const rows = (await this.conn.query(`SELECT ${key}, max(step_index), arg_max(current_hash, step_index) FROM ${name} GROUP BY ALL`)) as Array<
+      [string, number, string]
+    >;
     for (const [k, index, hash] of rows) {
       // An empty table still yields one row of NULLs for the whole-table chain.
       if (index !== null) heads.set(k ?? '', { index: Number(index), hash });
@@ -446,7 +445,9 @@ export async function replayRecords(conn: EngineConnection, catalog: LedgerCatal
       if (entry === undefined) {
         const table = ledgers.find((t) => t.schema === part.schema && t.name === part.name);
         if (table === undefined) {
-          throw new Error(`the journal ${path} holds rows of the ledger "${part.schema}"."${part.name}", which is not in this database; was the database file replaced?`);
+          throw new Error(
+            `the journal ${path} holds rows of the ledger "${part.schema}"."${part.name}", which is not in this database; was the database file replaced?`,
+          );
         }
         const [[max]] = (await conn.query(`SELECT coalesce(max(ledger_seq), 0) FROM ${qualifiedName(table)}`)) as [[bigint | number]];
         entry = { table, after: BigInt(max), rows: [] };

@@ -22,7 +22,7 @@ export async function runMcpServer(options: McpOptions): Promise<void> {
     { name: 'cotwire', version: COTWIRE_VERSION },
     {
       instructions:
-        'cotwire keeps a tamper-evident ledger of agents\' chains of thought. Log each step with log_reasoning_step (same session_id for one chain of thought); read them back with replay_decision, get_trace, reasoning_trail and thought_tree; check integrity with verify_chain; explore with read-only SQL through query.',
+        "cotwire keeps a tamper-evident ledger of agents' chains of thought. Log each step with log_reasoning_step (same session_id for one chain of thought); read them back with replay_decision, get_trace, reasoning_trail and thought_tree; check integrity with verify_chain; explore with read-only SQL through query.",
     },
   );
   registerTools(server, store);

@@ -52,5 +52,9 @@ export function toToolError(err: unknown, target: string): ToolError {
   if (CONNECT_FAILURES.has(code)) {
     return new ToolError('08001', `could not connect to cotwire at ${target}: ${message}`, 'Start cotwire, or check the --url given to `cotwire mcp`.');
   }
-  return new ToolError('08006', `the connection to cotwire at ${target} was lost: ${message}`, 'The next call opens a new connection; a step whose call failed this way may or may not have been appended, so look it up before logging it again.');
+  return new ToolError(
+    '08006',
+    `the connection to cotwire at ${target} was lost: ${message}`,
+    'The next call opens a new connection; a step whose call failed this way may or may not have been appended, so look it up before logging it again.',
+  );
 }

@@ -12,7 +12,7 @@ import type { Json, TraceStore } from './trace-store.js';
  */
 
 const sessionId = z.string().min(1, 'session_id must not be empty').max(1024).describe('The session (one chain of thought) the step belongs to.');
-const traceId = z.guid('trace_id must be a UUID').describe('A step\'s trace_id, as log_reasoning_step returned it.');
+const traceId = z.guid('trace_id must be a UUID').describe("A step's trace_id, as log_reasoning_step returned it.");
 const json = z.json().describe('Any JSON value.');
 
 function ok(result: Record<string, Json>): CallToolResult {
@@ -36,7 +36,7 @@ function tool<A>(fn: (args: A) => Promise<Record<string, Json>>): (args: A) => P
 }
 
 const noSession = (id: string): ToolError =>
-  new ToolError('P0002', `session "${id}" has no steps`, 'Session ids are case-sensitive; get_session_history lists an agent\'s sessions.');
+  new ToolError('P0002', `session "${id}" has no steps`, "Session ids are case-sensitive; get_session_history lists an agent's sessions.");
 
 export function registerTools(server: McpServer, store: TraceStore): void {
   server.registerTool(
@@ -44,13 +44,13 @@ export function registerTools(server: McpServer, store: TraceStore): void {
     {
       title: 'Log a reasoning step',
       description:
-        'Append one step of your chain of thought to the tamper-evident ledger. The server chains it to the session\'s previous step with SHA-256 and returns its trace_id, step_index, current_hash and global ledger_seq. Steps are never changed or removed. The agent_id is the identity of the connection, never an argument.',
+        "Append one step of your chain of thought to the tamper-evident ledger. The server chains it to the session's previous step with SHA-256 and returns its trace_id, step_index, current_hash and global ledger_seq. Steps are never changed or removed. The agent_id is the identity of the connection, never an argument.",
       inputSchema: {
         session_id: sessionId,
         step_type: z.enum(STEP_TYPES, { error: `step_type must be one of ${STEP_TYPES.join(', ')}` }).describe('What kind of step this is.'),
         content: z.string().describe('The step itself: what was observed, thought, decided or answered.'),
-        input_data: json.optional().describe('The step\'s input, for example a tool call\'s arguments.'),
-        output_data: json.optional().describe('The step\'s output, for example a tool\'s result.'),
+        input_data: json.optional().describe("The step's input, for example a tool call's arguments."),
+        output_data: json.optional().describe("The step's output, for example a tool's result."),
         confidence: z.number().min(0, 'confidence must be between 0 and 1').max(1, 'confidence must be between 0 and 1').optional(),
         duration_ms: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
         token_count: z.number().int().min(0).max(2_147_483_647).optional(),
@@ -67,7 +67,7 @@ export function registerTools(server: McpServer, store: TraceStore): void {
     {
       title: 'Replay a decision',
       description:
-        'Return a session\'s steps in order, with its agent_id and step_count, and (unless verify_chain is false) whether its hash chain is intact, naming the first broken step when it is not.',
+        "Return a session's steps in order, with its agent_id and step_count, and (unless verify_chain is false) whether its hash chain is intact, naming the first broken step when it is not.",
       inputSchema: { session_id: sessionId, verify_chain: z.boolean().default(true) },
     },
     tool(async ({ session_id, verify_chain }) => {
@@ -89,9 +89,9 @@ export function registerTools(server: McpServer, store: TraceStore): void {
   server.registerTool(
     'get_session_history',
     {
-      title: 'List an agent\'s sessions',
+      title: "List an agent's sessions",
       description:
-        'List an agent\'s sessions, most recent first: step_count, first_step_at, last_step_at and chain_valid. agent_id defaults to your own identity.',
+        "List an agent's sessions, most recent first: step_count, first_step_at, last_step_at and chain_valid. agent_id defaults to your own identity.",
       inputSchema: { agent_id: z.string().min(1).max(1024).optional(), limit: z.number().int().min(1).max(1000).default(50) },
     },
     tool(async ({ agent_id, limit }) => {
@@ -118,9 +118,9 @@ export function registerTools(server: McpServer, store: TraceStore): void {
   server.registerTool(
     'verify_chain',
     {
-      title: 'Verify a session\'s chain',
+      title: "Verify a session's chain",
       description:
-        'Recompute a session\'s hash chain. Returns valid, step_count and, when broken, the first break: its step_index, kind (edited, inserted, deleted or reordered) and the expected and actual hashes.',
+        "Recompute a session's hash chain. Returns valid, step_count and, when broken, the first break: its step_index, kind (edited, inserted, deleted or reordered) and the expected and actual hashes.",
       inputSchema: { session_id: sessionId },
     },
     tool(async ({ session_id }) => {
@@ -134,8 +134,7 @@ export function registerTools(server: McpServer, store: TraceStore): void {
     'reasoning_trail',
     {
       title: 'Reasoning trail',
-      description:
-        'Walk parent_trace_id links from a step up to its root, and return the path from the root down to the step: the reasoning behind an action.',
+      description: 'Walk parent_trace_id links from a step up to its root, and return the path from the root down to the step: the reasoning behind an action.',
       inputSchema: { trace_id: traceId },
     },
     tool(async ({ trace_id }) => {
@@ -149,7 +148,7 @@ export function registerTools(server: McpServer, store: TraceStore): void {
     {
       title: 'Tree of thoughts',
       description:
-        'Return a session\'s steps as a tree: each step under the earlier step its parent_trace_id names; steps without one are roots, in step order.',
+        "Return a session's steps as a tree: each step under the earlier step its parent_trace_id names; steps without one are roots, in step order.",
       inputSchema: { session_id: sessionId },
     },
     tool(async ({ session_id }) => {

@@ -164,10 +164,7 @@ export class TraceStore {
 
   /** Null when the session has no steps. */
   async verify(sessionId: string): Promise<ChainCheck | null> {
-    const rows = await this.run(
-      'SELECT valid, step_count, first_broken_index, break_kind, expected_hash, actual_hash FROM cot_verify($1)',
-      [sessionId],
-    );
+    const rows = await this.run('SELECT valid, step_count, first_broken_index, break_kind, expected_hash, actual_hash FROM cot_verify($1)', [sessionId]);
     const r = rows[0];
     if (r === undefined) return null;
     const valid = r['valid'] === true;
@@ -252,7 +249,7 @@ export class TraceStore {
    */
   async query(sql: string, maxRows: number): Promise<{ columns: string[]; rows: Json[][]; truncated: boolean; command: string | null }> {
     if (leadingWords(tokenize(sql), 1)[0] === 'COPY') {
-      throw new ToolError('0A000', 'the query tool does not run COPY', 'Use SELECT: the rows come back as the tool\'s result.');
+      throw new ToolError('0A000', 'the query tool does not run COPY', "Use SELECT: the rows come back as the tool's result.");
     }
     let client: pg.PoolClient;
     try {

@@ -23,9 +23,7 @@ export function decodeStartupPacket(body: Buffer): StartupPacket {
   }
   const major = version >>> 16;
   if (major !== 3) {
-    throw protocolViolation(
-      `unsupported frontend protocol ${major}.${version & 0xffff}: server supports 3.0 to 3.0`,
-    );
+    throw protocolViolation(`unsupported frontend protocol ${major}.${version & 0xffff}: server supports 3.0 to 3.0`);
   }
   const parameters = new Map<string, string>();
   for (;;) {

@@ -114,9 +114,7 @@ export class Framer {
     }
     const limit = smallMessages.has(code) ? SMALL_MESSAGE_LIMIT : this.maxMessageSize;
     if (length - 4 > limit) {
-      throw protocolViolation(
-        `message type "${String.fromCharCode(code)}" of ${length} bytes exceeds the limit of ${limit} bytes`,
-      );
+      throw protocolViolation(`message type "${String.fromCharCode(code)}" of ${length} bytes exceeds the limit of ${limit} bytes`);
     }
     return length;
   }

@@ -104,8 +104,4 @@ export function typeSize(oid: number): number {
  * of exactly these values, in this order, which the engine sends as "char"
  * (OID 18): asyncpg, for one, compares them as bytes.
  */
-export const PG_CHAR_VALUES: readonly string[] = [
-  '',
-  ...' ,;.-_',
-  ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789',
-];
+export const PG_CHAR_VALUES: readonly string[] = ['', ...' ,;.-_', ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'];

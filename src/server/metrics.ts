@@ -32,7 +32,11 @@ export class PrometheusObserver implements Observer {
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
     registers: [this.registry],
   });
-  private readonly verified = new Counter({ name: 'cotwire_chains_verified_total', help: 'Chains verified by the background audit', registers: [this.registry] });
+  private readonly verified = new Counter({
+    name: 'cotwire_chains_verified_total',
+    help: 'Chains verified by the background audit',
+    registers: [this.registry],
+  });
   private readonly verificationFailures = new Counter({
     name: 'cotwire_verification_failures_total',
     help: 'Broken chains found by the background audit',

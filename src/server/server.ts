@@ -78,9 +78,7 @@ export class PgServer {
     socket.setKeepAlive(true, 60_000);
     const remoteAddress = socket.remoteAddress ?? 'unknown';
     if (this.sessions.size >= this.opts.maxConnections) {
-      const out = new BackendWriter().errorResponse(
-        new PgError(SqlState.TooManyConnections, 'sorry, too many clients already', {}, 'FATAL'),
-      );
+      const out = new BackendWriter().errorResponse(new PgError(SqlState.TooManyConnections, 'sorry, too many clients already', {}, 'FATAL'));
       socket.end(out.take());
       socket.on('error', () => undefined);
       this.opts.log.warn({ remote: remoteAddress, max: this.opts.maxConnections }, 'connection refused: too many clients');
@@ -177,12 +175,7 @@ export class PgServer {
         // Bytes that arrive after an SSLRequest in the same packet were sent in
         // plaintext before the handshake; accepting them would let a man in the
         // middle inject commands (CVE-2021-23214).
-        if (
-          frame.code === STARTUP_FRAME &&
-          frame.body.length === 4 &&
-          frame.body.readInt32BE(0) === StartupCode.SSLRequest &&
-          i < frames.length - 1
-        ) {
+        if (frame.code === STARTUP_FRAME && frame.body.length === 4 && frame.body.readInt32BE(0) === StartupCode.SSLRequest && i < frames.length - 1) {
           session.fail(new PgError(SqlState.ProtocolViolation, 'received unencrypted data after SSL request', {}, 'FATAL'));
           return;
         }

@@ -96,12 +96,7 @@ export interface ConnectionHandler {
   endQueryString(succeeded: boolean): Promise<void>;
   /** A string comes from Parse and may be empty; a StatementSource comes from splitQuery. */
   prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement>;
-  bind(
-    statement: PreparedStatement,
-    params: readonly (Buffer | null)[],
-    paramFormats: readonly number[],
-    resultFormats: readonly number[],
-  ): Promise<Portal>;
+  bind(statement: PreparedStatement, params: readonly (Buffer | null)[], paramFormats: readonly number[], resultFormats: readonly number[]): Promise<Portal>;
   execute(portal: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome>;
   closePortal(portal: Portal): void;
   closeStatement(statement: PreparedStatement): void;

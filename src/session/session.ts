@@ -119,7 +119,6 @@ export class Session {
   /** COPY FROM STDIN in progress; `simple` when it came from a simple query. */
   private copy: { readonly target: CopyIn; readonly simple: boolean } | null = null;
 
-
   constructor(
     private readonly transport: Transport,
     private readonly opts: SessionOptions,
@@ -282,12 +281,7 @@ export class Session {
   private async onStartupMessage(startup: StartupMessage): Promise<void> {
     const user = startup.parameters.get('user');
     if (user === undefined || user === '') {
-      throw new PgError(
-        SqlState.InvalidAuthorizationSpecification,
-        'no PostgreSQL user name specified in startup packet',
-        {},
-        'FATAL',
-      );
+      throw new PgError(SqlState.InvalidAuthorizationSpecification, 'no PostgreSQL user name specified in startup packet', {}, 'FATAL');
     }
     if (startup.parameters.has('replication') && startup.parameters.get('replication') !== 'false') {
       throw new PgError(SqlState.FeatureNotSupported, 'replication connections are not supported', {}, 'FATAL');

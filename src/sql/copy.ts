@@ -29,7 +29,11 @@ export interface CopyToStdout extends CopyOptions {
 
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
 const stringValue = (t: Token | undefined): string | null =>
-  t?.kind === 'string' && t.text.startsWith("'") ? t.text.slice(1, -1).replaceAll("''", "'") : t?.kind === 'string' && /^[eE]'/.test(t.text) ? t.text.slice(2, -1).replace(/\\(.)/g, (_, c: string) => (c === 't' ? '\t' : c === 'n' ? '\n' : c)) : null;
+  t?.kind === 'string' && t.text.startsWith("'")
+    ? t.text.slice(1, -1).replaceAll("''", "'")
+    : t?.kind === 'string' && /^[eE]'/.test(t.text)
+      ? t.text.slice(2, -1).replace(/\\(.)/g, (_, c: string) => (c === 't' ? '\t' : c === 'n' ? '\n' : c))
+      : null;
 
 interface CopySource {
   readonly target: string[];
@@ -211,7 +215,8 @@ export function formatCopyCsvRow(cells: readonly (string | null)[], delimiter: s
     cells
       .map((c) => {
         if (c === null) return nullString;
-        const needsQuotes = c === nullString || c.includes(delimiter) || c.includes(quote) || c.includes('\n') || c.includes('\r') || (nullString === '' && c === '');
+        const needsQuotes =
+          c === nullString || c.includes(delimiter) || c.includes(quote) || c.includes('\n') || c.includes('\r') || (nullString === '' && c === '');
         if (!needsQuotes) return c;
         let body = '';
         for (const ch of c) body += ch === quote || ch === escapeChar ? escapeChar + ch : ch;

@@ -35,8 +35,7 @@ export interface Token {
   readonly end: number;
 }
 
-const isWordStart = (c: number): boolean =>
-  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c >= 0x80;
+const isWordStart = (c: number): boolean => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c >= 0x80;
 const isWordPart = (c: number): boolean => isWordStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x24;
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0c;

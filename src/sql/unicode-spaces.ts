@@ -27,8 +27,7 @@ function range(from: number, to: number): number[] {
 }
 
 const DOLLAR = 0x24;
-const isTagStart = (b: number | undefined): boolean =>
-  b !== undefined && ((b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b === 0x5f || b >= 0x80);
+const isTagStart = (b: number | undefined): boolean => b !== undefined && ((b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b === 0x5f || b >= 0x80);
 const isTagPart = (b: number | undefined): boolean => isTagStart(b) || (b !== undefined && b >= 0x30 && b <= 0x39);
 
 /** The byte length of the Unicode space starting at `pos` as the pass recognises it, or 0. */

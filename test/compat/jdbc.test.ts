@@ -16,8 +16,6 @@ const PROGRAM = join(import.meta.dirname, 'java', 'JdbcFlows.java');
 
 const servers = useCotwireAndPostgres();
 
-
-
 async function flows(url: string, user: string, target: string): Promise<Record<string, unknown>> {
   const { stdout } = await run('java', ['-cp', JAR, PROGRAM, url, user, target], { env: { ...process.env, TZ: 'UTC' } });
   return JSON.parse(stdout) as Record<string, unknown>;

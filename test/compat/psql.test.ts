@@ -39,7 +39,10 @@ interface Target {
   readonly port: number;
   readonly user: string;
 }
-const targets = (): { cot: Target; pg: Target } => ({ cot: { port: servers.cotwire.port, user: 'cotwire' }, pg: { port: servers.postgres.port, user: servers.postgres.user } });
+const targets = (): { cot: Target; pg: Target } => ({
+  cot: { port: servers.cotwire.port, user: 'cotwire' },
+  pg: { port: servers.postgres.port, user: servers.postgres.user },
+});
 
 async function psql(t: Target, ...commands: string[]): Promise<string> {
   const args = ['-X', '-h', '127.0.0.1', '-p', String(t.port), '-U', t.user, 'cotwire'];
@@ -68,14 +71,15 @@ beforeAll(async () => {
   const c = await servers.cotwire.client();
   const serverLedgers: string[] = [];
   for (const table of ['_cot_security_events', '_cot_checkpoints']) {
-    const columns = await c.query(
-      'SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
-      [table],
-    );
+    const columns = await c.query('SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position', [
+      table,
+    ]);
     expect(columns.rows.length).toBeGreaterThan(0);
     serverLedgers.push(
       `CREATE TABLE ${table} (${columns.rows
-        .map((r: { column_name: string; udt_name: string; is_nullable: string }) => `${r.column_name} ${r.udt_name}${r.is_nullable === 'NO' ? ' NOT NULL' : ''}`)
+        .map(
+          (r: { column_name: string; udt_name: string; is_nullable: string }) => `${r.column_name} ${r.udt_name}${r.is_nullable === 'NO' ? ' NOT NULL' : ''}`,
+        )
         .join(', ')})`,
     );
   }
@@ -146,6 +150,6 @@ describe('psql meta-commands answer as PostgreSQL does', () => {
     writeFileSync(file, 'id,name,score\n3,scout,0.25\n4,"judge, senior",\n');
     const out = await psql(cot, `\\copy agents (id, name, score) from '${file}' with (format csv, header)`);
     expect(out).toContain('COPY 2');
-    expect(await psql(cot, "SELECT name, score FROM agents WHERE id >= 3 ORDER BY id")).toMatch(/scout\s+\|\s+0\.25\n\s*judge, senior\s+\|/);
+    expect(await psql(cot, 'SELECT name, score FROM agents WHERE id >= 3 ORDER BY id')).toMatch(/scout\s+\|\s+0\.25\n\s*judge, senior\s+\|/);
   });
 });

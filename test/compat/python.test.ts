@@ -16,8 +16,6 @@ const SCRIPTS = join(import.meta.dirname, 'python');
 
 const servers = useCotwireAndPostgres();
 
-
-
 async function flows(script: string, target: 'cotwire' | 'postgres'): Promise<Record<string, unknown>> {
   const env =
     target === 'cotwire'

@@ -34,10 +34,15 @@ beforeAll(async () => {
   server = await startTestServer();
   c = await server.client();
   for (const [session, agent, model, type, confidence, duration, tokens] of ROWS) {
-    await c.query(
-      'INSERT INTO _cot_steps (session_id, agent_id, model, step_type, confidence, duration_ms, token_count) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [session, agent, model, type, confidence, duration, tokens],
-    );
+    await c.query('INSERT INTO _cot_steps (session_id, agent_id, model, step_type, confidence, duration_ms, token_count) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+      session,
+      agent,
+      model,
+      type,
+      confidence,
+      duration,
+      tokens,
+    ]);
   }
 });
 afterAll(async () => {
@@ -62,9 +67,22 @@ describe('cot_session_summary()', () => {
       error: s1?.['has_error'],
       correction: s1?.['has_correction'],
       convergence: [s1?.['first_observation_index'], s1?.['first_decision_index'], s1?.['steps_to_decision']],
-    }).toEqual({ agent: 'planner', model: 'm-large', steps: 5, duration: 1500, tokens: 150, final: true, finalConfidence: 0.9, error: false, correction: false, convergence: [1, 3, 2] });
+    }).toEqual({
+      agent: 'planner',
+      model: 'm-large',
+      steps: 5,
+      duration: 1500,
+      tokens: 150,
+      final: true,
+      finalConfidence: 0.9,
+      error: false,
+      correction: false,
+      convergence: [1, 3, 2],
+    });
     expect(s1?.['mean_confidence']).toBeCloseTo(0.7, 10);
-    expect([s1?.['plan_steps'], s1?.['observation_steps'], s1?.['reasoning_steps'], s1?.['decision_steps'], s1?.['final_answer_steps']].map(num)).toEqual([1, 1, 1, 1, 1]);
+    expect([s1?.['plan_steps'], s1?.['observation_steps'], s1?.['reasoning_steps'], s1?.['decision_steps'], s1?.['final_answer_steps']].map(num)).toEqual([
+      1, 1, 1, 1, 1,
+    ]);
     // The Decision before the first Observation does not count: convergence is measured from the Observation.
     expect([s2?.['first_observation_index'], s2?.['first_decision_index'], s2?.['steps_to_decision']]).toEqual([1, 4, 3]);
     expect([s2?.['has_error'], s2?.['has_correction'], s2?.['reached_final_answer'], s2?.['final_confidence']]).toEqual([true, true, false, null]);
@@ -74,8 +92,18 @@ describe('cot_session_summary()', () => {
     // Every step type has its column.
     const typeColumns = Object.keys(s1 ?? {}).filter((k) => k.endsWith('_steps'));
     expect(typeColumns).toEqual([
-      'observation_steps', 'hypothesis_steps', 'tool_call_steps', 'tool_result_steps', 'reasoning_steps', 'decision_steps',
-      'action_steps', 'error_steps', 'correction_steps', 'summary_steps', 'plan_steps', 'final_answer_steps',
+      'observation_steps',
+      'hypothesis_steps',
+      'tool_call_steps',
+      'tool_result_steps',
+      'reasoning_steps',
+      'decision_steps',
+      'action_steps',
+      'error_steps',
+      'correction_steps',
+      'summary_steps',
+      'plan_steps',
+      'final_answer_steps',
     ]);
     expect(typeColumns.length).toBe(STEP_TYPES.length);
   });
@@ -93,7 +121,10 @@ describe('cot_session_summary()', () => {
 describe('cot_agent_stats() and cot_model_stats()', () => {
   /** The same figures computed here from the rows, for one group. */
   function expected(rows: Row[]): Record<string, number | null> {
-    const durations = rows.map((r) => r[5]).filter((d): d is number => d !== null).sort((a, b) => a - b);
+    const durations = rows
+      .map((r) => r[5])
+      .filter((d): d is number => d !== null)
+      .sort((a, b) => a - b);
     // quantile_cont: linear interpolation between the closest ranks.
     const at = 0.95 * (durations.length - 1);
     const lo = durations[Math.floor(at)] ?? null;
@@ -114,7 +145,17 @@ describe('cot_agent_stats() and cot_model_stats()', () => {
 
   function figures(r: Record<string, unknown>): Record<string, number | null> {
     const out: Record<string, number | null> = {};
-    for (const k of ['sessions', 'steps', 'mean_duration_ms', 'p95_duration_ms', 'tokens', 'error_rate', 'correction_rate', 'sessions_with_error', 'mean_final_confidence']) {
+    for (const k of [
+      'sessions',
+      'steps',
+      'mean_duration_ms',
+      'p95_duration_ms',
+      'tokens',
+      'error_rate',
+      'correction_rate',
+      'sessions_with_error',
+      'mean_final_confidence',
+    ]) {
       const v = num(r[k]);
       out[k] = v === null ? null : Math.round(v * 1e9) / 1e9;
     }

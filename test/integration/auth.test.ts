@@ -116,7 +116,10 @@ describe('logs', () => {
       await connectError(server.connectionOptions({ user: 'alice', password: 'wrong secret' }));
       await new Promise((r) => setTimeout(r, 50));
     }
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const authorized = lines.find((l) => l.msg === 'connection authorized');
     expect(authorized).toMatchObject({ user: 'alice', application_name: 'log-test', remote: '127.0.0.1' });
     expect(typeof authorized?.conn).toBe('number');

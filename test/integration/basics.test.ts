@@ -5,7 +5,6 @@ import { useTestServer } from '../fixtures/server.js';
 
 const ctx = useTestServer();
 
-
 describe('simple query', () => {
   it('creates, inserts and selects with Postgres command tags', async () => {
     const created = await ctx.client.query('CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR, price DOUBLE)');
@@ -91,9 +90,7 @@ describe('simple query', () => {
   });
 
   it('runs DuckDB analytic SQL', async () => {
-    const { rows } = await ctx.client.query(
-      'SELECT g % 3 AS k, count(*)::INTEGER AS n, sum(g)::BIGINT AS s FROM range(1000) t(g) GROUP BY ALL ORDER BY k',
-    );
+    const { rows } = await ctx.client.query('SELECT g % 3 AS k, count(*)::INTEGER AS n, sum(g)::BIGINT AS s FROM range(1000) t(g) GROUP BY ALL ORDER BY k');
     expect(rows).toEqual([
       { k: '0', n: 334, s: '166833' },
       { k: '1', n: 333, s: '166167' },
@@ -140,11 +137,7 @@ describe('command tags', () => {
       'DROP TABLE',
     ]);
     expect(await tags('BEGIN; SELECT 1; COMMIT')).toEqual(['BEGIN', 'SELECT 1', 'COMMIT']);
-    expect(await tags("CREATE SCHEMA ws; CREATE MACRO twice(x) AS x * 2; SET TimeZone = 'UTC'")).toEqual([
-      'CREATE SCHEMA',
-      'CREATE FUNCTION',
-      'SET',
-    ]);
+    expect(await tags("CREATE SCHEMA ws; CREATE MACRO twice(x) AS x * 2; SET TimeZone = 'UTC'")).toEqual(['CREATE SCHEMA', 'CREATE FUNCTION', 'SET']);
     expect(await tags('CREATE TABLE wt2 (a INTEGER); INSERT INTO wt2 VALUES (1); UPDATE wt2 SET a = 2; DELETE FROM wt2')).toEqual([
       'CREATE TABLE',
       'INSERT 0 1',
@@ -241,7 +234,11 @@ describe('session settings', () => {
     await c.query("SET TimeZone = 'America/New_York'");
     const { rows } = await c.query("SELECT (TIMESTAMPTZ '2024-01-15 12:00:00+00')::VARCHAR AS duck, TIMESTAMPTZ '2024-01-15 12:00:00+00' AS ts");
     expect((rows[0].ts as Date).toISOString()).toBe('2024-01-15T12:00:00.000Z');
-    const raw = await c.query({ text: "SELECT TIMESTAMPTZ '2024-07-15 12:00:00+00' AS ts", rowMode: 'array', types: { getTypeParser: () => (v: string) => v } as never });
+    const raw = await c.query({
+      text: "SELECT TIMESTAMPTZ '2024-07-15 12:00:00+00' AS ts",
+      rowMode: 'array',
+      types: { getTypeParser: () => (v: string) => v } as never,
+    });
     expect(raw.rows[0]).toEqual(['2024-07-15 08:00:00-04']);
   });
 

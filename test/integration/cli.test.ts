@@ -98,7 +98,9 @@ describe('the ledger commands', () => {
     const running = await startServer(loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} }), createLogger('silent', false));
     const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
     await c.connect();
-    await c.query("INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('cli-1', 'a', 'Observation', 'x'), ('cli-1', 'a', 'Decision', 'y'), ('cli-2', 'b', 'Action', 'z')");
+    await c.query(
+      "INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('cli-1', 'a', 'Observation', 'x'), ('cli-1', 'a', 'Decision', 'y'), ('cli-2', 'b', 'Action', 'z')",
+    );
     await c.end();
     await running.close();
 

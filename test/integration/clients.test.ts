@@ -74,7 +74,14 @@ describe('psql', () => {
     });
 
   it('runs commands with -c and prints tags and rows', async () => {
-    const { stdout } = await psql(['-c', 'CREATE TABLE pc (a INTEGER, b VARCHAR)', '-c', "INSERT INTO pc VALUES (1, 'x'), (2, NULL)", '-c', 'SELECT * FROM pc ORDER BY a']);
+    const { stdout } = await psql([
+      '-c',
+      'CREATE TABLE pc (a INTEGER, b VARCHAR)',
+      '-c',
+      "INSERT INTO pc VALUES (1, 'x'), (2, NULL)",
+      '-c',
+      'SELECT * FROM pc ORDER BY a',
+    ]);
     expect(stdout).toContain('CREATE TABLE');
     expect(stdout).toContain('INSERT 0 2');
     expect(stdout).toMatch(/ a \| b \n---\+---\n 1 \| x\n 2 \| \n\(2 rows\)/);

@@ -11,7 +11,19 @@ const run = promisify(execFile);
 const ctx = useTestServer();
 
 function psql(...commands: string[]) {
-  return run('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(ctx.server.port), '-U', 'cotwire', 'cotwire', ...commands.flatMap((c) => ['-c', c])]);
+  return run('psql', [
+    '-X',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(ctx.server.port),
+    '-U',
+    'cotwire',
+    'cotwire',
+    ...commands.flatMap((c) => ['-c', c]),
+  ]);
 }
 
 describe('COPY FROM STDIN', () => {
@@ -56,7 +68,7 @@ describe('COPY FROM STDIN', () => {
 
   it('answers CopyFail with 57014 and keeps the connection usable', async () => {
     const c = await WireClient.startup(ctx.server.port);
-    c.write(serialize.query("COPY _cot_steps (session_id, step_type) FROM STDIN WITH (FORMAT csv)"));
+    c.write(serialize.query('COPY _cot_steps (session_id, step_type) FROM STDIN WITH (FORMAT csv)'));
     const [response] = await c.until('G');
     expect(response?.body.readInt16BE(1)).toBe(2);
     c.write(serialize.copyData(Buffer.from('failed,Observation\n')));
@@ -72,7 +84,7 @@ describe('COPY FROM STDIN', () => {
 
   it('runs the rest of a query string after the COPY', async () => {
     const c = await WireClient.startup(ctx.server.port);
-    c.write(serialize.query("COPY copied FROM STDIN; SELECT count(*) FROM copied"));
+    c.write(serialize.query('COPY copied FROM STDIN; SELECT count(*) FROM copied'));
     await c.until('G');
     c.write(serialize.copyData(Buffer.from('10\tten\n')));
     c.write(serialize.copyDone());
@@ -125,7 +137,7 @@ describe('COPY TO STDOUT', () => {
   });
 
   it('copies a whole table by name, with a column list', async () => {
-    const { stdout } = await psql("COPY _cot_steps (session_id, step_type) TO STDOUT WITH (FORMAT csv)");
+    const { stdout } = await psql('COPY _cot_steps (session_id, step_type) TO STDOUT WITH (FORMAT csv)');
     expect(stdout.split('\n')).toContain('rt,Decision');
   });
 

@@ -17,7 +17,11 @@ describe('DECLARE, FETCH, MOVE and CLOSE', () => {
     expect(first.command).toBe('FETCH');
     expect(first.rowCount).toBe(3);
     expect(first.fields.map((f) => f.name)).toEqual(['x', 'y']);
-    expect(first.rows).toEqual([{ x: '1', y: '10' }, { x: '2', y: '20' }, { x: '3', y: '30' }]);
+    expect(first.rows).toEqual([
+      { x: '1', y: '10' },
+      { x: '2', y: '20' },
+      { x: '3', y: '30' },
+    ]);
     const moved = await c.query('MOVE 2 IN ss');
     expect([moved.command, moved.rowCount, moved.rows.length]).toEqual(['MOVE', 2, 0]);
     expect((await c.query('FETCH NEXT FROM ss')).rows).toEqual([{ x: '6', y: '60' }]);

@@ -19,15 +19,7 @@ describe('extended query with node-postgres', () => {
   it('binds text parameters of every common type', async () => {
     const c = await server.client();
     const at = new Date('2024-05-06T07:08:09.123Z');
-    const ins = await c.query('INSERT INTO steps VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-      1,
-      'first',
-      at,
-      0.25,
-      true,
-      Buffer.from([0, 1, 254]),
-      ['a', 'b c'],
-    ]);
+    const ins = await c.query('INSERT INTO steps VALUES ($1, $2, $3, $4, $5, $6, $7)', [1, 'first', at, 0.25, true, Buffer.from([0, 1, 254]), ['a', 'b c']]);
     expect(ins.command).toBe('INSERT');
     expect(ins.rowCount).toBe(1);
     const r = await c.query('SELECT * FROM steps WHERE id = $1 AND ok = $2', [1, true]);
@@ -80,9 +72,7 @@ describe('extended query with node-postgres', () => {
   it('serves a Pool of 20 concurrent clients', async () => {
     const pool = new pg.Pool({ ...server.connectionOptions(), max: 20 });
     try {
-      const results = await Promise.all(
-        Array.from({ length: 60 }, (_, i) => pool.query('SELECT $1::INTEGER * 2 AS v, count(*) AS n FROM range(20000)', [i])),
-      );
+      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => pool.query('SELECT $1::INTEGER * 2 AS v, count(*) AS n FROM range(20000)', [i])));
       results.forEach((r, i) => {
         expect(r.rows[0]).toEqual({ v: i * 2, n: '20000' });
       });

@@ -33,7 +33,6 @@ async function independentlyVerified(table: string, chainKey: string | null): Pr
   return checkChains(await internal.query(recomputeSql(table, await columns(table), chainKey)));
 }
 
-
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe('appending reasoning steps', () => {
@@ -85,10 +84,19 @@ describe('appending reasoning steps', () => {
         [`engine-${k}`, ...row],
       );
     }
-    await client.query("INSERT INTO _cot_kinds (session_id, i, d, f, t) VALUES ('direct-literals', -5, 1.50, TRUE, 'o''k'), ('direct-literals', 1e2, .5, NULL, NULL)");
-    await client.query("INSERT INTO _cot_kinds (session_id, i, d, f, t) VALUES ('engine-literals', -5::int, 1.50::double, TRUE::boolean, 'o''k'::text), ('engine-literals', (1e2)::int, (.5)::double, NULL::boolean, NULL::text)");
+    await client.query(
+      "INSERT INTO _cot_kinds (session_id, i, d, f, t) VALUES ('direct-literals', -5, 1.50, TRUE, 'o''k'), ('direct-literals', 1e2, .5, NULL, NULL)",
+    );
+    await client.query(
+      "INSERT INTO _cot_kinds (session_id, i, d, f, t) VALUES ('engine-literals', -5::int, 1.50::double, TRUE::boolean, 'o''k'::text), ('engine-literals', (1e2)::int, (.5)::double, NULL::boolean, NULL::text)",
+    );
     const read = async (prefix: string): Promise<unknown[]> =>
-      (await client.query({ text: `SELECT i, b, d, u, f, j, t, step_index FROM _cot_kinds WHERE session_id LIKE '${prefix}-%' ORDER BY session_id, step_index`, rowMode: 'array' })).rows;
+      (
+        await client.query({
+          text: `SELECT i, b, d, u, f, j, t, step_index FROM _cot_kinds WHERE session_id LIKE '${prefix}-%' ORDER BY session_id, step_index`,
+          rowMode: 'array',
+        })
+      ).rows;
     expect(await read('direct')).toEqual(await read('engine'));
     expect((await read('direct')).length).toBe(5);
     const verified = await independentlyVerified('_cot_kinds', 'session_id');
@@ -102,7 +110,10 @@ describe('appending reasoning steps', () => {
     await client.query('CREATE TABLE _cot_keyed (id INTEGER PRIMARY KEY, session_id VARCHAR, note VARCHAR)');
     // Before the fix the applier never learned of a direct commit, and RETURNING waited forever.
     const r = await client.query("INSERT INTO _cot_keyed VALUES (1, 'k', 'first'), (2, 'k', 'second') RETURNING id, step_index");
-    expect(r.rows).toEqual([{ id: 1, step_index: 0 }, { id: 2, step_index: 1 }]);
+    expect(r.rows).toEqual([
+      { id: 1, step_index: 0 },
+      { id: 2, step_index: 1 },
+    ]);
     const again = await client.query("INSERT INTO _cot_keyed VALUES (3, 'k', 'third') RETURNING step_index");
     expect(again.rows).toEqual([{ step_index: 2 }]);
   });
@@ -128,7 +139,18 @@ describe('appending reasoning steps', () => {
     } finally {
       await sql.end();
     }
-    const { stdout } = await run('psql', ['-X', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'cotwire', 'cotwire', '-c', "INSERT INTO _cot_steps (session_id, step_type) VALUES ('pj', 'FinalAnswer')"]);
+    const { stdout } = await run('psql', [
+      '-X',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(server.port),
+      '-U',
+      'cotwire',
+      'cotwire',
+      '-c',
+      "INSERT INTO _cot_steps (session_id, step_type) VALUES ('pj', 'FinalAnswer')",
+    ]);
     expect(stdout.trim()).toBe('INSERT 0 1');
     const chain = (await client.query("SELECT step_index FROM _cot_steps WHERE session_id = 'pj' ORDER BY 1")).rows.map((r) => r.step_index);
     expect(chain).toEqual([0, 1]);
@@ -160,7 +182,9 @@ describe('appending reasoning steps', () => {
 
   it('lists the twelve step types when one is wrong', async () => {
     const err = (await client.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Musing')").catch((e: unknown) => e)) as pg.DatabaseError;
-    expect(err.message).toContain('Observation, Hypothesis, ToolCall, ToolResult, Reasoning, Decision, Action, Error, Correction, Summary, PlanStep, FinalAnswer');
+    expect(err.message).toContain(
+      'Observation, Hypothesis, ToolCall, ToolResult, Reasoning, Decision, Action, Error, Correction, Summary, PlanStep, FinalAnswer',
+    );
   });
 
   it('limits content to ledger.maxContentBytes', async () => {
@@ -172,7 +196,10 @@ describe('appending reasoning steps', () => {
 
   it('accepts a parent_trace_id that names an existing step', async () => {
     const parent = (await client.query("SELECT trace_id FROM _cot_steps WHERE session_id = 'a1' AND step_index = 0")).rows[0].trace_id as string;
-    const r = await client.query("INSERT INTO _cot_steps (session_id, step_type, parent_trace_id) VALUES ('tree', 'Hypothesis', $1) RETURNING parent_trace_id", [parent]);
+    const r = await client.query(
+      "INSERT INTO _cot_steps (session_id, step_type, parent_trace_id) VALUES ('tree', 'Hypothesis', $1) RETURNING parent_trace_id",
+      [parent],
+    );
     expect(r.rows[0].parent_trace_id).toBe(parent);
   });
 });
@@ -197,12 +224,16 @@ describe('any _cot table is a ledger', () => {
   it('appends large units through the appender, all or nothing, and the chain carries on', async () => {
     await client.query('CREATE TABLE _cot_metrics (session_id VARCHAR, value DOUBLE CHECK (value >= 0), seen TIMESTAMPTZ, tags VARCHAR[])');
     // 200 rows in one statement: one group commit, past the writer's appender threshold.
-    await client.query("INSERT INTO _cot_metrics (session_id, value, seen, tags) SELECT 'm' || (i % 3), i / 2.0, TIMESTAMPTZ '2026-01-01 00:00:00+00' + INTERVAL (i) SECOND, ['a', 'b'] FROM range(200) t(i)");
+    await client.query(
+      "INSERT INTO _cot_metrics (session_id, value, seen, tags) SELECT 'm' || (i % 3), i / 2.0, TIMESTAMPTZ '2026-01-01 00:00:00+00' + INTERVAL (i) SECOND, ['a', 'b'] FROM range(200) t(i)",
+    );
     // One bad row among 60: nothing of the unit is written, and the chain heads do not move.
-    const err = (await client.query("INSERT INTO _cot_metrics (session_id, value) SELECT 'm0', CASE WHEN i = 30 THEN -1 ELSE i END FROM range(60) t(i)").catch((e: unknown) => e)) as { code?: string };
+    const err = (await client
+      .query("INSERT INTO _cot_metrics (session_id, value) SELECT 'm0', CASE WHEN i = 30 THEN -1 ELSE i END FROM range(60) t(i)")
+      .catch((e: unknown) => e)) as { code?: string };
     expect(err.code).toBe('23514');
     await client.query("INSERT INTO _cot_metrics (session_id, value) VALUES ('m0', 1)");
-    const counts = (await client.query("SELECT session_id, count(*)::int AS n, max(step_index) AS last FROM _cot_metrics GROUP BY 1 ORDER BY 1")).rows;
+    const counts = (await client.query('SELECT session_id, count(*)::int AS n, max(step_index) AS last FROM _cot_metrics GROUP BY 1 ORDER BY 1')).rows;
     expect(counts).toEqual([
       { session_id: 'm0', n: 68, last: 67 },
       { session_id: 'm1', n: 67, last: 66 },
@@ -210,7 +241,9 @@ describe('any _cot table is a ledger', () => {
     ]);
     expect((await independentlyVerified('_cot_metrics', 'session_id')).problems).toEqual([]);
     expect((await client.query('SELECT bool_and(valid) AS ok, sum(step_count)::int AS n FROM cot_verify_metrics_all()')).rows).toEqual([{ ok: true, n: 201 }]);
-    expect((await client.query("SELECT value, tags FROM _cot_metrics WHERE session_id = 'm1' AND step_index = 0")).rows).toEqual([{ value: 0.5, tags: ['a', 'b'] }]);
+    expect((await client.query("SELECT value, tags FROM _cot_metrics WHERE session_id = 'm1' AND step_index = 0")).rows).toEqual([
+      { value: 0.5, tags: ['a', 'b'] },
+    ]);
   });
 
   it('makes a table without session_id one chain', async () => {
@@ -294,7 +327,9 @@ describe('concurrency', () => {
       );
       const shared = (await client.query("SELECT step_index FROM _cot_steps WHERE session_id = 'shared' ORDER BY step_index")).rows.map((r) => r.step_index);
       expect(shared).toEqual(Array.from({ length: 500 }, (_, i) => i));
-      const own = await client.query("SELECT session_id, count(*)::INTEGER AS n, max(step_index) AS top FROM _cot_steps WHERE session_id LIKE 'own-%' GROUP BY 1");
+      const own = await client.query(
+        "SELECT session_id, count(*)::INTEGER AS n, max(step_index) AS top FROM _cot_steps WHERE session_id LIKE 'own-%' GROUP BY 1",
+      );
       expect(own.rows).toHaveLength(50);
       for (const r of own.rows) expect(r).toMatchObject({ n: 10, top: 9 });
       const verdicts = (await client.query('SELECT chain_key, valid FROM cot_verify_all() WHERE NOT valid')).rows;

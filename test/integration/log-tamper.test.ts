@@ -56,7 +56,12 @@ async function history(name: string): Promise<{ db: string; sinks: string; trace
 interface Report {
   valid: boolean;
   broken: Array<{ chainKey: string }>;
-  log: { leaves: number; checkpoints: number; matched: number; breaks: Array<{ kind: string; leafIndex: number | null; session: string | null; step: number | null; message: string }> };
+  log: {
+    leaves: number;
+    checkpoints: number;
+    matched: number;
+    breaks: Array<{ kind: string; leafIndex: number | null; session: string | null; step: number | null; message: string }>;
+  };
 }
 
 function verify(db: string, sinks: string): { status: number | null; report: Report } {
@@ -65,7 +70,7 @@ function verify(db: string, sinks: string): { status: number | null; report: Rep
   return { status: r.status, report: JSON.parse(r.stdout) as Report };
 }
 
-async function tamper(db: string, fn: (conn: Awaited<ReturnType<DuckDBInstance["connect"]>>) => Promise<unknown>): Promise<void> {
+async function tamper(db: string, fn: (conn: Awaited<ReturnType<DuckDBInstance['connect']>>) => Promise<unknown>): Promise<void> {
   const instance = await DuckDBInstance.create(db);
   const conn = await instance.connect();
   try {
@@ -122,10 +127,14 @@ describe('the global log against saved checkpoints', () => {
     const { db, sinks } = await history('rechained');
     await tamper(db, async (c) => {
       // What an attacker with the file and the README does: edit step 1 of session a, then re-chain a.
-      const cols = (await c.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")).getRows() as Array<[string, string]>;
+      const cols = (
+        await c.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")
+      ).getRows() as Array<[string, string]>;
       const names = cols.map(([n]) => n);
       const texts = cols.map(([n, t]) => (t === 'TIMESTAMP WITH TIME ZONE' ? `CAST(epoch_us("${n}") AS VARCHAR)` : `CAST("${n}" AS VARCHAR)`));
-      const rows = (await c.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps WHERE session_id = 'a' ORDER BY step_index`)).getRows() as Array<Array<string | null>>;
+      const rows = (await c.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps WHERE session_id = 'a' ORDER BY step_index`)).getRows() as Array<
+        Array<string | null>
+      >;
       const at = (n: string): number => names.indexOf(n);
       let prev = '';
       for (const row of rows) {
@@ -174,7 +183,10 @@ describe('the global log against saved checkpoints', () => {
   it('refuses checkpoints signed by another key, and edited ones', async () => {
     const { db, sinks } = await history('forged-checkpoint');
     const file = join(sinks, readdirSync(sinks).sort()[0] as string);
-    writeFileSync(file, readFileSync(file, 'utf8').replace(/\n(\d+)\n/, (_, n: string) => `\n${Number(n) + 1}\n`));
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(/\n(\d+)\n/, (_, n: string) => `\n${Number(n) + 1}\n`),
+    );
     const { status, report } = verify(db, sinks);
     expect(status).toBe(1);
     expect(report.log.breaks[0]).toMatchObject({ kind: 'signature' });
@@ -202,7 +214,9 @@ describe('the log after kill -9', () => {
       }
     });
     // Long enough for a few checkpoints to reach the sink.
-    await expect.poll(() => (existsSync(sinks) ? readdirSync(sinks).filter((f) => f.endsWith('.checkpoint')).length : 0), { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    await expect
+      .poll(() => (existsSync(sinks) ? readdirSync(sinks).filter((f) => f.endsWith('.checkpoint')).length : 0), { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(2);
     child.kill('SIGKILL');
     stop = true;
     await Promise.all(workers);
@@ -234,7 +248,10 @@ describe('receipts', () => {
       const r = spawnSync(process.execPath, [CLI, 'check-receipt', file, '--key', verifier], { encoding: 'utf8' });
       return { status: r.status, stdout: r.stdout };
     };
-    expect(check(receipt)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^OK: leaf 4 is in the tree of \d+ leaves signed by audit\.example\/agents/) });
+    expect(check(receipt)).toMatchObject({
+      status: 0,
+      stdout: expect.stringMatching(/^OK: leaf 4 is in the tree of \d+ leaves signed by audit\.example\/agents/),
+    });
     const python = (file: string): { status: number | null; stdout: string } => {
       const r = spawnSync('python3', [join(import.meta.dirname, '../compat/python/check_receipt.py'), file, verifier], { encoding: 'utf8' });
       return { status: r.status, stdout: r.stdout };

@@ -60,7 +60,11 @@ interface ToolResult {
 }
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent?: Record<string, unknown> };
+  const r = (await client.callTool({ name, arguments: args })) as {
+    isError?: boolean;
+    content: Array<{ type: string; text: string }>;
+    structuredContent?: Record<string, unknown>;
+  };
   return { isError: r.isError === true, text: r.content.map((c) => c.text).join('\n'), data: r.structuredContent ?? {} };
 }
 
@@ -124,7 +128,9 @@ describe('cotwire mcp: the tools, checked against SQL', () => {
       const [row] = await sqlRows('SELECT trace_id, step_index, current_hash, ledger_seq, agent_id FROM _cot_steps WHERE trace_id = $1', [r['trace_id']]);
       expect(r).toEqual(row);
     }
-    const rows = await sqlRows("SELECT step_index, step_type, agent_id, org_id, input_data, metadata, parent_trace_id FROM _cot_steps WHERE session_id = 'triage-1' ORDER BY step_index");
+    const rows = await sqlRows(
+      "SELECT step_index, step_type, agent_id, org_id, input_data, metadata, parent_trace_id FROM _cot_steps WHERE session_id = 'triage-1' ORDER BY step_index",
+    );
     expect(rows.map((r) => r['step_index'])).toEqual([0, 1, 2, 3, 4, 5]);
     expect(new Set(rows.map((r) => r['agent_id']))).toEqual(new Set(['planner-agent']));
     expect(new Set(rows.map((r) => r['org_id']))).toEqual(new Set(['acme']));
@@ -144,7 +150,9 @@ describe('cotwire mcp: the tools, checked against SQL', () => {
     await ok(agent, 'log_reasoning_step', { session_id: 'triage-2', step_type: 'Observation', content: 'Second.' });
     const r = await ok(agent, 'get_session_history', { limit: 10 });
     expect(r['agent_id']).toBe('planner-agent');
-    const expected = await sqlRows("SELECT session_id, step_count, first_step_at, last_step_at, chain_valid FROM cot_sessions('planner-agent') ORDER BY last_step_at DESC");
+    const expected = await sqlRows(
+      "SELECT session_id, step_count, first_step_at, last_step_at, chain_valid FROM cot_sessions('planner-agent') ORDER BY last_step_at DESC",
+    );
     expect(r['sessions']).toEqual(expected);
     expect(expected.map((s) => s['session_id'])).toEqual(['triage-2', 'triage-1']);
     expect(((await ok(agent, 'get_session_history', { agent_id: 'planner-agent', limit: 1 }))['sessions'] as unknown[]).length).toBe(1);
@@ -159,7 +167,12 @@ describe('cotwire mcp: the tools, checked against SQL', () => {
   it('reasoning_trail walks parent links from the root down to the step', async () => {
     const r = await ok(agent, 'reasoning_trail', { trace_id: traces['decide'] });
     expect(r).toMatchObject({ depth: 4, complete: true, missing_parent: null });
-    expect((r['trail'] as Array<Record<string, unknown>>).map((s) => s['trace_id'])).toEqual([traces['observe'], traces['hypo-b'], traces['tool'], traces['decide']]);
+    expect((r['trail'] as Array<Record<string, unknown>>).map((s) => s['trace_id'])).toEqual([
+      traces['observe'],
+      traces['hypo-b'],
+      traces['tool'],
+      traces['decide'],
+    ]);
     const root = await ok(agent, 'reasoning_trail', { trace_id: traces['answer'] });
     expect(root).toMatchObject({ depth: 1, complete: true });
   });

@@ -29,7 +29,7 @@ describe('the global Merkle log over SQL', () => {
     expect(cp.rows[0].checkpoint).toMatch(/^cotwire\.local\/cotwire\n\d+\n[A-Za-z0-9+/]{43}=\n\n\u2014 cotwire\.local\/cotwire /);
     const proof = await c.query('SELECT * FROM cot_prove($1)', [trace]);
     expect(proof.rows).toHaveLength(1);
-    expect(proof.rows[0].leaf_index).toBe(String(seqs[4] as bigint - 1n));
+    expect(proof.rows[0].leaf_index).toBe(String((seqs[4] as bigint) - 1n));
     expect(Array.isArray(proof.rows[0].inclusion_proof)).toBe(true);
     expect(proof.rows[0].checkpoint).toBe(issued?.note);
     void before;
@@ -56,9 +56,9 @@ describe('the global Merkle log over SQL', () => {
   it('refuses client writes to the checkpoint ledger', async () => {
     await using server = await startTestServer();
     const c = await server.client();
-    await expect(
-      c.query(`INSERT INTO _cot_checkpoints (origin, tree_size, root_hash, checkpoint) VALUES ('x', 1, 'y', 'z')`),
-    ).rejects.toMatchObject({ code: '42501' });
+    await expect(c.query(`INSERT INTO _cot_checkpoints (origin, tree_size, root_hash, checkpoint) VALUES ('x', 1, 'y', 'z')`)).rejects.toMatchObject({
+      code: '42501',
+    });
   });
 
   it('writes checkpoints to a directory, a file and a webhook, retrying a failing one', async () => {
@@ -81,7 +81,12 @@ describe('the global Merkle log over SQL', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cotwire-sinks-'));
     try {
       await using server = await startTestServer({
-        checkpoint: { keyFile: null, intervalSeconds: 3600, maxLeaves: 3, sinks: [`${dir}/notes/`, join(dir, 'all.log'), `http://127.0.0.1:${port}/cp?token=secret`] },
+        checkpoint: {
+          keyFile: null,
+          intervalSeconds: 3600,
+          maxLeaves: 3,
+          sinks: [`${dir}/notes/`, join(dir, 'all.log'), `http://127.0.0.1:${port}/cp?token=secret`],
+        },
       });
       const c = await server.client();
       for (let i = 0; i < 3; i++) await c.query(STEP, ['s', `x${i}`]);

@@ -42,7 +42,12 @@ describe('read-only transactions, as in PostgreSQL', () => {
       message: 'cannot execute INSERT in a read-only transaction',
     });
     await c.query('ROLLBACK');
-    for (const sql of ['INSERT INTO notes VALUES (1)', 'CREATE TABLE other (x INTEGER)', 'DROP TABLE notes', "INSERT INTO _cot_steps (session_id, step_type) VALUES ('ro', 'Action')"]) {
+    for (const sql of [
+      'INSERT INTO notes VALUES (1)',
+      'CREATE TABLE other (x INTEGER)',
+      'DROP TABLE notes',
+      "INSERT INTO _cot_steps (session_id, step_type) VALUES ('ro', 'Action')",
+    ]) {
       await c.query('START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
       expect(await sqlstate(c.query(sql))).toBe('25006');
       await c.query('ROLLBACK');

@@ -56,9 +56,24 @@ describe('roles', () => {
     expect(await sqlstate(anonymousWriter.query('CREATE TABLE _cot_mine (x INTEGER)'))).toBe('42501');
     const file = join(server.dir, 'steps.csv');
     writeFileSync(file, 'w2,Observation\n');
-    const { stdout } = await run('psql', ['-X', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'bot', 'cotwire', '-c', `\\copy _cot_steps (session_id, step_type) from '${file}' with (format csv)`], {
-      env: { ...process.env, PGPASSWORD: 'pw' },
-    });
+    const { stdout } = await run(
+      'psql',
+      [
+        '-X',
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(server.port),
+        '-U',
+        'bot',
+        'cotwire',
+        '-c',
+        `\\copy _cot_steps (session_id, step_type) from '${file}' with (format csv)`,
+      ],
+      {
+        env: { ...process.env, PGPASSWORD: 'pw' },
+      },
+    );
     expect(stdout.trim()).toBe('COPY 1');
   });
 
@@ -98,7 +113,9 @@ describe('agent identity', () => {
 
   it('stamps identity columns whatever their case, as DuckDB matches names', async () => {
     await admin.query('CREATE TABLE _cot_agent_log ("AGENT_ID" VARCHAR, "Org_Id" VARCHAR, note VARCHAR)');
-    const err = (await writer.query("INSERT INTO _cot_agent_log (\"AGENT_ID\", note) VALUES ('other-agent', 'n')").catch((e: unknown) => e)) as pg.DatabaseError;
+    const err = (await writer
+      .query("INSERT INTO _cot_agent_log (\"AGENT_ID\", note) VALUES ('other-agent', 'n')")
+      .catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.code).toBe('42501');
     expect(err.message).toBe('user "agent" may append only as agent_id "agent-7", not "other-agent"');
     expect(await sqlstate(writer.query("INSERT INTO _cot_agent_log VALUES (NULL, 'other-org', 'n')"))).toBe('42501');

@@ -47,10 +47,10 @@ async function ledgerWithSteps(name: string): Promise<string> {
   const db = join(root, `${name}.duckdb`);
   await withServer(db, async (c) => {
     for (let i = 0; i < 6; i++) {
-      await c.query(
-        "INSERT INTO _cot_steps (session_id, step_type, content, confidence, metadata) VALUES ('s', 'Reasoning', $1, 0.5, $2)",
-        [`thought ${i}`, JSON.stringify({ i })],
-      );
+      await c.query("INSERT INTO _cot_steps (session_id, step_type, content, confidence, metadata) VALUES ('s', 'Reasoning', $1, 0.5, $2)", [
+        `thought ${i}`,
+        JSON.stringify({ i }),
+      ]);
     }
     await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('other', 'Action', 'untouched')");
   });
@@ -126,9 +126,15 @@ describe('background audit', () => {
 async function crashBeforeApply(db: string, cut: number): Promise<string[]> {
   const instance = await DuckDBInstance.create(db);
   const conn = await instance.connect();
-  const cols = (await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")).getRows();
-  const texts = cols.map(([name, type]) => (type === 'TIMESTAMP WITH TIME ZONE' ? `CAST(epoch_us("${String(name)}") AS VARCHAR)` : `CAST("${String(name)}" AS VARCHAR)`));
-  const rows = (await conn.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps ORDER BY ledger_seq DESC LIMIT ${cut}`)).getRows().reverse() as Array<Array<string | null>>;
+  const cols = (
+    await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")
+  ).getRows();
+  const texts = cols.map(([name, type]) =>
+    type === 'TIMESTAMP WITH TIME ZONE' ? `CAST(epoch_us("${String(name)}") AS VARCHAR)` : `CAST("${String(name)}" AS VARCHAR)`,
+  );
+  const rows = (await conn.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps ORDER BY ledger_seq DESC LIMIT ${cut}`)).getRows().reverse() as Array<
+    Array<string | null>
+  >;
   const seqAt = cols.findIndex(([name]) => name === 'ledger_seq');
   await conn.run(`DELETE FROM _cot_steps WHERE ledger_seq >= ${String(rows[0]?.[seqAt])}`);
   conn.closeSync();
@@ -136,7 +142,11 @@ async function crashBeforeApply(db: string, cut: number): Promise<string[]> {
   const { journal } = Journal.open(Journal.pathFor(db));
   // Two group commits, as the writer would have journaled them.
   for (const part of [rows.slice(0, 2), rows.slice(2)]) {
-    await journal.append({ firstSeq: BigInt(part[0]?.[seqAt] ?? 0), lastSeq: BigInt(part.at(-1)?.[seqAt] ?? 0), tables: [{ schema: 'main', name: '_cot_steps', rows: part }] });
+    await journal.append({
+      firstSeq: BigInt(part[0]?.[seqAt] ?? 0),
+      lastSeq: BigInt(part.at(-1)?.[seqAt] ?? 0),
+      tables: [{ schema: 'main', name: '_cot_steps', rows: part }],
+    });
   }
   journal.close(false);
   return rows.map((r) => String(r[cols.findIndex(([name]) => name === 'content')]));
@@ -204,8 +214,18 @@ describe('crash safety', () => {
     });
     const instance = await DuckDBInstance.create(db);
     const conn = await instance.connect();
-    const cols = (await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")).getRows();
-    const rows = (await conn.runAndReadAll(recomputeSql('_cot_steps', cols.map((r) => ({ name: String(r[0]), type: String(r[1]) })), 'session_id'))).getRows();
+    const cols = (
+      await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")
+    ).getRows();
+    const rows = (
+      await conn.runAndReadAll(
+        recomputeSql(
+          '_cot_steps',
+          cols.map((r) => ({ name: String(r[0]), type: String(r[1]) })),
+          'session_id',
+        ),
+      )
+    ).getRows();
     conn.closeSync();
     instance.closeSync();
     expect(checkChains(rows).problems).toEqual([]);

@@ -48,11 +48,7 @@ describe('a transaction and the ledger writer', () => {
 
   it('runs a multi-statement string as one transaction: an error drops the appends before it', async () => {
     expect(
-      await sqlstate(
-        ctx.client.query(
-          "INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-string', 'Observation'); SELECT * FROM no_such_table",
-        ),
-      ),
+      await sqlstate(ctx.client.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-string', 'Observation'); SELECT * FROM no_such_table")),
     ).toBe('42P01');
     expect(await count('_cot_steps', "session_id = 'tx-string'")).toBe(0);
     await ctx.client.query(
@@ -66,7 +62,9 @@ describe('a transaction and the ledger writer', () => {
     await c.query('BEGIN');
     expect(await sqlstate(c.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index"))).toBe('0A000');
     await c.query('ROLLBACK');
-    const r = await c.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index, length(current_hash)::INTEGER AS h");
+    const r = await c.query(
+      "INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index, length(current_hash)::INTEGER AS h",
+    );
     expect(r.command).toBe('INSERT');
     expect(r.rows).toEqual([{ step_index: 0, h: 64 }]);
   });
@@ -80,8 +78,26 @@ describe('COPY and CREATE inside a block', () => {
     const steps = join(ctx.server.dir, 'tx-steps.csv');
     writeFileSync(steps, 'tx-copy,Observation\ntx-copy,Decision\n');
     const block = (end: string) =>
-      run('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(ctx.server.port), '-U', 'cotwire', 'cotwire',
-        '-c', 'BEGIN', '-c', `\\copy tx_copy from '${rows}'`, '-c', `\\copy _cot_steps (session_id, step_type) from '${steps}' with (format csv)`, '-c', end]);
+      run('psql', [
+        '-X',
+        '-v',
+        'ON_ERROR_STOP=1',
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(ctx.server.port),
+        '-U',
+        'cotwire',
+        'cotwire',
+        '-c',
+        'BEGIN',
+        '-c',
+        `\\copy tx_copy from '${rows}'`,
+        '-c',
+        `\\copy _cot_steps (session_id, step_type) from '${steps}' with (format csv)`,
+        '-c',
+        end,
+      ]);
     await block('ROLLBACK');
     expect(await count('tx_copy')).toBe(0);
     expect(await count('_cot_steps', "session_id = 'tx-copy'")).toBe(0);

@@ -126,7 +126,11 @@ describe('binary results on the wire', () => {
     try {
       const texts = ['', 'short', 'exactly12byt', 'héllo wörld, well past twelve bytes 😀', 'a\nb\tc\\d'];
       const values = texts.map((t) => `('${t}')`).join(', ');
-      c.write(serialize.query(`SELECT t, CAST('{"t": ' || to_json(t) || '}' AS JSON) AS j, NULL::VARCHAR AS n, i FROM (VALUES ${values}) v(t), range(1000) r(i) ORDER BY i, t`));
+      c.write(
+        serialize.query(
+          `SELECT t, CAST('{"t": ' || to_json(t) || '}' AS JSON) AS j, NULL::VARCHAR AS n, i FROM (VALUES ${values}) v(t), range(1000) r(i) ORDER BY i, t`,
+        ),
+      );
       const msgs = await c.until('Z');
       const rows = msgs.filter((m) => m.type === 'D').map((m) => dataRowCells(m.body));
       expect(rows).toHaveLength(5000);

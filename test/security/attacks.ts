@@ -14,7 +14,26 @@ export interface Attack {
 }
 
 /** The characters DuckDB's parser replaces with spaces before it scans (kept literal here: tests never import the code under test for their inputs). */
-const DUCKDB_SPACES = ['\u00a0', '\u2000', '\u2001', '\u2002', '\u2003', '\u2004', '\u2005', '\u2006', '\u2007', '\u2008', '\u2009', '\u200a', '\u200b', '\u202f', '\u205f', '\u2060', '\u3000', '\ufeff'];
+const DUCKDB_SPACES = [
+  '\u00a0',
+  '\u2000',
+  '\u2001',
+  '\u2002',
+  '\u2003',
+  '\u2004',
+  '\u2005',
+  '\u2006',
+  '\u2007',
+  '\u2008',
+  '\u2009',
+  '\u200a',
+  '\u200b',
+  '\u202f',
+  '\u205f',
+  '\u2060',
+  '\u3000',
+  '\ufeff',
+];
 
 const t = (technique: string, sql: string, extra: Partial<Attack> = {}): Attack => ({ technique, sql, ...extra });
 const v = (technique: string, sql: string): Attack => ({ technique, sql, variants: true });
@@ -22,14 +41,14 @@ const v = (technique: string, sql: string): Attack => ({ technique, sql, variant
 export const ATTACKS: readonly Attack[] = [
   // UPDATE
   v('update', "UPDATE _cot_steps SET content = 'forged'"),
-  v('update', "UPDATE _cot_steps SET confidence = 1.0 WHERE id = 2"),
+  v('update', 'UPDATE _cot_steps SET confidence = 1.0 WHERE id = 2'),
   v('update', 'UPDATE _cot_steps SET id = id + 100'),
-  v('update', "UPDATE _cot_steps AS s SET content = n.body FROM notes n WHERE s.id = n.id"),
+  v('update', 'UPDATE _cot_steps AS s SET content = n.body FROM notes n WHERE s.id = n.id'),
   v('update', "WITH src AS (SELECT 'forged' AS c) UPDATE _cot_steps SET content = (SELECT c FROM src)"),
   v('update', "UPDATE _cot_steps SET content = 'forged' RETURNING *"),
-  t('update', "UPDATE \"_COT_Events\" SET kind = 'forged'"),
+  t('update', 'UPDATE "_COT_Events" SET kind = \'forged\''),
   t('update', "UPDATE audit._cot_x SET note = 'forged'"),
-  t('update', "UPDATE \"audit\".\"_COT_X\" SET note = 'forged' WHERE id = 1"),
+  t('update', 'UPDATE "audit"."_COT_X" SET note = \'forged\' WHERE id = 1'),
   t('update', 'UPDATE _cot_steps SET content = $1 WHERE id = $2', { params: ['forged', 1] }),
   t('update', 'UPDATE _cot_steps SET confidence = $1', { params: [0] }),
   // DELETE and TRUNCATE
@@ -47,8 +66,8 @@ export const ATTACKS: readonly Attack[] = [
   t('truncate', 'TRUNCATE TABLE audit._cot_x'),
   // MERGE
   v('merge', 'MERGE INTO _cot_steps USING notes ON (_cot_steps.id = notes.id) WHEN MATCHED THEN DELETE'),
-  v('merge', "MERGE INTO _cot_steps USING notes ON (_cot_steps.id = notes.id) WHEN MATCHED THEN UPDATE SET content = notes.body"),
-  t('merge', "MERGE INTO audit._cot_x t USING notes n ON t.id = n.id WHEN MATCHED THEN UPDATE SET note = n.body"),
+  v('merge', 'MERGE INTO _cot_steps USING notes ON (_cot_steps.id = notes.id) WHEN MATCHED THEN UPDATE SET content = notes.body'),
+  t('merge', 'MERGE INTO audit._cot_x t USING notes n ON t.id = n.id WHEN MATCHED THEN UPDATE SET note = n.body'),
   // DROP
   v('drop', 'DROP TABLE _cot_steps'),
   v('drop', 'DROP TABLE IF EXISTS _cot_steps'),
@@ -75,8 +94,8 @@ export const ATTACKS: readonly Attack[] = [
   v('upsert', "INSERT OR REPLACE INTO _cot_steps (id, session_id, content, confidence) VALUES (2, 's1', 'forged', 0.0)"),
   v('upsert', "INSERT INTO _cot_steps VALUES (1, 's1', 'forged', 1.0) ON CONFLICT (id) DO UPDATE SET content = excluded.content"),
   v('upsert', "INSERT INTO _cot_steps VALUES (1, 's1', 'forged', 1.0) ON CONFLICT DO UPDATE SET content = 'forged'"),
-  t('upsert', "INSERT OR REPLACE INTO \"_COT_Events\" VALUES (1, 'forged')"),
-  t('upsert', "INSERT INTO \"_COT_Events\" VALUES (1, 'forged') ON CONFLICT (id) DO UPDATE SET kind = excluded.kind"),
+  t('upsert', 'INSERT OR REPLACE INTO "_COT_Events" VALUES (1, \'forged\')'),
+  t('upsert', 'INSERT INTO "_COT_Events" VALUES (1, \'forged\') ON CONFLICT (id) DO UPDATE SET kind = excluded.kind'),
   t('upsert', 'INSERT INTO _cot_steps VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET content = excluded.content', { params: [1, 's1', 'forged', 1] }),
   t('upsert', "INSERT OR REPLACE INTO _cot_steps SELECT id, 's1', body, 1.0 FROM notes"),
   // CREATE OR REPLACE and swaps
@@ -113,10 +132,10 @@ export const ATTACKS: readonly Attack[] = [
   t('macro', 'CREATE MACRO upper(x) AS x'),
   t('macro', 'CREATE MACRO length(x) AS 0'),
   t('macro', "CREATE FUNCTION now() AS TIMESTAMPTZ '2000-01-01'"),
-  t('macro', "CREATE MACRO gen_random_uuid() AS NULL"),
+  t('macro', 'CREATE MACRO gen_random_uuid() AS NULL'),
   t('macro', "CREATE MACRO main.sha256(x) AS 'forged'"),
   t('macro', "CREATE TEMP MACRO sha256(x) AS 'forged'"),
-  t('macro', "CREATE MACRO \"SHA256\"(x) AS 'forged'"),
+  t('macro', 'CREATE MACRO "SHA256"(x) AS \'forged\''),
   t('macro', 'CREATE MACRO _cot_steps() AS TABLE SELECT 1 AS id'),
   t('macro', 'CREATE MACRO _cot_fn(x) AS x'),
   // Objects that would shadow a ledger name
@@ -171,7 +190,7 @@ export const ATTACKS: readonly Attack[] = [
   t('setting', "SET default_null_order = 'nulls_first'"),
   t('setting', "SET default_collation = 'nocase'"),
   t('setting', 'SET preserve_insertion_order = false'),
-  t('setting', "SET errors_as_json = true"),
+  t('setting', 'SET errors_as_json = true'),
   t('setting', 'PRAGMA threads = 1'),
   t('setting', "PRAGMA memory_limit = '123MB'"),
   t('setting', "PRAGMA default_order = 'DESC'"),
@@ -231,7 +250,7 @@ export const ATTACKS: readonly Attack[] = [
   t('macro', 'CREATE OR REPLACE TEMP MACRO cot_replay(s) AS TABLE SELECT 1 AS forged'),
   // A -- comment ends at a bare carriage return, for DuckDB as for PostgreSQL
   t('comment', "UPDATE --\r_cot_steps\n SET content = 'forged'"),
-  t('comment', "CREATE MACRO --\rlower\n(x) AS x"),
+  t('comment', 'CREATE MACRO --\rlower\n(x) AS x'),
   // EXPLAIN ANALYZE in every spelling runs what it explains
   t('explain', 'EXPLAIN ANALYSE DELETE FROM _cot_steps'),
   t('explain', 'EXPLAIN (ANALYSE) DELETE FROM _cot_steps'),
@@ -242,7 +261,7 @@ export const ATTACKS: readonly Attack[] = [
   // DuckDB drops a trailing run of non-ASCII characters from a statement it cannot parse
   t('trailing', 'TRUNCATE TABLE _cot_steps \u00e9'),
   t('trailing', 'DROP TABLE _cot_steps\u00e9 \u00e9'),
-  t('trailing', "DELETE FROM _cot_steps WHERE id = 1 OR true \u4e2d"),
+  t('trailing', 'DELETE FROM _cot_steps WHERE id = 1 OR true \u4e2d'),
   // Unicode spaces that DuckDB reads as spaces, in every gap
   ...DUCKDB_SPACES.flatMap((c) => [
     t('separator', `DROP${c}TABLE${c}_cot_steps`),

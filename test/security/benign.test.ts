@@ -44,7 +44,9 @@ const CHAIN = new Set(['step_index', 'prev_hash', 'current_hash', 'created_at', 
  * cotwire adds to new ledgers are left out).
  */
 async function dataState(q: (sql: string) => Promise<unknown[][]>): Promise<string> {
-  const tables = await q("SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name NOT IN ('_cot_security_events', '_cot_checkpoints') AND NOT temporary AND database_name <> 'cotwire_pg' ORDER BY ALL");
+  const tables = await q(
+    "SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name NOT IN ('_cot_security_events', '_cot_checkpoints') AND NOT temporary AND database_name <> 'cotwire_pg' ORDER BY ALL",
+  );
   const parts: unknown[] = [tables];
   for (const [schema, table] of tables as Array<[string, string]>) {
     const columns = (await q(`SELECT column_name FROM duckdb_columns() WHERE schema_name = '${schema}' AND table_name = '${table}' ORDER BY column_index`))
@@ -85,5 +87,4 @@ describe('benign statements pass the guard with the results they have on bare Du
     await server.running.writer.visible();
     expect(await dataState((sql) => internal.query(sql))).toBe(await dataState(bare.query));
   });
-
 });

@@ -43,11 +43,19 @@ let fixtureSeq = 0n;
 /** cotwire's protected state, read past the server: the fixture's rows, definitions, macros, catalog, settings. */
 async function cotwireState(): Promise<string> {
   await server.running.writer.visible();
-  const q = (sql: string): Promise<string> => internal.query(sql).then((r) => String(r[0]?.[0]), (e: unknown) => `error: ${(e as Error).message}`);
+  const q = (sql: string): Promise<string> =>
+    internal.query(sql).then(
+      (r) => String(r[0]?.[0]),
+      (e: unknown) => `error: ${(e as Error).message}`,
+    );
   const rows = await q(protectedStateSql(`ledger_seq <= ${fixtureSeq}`, BUILTINS));
   // A row a client put in a ledger outside the writer has no chain, or one it chose.
   const forged = await Promise.all(
-    LEDGER_TABLES.map((t) => q(`SELECT count(*) FROM ${t} WHERE current_hash IS NULL OR prev_hash IS NULL OR step_index IS NULL OR created_at IS NULL OR ledger_seq IS NULL OR current_hash = 'f0rged' OR ledger_seq = 999`)),
+    LEDGER_TABLES.map((t) =>
+      q(
+        `SELECT count(*) FROM ${t} WHERE current_hash IS NULL OR prev_hash IS NULL OR step_index IS NULL OR created_at IS NULL OR ledger_seq IS NULL OR current_hash = 'f0rged' OR ledger_seq = 999`,
+      ),
+    ),
   );
   return `${rows} | forged ${forged.join(',')}`;
 }
@@ -116,7 +124,17 @@ describe('the differential fuzz', () => {
     let window: string[] = [];
     const report = (done: number): void => {
       if (REPORT === undefined) return;
-      const summary = { seed: SEED, statements: statements.length, done, sweep: statements.length - COUNT, effectiveOnBareDuckDB: effective, milliseconds: timing, outcomes: Object.fromEntries(outcomes), holes, breaks };
+      const summary = {
+        seed: SEED,
+        statements: statements.length,
+        done,
+        sweep: statements.length - COUNT,
+        effectiveOnBareDuckDB: effective,
+        milliseconds: timing,
+        outcomes: Object.fromEntries(outcomes),
+        holes,
+        breaks,
+      };
       writeFileSync(REPORT, `${JSON.stringify(summary, null, 2)}\n`);
     };
     for (let i = 0; i < statements.length; i++) {

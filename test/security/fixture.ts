@@ -49,11 +49,23 @@ export async function protectedState(query: Query): Promise<string> {
   parts.push(await q(`SELECT view_name FROM duckdb_views() WHERE NOT internal AND lower(view_name) LIKE '\\_cot%' ESCAPE '\\' ORDER BY ALL`));
   parts.push(await q(`SELECT sequence_name FROM duckdb_sequences() WHERE lower(sequence_name) LIKE '\\_cot%' ESCAPE '\\' ORDER BY ALL`));
   parts.push(await q(`SELECT type_name FROM duckdb_types() WHERE lower(type_name) LIKE '\\_cot%' ESCAPE '\\' ORDER BY ALL`));
-  parts.push(await q(`SELECT schema_name, function_name FROM duckdb_functions() WHERE NOT internal AND function_name NOT IN ('version', 'current_user', 'session_user', 'current_database') ORDER BY ALL`));
+  parts.push(
+    await q(
+      `SELECT schema_name, function_name FROM duckdb_functions() WHERE NOT internal AND function_name NOT IN ('version', 'current_user', 'session_user', 'current_database') ORDER BY ALL`,
+    ),
+  );
   parts.push(await q(`SELECT database_name FROM duckdb_databases() WHERE NOT internal ORDER BY ALL`));
   parts.push(await q(`SELECT database_name, schema_name FROM duckdb_schemas() ORDER BY ALL`));
-  parts.push(await q(`SELECT current_schema(), sha256('probe'), md5('probe'), lower('ABC'), upper('abc'), length('abc'), now() > TIMESTAMPTZ '2020-01-01', gen_random_uuid() IS NOT NULL, (SELECT x FROM (VALUES (2), (1)) t(x) ORDER BY x LIMIT 1)`));
-  parts.push(await q(`SELECT name, value FROM duckdb_settings() WHERE name IN ('threads', 'memory_limit', 'default_order', 'default_null_order', 'default_collation', 'enable_profiling', 'preserve_insertion_order', 'checkpoint_threshold', 'wal_autocheckpoint', 'max_memory', 'enable_object_cache', 'immediate_transaction_mode', 'enable_progress_bar', 'errors_as_json', 'search_path') ORDER BY ALL`));
+  parts.push(
+    await q(
+      `SELECT current_schema(), sha256('probe'), md5('probe'), lower('ABC'), upper('abc'), length('abc'), now() > TIMESTAMPTZ '2020-01-01', gen_random_uuid() IS NOT NULL, (SELECT x FROM (VALUES (2), (1)) t(x) ORDER BY x LIMIT 1)`,
+    ),
+  );
+  parts.push(
+    await q(
+      `SELECT name, value FROM duckdb_settings() WHERE name IN ('threads', 'memory_limit', 'default_order', 'default_null_order', 'default_collation', 'enable_profiling', 'preserve_insertion_order', 'checkpoint_threshold', 'wal_autocheckpoint', 'max_memory', 'enable_object_cache', 'immediate_transaction_mode', 'enable_progress_bar', 'errors_as_json', 'search_path') ORDER BY ALL`,
+    ),
+  );
   parts.push(await q(`SELECT count(*) FROM _cot_steps`));
   return json(parts);
 }
@@ -110,7 +122,13 @@ export function hostState(dir: string, includeWal = true): string {
   // On bare DuckDB a CHECKPOINT shows as a shorter log. Through cotwire the log
   // grows with every refusal that is recorded, so it is not compared there.
   const walSize = includeWal && existsSync(wal) ? statSync(wal).size : -1;
-  return json([out, walSize, readdirSync(dir).filter((f) => !f.startsWith('test.duckdb') && f !== 'tmp' && !f.startsWith('.tmp')).sort()]);
+  return json([
+    out,
+    walSize,
+    readdirSync(dir)
+      .filter((f) => !f.startsWith('test.duckdb') && f !== 'tmp' && !f.startsWith('.tmp'))
+      .sort(),
+  ]);
 }
 
 export function tempRoot(): string {

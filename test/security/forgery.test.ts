@@ -39,8 +39,8 @@ const DISGUISED: readonly string[] = [
   'EXPLAIN ANALYSE DELETE FROM _cot_steps',
   'EXPLAIN (ANALYSE) DELETE FROM _cot_steps',
   'EXPLAIN ("analyze") DELETE FROM _cot_steps',
-  'EXPLAIN (analyze false) UPDATE _cot_steps SET content = \'forged\'',
-  "EXPLAIN ANALYSE UPDATE \"_COT_Events\" SET kind = 'forged'",
+  "EXPLAIN (analyze false) UPDATE _cot_steps SET content = 'forged'",
+  'EXPLAIN ANALYSE UPDATE "_COT_Events" SET kind = \'forged\'',
 ];
 
 const verifier = makeScramVerifier('pw');
@@ -125,7 +125,9 @@ describe('rows forged outside the writer', () => {
   });
 
   it('says why a WITH before INSERT does not append, and how to write it', async () => {
-    const err = (await clients['admin']?.query("WITH n AS (SELECT 1) INSERT INTO _cot_steps (id, session_id, content, confidence) VALUES (9, 's9', 'x', 1.0)").catch((e: unknown) => e)) as pg.DatabaseError;
+    const err = (await clients['admin']
+      ?.query("WITH n AS (SELECT 1) INSERT INTO _cot_steps (id, session_id, content, confidence) VALUES (9, 's9', 'x', 1.0)")
+      .catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.code).toBe('42501');
     expect(err.message).toBe('cannot append to ledger table "_cot_steps" with this statement: only the ledger writer appends, and it takes a plain INSERT');
     expect(err.hint).toMatch(/INSERT INTO <ledger> \(columns\) WITH \.\.\. SELECT/);

@@ -33,7 +33,6 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-
 const isMulti = (sql: string): boolean => sql.split(';').filter((s) => s.trim() !== '').length > 1;
 
 /** Runs the attack on bare DuckDB and returns whether it changed protected state or touched the host. */
@@ -94,7 +93,35 @@ describe('attacks on the ledgers', () => {
   it('has at least 150 attacks over every technique', () => {
     expect(ATTACKS.length).toBeGreaterThanOrEqual(150);
     const techniques = new Set(ATTACKS.map((a) => a.technique));
-    for (const t of ['update', 'delete', 'truncate', 'merge', 'drop', 'alter', 'upsert', 'replace', 'swap', 'schema', 'prepare', 'explain', 'macro', 'shadow', 'index', 'attach', 'use', 'copy', 'export', 'host', 'setting', 'checkpoint', 'transaction', 'multi', 'comment', 'quoting', 'dollar']) {
+    for (const t of [
+      'update',
+      'delete',
+      'truncate',
+      'merge',
+      'drop',
+      'alter',
+      'upsert',
+      'replace',
+      'swap',
+      'schema',
+      'prepare',
+      'explain',
+      'macro',
+      'shadow',
+      'index',
+      'attach',
+      'use',
+      'copy',
+      'export',
+      'host',
+      'setting',
+      'checkpoint',
+      'transaction',
+      'multi',
+      'comment',
+      'quoting',
+      'dollar',
+    ]) {
       expect(techniques.has(t), t).toBe(true);
     }
   });

@@ -39,7 +39,9 @@ describe('engine lockdown', () => {
   });
 
   it.each(ATTACKS)('cotwire refuses %s with 42501', async (_, sql) => {
-    const err = (await ctx.client.query(sql.replace('copied.csv', 'copied2.csv').replace('other.duckdb', 'other2.duckdb')).catch((e: unknown) => e)) as pg.DatabaseError;
+    const err = (await ctx.client
+      .query(sql.replace('copied.csv', 'copied2.csv').replace('other.duckdb', 'other2.duckdb'))
+      .catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.code).toBe('42501');
     expect(existsSync(join(dir, 'copied2.csv'))).toBe(false);
     expect(existsSync(join(dir, 'other2.duckdb'))).toBe(false);

@@ -269,7 +269,11 @@ class DuckDBSession implements EngineConnection {
     } catch (err) {
       // The appender reports "Failed to append: <cause>" without the error's class: restore it for the SQLSTATE.
       const cause = String((err as Error).message ?? err).replace(/^Failed to append: /, '');
-      const typed = /constraint failed|duplicate key/i.test(cause) ? `Constraint Error: ${cause}` : /convert|cast/i.test(cause) ? `Conversion Error: ${cause}` : cause;
+      const typed = /constraint failed|duplicate key/i.test(cause)
+        ? `Constraint Error: ${cause}`
+        : /convert|cast/i.test(cause)
+          ? `Conversion Error: ${cause}`
+          : cause;
       throw fromDuckDBError(new Error(typed));
     }
   }
@@ -387,8 +391,7 @@ class DuckDBStatement implements EngineStatement {
       const codecs: PgCodec[] = [];
       const columns: ColumnInfo[] = [];
       for (let i = 0; i < prepared.columnCount; i++) {
-        const codec =
-          prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? UNRESOLVED_CODEC : codecFor(prepared.columnType(i));
+        const codec = prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? UNRESOLVED_CODEC : codecFor(prepared.columnType(i));
         codecs.push(codec);
         columns.push({ name: prepared.columnName(i), typeOid: codec.oid, typeSize: codec.size, typeModifier: codec.typmod });
       }
@@ -516,12 +519,7 @@ class DuckDBCursor implements EngineCursor {
     }
   }
 
-  async fetch(
-    maxRows: number,
-    formats: readonly (0 | 1)[],
-    sink: RowSink,
-    settings: RenderSettings,
-  ): Promise<{ rows: number; done: boolean }> {
+  async fetch(maxRows: number, formats: readonly (0 | 1)[], sink: RowSink, settings: RenderSettings): Promise<{ rows: number; done: boolean }> {
     const ctx: RenderContext = { zone: zoneFor(settings.timeZone) };
     const ncols = this.codecs.length;
     const binary = this.codecs.map((_, i) => formats[i] === 1);

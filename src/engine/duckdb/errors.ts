@@ -23,7 +23,11 @@ const RULES: readonly Rule[] = [
   { type: 'Catalog', match: /already exists/i, code: SqlState.DuplicateObject },
   { type: 'Catalog', match: /unrecognized configuration parameter/i, code: SqlState.UndefinedObject },
   { type: 'Catalog', code: SqlState.UndefinedObject },
-  { type: 'Binder', match: /Referenced column .* not found|column .* (does not exist|not found)|Referenced table .* not found/i, code: SqlState.UndefinedColumn },
+  {
+    type: 'Binder',
+    match: /Referenced column .* not found|column .* (does not exist|not found)|Referenced table .* not found/i,
+    code: SqlState.UndefinedColumn,
+  },
   { type: 'Binder', match: /Ambiguous reference to column/i, code: SqlState.AmbiguousColumn },
   { type: 'Binder', match: /No function matches|does not exist/i, code: SqlState.UndefinedFunction },
   { type: 'Binder', match: /Could not choose a best candidate/i, code: SqlState.AmbiguousFunction },

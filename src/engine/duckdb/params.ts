@@ -40,11 +40,7 @@ const DATE_INF_DAYS = 2147483647;
 const TS_INF = 9223372036854775807n;
 
 /** Binds Bind's parameters to a DuckDB statement (1-based), converting PostgreSQL formats. */
-export function bindParams(
-  prepared: DuckDBPreparedStatement,
-  paramTypes: readonly (DuckDBType | null)[],
-  params: readonly WireParam[],
-): void {
+export function bindParams(prepared: DuckDBPreparedStatement, paramTypes: readonly (DuckDBType | null)[], params: readonly WireParam[]): void {
   prepared.clearBindings();
   params.forEach((p, i) => {
     const index = i + 1;
@@ -53,8 +49,7 @@ export function bindParams(
       return;
     }
     const target = paramTypes[i] ?? null;
-    const typed =
-      p.format === 1 ? fromBinary(p.value, p.typeOid, i + 1) : fromText(p.value.toString('utf8'), target, i + 1);
+    const typed = p.format === 1 ? fromBinary(p.value, p.typeOid, i + 1) : fromText(p.value.toString('utf8'), target, i + 1);
     try {
       prepared.bindValue(index, typed.value, typed.type);
     } catch (err) {
@@ -88,7 +83,7 @@ export function parseBool(text: string, index: number): boolean {
   if (s === '1') return true;
   if (s === '0') return false;
   if (s.length > 0) {
-    const isPrefix = (words: string[]): boolean => words.some((w) => w.startsWith(s) && (s.length > 1 || w !== 'on' && w !== 'off'));
+    const isPrefix = (words: string[]): boolean => words.some((w) => w.startsWith(s) && (s.length > 1 || (w !== 'on' && w !== 'off')));
     if (s !== 'o' && isPrefix(TRUE_WORDS)) return true;
     if (s !== 'o' && isPrefix(FALSE_WORDS)) return false;
   }
@@ -140,8 +135,7 @@ function arrayFromText(text: string, index: number): TypedValue {
   };
   let type: DuckDBType = VARCHAR;
   for (let d = depth(items); d > 0; d--) type = LIST(type);
-  const toValue = (xs: ArrayItem[]): DuckDBListValue =>
-    new DuckDBListValue(xs.map((x) => (Array.isArray(x) ? toValue(x) : x)));
+  const toValue = (xs: ArrayItem[]): DuckDBListValue => new DuckDBListValue(xs.map((x) => (Array.isArray(x) ? toValue(x) : x)));
   return { value: toValue(items), type };
 }
 
@@ -208,10 +202,7 @@ function fromBinary(b: Buffer, oid: number, index: number): TypedValue {
 function arrayFromBinary(b: Buffer, elementOid: number, index: number): TypedValue {
   const arr = bin.readArray(b);
   if (arr.elementOid !== elementOid) {
-    throw new PgError(
-      SqlState.DatatypeMismatch,
-      `wrong element type in binary array parameter $${index}: ${arr.elementOid}, expected ${elementOid}`,
-    );
+    throw new PgError(SqlState.DatatypeMismatch, `wrong element type in binary array parameter $${index}: ${arr.elementOid}, expected ${elementOid}`);
   }
   const elements = arr.elements.map((e) => (e === null ? null : fromBinary(e, elementOid, index)));
   const elementType = elements.find((e) => e !== null)?.type ?? VARCHAR;
@@ -232,9 +223,7 @@ function arrayFromBinary(b: Buffer, elementOid: number, index: number): TypedVal
 }
 
 function unsupportedBinary(oid: number, index: number, detail?: string): PgError {
-  return new PgError(
-    SqlState.FeatureNotSupported,
-    `binary format is not supported for parameter $${index} of type oid ${oid}`,
-    { hint: detail ?? 'Send this parameter in text format.' },
-  );
+  return new PgError(SqlState.FeatureNotSupported, `binary format is not supported for parameter $${index} of type oid ${oid}`, {
+    hint: detail ?? 'Send this parameter in text format.',
+  });
 }

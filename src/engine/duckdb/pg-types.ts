@@ -84,12 +84,37 @@ const BOOL = codec(
   (v) => Buffer.from([v ? 1 : 0]),
   (v) => (v ? 'true' : 'false'),
 );
-const INT2 = codec(TypeOid.int2, (v) => String(v), (v) => bin.int2(v as number), (v) => String(v));
-const INT4 = codec(TypeOid.int4, (v) => String(v), (v) => bin.int4(v as number), (v) => String(v));
-const INT8 = codec(TypeOid.int8, (v) => String(v), (v) => bin.int8(BigInt(v as number | bigint)), (v) => String(v));
+const INT2 = codec(
+  TypeOid.int2,
+  (v) => String(v),
+  (v) => bin.int2(v as number),
+  (v) => String(v),
+);
+const INT4 = codec(
+  TypeOid.int4,
+  (v) => String(v),
+  (v) => bin.int4(v as number),
+  (v) => String(v),
+);
+const INT8 = codec(
+  TypeOid.int8,
+  (v) => String(v),
+  (v) => bin.int8(BigInt(v as number | bigint)),
+  (v) => String(v),
+);
 // PostgreSQL's oid is an unsigned 32-bit integer: UINTEGER is exactly its domain, and the catalog's OID columns use it.
-const OID = codec(TypeOid.oid, (v) => String(v), (v) => bin.uint4(Number(v)), (v) => String(v));
-const BIG_NUMERIC = codec(TypeOid.numeric, (v) => String(v), (v) => bin.numeric(String(v)), (v) => String(v));
+const OID = codec(
+  TypeOid.oid,
+  (v) => String(v),
+  (v) => bin.uint4(Number(v)),
+  (v) => String(v),
+);
+const BIG_NUMERIC = codec(
+  TypeOid.numeric,
+  (v) => String(v),
+  (v) => bin.numeric(String(v)),
+  (v) => String(v),
+);
 const FLOAT4 = codec(
   TypeOid.float4,
   (v) => formatFloat4(v as number),
@@ -104,9 +129,24 @@ const FLOAT8 = codec(
 );
 // DuckDB has one unbounded string type; PostgreSQL calls that text, and
 // gives it to string literals and to parameters without a type.
-const VARCHAR = codec(TypeOid.text, (v) => v as string, (v) => utf8(v as string), (v) => JSON.stringify(v));
-const TEXT = codec(TypeOid.text, (v) => String(v), (v) => utf8(String(v)), (v) => JSON.stringify(String(v)));
-const CHAR = codec(TypeOid.char, (v) => String(v), (v) => Buffer.from(String(v), 'latin1'), (v) => JSON.stringify(String(v)));
+const VARCHAR = codec(
+  TypeOid.text,
+  (v) => v as string,
+  (v) => utf8(v as string),
+  (v) => JSON.stringify(v),
+);
+const TEXT = codec(
+  TypeOid.text,
+  (v) => String(v),
+  (v) => utf8(String(v)),
+  (v) => JSON.stringify(String(v)),
+);
+const CHAR = codec(
+  TypeOid.char,
+  (v) => String(v),
+  (v) => Buffer.from(String(v), 'latin1'),
+  (v) => JSON.stringify(String(v)),
+);
 
 /** The catalog's "char" columns: an ENUM of exactly PG_CHAR_VALUES. */
 function isPgChar(t: DuckDBEnumType): boolean {
@@ -148,14 +188,10 @@ const TIMETZ = codec(
 );
 
 function timestampCodec(oid: number, micros: (v: DuckDBValue) => bigint, tz: boolean): PgCodec {
-  return codec(
-    oid,
-    tz ? (v, ctx) => formatTimestampTz(micros(v), ctx.zone) : (v) => formatTimestamp(micros(v)),
-    (v) => {
-      const m = micros(v);
-      return bin.timestamp(m, m >= TIMESTAMP_POS_INFINITY, m <= TIMESTAMP_NEG_INFINITY);
-    },
-  );
+  return codec(oid, tz ? (v, ctx) => formatTimestampTz(micros(v), ctx.zone) : (v) => formatTimestamp(micros(v)), (v) => {
+    const m = micros(v);
+    return bin.timestamp(m, m >= TIMESTAMP_POS_INFINITY, m <= TIMESTAMP_NEG_INFINITY);
+  });
 }
 
 /** Keeps DuckDB's infinities infinite when changing units. */
@@ -166,21 +202,9 @@ function scaleMicros(value: bigint, factor: bigint, divide: boolean): bigint {
 }
 
 const TIMESTAMP = timestampCodec(TypeOid.timestamp, (v) => (v as DuckDBTimestampValue).micros, false);
-const TIMESTAMP_S = timestampCodec(
-  TypeOid.timestamp,
-  (v) => scaleMicros((v as DuckDBTimestampSecondsValue).seconds, 1_000_000n, false),
-  false,
-);
-const TIMESTAMP_MS = timestampCodec(
-  TypeOid.timestamp,
-  (v) => scaleMicros((v as DuckDBTimestampMillisecondsValue).millis, 1000n, false),
-  false,
-);
-const TIMESTAMP_NS = timestampCodec(
-  TypeOid.timestamp,
-  (v) => scaleMicros((v as DuckDBTimestampNanosecondsValue).nanos, 1000n, true),
-  false,
-);
+const TIMESTAMP_S = timestampCodec(TypeOid.timestamp, (v) => scaleMicros((v as DuckDBTimestampSecondsValue).seconds, 1_000_000n, false), false);
+const TIMESTAMP_MS = timestampCodec(TypeOid.timestamp, (v) => scaleMicros((v as DuckDBTimestampMillisecondsValue).millis, 1000n, false), false);
+const TIMESTAMP_NS = timestampCodec(TypeOid.timestamp, (v) => scaleMicros((v as DuckDBTimestampNanosecondsValue).nanos, 1000n, true), false);
 const TIMESTAMPTZ = timestampCodec(TypeOid.timestamptz, (v) => (v as DuckDBTimestampTZValue).micros, true);
 const INTERVAL = codec(
   TypeOid.interval,
@@ -193,7 +217,11 @@ const INTERVAL = codec(
     return bin.interval(i.months, i.days, i.micros);
   },
 );
-const UUID = codec(TypeOid.uuid, (v) => String(v), (v) => bin.uuid(String(v)));
+const UUID = codec(
+  TypeOid.uuid,
+  (v) => String(v),
+  (v) => bin.uuid(String(v)),
+);
 const BIT = codec(
   TypeOid.varbit,
   (v) => (v as DuckDBBitValue).toString(),
@@ -295,21 +323,11 @@ function innermostElement(t: DuckDBType): PgCodec {
 }
 
 /** Flattens nested lists into PostgreSQL's rectangular array layout. */
-function collect(
-  list: DuckDBListValue,
-  depth: number,
-  dims: number[],
-  flat: (Uint8Array | null)[],
-  innermost: PgCodec,
-  ctx: RenderContext,
-): void {
+function collect(list: DuckDBListValue, depth: number, dims: number[], flat: (Uint8Array | null)[], innermost: PgCodec, ctx: RenderContext): void {
   const n = list.items.length;
   if (dims.length === depth) dims.push(n);
   else if (dims[depth] !== n) {
-    throw new PgError(
-      SqlState.FeatureNotSupported,
-      'multidimensional arrays must have sub-arrays with matching dimensions to be sent in binary format',
-    );
+    throw new PgError(SqlState.FeatureNotSupported, 'multidimensional arrays must have sub-arrays with matching dimensions to be sent in binary format');
   }
   for (const item of list.items) {
     if (item !== null && typeof item === 'object' && 'items' in item && innermost.oid !== TypeOid.json) {

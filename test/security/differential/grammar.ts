@@ -38,7 +38,19 @@ const CHAIN_VALUES = "0, '', 'f0rged', TIMESTAMPTZ '2020-01-01 00:00:00+00', 999
 
 const LEDGERS: readonly Table[] = [
   {
-    refs: ['_cot_steps', '"_cot_steps"', '_COT_STEPS', 'main._cot_steps', 'test.main._cot_steps', '"main"."_Cot_Steps"', "'_cot_steps'", "E'_cot_steps'", "E'\\x5fcot_steps'", '$$_cot_steps$$', "'_cot_'\n'steps'"],
+    refs: [
+      '_cot_steps',
+      '"_cot_steps"',
+      '_COT_STEPS',
+      'main._cot_steps',
+      'test.main._cot_steps',
+      '"main"."_Cot_Steps"',
+      "'_cot_steps'",
+      "E'_cot_steps'",
+      "E'\\x5fcot_steps'",
+      '$$_cot_steps$$',
+      "'_cot_'\n'steps'",
+    ],
     text: 'content',
     key: 'id',
     row: "(9, 's9', 'forged', 1.0)",
@@ -165,7 +177,9 @@ export function separatorLike(): number[] {
 }
 
 /** The spaces DuckDB's parser replaces before it scans, written out here rather than imported from the code under test. */
-const DUCKDB_SPACES = [0xa0, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x200b, 0x202f, 0x205f, 0x2060, 0x3000, 0xfeff];
+const DUCKDB_SPACES = [
+  0xa0, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x200b, 0x202f, 0x205f, 0x2060, 0x3000, 0xfeff,
+];
 
 /** Replaces gaps (spaces outside quotes) with `gap(i)`; returns the text and how many gaps it had. */
 export function fillGaps(sql: string, gap: (index: number) => string): string {
@@ -272,7 +286,7 @@ export const SWEEP_ATTACKS: readonly string[] = [
   'DROP TABLE _cot_steps',
   'DELETE FROM _cot_steps',
   'CREATE MACRO lower(x) AS x',
-  "UPDATE \"_COT_Events\" SET kind = 'forged'",
+  'UPDATE "_COT_Events" SET kind = \'forged\'',
   `INSERT INTO _cot_steps (id, session_id, content, confidence, ${CHAIN}) VALUES (9, 's9', 'forged', 1.0, ${CHAIN_VALUES})`,
   'EXPLAIN ANALYSE DELETE FROM audit._cot_x',
 ];

@@ -10,7 +10,18 @@ export const BUILTINS = '(SELECT function_name FROM duckdb_functions() WHERE int
 const CHAIN_COLUMNS = ['step_index INTEGER', 'prev_hash VARCHAR', 'current_hash VARCHAR', 'created_at TIMESTAMPTZ', 'ledger_seq BIGINT'];
 
 /** Global engine settings a client could change for everyone. */
-const SETTINGS = ['threads', 'memory_limit', 'default_order', 'default_null_order', 'default_collation', 'preserve_insertion_order', 'enable_profiling', 'checkpoint_threshold', 'errors_as_json', 'immediate_transaction_mode'];
+const SETTINGS = [
+  'threads',
+  'memory_limit',
+  'default_order',
+  'default_null_order',
+  'default_collation',
+  'preserve_insertion_order',
+  'enable_profiling',
+  'checkpoint_threshold',
+  'errors_as_json',
+  'immediate_transaction_mode',
+];
 
 const LIKE_LEDGER = (column: string): string => `lower(${column}) LIKE '\\_cot%' ESCAPE '\\'`;
 
@@ -35,8 +46,12 @@ export function protectedStateSql(rows: string, builtins: string, withFunctions 
        AND (function_name IN ${builtins} OR ${LIKE_LEDGER('function_name')} OR lower(function_name) LIKE 'cot\\_%' ESCAPE '\\'))`
       : `'functions unread'`,
     // Databases and settings change only outside transactions (ATTACH, DETACH, SET, PRAGMA).
-    withGlobals ? `(SELECT list_sort(list(database_name))::VARCHAR FROM duckdb_databases() WHERE database_name NOT IN ('system', 'temp'))` : `'databases unread'`,
-    withGlobals ? `(SELECT list_sort(list(name || '=' || value))::VARCHAR FROM duckdb_settings() WHERE name IN (${SETTINGS.map((s) => `'${s}'`).join(', ')}))` : `'settings unread'`,
+    withGlobals
+      ? `(SELECT list_sort(list(database_name))::VARCHAR FROM duckdb_databases() WHERE database_name NOT IN ('system', 'temp'))`
+      : `'databases unread'`,
+    withGlobals
+      ? `(SELECT list_sort(list(name || '=' || value))::VARCHAR FROM duckdb_settings() WHERE name IN (${SETTINGS.map((s) => `'${s}'`).join(', ')}))`
+      : `'settings unread'`,
   ];
   return `SELECT concat_ws(' | ', ${parts.join(', ')})`;
 }
@@ -53,7 +68,8 @@ const SETUP = [
 ].join(';\n');
 
 /** Statements whose effect a rolled-back transaction would not undo, or that manage transactions themselves. */
-const NOT_TRANSACTIONAL = /\b(ATTACH|DETACH|TRANSACTION|CHECKPOINT|VACUUM|PRAGMA|BEGIN|COMMIT|ROLLBACK|ABORT|RESET|USE|START)\b|(?<!\bUPDATE\b[^;]*)\bSET\b|(?<!\bCASE\b[^;]*)\bEND\b/i;
+const NOT_TRANSACTIONAL =
+  /\b(ATTACH|DETACH|TRANSACTION|CHECKPOINT|VACUUM|PRAGMA|BEGIN|COMMIT|ROLLBACK|ABORT|RESET|USE|START)\b|(?<!\bUPDATE\b[^;]*)\bSET\b|(?<!\bCASE\b[^;]*)\bEND\b/i;
 
 /** On bare DuckDB a ledger row is protected once it carries chain values: a plain append (chain NULL) is what the writer does too. */
 const CHAINED_ROWS = 'NOT (step_index IS NULL AND prev_hash IS NULL AND current_hash IS NULL AND created_at IS NULL AND ledger_seq IS NULL)';

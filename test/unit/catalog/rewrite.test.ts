@@ -39,7 +39,7 @@ describe('catalog rewrites', () => {
   });
 
   it('sends catalog functions to cotwire and strips pg_catalog. from the engine’s own', () => {
-    expect(rw('SELECT pg_catalog.format_type(a.atttypid, NULL), pg_catalog.array_to_string(x, \',\'), pg_get_userbyid(1)')).toBe(
+    expect(rw("SELECT pg_catalog.format_type(a.atttypid, NULL), pg_catalog.array_to_string(x, ','), pg_get_userbyid(1)")).toBe(
       `SELECT ${P}.format_type(a.atttypid, NULL), array_to_string(x, ','), ${P}.pg_get_userbyid(1)`,
     );
     expect(rw('SELECT pg_catalog.version()')).toBe('SELECT version()');
@@ -61,9 +61,7 @@ describe('catalog rewrites', () => {
 
   it('turns reg* casts into catalog lookups: names to OIDs, OIDs to names', () => {
     expect(rw("SELECT 'pg_catalog.pg_extension'::pg_catalog.regclass")).toBe(`SELECT ${P}.cot_regclass_in('pg_catalog.pg_extension')`);
-    expect(rw('SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_class c')).toBe(
-      `SELECT ${P}.cot_regclass_out(c.oid)::text FROM ${P}.pg_class c`,
-    );
+    expect(rw('SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_class c')).toBe(`SELECT ${P}.cot_regclass_out(c.oid)::text FROM ${P}.pg_class c`);
     expect(rw('SELECT CAST($1 AS regtype)')).toBe(`SELECT ${P}.cot_regtype_in($1)`);
     expect(rw('SELECT (a + 1)::regproc')).toBe(`SELECT ${P}.cot_regproc_out((a + 1))`);
   });
@@ -80,9 +78,7 @@ describe('catalog rewrites', () => {
   });
 
   it('turns = ANY(list) into list_contains, unless the list itself needs a rewrite', () => {
-    expect(rw('SELECT rolname FROM pg_roles WHERE oid = any (pol.polroles)')).toBe(
-      `SELECT rolname FROM ${P}.pg_roles WHERE list_contains(pol.polroles, oid)`,
-    );
+    expect(rw('SELECT rolname FROM pg_roles WHERE oid = any (pol.polroles)')).toBe(`SELECT rolname FROM ${P}.pg_roles WHERE list_contains(pol.polroles, oid)`);
     expect(rw('SELECT 1 WHERE x <> ALL (ARRAY[1, 2]) AND pg_catalog.pg_table_is_visible(1)')).toBe(
       `SELECT 1 WHERE NOT list_contains(ARRAY[1, 2], x) AND ${P}.pg_table_is_visible(1)`,
     );
@@ -105,7 +101,7 @@ describe('PostgreSQL array literals', () => {
   it('become DuckDB lists', () => {
     expect(pgArrayToList('{}')).toBe('[]');
     expect(pgArrayToList('{a,"b c","q\\"uote",NULL, d }')).toBe(`['a', 'b c', 'q"uote', NULL, 'd']`);
-    expect(pgArrayToList("{{1,2},{3}}")).toBe("[['1', '2'], ['3']]");
+    expect(pgArrayToList('{{1,2},{3}}')).toBe("[['1', '2'], ['3']]");
     expect(pgArrayToList("{it's}")).toBe("['it''s']");
     expect(pgArrayToList('{"k": 1}')).toBeNull();
     expect(pgArrayToList('{a,b')).toBeNull();

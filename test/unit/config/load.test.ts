@@ -45,7 +45,10 @@ describe('loadConfig', () => {
     ['listen:\n  port: -1\n', 'invalid configuration: listen.port = -1; expected an integer from 0 to 65535'],
     ['listen:\n  hots: x\n', 'invalid configuration: listen.hots = "x"; unknown key; known keys are host, port'],
     ['log:\n  level: loud\n', 'invalid configuration: log.level = "loud"; expected one of trace, debug, info, warn, error, fatal, silent'],
-    ['users:\n  - name: a\n    password: plain\n', 'invalid configuration: users[0].password = "plain"; expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password'],
+    [
+      'users:\n  - name: a\n    password: plain\n',
+      'invalid configuration: users[0].password = "plain"; expected a SCRAM-SHA-256 verifier from `cotwire passwd`, never a plain password',
+    ],
     ['tls:\n  key: /k.pem\n', 'invalid configuration: tls = {"key":"/k.pem","cert":null}; set both tls.key and tls.cert, or neither'],
     ['ledger:\n  embeddingSampleRate: 2\n', 'invalid configuration: ledger.embeddingSampleRate = 2; expected a number from 0 to 1'],
     ['ledger:\n  enabled: false\n', 'invalid configuration: ledger.enabled = false; cotwire does not yet run without ledgers; leave it true'],
@@ -53,17 +56,29 @@ describe('loadConfig', () => {
     ['listen: 5\n', 'invalid configuration: listen = 5; expected a mapping'],
     ['database:\n  path: ""\n', 'invalid configuration: database.path = ""; expected a non-empty string'],
     ['auth:\n  method: md5\n', 'invalid configuration: auth.method = "md5"; expected one of scram-sha-256, password'],
-    ['guard:\n  protectedPrefixes: [1]\n', 'invalid configuration: guard.protectedPrefixes = [1]; expected a list of table-name prefixes such as ["_cot", "audit_"]'],
+    [
+      'guard:\n  protectedPrefixes: [1]\n',
+      'invalid configuration: guard.protectedPrefixes = [1]; expected a list of table-name prefixes such as ["_cot", "audit_"]',
+    ],
     ['metrics:\n  port: web\n', 'invalid configuration: metrics.port = "web"; expected an integer from 0 to 65535'],
     ['limits:\n  maxConnections: 0\n', 'invalid configuration: limits.maxConnections = 0; expected an integer from 1 to 10000'],
     ['log:\n  slowStatementMs: fast\n', 'invalid configuration: log.slowStatementMs = "fast"; expected an integer from 0 to 86400000'],
     ['users: {}\n', 'invalid configuration: users = {}; expected a list of { name, password, role }'],
-    ['users:\n  - name: a\n    password: x\n    colour: red\n', 'invalid configuration: users[0].colour = "red"; unknown key; known keys are name, password, role, agent_id, org_id'],
+    [
+      'users:\n  - name: a\n    password: x\n    colour: red\n',
+      'invalid configuration: users[0].colour = "red"; unknown key; known keys are name, password, role, agent_id, org_id',
+    ],
     ['checkpoint:\n  sinks: ["ftp://x/y"]\n', 'invalid configuration: checkpoint.sinks = "ftp://x/y"; a URL sink must be http:// or https://'],
-    ['checkpoint:\n  sinks: "/tmp/x"\n', 'invalid configuration: checkpoint.sinks = "/tmp/x"; expected a list of file paths, directories (ending in "/") or http(s) URLs'],
+    [
+      'checkpoint:\n  sinks: "/tmp/x"\n',
+      'invalid configuration: checkpoint.sinks = "/tmp/x"; expected a list of file paths, directories (ending in "/") or http(s) URLs',
+    ],
     ['checkpoint:\n  intervalSeconds: 0\n', 'invalid configuration: checkpoint.intervalSeconds = 0; expected an integer from 1 to 86400'],
     ['- just\n- a list\n', 'invalid configuration: (root) = ["just","a list"]; expected a mapping'],
-    ['nope: 1\n', 'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard'],
+    [
+      'nope: 1\n',
+      'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard',
+    ],
   ])('refuses %j with one clear line', (text, message) => {
     const config = file('bad.yaml', text);
     expect(() => loadConfig({ argv: { config }, env: {} })).toThrow(new ConfigError(message));
@@ -89,7 +104,9 @@ describe('loadConfig', () => {
     const writer = file('writer.yaml', `users:\n  - name: w\n    password: ${v}\n    role: writer\n    agent_id: agent-7\n`);
     expect(loadConfig({ argv: { config: writer }, env: {} }).users[0]).toMatchObject({ role: 'writer', agentId: 'agent-7' });
     const badRole = file('role.yaml', `users:\n  - name: w\n    password: ${v}\n    role: root\n`);
-    expect(() => loadConfig({ argv: { config: badRole }, env: {} })).toThrow('invalid configuration: users[0].role = "root"; expected one of reader, writer, admin');
+    expect(() => loadConfig({ argv: { config: badRole }, env: {} })).toThrow(
+      'invalid configuration: users[0].role = "root"; expected one of reader, writer, admin',
+    );
     const identity = file('identity.yaml', `users:\n  - name: w\n    password: ${v}\n    agent_id: a\n`);
     expect(() => loadConfig({ argv: { config: identity }, env: {} })).toThrow(/an identity \(agent_id, org_id\) is for writer users/);
     const dup = file('dup.yaml', `users:\n  - name: a\n    password: ${v}\n  - name: a\n    password: ${v}\n`);

@@ -87,12 +87,9 @@ describe('PostgreSQL text formats', () => {
 });
 
 describe('PostgreSQL binary formats', () => {
-  it.each(['0', '1', '-1', '12.340', '-0.05', '10000', '123456789012345678901234567.123', '0.0001', '99999999.99999999'])(
-    'numeric %s round-trips',
-    (text) => {
-      expect(bin.readNumeric(bin.numeric(text))).toBe(text);
-    },
-  );
+  it.each(['0', '1', '-1', '12.340', '-0.05', '10000', '123456789012345678901234567.123', '0.0001', '99999999.99999999'])('numeric %s round-trips', (text) => {
+    expect(bin.readNumeric(bin.numeric(text))).toBe(text);
+  });
 
   it('reads arrays and rejects truncated ones', () => {
     const encoded = bin.array(23, [2], [bin.int4(1), null]);

@@ -10,7 +10,17 @@ const executes = (sql: string): boolean => explainExecutes(lexStatement(sql).tok
 
 describe('whether an EXPLAIN runs its statement', () => {
   it('answers from every spelling DuckDB accepts, and fails closed on an open option list', () => {
-    for (const sql of ['EXPLAIN ANALYZE SELECT 1', 'EXPLAIN ANALYSE SELECT 1', 'explain analyse verbose select 1', 'EXPLAIN (ANALYSE) SELECT 1', 'EXPLAIN ("analyze") SELECT 1', 'EXPLAIN ("ANALYZE") SELECT 1', 'EXPLAIN (ANALYZE false) SELECT 1', 'EXPLAIN (FORMAT json, ANALYZE) SELECT 1', 'EXPLAIN (ANALYZE']) {
+    for (const sql of [
+      'EXPLAIN ANALYZE SELECT 1',
+      'EXPLAIN ANALYSE SELECT 1',
+      'explain analyse verbose select 1',
+      'EXPLAIN (ANALYSE) SELECT 1',
+      'EXPLAIN ("analyze") SELECT 1',
+      'EXPLAIN ("ANALYZE") SELECT 1',
+      'EXPLAIN (ANALYZE false) SELECT 1',
+      'EXPLAIN (FORMAT json, ANALYZE) SELECT 1',
+      'EXPLAIN (ANALYZE',
+    ]) {
       expect(executes(sql), sql).toBe(true);
     }
     for (const sql of ['EXPLAIN SELECT 1', 'EXPLAIN VERBOSE SELECT 1', 'EXPLAIN (FORMAT json) SELECT 1', "EXPLAIN SELECT 'analyze'", 'SELECT 1']) {
@@ -23,7 +33,10 @@ describe('whether an EXPLAIN runs its statement', () => {
     expect(decide('EXPLAIN (ANALYZE, FORMAT json) DELETE FROM notes', 'EXPLAIN').allow).toBe(true);
     expect(decide('EXPLAIN ANALYZE VERBOSE DELETE FROM _cot_x', 'EXPLAIN').allow).toBe(false);
     expect(decide("EXPLAIN (ANALYZE) CREATE MACRO 'lower'(x) AS x", 'EXPLAIN').allow).toBe(false);
-    expect(decide('EXPLAIN (ANALYSE) DROP SCHEMA audit CASCADE', 'EXPLAIN')).toMatchObject({ allow: true, checks: [{ kind: 'schema-holds-ledger', schema: 'audit' }] });
+    expect(decide('EXPLAIN (ANALYSE) DROP SCHEMA audit CASCADE', 'EXPLAIN')).toMatchObject({
+      allow: true,
+      checks: [{ kind: 'schema-holds-ledger', schema: 'audit' }],
+    });
     expect(decide("PREPARE p AS CREATE MACRO sha256(x) AS 'f'", 'PREPARE').allow).toBe(false);
     expect(decide('PREPARE p AS INSERT INTO _cot_x VALUES (1)', 'PREPARE')).toMatchObject({ allow: true, appendsTo: '_cot_x' });
     expect(decide('EXPLAIN (ANALYZE', 'EXPLAIN').allow).toBe(false);

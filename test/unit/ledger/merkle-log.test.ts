@@ -24,7 +24,11 @@ function naiveRange(leaves: readonly Buffer[]): Buffer {
   if (leaves.length === 1) return leaves[0] as Buffer;
   let k = 1;
   while (k * 2 < leaves.length) k *= 2;
-  return createHash('sha256').update(Buffer.from([1])).update(naiveRange(leaves.slice(0, k))).update(naiveRange(leaves.slice(k))).digest();
+  return createHash('sha256')
+    .update(Buffer.from([1]))
+    .update(naiveRange(leaves.slice(0, k)))
+    .update(naiveRange(leaves.slice(k)))
+    .digest();
 }
 
 describe('node positions in the append-ordered file', () => {

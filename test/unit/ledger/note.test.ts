@@ -1,14 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  checkpointText,
-  generateKey,
-  openNote,
-  parseCheckpoint,
-  parseSigner,
-  parseVerifier,
-  signNote,
-  verifierKeyOf,
-} from '../../../src/ledger/note.js';
+import { checkpointText, generateKey, openNote, parseCheckpoint, parseSigner, parseVerifier, signNote, verifierKeyOf } from '../../../src/ledger/note.js';
 
 /** The example keys and note of Go's golang.org/x/mod/sumdb/note, and of the C2SP signed-note spec. */
 const GO_SIGNER = 'PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz';
@@ -18,7 +9,8 @@ const GO_NOTE = `${GO_TEXT}\n\u2014 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFu
 const ENOCH_VERIFIER = 'EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop';
 const ENOCH_LINE = '\u2014 EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n';
 const SPEC_VERIFIER = 'example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k';
-const SPEC_NOTE = 'This is an example message.\n\n\u2014 example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n';
+const SPEC_NOTE =
+  'This is an example message.\n\n\u2014 example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n';
 
 describe('signed notes (c2sp.org/signed-note, Ed25519)', () => {
   it("signs Go's example exactly as Go does (Ed25519 is deterministic)", () => {

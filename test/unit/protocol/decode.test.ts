@@ -8,9 +8,17 @@ import { PgError } from '../../../src/errors/pg-error.js';
 /** Frames built by node-postgres's serializer, an encoder independent of ours. */
 const STARTUP = serialize.startup({ user: 'alice', database: 'db', application_name: 'tests' });
 const TYPED: Array<[string, Buffer, Partial<FrontendMessage>]> = [
-  ['Query', serialize.query('SELECT 1; SELECT \'é\''), { kind: 'Query', sql: "SELECT 1; SELECT 'é'" }],
-  ['Parse', serialize.parse({ name: 's1', text: 'SELECT $1, $2', types: [23, 25] }), { kind: 'Parse', name: 's1', sql: 'SELECT $1, $2', parameterTypes: [23, 25] }],
-  ['Bind', serialize.bind({ portal: 'p', statement: 's1', values: ['x', null, Buffer.from([1, 2])], binary: true }), { kind: 'Bind', portal: 'p', statement: 's1' }],
+  ['Query', serialize.query("SELECT 1; SELECT 'é'"), { kind: 'Query', sql: "SELECT 1; SELECT 'é'" }],
+  [
+    'Parse',
+    serialize.parse({ name: 's1', text: 'SELECT $1, $2', types: [23, 25] }),
+    { kind: 'Parse', name: 's1', sql: 'SELECT $1, $2', parameterTypes: [23, 25] },
+  ],
+  [
+    'Bind',
+    serialize.bind({ portal: 'p', statement: 's1', values: ['x', null, Buffer.from([1, 2])], binary: true }),
+    { kind: 'Bind', portal: 'p', statement: 's1' },
+  ],
   ['Describe', serialize.describe({ type: 'S', name: 's1' }), { kind: 'Describe', target: 'S', name: 's1' }],
   ['Execute', serialize.execute({ portal: 'p', rows: 10 }), { kind: 'Execute', portal: 'p', maxRows: 10 }],
   ['Close', serialize.close({ type: 'P', name: 'p' }), { kind: 'Close', target: 'P', name: 'p' }],
@@ -57,10 +65,12 @@ describe('framer and decoder', () => {
 
   it('reassembles every frame when the stream is split at every byte offset', () => {
     const stream = Buffer.concat([serialize.requestSsl(), STARTUP, ...TYPED.map(([, b]) => b)]);
-    const whole = decode((() => {
-      const f = new Framer(1 << 20);
-      return f.push(stream);
-    })());
+    const whole = decode(
+      (() => {
+        const f = new Framer(1 << 20);
+        return f.push(stream);
+      })(),
+    );
     expect(whole).toHaveLength(TYPED.length + 2);
     for (let cut = 1; cut < stream.length; cut++) {
       const framer = new Framer(1 << 20);
@@ -130,7 +140,9 @@ describe('malformed and oversized input', () => {
 
   it('rejects a string without its terminator', () => {
     const [frame] = ready().push(Buffer.from([0x51, 0, 0, 0, 7, 0x61, 0x62, 0x63]));
-    expect(fatal(() => decodeFrontendMessage((frame as NonNullable<typeof frame>).code, (frame as NonNullable<typeof frame>).body)).message).toMatch(/not terminated/);
+    expect(fatal(() => decodeFrontendMessage((frame as NonNullable<typeof frame>).code, (frame as NonNullable<typeof frame>).body)).message).toMatch(
+      /not terminated/,
+    );
   });
 
   it('rejects a Bind whose parameter length runs past the message', () => {

@@ -7,7 +7,12 @@ const fromStdin = (sql: string) => parseCopyFromStdin(sql, tokenize(sql));
 
 describe('parseCopyToStdout', () => {
   it('turns a table and column list into the SELECT it runs', () => {
-    expect(toStdout('COPY public."My Table" (a, "B") TO STDOUT')).toMatchObject({ query: 'SELECT a, "B" FROM public."My Table"', format: 'text', delimiter: '\t', nullString: '\\N' });
+    expect(toStdout('COPY public."My Table" (a, "B") TO STDOUT')).toMatchObject({
+      query: 'SELECT a, "B" FROM public."My Table"',
+      format: 'text',
+      delimiter: '\t',
+      nullString: '\\N',
+    });
     expect(toStdout('COPY t TO STDOUT')?.query).toBe('SELECT * FROM t');
   });
 
@@ -22,12 +27,24 @@ describe('parseCopyToStdout', () => {
   });
 
   it('reads the options of both syntaxes', () => {
-    expect(toStdout("COPY t TO STDOUT (FORMAT csv, DELIMITER ';', NULL 'NA', QUOTE '''', ESCAPE '\\')")).toMatchObject({ delimiter: ';', nullString: 'NA', quote: "'", escape: '\\' });
+    expect(toStdout("COPY t TO STDOUT (FORMAT csv, DELIMITER ';', NULL 'NA', QUOTE '''', ESCAPE '\\')")).toMatchObject({
+      delimiter: ';',
+      nullString: 'NA',
+      quote: "'",
+      escape: '\\',
+    });
     expect(toStdout('COPY t TO STDOUT BINARY')?.format).toBe('binary');
   });
 
   it('is null for everything else', () => {
-    for (const sql of ["COPY t TO '/tmp/x'", 'COPY t FROM STDIN', 'COPY (SELECT 1 TO STDOUT', 'COPY t TO STDOUT (COMPRESSION gzip)', 'COPY t TO STDOUT (FORMAT parquet)', 'SELECT 1']) {
+    for (const sql of [
+      "COPY t TO '/tmp/x'",
+      'COPY t FROM STDIN',
+      'COPY (SELECT 1 TO STDOUT',
+      'COPY t TO STDOUT (COMPRESSION gzip)',
+      'COPY t TO STDOUT (FORMAT parquet)',
+      'SELECT 1',
+    ]) {
       expect(toStdout(sql), sql).toBeNull();
     }
     expect(fromStdin('COPY t TO STDOUT')).toBeNull();

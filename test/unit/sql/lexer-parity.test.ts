@@ -93,7 +93,7 @@ describe('character classes, as DuckDB reads them', () => {
     expect(disagreements).toEqual([]);
   });
 
-  it("knows that DuckDB drops a trailing run of non-ASCII characters from a statement it cannot parse", async () => {
+  it('knows that DuckDB drops a trailing run of non-ASCII characters from a statement it cannot parse', async () => {
     // With a parser extension loaded, DuckDB re-parses a failed statement after StringUtil::RTrim,
     // which also removes bytes from 0x80 up: the lexer still sees the word, and the guard
     // refuses such a statement when it may write (guard tests).
@@ -121,7 +121,7 @@ describe('comments, strings and their ends, as DuckDB reads them', () => {
     ['SELECT $t$ a $ b $t$ AS y', ['y']],
     ['SELECT $$ $t$ $$ AS y', ['y']],
     ['SELECT 1 AS "a""b"', ['a"b']],
-    ["SELECT 1 AS a$b", ['a$b']],
+    ['SELECT 1 AS a$b', ['a$b']],
     ['SELECT 1\vAS y', null],
     ['SELECT 1 # 2', null],
   ];
@@ -153,10 +153,28 @@ describe('comments, strings and their ends, as DuckDB reads them', () => {
 describe("DuckDB's Unicode space replacement, reproduced", () => {
   const SPACES = [...DUCKDB_UNICODE_SPACES, 0x1680, 0x2028, 0x85, 0x180e].map((c) => String.fromCodePoint(c));
   // Pieces that move DuckDB's pass between its states, or confuse it: quotes it tracks and escapes it does not.
-  const PIECES = ["'a'", "'it''s'", "E'\\''", "E'x\\'y'", '"q"', '"a""b"', '$$d$$', '$t$ x $t$', '$a$a$', '/* it\'s */', '-- c\n', '-- c\r', '1', 'x', '+', ',', '$1'];
+  const PIECES = [
+    "'a'",
+    "'it''s'",
+    "E'\\''",
+    "E'x\\'y'",
+    '"q"',
+    '"a""b"',
+    '$$d$$',
+    '$t$ x $t$',
+    '$a$a$',
+    "/* it's */",
+    '-- c\n',
+    '-- c\r',
+    '1',
+    'x',
+    '+',
+    ',',
+    '$1',
+  ];
 
   function generate(random: () => number): string {
-    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
     let body = '';
     const n = 2 + Math.floor(random() * 8);
     for (let i = 0; i < n; i++) {

@@ -10,8 +10,8 @@ describe('statement splitting', () => {
   });
 
   it('never splits inside strings, identifiers, dollar quotes or comments', () => {
-    expect(texts("SELECT 'a;b', \"c;d\", $$e;f$$, $tag$g;$$;h$tag$ /* i; /* nested; */ j; */ -- k;\n; SELECT 2")).toEqual([
-      "SELECT 'a;b', \"c;d\", $$e;f$$, $tag$g;$$;h$tag$",
+    expect(texts('SELECT \'a;b\', "c;d", $$e;f$$, $tag$g;$$;h$tag$ /* i; /* nested; */ j; */ -- k;\n; SELECT 2')).toEqual([
+      'SELECT \'a;b\', "c;d", $$e;f$$, $tag$g;$$;h$tag$',
       'SELECT 2',
     ]);
     expect(texts("SELECT E'it\\'s;', 'it''s;'; SELECT U&\"a;b\"")).toEqual(["SELECT E'it\\'s;', 'it''s;'", 'SELECT U&"a;b"']);
