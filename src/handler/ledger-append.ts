@@ -6,8 +6,8 @@ import { validateSteps } from '../ledger/validate.js';
 import { TypeOid } from '../protocol/type-oids.js';
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import type { CopyFromStdin } from '../sql/copy.js';
-import { parseInsert } from '../sql/insert.js';
-import { tokenize } from '../sql/lexer.js';
+import { hoistInsertWith, parseInsert } from '../sql/insert.js';
+import { lexStatement, tokenize } from '../sql/lexer.js';
 import { appendsVisible, type HandlerContext } from './context.js';
 import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
 import { clientError, SAME_POSITION, Statement, wireParams, type ConnectionPortal, type EngineText } from './plan.js';
@@ -38,7 +38,9 @@ export class LedgerAppends {
    */
   async prepare(statement: EngineText, paramTypes: readonly number[]): Promise<Statement | null> {
     const { ctx } = this;
-    if (statement.tokens[0]?.text.toUpperCase() !== 'INSERT') return null;
+    const first = statement.tokens[0]?.text.toUpperCase();
+    if (first === 'WITH') return this.prepareHoisted(statement, paramTypes);
+    if (first !== 'INSERT') return null;
     const parts = parseInsert(statement.text, statement.tokens);
     if (parts === null) return null;
     const table = await ctx.services.ledgers.find(parts.target);
@@ -63,6 +65,21 @@ export class LedgerAppends {
       types,
       insert.fields,
     );
+  }
+
+  /**
+   * `WITH ... INSERT INTO ledger ...` (valid PostgreSQL) is the INSERT with
+   * its WITH clause moved in front of its source: the same rows, appended by
+   * the writer like any INSERT ... SELECT. The guard and the roles judge the
+   * moved text, which is what runs; errors point into the client's text.
+   */
+  private async prepareHoisted(statement: EngineText, paramTypes: readonly number[]): Promise<Statement | null> {
+    const hoisted = hoistInsertWith(statement.text, statement.tokens);
+    if (hoisted === null) return null;
+    const scanned = lexStatement(hoisted.text);
+    const outer = statement.clientPosition ?? SAME_POSITION;
+    const moved: EngineText = { text: scanned.text, tokens: scanned.tokens, offset: statement.offset, clientPosition: (p) => outer(hoisted.position(p)) };
+    return this.prepare(moved, paramTypes);
   }
 
   /**

@@ -95,14 +95,15 @@ export async function planLedgerInsert(
           statementText,
           provided.map((n) => byName.get(n.toLowerCase())?.defaultSql ?? null),
         );
-  if (parts.source !== null) await checkWidth(conn, source, provided.length, declaredTypes);
+  if (parts.source !== null) await inSource(checkWidth(conn, source, provided.length, declaredTypes), parts, source, WIDTH_PREFIX.length);
   const exprs = clientColumns.map((c) => {
     const i = position.get(c.name);
     const value = `CAST(${i === undefined ? (c.defaultSql ?? 'NULL') : `src.${quoteIdent(`c${i + 1}`)}`} AS ${c.type})`;
     return c.type.toUpperCase() === TIMESTAMPTZ ? `CAST(system.main.epoch_us(${value}) AS VARCHAR)` : `CAST(${value} AS VARCHAR)`;
   });
   const aliases = parts.source === null ? 'c0' : provided.map((_, i) => quoteIdent(`c${i + 1}`)).join(', ');
-  const evaluate = await conn.prepare(`SELECT ${exprs.join(', ')} FROM (${source}) AS src(${aliases})`, declaredTypes);
+  const prefix = `SELECT ${exprs.join(', ')} FROM (`;
+  const evaluate = await inSource(conn.prepare(`${prefix}${source}) AS src(${aliases})`, declaredTypes), parts, source, prefix.length);
   // What cotwire builds around the client's source must stay a read.
   if (evaluate.kind !== 'SELECT') {
     evaluate.close();
@@ -240,8 +241,27 @@ export function directRows(plan: LedgerInsertPlan, params: readonly WireParam[])
 }
 
 /** PostgreSQL's rule: the source must give exactly one value per target column. */
+const WIDTH_PREFIX = 'SELECT * FROM (';
+
+/**
+ * An error DuckDB reports in a query cotwire built around the client's
+ * source, with its position moved to where that text is in the client's
+ * statement; the start of the source when the error is elsewhere, or when
+ * DEFAULTs were replaced and the texts no longer line up.
+ */
+async function inSource<T>(work: Promise<T>, parts: InsertParts, source: string, prefixLength: number): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (!(err instanceof PgError) || err.position === undefined) throw err;
+    const at = err.position - prefixLength - 1;
+    const exact = source === parts.source && at >= 0 && at < source.length;
+    throw err.withPosition(parts.sourceStart + (exact ? at : 0) + 1);
+  }
+}
+
 async function checkWidth(conn: EngineConnection, source: string, expected: number, declaredTypes: readonly number[]): Promise<void> {
-  const probe = await conn.prepare(`SELECT * FROM (${source}) AS src`, declaredTypes);
+  const probe = await conn.prepare(`${WIDTH_PREFIX}${source}) AS src`, declaredTypes);
   const width = probe.columns?.length ?? 0;
   probe.close();
   if (width > expected) throw new PgError(SqlState.SyntaxError, 'INSERT has more expressions than target columns');

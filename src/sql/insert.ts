@@ -105,3 +105,51 @@ export function parseInsert(text: string, tokens: readonly Token[]): InsertParts
   const last = tokens[end - 1] as Token;
   return { target, columns, source: text.slice(sourceToken.start, last.end), sourceStart: sourceToken.start, returning, unsupported };
 }
+
+/** An INSERT whose WITH clause comes first, rewritten with the WITH clause in front of its source. */
+export interface HoistedInsert {
+  /** `INSERT INTO target [(columns)] WITH ... source [RETURNING ...]` */
+  readonly text: string;
+  /** A position (1-based) in `text`, as the position it came from in the original statement. */
+  readonly position: (p: number) => number;
+}
+
+/**
+ * `WITH ... INSERT INTO t [(columns)] source` as `INSERT INTO t [(columns)]
+ * WITH ... source`, which means the same in PostgreSQL and DuckDB: the
+ * ledger writer then takes it like any other INSERT ... SELECT. Null when
+ * the statement is not a WITH before an INSERT of this shape.
+ */
+export function hoistInsertWith(text: string, tokens: readonly Token[]): HoistedInsert | null {
+  if (upper(tokens[0]) !== 'WITH') return null;
+  let depth = 0;
+  let at = -1;
+  for (let j = 1; j < tokens.length; j++) {
+    const t = tokens[j] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    // The main statement follows the last CTE's closing parenthesis; a CTE may itself be named insert.
+    else if (depth === 0 && upper(t) === 'INSERT' && tokens[j - 1]?.text === ')') {
+      at = j;
+      break;
+    }
+  }
+  if (at < 0) return null;
+  const withText = text.slice(0, (tokens[at - 1] as Token).end);
+  const insertStart = (tokens[at] as Token).start;
+  const insertTokens = tokens.slice(at).map((t) => ({ ...t, start: t.start - insertStart, end: t.end - insertStart }));
+  const insertText = text.slice(insertStart);
+  const parts = parseInsert(insertText, insertTokens);
+  if (parts === null || parts.source === null) return null;
+  const s = parts.sourceStart;
+  const moved = withText.length + 1;
+  return {
+    text: `${insertText.slice(0, s)}${withText} ${insertText.slice(s)}`,
+    position: (p) => {
+      const q = p - 1;
+      if (q < s) return insertStart + q + 1;
+      if (q < s + moved) return q - s + 1;
+      return insertStart + q - moved + 1;
+    },
+  };
+}

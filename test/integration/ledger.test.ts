@@ -180,6 +180,15 @@ describe('appending reasoning steps', () => {
     expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'inj'")).rows[0].n).toBe(0);
   });
 
+  it('points an error in the rows to insert at the client’s text, in both protocols', async () => {
+    const sql = "INSERT INTO _cot_steps (session_id, step_type, content) SELECT 'pos', 'Action', nope";
+    for (const query of [sql, { text: sql, values: [] }]) {
+      const err = (await client.query(query as string).catch((e: unknown) => e)) as pg.DatabaseError;
+      expect(err.code).toBe('42703');
+      expect(Number(err.position)).toBe(sql.indexOf('nope') + 1);
+    }
+  });
+
   it('lists the twelve step types when one is wrong', async () => {
     const err = (await client.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Musing')").catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.message).toContain(

@@ -21,7 +21,6 @@ const ALL = `(id, session_id, content, confidence, ${CHAIN})`;
 const FORGERIES: readonly string[] = [
   `INSERT INTO --\r_cot_steps\n ${ALL} VALUES (${ROW})`,
   `WITH n AS (SELECT 1) INSERT INTO _cot_steps ${ALL} VALUES (${ROW})`,
-  "WITH n AS (SELECT 1) INSERT INTO _cot_steps (id, session_id, content, confidence) VALUES (9, 's9', 'unchained', 1.0)",
   `PREPARE p AS INSERT INTO _cot_steps ${ALL} VALUES (${ROW}); EXECUTE p`,
   `EXPLAIN ANALYZE INSERT INTO _cot_steps ${ALL} VALUES (${ROW})`,
   `EXPLAIN ANALYSE INSERT INTO _cot_steps ${ALL} VALUES (${ROW})`,
@@ -123,14 +122,44 @@ describe('rows forged outside the writer', () => {
     const forged = await internal.query("SELECT count(*) FROM _cot_steps WHERE current_hash = 'f0rged' OR ledger_seq = 999 OR content = 'unchained'");
     expect(forged[0]?.[0]).toBe(0n);
   });
+});
 
-  it('says why a WITH before INSERT does not append, and how to write it', async () => {
+describe('a WITH before INSERT, as PostgreSQL allows it', () => {
+  const hoisted = (id: number) =>
+    `WITH n AS (SELECT 's-with' AS s, ${id} AS i) INSERT INTO _cot_steps (id, session_id, content, confidence) SELECT i, s, 'hoisted', 0.5 FROM n`;
+
+  it('is appended by the writer, chained, for the roles that may append, over both protocols', async () => {
+    // On bare DuckDB the same statement writes the row directly, chain columns and all left to the client.
+    await changesBareDuckDB(hoisted(10));
+    expect((await clients['admin']?.query(hoisted(10)))?.command).toBe('INSERT');
+    expect((await clients['writer']?.query({ text: hoisted(11), values: [] } as pg.QueryConfig))?.rowCount).toBe(1);
+    const rows = await internal.query(
+      "SELECT id, step_index, length(current_hash), ledger_seq IS NOT NULL FROM _cot_steps WHERE session_id = 's-with' ORDER BY id",
+    );
+    expect(rows).toEqual([
+      [10, 0, 2n * 32n, true],
+      [11, 1, 2n * 32n, true],
+    ]);
+    expect((await clients['admin']?.query('SELECT bool_and(valid) AS ok FROM cot_verify_all()'))?.rows).toEqual([{ ok: true }]);
+    expect(await sqlstate(clients['reader']?.query(hoisted(12)) ?? Promise.resolve())).toBe('42501');
+    await clients['writer']?.query('BEGIN READ ONLY');
+    expect(await sqlstate(clients['writer']?.query(hoisted(12)) ?? Promise.resolve())).toBe('25006');
+    await clients['writer']?.query('ROLLBACK');
+    expect((await internal.query("SELECT count(*) FROM _cot_steps WHERE session_id = 's-with'"))[0]?.[0]).toBe(2n);
+    // The attacks below compare against the state with these two appends.
+    baseline = await state();
+  });
+
+  it('points an error at the client’s text, and still refuses chain columns', async () => {
     const err = (await clients['admin']
-      ?.query("WITH n AS (SELECT 1) INSERT INTO _cot_steps (id, session_id, content, confidence) VALUES (9, 's9', 'x', 1.0)")
+      ?.query("WITH n AS (SELECT 1 AS i) INSERT INTO _cot_steps (id, session_id, content, confidence) SELECT i, nope, 'x', 0.5 FROM n")
       .catch((e: unknown) => e)) as pg.DatabaseError;
-    expect(err.code).toBe('42501');
-    expect(err.message).toBe('cannot append to ledger table "_cot_steps" with this statement: only the ledger writer appends, and it takes a plain INSERT');
-    expect(err.hint).toMatch(/INSERT INTO <ledger> \(columns\) WITH \.\.\. SELECT/);
+    expect(err.code).toBe('42703');
+    expect(Number(err.position)).toBe(
+      "WITH n AS (SELECT 1 AS i) INSERT INTO _cot_steps (id, session_id, content, confidence) SELECT i, nope, 'x', 0.5 FROM n".indexOf('nope') + 1,
+    );
+    expect(await sqlstate(clients['admin']?.query(`WITH n AS (SELECT 1) INSERT INTO _cot_steps ${ALL} VALUES (${ROW})`) ?? Promise.resolve())).toBe('428C9');
+    expect(await state()).toBe(baseline);
   });
 });
 
