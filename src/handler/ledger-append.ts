@@ -140,7 +140,7 @@ export class LedgerAppends {
     const plan = await planLedgerInsert(
       this.ctx.engine,
       table,
-      { target: command.target, columns, source, sourceStart: 0, returning: null, unsupported: null },
+      { target: command.target, columns, source, sourceStart: 0, returning: null, byName: false, unsupported: null },
       tokenize(source),
       source,
       [],

@@ -69,7 +69,7 @@ export async function planLedgerInsert(
   }
   const clientColumns = table.columns.filter((c) => !table.serverColumns.has(c.name));
   const byName = new Map(table.columns.map((c) => [c.name.toLowerCase(), c]));
-  const provided = parts.columns ?? clientColumns.map((c) => c.name);
+  const provided = parts.byName ? await sourceNames(conn, parts, declaredTypes) : (parts.columns ?? clientColumns.map((c) => c.name));
   const seen = new Set<string>();
   for (const name of provided) {
     const column = byName.get(name.toLowerCase());
@@ -242,6 +242,21 @@ export function directRows(plan: LedgerInsertPlan, params: readonly WireParam[])
 
 /** PostgreSQL's rule: the source must give exactly one value per target column. */
 const WIDTH_PREFIX = 'SELECT * FROM (';
+
+/** INSERT ... BY NAME: the names of the source's columns, in order, are its column list. */
+async function sourceNames(conn: EngineConnection, parts: InsertParts, declaredTypes: readonly number[]): Promise<string[]> {
+  const source = parts.source;
+  if (source === null) return [];
+  if (/^\s*VALUES\b/i.test(source)) {
+    throw new PgError(SqlState.SyntaxError, 'INSERT BY NAME can only be used when inserting from a SELECT statement', {
+      position: parts.sourceStart + 1,
+    });
+  }
+  const probe = await inSource(conn.prepare(`${WIDTH_PREFIX}${source}) AS src`, declaredTypes), parts, source, WIDTH_PREFIX.length);
+  const names = (probe.columns ?? []).map((c) => c.name);
+  probe.close();
+  return names;
+}
 
 /**
  * An error DuckDB reports in a query cotwire built around the client's

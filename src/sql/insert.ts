@@ -13,7 +13,9 @@ export interface InsertParts {
   readonly sourceStart: number;
   /** The RETURNING list as text, or null. */
   readonly returning: string | null;
-  /** DuckDB's BY NAME / BY POSITION, OR REPLACE / OR IGNORE and ON CONFLICT: none of them is supported here. */
+  /** DuckDB's BY NAME: the source's column names are the column list. */
+  readonly byName: boolean;
+  /** DuckDB's OR REPLACE / OR IGNORE and ON CONFLICT: none of them is supported here. */
   readonly unsupported: string | null;
 }
 
@@ -65,14 +67,18 @@ export function parseInsert(text: string, tokens: readonly Token[]): InsertParts
       return null;
     }
   }
+  let byName = false;
   if (upper(tokens[i]) === 'BY') {
-    unsupported ??= `INSERT ... BY ${upper(tokens[i + 1])}`;
+    // DuckDB takes BY only without a column list; BY POSITION is what an INSERT does anyway.
+    const how = upper(tokens[i + 1]);
+    if (columns !== null || (how !== 'NAME' && how !== 'POSITION')) return null;
+    byName = how === 'NAME';
     i += 2;
   }
   if (upper(tokens[i]) === 'DEFAULT' && upper(tokens[i + 1]) === 'VALUES') {
     const rest = tokens[i + 2];
     const returning = upper(rest) === 'RETURNING' ? text.slice((tokens[i + 3] as Token | undefined)?.start ?? text.length) : null;
-    return { target, columns, source: null, sourceStart: tokens[i]?.start ?? text.length, returning, unsupported };
+    return { target, columns, source: null, sourceStart: tokens[i]?.start ?? text.length, returning, byName, unsupported };
   }
   const sourceToken = tokens[i];
   if (sourceToken === undefined) return null;
@@ -103,7 +109,7 @@ export function parseInsert(text: string, tokens: readonly Token[]): InsertParts
     }
   }
   const last = tokens[end - 1] as Token;
-  return { target, columns, source: text.slice(sourceToken.start, last.end), sourceStart: sourceToken.start, returning, unsupported };
+  return { target, columns, source: text.slice(sourceToken.start, last.end), sourceStart: sourceToken.start, returning, byName, unsupported };
 }
 
 /** An INSERT whose WITH clause comes first, rewritten with the WITH clause in front of its source. */

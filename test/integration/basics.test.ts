@@ -97,6 +97,21 @@ describe('simple query', () => {
       { k: '2', n: 333, s: '166500' },
     ]);
   });
+
+  it('runs PIVOT with its values listed, and says how when they are not', async () => {
+    await ctx.client.query(
+      "CREATE TABLE sales (region VARCHAR, quarter VARCHAR, amount INTEGER); INSERT INTO sales VALUES ('eu', 'q1', 5), ('eu', 'q2', 7), ('us', 'q1', 3)",
+    );
+    const { rows } = await ctx.client.query("PIVOT sales ON quarter IN ('q1', 'q2') USING sum(amount)::INTEGER GROUP BY region ORDER BY region");
+    expect(rows).toEqual([
+      { region: 'eu', q1: 5, q2: 7 },
+      { region: 'us', q1: 3, q2: null },
+    ]);
+    const err = (await ctx.client.query('PIVOT sales ON quarter USING sum(amount)').catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.code).toBe('0A000');
+    expect(err.message).toBe('PIVOT without an IN list is not supported');
+    expect(err.hint).toMatch(/ON col IN \('a', 'b'\)/);
+  });
 });
 
 describe('command tags', () => {

@@ -189,6 +189,25 @@ describe('appending reasoning steps', () => {
     }
   });
 
+  it('appends INSERT ... BY NAME, DuckDB’s, matching the source’s column names', async () => {
+    const r = await client.query("INSERT INTO _cot_steps BY NAME SELECT 'Decision' AS step_type, 'by-name' AS SESSION_ID, 'chosen' AS content");
+    expect(r.command).toBe('INSERT');
+    expect(r.rowCount).toBe(1);
+    expect((await client.query("SELECT step_type, content, step_index FROM _cot_steps WHERE session_id = 'by-name'")).rows).toEqual([
+      { step_type: 'Decision', content: 'chosen', step_index: 0 },
+    ]);
+    expect((await client.query("SELECT valid FROM cot_verify('by-name')")).rows).toEqual([{ valid: true }]);
+    expect(await sqlstate(client.query("INSERT INTO _cot_steps BY NAME SELECT 'by-name' AS session_id, 'Action' AS step_type, 'f0rged' AS current_hash"))).toBe(
+      '428C9',
+    );
+    expect(await sqlstate(client.query("INSERT INTO _cot_steps BY NAME SELECT 'by-name' AS session_id, 'Action' AS kind"))).toBe('42703');
+    expect(await sqlstate(client.query("INSERT INTO _cot_steps BY NAME VALUES ('by-name', 'Action')"))).toBe('42601');
+    expect(await sqlstate(client.query("INSERT INTO _cot_steps (session_id, step_type) BY NAME SELECT 'by-name' AS session_id, 'Action' AS step_type"))).toBe(
+      '42601',
+    );
+    expect((await client.query("SELECT count(*)::INTEGER AS n FROM _cot_steps WHERE session_id = 'by-name'")).rows).toEqual([{ n: 1 }]);
+  });
+
   it('lists the twelve step types when one is wrong', async () => {
     const err = (await client.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('v', 'Musing')").catch((e: unknown) => e)) as pg.DatabaseError;
     expect(err.message).toContain(

@@ -126,6 +126,14 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
   let message = body.trim();
   if (code === SqlState.QueryCanceled) message = 'canceling statement due to user request';
   if (code === SqlState.SyntaxError && /Cannot prepare multiple statements/i.test(message)) {
+    // DuckDB turns a PIVOT without an IN list into several statements (one
+    // reads the pivoted values first); the client sent one.
+    if (sql !== undefined && /\bPIVOT\b/i.test(sql)) {
+      return new PgError(SqlState.FeatureNotSupported, 'PIVOT without an IN list is not supported', {
+        hint: "Name the values to pivot on: PIVOT t ON col IN ('a', 'b') USING count(*) ...",
+        cause: err,
+      });
+    }
     message = 'cannot insert multiple commands into a prepared statement';
   }
   const fields: { hint?: string; position?: number; cause: unknown } = { cause: err };
