@@ -1,30 +1,13 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { serialize } from 'pg-protocol';
-import { useTestServer } from '../fixtures/server.js';
+import { psql as psqlAt, useTestServer } from '../fixtures/server.js';
 import { errorFields, WireClient } from '../fixtures/wire.js';
 
-const run = promisify(execFile);
 const ctx = useTestServer();
 
-function psql(...commands: string[]) {
-  return run('psql', [
-    '-X',
-    '-v',
-    'ON_ERROR_STOP=1',
-    '-h',
-    '127.0.0.1',
-    '-p',
-    String(ctx.server.port),
-    '-U',
-    'cotwire',
-    'cotwire',
-    ...commands.flatMap((c) => ['-c', c]),
-  ]);
-}
+const psql = (...commands: string[]) => psqlAt(ctx.server.port, ...commands);
 
 describe('COPY FROM STDIN', () => {
   it('appends CSV with a header to _cot_steps through the writer (psql \\copy)', async () => {

@@ -1,17 +1,14 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { sqlstate } from '../fixtures/errors.js';
-import { useTestServer } from '../fixtures/server.js';
+import { psql, useTestServer } from '../fixtures/server.js';
 
 // How a transaction's parts travel together: ledger appends wait for COMMIT,
 // COPY and CREATE of a ledger join the block they run in, and a failure
 // anywhere leaves nothing behind. These pin the behaviour the statement
 // pipeline keeps while its stages move between modules.
 const ctx = useTestServer();
-const run = promisify(execFile);
 
 const count = async (table: string, where = 'true'): Promise<number> =>
   (await ctx.client.query(`SELECT count(*)::INTEGER AS n FROM ${table} WHERE ${where}`)).rows[0].n as number;
@@ -78,26 +75,7 @@ describe('COPY and CREATE inside a block', () => {
     const steps = join(ctx.server.dir, 'tx-steps.csv');
     writeFileSync(steps, 'tx-copy,Observation\ntx-copy,Decision\n');
     const block = (end: string) =>
-      run('psql', [
-        '-X',
-        '-v',
-        'ON_ERROR_STOP=1',
-        '-h',
-        '127.0.0.1',
-        '-p',
-        String(ctx.server.port),
-        '-U',
-        'cotwire',
-        'cotwire',
-        '-c',
-        'BEGIN',
-        '-c',
-        `\\copy tx_copy from '${rows}'`,
-        '-c',
-        `\\copy _cot_steps (session_id, step_type) from '${steps}' with (format csv)`,
-        '-c',
-        end,
-      ]);
+      psql(ctx.server.port, 'BEGIN', `\\copy tx_copy from '${rows}'`, `\\copy _cot_steps (session_id, step_type) from '${steps}' with (format csv)`, end);
     await block('ROLLBACK');
     expect(await count('tx_copy')).toBe(0);
     expect(await count('_cot_steps', "session_id = 'tx-copy'")).toBe(0);
