@@ -146,7 +146,17 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
       // A ledger INSERT reads only when it must (ledger-insert.ts); anything else may read a ledger.
       if (portal.statement.plan.kind !== 'ledger-insert') await appendsVisible(this.ctx);
       this.admit(portal.statement);
-      const outcome = await this.dispatch(portal, maxRows, sink);
+      // What runs on the engine in autocommit may need a read-only transaction of its own (transaction.ts).
+      const engineBound = portal.statement.plan.kind === 'engine' || portal.statement.plan.kind === 'copy-out';
+      if (engineBound) await this.tx.beginStatement(portal);
+      let outcome: ExecuteOutcome;
+      try {
+        outcome = await this.dispatch(portal, maxRows, sink);
+      } catch (err) {
+        if (engineBound) await this.tx.endStatement(portal, false).catch(() => undefined);
+        throw err;
+      }
+      if (engineBound && outcome.done === true) await this.tx.endStatement(portal, true);
       if (outcome.done === true) this.services.observer.statement(kind, true);
       return outcome;
     } catch (err) {
@@ -213,6 +223,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     const portal = p as ConnectionPortal;
     portal.cursor?.close();
     portal.cursor = null;
+    this.tx.statementClosed(portal);
     const statement = portal.statement;
     if (statement.boundBy === portal) statement.boundBy = null;
     statement.portals--;

@@ -38,6 +38,10 @@ export class TransactionState {
   private pendingAppends: AppendJob[] = [];
   /** A ledger was created in the open transaction: the catalog changes for others when it ends. */
   private createdLedger = false;
+  /** The portal whose autocommit statement runs in a read-only engine transaction of its own. */
+  private statementOwner: object | null = null;
+  /** The end of such a transaction whose portal closed, which the next engine work waits for. */
+  private statementEnding: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly engine: EngineConnection,
@@ -104,11 +108,47 @@ export class TransactionState {
   }
 
   /**
+   * An autocommit statement of a reader, or of a session whose transactions
+   * default to read-only, runs in a read-only DuckDB transaction of its own,
+   * so that a write DuckDB finds in it (a sequence's nextval in a SELECT) is
+   * refused, as in a read-only block. It ends when its portal completes
+   * (endStatement) or closes (statementClosed), and before anything else
+   * opens a transaction.
+   */
+  async beginStatement(owner: object): Promise<void> {
+    await this.endOpenStatement(owner);
+    if (!this.autocommit || this.statementOwner === owner) return;
+    if (!this.readerRole && !this.readOnly()) return;
+    await this.engine.run('BEGIN TRANSACTION READ ONLY');
+    this.statementOwner = owner;
+  }
+
+  async endStatement(owner: object, ok: boolean): Promise<void> {
+    if (this.statementOwner !== owner) return;
+    this.statementOwner = null;
+    await this.engine.run(ok ? 'COMMIT' : 'ROLLBACK');
+  }
+
+  /** The portal closed before it completed (a suspended portal at Sync): its read-only transaction ends too. */
+  statementClosed(owner: object): void {
+    if (this.statementOwner !== owner) return;
+    this.statementEnding = this.endStatement(owner, true).catch(() => undefined);
+  }
+
+  /** Ends a statement's read-only transaction other than `keep`'s, so that other work starts its own. */
+  private async endOpenStatement(keep: object | null = null): Promise<void> {
+    await this.statementEnding;
+    const owner = this.statementOwner;
+    if (owner !== null && owner !== keep) await this.endStatement(owner, true);
+  }
+
+  /**
    * Runs work that must commit or fail as a unit (a CREATE TABLE and its
    * chain columns, the INSERTs of a COPY): in its own engine transaction
    * when none is open, in the open one otherwise.
    */
   async atomically<T>(work: () => Promise<T>): Promise<T> {
+    await this.endOpenStatement();
     const own = this.autocommit;
     if (own) await this.engine.run('BEGIN TRANSACTION');
     try {
@@ -123,6 +163,7 @@ export class TransactionState {
 
   /** The rest of a multi-statement string runs in one transaction, whose snapshot the caller made current. */
   async beginImplicit(): Promise<void> {
+    await this.endOpenStatement();
     await this.engine.run(this.engineBegin(this.readOnly()));
     this.implicit = true;
   }
@@ -142,6 +183,7 @@ export class TransactionState {
       sink.notice(warning(SqlState.ActiveSqlTransaction, 'there is already a transaction in progress'));
       return;
     }
+    await this.endOpenStatement();
     this.blockReadOnly = readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
     this.blockQueried = false;
     await this.engine.run(this.engineBegin(this.blockReadOnly));

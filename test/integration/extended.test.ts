@@ -116,6 +116,43 @@ describe('extended query on the wire', () => {
     c.end();
   });
 
+  it('keeps a read-only session’s suspended portal readable across Execute messages, and its transaction read-only', async () => {
+    const c = await WireClient.startup(server.port, { options: '-c default_transaction_read_only=on' });
+    c.write(serialize.parse({ text: 'SELECT i FROM range(7) t(i)', name: '' }));
+    c.write(serialize.bind({ statement: '', portal: 'p' }));
+    c.write(serialize.execute({ portal: 'p', rows: 3 }));
+    c.write(serialize.flush());
+    expect((await c.until('s')).map((m) => m.type).join('')).toBe('12DDDs');
+    c.write(serialize.execute({ portal: 'p', rows: 3 }));
+    c.write(serialize.flush());
+    expect((await c.until('s')).map((m) => m.type).join('')).toBe('DDDs');
+    c.write(serialize.execute({ portal: 'p', rows: 0 }));
+    c.write(serialize.sync());
+    const rest = await c.until('Z');
+    expect(rest.map((m) => m.type).join('')).toBe('DCZ');
+    expect((rest[2]?.body as Buffer).toString('latin1')).toBe('I');
+    // A suspended portal closed by Sync ends its read-only transaction with it, and the next one starts fresh.
+    c.write(serialize.parse({ text: 'SELECT 1', name: '' }));
+    c.write(serialize.bind({ statement: '', portal: 'q' }));
+    c.write(serialize.execute({ portal: 'q', rows: 0 }));
+    c.write(serialize.sync());
+    expect((await c.until('Z')).map((m) => m.type).join('')).toBe('12DCZ');
+    c.write(serialize.query('CREATE SEQUENCE ro_seq'));
+    const created = await c.until('Z');
+    expect(errorFields(created[0]?.body as Buffer).C).toBe('25006');
+    for (const sql of ['SET default_transaction_read_only = off', 'CREATE SEQUENCE ro_seq', 'SET default_transaction_read_only = on']) {
+      c.write(serialize.query(sql));
+      expect((await c.until('Z')).map((m) => m.type)).not.toContain('E');
+    }
+    c.write(serialize.parse({ text: "SELECT nextval('ro_seq')", name: '' }));
+    c.write(serialize.bind({ statement: '', portal: '' }));
+    c.write(serialize.execute({ portal: '', rows: 0 }));
+    c.write(serialize.sync());
+    const refused = await c.until('Z');
+    expect(errorFields(refused.find((m) => m.type === 'E')?.body as Buffer).C).toBe('25006');
+    c.end();
+  });
+
   it('describes a statement with ParameterDescription and RowDescription', async () => {
     const c = await WireClient.startup(server.port);
     c.write(serialize.parse({ text: 'SELECT id, label FROM steps WHERE id = $1 AND label = $2', name: 'd' }));

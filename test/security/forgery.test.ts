@@ -183,4 +183,29 @@ describe('writes disguised as reads', () => {
     await admin.query('ROLLBACK');
     expect((await admin.query("SELECT nextval('s1') AS n")).rows[0].n).toBe('1');
   });
+
+  it('refuses nextval to a reader, and to a read-only session, in autocommit too, over both protocols', async () => {
+    const reader = clients['reader'] as pg.Client;
+    const admin = clients['admin'] as pg.Client;
+    const next = "SELECT nextval('s1') AS n";
+    // On bare DuckDB an autocommit SELECT moves the sequence.
+    const bare = await BareDuckDB.create(root);
+    try {
+      await bare.conn.run('CREATE SEQUENCE s1');
+      await bare.conn.run(next);
+      expect((await bare.conn.runAndReadAll("SELECT currval('s1')")).getRows()).toEqual([[1n]]);
+    } finally {
+      bare.close();
+    }
+    expect(await sqlstate(reader.query(next))).toBe('25006');
+    expect(await sqlstate(reader.query({ text: next, values: [] } as pg.QueryConfig))).toBe('25006');
+    expect((await reader.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await admin.query('SET default_transaction_read_only = on');
+    expect(await sqlstate(admin.query(next))).toBe('25006');
+    await admin.query('SET default_transaction_read_only = off');
+    expect((await admin.query(next)).rows[0].n).toBe('2');
+    // Reads still stream in batches through a portal that stays open across Execute messages.
+    await reader.query('SELECT count(*) FROM range(10)');
+    expect((await admin.query("SELECT currval('s1') AS n")).rows[0].n).toBe('2');
+  });
 });

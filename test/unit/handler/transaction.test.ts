@@ -158,6 +158,43 @@ describe('TransactionState', () => {
     await expect(writer.tx.setReadOnly(false, writer.sink)).rejects.toMatchObject({ code: '25001' });
   });
 
+  it('gives a reader’s autocommit statement a read-only engine transaction that lasts as long as its portal', async () => {
+    const reader = harness('reader');
+    const first = {};
+    const second = {};
+    await reader.tx.beginStatement(first);
+    // The same portal's next Execute stays in its transaction.
+    await reader.tx.beginStatement(first);
+    expect(reader.tx.status).toBe('I');
+    // Another statement ends it first (DuckDB reads the rest of the first portal's rows then).
+    await reader.tx.beginStatement(second);
+    await reader.tx.endStatement(second, false);
+    await reader.tx.beginStatement(first);
+    reader.tx.statementClosed(first);
+    reader.tx.statementClosed(first);
+    await reader.tx.begin(null, reader.sink);
+    await reader.tx.beginStatement(second);
+    await reader.tx.rollback(reader.sink);
+    expect(reader.engineCalls).toEqual([
+      'BEGIN TRANSACTION READ ONLY',
+      'COMMIT',
+      'BEGIN TRANSACTION READ ONLY',
+      'ROLLBACK',
+      'BEGIN TRANSACTION READ ONLY',
+      'COMMIT',
+      'BEGIN TRANSACTION READ ONLY',
+      'ROLLBACK',
+    ]);
+    const writer = harness();
+    await writer.tx.beginStatement(first);
+    await writer.tx.endStatement(first, true);
+    expect(writer.engineCalls).toEqual([]);
+    writer.settings.set('default_transaction_read_only', 'on');
+    await writer.tx.beginStatement(first);
+    await writer.tx.atomically(async () => undefined);
+    expect(writer.engineCalls).toEqual(['BEGIN TRANSACTION READ ONLY', 'COMMIT', 'BEGIN TRANSACTION', 'COMMIT']);
+  });
+
   it('runs atomic work in its own engine transaction only when none is open, and rolls it back on failure', async () => {
     const h = harness();
     expect(await h.tx.atomically(async () => 7)).toBe(7);
