@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { loadModule } from 'libpg-query';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { classify, explainExecutes, type Decision } from '../../../src/guard/classify.js';
 import { ProtectedNames } from '../../../src/guard/names.js';
 import type { StatementKind } from '../../../src/engine/port.js';
@@ -7,6 +8,11 @@ import { lexStatement } from '../../../src/sql/lexer.js';
 const policy = { names: new ProtectedNames(), reservedFunctions: new Set(['lower', 'sha256']) };
 const decide = (sql: string, kind: StatementKind): Decision => classify({ ...lexStatement(sql), kind }, policy);
 const executes = (sql: string): boolean => explainExecutes(lexStatement(sql).tokens);
+
+// The guard decides on PostgreSQL's parse tree; the server loads the parser before it serves.
+beforeAll(async () => {
+  await loadModule();
+});
 
 describe('whether an EXPLAIN runs its statement', () => {
   it('answers from every spelling DuckDB accepts, and fails closed on an open option list', () => {
