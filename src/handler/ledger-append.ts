@@ -44,7 +44,19 @@ export class LedgerAppends {
     const parts = parseInsert(statement.text, statement.tokens);
     if (parts === null) return null;
     const table = await ctx.services.ledgers.find(parts.target);
-    if (table === null) return null;
+    if (table === null) {
+      const name = parts.target[parts.target.length - 1] ?? '';
+      if (ctx.tx.createdHere(name)) {
+        throw new PgError(
+          SqlState.ObjectNotInPrerequisiteState,
+          `ledger table "${name}" was created in this transaction: it takes appends once the transaction commits`,
+          {
+            hint: 'COMMIT the CREATE TABLE, then append to the ledger.',
+          },
+        );
+      }
+      return null;
+    }
     await ctx.access.ledgerAppend(statement.text, statement.tokens, table.name);
     const key = `${paramTypes.join(',')}\u0000${statement.text}`;
     let insert = this.plans.get(key);

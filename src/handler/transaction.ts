@@ -36,8 +36,8 @@ export class TransactionState {
   private writes = 0;
   /** Ledger appends of the open transaction: they reach the writer at COMMIT, as one unit. */
   private pendingAppends: AppendJob[] = [];
-  /** A ledger was created in the open transaction: the catalog changes for others when it ends. */
-  private createdLedger = false;
+  /** Ledgers created in the open transaction (lower-case names): the catalog changes for others when it ends. */
+  private readonly createdLedgers = new Set<string>();
   /** The portal whose autocommit statement runs in a read-only engine transaction of its own. */
   private statementOwner: object | null = null;
   /** The end of such a transaction whose portal closed, which the next engine work waits for. */
@@ -89,8 +89,13 @@ export class TransactionState {
   }
 
   /** A ledger was created in the open transaction. */
-  catalogChanged(): void {
-    this.createdLedger = true;
+  ledgerCreated(name: string): void {
+    this.createdLedgers.add(name.toLowerCase());
+  }
+
+  /** Whether the open transaction created a ledger of this name (the writer sees it only after COMMIT). */
+  createdHere(name: string): boolean {
+    return this.createdLedgers.has(name.toLowerCase());
   }
 
   /** A statement that may write runs. */
@@ -317,8 +322,8 @@ export class TransactionState {
   }
 
   private transactionEnded(): void {
-    const changed = this.createdLedger;
-    this.createdLedger = false;
+    const changed = this.createdLedgers.size > 0;
+    this.createdLedgers.clear();
     this.ended(changed);
   }
 

@@ -93,6 +93,16 @@ describe('COPY and CREATE inside a block', () => {
 
     await c.query('BEGIN');
     await c.query('CREATE TABLE _cot_tx_kept (session_id VARCHAR, note VARCHAR)');
+    // The writer sees the new ledger once it commits, and the client is told so.
+    const early = (await c.query("INSERT INTO _cot_tx_kept (session_id, note) VALUES ('k', 'early')").catch((e: unknown) => e)) as {
+      code: string;
+      message: string;
+    };
+    expect(early.code).toBe('55000');
+    expect(early.message).toBe('ledger table "_cot_tx_kept" was created in this transaction: it takes appends once the transaction commits');
+    expect((await c.query('COMMIT')).command).toBe('ROLLBACK');
+    await c.query('BEGIN');
+    await c.query('CREATE TABLE _cot_tx_kept (session_id VARCHAR, note VARCHAR)');
     await c.query('COMMIT');
     const columns = (
       await ctx.client.query("SELECT column_name FROM information_schema.columns WHERE table_name = '_cot_tx_kept' ORDER BY ordinal_position")

@@ -211,7 +211,8 @@ describe('TransactionState', () => {
   it('reports a ledger created in the transaction when it ends, and warns as PostgreSQL does', async () => {
     const h = harness();
     await h.tx.begin(null, h.sink);
-    h.tx.catalogChanged();
+    h.tx.ledgerCreated('_cot_New');
+    expect(h.tx.createdHere('_COT_NEW')).toBe(true);
     await h.tx.begin(null, h.sink);
     await h.tx.rollback(h.sink);
     await h.tx.rollback(h.sink);
