@@ -9,7 +9,7 @@ import type { HandlerContext } from './context.js';
 import { bindEngine, type ConnectionPortal, type EnginePlan } from './plan.js';
 
 /** The name of the ledger a CREATE TABLE creates, or null. */
-export function ledgerCreated(access: AccessControl, tokens: readonly Token[]): string[] | null {
+export function createdLedgerName(access: AccessControl, tokens: readonly Token[]): string[] | null {
   let i = 1;
   while (['OR', 'REPLACE', 'TEMP', 'TEMPORARY', 'PERSISTENT', 'UNLOGGED'].includes(tokens[i]?.text.toUpperCase() ?? '')) i++;
   if (tokens[i]?.text.toUpperCase() !== 'TABLE') return null;

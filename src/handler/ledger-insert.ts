@@ -95,7 +95,8 @@ export async function planLedgerInsert(
           statementText,
           provided.map((n) => byName.get(n.toLowerCase())?.defaultSql ?? null),
         );
-  if (parts.source !== null) await inSource(checkWidth(conn, source, provided.length, declaredTypes), parts, source, WIDTH_PREFIX.length);
+  // BY NAME took its column list from the same probe, so its width already matches.
+  if (parts.source !== null && !parts.byName) await inSource(checkWidth(conn, source, provided.length, declaredTypes), parts, source, WIDTH_PREFIX.length);
   const exprs = clientColumns.map((c) => {
     const i = position.get(c.name);
     const value = `CAST(${i === undefined ? (c.defaultSql ?? 'NULL') : `src.${quoteIdent(`c${i + 1}`)}`} AS ${c.type})`;

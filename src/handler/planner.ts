@@ -15,7 +15,7 @@ import { lexStatement, splitStatements, type StatementText, type Token } from '.
 import { recognizeCommand } from './commands.js';
 import type { HandlerContext, StatementHost } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
-import { ledgerCreated } from './ledger-create.js';
+import { createdLedgerName } from './ledger-create.js';
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
 
 /** Rewritten statements that read the connection's settings through the catalog. */
@@ -153,7 +153,7 @@ export class Planner {
         tokens: statement.tokens,
         offset: statement.offset,
         clientPosition: statement.clientPosition ?? SAME_POSITION,
-        createsLedger: engineStatement.kind === 'CREATE' ? ledgerCreated(access, statement.tokens) : null,
+        createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
       },
       types,
       fields,

@@ -12,7 +12,7 @@ interface Savepoint {
   readonly writes: number;
 }
 
-export function warning(code: string, message: string): PgError {
+function warning(code: string, message: string): PgError {
   return new PgError(code, message, {}, 'WARNING');
 }
 
