@@ -21,7 +21,8 @@ import { PROOF_SQL_FUNCTIONS, proofFunctions } from './ledger/proof-sql.js';
 import { ANALYTICS_FUNCTIONS } from './ledger/analytics-sql.js';
 import { readKeyFile, writeKeyFile } from './ledger/signing-key.js';
 import { existsSync } from 'node:fs';
-import { ChainAuditor } from './ledger/auditor.js';
+import { LedgerAuditor } from './ledger/auditor.js';
+import { AUDIT_SQL_FUNCTIONS, auditFunctions } from './ledger/audit-sql.js';
 import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
 import { OpsServer, PrometheusObserver } from './server/metrics.js';
 import { NO_OBSERVER } from './observe/observer.js';
@@ -42,7 +43,7 @@ export interface RunningServer {
   readonly securityLog: SecurityEventLog;
   readonly writer: LedgerWriter;
   readonly ledgers: LedgerCatalog;
-  readonly auditor: ChainAuditor;
+  readonly auditor: LedgerAuditor;
   readonly merkle: MerkleLog;
   readonly checkpoints: CheckpointIssuer;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
@@ -63,7 +64,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const builtins = await engine.builtinFunctionNames();
   const guard = await Guard.create({
     prefixes: config.guard.protectedPrefixes,
-    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS, ...PROOF_SQL_FUNCTIONS, ...ANALYTICS_FUNCTIONS]),
+    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS, ...PROOF_SQL_FUNCTIONS, ...ANALYTICS_FUNCTIONS, ...AUDIT_SQL_FUNCTIONS]),
     engineSettings: await engine.settingNames(),
     reservedNames: [COMPAT_CATALOG],
   });
@@ -104,6 +105,28 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     );
   }
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
+  // The audit reads on a connection of its own, beside the writer's and the clients'.
+  const auditConn = await engine.connect();
+  const auditor = new LedgerAuditor(
+    auditConn,
+    ledgers,
+    {
+      log: merkle,
+      appliedSeq: () => writer.appliedSeq,
+      integratedSeq: () => writer.settledSeq(),
+      knownHeads: () => writer.knownHeads(),
+      logStopped: () => writer.logFrozen,
+      damaged: () => [],
+    },
+    observer,
+    (f) =>
+      log.error(
+        { kind: f.kind, ledger: f.ledger, chain: f.chainKey, firstSeq: f.firstSeq, lastSeq: f.lastSeq, rows: f.rows },
+        `ledger audit: ${f.kind}${f.ledger === null ? '' : ` in ${f.ledger}`}${f.chainKey === null ? '' : ` chain ${JSON.stringify(f.chainKey)}`}${f.firstSeq === null ? '' : ` ledger_seq ${f.firstSeq}..${String(f.lastSeq)}`}: ${f.detail}`,
+      ),
+    (err) => log.error({ err }, 'ledger audit failed'),
+  );
+  for (const f of auditFunctions(() => auditor.latest)) await engine.registerFunction(f);
   const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]);
   if (checkpointTable === null) throw new StartupError(`${CHECKPOINTS_TABLE} is not a chained ledger`);
   const [lastCheckpoint] = (await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
@@ -175,17 +198,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     }
     throw err;
   }
-  // The audit reads on a connection of its own, beside the writer's and the clients'.
-  const auditConn = await engine.connect();
-  const auditor = new ChainAuditor(
-    auditConn,
-    ledgers,
-    observer,
-    (v) => log.error({ table: v.table, chain: v.chainKey, step: v.firstBrokenIndex, kind: v.breakKind }, 'ledger chain is broken'),
-    (err) => log.error({ err }, 'ledger audit failed'),
-  );
   auditor.start(config.ledger.verifyIntervalSeconds * 1000);
   checkpoints.start();
+  const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
+  if (sinkNames.length > 0) {
+    log.info(
+      { checkpointSinks: sinkNames },
+      `signed checkpoints are written to ${sinkNames.join(', ')}; keep a copy where whoever can change the database cannot`,
+    );
+  } else if (config.database.path !== ':memory:') {
+    log.warn('checkpoint.sinks is empty: no signed checkpoint leaves the database file, so an offline check has nothing to hold the file against');
+  }
   let ops: OpsServer | null = null;
   let metricsAddress: AddressInfo | null = null;
   if (prometheus !== null) {

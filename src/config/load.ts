@@ -135,8 +135,10 @@ function prefixes(v: Json | undefined): string[] {
   return [...new Set(['_cot', ...(v as string[]).map((p) => p.toLowerCase())])];
 }
 
-function sinks(v: Json | undefined): string[] {
-  if (v === undefined || v === null) return [];
+/** Unset, checkpoints go to a directory beside a database file (an in-memory database has none). */
+function sinks(v: Json | undefined, databasePath: string): string[] {
+  if (v === undefined) return databasePath === ':memory:' ? [] : [`${databasePath}.checkpoints/`];
+  if (v === null) return [];
   if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t === '')) {
     fail('checkpoint.sinks', v, 'expected a list of file paths, directories (ending in "/") or http(s) URLs');
   }
@@ -222,7 +224,7 @@ export function loadConfig(sources: ConfigSources): Config {
       keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),
       intervalSeconds: int(checkpoint.intervalSeconds, 'checkpoint.intervalSeconds', DEFAULTS.checkpoint.intervalSeconds, 1, 86_400),
       maxLeaves: int(checkpoint.maxLeaves, 'checkpoint.maxLeaves', DEFAULTS.checkpoint.maxLeaves, 1, 100_000_000),
-      sinks: sinks(checkpoint.sinks),
+      sinks: sinks(checkpoint.sinks, str(pick(argv.db, env.COTWIRE_DB, database.path), 'database.path', DEFAULTS.database.path)),
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
     metrics: {

@@ -70,7 +70,11 @@ export interface Config {
     readonly keyFile: string | null;
     readonly intervalSeconds: number;
     readonly maxLeaves: number;
-    /** Where else each checkpoint goes: a file, a directory ("/" at the end, or existing), or an http(s) URL. */
+    /**
+     * Where else each checkpoint goes: a file, a directory ("/" at the end, or existing), or an
+     * http(s) URL. Unset: `<database>.checkpoints/`, so that an offline check always has something
+     * outside the database file to hold it against; an empty list writes none.
+     */
     readonly sinks: readonly string[];
   };
   readonly guard: {
@@ -89,7 +93,7 @@ export const DEFAULTS: Config = {
   log: { level: 'info', slowStatementMs: 1000 },
   metrics: { host: '127.0.0.1', port: null },
   ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0, verifyIntervalSeconds: 3600 },
-  checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: [] },
+  checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: ['./data/cotwire.duckdb.checkpoints/'] },
   guard: { protectedPrefixes: ['_cot'] },
 };
 

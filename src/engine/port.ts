@@ -137,6 +137,8 @@ export interface EngineConnection {
 export interface EngineFunction {
   readonly name: string;
   readonly parameters: readonly ('BIGINT' | 'VARCHAR')[];
+  /** Its answer may change between calls with the same arguments (the engine must not fold it into a plan). */
+  readonly volatile?: boolean;
   call(args: ReadonlyArray<bigint | string>): string | null;
 }
 

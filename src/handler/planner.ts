@@ -5,6 +5,7 @@ import { SqlState } from '../errors/sqlstate.js';
 import { ANALYTICS_MACROS } from '../ledger/analytics-sql.js';
 import { CHECKPOINTS_TABLE } from '../ledger/checkpoint-schema.js';
 import { PROOF_MACROS } from '../ledger/proof-sql.js';
+import { AUDIT_MACROS } from '../ledger/audit-sql.js';
 import { stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
 import type { FieldDescription } from '../protocol/messages.js';
 import { TypeOid } from '../protocol/type-oids.js';
@@ -98,13 +99,13 @@ export class Planner {
   async defineLedgerMacros(): Promise<void> {
     const { services, engine } = this.ctx;
     this.macrosVersion = services.ledgers.version;
-    const statements: string[] = [];
+    const statements: string[] = [...AUDIT_MACROS];
     const ledgers = await services.ledgers.all();
     for (const t of ledgers) statements.push(...verifyMacros(t));
     const steps = ledgers.find((t) => t.isSteps);
     if (steps !== undefined) statements.push(...stepsReadMacros(steps), ...ANALYTICS_MACROS);
     if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) statements.push(...PROOF_MACROS);
-    if (statements.length > 0) await engine.run(statements.join(';\n'));
+    await engine.run(statements.join(';\n'));
   }
 
   private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {

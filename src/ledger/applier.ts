@@ -46,6 +46,11 @@ export class LedgerApplier {
     this.enqueued = appliedSeq;
   }
 
+  /** The ledger_seq up to which DuckDB holds every journaled row. */
+  get appliedSeq(): bigint {
+    return this.applied;
+  }
+
   /** Rows waiting for DuckDB. */
   get backlog(): number {
     return this.pendingRows;

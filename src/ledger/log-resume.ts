@@ -46,7 +46,7 @@ export async function resumeLog(conn: EngineConnection, catalog: LedgerCatalog, 
 export async function leavesFrom(conn: EngineConnection, ledgers: readonly LedgerTable[], from: number, to: number): Promise<Buffer[]> {
   const leaves = new Array<Buffer | undefined>(to - from);
   for (const table of ledgers) {
-    const key = table.chainKey === null ? `''` : `coalesce(${canonicalTextSql(table.chainKey, columnType(table, table.chainKey))}, '')`;
+    const key = leafKeySql(table);
     const rows = (await conn.query(
       `SELECT ledger_seq, ${key}, current_hash FROM ${qualifiedName(table)} WHERE ledger_seq > ${from} AND ledger_seq <= ${to}`,
     )) as Array<[bigint | number, string, string]>;
@@ -60,6 +60,11 @@ export async function leavesFrom(conn: EngineConnection, ledgers: readonly Ledge
   const missing = leaves.findIndex((l) => l === undefined);
   if (missing >= 0) throw new LogGapError(`ledger_seq ${from + missing + 1} is missing from the ledgers`);
   return leaves as Buffer[];
+}
+
+/** A row's chain key as its leaf in the global log holds it: the key's canonical text, '' for none. */
+export function leafKeySql(table: LedgerTable): string {
+  return table.chainKey === null ? `''` : `coalesce(${canonicalTextSql(table.chainKey, columnType(table, table.chainKey))}, '')`;
 }
 
 /** The ledgers' rows no longer form a gapless sequence: they were altered outside the server. */

@@ -43,6 +43,8 @@ export function leavesIn(count: number): number {
 interface NodeStore {
   count(): number;
   read(position: number): Hash;
+  /** `count` consecutive hashes from `position`, in one buffer. */
+  readRange(position: number, count: number): Buffer;
   write(hashes: readonly Hash[]): void;
   truncate(count: number): void;
   sync(): void;
@@ -59,6 +61,10 @@ class MemoryNodeStore implements NodeStore {
   read(position: number): Hash {
     if (position >= this.stored) throw new RangeError(`Merkle node ${position} is not stored`);
     return Buffer.from(this.buf.subarray(position * HASH_BYTES, (position + 1) * HASH_BYTES));
+  }
+  readRange(position: number, count: number): Buffer {
+    if (position + count > this.stored) throw new RangeError(`Merkle nodes ${position}..${position + count - 1} are not stored`);
+    return Buffer.from(this.buf.subarray(position * HASH_BYTES, (position + count) * HASH_BYTES));
   }
   write(hashes: readonly Hash[]): void {
     const needed = (this.stored + hashes.length) * HASH_BYTES;
@@ -103,6 +109,17 @@ class FileNodeStore implements NodeStore {
     const out = Buffer.allocUnsafe(HASH_BYTES);
     const n = readSync(this.fd, out, 0, HASH_BYTES, HEADER_BYTES + position * HASH_BYTES);
     if (n !== HASH_BYTES) throw new Error(`short read of Merkle node ${position}`);
+    return out;
+  }
+
+  readRange(position: number, count: number): Buffer {
+    if (position + count > this.stored) throw new RangeError(`Merkle nodes ${position}..${position + count - 1} are not stored`);
+    const out = Buffer.allocUnsafe(count * HASH_BYTES);
+    for (let at = 0; at < out.length; ) {
+      const n = readSync(this.fd, out, at, out.length - at, HEADER_BYTES + position * HASH_BYTES + at);
+      if (n === 0) throw new Error(`short read of Merkle nodes from ${position}`);
+      at += n;
+    }
     return out;
   }
 
@@ -206,6 +223,24 @@ export class MerkleLog {
       this.leaves++;
     }
     this.store.write(out);
+  }
+
+  /**
+   * The leaf hashes from index `from` up to `to` (exclusive), read in one
+   * pass: a leaf and the parents it completes are stored together, so the
+   * leaves of a range lie in one stretch of the file.
+   */
+  leafRange(from: number, to: number): Hash[] {
+    this.check(to);
+    if (from >= to) return [];
+    const start = nodesFor(from);
+    const nodes = this.store.readRange(start, nodesFor(to - 1) + 1 - start);
+    const out: Hash[] = [];
+    for (let i = from; i < to; i++) {
+      const at = (nodesFor(i) - start) * HASH_BYTES;
+      out.push(nodes.subarray(at, at + HASH_BYTES));
+    }
+    return out;
   }
 
   root(size = this.leaves): Hash {

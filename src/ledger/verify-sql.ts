@@ -1,3 +1,4 @@
+import { withAuditFindings } from './audit-sql.js';
 import { canonicalTextSql, HASH_VERSION, quoteIdent, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
@@ -106,8 +107,8 @@ export function verifyMacroName(table: LedgerTable): string {
 export function verifyMacros(table: LedgerTable): string[] {
   const name = verifyMacroName(table);
   return [
-    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${verifySql(table, `${chainKeySql(table)} = chain`)}`,
-    `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${verifySql(table, null)}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${withAuditFindings(table, verifySql(table, `${chainKeySql(table)} = chain`), 'chain')}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${withAuditFindings(table, verifySql(table, null), null)}`,
   ];
 }
 

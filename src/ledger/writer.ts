@@ -78,6 +78,10 @@ export class LedgerWriter {
   private readonly queue: Unit[] = [];
   private running = false;
   private readonly heads = new Map<string, Map<string, Head>>();
+  /** The table each entry of `heads` belongs to. */
+  private readonly headTables = new Map<string, LedgerTable>();
+  /** The group commit in flight, if any. */
+  private committing: Promise<unknown> | null = null;
   private seq = 0n;
   private lastMicros = 0n;
   private closed = false;
@@ -132,6 +136,26 @@ export class LedgerWriter {
     return this.applier?.visible(seq) ?? null;
   }
 
+  /** The ledger_seq up to which the engine holds every acknowledged row. */
+  get appliedSeq(): number {
+    return Number(this.applier?.appliedSeq ?? this.seq);
+  }
+
+  /** The last ledger_seq acknowledged, once the commit in flight (if any) has settled. */
+  async settledSeq(): Promise<number> {
+    await this.committing?.catch(() => undefined);
+    return Number(this.seq);
+  }
+
+  /** Every chain head the writer holds in memory (the ledgers appended to since the start). */
+  *knownHeads(): Iterable<{ readonly table: LedgerTable; readonly key: string; readonly hash: string }> {
+    for (const [name, heads] of this.heads) {
+      const table = this.headTables.get(name);
+      if (table === undefined) continue;
+      for (const [key, head] of heads) yield { table, key, hash: head.hash };
+    }
+  }
+
   /** Appends the jobs atomically: all their rows commit together, or none does. */
   append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
@@ -162,6 +186,7 @@ export class LedgerWriter {
   /** A new ledger table starts empty; forget what was cached about a table that was (re)created. */
   forget(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): void {
     this.heads.delete(qualifiedName(table));
+    this.headTables.delete(qualifiedName(table));
   }
 
   private async loadSequence(): Promise<void> {
@@ -182,7 +207,7 @@ export class LedgerWriter {
       while (this.queue.length > 0) {
         const units = this.queue.splice(0, UNITS_PER_COMMIT);
         try {
-          const results = await this.commit(units);
+          const results = await this.tracked(this.commit(units));
           units.forEach((u, i) => {
             u.resolve(results[i] as AppendResult[]);
           });
@@ -190,7 +215,7 @@ export class LedgerWriter {
           // One unit's failure must not fail the others: retry each alone.
           for (const unit of units) {
             try {
-              const [result] = await this.commit([unit]);
+              const [result] = await this.tracked(this.commit([unit]));
               unit.resolve(result as AppendResult[]);
             } catch (err) {
               unit.reject(err);
@@ -199,9 +224,15 @@ export class LedgerWriter {
         }
       }
     } finally {
+      this.committing = null;
       this.running = false;
       this.markIdle();
     }
+  }
+
+  private tracked<T>(commit: Promise<T>): Promise<T> {
+    this.committing = commit;
+    return commit;
   }
 
   /** One durable write for all the units; chain heads advance only once it is durable. */
@@ -365,6 +396,7 @@ export class LedgerWriter {
       if (index !== null) heads.set(k ?? '', { index: Number(index), hash });
     }
     this.heads.set(name, heads);
+    this.headTables.set(name, table);
     return heads;
   }
 }

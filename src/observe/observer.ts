@@ -12,8 +12,8 @@ export interface Observer {
   refusal(operation: string, reason: string): void;
   /** The writer committed a group: how many units and rows, and how long the oldest unit waited. */
   appendsCommitted(units: number, rows: number, seconds: number): void;
-  /** A background verification ran over `chains` chains and found `broken` of them broken. */
-  chainsVerified(chains: number, broken: number): void;
+  /** An audit recomputed `chains` chains and found these problems (ledger/reconcile.ts names the kinds). */
+  audited(chains: number, findings: ReadonlyArray<{ readonly kind: string }>): void;
 }
 
 export const NO_OBSERVER: Observer = {
@@ -22,5 +22,5 @@ export const NO_OBSERVER: Observer = {
   statement: () => undefined,
   refusal: () => undefined,
   appendsCommitted: () => undefined,
-  chainsVerified: () => undefined,
+  audited: () => undefined,
 };

@@ -39,7 +39,19 @@ export class PrometheusObserver implements Observer {
   });
   private readonly verificationFailures = new Counter({
     name: 'cotwire_verification_failures_total',
-    help: 'Broken chains found by the background audit',
+    help: 'Problems found by background audits (each audit counts what it finds), by kind: missing, altered, unlogged, edited, deleted, inserted, reordered, ledger_missing, ledger_changed, log_stopped',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  private readonly findings = new Gauge({
+    name: 'cotwire_audit_findings',
+    help: 'Problems the latest audit found, by kind',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  private readonly lastAudit = new Gauge({
+    name: 'cotwire_audit_last_completed_seconds',
+    help: 'When the latest audit completed (Unix time)',
     registers: [this.registry],
   });
   private readonly appendedRows = new Counter({ name: 'cotwire_ledger_rows_appended_total', help: 'Ledger rows appended', registers: [this.registry] });
@@ -65,9 +77,14 @@ export class PrometheusObserver implements Observer {
     this.refusals.inc({ operation, reason });
   }
 
-  chainsVerified(chains: number, broken: number): void {
+  audited(chains: number, findings: ReadonlyArray<{ readonly kind: string }>): void {
     this.verified.inc(chains);
-    this.verificationFailures.inc(broken);
+    this.findings.reset();
+    for (const f of findings) {
+      this.verificationFailures.inc({ kind: f.kind });
+      this.findings.inc({ kind: f.kind });
+    }
+    this.lastAudit.set(Date.now() / 1000);
   }
 
   appendsCommitted(units: number, rows: number, seconds: number): void {

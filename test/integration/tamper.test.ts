@@ -107,10 +107,11 @@ describe('background audit', () => {
     const config = loadConfig({ argv: { port: '0', db, 'log-level': 'silent', 'metrics-port': '0' }, env: {} });
     const running = await startServer(config, createLogger('silent', false));
     try {
-      const verdicts = await running.auditor.audit();
-      expect(verdicts.filter((v) => !v.valid).map((v) => [v.chainKey, v.firstBrokenIndex, v.breakKind])).toEqual([['s', 1, 'edited']]);
+      const report = await running.auditor.audit();
+      // The row's hash is still the logged one: only recomputing the chain shows the edit.
+      expect(report.findings.map((f) => [f.kind, f.chainKey, f.detail.startsWith('the chain breaks at step 1 ')])).toEqual([['edited', 's', true]]);
       const metrics = await (await fetch(`http://127.0.0.1:${running.metricsAddress?.port ?? 0}/metrics`)).text();
-      const failures = Number(/^cotwire_verification_failures_total (\S+)$/m.exec(metrics)?.[1] ?? 0);
+      const failures = Number(/^cotwire_verification_failures_total\{kind="edited"\} (\S+)$/m.exec(metrics)?.[1] ?? 0);
       expect(failures).toBeGreaterThanOrEqual(1);
     } finally {
       await running.close();

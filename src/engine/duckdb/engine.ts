@@ -138,6 +138,7 @@ export class DuckDBEngine implements Engine {
           parameterTypes: fn.parameters.map((p) => (p === 'BIGINT' ? BIGINT : VARCHAR)),
           // Nulls reach the function, which answers null: a default null-in null-out.
           specialHandling: true,
+          volatile: fn.volatile === true,
           mainFunction: (_info, input, output) => {
             const vectors = fn.parameters.map((_, i) => input.getColumnVector(i));
             for (let row = 0; row < input.rowCount; row++) {

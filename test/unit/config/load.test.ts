@@ -19,6 +19,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ argv: {}, env: {} })).toEqual(DEFAULTS);
   });
 
+  it('sends checkpoints to a directory beside the database unless sinks are configured', () => {
+    expect(loadConfig({ argv: { db: '/var/lib/cot/x.duckdb' }, env: {} }).checkpoint.sinks).toEqual(['/var/lib/cot/x.duckdb.checkpoints/']);
+    expect(loadConfig({ argv: { db: ':memory:' }, env: {} }).checkpoint.sinks).toEqual([]);
+    expect(loadConfig({ argv: { config: file('nosinks.yaml', 'checkpoint:\n  sinks: []\n') }, env: {} }).checkpoint.sinks).toEqual([]);
+    expect(loadConfig({ argv: { config: file('onesink.yaml', 'checkpoint:\n  sinks: [/mnt/worm/]\n') }, env: {} }).checkpoint.sinks).toEqual(['/mnt/worm/']);
+  });
+
   it('lets flags override the environment, which overrides the file', () => {
     const config = file('layered.yaml', 'listen:\n  host: 127.0.0.2\n  port: 6000\ndatabase:\n  path: /tmp/file.duckdb\n');
     const fromFile = loadConfig({ argv: { config }, env: {} });

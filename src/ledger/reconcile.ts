@@ -1,0 +1,267 @@
+import type { EngineConnection } from '../engine/port.js';
+import { leafKeySql } from './log-resume.js';
+import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
+import { qualifiedName, type LedgerTable } from './schema.js';
+
+/**
+ * What an audit can find. The first three come from holding the rows
+ * against the global log: `missing` (an acknowledged row is gone: a
+ * deletion, a cut tail), `altered` (a row's hash is not the one the log
+ * holds: an edit, re-chained or not, or a row moved to another chain),
+ * `unlogged` (a row the writer never wrote: its ledger_seq is beyond the
+ * log, repeated or null). The chain kinds (`edited`, `deleted`, `inserted`,
+ * `reordered`) come from recomputing each chain. The `ledger_*` kinds are a
+ * ledger dropped or reshaped behind the server, and `log_stopped` is a log
+ * that could not be brought up to the rows at start-up.
+ */
+export type FindingKind =
+  | 'missing'
+  | 'altered'
+  | 'unlogged'
+  | 'edited'
+  | 'deleted'
+  | 'inserted'
+  | 'reordered'
+  | 'ledger_missing'
+  | 'ledger_changed'
+  | 'log_stopped';
+
+export interface AuditFinding {
+  readonly kind: FindingKind;
+  /** `schema.table`, or null when the rows are gone and nothing left tells whose they were. */
+  readonly ledger: string | null;
+  /** The chain (session_id), or null when it is unknown or the finding is about the whole ledger. */
+  readonly chainKey: string | null;
+  readonly firstSeq: number | null;
+  readonly lastSeq: number | null;
+  /** How many rows the finding covers. */
+  readonly rows: number;
+  readonly detail: string;
+}
+
+/** A chain's newest row, as the writer or the last audit saw it: how a cut tail is recognised. */
+export interface KnownHead {
+  readonly table: LedgerTable;
+  readonly key: string;
+  readonly hash: string;
+}
+
+export interface ReconcileBounds {
+  /** The engine held every row up to this ledger_seq before the audit's snapshot was taken. */
+  readonly applied: number;
+  /** The log's size once the commit in flight (if any) is integrated: a row beyond it is not the writer's. */
+  integrated(): Promise<number>;
+  /** Chain heads known from before, to name the chain of a missing row. */
+  readonly heads: Iterable<KnownHead>;
+}
+
+export interface Reconciliation {
+  readonly findings: AuditFinding[];
+  /** Rows read. */
+  readonly rows: number;
+  /** Leaves checked. */
+  readonly leaves: number;
+  /** Each chain's newest row that matched the log: the next audit's known heads. */
+  readonly heads: KnownHead[];
+}
+
+/** Leaves compared per round: a round's rows and hashes are held in memory, then the event loop breathes. */
+const CHUNK = 20_000;
+
+interface SeenRow {
+  readonly table: LedgerTable;
+  readonly key: string;
+  readonly hash: string;
+  readonly seq: number | null;
+}
+
+/**
+ * Holds the ledgers' rows against the global log, inside the caller's
+ * snapshot (one read-only transaction on `conn`): every leaf up to the
+ * applied sequence must have exactly one row whose leaf hash is the same,
+ * and every other row must be a leaf the writer integrated since.
+ */
+export async function reconcile(conn: EngineConnection, ledgers: readonly LedgerTable[], log: MerkleLog, bounds: ReconcileBounds): Promise<Reconciliation> {
+  const leafOf = leafHasher();
+  const upTo = Math.min(log.size, bounds.applied);
+  const found = new Findings();
+  const heads = new Map<string, KnownHead>();
+  /** Missing leaves by their hash, to name their chain afterwards. */
+  const missing = new Map<string, number>();
+  let rows = 0;
+  for (let from = 0; from < upTo; from += CHUNK) {
+    const to = Math.min(upTo, from + CHUNK);
+    const slots = new Array<SeenRow[] | undefined>(to - from);
+    for (const table of ledgers) {
+      const got = (await conn.query(
+        `SELECT ledger_seq, ${leafKeySql(table)}, current_hash FROM ${qualifiedName(table)} WHERE ledger_seq > ${from} AND ledger_seq <= ${to}`,
+      )) as Array<[bigint | number, string, string | null]>;
+      rows += got.length;
+      for (const [seq, key, hash] of got) {
+        const at = Number(seq) - from - 1;
+        const row: SeenRow = { table, key, hash: hash ?? '', seq: Number(seq) };
+        const slot = slots[at];
+        if (slot === undefined) slots[at] = [row];
+        else slot.push(row);
+      }
+    }
+    const leaves = log.leafRange(from, to);
+    for (let i = 0; i < slots.length; i++) {
+      const seq = from + i + 1;
+      const leaf = leaves[i] as Buffer;
+      const candidates = slots[i];
+      if (candidates === undefined) {
+        missing.set(leaf.toString('hex'), seq);
+        continue;
+      }
+      // With a repeated ledger_seq, the row that matches the log is the writer's; the others are not.
+      const match = candidates.findIndex((r) => leafOf(r).equals(leaf));
+      candidates.forEach((r, n) => {
+        if (n === match) heads.set(chainId(r.table, r.key), { table: r.table, key: r.key, hash: r.hash });
+        else if (match >= 0 || n > 0) found.add('unlogged', r.table, r.key, seq);
+        else found.add('altered', r.table, r.key, seq);
+      });
+    }
+    await breathe();
+  }
+  // Rows beyond what the engine held when the snapshot opened: appends since, or rows the writer never wrote.
+  const beyond: SeenRow[] = [];
+  for (const table of ledgers) {
+    const got = (await conn.query(
+      `SELECT ledger_seq, ${leafKeySql(table)}, current_hash FROM ${qualifiedName(table)} WHERE ledger_seq IS NULL OR ledger_seq <= 0 OR ledger_seq > ${upTo}`,
+    )) as Array<[bigint | number | null, string, string | null]>;
+    rows += got.length;
+    for (const [seq, key, hash] of got) beyond.push({ table, key, hash: hash ?? '', seq: seq === null ? null : Number(seq) });
+  }
+  if (beyond.length > 0) {
+    const integrated = Math.min(await bounds.integrated(), log.size);
+    const seen = new Set<number>();
+    for (const r of beyond.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0))) {
+      if (r.seq === null || r.seq <= 0 || r.seq > integrated || seen.has(r.seq)) {
+        found.add('unlogged', r.table, r.key, r.seq);
+        continue;
+      }
+      seen.add(r.seq);
+      if (leafOf(r).equals(log.read(0, r.seq - 1))) heads.set(chainId(r.table, r.key), { table: r.table, key: r.key, hash: r.hash });
+      else found.add('altered', r.table, r.key, r.seq);
+    }
+  }
+  if (missing.size > 0) {
+    const owners = await ownersOfMissing(conn, ledgers, missing, bounds.heads, leafOf);
+    for (const [seq, owner] of [...missing.values()].sort((a, b) => a - b).map((s) => [s, owners.get(s)] as const)) {
+      if (owner === undefined) found.addUnattributed(seq);
+      else found.add('missing', owner.table, owner.key, seq);
+    }
+  }
+  return { findings: found.list(), rows, leaves: upTo, heads: [...heads.values()] };
+}
+
+/**
+ * Names the chain of missing leaves where something left tells: the row
+ * after a deleted one still links to its hash (prev_hash), and a cut tail
+ * was a chain's head the last time it was seen.
+ */
+async function ownersOfMissing(
+  conn: EngineConnection,
+  ledgers: readonly LedgerTable[],
+  missing: ReadonlyMap<string, number>,
+  knownHeads: Iterable<KnownHead>,
+  leafOf: (r: SeenRow) => Buffer,
+): Promise<Map<number, { table: LedgerTable; key: string }>> {
+  const owners = new Map<number, { table: LedgerTable; key: string }>();
+  const claim = (table: LedgerTable, key: string, hash: string): void => {
+    const seq = missing.get(leafOf({ table, key, hash, seq: null }).toString('hex'));
+    if (seq !== undefined) owners.set(seq, { table, key });
+  };
+  const names = new Set(ledgers.map(qualifiedName));
+  for (const h of knownHeads) if (names.has(qualifiedName(h.table))) claim(h.table, h.key, h.hash);
+  for (const table of ledgers) {
+    const name = qualifiedName(table);
+    const dangling = (await conn.query(
+      `SELECT ${leafKeySql(table)}, r.prev_hash FROM ${name} r
+       WHERE r.prev_hash <> '' AND NOT EXISTS (SELECT 1 FROM ${name} p WHERE p.current_hash = r.prev_hash)`,
+    )) as Array<[string, string]>;
+    for (const [key, prev] of dangling) claim(table, key, prev);
+  }
+  return owners;
+}
+
+const DETAIL: Record<'missing' | 'altered' | 'unlogged', string> = {
+  missing: 'acknowledged rows are gone from the ledger (deleted, or a cut tail)',
+  altered: "rows differ from what was acknowledged: their hash is not the global log's (an edit, re-chained or not)",
+  unlogged: 'rows the server never wrote: their ledger_seq is not in the global log, repeated, or null',
+};
+
+/** Findings gathered row by row, reported one per kind and chain with the ledger_seq range they span. */
+class Findings {
+  private readonly byChain = new Map<string, { kind: 'missing' | 'altered' | 'unlogged'; table: LedgerTable; key: string; seqs: number[]; nulls: number }>();
+  /** Missing rows whose chain nothing tells, as runs of consecutive ledger_seq. */
+  private readonly runs: Array<[number, number]> = [];
+
+  add(kind: 'missing' | 'altered' | 'unlogged', table: LedgerTable, key: string, seq: number | null): void {
+    const id = `${kind}\u0000${chainId(table, key)}`;
+    let entry = this.byChain.get(id);
+    if (entry === undefined) {
+      entry = { kind, table, key, seqs: [], nulls: 0 };
+      this.byChain.set(id, entry);
+    }
+    if (seq === null) entry.nulls++;
+    else entry.seqs.push(seq);
+  }
+
+  /** Seqs arrive in increasing order. */
+  addUnattributed(seq: number): void {
+    const last = this.runs.at(-1);
+    if (last !== undefined && last[1] === seq - 1) last[1] = seq;
+    else this.runs.push([seq, seq]);
+  }
+
+  list(): AuditFinding[] {
+    const out: AuditFinding[] = [];
+    for (const e of this.byChain.values()) {
+      const count = e.seqs.length + e.nulls;
+      out.push({
+        kind: e.kind,
+        ledger: `${e.table.schema}.${e.table.name}`,
+        chainKey: e.table.chainKey === null ? null : e.key,
+        firstSeq: e.seqs.length === 0 ? null : e.seqs.reduce((a, b) => Math.min(a, b)),
+        lastSeq: e.seqs.length === 0 ? null : e.seqs.reduce((a, b) => Math.max(a, b)),
+        rows: count,
+        detail: `${count} ${DETAIL[e.kind]}`,
+      });
+    }
+    for (const [first, last] of this.runs) {
+      out.push({
+        kind: 'missing',
+        ledger: null,
+        chainKey: null,
+        firstSeq: first,
+        lastSeq: last,
+        rows: last - first + 1,
+        detail: `${last - first + 1} ${DETAIL.missing}; nothing left in the database tells which ledger or chain held them`,
+      });
+    }
+    return out.sort((a, b) => (a.firstSeq ?? 0) - (b.firstSeq ?? 0));
+  }
+}
+
+/** A row's leaf hash in the global log; each table's constant part is computed once. */
+function leafHasher(): (r: SeenRow) => Buffer {
+  const prefixes = new WeakMap<LedgerTable, Buffer>();
+  return (r) => {
+    let prefix = prefixes.get(r.table);
+    if (prefix === undefined) {
+      prefix = leafPrefix(r.table.schema, r.table.name);
+      prefixes.set(r.table, prefix);
+    }
+    return rowLeafHash(prefix, r.key, r.hash);
+  };
+}
+
+function chainId(table: LedgerTable, key: string): string {
+  return `${qualifiedName(table)}\u0000${key}`;
+}
+
+function breathe(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
