@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+// The workers inherit it: the server sizes its engine threads from libuv's pool, as cotwire's CLI sets it.
+process.env.UV_THREADPOOL_SIZE ??= '64';
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],

@@ -6,12 +6,16 @@ import type { Config } from './config/schema.js';
 import { DuckDBEngine } from './engine/duckdb/engine.js';
 import type { Engine } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
+import { EngineSlots } from './handler/engine-calls.js';
 import { Guard } from './guard/guard.js';
 import { SecurityEventLog } from './ledger/security-events.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { Journal } from './ledger/journal.js';
-import { STEPS_DDL, STEPS_INDEX_DDL } from './ledger/schema.js';
+import { STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from './ledger/schema.js';
+import { LedgerShapes } from './ledger/shapes.js';
+import { Quarantine } from './ledger/quarantine.js';
+import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from './ledger/security-events.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from './ledger/checkpoint-schema.js';
 import { CheckpointIssuer } from './ledger/checkpoints.js';
 import { sinkFor } from './ledger/checkpoint-sinks.js';
@@ -51,7 +55,7 @@ export interface RunningServer {
 }
 
 /** The composition root: the only place where concrete classes are created and wired. */
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, runtime: ServerRuntime = { threadPoolSize: 64 }): Promise<RunningServer> {
   if (config.users.length === 0 && !isLoopbackHost(config.listen.host)) {
     throw new StartupError(
       `refusing to listen on ${config.listen.host} without authentication: no users are configured, so anyone who can reach the port could connect. Add users to the configuration file (see \`cotwire passwd\`), or listen on 127.0.0.1.`,
@@ -70,10 +74,32 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   });
   // Server-internal connection: the default ledger and the security ledger exist before any client connects.
   const internal = await engine.connect();
-  await internal.run(STEPS_DDL);
-  await internal.run(STEPS_INDEX_DDL);
-  await internal.run(CHECKPOINTS_DDL);
-  const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name));
+  let shapes: LedgerShapes;
+  try {
+    shapes = LedgerShapes.open(config.database.path === ':memory:' ? null : LedgerShapes.pathFor(config.database.path));
+  } catch (err) {
+    internal.close();
+    await engine.close();
+    throw new StartupError((err as Error).message);
+  }
+  // The server's own ledgers are created with a new database. One recorded before and gone now was
+  // dropped behind the server: it is not recreated empty, but stays missing, fails closed and is reported.
+  for (const [name, ddl] of [
+    [STEPS_TABLE, STEPS_DDL],
+    [CHECKPOINTS_TABLE, CHECKPOINTS_DDL],
+    [SECURITY_EVENTS_TABLE, SECURITY_EVENTS_DDL],
+  ] as const) {
+    if (shapes.expected('main', name) === undefined) await internal.run(ddl);
+  }
+  const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name), shapes);
+  const damage = await ledgers.damaged();
+  for (const d of damage) {
+    log.error(
+      { ledger: `${d.schema}.${d.name}`, kind: d.kind },
+      `ledger ${d.schema}.${d.name} is damaged: ${d.reason}; it fails closed (appends refused), the other ledgers are served. See docs/security.md, "Damaged ledgers"`,
+    );
+  }
+  if (!damage.some((d) => d.schema === 'main' && d.name === STEPS_TABLE)) await internal.run(STEPS_INDEX_DDL);
   let signer: NoteSigner;
   let merkle: MerkleLog;
   let writer: LedgerWriter;
@@ -91,6 +117,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       observer,
       onApplyError: (err) => log.error({ err }, 'applying journaled ledger rows to the database failed; retrying'),
       log: merkle,
+      quarantine: Quarantine.at(config.database.path === ':memory:' ? null : Quarantine.pathFor(config.database.path)),
+      onQuarantine: (names, rows, reason, path) =>
+        log.error(
+          { ledgers: names, rows, quarantine: path },
+          `${rows} acknowledged rows of ${names.join(', ')} cannot be applied: ${reason}. They are kept in ${String(path)}; the audit reports them missing until the ledger is repaired`,
+        ),
     });
   } catch (err) {
     merkle.close();
@@ -116,7 +148,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       integratedSeq: () => writer.settledSeq(),
       knownHeads: () => writer.knownHeads(),
       logStopped: () => writer.logFrozen,
-      damaged: () => [],
     },
     observer,
     (f) =>
@@ -127,11 +158,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     (err) => log.error({ err }, 'ledger audit failed'),
   );
   for (const f of auditFunctions(() => auditor.latest)) await engine.registerFunction(f);
-  const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]);
-  if (checkpointTable === null) throw new StartupError(`${CHECKPOINTS_TABLE} is not a chained ledger`);
-  const [lastCheckpoint] = (await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
-    [bigint, bigint]
-  >;
+  const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]).catch(() => null);
+  const [lastCheckpoint] =
+    checkpointTable === null
+      ? []
+      : ((await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<[bigint, bigint]>);
   const checkpoints = new CheckpointIssuer(
     writer,
     merkle,
@@ -146,7 +177,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     },
     lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
   );
-  const securityLog = await SecurityEventLog.open(internal, ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
+  const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
   const auth = new AuthPolicy(
     config.users.map((u) => ({
       name: u.name,
@@ -168,6 +199,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     auth,
     observer,
     slowStatementMs: config.log.slowStatementMs,
+    startupTimeoutMs: config.limits.startupTimeoutMs,
+    maxPreparedStatements: config.limits.maxPreparedStatements,
+    maxPortals: config.limits.maxPortals,
     handlers: new EngineHandlerFactory(engine, config.database.name, {
       observer,
       guard,
@@ -177,6 +211,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       rewriter: new CompatRewriter(),
       maxContentBytes: config.ledger.maxContentBytes,
       statementTimeoutMs: config.limits.statementTimeoutMs,
+      maxAppendBytes: config.limits.maxAppendBytes,
+      idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
+      // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
+      engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),
     }),
     log,
   });
@@ -282,6 +320,15 @@ function loadSigner(config: Config, log: Logger): NoteSigner {
     'created a checkpoint signing key beside the database; anyone who can rewrite the database can also sign with it. Generate one with `cotwire keygen`, keep it elsewhere, and set checkpoint.keyFile',
   );
   return readKeyFile(path);
+}
+
+/** Threads kept for the writer's journal, the applier, the audit and the server's own queries. */
+const RESERVED_ENGINE_THREADS = 8;
+
+/** What the process gives the server besides its configuration. */
+export interface ServerRuntime {
+  /** libuv's thread pool, which DuckDB's calls run on (cli.ts sizes it with UV_THREADPOOL_SIZE before it starts). */
+  readonly threadPoolSize: number;
 }
 
 function isLoopbackHost(host: string): boolean {

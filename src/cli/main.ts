@@ -149,7 +149,8 @@ async function serve(flags: Record<string, string>): Promise<number> {
   for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
   const config = loadConfig({ argv, env: process.env });
   const log = createLogger(config.log.level, process.stdout.isTTY === true);
-  const running = await startServer(config, log);
+  // cli.ts sized libuv's pool before anything could start it (4 is libuv's own default).
+  const running = await startServer(config, log, { threadPoolSize: Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4 });
   const { address, port } = running.address;
   const host = address.includes(':') ? `[${address}]` : address;
   const user = config.users[0]?.name ?? 'cotwire';

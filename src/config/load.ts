@@ -137,8 +137,7 @@ function prefixes(v: Json | undefined): string[] {
 
 /** Unset, checkpoints go to a directory beside a database file (an in-memory database has none). */
 function sinks(v: Json | undefined, databasePath: string): string[] {
-  if (v === undefined) return databasePath === ':memory:' ? [] : [`${databasePath}.checkpoints/`];
-  if (v === null) return [];
+  if (v === undefined || v === null) return databasePath === ':memory:' ? [] : [`${databasePath}.checkpoints/`];
   if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t === '')) {
     fail('checkpoint.sinks', v, 'expected a list of file paths, directories (ending in "/") or http(s) URLs');
   }
@@ -177,7 +176,17 @@ export function loadConfig(sources: ConfigSources): Config {
   const database = section(root, 'database', ['path', 'name']);
   const tls = section(root, 'tls', ['key', 'cert']);
   const auth = section(root, 'auth', ['method']);
-  const limits = section(root, 'limits', ['maxMessageSize', 'maxConnections', 'shutdownGraceMs', 'statementTimeoutMs']);
+  const limits = section(root, 'limits', [
+    'maxMessageSize',
+    'maxConnections',
+    'shutdownGraceMs',
+    'statementTimeoutMs',
+    'startupTimeoutMs',
+    'idleInTransactionTimeoutMs',
+    'maxPreparedStatements',
+    'maxPortals',
+    'maxAppendBytes',
+  ]);
   const log = section(root, 'log', ['level', 'slowStatementMs']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
   const metrics = section(root, 'metrics', ['host', 'port']);
@@ -208,6 +217,17 @@ export function loadConfig(sources: ConfigSources): Config {
       maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
       shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
       statementTimeoutMs: int(limits.statementTimeoutMs, 'limits.statementTimeoutMs', DEFAULTS.limits.statementTimeoutMs, 0, 2_147_483_647),
+      startupTimeoutMs: int(limits.startupTimeoutMs, 'limits.startupTimeoutMs', DEFAULTS.limits.startupTimeoutMs, 100, 3_600_000),
+      idleInTransactionTimeoutMs: int(
+        limits.idleInTransactionTimeoutMs,
+        'limits.idleInTransactionTimeoutMs',
+        DEFAULTS.limits.idleInTransactionTimeoutMs,
+        0,
+        2_147_483_647,
+      ),
+      maxPreparedStatements: int(limits.maxPreparedStatements, 'limits.maxPreparedStatements', DEFAULTS.limits.maxPreparedStatements, 1, 1_000_000),
+      maxPortals: int(limits.maxPortals, 'limits.maxPortals', DEFAULTS.limits.maxPortals, 1, 1_000_000),
+      maxAppendBytes: int(limits.maxAppendBytes, 'limits.maxAppendBytes', DEFAULTS.limits.maxAppendBytes, 1024, 16 * 1024 * 1024 * 1024),
     },
     log: {
       level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS),

@@ -41,6 +41,16 @@ export interface Config {
     readonly shutdownGraceMs: number;
     /** Every connection's statement_timeout to begin with, in milliseconds (0 = none). */
     readonly statementTimeoutMs: number;
+    /** How long a client may take from connecting to being authenticated, in milliseconds (PostgreSQL's authentication_timeout). */
+    readonly startupTimeoutMs: number;
+    /** Every connection's idle_in_transaction_session_timeout to begin with, in milliseconds (0 = none). */
+    readonly idleInTransactionTimeoutMs: number;
+    /** Named prepared statements one connection may hold. */
+    readonly maxPreparedStatements: number;
+    /** Named portals (and cursors) one connection may hold open. */
+    readonly maxPortals: number;
+    /** Bytes of rows one ledger statement may hold in the server while they are checked and chained. */
+    readonly maxAppendBytes: number;
   };
   readonly log: {
     readonly level: LogLevel;
@@ -89,7 +99,17 @@ export const DEFAULTS: Config = {
   tls: { key: null, cert: null },
   auth: { method: 'scram-sha-256' },
   users: [],
-  limits: { maxMessageSize: 64 * 1024 * 1024, maxConnections: 100, shutdownGraceMs: 10_000, statementTimeoutMs: 0 },
+  limits: {
+    maxMessageSize: 64 * 1024 * 1024,
+    maxConnections: 100,
+    shutdownGraceMs: 10_000,
+    statementTimeoutMs: 0,
+    startupTimeoutMs: 60_000,
+    idleInTransactionTimeoutMs: 0,
+    maxPreparedStatements: 10_000,
+    maxPortals: 1_000,
+    maxAppendBytes: 256 * 1024 * 1024,
+  },
   log: { level: 'info', slowStatementMs: 1000 },
   metrics: { host: '127.0.0.1', port: null },
   ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0, verifyIntervalSeconds: 3600 },

@@ -68,5 +68,8 @@ export const SqlState = {
   TransactionRollback: '40000',
   IoError: '58030',
   InternalError: 'XX000',
+  DataCorrupted: 'XX001',
+  DiskFull: '53100',
+  IdleInTransactionSessionTimeout: '25P03',
 } as const;
 export type SqlState = (typeof SqlState)[keyof typeof SqlState];

@@ -10,6 +10,7 @@ import { recognizeCommand } from './commands.js';
 import { appendsVisible, type ConnectionServices, type HandlerContext, type StatementHost } from './context.js';
 import { copyIn, copyOut } from './copy.js';
 import { Cursors } from './cursors.js';
+import { EngineCalls } from './engine-calls.js';
 import { EngineRun } from './engine-run.js';
 import { LedgerAppends } from './ledger-append.js';
 import { bindEngine, clientError, ConnectionPortal, planKind, type Statement, writeOperation } from './plan.js';
@@ -46,7 +47,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   ) {
     const access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
     this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', (changed) => this.transactionEnded(changed));
-    this.ctx = { engine, info, services, settings: this.settings, access, tx: this.tx };
+    const calls = new EngineCalls(engine, services.engineSlots, () => this.settings.statementTimeoutMs);
+    this.ctx = { engine, info, services, settings: this.settings, access, tx: this.tx, calls };
     this.run = new EngineRun(this.ctx);
     this.appends = new LedgerAppends(this.ctx);
     this.planner = new Planner(this.ctx, this.appends, this, (name) => this.cursors.fields(name));
@@ -65,6 +67,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     if (services.statementTimeoutMs > 0 && !info.startupParameters.has('statement_timeout')) {
       handler.settings.set('statement_timeout', `${services.statementTimeoutMs}ms`);
     }
+    if (services.idleInTransactionTimeoutMs > 0 && !info.startupParameters.has('idle_in_transaction_session_timeout')) {
+      handler.settings.set('idle_in_transaction_session_timeout', `${services.idleInTransactionTimeoutMs}ms`);
+    }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
     await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null).join(';\n'));
@@ -79,6 +84,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
 
   transactionStatus(): TransactionStatus {
     return this.tx.status;
+  }
+
+  idleInTransactionTimeoutMs(): number {
+    return this.settings.idleInTransactionTimeoutMs;
   }
 
   takeParameterChanges(): ReadonlyArray<readonly [string, string]> {

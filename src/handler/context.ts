@@ -4,6 +4,7 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
+import type { EngineCalls, EngineSlots } from './engine-calls.js';
 import type { ConnectionPortal, Statement } from './plan.js';
 import type { SessionSettings } from './settings.js';
 import type { TransactionState } from './transaction.js';
@@ -17,6 +18,12 @@ export interface ConnectionServices extends AccessServices {
   readonly maxContentBytes: number;
   /** statement_timeout for new connections, in milliseconds. */
   readonly statementTimeoutMs: number;
+  /** idle_in_transaction_session_timeout for new connections, in milliseconds. */
+  readonly idleInTransactionTimeoutMs: number;
+  /** The engine threads clients' calls may hold at once. */
+  readonly engineSlots: EngineSlots;
+  /** The most bytes of rows one ledger statement may hold in the server while they are checked and chained. */
+  readonly maxAppendBytes: number;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */
@@ -28,6 +35,8 @@ export interface HandlerContext {
   /** Every access decision, and the record of every refusal. */
   readonly access: AccessControl;
   readonly tx: TransactionState;
+  /** Every engine call of a client's statement: under statement_timeout, and cancellable. */
+  readonly calls: EngineCalls;
 }
 
 /** The connection's portals, for stages that run a query of their own (COPY's, a cursor's). */

@@ -63,7 +63,7 @@ export class LedgerAppends {
     if (insert === undefined || insert.table !== table) {
       insert?.evaluate.close();
       try {
-        insert = await planLedgerInsert(ctx.engine, table, parts, statement.tokens, statement.text, paramTypes);
+        insert = await ctx.calls.run(() => planLedgerInsert(ctx.engine, table, parts, statement.tokens, statement.text, paramTypes));
       } catch (err) {
         throw clientError(err, statement.offset, statement.clientPosition);
       }
@@ -108,7 +108,7 @@ export class LedgerAppends {
     if (rows === null) {
       // The rows may be read from a ledger (INSERT ... SELECT).
       await appendsVisible(ctx);
-      rows = await evaluateRows(plan, params);
+      rows = await ctx.calls.run(() => evaluateRows(plan, params, ctx.services.maxAppendBytes));
     }
     await this.check(plan, rows, `INSERT INTO ${plan.table.name}`);
     const job = { table: plan.table, rows };
@@ -149,17 +149,20 @@ export class LedgerAppends {
   ): Promise<(string | null)[][]> {
     let p = 0;
     const source = `VALUES ${chunk.map(() => `(${columns.map(() => `$${++p}`).join(', ')})`).join(', ')}`;
-    const plan = await planLedgerInsert(
-      this.ctx.engine,
-      table,
-      { target: command.target, columns, source, sourceStart: 0, returning: null, byName: false, unsupported: null },
-      tokenize(source),
-      source,
-      [],
+    const { ctx } = this;
+    const plan = await ctx.calls.run(() =>
+      planLedgerInsert(
+        this.ctx.engine,
+        table,
+        { target: command.target, columns, source, sourceStart: 0, returning: null, byName: false, unsupported: null },
+        tokenize(source),
+        source,
+        [],
+      ),
     );
     try {
       const params: WireParam[] = chunk.flat().map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text }));
-      const evaluated = await evaluateRows(plan, params);
+      const evaluated = await ctx.calls.run(() => evaluateRows(plan, params, ctx.services.maxAppendBytes));
       await this.check(plan, evaluated, `COPY ${command.targetText} FROM STDIN`);
       return evaluated;
     } finally {

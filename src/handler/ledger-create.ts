@@ -39,8 +39,8 @@ export async function executeLedgerCreate(ctx: HandlerContext, portal: Connectio
     });
     // Other connections (the writer's among them) see the ledger once it commits:
     // now, or at the COMMIT of the enclosing transaction.
-    if (own) ctx.services.ledgers.invalidate();
-    else ctx.tx.ledgerCreated(parts[parts.length - 1] as string);
+    ctx.services.ledgers.created(parts[parts.length - 1] as string);
+    if (!own) ctx.tx.ledgerCreated(parts[parts.length - 1] as string);
     portal.done = true;
     return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
   } catch (err) {

@@ -322,13 +322,29 @@ function replaceDefaults(parts: InsertParts, tokens: readonly Token[], text: str
 }
 
 /** Runs the evaluation with the client's parameters and collects each row's texts. */
-export async function evaluateRows(plan: LedgerInsertPlan, params: readonly WireParam[]): Promise<(string | null)[][]> {
+export async function evaluateRows(plan: LedgerInsertPlan, params: readonly WireParam[], maxBytes: number): Promise<(string | null)[][]> {
   plan.evaluate.bind(params);
-  const cursor = await plan.evaluate.execute({ materialize: true });
+  // Streamed, not materialized: a source of billions of rows stops at the ceiling, not at the end of memory.
+  const cursor = await plan.evaluate.execute();
   const rows: (string | null)[][] = [];
+  let bytes = 0;
   const sink: RowSink = {
-    row: (cells) => rows.push(cells.map((c) => (c === null ? null : typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
-    flushIfFull: () => Promise.resolve(),
+    row: (cells) => {
+      const row = cells.map((c) => (c === null ? null : typeof c === 'string' ? c : Buffer.from(c).toString('utf8')));
+      for (const c of row) bytes += c === null ? 8 : 16 + c.length * 2;
+      rows.push(row);
+    },
+    flushIfFull: () => {
+      if (bytes > maxBytes) {
+        return Promise.reject(
+          new PgError(SqlState.OutOfMemory, `the rows of this ledger statement need more than ${maxBytes} bytes of server memory (limits.maxAppendBytes)`, {
+            detail: `${rows.length} rows were evaluated before the limit.`,
+            hint: 'Append in smaller statements, or raise limits.maxAppendBytes.',
+          }),
+        );
+      }
+      return Promise.resolve();
+    },
   };
   try {
     await cursor.fetch(0, [], sink, { timeZone: 'UTC' });

@@ -1,6 +1,5 @@
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
-import { SqlState } from '../errors/sqlstate.js';
 import type { FieldDescription } from '../protocol/messages.js';
 import type { Portal, PreparedStatement } from '../session/handler-port.js';
 import type { CopyFromStdin, CopyToStdout } from '../sql/copy.js';
@@ -128,17 +127,8 @@ export function bindEngine(portal: ConnectionPortal, engineStatement: EngineStat
 }
 
 /** Maps an engine error: positions become offsets into the client's string, and interrupts say why. */
-export function clientError(
-  err: unknown,
-  offset: number,
-  clientPosition: PositionMap = SAME_POSITION,
-  cancelReason: 'user' | 'timeout' | null = null,
-): unknown {
+export function clientError(err: unknown, offset: number, clientPosition: PositionMap = SAME_POSITION): unknown {
   if (!(err instanceof PgError)) return err;
-  if (err.code === SqlState.QueryCanceled) {
-    const reason = cancelReason === 'timeout' ? 'statement timeout' : 'user request';
-    return new PgError(SqlState.QueryCanceled, `canceling statement due to ${reason}`);
-  }
   if (err.position === undefined) return err;
   const position = clientPosition(err.position) + offset;
   return position === err.position ? err : err.withPosition(position);

@@ -95,17 +95,34 @@ export class Planner {
     return this.prepareEngine(statement, clientText, paramTypes);
   }
 
-  /** The SQL verification and reading macros, for the ledgers that exist now. */
+  /**
+   * The SQL verification and reading macros, for the ledgers that exist now.
+   * A ledger dropped or reshaped behind the server since the catalog was read
+   * must not keep a connection from opening: the catalog is read again, and
+   * what still fails is left undefined, one ledger at a time.
+   */
   async defineLedgerMacros(): Promise<void> {
     const { services, engine } = this.ctx;
+    try {
+      await engine.run((await this.ledgerMacros()).flat().join(';\n'));
+      return;
+    } catch {
+      services.ledgers.invalidate();
+    }
+    for (const group of await this.ledgerMacros()) await engine.run(group.join(';\n')).catch(() => undefined);
+  }
+
+  /** The macros in groups that stand alone: one group per ledger, and the steps ledger's readers. */
+  private async ledgerMacros(): Promise<string[][]> {
+    const { services } = this.ctx;
     this.macrosVersion = services.ledgers.version;
-    const statements: string[] = [...AUDIT_MACROS];
     const ledgers = await services.ledgers.all();
-    for (const t of ledgers) statements.push(...verifyMacros(t));
+    const groups: string[][] = [[...AUDIT_MACROS]];
+    for (const t of ledgers) groups.push(verifyMacros(t));
     const steps = ledgers.find((t) => t.isSteps);
-    if (steps !== undefined) statements.push(...stepsReadMacros(steps), ...ANALYTICS_MACROS);
-    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) statements.push(...PROOF_MACROS);
-    await engine.run(statements.join(';\n'));
+    if (steps !== undefined) groups.push([...stepsReadMacros(steps), ...ANALYTICS_MACROS]);
+    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push([...PROOF_MACROS]);
+    return groups;
   }
 
   private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {
@@ -113,7 +130,7 @@ export class Planner {
     let engineStatement: EngineStatement;
     try {
       access.beforePrepare(statement.text, statement.tokens);
-      engineStatement = await engine.prepare(statement.text, paramTypes);
+      engineStatement = await this.ctx.calls.run(() => engine.prepare(statement.text, paramTypes));
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.

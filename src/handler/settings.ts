@@ -414,6 +414,10 @@ export class SessionSettings {
     return parseDurationMs('statement_timeout', this.get('statement_timeout') ?? '0');
   }
 
+  get idleInTransactionTimeoutMs(): number {
+    return parseDurationMs('idle_in_transaction_session_timeout', this.get('idle_in_transaction_session_timeout') ?? '0');
+  }
+
   get timeZone(): string {
     return this.get('TimeZone') ?? 'UTC';
   }

@@ -1,4 +1,5 @@
 import type { EngineConnection } from '../engine/port.js';
+import type { Quarantine } from './quarantine.js';
 import { qualifiedName, type LedgerTable } from './schema.js';
 
 /** Chained rows of one ledger, in sequence order. */
@@ -27,7 +28,7 @@ const GATHER_ROWS = 2_000;
  * statement, so that no client reads around an append it was told of.
  */
 export class LedgerApplier {
-  private readonly pending: Array<{ readonly tables: readonly TableRows[]; readonly lastSeq: bigint; readonly rows: number }> = [];
+  private pending: Array<{ readonly tables: readonly TableRows[]; readonly lastSeq: bigint; readonly rows: number }> = [];
   private pendingRows = 0;
   private applied: bigint;
   private enqueued: bigint;
@@ -41,6 +42,7 @@ export class LedgerApplier {
     private readonly conn: EngineConnection,
     appliedSeq: bigint,
     private readonly onError: (err: unknown) => void,
+    private readonly damage: DamageTriage | null = null,
   ) {
     this.applied = appliedSeq;
     this.enqueued = appliedSeq;
@@ -133,6 +135,13 @@ export class LedgerApplier {
         try {
           await this.apply(batch.flatMap((b) => b.tables));
         } catch (err) {
+          if (
+            await this.setAsideDamaged(
+              err,
+              batch.flatMap((b) => b.tables.map((t) => t.table)),
+            )
+          )
+            continue;
           this.failure = err;
           this.onError(err);
           for (const w of this.waiters.splice(0)) w.reject(err);
@@ -164,6 +173,37 @@ export class LedgerApplier {
     }
   }
 
+  /**
+   * After a failed apply: when some of the batch's ledgers were dropped or
+   * reshaped behind the server, their rows (in the whole backlog) cannot be
+   * applied ever; they are kept in the quarantine and the others go on.
+   */
+  private async setAsideDamaged(err: unknown, tables: readonly LedgerTable[]): Promise<boolean> {
+    if (this.damage === null) return false;
+    const found = await this.damage.triage(err, tables).catch(() => null);
+    if (found === null || found.names.size === 0) return false;
+    const damaged = (t: TableRows): boolean => found.names.has(qualifiedName(t.table));
+    const setAside = this.pending.flatMap((p) => p.tables.filter(damaged));
+    try {
+      this.damage.quarantine.keep(
+        setAside.map((t) => ({ schema: t.table.schema, name: t.table.name, rows: t.rows })),
+        found.reason,
+      );
+    } catch (keepErr) {
+      // Not kept anywhere else: they stay in the journal and the backlog, and applying is retried.
+      this.onError(keepErr);
+      return false;
+    }
+    this.damage.onSetAside(setAside, found.reason);
+    const removed = setAside.reduce((n, t) => n + t.rows.length, 0);
+    this.pending = this.pending.map((p) => {
+      const tables = p.tables.filter((t) => !damaged(t));
+      return { tables, lastSeq: p.lastSeq, rows: tables.reduce((n, t) => n + t.rows.length, 0) };
+    });
+    this.pendingRows -= removed;
+    return true;
+  }
+
   /** One engine transaction: all of the batch's rows, or none. */
   private async apply(parts: readonly TableRows[]): Promise<void> {
     const byTable = new Map<string, { table: LedgerTable; rows: Array<ReadonlyArray<string | null>> }>();
@@ -180,6 +220,14 @@ export class LedgerApplier {
       for (const { table, rows } of byTable.values()) await appendRows(this.conn, table, rows);
     });
   }
+}
+
+/** How the applier tells a ledger that can no longer take rows from a passing failure, and where their rows go. */
+export interface DamageTriage {
+  /** The qualified names of those of `tables` that were dropped or reshaped behind the server, and why; null if none. */
+  triage(err: unknown, tables: readonly LedgerTable[]): Promise<{ readonly names: ReadonlySet<string>; readonly reason: string } | null>;
+  readonly quarantine: Quarantine;
+  onSetAside(parts: readonly TableRows[], reason: string): void;
 }
 
 /** Appends full ledger rows (every column's text, table order) through the engine's appender. */

@@ -29,8 +29,6 @@ export interface AuditSources {
   knownHeads(): Iterable<KnownHead>;
   /** Why the log stopped growing at start-up, or null. */
   logStopped(): string | null;
-  /** Ledgers dropped or reshaped behind the server. */
-  damaged(): readonly AuditFinding[];
 }
 
 /**
@@ -106,8 +104,18 @@ export class LedgerAuditor {
     const startedAt = new Date();
     // Read before the snapshot opens: every row up to it is in the snapshot.
     const applied = this.sources.appliedSeq();
+    // A fresh look at the catalog: a ledger dropped or reshaped behind the server shows up here.
+    this.catalog.invalidate();
     const ledgers = await this.catalog.all();
-    const findings: AuditFinding[] = [...this.sources.damaged()];
+    const findings: AuditFinding[] = (await this.catalog.damaged()).map((d) => ({
+      kind: d.kind,
+      ledger: `${d.schema}.${d.name}`,
+      chainKey: null,
+      firstSeq: null,
+      lastSeq: null,
+      rows: 0,
+      detail: `${d.reason}; appends to it are refused`,
+    }));
     const stopped = this.sources.logStopped();
     if (stopped !== null) {
       findings.push({ kind: 'log_stopped', ledger: null, chainKey: null, firstSeq: null, lastSeq: null, rows: 0, detail: stopped });

@@ -1,47 +1,98 @@
 import type { EngineConnection } from '../engine/port.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
 import { CHAIN_COLUMNS, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
+import { shapeChange, type LedgerShapes } from './shapes.js';
+
+/** A ledger dropped or reshaped behind the server: it fails closed, and the audit reports it. */
+export interface LedgerDamage {
+  readonly schema: string;
+  readonly name: string;
+  readonly kind: 'ledger_missing' | 'ledger_changed';
+  readonly reason: string;
+}
+
+interface CatalogState {
+  readonly ledgers: LedgerTable[];
+  readonly damaged: LedgerDamage[];
+}
 
 /**
  * The ledger tables in the database and their columns, read from the
  * catalog on a server-internal connection and cached until a ledger is
- * created.
+ * created or something asks for a fresh look (the audit, a failed apply).
+ * With recorded shapes (ledger/shapes.ts), a ledger of the database file
+ * that is gone or has other columns is not served as a ledger: it is
+ * listed as damaged, and appending to it is refused with an error naming
+ * it, while every other ledger keeps working.
  */
 export class LedgerCatalog {
-  private tables: Promise<LedgerTable[]> | null = null;
+  private state: Promise<CatalogState> | null = null;
+  /** Names of ledgers the server created whose shape is to be recorded when they are next seen. */
+  private readonly recreated = new Set<string>();
   /** Increases whenever the set of ledgers may have changed. */
   version = 0;
 
   constructor(
     private readonly conn: EngineConnection,
     private readonly isProtected: (name: string) => boolean,
+    private readonly shapes: LedgerShapes | null = null,
   ) {}
 
+  /**
+   * The server created a ledger of this name (CREATE TABLE through a client):
+   * the shape it has once committed is its recorded shape, even if a ledger
+   * of the name was recorded before and dropped behind the server.
+   */
+  created(name: string): void {
+    this.recreated.add(name.toLowerCase());
+    this.invalidate();
+  }
+
   invalidate(): void {
-    this.tables = null;
+    this.state = null;
     this.version++;
   }
 
-  all(): Promise<LedgerTable[]> {
-    this.tables ??= this.load().catch((err: unknown) => {
-      this.tables = null;
-      throw err;
-    });
-    return this.tables;
+  /** The ledgers that can be served: present, and shaped as recorded. */
+  async all(): Promise<LedgerTable[]> {
+    return (await this.load()).ledgers;
   }
 
-  /** The ledger a (possibly qualified) name refers to; an unqualified name matches by name, as ledger names are unique. */
+  /** The ledgers of the database file that are gone or changed shape behind the server. */
+  async damaged(): Promise<LedgerDamage[]> {
+    return (await this.load()).damaged;
+  }
+
+  /**
+   * The ledger a (possibly qualified) name refers to; an unqualified name
+   * matches by name, as ledger names are unique. Null when no ledger has the
+   * name; a damaged ledger's name is refused (XX001), so that it fails closed.
+   */
   async find(parts: readonly string[]): Promise<LedgerTable | null> {
     const name = (parts[parts.length - 1] ?? '').toLowerCase();
     const schema = parts.length >= 2 ? (parts[parts.length - 2] as string).toLowerCase() : null;
     const catalog = parts.length >= 3 ? (parts[parts.length - 3] as string).toLowerCase() : null;
-    const matches = (await this.all()).filter(
+    const state = await this.load();
+    const matches = state.ledgers.filter(
       (t) =>
         t.name.toLowerCase() === name && (schema === null || t.schema.toLowerCase() === schema) && (catalog === null || t.catalog.toLowerCase() === catalog),
     );
-    return matches[0] ?? null;
+    if (matches[0] !== undefined) return matches[0];
+    const damage = state.damaged.find((d) => d.name.toLowerCase() === name && (schema === null || d.schema.toLowerCase() === schema));
+    if (damage !== undefined) throw damagedLedgerError(damage);
+    return null;
   }
 
-  private async load(): Promise<LedgerTable[]> {
+  private load(): Promise<CatalogState> {
+    this.state ??= this.read().catch((err: unknown) => {
+      this.state = null;
+      throw err;
+    });
+    return this.state;
+  }
+
+  private async read(): Promise<CatalogState> {
     const [[mainCatalog]] = (await this.conn.query('SELECT current_database()')) as [[string]];
     const rows = await this.conn.query(
       `SELECT database_name, schema_name, table_name, column_name, data_type, column_default, NOT is_nullable
@@ -67,7 +118,21 @@ export class LedgerCatalog {
       t.columns.push({ name: column, type, defaultSql: def, notNull });
     }
     const ledgers: LedgerTable[] = [];
+    const damaged: LedgerDamage[] = [];
     for (const t of byTable.values()) {
+      const inFile = t.catalog === mainCatalog;
+      let recorded = inFile ? this.shapes?.expected(t.schema, t.name) : undefined;
+      if (this.recreated.delete(t.name.toLowerCase()) && recorded !== undefined) {
+        this.shapes?.replace({ schema: t.schema, name: t.name, columns: t.columns.map((c) => ({ name: c.name, type: c.type })) });
+        recorded = undefined;
+      }
+      if (recorded !== undefined) {
+        const change = shapeChange(recorded, t.columns);
+        if (change !== null) {
+          damaged.push({ schema: t.schema, name: t.name, kind: 'ledger_changed', reason: `its columns changed behind the server: ${change}` });
+          continue;
+        }
+      }
       const names = new Set(t.columns.map((c) => c.name));
       // Only tables with the chain columns are chained ledgers.
       if (!CHAIN_COLUMNS.every((c) => names.has(c.name))) continue;
@@ -78,9 +143,28 @@ export class LedgerCatalog {
         chainKey: names.has('session_id') ? 'session_id' : null,
         serverColumns: isSteps ? STEPS_SERVER_COLUMNS : new Set(CHAIN_COLUMNS.map((c) => c.name)),
         isSteps,
-        journaled: t.catalog === mainCatalog && !constrained.has(`${t.catalog}\u0000${t.schema}\u0000${t.name}`),
+        journaled: inFile && !constrained.has(`${t.catalog}\u0000${t.schema}\u0000${t.name}`),
       });
     }
-    return ledgers;
+    if (this.shapes !== null) {
+      for (const s of this.shapes.all()) {
+        if (![...byTable.values()].some((t) => t.catalog === mainCatalog && t.schema === s.schema && t.name === s.name)) {
+          damaged.push({ schema: s.schema, name: s.name, kind: 'ledger_missing', reason: 'it was dropped behind the server' });
+        }
+      }
+      this.shapes.add(
+        ledgers
+          .filter((t) => t.catalog === mainCatalog)
+          .map((t) => ({ schema: t.schema, name: t.name, columns: t.columns.map((c) => ({ name: c.name, type: c.type })) })),
+      );
+    }
+    return { ledgers, damaged };
   }
+}
+
+/** What a client that appends to a damaged ledger is told. */
+export function damagedLedgerError(d: LedgerDamage): PgError {
+  return new PgError(SqlState.DataCorrupted, `ledger "${d.schema}.${d.name}" is damaged: ${d.reason}; appends to it are refused`, {
+    hint: 'SELECT * FROM cot_audit() lists what the audit found; docs/security.md ("Damaged ledgers") says how to recover. Other ledgers are not affected.',
+  });
 }

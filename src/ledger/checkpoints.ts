@@ -49,7 +49,8 @@ export class CheckpointIssuer {
   constructor(
     private readonly writer: LedgerWriter,
     private readonly log: MerkleLog,
-    private readonly table: LedgerTable,
+    /** Null while the checkpoint ledger is damaged: checkpoints still go to the sinks. */
+    private readonly table: LedgerTable | null,
     private readonly signer: NoteSigner,
     sinks: readonly CheckpointSink[],
     private readonly options: IssuerOptions,
@@ -120,9 +121,14 @@ export class CheckpointIssuer {
     this.log.sync();
     const root = this.log.root(size);
     const note = signNote(checkpointText({ origin: this.signer.name, size, root }), this.signer);
-    const [result] = await this.writer.append([{ table: this.table, rows: [[this.signer.name, String(size), root.toString('base64'), note]] }]);
-    this.lastSize = size;
-    this.lastRecord = Number(result?.lastSeq ?? 0);
+    if (this.table === null) {
+      this.lastSize = size;
+      this.lastRecord = size;
+    } else {
+      const [result] = await this.writer.append([{ table: this.table, rows: [[this.signer.name, String(size), root.toString('base64'), note]] }]);
+      this.lastSize = size;
+      this.lastRecord = Number(result?.lastSeq ?? 0);
+    }
     for (const d of this.deliveries) d.push(note, size);
     return { size, root, note };
   }

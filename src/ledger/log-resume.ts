@@ -21,7 +21,9 @@ export async function resumeLog(conn: EngineConnection, catalog: LedgerCatalog, 
   let trusted = Math.min(log.size, committed);
   const checkpoint = await lastCheckpoint(conn, ledgers);
   if (checkpoint !== null) {
-    trusted = checkpoint.size <= trusted && log.root(checkpoint.size).toString('base64') === checkpoint.root ? checkpoint.size : 0;
+    // A signed root vouches for its leaves even when rows they stand for are gone: they are kept,
+    // and the audit reports those rows missing.
+    trusted = checkpoint.size <= log.size && log.root(checkpoint.size).toString('base64') === checkpoint.root ? checkpoint.size : 0;
   } else if (trusted > 0) {
     // No checkpoint vouches for the file: its last leaf must at least be the database's.
     const [leaf] = await leavesFrom(conn, ledgers, trusted - 1, trusted);

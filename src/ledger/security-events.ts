@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { EngineConnection } from '../engine/port.js';
 import type { LedgerCatalog } from './catalog.js';
 import { CHAIN_COLUMNS, type LedgerTable } from './schema.js';
 import type { LedgerWriter } from './writer.js';
@@ -47,15 +46,21 @@ export class SecurityEventLog {
 
   private constructor(
     private readonly writer: LedgerWriter,
-    private readonly table: LedgerTable,
+    /** Null while the security ledger is damaged: each refusal is then reported through onError instead. */
+    private readonly table: LedgerTable | null,
     private readonly onError: (err: unknown) => void,
   ) {}
 
-  static async open(conn: EngineConnection, catalog: LedgerCatalog, writer: LedgerWriter, onError: (err: unknown) => void): Promise<SecurityEventLog> {
-    await conn.run(SECURITY_EVENTS_DDL);
-    catalog.invalidate();
-    const table = await catalog.find(['main', SECURITY_EVENTS_TABLE]);
-    if (table === null) throw new Error(`${SECURITY_EVENTS_TABLE} is not a chained ledger`);
+  /** Over the security ledger (created by the caller); a damaged one fails closed, and refusals are still logged. */
+  static async open(catalog: LedgerCatalog, writer: LedgerWriter, onError: (err: unknown) => void): Promise<SecurityEventLog> {
+    let table: LedgerTable | null;
+    try {
+      table = await catalog.find(['main', SECURITY_EVENTS_TABLE]);
+      if (table === null) throw new Error(`${SECURITY_EVENTS_TABLE} is not a chained ledger`);
+    } catch (err) {
+      onError(err);
+      table = null;
+    }
     return new SecurityEventLog(writer, table, onError);
   }
 
@@ -72,7 +77,12 @@ export class SecurityEventLog {
       e.fingerprint,
       e.statement.slice(0, EXCERPT_LIMIT),
     ];
-    this.queue = this.queue.then(() => this.writer.append([{ table: this.table, rows: [row] }])).then(() => undefined, this.onError);
+    const { table } = this;
+    if (table === null) {
+      this.onError(new Error(`the security ledger ${SECURITY_EVENTS_TABLE} is damaged; this refusal is not recorded there: ${JSON.stringify(row.slice(1))}`));
+      return;
+    }
+    this.queue = this.queue.then(() => this.writer.append([{ table, rows: [row] }])).then(() => undefined, this.onError);
   }
 
   /** Waits for queued appends. */

@@ -10,6 +10,8 @@ import { appendRows, inTransaction, LedgerApplier, type TableRows } from './appl
 import { Journal, type JournalRecord } from './journal.js';
 import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
 import { resumeLog } from './log-resume.js';
+import { damagedLedgerError, type LedgerDamage } from './catalog.js';
+import { Quarantine } from './quarantine.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -56,6 +58,10 @@ export interface WriterOptions {
   readonly onApplyError?: (err: unknown) => void;
   /** The global log's tree: brought up to the committed rows at open, then extended by every commit. */
   readonly log?: MerkleLog;
+  /** Where journaled rows go whose ledger was dropped or reshaped behind the server; none in memory. */
+  readonly quarantine?: Quarantine;
+  /** Rows were set aside in the quarantine (their ledger is damaged). */
+  readonly onQuarantine?: (ledgers: readonly string[], rows: number, reason: string, path: string | null) => void;
 }
 
 /**
@@ -80,6 +86,8 @@ export class LedgerWriter {
   private readonly heads = new Map<string, Map<string, Head>>();
   /** The table each entry of `heads` belongs to. */
   private readonly headTables = new Map<string, LedgerTable>();
+  /** Ledgers found damaged while their rows were applied: their appends are refused. */
+  private readonly damaged = new Map<string, LedgerDamage>();
   /** The group commit in flight, if any. */
   private committing: Promise<unknown> | null = null;
   private seq = 0n;
@@ -109,15 +117,32 @@ export class LedgerWriter {
     const applyConn = await engine.connect();
     let journal: Journal | null = null;
     try {
+      const quarantine = options.quarantine ?? Quarantine.at(null);
+      const onQuarantine = options.onQuarantine ?? (() => undefined);
       if (options.journalPath !== null) {
         const opened = Journal.open(options.journalPath);
         journal = opened.journal;
-        await replayRecords(conn, catalog, opened.records, options.journalPath);
+        await replayRecords(conn, catalog, opened.records, options.journalPath, quarantine, onQuarantine);
       }
       const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null);
       await writer.loadSequence();
-      if (writer.log !== null) writer.logFrozen = await resumeLog(conn, catalog, writer.log, Number(writer.seq));
-      writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined));
+      if (writer.log !== null) {
+        writer.logFrozen = await resumeLog(conn, catalog, writer.log, Number(writer.seq));
+        // Rows cut from the end of the sequence leave leaves the rows no longer reach: the next
+        // append comes after them, so that the log keeps them and the audit reports them missing.
+        if (BigInt(writer.log.size) > writer.seq) writer.seq = BigInt(writer.log.size);
+      }
+      writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined), {
+        quarantine,
+        triage: (_err, tables) => writer.triage(tables),
+        onSetAside: (parts, reason) =>
+          onQuarantine(
+            [...new Set(parts.map((p) => `${p.table.schema}.${p.table.name}`))],
+            parts.reduce((n, p) => n + p.rows.length, 0),
+            reason,
+            quarantine.path,
+          ),
+      });
       return writer;
     } catch (err) {
       journal?.close(false);
@@ -134,6 +159,27 @@ export class LedgerWriter {
    */
   visible(seq?: bigint): Promise<void> | null {
     return this.applier?.visible(seq) ?? null;
+  }
+
+  /**
+   * Asks the catalog afresh whether any of `tables` was dropped or reshaped
+   * behind the server (after applying their rows failed): those fail closed
+   * from now on.
+   */
+  async triage(tables: readonly LedgerTable[]): Promise<{ names: ReadonlySet<string>; reason: string } | null> {
+    this.catalog.invalidate();
+    const damage = await this.catalog.damaged();
+    const names = new Set<string>();
+    const reasons: string[] = [];
+    for (const t of tables) {
+      const d = damage.find((x) => x.schema === t.schema && x.name === t.name);
+      if (d === undefined || names.has(qualifiedName(t))) continue;
+      names.add(qualifiedName(t));
+      reasons.push(`ledger "${d.schema}.${d.name}" ${d.reason}`);
+      this.damaged.set(qualifiedName(t), d);
+      this.forget(t);
+    }
+    return names.size === 0 ? null : { names, reason: reasons.join('; ') };
   }
 
   /** The ledger_seq up to which the engine holds every acknowledged row. */
@@ -253,6 +299,8 @@ export class LedgerWriter {
       const unitResults: AppendResult[] = [];
       for (const job of unit.jobs) {
         const name = qualifiedName(job.table);
+        const damage = this.damaged.get(name);
+        if (damage !== undefined) throw damagedLedgerError(damage);
         const heads = await this.headsOf(job.table);
         let tentative = pending.get(name);
         if (tentative === undefined) {
@@ -466,10 +514,18 @@ function checkNotNull(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<stri
  * holds a prefix of its journaled rows, as the applier commits in sequence
  * order) are appended, all in one transaction.
  */
-export async function replayRecords(conn: EngineConnection, catalog: LedgerCatalog, records: readonly JournalRecord[], path: string): Promise<number> {
+export async function replayRecords(
+  conn: EngineConnection,
+  catalog: LedgerCatalog,
+  records: readonly JournalRecord[],
+  path: string,
+  quarantine: Quarantine = Quarantine.at(null),
+  onQuarantine: NonNullable<WriterOptions['onQuarantine']> = () => undefined,
+): Promise<number> {
   if (records.length === 0) return 0;
   const ledgers = (await catalog.all()).filter((t) => t.journaled);
   const missing = new Map<string, { table: LedgerTable; after: bigint; rows: Array<ReadonlyArray<string | null>> }>();
+  const homeless = new Map<string, { schema: string; name: string; rows: Array<ReadonlyArray<string | null>> }>();
   for (const record of records) {
     for (const part of record.tables) {
       const key = `${part.schema}\u0000${part.name}`;
@@ -477,9 +533,11 @@ export async function replayRecords(conn: EngineConnection, catalog: LedgerCatal
       if (entry === undefined) {
         const table = ledgers.find((t) => t.schema === part.schema && t.name === part.name);
         if (table === undefined) {
-          throw new Error(
-            `the journal ${path} holds rows of the ledger "${part.schema}"."${part.name}", which is not in this database; was the database file replaced?`,
-          );
+          // Its ledger is gone or reshaped: the rows cannot be applied, and must not be lost.
+          const kept = homeless.get(key) ?? { schema: part.schema, name: part.name, rows: [] };
+          kept.rows.push(...part.rows);
+          homeless.set(key, kept);
+          continue;
         }
         const [[max]] = (await conn.query(`SELECT coalesce(max(ledger_seq), 0) FROM ${qualifiedName(table)}`)) as [[bigint | number]];
         entry = { table, after: BigInt(max), rows: [] };
@@ -488,6 +546,16 @@ export async function replayRecords(conn: EngineConnection, catalog: LedgerCatal
       const at = entry.table.columns.findIndex((c) => c.name === 'ledger_seq');
       for (const row of part.rows) if (BigInt(row[at] ?? 0) > entry.after) entry.rows.push(row);
     }
+  }
+  if (homeless.size > 0) {
+    const reason = `the journal ${path} holds acknowledged rows of ledgers that are not in this database as they were recorded (dropped or reshaped behind the server, or the database file was replaced)`;
+    quarantine.keep([...homeless.values()], reason);
+    onQuarantine(
+      [...homeless.values()].map((h) => `${h.schema}.${h.name}`),
+      [...homeless.values()].reduce((n, h) => n + h.rows.length, 0),
+      reason,
+      quarantine.path,
+    );
   }
   const parts = [...missing.values()].filter((m) => m.rows.length > 0);
   await inTransaction(conn, async () => {

@@ -22,6 +22,10 @@ export interface ServerOptions {
   readonly log: SessionLog;
   readonly observer: Observer;
   readonly slowStatementMs: number;
+  /** From accepting a connection to ReadyForQuery, in milliseconds. */
+  readonly startupTimeoutMs: number;
+  readonly maxPreparedStatements: number;
+  readonly maxPortals: number;
 }
 
 interface Entry {
@@ -152,6 +156,9 @@ export class PgServer {
       log,
       onCancelRequest: (pid, key) => this.cancel(pid, key, log),
       slowStatementMs: this.opts.slowStatementMs,
+      startupTimeoutMs: this.opts.startupTimeoutMs,
+      maxPreparedStatements: this.opts.maxPreparedStatements,
+      maxPortals: this.opts.maxPortals,
       onClose: () => {
         this.sessions.delete(processId);
         this.opts.observer.connectionClosed();

@@ -85,6 +85,8 @@ export interface ConnectionHandler {
   /** ParameterStatus values sent at startup, after authentication. */
   readonly reportedParameters: ReadonlyArray<readonly [string, string]>;
   transactionStatus(): TransactionStatus;
+  /** The session's idle_in_transaction_session_timeout, in milliseconds (0 = none). */
+  idleInTransactionTimeoutMs(): number;
   /** Splits a simple-query string into statements; an empty array is an empty query. */
   splitQuery(sql: string): readonly StatementSource[];
   /**

@@ -64,6 +64,12 @@ export interface SessionOptions {
   readonly onClose: () => void;
   /** Statements that run longer get a warn line (0 = never). */
   readonly slowStatementMs: number;
+  /** From the connection to ReadyForQuery, in milliseconds: a client that stalls in startup or authentication does not keep its slot. */
+  readonly startupTimeoutMs: number;
+  /** Named prepared statements one connection may hold. */
+  readonly maxPreparedStatements: number;
+  /** Named portals one connection may hold. */
+  readonly maxPortals: number;
 }
 
 type Phase =
@@ -105,6 +111,9 @@ export class Session {
   private handler: ConnectionHandler | null = null;
   private readonly statements = new Map<string, StatementEntry>();
   private readonly portals = new Map<string, Portal>();
+  private startupTimer: NodeJS.Timeout | null = null;
+  /** idle_in_transaction_session_timeout, armed at ReadyForQuery inside a transaction. */
+  private idleTimer: NodeJS.Timeout | null = null;
   /** The SQL behind each portal, for the slow-statement log. */
   private readonly portalSql = new Map<string, string>();
   private readonly sink: ResultSink;
@@ -112,8 +121,6 @@ export class Session {
   private draining = false;
   private closedResolve: (() => void) | null = null;
   readonly closed: Promise<void>;
-  /** True while a statement is running, for cancel and shutdown. */
-  private busy = false;
   /** The rest of a simple-query string, while a COPY in it receives data. */
   private query: { readonly statements: readonly StatementSource[]; next: number } | null = null;
   /** COPY FROM STDIN in progress; `simple` when it came from a simple query. */
@@ -127,6 +134,8 @@ export class Session {
     this.closed = new Promise((resolve) => {
       this.closedResolve = resolve;
     });
+    this.startupTimer = setTimeout(() => this.startupTimedOut(), opts.startupTimeoutMs);
+    this.startupTimer.unref();
     this.sink = {
       row: (cells) => {
         this.out.dataRow(cells);
@@ -156,6 +165,7 @@ export class Session {
   /** Hands a frame from the framer to the session; frames are processed strictly in order. */
   receive(frame: Frame): void {
     if (this.phase.name === 'closed') return;
+    this.stopIdleTimer();
     this.queue.push(frame);
     if (!this.inputPaused && this.queue.length >= INPUT_HIGH_WATER) {
       this.inputPaused = true;
@@ -178,7 +188,8 @@ export class Session {
 
   /** CancelRequest from another connection with this session's key. */
   cancel(): void {
-    if (this.busy) this.handler?.cancel();
+    // The handler stops whatever engine call runs (preparing included); with none, it does nothing, as in PostgreSQL.
+    this.handler?.cancel();
   }
 
   /**
@@ -198,6 +209,24 @@ export class Session {
       clearTimeout(timer);
     }
     await this.closed;
+  }
+
+  /**
+   * PostgreSQL's authentication_timeout: a client still in startup or
+   * authentication when it passes is disconnected (one that never finished
+   * its startup packet silently, as PostgreSQL does).
+   */
+  private startupTimedOut(): void {
+    this.startupTimer = null;
+    if (this.phase.name === 'ready' || this.phase.name === 'closed') return;
+    this.log.info({ phase: this.phase.name, ms: this.opts.startupTimeoutMs }, 'connection closed: startup or authentication timed out');
+    if (this.phase.name === 'startup') this.close();
+    else this.fail(new PgError(SqlState.QueryCanceled, 'canceling authentication due to timeout', {}, 'FATAL'));
+  }
+
+  private stopIdleTimer(): void {
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
   }
 
   private terminateForShutdown(): void {
@@ -547,6 +576,11 @@ export class Session {
     if (msg.name !== '' && this.statements.has(msg.name)) {
       throw new PgError(SqlState.DuplicatePreparedStatement, `prepared statement "${msg.name}" already exists`);
     }
+    if (msg.name !== '' && this.statements.size - (this.statements.has('') ? 1 : 0) >= this.opts.maxPreparedStatements) {
+      throw new PgError(SqlState.ConfigurationLimitExceeded, `too many prepared statements: this connection holds ${this.opts.maxPreparedStatements}`, {
+        hint: 'Close prepared statements the application no longer uses (Close, or DEALLOCATE), or raise limits.maxPreparedStatements.',
+      });
+    }
     const statement = await handler.prepare(msg.sql, msg.parameterTypes);
     const old = this.statements.get(msg.name);
     if (old !== undefined) handler.closeStatement(old.statement);
@@ -562,6 +596,11 @@ export class Session {
     }
     if (msg.portal !== '' && this.portals.has(msg.portal)) {
       throw new PgError(SqlState.DuplicateCursor, `portal "${msg.portal}" already exists`);
+    }
+    if (msg.portal !== '' && this.portals.size - (this.portals.has('') ? 1 : 0) >= this.opts.maxPortals) {
+      throw new PgError(SqlState.ConfigurationLimitExceeded, `too many portals: this connection holds ${this.opts.maxPortals}`, {
+        hint: 'Close portals the application no longer uses, or raise limits.maxPortals.',
+      });
     }
     const { paramTypes } = entry.statement;
     if (msg.parameters.length !== paramTypes.length) {
@@ -613,12 +652,10 @@ export class Session {
   }
 
   private async executeTracked(handler: ConnectionHandler, portal: Portal, maxRows: number, sql: string) {
-    this.busy = true;
     const started = performance.now();
     try {
       return await handler.execute(portal, maxRows, this.sink);
     } finally {
-      this.busy = false;
       const ms = performance.now() - started;
       if (this.opts.slowStatementMs > 0 && ms >= this.opts.slowStatementMs) {
         this.log.warn({ durationMs: Math.round(ms), statement: sql.slice(0, 500) }, 'slow statement');
@@ -676,6 +713,15 @@ export class Session {
     }
     this.out.readyForQuery(status);
     this.flush();
+    const idleMs = status === 'I' ? 0 : handler.idleInTransactionTimeoutMs();
+    if (idleMs > 0 && this.queue.length === 0) {
+      this.idleTimer = setTimeout(() => {
+        this.idleTimer = null;
+        this.log.info({ ms: idleMs }, 'connection closed: idle in transaction');
+        this.fail(new PgError(SqlState.IdleInTransactionSessionTimeout, 'terminating connection due to idle-in-transaction timeout', {}, 'FATAL'));
+      }, idleMs);
+      this.idleTimer.unref();
+    }
   }
 
   // ---- plumbing -------------------------------------------------------------------------------
@@ -709,6 +755,9 @@ export class Session {
 
   private close(): void {
     if (this.phase.name === 'closed') return;
+    this.stopIdleTimer();
+    if (this.startupTimer !== null) clearTimeout(this.startupTimer);
+    this.startupTimer = null;
     this.flush();
     this.phase = { name: 'closed' };
     this.queue.length = 0;

@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../../src/config/schema.js';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -91,7 +92,7 @@ describe('who may connect', () => {
   });
 
   it('refuses connections beyond maxConnections with 53300', async () => {
-    await using server = await startTestServer({ limits: { maxMessageSize: 1 << 20, maxConnections: 2, shutdownGraceMs: 1000 } });
+    await using server = await startTestServer({ limits: { ...DEFAULTS.limits, maxMessageSize: 1 << 20, maxConnections: 2, shutdownGraceMs: 1000 } });
     await server.client();
     await server.client();
     const c = await WireClient.connect(server.port);

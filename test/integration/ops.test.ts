@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../../src/config/schema.js';
 import { describe, expect, it } from 'vitest';
 import { startTestServer } from '../fixtures/server.js';
 
@@ -40,7 +41,7 @@ describe('health and metrics', () => {
   it('answers 503 while the server drains', async () => {
     const server = await startTestServer({
       metrics: { host: '127.0.0.1', port: 0 },
-      limits: { maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 1500 },
+      limits: { ...DEFAULTS.limits, maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 1500 },
     });
     const port = server.running.metricsAddress?.port as number;
     const c = await server.client();

@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../../src/config/schema.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
@@ -87,7 +88,9 @@ describe('roles', () => {
 
 describe('configured defaults', () => {
   it('starts every connection with limits.statementTimeoutMs', async () => {
-    await using s = await startTestServer({ limits: { maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 1000, statementTimeoutMs: 5000 } });
+    await using s = await startTestServer({
+      limits: { ...DEFAULTS.limits, maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 1000, statementTimeoutMs: 5000 },
+    });
     const c = await s.client();
     expect((await c.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '5s' }]);
   });

@@ -1,10 +1,11 @@
+import { DEFAULTS } from '../../src/config/schema.js';
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { startTestServer } from '../fixtures/server.js';
 
 describe('graceful shutdown', () => {
   it('lets a running statement finish, then closes the connection with 57P01', async () => {
-    const server = await startTestServer({ limits: { maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 60_000 } });
+    const server = await startTestServer({ limits: { ...DEFAULTS.limits, maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 60_000 } });
     const busy = await server.client();
     const idle = await server.client();
     const idleErrors: string[] = [];
@@ -22,7 +23,7 @@ describe('graceful shutdown', () => {
   });
 
   it('cancels a statement that outlasts the grace period', async () => {
-    const server = await startTestServer({ limits: { maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 200 } });
+    const server = await startTestServer({ limits: { ...DEFAULTS.limits, maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 200 } });
     const busy = await server.client();
     const running = busy.query('SELECT count(*) FROM range(100000000000) t(x) WHERE x % 7 = 3').catch((e: unknown) => e as pg.DatabaseError);
     await new Promise((r) => setTimeout(r, 100));
