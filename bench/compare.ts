@@ -17,6 +17,7 @@ import { startCotwire, type CotwireProcess } from './cotwire.js';
 import { STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
 import { seedCotwire, seedPostgres } from './seed.js';
 import { appendRate, proofMicros } from './log.js';
+import { appendRateWhileAuditing, auditCost } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
 import { Guard } from '../src/guard/guard.js';
@@ -39,10 +40,25 @@ interface Sizes {
   readonly flatStream: number;
   /** Appends per run of the log on/off comparison. */
   readonly logAppends: number;
+  /** Steps of the ledger one audit is timed over. */
+  readonly auditRows: number;
+  /** Steps already in the ledger while appends race audits. */
+  readonly auditAppendBase: number;
 }
 
 const SIZES: Sizes = QUICK
-  ? { runs: 3, singleRows: 300, batches: 20, pointQueries: 200, analytic: [100_000], stream: 100_000, flatStream: 0, logAppends: 3_000 }
+  ? {
+      runs: 3,
+      singleRows: 300,
+      batches: 20,
+      pointQueries: 200,
+      analytic: [100_000],
+      stream: 100_000,
+      flatStream: 0,
+      logAppends: 3_000,
+      auditRows: 200_000,
+      auditAppendBase: 100_000,
+    }
   : {
       runs: 5,
       singleRows: 2_000,
@@ -52,6 +68,8 @@ const SIZES: Sizes = QUICK
       stream: 1_000_000,
       flatStream: 10_000_000,
       logAppends: 20_000,
+      auditRows: 1_000_000,
+      auditAppendBase: 1_000_000,
     };
 
 /** Runs `measure` for each system, alternating which goes first, `runs` times. */
@@ -455,6 +473,41 @@ async function main(): Promise<void> {
       rssMiB: Number.NaN,
     });
     console.log(`proofs at 1M leaves: inclusion p50 ${proof.inclusion.toFixed(1)} µs, consistency p50 ${proof.consistency.toFixed(1)} µs`);
+
+    // The online audit: what one costs per million rows, and what audits running back to back take from appends.
+    const audit = await auditCost(SIZES.auditRows);
+    const perMillion = (s: number): number => (s * 1_000_000) / SIZES.auditRows;
+    rows.push({
+      name: `one audit of ${SIZES.auditRows / 1_000_000}M steps, seconds per million rows: rows held against the global log (cotwire column) and every chain recomputed (PostgreSQL column: cotwire's own SQL verification, for scale)`,
+      unit: 's/M rows',
+      cot: [perMillion(audit.reconcileSeconds)],
+      pg: [perMillion(audit.chainsSeconds)],
+      ratio: Number.NaN,
+      target: 'reconciliation ≤ 10 s/M',
+      met: perMillion(audit.reconcileSeconds) <= 10,
+      rssMiB: Number.NaN,
+    });
+    console.log(
+      `audit of ${SIZES.auditRows} steps: reconcile ${audit.reconcileSeconds.toFixed(2)} s, chains ${audit.chainsSeconds.toFixed(2)} s (built in ${audit.buildSeconds.toFixed(1)} s)`,
+    );
+    const during: number[] = [];
+    const without: number[] = [];
+    for (let r = 0; r < Math.min(3, SIZES.runs); r++) {
+      without.push(await appendRateWhileAuditing(false, SIZES.auditAppendBase, SIZES.logAppends));
+      during.push(await appendRateWhileAuditing(true, SIZES.auditAppendBase, SIZES.logAppends));
+    }
+    const auditRatio = median(during) / median(without);
+    rows.push({
+      name: `appends through the writer over ${SIZES.auditAppendBase / 1000}k steps, 16 concurrent one-step units: audits running back to back (cotwire column) vs none (PostgreSQL column)`,
+      unit: 'steps/s',
+      cot: during,
+      pg: without,
+      ratio: auditRatio,
+      target: '≥ 0.7×',
+      met: auditRatio >= 0.7,
+      rssMiB: Number.NaN,
+    });
+    console.log(`appends during audits ${median(during).toFixed(0)} steps/s, without ${median(without).toFixed(0)} steps/s, ratio ${auditRatio.toFixed(3)}`);
   } finally {
     await cotwire.remove().catch(() => undefined);
     postgres.stop();

@@ -117,6 +117,21 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       observer,
       onApplyError: (err) => log.error({ err }, 'applying journaled ledger rows to the database failed; retrying'),
       log: merkle,
+      onJournalDamage: (tail, path, missing) => {
+        if (tail.lost !== null && missing > 0) {
+          log.error(
+            { journal: path, offset: tail.offset, afterSeq: String(tail.lost.afterSeq), beforeSeq: String(tail.lost.beforeSeq), missing },
+            `the ledger journal ${path} is damaged: ${tail.detail}. ${missing} acknowledged appends between ledger_seq ${tail.lost.afterSeq} and ${tail.lost.beforeSeq} are in neither the journal nor the database; everything else it holds was applied. The audit reports them missing; keep the journal file for investigation and compare with the checkpoints (cotwire verify --checkpoint)`,
+          );
+        } else if (tail.kind === 'unrecognized') {
+          log.info({ journal: path, offset: tail.offset }, `the ledger journal ends at offset ${tail.offset}: ${tail.detail}`);
+        } else {
+          log.warn(
+            { journal: path, offset: tail.offset, kind: tail.kind },
+            `the ledger journal ${path} ends with a damaged record: ${tail.detail}. Every whole record before it was applied. A record torn by a crash was never acknowledged; if the machine did not crash while writing, compare with the checkpoints (cotwire verify --checkpoint)`,
+          );
+        }
+      },
       quarantine: Quarantine.at(config.database.path === ':memory:' ? null : Quarantine.pathFor(config.database.path)),
       onQuarantine: (names, rows, reason, path) =>
         log.error(
@@ -130,6 +145,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     await engine.close();
     throw new StartupError(`cannot open the ledger journal: ${(err as Error).message}`);
   }
+  writer.onLogError = (err) => log.error({ err }, "writing the global log's node file failed; its leaves are kept in memory and written with the next commit");
   if (writer.logFrozen !== null) {
     log.error(
       { leaves: merkle.size },

@@ -36,7 +36,8 @@ export class LedgerApplier {
   private failure: unknown = null;
   private retry: NodeJS.Timeout | null = null;
   private gather: NodeJS.Timeout | null = null;
-  private waiters: Array<{ readonly seq: bigint; readonly resolve: () => void; readonly reject: (err: unknown) => void }> = [];
+  /** `lenient` waiters (readers) are let go on a full disk; the writer's are not. */
+  private waiters: Array<{ readonly seq: bigint; readonly resolve: () => void; readonly reject: (err: unknown) => void; readonly lenient: boolean }> = [];
 
   constructor(
     private readonly conn: EngineConnection,
@@ -51,6 +52,15 @@ export class LedgerApplier {
   /** The ledger_seq up to which DuckDB holds every journaled row. */
   get appliedSeq(): bigint {
     return this.applied;
+  }
+
+  /**
+   * Why applying fails now when it is a full disk, else null. Appends are
+   * then refused (53100) until space is freed and applying succeeds again,
+   * and reads do not wait for rows that cannot arrive before that.
+   */
+  get diskFull(): Error | null {
+    return this.failure !== null && isDiskFull(this.failure) ? (this.failure as Error) : null;
   }
 
   /** Rows waiting for DuckDB. */
@@ -98,16 +108,22 @@ export class LedgerApplier {
    * or rejects while applying fails.
    */
   visible(seq: bigint = this.enqueued): Promise<void> | null {
-    if (this.applied >= seq) return null;
-    if (this.failure !== null) return Promise.reject(this.failure);
-    const wait = new Promise<void>((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
-    this.start();
-    return wait;
+    // With a full disk, reads go on with what the database holds: the journal keeps the rest.
+    if (this.applied < seq && this.diskFull !== null) return null;
+    return this.applying(seq, true);
   }
 
-  /** Waits until DuckDB holds every enqueued row. */
+  /** Waits until DuckDB holds every enqueued row; rejects while applying fails, a full disk included. */
   async drain(): Promise<void> {
-    await this.visible();
+    await this.applying(this.enqueued, false);
+  }
+
+  private applying(seq: bigint, lenient: boolean): Promise<void> | null {
+    if (this.applied >= seq) return null;
+    if (this.failure !== null) return Promise.reject(this.failure);
+    const wait = new Promise<void>((resolve, reject) => this.waiters.push({ seq, resolve, reject, lenient }));
+    this.start();
+    return wait;
   }
 
   /** Stops, and closes the connection; rows not yet applied stay in the journal for the next start. */
@@ -144,7 +160,10 @@ export class LedgerApplier {
             continue;
           this.failure = err;
           this.onError(err);
-          for (const w of this.waiters.splice(0)) w.reject(err);
+          for (const w of this.waiters.splice(0)) {
+            if (w.lenient && isDiskFull(err)) w.resolve();
+            else w.reject(err);
+          }
           this.retry = setTimeout(() => {
             this.retry = null;
             void this.run();
@@ -220,6 +239,12 @@ export class LedgerApplier {
       for (const { table, rows } of byTable.values()) await appendRows(this.conn, table, rows);
     });
   }
+}
+
+/** Whether an error is the disk running out of space (DuckDB's message, or the operating system's code). */
+export function isDiskFull(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  return e?.code === 'ENOSPC' || e?.code === '53100' || /No space left on device|disk is full/i.test(String(e?.message ?? ''));
 }
 
 /** How the applier tells a ledger that can no longer take rows from a passing failure, and where their rows go. */

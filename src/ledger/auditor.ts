@@ -23,8 +23,8 @@ export interface AuditSources {
   readonly log: MerkleLog | null;
   /** The ledger_seq up to which the engine holds every acknowledged row. */
   appliedSeq(): number;
-  /** The log's size once the commit in flight, if any, is integrated. */
-  integratedSeq(): Promise<number>;
+  /** Once the commit in flight (if any) has settled: the last ledger_seq acknowledged, and the log's size. */
+  integratedSeq(): Promise<{ readonly acknowledged: number; readonly logged: number }>;
   /** Chain heads the writer holds in memory. */
   knownHeads(): Iterable<KnownHead>;
   /** Why the log stopped growing at start-up, or null. */

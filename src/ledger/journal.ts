@@ -43,6 +43,24 @@ const REUSE_AFTER = 8 * 2 ** 20;
 
 const writeAt = promisify(write);
 
+/**
+ * How reading the journal ended. `clean`: zeros, or a record older than the
+ * last (the file is reused from its start). `torn`: a record that runs past
+ * the end of the file. `corrupt`: a record whose hash or contents are wrong.
+ * `unrecognized`: bytes that are no record (what is left of an older
+ * record after reuse looks the same as damage). Records that carry on the
+ * sequence after a damaged one are read too: they were written, and so
+ * acknowledged, after it.
+ */
+export interface JournalTail {
+  readonly kind: 'clean' | 'torn' | 'corrupt' | 'unrecognized';
+  /** Where reading first stopped, in bytes. */
+  readonly offset: number;
+  readonly detail: string;
+  /** Valid records found after the damage: the sequence numbers between them and the records before are lost. */
+  readonly lost: { readonly afterSeq: bigint; readonly beforeSeq: bigint } | null;
+}
+
 export class Journal {
   private offset = 0;
 
@@ -56,13 +74,13 @@ export class Journal {
     return `${databasePath}.journal`;
   }
 
-  /** Opens (creating it if need be) the journal, and returns the records it holds. */
-  static open(path: string): { journal: Journal; records: JournalRecord[] } {
+  /** Opens (creating it if need be) the journal, and returns the records it holds and how reading them ended. */
+  static open(path: string): { journal: Journal; records: JournalRecord[]; tail: JournalTail } {
     const existed = existsSync(path);
     // O_DSYNC: each write returns once its data is on the disk.
     const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC, 0o600);
     const journal = new Journal(path, fd);
-    const records = existed ? journal.readAll() : [];
+    const { records, tail } = existed ? journal.readAll() : { records: [], tail: CLEAN_START };
     const size = fstatSync(fd).size;
     if (size < PREALLOCATED) {
       const zeros = Buffer.alloc(2 ** 20);
@@ -70,11 +88,15 @@ export class Journal {
       fsyncSync(fd);
     }
     if (!existed) syncDirectory(path);
-    return { journal, records };
+    return { journal, records, tail };
   }
 
-  /** Reads every valid record from the start of the file, and positions the next write after them. */
-  private readAll(): JournalRecord[] {
+  /**
+   * Reads every valid record from the start of the file, then looks past
+   * the first one that is not for records that carry on the sequence, and
+   * positions the next write after the last record read.
+   */
+  private readAll(): { records: JournalRecord[]; tail: JournalTail } {
     const size = fstatSync(this.fd).size;
     const file = Buffer.alloc(size);
     for (let at = 0; at < size; ) {
@@ -83,28 +105,35 @@ export class Journal {
       at += n;
     }
     const records: JournalRecord[] = [];
-    let at = 0;
-    let last = -1n;
-    while (at + HEADER <= size && file.subarray(at, at + MAGIC.length).equals(MAGIC)) {
-      const length = file.readUInt32BE(at + MAGIC.length);
-      const end = at + HEADER + length;
-      if (end > size) break;
-      const payload = file.subarray(at + HEADER, end);
-      if (
-        !createHash('sha256')
-          .update(payload)
-          .digest()
-          .equals(file.subarray(at + MAGIC.length + 4, at + HEADER))
-      )
-        break;
-      const record = decode(payload);
-      if (record === null || record.firstSeq <= last) break;
-      records.push(record);
-      last = record.lastSeq;
-      at = end;
+    // Sequence numbers start at 1.
+    let last = 0n;
+    let read = readRecord(file, 0, last);
+    while (read.record !== null) {
+      records.push(read.record);
+      last = read.record.lastSeq;
+      read = readRecord(file, read.end, last);
     }
-    this.offset = at;
-    return records;
+    const stop = read.end;
+    let tail: JournalTail = { kind: read.kind, offset: stop, detail: read.detail, lost: null };
+    let end = stop;
+    if (read.kind !== 'clean') {
+      // Records written after the damaged one were acknowledged after it: keep them, and say what is lost between.
+      for (let at = file.indexOf(MAGIC, stop + 1); at >= 0; at = file.indexOf(MAGIC, at + 1)) {
+        const next = readRecord(file, at, last);
+        if (next.record === null) continue;
+        tail = { ...tail, lost: { afterSeq: last, beforeSeq: next.record.firstSeq } };
+        read = next;
+        while (read.record !== null) {
+          records.push(read.record);
+          last = read.record.lastSeq;
+          end = read.end;
+          read = readRecord(file, read.end, last);
+        }
+        break;
+      }
+    }
+    this.offset = end;
+    return { records, tail };
   }
 
   /** Writes a record; resolves once it is durable. A failed write leaves the journal as it was. */
@@ -125,9 +154,12 @@ export class Journal {
         written += bytesWritten;
       }
     } catch (err) {
-      throw new PgError(SqlState.IoError, `could not write to the ledger journal ${this.path}: ${(err as Error).message}`, {
-        hint: 'Nothing was appended. Check the disk that holds the database file, then retry.',
-      });
+      const full = (err as NodeJS.ErrnoException).code === 'ENOSPC';
+      throw new PgError(
+        full ? SqlState.DiskFull : SqlState.IoError,
+        `could not write to the ledger journal ${this.path}: ${full ? 'No space left on device' : (err as Error).message}`,
+        { hint: 'Nothing was appended. Free space on the disk that holds the database file (or fix it), then retry.' },
+      );
     }
     this.offset += buf.length;
   }
@@ -148,6 +180,42 @@ export class Journal {
     this.fd = -1;
     if (remove) unlinkSync(this.path);
   }
+}
+
+const CLEAN_START: JournalTail = { kind: 'clean', offset: 0, detail: 'a new journal', lost: null };
+
+type ReadResult =
+  | { readonly record: JournalRecord; readonly end: number }
+  | { readonly record: null; readonly end: number; readonly kind: JournalTail['kind']; readonly detail: string };
+
+/** The record at `at`, if it is whole, matches its hash and carries on the sequence after `last`. */
+function readRecord(file: Buffer, at: number, last: bigint): ReadResult {
+  const stopped = (kind: JournalTail['kind'], detail: string): ReadResult => ({ record: null, end: at, kind, detail });
+  const rest = file.subarray(at);
+  if (file[at] === 0 && rest.every((b) => b === 0)) return stopped('clean', 'zeros follow the last record');
+  if (at + HEADER > file.length || !file.subarray(at, at + MAGIC.length).equals(MAGIC)) {
+    return stopped('unrecognized', `the ${rest.length} bytes from offset ${at} are no record (left over from reusing the journal, or damage)`);
+  }
+  const length = file.readUInt32BE(at + MAGIC.length);
+  const end = at + HEADER + length;
+  if (end > file.length) return stopped('torn', `the record at offset ${at} claims ${length} bytes, but the file ends after ${file.length - at - HEADER}`);
+  const payload = file.subarray(at + HEADER, end);
+  if (
+    !createHash('sha256')
+      .update(payload)
+      .digest()
+      .equals(file.subarray(at + MAGIC.length + 4, at + HEADER))
+  ) {
+    return stopped(
+      'corrupt',
+      `the record at offset ${at} (${length} bytes) does not match its SHA-256: torn by a crash while it was written, or damaged since`,
+    );
+  }
+  const record = decode(payload);
+  if (record === null) return stopped('corrupt', `the record at offset ${at} matches its hash but cannot be read`);
+  // An older record: the file was reused from its start, and what follows is history.
+  if (record.firstSeq <= last) return stopped('clean', `an older record (ledger_seq ${record.firstSeq}) follows the last one`);
+  return { record, end };
 }
 
 function encode(record: JournalRecord): string {

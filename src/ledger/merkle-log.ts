@@ -202,27 +202,31 @@ export class MerkleLog {
     }
   }
 
-  /** Integrates leaf hashes, in order; one write for all of them. */
+  /** Integrates leaf hashes, in order; one write for all of them, and nothing changes if it fails. */
   append(leafHashes: readonly Hash[]): void {
     const out: Hash[] = [];
+    const frontier = [...this.frontier];
+    let leaves = this.leaves;
     for (const leaf of leafHashes) {
       out.push(leaf);
       let hash = leaf;
-      let index = this.leaves;
+      let index = leaves;
       let level = 0;
       // A right child completes its parent; the left sibling is the level's frontier as it stood.
       while (index % 2 === 1) {
-        const left = this.frontier[level] as Hash;
-        this.frontier[level] = hash;
+        const left = frontier[level] as Hash;
+        frontier[level] = hash;
         hash = nodeHash(left, hash);
         index = (index - 1) / 2;
         level++;
         out.push(hash);
       }
-      this.frontier[level] = hash;
-      this.leaves++;
+      frontier[level] = hash;
+      leaves++;
     }
     this.store.write(out);
+    this.frontier = frontier;
+    this.leaves = leaves;
   }
 
   /**

@@ -49,8 +49,12 @@ export interface KnownHead {
 export interface ReconcileBounds {
   /** The engine held every row up to this ledger_seq before the audit's snapshot was taken. */
   readonly applied: number;
-  /** The log's size once the commit in flight (if any) is integrated: a row beyond it is not the writer's. */
-  integrated(): Promise<number>;
+  /**
+   * Once the commit in flight (if any) has settled: the last ledger_seq the
+   * writer acknowledged (a row beyond it is not the writer's), and the log's
+   * size (rows between the two are acknowledged but not in the log yet).
+   */
+  integrated(): Promise<{ readonly acknowledged: number; readonly logged: number }>;
   /** Chain heads known from before, to name the chain of a missing row. */
   readonly heads: Iterable<KnownHead>;
 }
@@ -134,14 +138,17 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
     for (const [seq, key, hash] of got) beyond.push({ table, key, hash: hash ?? '', seq: seq === null ? null : Number(seq) });
   }
   if (beyond.length > 0) {
-    const integrated = Math.min(await bounds.integrated(), log.size);
+    const settled = await bounds.integrated();
+    const logged = Math.min(settled.logged, log.size);
     const seen = new Set<number>();
     for (const r of beyond.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0))) {
-      if (r.seq === null || r.seq <= 0 || r.seq > integrated || seen.has(r.seq)) {
+      if (r.seq === null || r.seq <= 0 || r.seq > Math.max(settled.acknowledged, logged) || seen.has(r.seq)) {
         found.add('unlogged', r.table, r.key, r.seq);
         continue;
       }
       seen.add(r.seq);
+      // Acknowledged, and its leaf waits for the node file: the next audit holds it against the log.
+      if (r.seq > logged) continue;
       if (leafOf(r).equals(log.read(0, r.seq - 1))) heads.set(chainId(r.table, r.key), { table: r.table, key: r.key, hash: r.hash });
       else found.add('altered', r.table, r.key, r.seq);
     }

@@ -7,7 +7,7 @@ import { NO_OBSERVER, type Observer } from '../observe/observer.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { appendRows, inTransaction, LedgerApplier, type TableRows } from './applier.js';
-import { Journal, type JournalRecord } from './journal.js';
+import { Journal, type JournalRecord, type JournalTail } from './journal.js';
 import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
 import { resumeLog } from './log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from './catalog.js';
@@ -60,6 +60,12 @@ export interface WriterOptions {
   readonly log?: MerkleLog;
   /** Where journaled rows go whose ledger was dropped or reshaped behind the server; none in memory. */
   readonly quarantine?: Quarantine;
+  /**
+   * The journal did not end cleanly (ledger/journal.ts): what was read is
+   * applied; `missing` counts the acknowledged ledger_seq in the damaged
+   * stretch that the database does not hold either.
+   */
+  readonly onJournalDamage?: (tail: JournalTail, path: string, missing: number) => void;
   /** Rows were set aside in the quarantine (their ledger is damaged). */
   readonly onQuarantine?: (ledgers: readonly string[], rows: number, reason: string, path: string | null) => void;
 }
@@ -102,6 +108,10 @@ export class LedgerWriter {
   logFrozen: string | null = null;
   /** Called after each commit with the log's new size. */
   onIntegrated: (size: number) => void = () => undefined;
+  /** Writing the log's node file failed; its leaves are kept and written with the next commit. */
+  onLogError: (err: unknown) => void = () => undefined;
+  /** Leaves of durable commits that the node file could not take yet. */
+  private unintegrated: Buffer[] = [];
 
   private constructor(
     private readonly conn: EngineConnection,
@@ -123,6 +133,9 @@ export class LedgerWriter {
         const opened = Journal.open(options.journalPath);
         journal = opened.journal;
         await replayRecords(conn, catalog, opened.records, options.journalPath, quarantine, onQuarantine);
+        if (opened.tail.kind !== 'clean') {
+          options.onJournalDamage?.(opened.tail, options.journalPath, await missingBetween(conn, catalog, opened.tail));
+        }
       }
       const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null);
       await writer.loadSequence();
@@ -187,10 +200,10 @@ export class LedgerWriter {
     return Number(this.applier?.appliedSeq ?? this.seq);
   }
 
-  /** The last ledger_seq acknowledged, once the commit in flight (if any) has settled. */
-  async settledSeq(): Promise<number> {
+  /** Once the commit in flight (if any) has settled: the last ledger_seq acknowledged, and the log's size. */
+  async settledSeq(): Promise<{ readonly acknowledged: number; readonly logged: number }> {
     await this.committing?.catch(() => undefined);
-    return Number(this.seq);
+    return { acknowledged: Number(this.seq), logged: this.log?.size ?? Number(this.seq) };
   }
 
   /** Every chain head the writer holds in memory (the ledgers appended to since the start). */
@@ -276,6 +289,24 @@ export class LedgerWriter {
     }
   }
 
+  /**
+   * Adds a durable commit's leaves to the global log. The node file is
+   * derived data: when it cannot be written (a full disk), the leaves wait
+   * in memory and go with the next commit, and the rows stay acknowledged.
+   */
+  private integrate(leaves: readonly Buffer[]): void {
+    const log = this.log as MerkleLog;
+    this.unintegrated.push(...leaves);
+    try {
+      log.append(this.unintegrated);
+    } catch (err) {
+      this.onLogError(err);
+      return;
+    }
+    this.unintegrated = [];
+    this.onIntegrated(log.size);
+  }
+
   private tracked<T>(commit: Promise<T>): Promise<T> {
     this.committing = commit;
     return commit;
@@ -284,6 +315,13 @@ export class LedgerWriter {
   /** One durable write for all the units; chain heads advance only once it is durable. */
   private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
     const applier = this.applier as LedgerApplier;
+    const full = applier.diskFull;
+    if (full !== null) {
+      // Journaled rows wait for space; more would only lengthen the wait. Nothing of this unit is written.
+      throw new PgError(SqlState.DiskFull, `could not append: ${full.message.replace(/^[A-Za-z ]+ Error: (Failed to commit: )?/, '')}`, {
+        hint: 'Free space on the disk that holds the database; appends resume by themselves once the server can write again.',
+      });
+    }
     const journaled =
       this.journal !== null &&
       units.every((u) => u.jobs.every((j) => j.table.journaled)) &&
@@ -338,10 +376,7 @@ export class LedgerWriter {
     this.seq = seq;
     if (journaled) applier.enqueue(tables, seq);
     else applier.committedDirectly(seq);
-    if (this.log !== null && this.logFrozen === null) {
-      this.log.append(leaves);
-      this.onIntegrated(this.log.size);
-    }
+    if (this.log !== null && this.logFrozen === null) this.integrate(leaves);
     const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
     this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
     return results;
@@ -562,6 +597,18 @@ export async function replayRecords(
     for (const { table, rows } of parts) await appendRows(conn, table, rows);
   });
   return parts.reduce((n, p) => n + p.rows.length, 0);
+}
+
+/** How many ledger_seq in a journal's damaged stretch no ledger holds. */
+async function missingBetween(conn: EngineConnection, catalog: LedgerCatalog, tail: JournalTail): Promise<number> {
+  if (tail.lost === null) return 0;
+  const { afterSeq, beforeSeq } = tail.lost;
+  let present = 0;
+  for (const t of await catalog.all()) {
+    const [[n]] = (await conn.query(`SELECT count(*) FROM ${qualifiedName(t)} WHERE ledger_seq > ${afterSeq} AND ledger_seq < ${beforeSeq}`)) as [[bigint]];
+    present += Number(n);
+  }
+  return Number(beforeSeq - afterSeq - 1n) - present;
 }
 
 const insertCache = new Map<string, string>();

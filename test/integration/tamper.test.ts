@@ -11,6 +11,7 @@ import { spawnServer } from '../fixtures/server.js';
 import { startServer } from '../../src/main.js';
 import { Journal } from '../../src/ledger/journal.js';
 import { checkChains, recomputeSql } from '../fixtures/independent-verifier.js';
+import { crashBeforeApply } from '../fixtures/crash.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const root = mkdtempSync(join(tmpdir(), 'cotwire-tamper-'));
@@ -118,40 +119,6 @@ describe('background audit', () => {
     }
   });
 });
-
-/**
- * The state a crash leaves when steps were acknowledged from the journal and
- * DuckDB did not get them yet: the last `cut` steps are taken out of the
- * file and written, exactly as they were, to the journal beside it.
- */
-async function crashBeforeApply(db: string, cut: number): Promise<string[]> {
-  const instance = await DuckDBInstance.create(db);
-  const conn = await instance.connect();
-  const cols = (
-    await conn.runAndReadAll("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '_cot_steps' ORDER BY column_index")
-  ).getRows();
-  const texts = cols.map(([name, type]) =>
-    type === 'TIMESTAMP WITH TIME ZONE' ? `CAST(epoch_us("${String(name)}") AS VARCHAR)` : `CAST("${String(name)}" AS VARCHAR)`,
-  );
-  const rows = (await conn.runAndReadAll(`SELECT ${texts.join(', ')} FROM _cot_steps ORDER BY ledger_seq DESC LIMIT ${cut}`)).getRows().reverse() as Array<
-    Array<string | null>
-  >;
-  const seqAt = cols.findIndex(([name]) => name === 'ledger_seq');
-  await conn.run(`DELETE FROM _cot_steps WHERE ledger_seq >= ${String(rows[0]?.[seqAt])}`);
-  conn.closeSync();
-  instance.closeSync();
-  const { journal } = Journal.open(Journal.pathFor(db));
-  // Two group commits, as the writer would have journaled them.
-  for (const part of [rows.slice(0, 2), rows.slice(2)]) {
-    await journal.append({
-      firstSeq: BigInt(part[0]?.[seqAt] ?? 0),
-      lastSeq: BigInt(part.at(-1)?.[seqAt] ?? 0),
-      tables: [{ schema: 'main', name: '_cot_steps', rows: part }],
-    });
-  }
-  journal.close(false);
-  return rows.map((r) => String(r[cols.findIndex(([name]) => name === 'content')]));
-}
 
 describe('crash safety', () => {
   it('applies the steps a crash left only in the journal, at the next start and in the CLI', async () => {

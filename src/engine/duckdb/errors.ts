@@ -14,6 +14,9 @@ interface Rule {
 }
 
 const RULES: readonly Rule[] = [
+  // A full disk, whichever layer noticed it: the message names the file.
+  { type: 'IO', match: /No space left on device|disk is full|not enough space/i, code: SqlState.DiskFull },
+  { type: 'TransactionContext', match: /No space left on device|disk is full|not enough space/i, code: SqlState.DiskFull },
   { type: 'Catalog', match: /^(Table|View) with name .* does not exist/i, code: SqlState.UndefinedTable },
   { type: 'Catalog', match: /^Schema with name .* does not exist/i, code: SqlState.InvalidSchemaName },
   { type: 'Catalog', match: /^Catalog .* does not exist/i, code: SqlState.InvalidCatalogName },

@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -58,15 +58,38 @@ describe('the append journal', () => {
     expect(Journal.open(path).records).toEqual([record(1), record(2)]);
   });
 
-  it('stops at a record whose bytes do not match its hash', async () => {
+  it('reports a record whose bytes do not match its hash, and reads the records written after it', async () => {
     const path = fresh();
     await written(path, [record(1), record(2)]);
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.from('X'), 0, 1, 60);
     closeSync(fd);
-    const { journal, records } = Journal.open(path);
+    const { journal, records, tail } = Journal.open(path);
     journal.close(false);
-    expect(records).toEqual([]);
+    expect(records).toEqual([record(2)]);
+    expect(tail).toMatchObject({ kind: 'corrupt', offset: 0, lost: { afterSeq: 0n, beforeSeq: record(2).firstSeq } });
+    expect(tail.detail).toMatch(/does not match its SHA-256/);
+  });
+
+  it('tells a clean end from a torn record and from bytes that are no record', async () => {
+    const path = fresh();
+    await written(path, [record(1), record(2)]);
+    const clean = Journal.open(path);
+    clean.journal.close(false);
+    expect(clean.tail).toMatchObject({ kind: 'clean', lost: null });
+    const size = readFileSync(path).indexOf(Buffer.alloc(64));
+    truncateSync(path, size - 5);
+    const torn = Journal.open(path);
+    torn.journal.close(false);
+    expect(torn.records).toEqual([record(1)]);
+    expect(torn.tail).toMatchObject({ kind: 'torn', lost: null });
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.from('garbage'.repeat(10)), 0, 70, torn.tail.offset);
+    closeSync(fd);
+    const garbage = Journal.open(path);
+    garbage.journal.close(false);
+    expect(garbage.records).toEqual([record(1)]);
+    expect(garbage.tail).toMatchObject({ kind: 'unrecognized', lost: null });
   });
 
   it('is reused from its start once large, and never reads the older records left behind', async () => {

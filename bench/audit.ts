@@ -1,0 +1,157 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
+import { LedgerAuditor } from '../src/ledger/auditor.js';
+import { LedgerCatalog } from '../src/ledger/catalog.js';
+import { Journal } from '../src/ledger/journal.js';
+import { MerkleLog } from '../src/ledger/merkle-log.js';
+import { reconcile } from '../src/ledger/reconcile.js';
+import { STEPS_DDL, type LedgerTable } from '../src/ledger/schema.js';
+import { verifyLedgers } from '../src/ledger/verify.js';
+import { LedgerWriter } from '../src/ledger/writer.js';
+import { NO_OBSERVER } from '../src/observe/observer.js';
+import { stepRow } from './dataset.js';
+
+/** A step's client columns, in the table order of `_cot_steps` (the server's left out). */
+function clientRow(i: number): Array<string | null> {
+  const r = stepRow(`s-${i % 2000}`, i);
+  return [
+    null,
+    r[1] as string,
+    r[0] as string,
+    r[2] as string,
+    r[3] as string,
+    r[4] as string,
+    r[5] as string,
+    '0.5',
+    String(r[7]),
+    String(r[8]),
+    r[9] as string,
+    r[10] as string,
+    null,
+  ];
+}
+
+interface Ledger {
+  readonly engine: DuckDBEngine;
+  readonly writer: LedgerWriter;
+  readonly catalog: LedgerCatalog;
+  readonly table: LedgerTable;
+  readonly log: MerkleLog;
+  close(): Promise<void>;
+}
+
+/** A file-backed ledger of `steps` steps in 2,000 sessions, appended through the writer with the global log on. */
+async function ledgerOf(steps: number): Promise<Ledger> {
+  const dir = mkdtempSync(join(tmpdir(), 'cotwire-bench-audit-'));
+  const path = join(dir, 'audit.duckdb');
+  const engine = await DuckDBEngine.open({ path });
+  const conn = await engine.connect();
+  await conn.run(STEPS_DDL);
+  const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+  const table = await catalog.find(['_cot_steps']);
+  if (table === null) throw new Error('no _cot_steps');
+  const log = MerkleLog.openFile(MerkleLog.pathFor(path));
+  const writer = await LedgerWriter.open(engine, catalog, { journalPath: Journal.pathFor(path), log });
+  const BATCH = 20_000;
+  for (let i = 0; i < steps; i += BATCH) {
+    await writer.append([{ table, rows: Array.from({ length: Math.min(BATCH, steps - i) }, (_, j) => clientRow(i + j)) }]);
+  }
+  await writer.visible();
+  return {
+    engine,
+    writer,
+    catalog,
+    table,
+    log,
+    async close() {
+      await writer.close();
+      log.close();
+      conn.close();
+      await engine.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface AuditCost {
+  /** Holding every row against the global log, seconds. */
+  readonly reconcileSeconds: number;
+  /** Recomputing every chain's hashes, seconds. */
+  readonly chainsSeconds: number;
+  readonly buildSeconds: number;
+}
+
+/** The two halves of one audit over `steps` steps, timed apart. */
+export async function auditCost(steps: number): Promise<AuditCost> {
+  const t = performance.now();
+  const ledger = await ledgerOf(steps);
+  const buildSeconds = (performance.now() - t) / 1000;
+  const conn = await ledger.engine.connect();
+  try {
+    await conn.run('BEGIN TRANSACTION READ ONLY');
+    const r0 = performance.now();
+    const r = await reconcile(conn, [ledger.table], ledger.log, {
+      applied: ledger.writer.appliedSeq,
+      integrated: () => ledger.writer.settledSeq(),
+      heads: [],
+    });
+    const reconcileSeconds = (performance.now() - r0) / 1000;
+    const c0 = performance.now();
+    const verdicts = await verifyLedgers(conn, ledger.catalog, null);
+    const chainsSeconds = (performance.now() - c0) / 1000;
+    await conn.run('ROLLBACK');
+    if (r.findings.length > 0 || verdicts.some((v) => !v.valid)) throw new Error('the benchmark ledger does not verify');
+    return { reconcileSeconds, chainsSeconds, buildSeconds };
+  } finally {
+    conn.close();
+    await ledger.close();
+  }
+}
+
+/**
+ * Appends through the writer (16 concurrent one-step units, journal and
+ * log on) over a ledger of `steps` steps, with audits running back to back
+ * the whole time or not at all: steps per second.
+ */
+export async function appendRateWhileAuditing(auditing: boolean, steps: number, appends: number): Promise<number> {
+  const ledger = await ledgerOf(steps);
+  const auditConn = await ledger.engine.connect();
+  const auditor = new LedgerAuditor(
+    auditConn,
+    ledger.catalog,
+    {
+      log: ledger.log,
+      appliedSeq: () => ledger.writer.appliedSeq,
+      integratedSeq: () => ledger.writer.settledSeq(),
+      knownHeads: () => ledger.writer.knownHeads(),
+      logStopped: () => null,
+    },
+    NO_OBSERVER,
+    () => undefined,
+    () => undefined,
+  );
+  let stop = false;
+  const audits = auditing
+    ? (async () => {
+        while (!stop) await auditor.audit();
+      })()
+    : Promise.resolve();
+  try {
+    const t = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < appends) await ledger.writer.append([{ table: ledger.table, rows: [clientRow(steps + next++)] }]);
+      }),
+    );
+    return appends / ((performance.now() - t) / 1000);
+  } finally {
+    stop = true;
+    await audits;
+    await auditor.stop();
+    auditConn.close();
+    await ledger.close();
+  }
+}
