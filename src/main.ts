@@ -164,6 +164,11 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       integratedSeq: () => writer.settledSeq(),
       knownHeads: () => writer.knownHeads(),
       logStopped: () => writer.logFrozen,
+      fingerprints: {
+        track: () => writer.trackFingerprints(),
+        between: (from, to) => writer.fingerprintsBetween(from, to),
+        forget: (seq) => writer.forgetFingerprints(seq),
+      },
     },
     observer,
     (f) =>
@@ -172,6 +177,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
         `ledger audit: ${f.kind}${f.ledger === null ? '' : ` in ${f.ledger}`}${f.chainKey === null ? '' : ` chain ${JSON.stringify(f.chainKey)}`}${f.firstSeq === null ? '' : ` ledger_seq ${f.firstSeq}..${String(f.lastSeq)}`}: ${f.detail}`,
       ),
     (err) => log.error({ err }, 'ledger audit failed'),
+    (changed) => log.warn({ ledgers: changed }, `${changed.join(', ')} changed without the writer (the watch saw it); a full audit runs now`),
   );
   for (const f of auditFunctions(() => auditor.latest)) await engine.registerFunction(f);
   const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]).catch(() => null);
@@ -252,7 +258,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     }
     throw err;
   }
-  auditor.start(config.ledger.verifyIntervalSeconds * 1000);
+  auditor.start(config.ledger.verifyIntervalSeconds * 1000, config.ledger.watchIntervalSeconds * 1000);
   checkpoints.start();
   const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
   if (sinkNames.length > 0) {

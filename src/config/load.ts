@@ -192,7 +192,14 @@ export function loadConfig(sources: ConfigSources): Config {
   const metrics = section(root, 'metrics', ['host', 'port']);
   const checkpoint = section(root, 'checkpoint', ['keyFile', 'intervalSeconds', 'maxLeaves', 'sinks']);
 
-  const ledger = section(root, 'ledger', ['enabled', 'maxContentBytes', 'embeddingSampleRate', 'retentionDays', 'verifyIntervalSeconds']);
+  const ledger = section(root, 'ledger', [
+    'enabled',
+    'maxContentBytes',
+    'embeddingSampleRate',
+    'retentionDays',
+    'verifyIntervalSeconds',
+    'watchIntervalSeconds',
+  ]);
 
   // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined => flag ?? envVar ?? fileValue;
@@ -239,6 +246,7 @@ export function loadConfig(sources: ConfigSources): Config {
       embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
       retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
       verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
+      watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
     },
     checkpoint: {
       keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),

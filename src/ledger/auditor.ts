@@ -4,6 +4,8 @@ import type { LedgerCatalog } from './catalog.js';
 import type { MerkleLog } from './merkle-log.js';
 import { reconcile, type AuditFinding, type FindingKind, type KnownHead } from './reconcile.js';
 import { verifyLedgers } from './verify.js';
+import { addFingerprints, NO_ROWS, observeFingerprint, sameFingerprint, type Fingerprint } from './fingerprint.js';
+import { qualifiedName } from './schema.js';
 
 /** One audit's outcome: what was read, and everything found wrong. */
 export interface AuditReport {
@@ -29,6 +31,18 @@ export interface AuditSources {
   knownHeads(): Iterable<KnownHead>;
   /** Why the log stopped growing at start-up, or null. */
   logStopped(): string | null;
+  /** The watch's side of the writer (ledger/fingerprint.ts): what it appended, summed per ledger. */
+  readonly fingerprints?: {
+    track(): void;
+    between(from: number, to: number): ReadonlyMap<string, Fingerprint> | null;
+    forget(seq: number): void;
+  };
+}
+
+/** What the last full audit saw, summed per ledger: the watch compares against it and what was appended since. */
+interface Baseline {
+  readonly seq: number;
+  readonly byTable: ReadonlyMap<string, Fingerprint>;
 }
 
 /**
@@ -40,6 +54,9 @@ export interface AuditSources {
  */
 export class LedgerAuditor {
   private timer: NodeJS.Timeout | null = null;
+  private watchTimer: NodeJS.Timeout | null = null;
+  /** What the last full audit saw; null before it, and once the watch saw a change. */
+  private baseline: Baseline | null = null;
   /** Audits run one after another: this settles when the last one asked for has ended. */
   private tail: Promise<unknown> = Promise.resolve();
   /** An audit asked for that has not started yet. */
@@ -58,10 +75,17 @@ export class LedgerAuditor {
     private readonly observer: Observer,
     private readonly onFinding: (finding: AuditFinding) => void,
     private readonly onError: (err: unknown) => void,
+    /** The watch saw these ledgers change; a full audit follows. */
+    private readonly onChange: (ledgers: readonly string[]) => void = () => undefined,
   ) {}
 
-  /** Starts auditing; `intervalMs` 0 audits once, at start-up only. */
-  start(intervalMs: number): void {
+  /**
+   * Starts auditing: a full audit at once and every `intervalMs` (0: at
+   * start-up only), and between them the watch every `watchMs` (0: none),
+   * which starts a full audit as soon as a ledger's fingerprint is not what
+   * the last audit saw plus what the writer appended since.
+   */
+  start(intervalMs: number, watchMs = 0): void {
     const run = (): void => {
       if (this.stopped || this.busy || this.queued !== null) return;
       this.audit().catch(this.onError);
@@ -71,6 +95,49 @@ export class LedgerAuditor {
       this.timer = setInterval(run, intervalMs);
       this.timer.unref();
     }
+    const { fingerprints } = this.sources;
+    if (watchMs > 0 && fingerprints !== undefined) {
+      fingerprints.track();
+      this.watchTimer = setInterval(() => {
+        if (this.stopped || this.busy || this.queued !== null || this.baseline === null) return;
+        const next = this.tail.then(() => this.watch());
+        this.tail = next.catch(this.onError);
+      }, watchMs);
+      this.watchTimer.unref();
+    }
+  }
+
+  /**
+   * One look at every ledger's fingerprint up to the applied sequence. A
+   * difference starts a full audit, which says what changed; none moves the
+   * baseline forward.
+   */
+  private async watch(): Promise<void> {
+    const baseline = this.baseline;
+    const fingerprints = this.sources.fingerprints;
+    if (baseline === null || fingerprints === undefined) return;
+    const applied = this.sources.appliedSeq();
+    const appended = fingerprints.between(baseline.seq, applied);
+    if (appended === null) return;
+    const expected = new Map<string, Fingerprint>();
+    const changed: string[] = [];
+    for (const table of await this.catalog.all()) {
+      const name = qualifiedName(table);
+      const want = addFingerprints(baseline.byTable.get(name) ?? NO_ROWS, appended.get(name) ?? NO_ROWS);
+      expected.set(name, want);
+      const seen = await observeFingerprint(this.conn, table, applied);
+      // Read after the query: every row the writer could have put there by then is numbered up to it.
+      const { acknowledged } = await this.sources.integratedSeq();
+      if (!sameFingerprint(seen.fingerprint, want) || seen.unnumbered > 0 || seen.maxSeq > acknowledged) changed.push(`${table.schema}.${table.name}`);
+    }
+    if (changed.length > 0) {
+      this.baseline = null;
+      this.onChange(changed);
+      this.audit().catch(this.onError);
+      return;
+    }
+    this.baseline = { seq: applied, byTable: expected };
+    fingerprints.forget(applied);
   }
 
   /** An audit that starts after this call: now, or once the one running ends (callers in between share it). */
@@ -88,6 +155,7 @@ export class LedgerAuditor {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
+    if (this.watchTimer !== null) clearInterval(this.watchTimer);
     await this.tail;
   }
 
@@ -123,6 +191,7 @@ export class LedgerAuditor {
     let rows = 0;
     let leaves = 0;
     let chains = 0;
+    let baseline: Baseline | null = null;
     await this.conn.run('BEGIN TRANSACTION READ ONLY');
     try {
       const { log } = this.sources;
@@ -137,6 +206,10 @@ export class LedgerAuditor {
         leaves = r.leaves;
         this.heads = r.heads;
       }
+      // The watch's baseline is this snapshot, damage and all: it looks for what changes next.
+      const byTable = new Map<string, Fingerprint>();
+      for (const table of ledgers) byTable.set(qualifiedName(table), (await observeFingerprint(this.conn, table, applied)).fingerprint);
+      baseline = { seq: applied, byTable };
       const verdicts = await verifyLedgers(this.conn, this.catalog, null);
       chains = verdicts.length;
       for (const v of verdicts) {
@@ -154,6 +227,8 @@ export class LedgerAuditor {
     } finally {
       await this.conn.run('ROLLBACK').catch(() => undefined);
     }
+    this.baseline = baseline;
+    this.sources.fingerprints?.forget(applied);
     for (const f of findings) this.onFinding(f);
     this.observer.audited(chains, findings);
     const report: AuditReport = { startedAt, finishedAt: new Date(), chains, rows, leaves, findings };

@@ -1,5 +1,5 @@
 import type { EngineConnection } from '../engine/port.js';
-import { leafKeySql } from './log-resume.js';
+import { leafHashSql, leafKeySql } from './log-resume.js';
 import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
 import { qualifiedName, type LedgerTable } from './schema.js';
 
@@ -69,14 +69,13 @@ export interface Reconciliation {
   readonly heads: KnownHead[];
 }
 
-/** Leaves compared per round: a round's rows and hashes are held in memory, then the event loop breathes. */
-const CHUNK = 20_000;
+/** Leaves compared per round (a row group's worth): a round's leaf hashes are held in memory, then the event loop breathes. */
+const CHUNK = 122_880;
 
 interface SeenRow {
   readonly table: LedgerTable;
   readonly key: string;
   readonly hash: string;
-  readonly seq: number | null;
 }
 
 /**
@@ -89,53 +88,60 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
   const leafOf = leafHasher();
   const upTo = Math.min(log.size, bounds.applied);
   const found = new Findings();
-  const heads = new Map<string, KnownHead>();
   /** Missing leaves by their hash, to name their chain afterwards. */
   const missing = new Map<string, number>();
+  /** Rows whose leaf is not the log's, by table: their chain key is read afterwards. */
+  const suspects = new Map<LedgerTable, Array<{ seq: number; leaf: string; kind: 'altered' | 'unlogged' }>>();
+  const suspect = (table: LedgerTable, seq: number, leaf: string, kind: 'altered' | 'unlogged'): void => {
+    let list = suspects.get(table);
+    if (list === undefined) {
+      list = [];
+      suspects.set(table, list);
+    }
+    list.push({ seq, leaf, kind });
+  };
   let rows = 0;
   for (let from = 0; from < upTo; from += CHUNK) {
     const to = Math.min(upTo, from + CHUNK);
-    const slots = new Array<SeenRow[] | undefined>(to - from);
+    const slots = new Array<Array<{ table: LedgerTable; leaf: string }> | undefined>(to - from);
     for (const table of ledgers) {
       const got = (await conn.query(
-        `SELECT ledger_seq, ${leafKeySql(table)}, current_hash FROM ${qualifiedName(table)} WHERE ledger_seq > ${from} AND ledger_seq <= ${to}`,
-      )) as Array<[bigint | number, string, string | null]>;
+        `SELECT ledger_seq, ${leafHashSql(table)} FROM ${qualifiedName(table)} WHERE ledger_seq > ${from} AND ledger_seq <= ${to}`,
+      )) as Array<[bigint | number, string]>;
       rows += got.length;
-      for (const [seq, key, hash] of got) {
+      for (const [seq, leaf] of got) {
         const at = Number(seq) - from - 1;
-        const row: SeenRow = { table, key, hash: hash ?? '', seq: Number(seq) };
         const slot = slots[at];
-        if (slot === undefined) slots[at] = [row];
-        else slot.push(row);
+        if (slot === undefined) slots[at] = [{ table, leaf }];
+        else slot.push({ table, leaf });
       }
     }
     const leaves = log.leafRange(from, to);
     for (let i = 0; i < slots.length; i++) {
       const seq = from + i + 1;
-      const leaf = leaves[i] as Buffer;
+      const expected = (leaves[i] as Buffer).toString('hex');
       const candidates = slots[i];
       if (candidates === undefined) {
-        missing.set(leaf.toString('hex'), seq);
+        missing.set(expected, seq);
         continue;
       }
+      if (candidates.length === 1 && candidates[0]?.leaf === expected) continue;
       // With a repeated ledger_seq, the row that matches the log is the writer's; the others are not.
-      const match = candidates.findIndex((r) => leafOf(r).equals(leaf));
+      const match = candidates.findIndex((r) => r.leaf === expected);
       candidates.forEach((r, n) => {
-        if (n === match) heads.set(chainId(r.table, r.key), { table: r.table, key: r.key, hash: r.hash });
-        else if (match >= 0 || n > 0) found.add('unlogged', r.table, r.key, seq);
-        else found.add('altered', r.table, r.key, seq);
+        if (n !== match) suspect(r.table, seq, r.leaf, match >= 0 || n > 0 ? 'unlogged' : 'altered');
       });
     }
     await breathe();
   }
   // Rows beyond what the engine held when the snapshot opened: appends since, or rows the writer never wrote.
-  const beyond: SeenRow[] = [];
+  const beyond: Array<{ table: LedgerTable; seq: number | null; leaf: string }> = [];
   for (const table of ledgers) {
     const got = (await conn.query(
-      `SELECT ledger_seq, ${leafKeySql(table)}, current_hash FROM ${qualifiedName(table)} WHERE ledger_seq IS NULL OR ledger_seq <= 0 OR ledger_seq > ${upTo}`,
-    )) as Array<[bigint | number | null, string, string | null]>;
+      `SELECT ledger_seq, ${leafHashSql(table)} FROM ${qualifiedName(table)} WHERE ledger_seq IS NULL OR ledger_seq <= 0 OR ledger_seq > ${upTo}`,
+    )) as Array<[bigint | number | null, string]>;
     rows += got.length;
-    for (const [seq, key, hash] of got) beyond.push({ table, key, hash: hash ?? '', seq: seq === null ? null : Number(seq) });
+    for (const [seq, leaf] of got) beyond.push({ table, seq: seq === null ? null : Number(seq), leaf });
   }
   if (beyond.length > 0) {
     const settled = await bounds.integrated();
@@ -143,16 +149,28 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
     const seen = new Set<number>();
     for (const r of beyond.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0))) {
       if (r.seq === null || r.seq <= 0 || r.seq > Math.max(settled.acknowledged, logged) || seen.has(r.seq)) {
-        found.add('unlogged', r.table, r.key, r.seq);
+        if (r.seq === null) found.add('unlogged', r.table, await keyOfNull(conn, r.table), null);
+        else suspect(r.table, r.seq, r.leaf, 'unlogged');
         continue;
       }
       seen.add(r.seq);
       // Acknowledged, and its leaf waits for the node file: the next audit holds it against the log.
       if (r.seq > logged) continue;
-      if (leafOf(r).equals(log.read(0, r.seq - 1))) heads.set(chainId(r.table, r.key), { table: r.table, key: r.key, hash: r.hash });
-      else found.add('altered', r.table, r.key, r.seq);
+      if (r.leaf !== log.read(0, r.seq - 1).toString('hex')) suspect(r.table, r.seq, r.leaf, 'altered');
     }
   }
+  // Only the rows found wrong are read again, for the chain they are in.
+  for (const [table, list] of suspects) {
+    for (let i = 0; i < list.length; i += 10_000) {
+      const part = list.slice(i, i + 10_000);
+      const keys = (await conn.query(
+        `SELECT ledger_seq, ${leafKeySql(table)}, ${leafHashSql(table)} FROM ${qualifiedName(table)} WHERE ledger_seq IN (${part.map((p) => p.seq).join(', ')})`,
+      )) as Array<[bigint | number, string, string]>;
+      const keyOf = new Map(keys.map(([seq, key, leaf]) => [`${Number(seq)}\u0000${leaf}`, key]));
+      for (const p of part) found.add(p.kind, table, keyOf.get(`${p.seq}\u0000${p.leaf}`) ?? '', p.seq);
+    }
+  }
+  const heads = await chainHeads(conn, ledgers, upTo);
   if (missing.size > 0) {
     const owners = await ownersOfMissing(conn, ledgers, missing, bounds.heads, leafOf);
     for (const [seq, owner] of [...missing.values()].sort((a, b) => a - b).map((s) => [s, owners.get(s)] as const)) {
@@ -160,7 +178,25 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
       else found.add('missing', owner.table, owner.key, seq);
     }
   }
-  return { findings: found.list(), rows, leaves: upTo, heads: [...heads.values()] };
+  return { findings: found.list(), rows, leaves: upTo, heads };
+}
+
+/** Each chain's newest row up to `upTo`: the next audit recognises a tail cut since by it. */
+async function chainHeads(conn: EngineConnection, ledgers: readonly LedgerTable[], upTo: number): Promise<KnownHead[]> {
+  const heads: KnownHead[] = [];
+  for (const table of ledgers) {
+    const got = (await conn.query(
+      `SELECT ${leafKeySql(table)} AS k, arg_max(current_hash, ledger_seq) FROM ${qualifiedName(table)} WHERE ledger_seq > 0 AND ledger_seq <= ${upTo} GROUP BY k`,
+    )) as Array<[string, string | null]>;
+    for (const [key, hash] of got) if (hash !== null) heads.push({ table, key, hash });
+  }
+  return heads;
+}
+
+/** The chain key of a row without a ledger_seq (the first such row's, enough to name it). */
+async function keyOfNull(conn: EngineConnection, table: LedgerTable): Promise<string> {
+  const [row] = (await conn.query(`SELECT ${leafKeySql(table)} FROM ${qualifiedName(table)} WHERE ledger_seq IS NULL LIMIT 1`)) as Array<[string]>;
+  return row?.[0] ?? '';
 }
 
 /**
@@ -177,7 +213,7 @@ async function ownersOfMissing(
 ): Promise<Map<number, { table: LedgerTable; key: string }>> {
   const owners = new Map<number, { table: LedgerTable; key: string }>();
   const claim = (table: LedgerTable, key: string, hash: string): void => {
-    const seq = missing.get(leafOf({ table, key, hash, seq: null }).toString('hex'));
+    const seq = missing.get(leafOf({ table, key, hash }).toString('hex'));
     if (seq !== undefined) owners.set(seq, { table, key });
   };
   const names = new Set(ledgers.map(qualifiedName));

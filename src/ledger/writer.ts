@@ -12,6 +12,7 @@ import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
 import { resumeLog } from './log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from './catalog.js';
 import { Quarantine } from './quarantine.js';
+import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -47,6 +48,8 @@ const APPENDER_MIN_ROWS = 32;
 const UNITS_PER_COMMIT = 512;
 /** Larger group commits go to the engine directly: one record of the journal must stay a modest buffer. */
 const JOURNAL_MAX_ROWS = 10_000;
+/** Commits whose fingerprints are kept for the audit's watch at most. */
+const MAX_FINGERPRINTS = 1_000_000;
 /** Journaled rows DuckDB may lag behind by before appends wait for it. */
 const MAX_BACKLOG = 100_000;
 
@@ -112,6 +115,14 @@ export class LedgerWriter {
   onLogError: (err: unknown) => void = () => undefined;
   /** Leaves of durable commits that the node file could not take yet. */
   private unintegrated: Buffer[] = [];
+  /**
+   * Each durable commit's fingerprint per ledger (ledger/fingerprint.ts),
+   * kept while the audit's watch asks for them and until it folds them into
+   * its baseline; null when nobody asks, or after too many went unclaimed.
+   */
+  private commitFingerprints: Array<{ readonly lastSeq: bigint; readonly byTable: ReadonlyMap<string, Fingerprint> }> | null = null;
+  /** Commits up to this ledger_seq may be missing from `commitFingerprints`. */
+  private fingerprintsLostAt = 0n;
 
   private constructor(
     private readonly conn: EngineConnection,
@@ -204,6 +215,31 @@ export class LedgerWriter {
   async settledSeq(): Promise<{ readonly acknowledged: number; readonly logged: number }> {
     await this.committing?.catch(() => undefined);
     return { acknowledged: Number(this.seq), logged: this.log?.size ?? Number(this.seq) };
+  }
+
+  /** Starts keeping each commit's fingerprints, for the audit's watch. */
+  trackFingerprints(): void {
+    this.commitFingerprints ??= [];
+  }
+
+  /**
+   * The fingerprints of the commits with their last ledger_seq in (from, to],
+   * by qualified ledger name; null when they were not all kept.
+   */
+  fingerprintsBetween(from: number, to: number): Map<string, Fingerprint> | null {
+    if (this.commitFingerprints === null || BigInt(from) < this.fingerprintsLostAt) return null;
+    const out = new Map<string, Fingerprint>();
+    for (const c of this.commitFingerprints) {
+      if (c.lastSeq <= BigInt(from) || c.lastSeq > BigInt(to)) continue;
+      for (const [name, f] of c.byTable) out.set(name, addFingerprints(out.get(name) ?? NO_ROWS, f));
+    }
+    return out;
+  }
+
+  /** Forgets the fingerprints of commits up to `seq`: the audit's baseline holds them. */
+  forgetFingerprints(seq: number): void {
+    if (this.commitFingerprints === null) return;
+    this.commitFingerprints = this.commitFingerprints.filter((c) => c.lastSeq > BigInt(seq));
   }
 
   /** Every chain head the writer holds in memory (the ledgers appended to since the start). */
@@ -374,6 +410,14 @@ export class LedgerWriter {
       for (const [key, head] of tentative) heads.set(key, head);
     }
     this.seq = seq;
+    if (this.commitFingerprints !== null) {
+      if (this.commitFingerprints.length >= MAX_FINGERPRINTS) {
+        // Nobody folded them for too long: the watch waits for the next full audit's baseline.
+        this.commitFingerprints = [];
+        this.fingerprintsLostAt = seq;
+      }
+      this.commitFingerprints.push({ lastSeq: seq, byTable: new Map(tables.map((t) => [qualifiedName(t.table), fingerprintOf(t.table, t.rows)])) });
+    }
     if (journaled) applier.enqueue(tables, seq);
     else applier.committedDirectly(seq);
     if (this.log !== null && this.logFrozen === null) this.integrate(leaves);

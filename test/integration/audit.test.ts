@@ -170,3 +170,39 @@ describe('the online audit holds the rows against the global log', () => {
     expect((await client.query("SELECT valid, step_count FROM cot_verify('intact')")).rows).toEqual([{ valid: true, step_count: '5' }]);
   });
 });
+
+describe('the watch between full audits', () => {
+  it('keeps quiet while the writer appends, and starts an audit within seconds of a change behind it', async () => {
+    const sink = new PassThrough();
+    let text = '';
+    sink.on('data', (b: Buffer) => (text += b.toString()));
+    await using s = await startTestServer(
+      { ledger: { ...DEFAULTS.ledger, verifyIntervalSeconds: 3600, watchIntervalSeconds: 1 }, log: { ...DEFAULTS.log, level: 'warn' } },
+      sink,
+    );
+    const c = await s.client();
+    const direct = await s.running.engine.connect();
+    try {
+      // Appends in several commits, with the watch looking between them: no false alarm.
+      for (let i = 0; i < 20; i++) {
+        await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('w', 'Reasoning', $1), ('w2', 'Action', $1)", [`step ${i}`]);
+        if (i % 5 === 0) await new Promise((r) => setTimeout(r, 600));
+      }
+      await s.running.writer.visible();
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(text).not.toMatch(/changed without the writer/);
+      await direct.run("UPDATE _cot_steps SET current_hash = sha256('forged') WHERE session_id = 'w' AND step_index = 7");
+      const deadline = Date.now() + 8000;
+      let rows: Array<{ kind: string; chain_key: string }> = [];
+      while (Date.now() < deadline) {
+        rows = (await c.query('SELECT kind, chain_key FROM cot_audit()')).rows;
+        if (rows.some((r) => r.kind === 'altered' && r.chain_key === 'w')) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(rows).toContainEqual({ kind: 'altered', chain_key: 'w' });
+      expect(text).toMatch(/main\._cot_steps changed without the writer \(the watch saw it\)/);
+    } finally {
+      direct.close();
+    }
+  });
+});
