@@ -118,10 +118,11 @@ export async function auditCost(steps: number): Promise<AuditCost> {
 
 /**
  * Appends through the writer (16 concurrent one-step units, journal and
- * log on) over a ledger of `steps` steps, with audits running back to back
- * the whole time or not at all: steps per second.
+ * log on) over one ledger of `steps` steps, `runs` times each way,
+ * alternating: with audits running back to back the whole time, and with
+ * none. Steps per second.
  */
-export async function appendRateWhileAuditing(auditing: boolean, steps: number, appends: number): Promise<number> {
+export async function appendRatesWhileAuditing(steps: number, appends: number, runs: number): Promise<{ during: number[]; without: number[] }> {
   const ledger = await ledgerOf(steps);
   const auditConn = await ledger.engine.connect();
   const auditor = new LedgerAuditor(
@@ -138,24 +139,34 @@ export async function appendRateWhileAuditing(auditing: boolean, steps: number, 
     () => undefined,
     () => undefined,
   );
-  let stop = false;
-  const audits = auditing
-    ? (async () => {
-        while (!stop) await auditor.audit();
-      })()
-    : Promise.resolve();
-  try {
+  let written = steps;
+  const rate = async (auditing: boolean): Promise<number> => {
+    let stop = false;
+    const audits = auditing
+      ? (async () => {
+          while (!stop) await auditor.audit();
+        })()
+      : Promise.resolve();
     const t = performance.now();
     let next = 0;
     await Promise.all(
       Array.from({ length: 16 }, async () => {
-        while (next < appends) await ledger.writer.append([{ table: ledger.table, rows: [clientRow(steps + next++)] }]);
+        while (next++ < appends) await ledger.writer.append([{ table: ledger.table, rows: [clientRow(written++)] }]);
       }),
     );
-    return appends / ((performance.now() - t) / 1000);
-  } finally {
+    const perSecond = appends / ((performance.now() - t) / 1000);
     stop = true;
     await audits;
+    return perSecond;
+  };
+  try {
+    const out = { during: [] as number[], without: [] as number[] };
+    for (let r = 0; r < runs; r++) {
+      out.without.push(await rate(false));
+      out.during.push(await rate(true));
+    }
+    return out;
+  } finally {
     await auditor.stop();
     auditConn.close();
     await ledger.close();

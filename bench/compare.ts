@@ -17,7 +17,7 @@ import { startCotwire, type CotwireProcess } from './cotwire.js';
 import { STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
 import { seedCotwire, seedPostgres } from './seed.js';
 import { appendRate, proofMicros } from './log.js';
-import { appendRateWhileAuditing, auditCost } from './audit.js';
+import { appendRatesWhileAuditing, auditCost } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
 import { Guard } from '../src/guard/guard.js';
@@ -490,12 +490,7 @@ async function main(): Promise<void> {
     console.log(
       `audit of ${SIZES.auditRows} steps: reconcile ${audit.reconcileSeconds.toFixed(2)} s, chains ${audit.chainsSeconds.toFixed(2)} s, watch ${audit.watchSeconds.toFixed(2)} s (built in ${audit.buildSeconds.toFixed(1)} s)`,
     );
-    const during: number[] = [];
-    const without: number[] = [];
-    for (let r = 0; r < Math.min(3, SIZES.runs); r++) {
-      without.push(await appendRateWhileAuditing(false, SIZES.auditAppendBase, SIZES.logAppends));
-      during.push(await appendRateWhileAuditing(true, SIZES.auditAppendBase, SIZES.logAppends));
-    }
+    const { during, without } = await appendRatesWhileAuditing(SIZES.auditAppendBase, SIZES.logAppends, SIZES.runs);
     const auditRatio = median(during) / median(without);
     rows.push({
       name: `appends through the writer over ${SIZES.auditAppendBase / 1000}k steps, 16 concurrent one-step units: audits running back to back (cotwire column) vs none (PostgreSQL column)`,
