@@ -493,7 +493,7 @@ async function main(): Promise<void> {
     const { during, without } = await appendRatesWhileAuditing(SIZES.auditAppendBase, SIZES.logAppends, SIZES.runs);
     const auditRatio = median(during) / median(without);
     rows.push({
-      name: `appends through the writer over ${SIZES.auditAppendBase / 1000}k steps, 16 concurrent one-step units: audits running back to back (cotwire column) vs none (PostgreSQL column)`,
+      name: `appends through the writer over ${SIZES.auditAppendBase / 1000}k steps, 16 concurrent one-step units: audits running back to back, each pausing three times as long as it works (cotwire column), vs none (PostgreSQL column)`,
       unit: 'steps/s',
       cot: during,
       pg: without,

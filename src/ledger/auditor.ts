@@ -3,9 +3,20 @@ import type { Observer } from '../observe/observer.js';
 import type { LedgerCatalog } from './catalog.js';
 import type { MerkleLog } from './merkle-log.js';
 import { reconcile, type AuditFinding, type FindingKind, type KnownHead } from './reconcile.js';
-import { verifyLedgers } from './verify.js';
+import { verifyLedgers, type Pacing } from './verify.js';
 import { addFingerprints, NO_ROWS, observeFingerprint, sameFingerprint, type Fingerprint } from './fingerprint.js';
 import { qualifiedName } from './schema.js';
+
+/**
+ * The audit works in slices (a row group of leaves, or the chains of about
+ * 200,000 rows) and rests three times as long as each slice took: it takes
+ * four times as long, and leaves the writer and the clients most of the
+ * machine (docs/benchmarks.md has what it still costs appends).
+ */
+const AUDIT_PACING: Pacing = {
+  rowsPerSlice: 200_000,
+  pause: (busyMs) => new Promise((resolve) => setTimeout(resolve, Math.max(1, 3 * busyMs))),
+};
 
 /** One audit's outcome: what was read, and everything found wrong. */
 export interface AuditReport {
@@ -200,6 +211,7 @@ export class LedgerAuditor {
           applied,
           integrated: () => this.sources.integratedSeq(),
           heads: [...this.heads, ...this.sources.knownHeads()],
+          pause: AUDIT_PACING.pause,
         });
         findings.push(...r.findings);
         rows = r.rows;
@@ -210,7 +222,7 @@ export class LedgerAuditor {
       const byTable = new Map<string, Fingerprint>();
       for (const table of ledgers) byTable.set(qualifiedName(table), (await observeFingerprint(this.conn, table, applied)).fingerprint);
       baseline = { seq: applied, byTable };
-      const verdicts = await verifyLedgers(this.conn, this.catalog, null);
+      const verdicts = await verifyLedgers(this.conn, this.catalog, null, AUDIT_PACING);
       chains = verdicts.length;
       for (const v of verdicts) {
         if (v.valid) continue;

@@ -57,6 +57,8 @@ export interface ReconcileBounds {
   integrated(): Promise<{ readonly acknowledged: number; readonly logged: number }>;
   /** Chain heads known from before, to name the chain of a missing row. */
   readonly heads: Iterable<KnownHead>;
+  /** Called after each round of leaves that took `busyMs`: the background audit pauses there. */
+  readonly pause?: (busyMs: number) => Promise<void>;
 }
 
 export interface Reconciliation {
@@ -102,6 +104,7 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
   };
   let rows = 0;
   for (let from = 0; from < upTo; from += CHUNK) {
+    const started = performance.now();
     const to = Math.min(upTo, from + CHUNK);
     const slots = new Array<Array<{ table: LedgerTable; leaf: string }> | undefined>(to - from);
     for (const table of ledgers) {
@@ -132,7 +135,7 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
         if (n !== match) suspect(r.table, seq, r.leaf, match >= 0 || n > 0 ? 'unlogged' : 'altered');
       });
     }
-    await breathe();
+    await (bounds.pause ?? breathe)(performance.now() - started);
   }
   // Rows beyond what the engine held when the snapshot opened: appends since, or rows the writer never wrote.
   const beyond: Array<{ table: LedgerTable; seq: number | null; leaf: string }> = [];

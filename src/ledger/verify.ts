@@ -1,6 +1,6 @@
 import type { EngineConnection } from '../engine/port.js';
 import type { LedgerCatalog } from './catalog.js';
-import type { LedgerTable } from './schema.js';
+import { qualifiedName, type LedgerTable } from './schema.js';
 import { chainKeySql, verifySql } from './verify-sql.js';
 
 /** The verdict on one chain, as the SQL verification computes it. */
@@ -19,16 +19,37 @@ export interface ChainVerdict {
  * Verifies every chain of every ledger (or one chain key) with the same SQL
  * that clients call, so the command line and SQL always agree.
  */
-export async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatalog, chainKey: string | null): Promise<ChainVerdict[]> {
+export async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatalog, chainKey: string | null, pacing?: Pacing): Promise<ChainVerdict[]> {
   const verdicts: ChainVerdict[] = [];
   for (const table of await catalog.all()) {
-    verdicts.push(...(await verifyTable(conn, table, chainKey)));
+    if (pacing === undefined || chainKey !== null || table.chainKey === null) {
+      verdicts.push(...(await verifyTable(conn, table, chainKey === null ? null : `${chainKeySql(table)} = $1`, chainKey)));
+      continue;
+    }
+    // The background audit verifies a large ledger in slices of whole chains, and pauses between them.
+    const [[count]] = (await conn.query(`SELECT count(*) FROM ${qualifiedName(table)}`)) as [[bigint | number]];
+    const slices = Math.max(1, Math.ceil(Number(count) / pacing.rowsPerSlice));
+    const part: ChainVerdict[] = [];
+    for (let s = 0; s < slices; s++) {
+      const started = performance.now();
+      const where = slices === 1 ? null : `system.main.hash(${chainKeySql(table)}) % ${slices} = ${s}`;
+      part.push(...(await verifyTable(conn, table, where, null)));
+      await pacing.pause(performance.now() - started);
+    }
+    verdicts.push(...part.sort((a, b) => (a.chainKey < b.chainKey ? -1 : a.chainKey > b.chainKey ? 1 : 0)));
   }
   return verdicts;
 }
 
-async function verifyTable(conn: EngineConnection, table: LedgerTable, chainKey: string | null): Promise<ChainVerdict[]> {
-  const rows = await conn.query(verifySql(table, chainKey === null ? null : `${chainKeySql(table)} = $1`), chainKey === null ? [] : [chainKey]);
+/** How the background audit spreads its work: slices of about this many rows, and a pause after each. */
+export interface Pacing {
+  readonly rowsPerSlice: number;
+  /** Called after a slice that took `busyMs`. */
+  pause(busyMs: number): Promise<void>;
+}
+
+async function verifyTable(conn: EngineConnection, table: LedgerTable, where: string | null, chainKey: string | null): Promise<ChainVerdict[]> {
+  const rows = await conn.query(verifySql(table, where), chainKey === null ? [] : [chainKey]);
   return rows.map((r) => ({
     table: `${table.schema}.${table.name}`,
     chainKey: String(r[0] ?? ''),
