@@ -59,11 +59,6 @@ export class EngineCalls {
     private readonly timeoutMs: () => number,
   ) {}
 
-  /** Whether an engine call is in progress. */
-  get busy(): boolean {
-    return this.current !== null;
-  }
-
   /** Runs one engine call; an interrupted one fails with 57014 and the reason. */
   async run<T>(work: () => Promise<T>): Promise<T> {
     // A call made inside another (a ledger's CREATE inside its execution) is covered by the outer one.
