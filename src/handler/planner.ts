@@ -6,7 +6,7 @@ import { ANALYTICS_MACROS } from '../ledger/analytics-sql.js';
 import { CHECKPOINTS_TABLE } from '../ledger/checkpoint-schema.js';
 import { PROOF_MACROS } from '../ledger/proof-sql.js';
 import { AUDIT_MACROS } from '../ledger/audit-sql.js';
-import { stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
+import { damagedVerifyMacros, stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
 import type { FieldDescription } from '../protocol/messages.js';
 import { TypeOid } from '../protocol/type-oids.js';
 import type { StatementSource } from '../session/handler-port.js';
@@ -119,6 +119,7 @@ export class Planner {
     const ledgers = await services.ledgers.all();
     const groups: string[][] = [[...AUDIT_MACROS]];
     for (const t of ledgers) groups.push(verifyMacros(t));
+    for (const d of await services.ledgers.damaged()) groups.push(damagedVerifyMacros(d, d.reason));
     const steps = ledgers.find((t) => t.isSteps);
     if (steps !== undefined) groups.push([...stepsReadMacros(steps), ...ANALYTICS_MACROS]);
     if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push([...PROOF_MACROS]);

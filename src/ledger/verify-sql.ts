@@ -1,5 +1,5 @@
 import { withAuditFindings } from './audit-sql.js';
-import { canonicalTextSql, HASH_VERSION, quoteIdent, STEPS_TABLE, type LedgerTable } from './schema.js';
+import { canonicalTextSql, HASH_VERSION, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
  * The SQL side of verification: macros any client can call, written so that
@@ -95,7 +95,7 @@ export function chainKeySql(table: LedgerTable): string {
 }
 
 /** The per-ledger macro name: cot_verify for _cot_steps, cot_verify_tool_calls for _cot_tool_calls. */
-export function verifyMacroName(table: LedgerTable): string {
+export function verifyMacroName(table: Pick<LedgerTable, 'schema' | 'name'>): string {
   if (table.name === STEPS_TABLE && table.schema === 'main') return 'cot_verify';
   return `cot_verify_${table.name
     .replace(/^_cot_?/i, '')
@@ -109,6 +109,20 @@ export function verifyMacros(table: LedgerTable): string[] {
   return [
     `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${withAuditFindings(table, verifySql(table, `${chainKeySql(table)} = chain`), 'chain')}`,
     `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${withAuditFindings(table, verifySql(table, null), null)}`,
+  ];
+}
+
+/**
+ * A damaged ledger's verification macros (ledger/catalog.ts): they say why
+ * instead of verifying, since every row would read as edited against a
+ * changed shape, and a dropped ledger has no rows to read.
+ */
+export function damagedVerifyMacros(ledger: Pick<LedgerTable, 'schema' | 'name'>, reason: string): string[] {
+  const name = verifyMacroName(ledger);
+  const message = quoteLiteral(`ledger "${ledger.schema}.${ledger.name}" is damaged: ${reason}; SELECT * FROM cot_audit() lists what the audit found`);
+  return [
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE SELECT system.main.error(${message}) AS valid`,
+    `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE SELECT system.main.error(${message}) AS valid`,
   ];
 }
 

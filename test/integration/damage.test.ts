@@ -103,8 +103,11 @@ describe('a ledger changed in the file between two starts', () => {
       });
       const altered = await sqlstate(c.query("INSERT INTO _cot_notes (session_id, note) VALUES ('b', 'x')"));
       expect(altered).toMatchObject({ code: 'XX001', message: expect.stringMatching(/_cot_notes" is damaged: .*column "extra" INTEGER was added/) });
-      // Reading what is left still works.
+      // Reading what is left still works; verifying it says why it cannot.
       expect((await c.query('SELECT note FROM _cot_notes')).rows).toEqual([{ note: 'one' }]);
+      expect(await sqlstate(c.query("SELECT * FROM cot_verify_notes('a')"))).toMatchObject({
+        message: expect.stringMatching(/ledger "main\._cot_notes" is damaged: .*column "extra" INTEGER was added.*cot_audit\(\)/),
+      });
       const report = await s.running.auditor.audit();
       expect(report.findings.filter((f) => f.kind.startsWith('ledger_')).map((f) => [f.kind, f.ledger])).toEqual(
         expect.arrayContaining([
