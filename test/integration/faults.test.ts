@@ -157,6 +157,7 @@ describe('a full disk', () => {
             }
           };
           for (let i = 0; i < 5; i++) expect(await append(`before ${i}`)).toBeNull();
+          await s.running.writer.visible();
           // Fill the disk.
           const fd = openSync(filler, 'w');
           try {
@@ -173,8 +174,10 @@ describe('a full disk', () => {
             if (refused === null) await new Promise((r) => setTimeout(r, 50));
           }
           expect(refused).toBe('53100');
-          // Reads go on.
-          expect((await s.client.query("SELECT count(*)::INT AS n FROM _cot_steps WHERE session_id = 'disk'")).rows[0].n).toBeGreaterThanOrEqual(5);
+          // Reads go on, with what the database holds (journaled rows it cannot take yet arrive once space is freed).
+          const during = (await s.client.query("SELECT count(*)::INT AS n FROM _cot_steps WHERE session_id = 'disk'")).rows[0].n;
+          expect(during).toBeGreaterThanOrEqual(5);
+          expect(during).toBeLessThanOrEqual(acknowledged.length);
           unlinkSync(filler);
           // It recovers by itself once space is freed.
           let recovered = false;
