@@ -103,10 +103,17 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
 const wordOf = (t: Token | undefined): string | null =>
   t === undefined ? null : t.kind === 'word' ? t.text.toLowerCase() : t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : null;
 
+/** LIKE and its spellings, whose pattern has `\` as its escape character in PostgreSQL and none in DuckDB. */
+const LIKE_WORDS = new Set(['like', 'ilike']);
+
+/** A LIKE pattern whose escapes matter: a parameter, or a literal holding a backslash. */
+const escapablePattern = (t: Token | undefined): boolean => t !== undefined && (t.kind === 'param' || (t.kind === 'string' && t.text.includes('\\')));
+
 /** Whether a statement may need a rewrite: a cheap look at its tokens, so that most statements are never parsed twice. */
 export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
+    if (LIKE_WORDS.has(wordOf(t) ?? '') && escapablePattern(tokens[i + 1])) return true;
     if (t.kind === 'operator' && (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text))) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
@@ -364,6 +371,10 @@ class Rewriter {
     if (op === undefined) return;
     const i = this.index(node.location);
     if (i === null) return;
+    if (node.kind === 'AEXPR_LIKE' || node.kind === 'AEXPR_ILIKE') {
+      this.likeEscape(i);
+      return;
+    }
     if ((node.kind === 'AEXPR_OP_ANY' && op === '=') || (node.kind === 'AEXPR_OP_ALL' && op === '<>')) {
       this.anyOfList(node, i, op === '<>');
       return;
@@ -383,6 +394,25 @@ class Rewriter {
       this.replaceTokens(i, i + 1, engineOp);
     }
     if (isRegex) this.regexOperand(node.rexpr as Node | undefined, op.endsWith('*'));
+  }
+
+  /**
+   * `x LIKE 'a\_b'` → `x LIKE 'a\_b' ESCAPE '\'`: PostgreSQL's LIKE takes a
+   * backslash as its escape character unless told otherwise, DuckDB's none.
+   * Applied where the pattern is one token (a literal or a parameter).
+   */
+  private likeEscape(at: number): void {
+    for (let i = at; i <= at + 1; i++) {
+      if (!LIKE_WORDS.has(wordOf(this.tokens[i]) ?? '')) continue;
+      const pattern = this.tokens[i + 1];
+      if (!escapablePattern(pattern) || wordOf(this.tokens[i + 2]) === 'escape') return;
+      const text = (pattern as Token).text;
+      // DuckDB notices a trailing escape only when matching reaches it; PostgreSQL always refuses it.
+      const trailing = text.startsWith("'") ? (/\\+'$/.exec(text)?.[0].length ?? 1) - 1 : 0;
+      const refused = "CAST(system.main.error('LIKE pattern must not end with escape character') AS VARCHAR)";
+      this.replaceTokens(i + 1, i + 2, trailing % 2 === 1 ? refused : `${text} ESCAPE '\\'`);
+      return;
+    }
   }
 
   /**

@@ -69,6 +69,7 @@ export const SqlState = {
   IoError: '58030',
   InternalError: 'XX000',
   DataCorrupted: 'XX001',
+  IndeterminateDatatype: '42P18',
   DiskFull: '53100',
   IdleInTransactionSessionTimeout: '25P03',
 } as const;

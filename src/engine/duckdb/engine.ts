@@ -34,6 +34,8 @@ import type {
   WireParam,
 } from '../port.js';
 import { fromDuckDBError } from './errors.js';
+import { PgError } from '../../errors/pg-error.js';
+import { SqlState } from '../../errors/sqlstate.js';
 import { bindParams } from './params.js';
 import { codecFor, isVerbatimText, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
 // The client's own accessor for a string's bytes: its getItem() decodes them into a JavaScript
@@ -217,6 +219,15 @@ class DuckDBSession implements EngineConnection {
           prepared = retyped;
         }
       }
+      const still = unresolvedParams(prepared);
+      if (still.length > 0 && unresolvedColumns(prepared)) {
+        // DuckDB would describe one column named "unknown" and then return another shape of rows:
+        // a wrong answer without an error. PostgreSQL's error for a parameter it cannot type instead.
+        prepared.destroySync();
+        throw new PgError(SqlState.IndeterminateDatatype, `could not determine data type of parameter $${still[0] as number}`, {
+          hint: `Cast the parameter where it is used (for example $${still[0] as number}::numeric), or declare its type in Parse.`,
+        });
+      }
     }
     return new DuckDBStatement(this, prepared, sql, declaredTypes);
   }
@@ -315,6 +326,12 @@ class DuckDBSession implements EngineConnection {
     this.active = null;
     this.conn.closeSync();
   }
+}
+
+/** Whether some result column's type depends on a parameter DuckDB could not type. */
+function unresolvedColumns(p: DuckDBPreparedStatement): boolean {
+  for (let i = 0; i < p.columnCount; i++) if (p.columnTypeId(i) === DuckDBTypeId.INVALID) return true;
+  return false;
 }
 
 function unresolvedParams(p: DuckDBPreparedStatement): number[] {

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../fixtures/server.js';
+
+/**
+ * Answers that must be PostgreSQL's, or a clear error: never a different
+ * result without one.
+ */
+const ctx = useTestServer();
+
+describe('LIKE takes a backslash as its escape character, as in PostgreSQL', () => {
+  it.each([
+    ["SELECT 'a_b' LIKE 'a\\_b' AS r", true],
+    ["SELECT 'axb' LIKE 'a\\_b' AS r", false],
+    ["SELECT '50%' LIKE '50\\%' AS r", true],
+    ["SELECT '500' LIKE '50\\%' AS r", false],
+    ["SELECT '500' NOT LIKE '50\\%' AS r", true],
+    ["SELECT 'A_B' ILIKE 'a\\_b' AS r", true],
+    ["SELECT 'a\\b' LIKE 'a\\\\b' AS r", true],
+    // An explicit ESCAPE is the client's.
+    ["SELECT 'a_b' LIKE 'a#_b' ESCAPE '#' AS r", true],
+  ])('%s', async (sql, expected) => {
+    expect((await ctx.client.query(sql)).rows).toEqual([{ r: expected }]);
+  });
+
+  it('applies to a parameter pattern', async () => {
+    const { rows } = await ctx.client.query('SELECT $1::text LIKE $2 AS hit, $3::text LIKE $2 AS miss', ['50%', '50\\%', '500']);
+    expect(rows).toEqual([{ hit: true, miss: false }]);
+  });
+
+  it('refuses a pattern that ends with the escape character, as PostgreSQL does', async () => {
+    await expect(ctx.client.query("SELECT 'a' LIKE 'a\\' AS r")).rejects.toThrow(/escape/i);
+  });
+});
+
+describe('a parameter the engine cannot type', () => {
+  it('is 42P18 with a hint, never a result of another shape', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE answers_orders (id INT, customer VARCHAR, amount DECIMAL(10,2))');
+    await c.query("INSERT INTO answers_orders VALUES (2, 'x', 10.5)");
+    const err = await c.query('SELECT id, customer, amount + $1 AS x FROM answers_orders WHERE id = 2', [1]).then(
+      () => null,
+      (e: { code?: string; message?: string; hint?: string }) => e,
+    );
+    expect(err).toMatchObject({ code: '42P18', message: 'could not determine data type of parameter $1', hint: expect.stringContaining('$1::numeric') });
+    // With the cast PostgreSQL would infer, the statement answers.
+    const { rows, fields } = await c.query('SELECT id, customer, amount + $1::numeric AS x FROM answers_orders WHERE id = 2', [1]);
+    expect(fields.map((f) => f.name)).toEqual(['id', 'customer', 'x']);
+    expect(rows).toHaveLength(1);
+  });
+});
