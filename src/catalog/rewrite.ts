@@ -71,6 +71,9 @@ const REGEX_OPERATORS = new Set(['~', '!~', '~*', '!~*']);
 /** Functions that return a scalar per row and, in FROM with an alias, name their column after the alias. */
 const SCALAR_SET_FUNCTIONS = new Set(['generate_series', 'unnest', 'generate_subscripts']);
 
+/** Set-returning functions that DuckDB has as scalars returning a list: in a select list they are unnested. */
+const SELECT_LIST_SET_FUNCTIONS = new Set(['generate_series']);
+
 /** Functions that return one value, which PostgreSQL lets FROM use as a one-row table (Grafana's string_to_array(...) s). */
 const SCALAR_FROM_FUNCTIONS = new Set(['string_to_array', 'regexp_split_to_array', 'parse_ident', 'current_schemas', 'array_append', 'array_cat']);
 
@@ -305,10 +308,37 @@ class Rewriter {
         case 'InsertStmt':
           this.insertValues(v as Node);
           break;
+        case 'SelectStmt':
+          this.setReturningTargets(v as Node);
+          break;
       }
       // A target's subtree stays a target until a query inside it (INSERT ... SELECT) begins.
       const childTarget = TARGET_FIELDS.has(k) ? true : k === 'selectStmt' || k === 'query' || k === 'SelectStmt' ? false : target;
       this.walk(v, k, childTarget);
+    }
+  }
+
+  /**
+   * `SELECT generate_series(1, 3)` → `SELECT unnest(generate_series(1, 3))`:
+   * in PostgreSQL a set-returning function in the select list returns one
+   * row per element (several are zipped, the shorter padded with NULLs, as
+   * DuckDB's unnest does); DuckDB's scalar version returns one list.
+   */
+  private setReturningTargets(select: Node): void {
+    for (const target of (select.targetList as Node[] | undefined) ?? []) {
+      const val = (target.ResTarget as Node | undefined)?.val as Node | undefined;
+      // Directly, or under a cast: generate_series(1, 3)::int.
+      const call = (val?.FuncCall ?? ((val?.TypeCast as Node | undefined)?.arg as Node | undefined)?.FuncCall) as Node | undefined;
+      if (call === undefined) continue;
+      const parts = strings(call.funcname);
+      const fn = parts[parts.length - 1];
+      if (fn === undefined || !SELECT_LIST_SET_FUNCTIONS.has(fn) || (parts.length === 2 && parts[0] !== 'pg_catalog') || parts.length > 2) continue;
+      const i = this.index(call.location);
+      const name = i === null ? null : this.dotted(i);
+      const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+      if (i === null || close === null) continue;
+      this.insertBefore(i, 'unnest(');
+      this.insertAfter(close, ')');
     }
   }
 

@@ -32,6 +32,33 @@ describe('LIKE takes a backslash as its escape character, as in PostgreSQL', () 
   });
 });
 
+describe('set-returning functions in the select list return rows', () => {
+  it('expands generate_series into one row per value, named as PostgreSQL names it', async () => {
+    const r = await ctx.client.query('SELECT generate_series(1, 3)');
+    expect(r.fields.map((f) => f.name)).toEqual(['generate_series']);
+    expect(r.rows.map((row: { generate_series: unknown }) => Number(row.generate_series))).toEqual([1, 2, 3]);
+    expect((await ctx.client.query('SELECT generate_series(1, 3)::int AS n')).rows).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+  });
+
+  it('zips several, padding the shorter with NULLs (PostgreSQL 10 and later)', async () => {
+    const { rows } = await ctx.client.query('SELECT generate_series(1, 2)::int AS a, generate_series(1, 3)::int AS b');
+    expect(rows).toEqual([
+      { a: 1, b: 1 },
+      { a: 2, b: 2 },
+      { a: null, b: 3 },
+    ]);
+  });
+
+  it('expands per row of the FROM clause', async () => {
+    const { rows } = await ctx.client.query('SELECT x, generate_series(1, x)::int AS n FROM (VALUES (1), (2)) t(x) ORDER BY x, n');
+    expect(rows).toEqual([
+      { x: 1, n: 1 },
+      { x: 2, n: 1 },
+      { x: 2, n: 2 },
+    ]);
+  });
+});
+
 describe('a parameter the engine cannot type', () => {
   it('is 42P18 with a hint, never a result of another shape', async () => {
     const c = ctx.client;
