@@ -46,6 +46,21 @@ export interface ThoughtNode {
 /** Deep enough for any real chain of thought; a longer walk means parent links that loop. */
 const MAX_TRAIL = 10_000;
 
+/**
+ * bigint columns (counts, step indexes, ledger_seq) as JSON numbers where
+ * they are exact, not node-postgres's strings; anything else as the driver
+ * parses it.
+ */
+function jsonTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown {
+  if (oid === pg.types.builtins.INT8 && format !== 'binary') {
+    return (value) => {
+      const n = Number(value);
+      return Number.isSafeInteger(n) ? n : value;
+    };
+  }
+  return (pg.types.getTypeParser as (oid: number, format?: string) => (value: string) => unknown)(oid, format);
+}
+
 /** Driver values as JSON: BIGINT (a string from node-postgres) as a number, timestamps as ISO text. */
 function jsonValue(v: unknown): Json {
   if (v === null || v === undefined) return null;
@@ -86,7 +101,7 @@ export class TraceStore {
   ) {}
 
   static fromUrl(url: string): TraceStore {
-    const options = { connectionString: url, application_name: 'cotwire-mcp', idleTimeoutMillis: 30_000 };
+    const options = { connectionString: url, application_name: 'cotwire-mcp', idleTimeoutMillis: 30_000, types: { getTypeParser: jsonTypeParser } };
     const pools = [new pg.Pool({ ...options, max: 4 }), new pg.Pool({ ...options, max: 2 })] as const;
     // An idle connection that the server closes is dropped from its pool; the next call opens another.
     for (const p of pools) p.on('error', () => undefined);

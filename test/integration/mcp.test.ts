@@ -75,9 +75,12 @@ async function ok(client: Client, name: string, args: Record<string, unknown>): 
 }
 
 /** What SQL says about the same steps, as JSON, for comparison with the tools' answers. */
+/** Rows as the MCP tools give them: JSON, with bigint columns as numbers (node-postgres reads them as strings). */
 async function sqlRows(text: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
-  const rows = (await sql.query(text, values)).rows as Record<string, unknown>[];
-  return JSON.parse(JSON.stringify(rows, (k, v: unknown) => (k === 'ledger_seq' && typeof v === 'string' ? Number(v) : v))) as Record<string, unknown>[];
+  const result = await sql.query(text, values);
+  const bigints = new Set(result.fields.filter((f) => f.dataTypeID === 20).map((f) => f.name));
+  const rows = result.rows as Record<string, unknown>[];
+  return JSON.parse(JSON.stringify(rows, (k, v: unknown) => (bigints.has(k) && typeof v === 'string' ? Number(v) : v))) as Record<string, unknown>[];
 }
 
 beforeAll(async () => {
@@ -153,7 +156,9 @@ describe('cotwire mcp: the tools, checked against SQL', () => {
     const expected = await sqlRows(
       "SELECT session_id, step_count, first_step_at, last_step_at, chain_valid FROM cot_sessions('planner-agent') ORDER BY last_step_at DESC",
     );
+    // Counts are JSON numbers, where node-postgres reads bigint as a string.
     expect(r['sessions']).toEqual(expected);
+    expect((r['sessions'] as Array<Record<string, unknown>>).every((s) => typeof s['step_count'] === 'number')).toBe(true);
     expect(expected.map((s) => s['session_id'])).toEqual(['triage-2', 'triage-1']);
     expect(((await ok(agent, 'get_session_history', { agent_id: 'planner-agent', limit: 1 }))['sessions'] as unknown[]).length).toBe(1);
     expect((await ok(agent, 'get_session_history', { agent_id: 'nobody' }))['sessions']).toEqual([]);
