@@ -35,7 +35,11 @@ export type SessionCommand =
     }
   /** FETCH or MOVE; count null is ALL; backward for any direction that is not forward. */
   | { readonly kind: 'fetch'; readonly name: string; readonly count: number | null; readonly move: boolean; readonly backward: boolean }
-  | { readonly kind: 'close'; readonly name: string | null };
+  | { readonly kind: 'close'; readonly name: string | null }
+  /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
+  | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
+
+const NO_NOTIFICATIONS = 'cotwire sends no asynchronous notifications. Poll instead: a ledger is ordered by ledger_seq and created_at.';
 
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
 
@@ -228,6 +232,10 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       if (n === null || n.next !== tokens.length) return null;
       return isKnownSetting(n.name) || n.name.includes('.') ? { kind: 'show', name: n.name } : null;
     }
+    case 'LISTEN':
+    case 'UNLISTEN':
+    case 'NOTIFY':
+      return { kind: 'unsupported', command: w0, hint: NO_NOTIFICATIONS };
     case 'DISCARD': {
       const what = w1 === 'TEMPORARY' ? 'TEMP' : w1;
       return ['ALL', 'PLANS', 'SEQUENCES', 'TEMP'].includes(what) && tokens.length === 2 ? { kind: 'discard', what } : null;

@@ -91,6 +91,8 @@ export async function runCommand(ctx: HandlerContext, cursors: Cursors, cmd: Ses
     case 'close':
       cursors.close(cmd.name);
       return 'CLOSE CURSOR';
+    case 'unsupported':
+      throw new PgError(SqlState.FeatureNotSupported, `${cmd.command} is not supported`, { hint: cmd.hint });
   }
 }
 

@@ -75,3 +75,13 @@ describe('a parameter the engine cannot type', () => {
     expect(rows).toHaveLength(1);
   });
 });
+
+describe('commands cotwire cannot serve', () => {
+  it.each(['LISTEN jobs', 'UNLISTEN *', "NOTIFY jobs, 'x'"])('%s is 0A000 with a hint, not a syntax error', async (sql) => {
+    const err = await ctx.client.query(sql).then(
+      () => null,
+      (e: { code?: string; message?: string; hint?: string }) => e,
+    );
+    expect(err).toMatchObject({ code: '0A000', message: `${sql.split(' ')[0]} is not supported`, hint: expect.stringContaining('asynchronous notifications') });
+  });
+});
