@@ -9,7 +9,7 @@ import type { CopyFromStdin } from '../sql/copy.js';
 import { hoistInsertWith, parseInsert } from '../sql/insert.js';
 import { lexStatement, tokenize } from '../sql/lexer.js';
 import { appendsVisible, type HandlerContext } from './context.js';
-import { directRows, evaluateRows, planLedgerInsert, type LedgerInsertPlan } from './ledger-insert.js';
+import { directRows, evaluateRows, planLedgerInsert, serverColumnsLeftToServer, type LedgerInsertPlan } from './ledger-insert.js';
 import { clientError, SAME_POSITION, Statement, wireParams, type ConnectionPortal, type EngineText } from './plan.js';
 
 /** How many plans a connection keeps: drivers rarely cycle through more INSERT texts than this. */
@@ -108,7 +108,7 @@ export class LedgerAppends {
     if (rows === null) {
       // The rows may be read from a ledger (INSERT ... SELECT).
       await appendsVisible(ctx);
-      rows = await ctx.calls.run(() => evaluateRows(plan, params, ctx.services.maxAppendBytes));
+      rows = serverColumnsLeftToServer(plan, await ctx.calls.run(() => evaluateRows(plan, params, ctx.services.maxAppendBytes)));
     }
     await this.check(plan, rows, `INSERT INTO ${plan.table.name}`);
     const job = { table: plan.table, rows };
@@ -162,7 +162,7 @@ export class LedgerAppends {
     );
     try {
       const params: WireParam[] = chunk.flat().map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text }));
-      const evaluated = await ctx.calls.run(() => evaluateRows(plan, params, ctx.services.maxAppendBytes));
+      const evaluated = serverColumnsLeftToServer(plan, await ctx.calls.run(() => evaluateRows(plan, params, ctx.services.maxAppendBytes)));
       await this.check(plan, evaluated, `COPY ${command.targetText} FROM STDIN`);
       return evaluated;
     } finally {

@@ -27,6 +27,12 @@ export interface LedgerInsertPlan {
   readonly fields: readonly FieldDescription[] | null;
   /** The rows' values when they are plain parameters and literals: converted here, without the engine. */
   readonly direct: DirectValues | null;
+  /**
+   * Server columns the client listed (ORMs send every column of an entity):
+   * evaluated after the client columns, and accepted only as DEFAULT or NULL,
+   * which mean "the server computes it".
+   */
+  readonly serverProvided: readonly string[];
 }
 
 /** One client column's value in a VALUES tuple. */
@@ -71,19 +77,15 @@ export async function planLedgerInsert(
   const byName = new Map(table.columns.map((c) => [c.name.toLowerCase(), c]));
   const provided = parts.byName ? await sourceNames(conn, parts, declaredTypes) : (parts.columns ?? clientColumns.map((c) => c.name));
   const seen = new Set<string>();
+  const serverProvided: string[] = [];
   for (const name of provided) {
     const column = byName.get(name.toLowerCase());
     if (column === undefined) {
       throw new PgError(SqlState.UndefinedColumn, `column "${name}" of relation "${table.name}" does not exist`);
     }
-    if (table.serverColumns.has(column.name)) {
-      throw new PgError('428C9', `cannot insert a non-DEFAULT value into column "${column.name}"`, {
-        detail: `Column "${column.name}" of ledger table "${table.name}" is computed by the server.`,
-        hint: 'Leave it out of the INSERT; RETURNING shows the value the server computed.',
-      });
-    }
     if (seen.has(column.name)) throw new PgError('42701', `column "${column.name}" specified more than once`);
     seen.add(column.name);
+    if (table.serverColumns.has(column.name)) serverProvided.push(column.name);
   }
   const position = new Map(provided.map((name, i) => [byName.get(name.toLowerCase())?.name ?? name, i]));
   const source =
@@ -102,6 +104,8 @@ export async function planLedgerInsert(
     const value = `CAST(${i === undefined ? (c.defaultSql ?? 'NULL') : `src.${quoteIdent(`c${i + 1}`)}`} AS ${c.type})`;
     return c.type.toUpperCase() === TIMESTAMPTZ ? `CAST(system.main.epoch_us(${value}) AS VARCHAR)` : `CAST(${value} AS VARCHAR)`;
   });
+  // A listed server column is read back to check that it is DEFAULT or NULL.
+  for (const name of serverProvided) exprs.push(`CAST(src.${quoteIdent(`c${(position.get(name) as number) + 1}`)} AS VARCHAR)`);
   const aliases = parts.source === null ? 'c0' : provided.map((_, i) => quoteIdent(`c${i + 1}`)).join(', ');
   const prefix = `SELECT ${exprs.join(', ')} FROM (`;
   const evaluate = await inSource(conn.prepare(`${prefix}${source}) AS src(${aliases})`, declaredTypes), parts, source, prefix.length);
@@ -129,8 +133,29 @@ export async function planLedgerInsert(
     }));
     probe.close();
   }
-  const direct = directValues(parts, statementTokens, clientColumns, position, declaredTypes);
-  return { table, clientColumns: clientColumns.map((c) => c.name), evaluate, returning: parts.returning, fields, direct };
+  const direct = serverProvided.length > 0 ? null : directValues(parts, statementTokens, clientColumns, position, declaredTypes);
+  return { table, clientColumns: clientColumns.map((c) => c.name), evaluate, returning: parts.returning, fields, direct, serverProvided };
+}
+
+/**
+ * The evaluated rows without the server columns the client listed, each of
+ * which must be NULL (DEFAULT is NULL here): any other value is the
+ * client's attempt to set what only the server computes.
+ */
+export function serverColumnsLeftToServer(plan: LedgerInsertPlan, rows: (string | null)[][]): (string | null)[][] {
+  if (plan.serverProvided.length === 0) return rows;
+  const width = plan.clientColumns.length;
+  for (const row of rows) {
+    const given = row.findIndex((v, i) => i >= width && v !== null);
+    if (given >= 0) {
+      const column = plan.serverProvided[given - width] as string;
+      throw new PgError('428C9', `cannot insert a non-DEFAULT value into column "${column}"`, {
+        detail: `Column "${column}" of ledger table "${plan.table.name}" is computed by the server.`,
+        hint: 'Leave it out of the INSERT, or give DEFAULT or NULL; RETURNING shows the value the server computed.',
+      });
+    }
+  }
+  return rows.map((row) => row.slice(0, width));
 }
 
 /** Parameter types whose text a client sends as the value itself. */

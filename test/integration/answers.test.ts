@@ -85,3 +85,37 @@ describe('commands cotwire cannot serve', () => {
     expect(err).toMatchObject({ code: '0A000', message: `${sql.split(' ')[0]} is not supported`, hint: expect.stringContaining('asynchronous notifications') });
   });
 });
+
+describe('ledger inserts as ORMs send them', () => {
+  it('takes DEFAULT or NULL in a server column as "the server computes it"', async () => {
+    const c = ctx.client;
+    const r = await c.query(
+      "INSERT INTO _cot_steps (trace_id, session_id, step_type, content, step_index, current_hash) VALUES (DEFAULT, 'orm', 'Reasoning', 'first', DEFAULT, NULL) RETURNING trace_id, step_index",
+    );
+    expect(r.rows).toEqual([{ trace_id: expect.stringMatching(/^[0-9a-f-]{36}$/), step_index: 0 }]);
+    // With parameters, as drivers bind an entity's unset fields.
+    await c.query('INSERT INTO _cot_steps (trace_id, session_id, step_type, content, ledger_seq) VALUES ($1, $2, $3, $4, $5)', [
+      null,
+      'orm',
+      'Decision',
+      'second',
+      null,
+    ]);
+    expect((await c.query("SELECT step_index, content FROM _cot_steps WHERE session_id = 'orm' ORDER BY step_index")).rows).toEqual([
+      { step_index: 0, content: 'first' },
+      { step_index: 1, content: 'second' },
+    ]);
+    expect((await c.query("SELECT valid FROM cot_verify('orm')")).rows).toEqual([{ valid: true }]);
+  });
+
+  it('still refuses a value in a server column, with 428C9 naming it', async () => {
+    const err = await ctx.client
+      .query('INSERT INTO _cot_steps (session_id, step_type, content, current_hash) VALUES ($1, $2, $3, $4)', ['orm', 'Reasoning', 'forged', 'abc'])
+      .then(
+        () => null,
+        (e: { code?: string; message?: string }) => e,
+      );
+    expect(err).toMatchObject({ code: '428C9', message: 'cannot insert a non-DEFAULT value into column "current_hash"' });
+    expect((await ctx.client.query("SELECT count(*)::INT AS n FROM _cot_steps WHERE content = 'forged'")).rows).toEqual([{ n: 0 }]);
+  });
+});
