@@ -230,7 +230,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       securityLog,
       ledgers,
       writer,
-      rewriter: new CompatRewriter(),
+      rewriter: new CompatRewriter(config.database.name),
       maxContentBytes: config.ledger.maxContentBytes,
       statementTimeoutMs: config.limits.statementTimeoutMs,
       maxAppendBytes: config.limits.maxAppendBytes,

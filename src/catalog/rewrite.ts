@@ -163,6 +163,8 @@ class Rewriter {
     private readonly text: string,
     private readonly tokens: readonly Token[],
     private readonly target: TargetColumns | null = null,
+    /** The database name clients connect to, which they may put before a schema (cotwire.public.orders). */
+    private readonly database: string = 'cotwire',
   ) {
     tokens.forEach((t, i) => {
       this.tokenAt.set(t.start, i);
@@ -345,7 +347,13 @@ class Rewriter {
   private rangeVar(node: Node, target: boolean): void {
     const relname = typeof node.relname === 'string' ? node.relname : null;
     const i = this.index(node.location);
-    if (relname === null || i === null || typeof node.catalogname === 'string') return;
+    if (relname === null || i === null) return;
+    if (typeof node.catalogname === 'string') {
+      // database.schema.table, with the database clients connect to: the schema in this database.
+      if (node.catalogname !== this.database || this.tokens[i + 1]?.text !== '.' || this.dotted(i)?.parts.length !== 3) return;
+      this.replaceTokens(i, i + 3, node.schemaname === 'public' ? 'main' : (this.tokens[i + 2]?.text ?? ''));
+      return;
+    }
     const name = this.dotted(i);
     if (name === null) return;
     const schema = typeof node.schemaname === 'string' ? node.schemaname : null;
@@ -743,6 +751,9 @@ const CACHE_LIMIT = 10_000;
 export class CompatRewriter {
   private readonly cache = new Map<string, Rewritten>();
 
+  /** `database`: the name clients connect to, which they may use to qualify a schema. */
+  constructor(private readonly database = 'cotwire') {}
+
   /** The statement as DuckDB should run it; the same text when nothing needs rewriting. */
   rewrite(text: string, tokens: readonly Token[], target: TargetColumns | null = null): string {
     return this.rewriteMapped(text, tokens, target).text;
@@ -759,7 +770,7 @@ export class CompatRewriter {
     let out = UNCHANGED(text);
     const stmt = parseOne(text);
     if (stmt !== null) {
-      const rewriter = new Rewriter(text, tokens, target);
+      const rewriter = new Rewriter(text, tokens, target, this.database);
       out = withEdits(rewriter.run(stmt), rewriter.applied);
     }
     if (target !== null) return out;

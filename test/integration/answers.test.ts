@@ -119,3 +119,18 @@ describe('ledger inserts as ORMs send them', () => {
     expect((await ctx.client.query("SELECT count(*)::INT AS n FROM _cot_steps WHERE content = 'forged'")).rows).toEqual([{ n: 0 }]);
   });
 });
+
+describe('names qualified with the database', () => {
+  it('reads database.schema.table as the schema in this database', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE qualified_orders (id INT)');
+    await c.query('INSERT INTO cotwire.public.qualified_orders VALUES (7)');
+    expect((await c.query('SELECT id FROM cotwire.public.qualified_orders')).rows).toEqual([{ id: 7 }]);
+    expect((await c.query('SELECT o.id FROM cotwire.public.qualified_orders AS o')).rows).toEqual([{ id: 7 }]);
+    expect((await c.query('SELECT id FROM "cotwire"."public"."qualified_orders"')).rows).toEqual([{ id: 7 }]);
+  });
+
+  it('leaves another database name to fail as in PostgreSQL', async () => {
+    await expect(ctx.client.query('SELECT 1 FROM otherdb.public.qualified_orders')).rejects.toThrow();
+  });
+});
