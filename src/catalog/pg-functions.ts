@@ -281,6 +281,26 @@ export const MACROS: readonly MacroDef[] = [
   ['cot_regrole_in', [['r', `CAST(${OID.owner} AS BIGINT)`]]],
   ['cot_regrole_out', [['r', `current_user()`]]],
   ['_pg_expandarray', [['arr', `list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i})`]]],
+  // PostgreSQL's: each word's first letter upper case, the rest lower; words are runs of letters and digits.
+  [
+    'initcap',
+    [
+      [
+        's',
+        `CASE WHEN s IS NULL THEN NULL ELSE array_to_string(list_transform(range(length(CAST(s AS VARCHAR))), cot_i ->
+         CASE WHEN cot_i = 0 OR NOT regexp_matches(CAST(s AS VARCHAR)[cot_i], '^[\\pL\\pN]$')
+           THEN upper(CAST(s AS VARCHAR)[cot_i + 1]) ELSE lower(CAST(s AS VARCHAR)[cot_i + 1]) END), '') END`,
+      ],
+    ],
+  ],
+  // date_bin(stride, source[, origin]): DuckDB's time_bucket bins the same way from the same origin.
+  [
+    'date_bin',
+    [
+      ['stride, source', `time_bucket(stride, source, TIMESTAMP '2001-01-01 00:00:00')`],
+      ['stride, source, origin', `time_bucket(stride, source, origin)`],
+    ],
+  ],
 ];
 
 export function createMacro([name, overloads]: MacroDef): string {

@@ -134,3 +134,17 @@ describe('names qualified with the database', () => {
     await expect(ctx.client.query('SELECT 1 FROM otherdb.public.qualified_orders')).rejects.toThrow();
   });
 });
+
+describe('functions analysts use', () => {
+  it('initcap capitalises each word as PostgreSQL does', async () => {
+    const { rows } = await ctx.client.query("SELECT initcap('hello wORLD-foo bar_baz 3rd ça va') AS a, initcap(NULL) AS b, initcap('') AS c");
+    expect(rows).toEqual([{ a: 'Hello World-Foo Bar_Baz 3rd Ça Va', b: null, c: '' }]);
+  });
+
+  it('date_bin bins timestamps from an origin', async () => {
+    const { rows } = await ctx.client.query(
+      "SELECT date_bin('15 minutes', TIMESTAMP '2024-01-01 10:37:12', TIMESTAMP '2024-01-01 00:00:00')::text AS a, date_bin('1 hour', TIMESTAMP '2024-01-01 10:37:12')::text AS b",
+    );
+    expect(rows).toEqual([{ a: '2024-01-01 10:30:00', b: '2024-01-01 10:00:00' }]);
+  });
+});
