@@ -293,7 +293,7 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
-  // date_bin(stride, source[, origin]): DuckDB's time_bucket bins the same way from the same origin.
+  // date_bin(stride, source, origin): DuckDB's time_bucket bins the same way from the same origin (without one, from 2001-01-01, as time_bucket does).
   [
     'date_bin',
     [
