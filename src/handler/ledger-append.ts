@@ -1,16 +1,34 @@
 import type { WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
-import { qualifiedName, type LedgerTable } from '../ledger/schema.js';
+import { qualifiedName, quoteIdent, type LedgerTable } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
 import { TypeOid } from '../protocol/type-oids.js';
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import type { CopyFromStdin } from '../sql/copy.js';
 import { hoistInsertWith, parseInsert } from '../sql/insert.js';
-import { lexStatement, tokenize } from '../sql/lexer.js';
+import { lexStatement, tokenize, type Token } from '../sql/lexer.js';
+import { uuidv7 } from '../ledger/writer.js';
 import { appendsVisible, type HandlerContext } from './context.js';
 import { directRows, evaluateRows, planLedgerInsert, serverColumnsLeftToServer, type LedgerInsertPlan } from './ledger-insert.js';
 import { clientError, SAME_POSITION, Statement, wireParams, type ConnectionPortal, type EngineText } from './plan.js';
+
+/**
+ * The chain columns a ledger INSERT's RETURNING asks for (`*` included), or
+ * null when it asks only for what is known before COMMIT.
+ */
+function chainColumnsReturned(plan: LedgerInsertPlan): string | null {
+  const atCommit = new Set([...plan.table.serverColumns].filter((c) => c !== 'trace_id'));
+  const tokens = tokenize(plan.returning ?? '');
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    const prev = tokens[i - 1]?.text;
+    if (t.text === '*' && (prev === undefined || prev === ',' || prev === '.')) return '*';
+    const name = t.kind === 'word' ? t.text.toLowerCase() : t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : null;
+    if (name !== null && atCommit.has(name)) return name;
+  }
+  return null;
+}
 
 /** How many plans a connection keeps: drivers rarely cycle through more INSERT texts than this. */
 const PLAN_CACHE_SIZE = 256;
@@ -114,12 +132,21 @@ export class LedgerAppends {
     const job = { table: plan.table, rows };
     const tag = `INSERT 0 ${rows.length}`;
     if (!ctx.tx.autocommit) {
-      if (plan.returning !== null) {
-        throw new PgError(SqlState.FeatureNotSupported, 'INSERT ... RETURNING into a ledger table is not supported inside a transaction block', {
-          hint: 'The server computes the chain columns at COMMIT. Insert outside a transaction block to see them, or read them after COMMIT.',
+      if (plan.returning === null) {
+        await ctx.tx.append(job);
+        return { done: true, tag };
+      }
+      // What is known at INSERT can be returned now (ORMs ask for the key of what they add); the
+      // chain columns exist only at COMMIT.
+      const atCommit = chainColumnsReturned(plan);
+      if (atCommit !== null) {
+        throw new PgError(SqlState.FeatureNotSupported, `RETURNING ${atCommit} of a ledger table is not available inside a transaction block`, {
+          hint: 'The server computes the chain columns at COMMIT. Return trace_id and the columns you gave now, and read the rest after COMMIT.',
         });
       }
-      await ctx.tx.append(job);
+      const traceIds = plan.table.serverColumns.has('trace_id') ? rows.map(() => uuidv7(Date.now())) : undefined;
+      await ctx.tx.append(traceIds === undefined ? job : { ...job, traceIds });
+      await this.returnKnown(plan, rows, traceIds, portal, sink);
       return { done: true, tag };
     }
     const [result] = await ctx.services.writer.append([job]);
@@ -138,6 +165,45 @@ export class LedgerAppends {
       }
     }
     return { done: true, tag };
+  }
+
+  /** RETURNING over what an INSERT in a transaction block knows before COMMIT: the client's columns, and trace_id. */
+  private async returnKnown(
+    plan: LedgerInsertPlan,
+    rows: ReadonlyArray<ReadonlyArray<string | null>>,
+    traceIds: readonly string[] | undefined,
+    portal: ConnectionPortal,
+    sink: ResultSink,
+  ): Promise<void> {
+    const { ctx } = this;
+    if (rows.length === 0) return;
+    const columns = [...plan.clientColumns, ...(traceIds === undefined ? [] : ['trace_id'])];
+    const types = new Map(plan.table.columns.map((c) => [c.name, c.type]));
+    let p = 0;
+    const tuple = (): string =>
+      `(${columns
+        .map((name) => {
+          p++;
+          const type = types.get(name) ?? 'VARCHAR';
+          // Canonical texts: a timestamp with time zone is microseconds since the epoch.
+          return type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE'
+            ? `CAST(system.main.make_timestamp(CAST($${p} AS BIGINT)) AS TIMESTAMPTZ)`
+            : `CAST($${p} AS ${type})`;
+        })
+        .join(', ')})`;
+    const sql = `SELECT ${plan.returning} FROM (VALUES ${rows.map(tuple).join(', ')}) AS ${quoteIdent(plan.table.name)}(${columns.map(quoteIdent).join(', ')})`;
+    const values = rows.flatMap((r, i) => [...r, ...(traceIds === undefined ? [] : [traceIds[i] as string])]);
+    await ctx.calls.run(async () => {
+      const statement = await ctx.engine.prepare(sql, []);
+      try {
+        statement.bind(values.map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: TypeOid.text })));
+        const cursor = await statement.execute();
+        await cursor.fetch(0, portal.formats, sink, { timeZone: ctx.settings.timeZone });
+        cursor.close();
+      } finally {
+        statement.close();
+      }
+    });
   }
 
   /** A chunk of COPY FROM STDIN's rows (text cells), evaluated into the ledger's columns and checked like an INSERT's. */

@@ -18,6 +18,12 @@ import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fin
 export interface AppendJob {
   readonly table: LedgerTable;
   readonly rows: ReadonlyArray<ReadonlyArray<string | null>>;
+  /**
+   * Each row's trace_id, given when the INSERT was answered before the
+   * commit (RETURNING inside a transaction block); otherwise the writer
+   * draws one.
+   */
+  readonly traceIds?: readonly string[];
 }
 
 /** Where a job's rows landed: their global sequence numbers, first to last. */
@@ -387,10 +393,10 @@ export class LedgerWriter {
           byTable.set(name, entry);
         }
         const first = seq + 1n;
-        for (const clientRow of job.rows) {
+        job.rows.forEach((clientRow, i) => {
           seq += 1n;
-          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq, leaves));
-        }
+          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq, leaves, job.traceIds?.[i]));
+        });
         unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
       }
       results.push(unitResults);
@@ -479,6 +485,7 @@ export class LedgerWriter {
     tentative: Map<string, Head>,
     seq: bigint,
     leaves: Buffer[],
+    traceId?: string,
   ): (string | null)[] {
     const layout = rowLayout(table);
     const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
@@ -491,7 +498,7 @@ export class LedgerWriter {
     texts[layout.prevHash] = head?.hash ?? '';
     texts[layout.createdAt] = String(micros);
     texts[layout.ledgerSeq] = String(seq);
-    if (layout.traceId >= 0) texts[layout.traceId] = uuidv7(Number(micros / 1000n));
+    if (layout.traceId >= 0) texts[layout.traceId] = traceId ?? uuidv7(Number(micros / 1000n));
     if (layout.hasEmbedding >= 0) texts[layout.hasEmbedding] = 'false';
     const hash = rowHash(table.name, layout.names, texts);
     texts[layout.currentHash] = hash;

@@ -108,6 +108,30 @@ describe('ledger inserts as ORMs send them', () => {
     expect((await c.query("SELECT valid FROM cot_verify('orm')")).rows).toEqual([{ valid: true }]);
   });
 
+  it('returns trace_id and the given columns inside a transaction block, as ORMs ask; the chain columns wait for COMMIT', async () => {
+    const c = await ctx.server.client();
+    await c.query('BEGIN');
+    const r = await c.query(
+      "INSERT INTO _cot_steps (trace_id, session_id, step_type, content, confidence) VALUES (DEFAULT, 'tx-orm', 'Decision', 'in a block', 0.25) RETURNING trace_id, session_id, content, confidence",
+    );
+    expect(r.rows).toEqual([{ trace_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7/), session_id: 'tx-orm', content: 'in a block', confidence: 0.25 }]);
+    await c.query('COMMIT');
+    // The trace_id returned is the one the writer chained.
+    expect((await c.query("SELECT trace_id, step_index FROM _cot_steps WHERE session_id = 'tx-orm'")).rows).toEqual([
+      { trace_id: r.rows[0].trace_id, step_index: 0 },
+    ]);
+    expect((await c.query("SELECT valid FROM cot_verify('tx-orm')")).rows).toEqual([{ valid: true }]);
+    for (const returning of ['step_index', '*', 'length(current_hash)']) {
+      await c.query('BEGIN');
+      const err = await c.query(`INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-orm', 'Action') RETURNING ${returning}`).then(
+        () => null,
+        (e: { code?: string; message?: string }) => e,
+      );
+      expect(err).toMatchObject({ code: '0A000', message: expect.stringContaining('not available inside a transaction block') });
+      await c.query('ROLLBACK');
+    }
+  });
+
   it('still refuses a value in a server column, with 428C9 naming it', async () => {
     const err = await ctx.client
       .query('INSERT INTO _cot_steps (session_id, step_type, content, current_hash) VALUES ($1, $2, $3, $4)', ['orm', 'Reasoning', 'forged', 'abc'])
