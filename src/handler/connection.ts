@@ -133,7 +133,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     }
     const formats: (0 | 1)[] = [];
     for (let i = 0; i < columns; i++) {
-      const f = resultFormats.length === 0 ? 0 : (resultFormats[resultFormats.length === 1 ? 0 : i] as number);
+      // No formats given: the statement's own (text, or a BINARY cursor's binary for its FETCH).
+      const f = resultFormats.length === 0 ? (statement.fields?.[i]?.format ?? 0) : (resultFormats[resultFormats.length === 1 ? 0 : i] as number);
       if (f !== 0 && f !== 1) throw new PgError(SqlState.ProtocolViolation, `unsupported format code: ${f}`);
       formats.push(f);
     }
@@ -196,7 +197,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
       case 'empty':
         return { done: true, tag: null };
       case 'command': {
-        const tag = await runCommand(this.ctx, this.cursors, plan.command, sink);
+        const tag = await runCommand(this.ctx, this.cursors, plan.command, sink, portal.formats);
         const cmd = plan.command;
         if (cmd.kind === 'deallocate') return { done: true, tag, deallocate: { name: cmd.name } };
         if (cmd.kind === 'discard' && cmd.what === 'ALL') return { done: true, tag, deallocate: { name: null } };

@@ -67,7 +67,12 @@ export class Cursors {
     return 'DECLARE CURSOR';
   }
 
-  async fetch(cmd: Extract<SessionCommand, { kind: 'fetch' }>, sink: ResultSink): Promise<string> {
+  /**
+   * FETCH's rows go out in the formats of the portal that runs the FETCH,
+   * which its RowDescription announced (a BINARY cursor's, when the client
+   * gave none): psycopg 3 asks for binary rows this way.
+   */
+  async fetch(cmd: Extract<SessionCommand, { kind: 'fetch' }>, sink: ResultSink, formats: readonly (0 | 1)[] = []): Promise<string> {
     this.ctx.tx.checkNotFailed();
     const cursor = this.cursor(cmd.name);
     const verb = cmd.move ? 'MOVE' : 'FETCH';
@@ -89,7 +94,7 @@ export class Cursors {
       copyData: (d) => sink.copyData(d),
       copyDone: () => sink.copyDone(),
     };
-    await this.run.execute(cursor.portal, cursor.statement.plan, cmd.count ?? 0, counting);
+    await this.run.execute(cursor.portal, cursor.statement.plan, cmd.count ?? 0, counting, formats.length === 0 ? cursor.portal.formats : formats);
     return `${verb} ${rows}`;
   }
 

@@ -12,7 +12,14 @@ import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type Engine
 export class EngineRun {
   constructor(private readonly ctx: HandlerContext) {}
 
-  async execute(portal: ConnectionPortal, plan: EnginePlan, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+  /** `formats`: what the rows are sent in, the portal's own unless a FETCH's portal says otherwise. */
+  async execute(
+    portal: ConnectionPortal,
+    plan: EnginePlan,
+    maxRows: number,
+    sink: ResultSink,
+    formats: readonly (0 | 1)[] = portal.formats,
+  ): Promise<ExecuteOutcome> {
     const { ctx } = this;
     if (portal.done) return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
     ctx.tx.checkNotFailed();
@@ -31,7 +38,7 @@ export class EngineRun {
           portal.done = true;
           return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
         }
-        const { rows, done } = await cursor.fetch(maxRows, portal.formats, sink, { timeZone: ctx.settings.timeZone });
+        const { rows, done } = await cursor.fetch(maxRows, formats, sink, { timeZone: ctx.settings.timeZone });
         if (!done) return { done: false };
         portal.done = true;
         return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };

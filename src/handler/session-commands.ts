@@ -12,7 +12,14 @@ import { isKnownSetting } from './settings.js';
  * transaction's (BEGIN, COMMIT, savepoints, SET TRANSACTION), the session's
  * settings (SET, RESET, SHOW, DISCARD), DEALLOCATE and the cursors'.
  */
-export async function runCommand(ctx: HandlerContext, cursors: Cursors, cmd: SessionCommand, sink: ResultSink): Promise<string> {
+export async function runCommand(
+  ctx: HandlerContext,
+  cursors: Cursors,
+  cmd: SessionCommand,
+  sink: ResultSink,
+  /** The result formats of the portal running the command: what a FETCH's rows are sent in. */
+  formats: readonly (0 | 1)[] = [],
+): Promise<string> {
   if (ctx.tx.status === 'E' && !['commit', 'rollback', 'rollback-to'].includes(cmd.kind)) ctx.tx.checkNotFailed();
   switch (cmd.kind) {
     case 'begin':
@@ -87,7 +94,7 @@ export async function runCommand(ctx: HandlerContext, cursors: Cursors, cmd: Ses
     case 'declare':
       return cursors.declare(cmd);
     case 'fetch':
-      return cursors.fetch(cmd, sink);
+      return cursors.fetch(cmd, sink, formats);
     case 'close':
       cursors.close(cmd.name);
       return 'CLOSE CURSOR';

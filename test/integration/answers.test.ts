@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useTestServer } from '../fixtures/server.js';
 
@@ -170,5 +171,22 @@ describe('functions analysts use', () => {
       "SELECT date_bin('15 minutes', TIMESTAMP '2024-01-01 10:37:12', TIMESTAMP '2024-01-01 00:00:00')::text AS a, date_bin('1 hour', TIMESTAMP '2024-01-01 10:37:12')::text AS b",
     );
     expect(rows).toEqual([{ a: '2024-01-01 10:30:00', b: '2024-01-01 10:00:00' }]);
+  });
+});
+
+describe('FETCH in the formats its portal asks for', () => {
+  it('sends binary rows when the FETCH is bound for binary results (psycopg 3 server-side cursors with binary=True)', async () => {
+    const c = await ctx.server.client();
+    await c.query('BEGIN');
+    await c.query("DECLARE answers_cur CURSOR FOR SELECT 40 + i AS n, 'row ' || i AS label, i % 2 = 0 AS even FROM range(1, 4) t(i)");
+    const r = await c.query({ text: 'FETCH 2 FROM answers_cur', binary: true, queryMode: 'extended' } as pg.QueryConfig);
+    expect(r.fields.map((f) => f.format)).toEqual(['binary', 'binary', 'binary']);
+    expect(r.rows).toEqual([
+      { n: '41', label: 'row 1', even: false },
+      { n: '42', label: 'row 2', even: true },
+    ]);
+    // Text again for the next FETCH, as it asks.
+    expect((await c.query('FETCH 1 FROM answers_cur')).rows).toEqual([{ n: '43', label: 'row 3', even: false }]);
+    await c.query('COMMIT');
   });
 });
