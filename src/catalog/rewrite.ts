@@ -75,7 +75,16 @@ const SCALAR_SET_FUNCTIONS = new Set(['generate_series', 'unnest', 'generate_sub
 const SELECT_LIST_SET_FUNCTIONS = new Set(['generate_series']);
 
 /** Functions that return one value, which PostgreSQL lets FROM use as a one-row table (Grafana's string_to_array(...) s). */
-const SCALAR_FROM_FUNCTIONS = new Set(['string_to_array', 'regexp_split_to_array', 'parse_ident', 'current_schemas', 'array_append', 'array_cat']);
+const SCALAR_FROM_FUNCTIONS = new Set([
+  'string_to_array',
+  'regexp_split_to_array',
+  'parse_ident',
+  'current_schemas',
+  'array_append',
+  'array_cat',
+  'current_schema',
+  'current_database',
+]);
 
 /** Collations every PostgreSQL client may name and DuckDB does not have; the engine compares bytes, as C does. */
 const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
@@ -679,7 +688,7 @@ class Rewriter {
   private rangeFunction(node: Node): void {
     const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
     const functions = node.functions as unknown[] | undefined;
-    if (alias?.aliasname === undefined || alias.colnames !== undefined || functions?.length !== 1 || node.ordinality === true) return;
+    if (alias?.colnames !== undefined || functions?.length !== 1 || node.ordinality === true) return;
     const call = ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
     const parts = strings(call?.funcname);
     const fn = parts[parts.length - 1];
@@ -690,6 +699,14 @@ class Rewriter {
     if (name === null || this.tokens[name.next]?.text !== '(') return;
     const close = this.closing(name.next);
     if (close === null) return;
+    if (alias?.aliasname === undefined) {
+      // Without an alias PostgreSQL names the table and its column after the function (TypeORM's SELECT * FROM current_schema()).
+      if (SCALAR_FROM_FUNCTIONS.has(fn)) {
+        this.insertBefore(i, '(SELECT ');
+        this.insertAfter(close, ` AS ${fn}) AS ${fn}`);
+      }
+      return;
+    }
     let a = close + 1;
     if (wordOf(this.tokens[a]) === 'as') a++;
     const aliasToken = this.tokens[a];

@@ -245,6 +245,19 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
   }
 }
 
+/**
+ * A whole-hour offset from UTC as the IANA zone of that offset ("+02:00" is
+ * Etc/GMT-2: POSIX signs are inverted); null for anything else.
+ */
+function offsetZone(offset: string): string | null {
+  const m = /^\s*([+-]?)(\d{1,2})(?::(\d{2}))?\s*$/.exec(offset);
+  if (m === null || (m[3] !== undefined && m[3] !== '00')) return null;
+  const hours = Number(m[2]);
+  if (hours > 14) return null;
+  if (hours === 0) return 'UTC';
+  return `Etc/GMT${m[1] === '-' ? '+' : '-'}${hours}`;
+}
+
 /** A transaction's access mode among its modes: READ ONLY, READ WRITE (ISOLATION LEVEL READ COMMITTED is not one). */
 function accessMode(tokens: readonly Token[]): boolean | null {
   let mode: boolean | null = null;
@@ -273,6 +286,12 @@ function recognizeSet(tokens: readonly Token[]): SessionCommand | null {
     const rest = tokens.slice(i + 2);
     if (rest.length === 1 && (upper(rest[0]) === 'LOCAL' || upper(rest[0]) === 'DEFAULT')) {
       return { kind: 'set', name: 'TimeZone', value: null, local };
+    }
+    // SET TIME ZONE INTERVAL '+02:00' HOUR TO MINUTE (Sequelize): a fixed offset.
+    if (upper(rest[0]) === 'INTERVAL' && rest[1]?.kind === 'string') {
+      const zone = offsetZone(rest[1].text.slice(1, -1).replaceAll("''", "'"));
+      const tail = rest.slice(2).map(upper).join(' ');
+      return zone === null || !(tail === '' || tail === 'HOUR TO MINUTE') ? null : { kind: 'set', name: 'TimeZone', value: zone, local };
     }
     const value = settingValue(tokens, i + 2);
     return value === undefined ? null : { kind: 'set', name: 'TimeZone', value, local };

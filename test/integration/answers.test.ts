@@ -190,3 +190,24 @@ describe('FETCH in the formats its portal asks for', () => {
     await c.query('COMMIT');
   });
 });
+
+describe('what ORMs send when they start', () => {
+  it('reads a scalar function in FROM without an alias as a one-row table named after it (TypeORM)', async () => {
+    const r = await ctx.client.query('SELECT * FROM current_schema()');
+    expect(r.rows).toEqual([{ current_schema: 'public' }]);
+    expect((await ctx.client.query('SELECT * FROM current_database()')).rows).toEqual([{ current_database: 'cotwire' }]);
+    expect((await ctx.client.query('SELECT s FROM current_schema() AS s')).rows).toEqual([{ s: 'public' }]);
+  });
+
+  it("takes SET TIME ZONE INTERVAL '+00:00' HOUR TO MINUTE (Sequelize) as a fixed offset", async () => {
+    const c = await ctx.server.client();
+    await c.query("SET TIME ZONE INTERVAL '+00:00' HOUR TO MINUTE");
+    expect((await c.query('SHOW TIME ZONE')).rows).toEqual([{ TimeZone: 'UTC' }]);
+    await c.query("SET TIME ZONE INTERVAL '-08:00' HOUR TO MINUTE");
+    expect((await c.query('SHOW TIME ZONE')).rows).toEqual([{ TimeZone: 'Etc/GMT+8' }]);
+    // Rendered in the session's zone, as the server sends it.
+    const asSent = { getTypeParser: () => (v: string) => v };
+    expect((await c.query({ text: "SELECT TIMESTAMPTZ '2024-07-01 12:00:00+00' AS t", types: asSent })).rows).toEqual([{ t: '2024-07-01 04:00:00-08' }]);
+    await expect(c.query("SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE")).rejects.toThrow();
+  });
+});
