@@ -289,9 +289,11 @@ function recognizeSet(tokens: readonly Token[]): SessionCommand | null {
     }
     // SET TIME ZONE INTERVAL '+02:00' HOUR TO MINUTE (Sequelize): a fixed offset.
     if (upper(rest[0]) === 'INTERVAL' && rest[1]?.kind === 'string') {
-      const zone = offsetZone(rest[1].text.slice(1, -1).replaceAll("''", "'"));
+      const offset = rest[1].text.slice(1, -1).replaceAll("''", "'");
       const tail = rest.slice(2).map(upper).join(' ');
-      return zone === null || !(tail === '' || tail === 'HOUR TO MINUTE') ? null : { kind: 'set', name: 'TimeZone', value: zone, local };
+      if (!(tail === '' || tail === 'HOUR TO MINUTE')) return null;
+      // An offset that is no whole hour is passed on as it is, for TimeZone's own 22023.
+      return { kind: 'set', name: 'TimeZone', value: offsetZone(offset) ?? offset, local };
     }
     const value = settingValue(tokens, i + 2);
     return value === undefined ? null : { kind: 'set', name: 'TimeZone', value, local };
