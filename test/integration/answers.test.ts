@@ -211,3 +211,16 @@ describe('what ORMs send when they start', () => {
     await expect(c.query("SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE")).rejects.toMatchObject({ code: '22023' });
   });
 });
+
+describe('timestamps as ORMs write them', () => {
+  it("reads a timestamptz parameter with a space before its offset, as PostgreSQL does (Sequelize's '2024-07-01 00:00:00.000 +00:00')", async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE answers_events (happened TIMESTAMPTZ)');
+    await c.query('INSERT INTO answers_events VALUES ($1), ($2)', ['2024-07-01 00:00:00.000 +00:00', '2024-07-01 02:30:00 +02:30']);
+    const { rows } = await c.query({
+      text: 'SELECT epoch(happened)::BIGINT AS s FROM answers_events ORDER BY 1',
+      types: { getTypeParser: () => (v: string) => v },
+    });
+    expect(rows).toEqual([{ s: '1719792000' }, { s: '1719792000' }]);
+  });
+});

@@ -68,6 +68,10 @@ function fromText(text: string, target: DuckDBType | null, index: number): Typed
     case DuckDBTypeId.ARRAY:
       if (text.startsWith('{')) return arrayFromText(text, index);
       return { value: text, type: VARCHAR };
+    case DuckDBTypeId.TIMESTAMP_TZ:
+      // PostgreSQL accepts a space before a numeric offset ('2024-07-01 00:00:00.000 +00:00', as
+      // Sequelize writes them); DuckDB would read the offset as a zone name.
+      return { value: text.replace(/(\d)\s+([+-]\d{1,2}(?::?\d{2}){0,2})\s*$/, '$1$2'), type: VARCHAR };
     default:
       // DuckDB casts VARCHAR to the parameter's type with PostgreSQL-compatible input syntax.
       return { value: text, type: VARCHAR };
