@@ -36,6 +36,8 @@ export type SessionCommand =
   /** FETCH or MOVE; count null is ALL; backward for any direction that is not forward. */
   | { readonly kind: 'fetch'; readonly name: string; readonly count: number | null; readonly move: boolean; readonly backward: boolean }
   | { readonly kind: 'close'; readonly name: string | null }
+  /** SELECT [pg_catalog.]set_config('name', 'value', is_local): a SET that answers the new value (pg_dump's first query). */
+  | { readonly kind: 'set-config'; readonly name: string; readonly value: string; readonly local: boolean }
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
   | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
 
@@ -232,6 +234,8 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       if (n === null || n.next !== tokens.length) return null;
       return isKnownSetting(n.name) || n.name.includes('.') ? { kind: 'show', name: n.name } : null;
     }
+    case 'SELECT':
+      return recognizeSetConfig(tokens);
     case 'LISTEN':
     case 'UNLISTEN':
     case 'NOTIFY':
@@ -256,6 +260,22 @@ function offsetZone(offset: string): string | null {
   if (hours > 14) return null;
   if (hours === 0) return 'UTC';
   return `Etc/GMT${m[1] === '-' ? '+' : '-'}${hours}`;
+}
+
+/** `SELECT [pg_catalog.]set_config('name', 'value', true|false)` and nothing else; null for any other SELECT. */
+function recognizeSetConfig(tokens: readonly Token[]): SessionCommand | null {
+  let i = 1;
+  if (tokens[i]?.kind === 'word' && tokens[i]?.text.toLowerCase() === 'pg_catalog' && tokens[i + 1]?.text === '.') i += 2;
+  if (tokens[i]?.kind !== 'word' || tokens[i]?.text.toLowerCase() !== 'set_config' || tokens[i + 1]?.text !== '(') return null;
+  const name = tokens[i + 2];
+  const value = tokens[i + 4];
+  const local = upper(tokens[i + 6]);
+  const plain = (t: Token | undefined): string | null => (t?.kind === 'string' && t.text.startsWith("'") ? t.text.slice(1, -1).replaceAll("''", "'") : null);
+  const n = plain(name);
+  const v = plain(value);
+  if (n === null || v === null || tokens[i + 3]?.text !== ',' || tokens[i + 5]?.text !== ',' || !(local === 'TRUE' || local === 'FALSE')) return null;
+  if (tokens[i + 7]?.text !== ')' || tokens.length !== i + 8) return null;
+  return { kind: 'set-config', name: n, value: v, local: local === 'TRUE' };
 }
 
 /** A transaction's access mode among its modes: READ ONLY, READ WRITE (ISOLATION LEVEL READ COMMITTED is not one). */

@@ -78,7 +78,9 @@ export class Planner {
             : [textField(ctx.settings.canonicalName(command.name))]
           : command.kind === 'fetch' && !command.move
             ? this.cursorFields(command.name)
-            : null;
+            : command.kind === 'set-config'
+              ? [textField('set_config')]
+              : null;
       return new Statement({ kind: 'command', command }, [], fields);
     }
     ctx.tx.checkNotFailed();

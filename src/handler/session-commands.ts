@@ -98,6 +98,13 @@ export async function runCommand(
     case 'close':
       cursors.close(cmd.name);
       return 'CLOSE CURSOR';
+    case 'set-config': {
+      // As SET: an engine setting is refused by the same rule, and the new value is the answer.
+      if (!isKnownSetting(cmd.name)) ctx.access.engineSetting(cmd.name, cmd.value);
+      await setParameter(ctx, cmd.name, cmd.value, cmd.local);
+      sink.row([ctx.settings.get(cmd.name) ?? cmd.value]);
+      return 'SELECT 1';
+    }
     case 'unsupported':
       throw new PgError(SqlState.FeatureNotSupported, `${cmd.command} is not supported`, { hint: cmd.hint });
   }

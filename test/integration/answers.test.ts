@@ -224,3 +224,22 @@ describe('timestamps as ORMs write them', () => {
     expect(rows).toEqual([{ s: '1719792000' }, { s: '1719792000' }]);
   });
 });
+
+describe('set_config', () => {
+  it("sets and answers the new value, as pg_dump's first query expects", async () => {
+    const c = await ctx.server.client();
+    const r = await c.query("SELECT pg_catalog.set_config('search_path', '', false)");
+    expect(r.fields.map((f) => f.name)).toEqual(['set_config']);
+    expect(r.rows).toEqual([{ set_config: '' }]);
+    expect((await c.query('SHOW search_path')).rows).toEqual([{ search_path: '' }]);
+    await c.query('BEGIN');
+    expect((await c.query("SELECT set_config('application_name', 'dumper', true)")).rows).toEqual([{ set_config: 'dumper' }]);
+    await c.query('COMMIT');
+    // Local: gone with the transaction.
+    expect((await c.query('SHOW application_name')).rows).not.toEqual([{ application_name: 'dumper' }]);
+  });
+
+  it('refuses an engine setting as SET does', async () => {
+    await expect(ctx.client.query("SELECT set_config('threads', '1', false)")).rejects.toMatchObject({ code: '42501' });
+  });
+});
