@@ -68,7 +68,14 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   const builtins = await engine.builtinFunctionNames();
   const guard = await Guard.create({
     prefixes: config.guard.protectedPrefixes,
-    reservedFunctions: new Set([...builtins, ...COTWIRE_SQL_FUNCTIONS, ...PROOF_SQL_FUNCTIONS, ...ANALYTICS_FUNCTIONS, ...AUDIT_SQL_FUNCTIONS]),
+    reservedFunctions: new Set([
+      ...builtins,
+      ...COTWIRE_SQL_FUNCTIONS,
+      ...PROOF_SQL_FUNCTIONS,
+      ...ANALYTICS_FUNCTIONS,
+      ...AUDIT_SQL_FUNCTIONS,
+      'cot_clock_micros',
+    ]),
     engineSettings: await engine.settingNames(),
     reservedNames: [COMPAT_CATALOG],
   });

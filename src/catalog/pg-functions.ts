@@ -293,6 +293,9 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // The wall clock, read at each call (now() and current_timestamp are the transaction's start);
+  // cot_clock_micros is registered by the engine (engine/duckdb/engine.ts).
+  ['clock_timestamp', [['', `CAST(system.main.make_timestamp(CAST(system.main.cot_clock_micros() AS BIGINT)) AS TIMESTAMPTZ)`]]],
   // date_bin(stride, source, origin): DuckDB's time_bucket bins the same way from the same origin (without one, from 2001-01-01, as time_bucket does).
   [
     'date_bin',

@@ -243,3 +243,19 @@ describe('set_config', () => {
     await expect(ctx.client.query("SELECT set_config('threads', '1', false)")).rejects.toMatchObject({ code: '42501' });
   });
 });
+
+describe('clock_timestamp', () => {
+  it('reads the wall clock at each call, where now() is the transaction start', async () => {
+    const c = await ctx.server.client();
+    await c.query('BEGIN');
+    const first = (await c.query('SELECT now() AS n, clock_timestamp() AS c')).rows[0] as { n: Date; c: Date };
+    await new Promise((r) => setTimeout(r, 30));
+    const second = (await c.query('SELECT now() AS n, clock_timestamp() AS c')).rows[0] as { n: Date; c: Date };
+    await c.query('COMMIT');
+    expect(second.n.getTime()).toBe(first.n.getTime());
+    expect(second.c.getTime() - first.c.getTime()).toBeGreaterThanOrEqual(25);
+    expect(Math.abs(first.c.getTime() - Date.now())).toBeLessThan(60_000);
+    const { fields } = await c.query('SELECT clock_timestamp()');
+    expect(fields.map((f) => [f.name, f.dataTypeID])).toEqual([['clock_timestamp', 1184]]);
+  });
+});
