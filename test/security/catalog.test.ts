@@ -2,6 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { engineSetup } from '../../src/catalog/compat.js';
+import { registerEngineClock } from '../../src/engine/duckdb/engine.js';
 import { useTestServer } from '../fixtures/server.js';
 
 /**
@@ -41,6 +42,8 @@ describe('the shared PostgreSQL catalog', () => {
     const setup = await bare.connect();
     const other = await bare.connect();
     try {
+      // As the engine does before its set-up.
+      registerEngineClock(setup);
       for (const s of engineSetup()) await setup.run(s);
       await other.run("CREATE TEMP MACRO current_user() AS 'bob'");
       await other.run("CREATE TEMP MACRO cot_role() AS 'reader'");

@@ -112,21 +112,8 @@ export class DuckDBEngine implements Engine {
         // keeps returning nothing after rows arrive (duckdb/duckdb#23704). DuckDB's own fix
         // (#24696) skips statistics propagation for prepared statements; this does the same.
         await conn.run("SET GLOBAL disabled_optimizers = 'statistics_propagation'");
-        // The wall clock at each call, in microseconds: DuckDB's now() is the transaction's start
-        // (clock_timestamp() in the catalog layer reads this). Registered before the set-up,
-        // whose macros DuckDB binds as they are created.
-        conn.registerScalarFunction(
-          DuckDBScalarFunction.create({
-            name: 'cot_clock_micros',
-            returnType: BIGINT,
-            parameterTypes: [],
-            volatile: true,
-            mainFunction: (_info, input, output) => {
-              for (let row = 0; row < input.rowCount; row++) output.setItem(row, BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)));
-              output.flush();
-            },
-          }),
-        );
+        // Before the set-up, whose macros DuckDB binds as they are created.
+        registerEngineClock(conn);
         for (const statement of opts.setup ?? []) await conn.run(statement);
         if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');
@@ -210,6 +197,26 @@ export class DuckDBEngine implements Engine {
   async close(): Promise<void> {
     this.instance.closeSync();
   }
+}
+
+/**
+ * cot_clock_micros(): the wall clock at each call, in microseconds, which
+ * clock_timestamp() in the catalog layer reads (DuckDB's now() is the
+ * transaction's start). Whatever runs the catalog's set-up registers it first.
+ */
+export function registerEngineClock(conn: DuckDBConnection): void {
+  conn.registerScalarFunction(
+    DuckDBScalarFunction.create({
+      name: 'cot_clock_micros',
+      returnType: BIGINT,
+      parameterTypes: [],
+      volatile: true,
+      mainFunction: (_info, input, output) => {
+        for (let row = 0; row < input.rowCount; row++) output.setItem(row, BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)));
+        output.flush();
+      },
+    }),
+  );
 }
 
 class DuckDBSession implements EngineConnection {
