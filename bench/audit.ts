@@ -12,26 +12,11 @@ import { STEPS_DDL, type LedgerTable } from '../src/ledger/schema.js';
 import { verifyLedgers } from '../src/ledger/verify.js';
 import { LedgerWriter } from '../src/ledger/writer.js';
 import { NO_OBSERVER } from '../src/observe/observer.js';
-import { stepRow } from './dataset.js';
+import { writerRow } from './dataset.js';
 
 /** A step's client columns, in the table order of `_cot_steps` (the server's left out). */
 function clientRow(i: number): Array<string | null> {
-  const r = stepRow(`s-${i % 2000}`, i);
-  return [
-    null,
-    r[1] as string,
-    r[0] as string,
-    r[2] as string,
-    r[3] as string,
-    r[4] as string,
-    r[5] as string,
-    '0.5',
-    String(r[7]),
-    String(r[8]),
-    r[9] as string,
-    r[10] as string,
-    null,
-  ];
+  return writerRow(`s-${i % 2000}`, i);
 }
 
 interface Ledger {

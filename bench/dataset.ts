@@ -81,3 +81,28 @@ export class PostgresChain {
     );
   }
 }
+
+/**
+ * A step as the ledger writer takes it: the client columns of `_cot_steps` in table order
+ * (org_id, agent_id, session_id, step_type, content, input_data, output_data, confidence,
+ * duration_ms, token_count, model, metadata, parent_trace_id); `confidence` gives the text of
+ * the step's confidence.
+ */
+export function writerRow(session: string, i: number, confidence: (value: number) => string = () => '0.5'): Array<string | null> {
+  const r = stepRow(session, i);
+  return [
+    null,
+    r[1] as string,
+    r[0] as string,
+    r[2] as string,
+    r[3] as string,
+    r[4] as string,
+    r[5] as string,
+    confidence(r[6] as number),
+    String(r[7]),
+    String(r[8]),
+    r[9] as string,
+    r[10] as string,
+    null,
+  ];
+}

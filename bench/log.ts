@@ -8,7 +8,7 @@ import { leafHash } from '../src/ledger/merkle.js';
 import { MerkleLog } from '../src/ledger/merkle-log.js';
 import { STEPS_DDL } from '../src/ledger/schema.js';
 import { LedgerWriter } from '../src/ledger/writer.js';
-import { stepRow } from './dataset.js';
+import { writerRow } from './dataset.js';
 
 /**
  * The global log's cost on the append path: the same appends through the
@@ -28,24 +28,7 @@ export async function appendRate(withLog: boolean, steps: number): Promise<numbe
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');
     const writer = await LedgerWriter.open(engine, catalog, { journalPath: Journal.pathFor(path), ...(log === undefined ? {} : { log }) });
-    const row = (i: number): Array<string | null> => {
-      const r = stepRow(`s-${i % 64}`, i);
-      return [
-        null,
-        r[1] as string,
-        r[0] as string,
-        r[2] as string,
-        r[3] as string,
-        r[4] as string,
-        r[5] as string,
-        '0.5',
-        String(r[7]),
-        String(r[8]),
-        r[9] as string,
-        r[10] as string,
-        null,
-      ];
-    };
+    const row = (i: number): Array<string | null> => writerRow(`s-${i % 64}`, i);
     const t = performance.now();
     let next = 0;
     await Promise.all(

@@ -3,7 +3,7 @@ import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
 import { LedgerCatalog } from '../src/ledger/catalog.js';
 import { STEPS_DDL, STEPS_INDEX_DDL } from '../src/ledger/schema.js';
 import { LedgerWriter } from '../src/ledger/writer.js';
-import { stepRow } from './dataset.js';
+import { stepRow, writerRow } from './dataset.js';
 
 /**
  * The read benchmarks' datasets. cotwire's is appended by its own ledger
@@ -35,24 +35,7 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
     for (let done = 0; done < size; done += UNIT) {
       const rows: Array<Array<string | null>> = [];
       for (let i = done; i < Math.min(size, done + UNIT); i++) {
-        const r = stepRow(`seed-${Math.floor((existing + i) / 100)}`, existing + i);
-        // Client columns in table order: org_id, agent_id, session_id, step_type, content, input_data,
-        // output_data, confidence, duration_ms, token_count, model, metadata, parent_trace_id.
-        rows.push([
-          null,
-          r[1] as string,
-          r[0] as string,
-          r[2] as string,
-          r[3] as string,
-          r[4] as string,
-          r[5] as string,
-          confidence.get(r[6] as number) ?? String(r[6]),
-          String(r[7]),
-          String(r[8]),
-          r[9] as string,
-          r[10] as string,
-          null,
-        ]);
+        rows.push(writerRow(`seed-${Math.floor((existing + i) / 100)}`, existing + i, (c) => confidence.get(c) ?? String(c)));
       }
       await writer.append([{ table, rows }]);
     }

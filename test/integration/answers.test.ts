@@ -155,6 +155,22 @@ describe('names qualified with the database', () => {
     expect((await c.query('SELECT id FROM "cotwire"."public"."qualified_orders"')).rows).toEqual([{ id: 7 }]);
   });
 
+  it('keeps a ledger named through the database protected: the guard reads the name it is rewritten to', async () => {
+    const c = ctx.client;
+    await c.query("INSERT INTO cotwire.public._cot_steps (session_id, step_type, content) VALUES ('qualified', 'Reasoning', 'kept')");
+    for (const sql of [
+      'DELETE FROM cotwire.public._cot_steps',
+      "UPDATE cotwire.public._cot_steps SET content = 'forged'",
+      'TRUNCATE cotwire.public._cot_steps',
+      'DROP TABLE cotwire.public._cot_steps',
+      'ALTER TABLE cotwire.main._cot_steps ADD COLUMN x INT',
+    ]) {
+      await expect(c.query(sql), sql).rejects.toMatchObject({ code: '42501' });
+    }
+    expect((await c.query("SELECT content FROM _cot_steps WHERE session_id = 'qualified'")).rows).toEqual([{ content: 'kept' }]);
+    expect((await c.query("SELECT valid FROM cot_verify('qualified')")).rows).toEqual([{ valid: true }]);
+  });
+
   it('leaves another database name to fail as in PostgreSQL', async () => {
     await expect(ctx.client.query('SELECT 1 FROM otherdb.public.qualified_orders')).rejects.toThrow();
   });

@@ -10,7 +10,7 @@ import { Journal } from '../../src/ledger/journal.js';
 import { createLogger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { crashBeforeApply } from '../fixtures/crash.js';
-import { spawnServer } from '../fixtures/server.js';
+import { appendUnderLoad, spawnServer } from '../fixtures/server.js';
 
 /** Faults of the machine: a damaged journal after a crash, a full disk, a stopped and a terminated process. */
 const root = mkdtempSync(join(tmpdir(), 'cotwire-faults-'));
@@ -205,23 +205,8 @@ describe('signals under load', () => {
   it('loses nothing acknowledged through SIGSTOP, SIGCONT and SIGTERM', async () => {
     const db = join(root, 'signals.duckdb');
     const { child, port } = await spawnServer(['--db', db]);
-    const acknowledged: string[] = [];
-    let stop = false;
-    const workers = Array.from({ length: 6 }, async (_, w) => {
-      const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
-      c.on('error', () => undefined);
-      await c.connect();
-      for (let i = 0; !stop; i++) {
-        const content = `w${w}-${i}`;
-        try {
-          await c.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', [`sig-${w % 2}`, 'Action', content]);
-          acknowledged.push(content);
-        } catch {
-          break;
-        }
-      }
-      await c.end().catch(() => undefined);
-    });
+    const load = appendUnderLoad(port, 6, (w) => `sig-${w % 2}`);
+    const { acknowledged } = load;
     await new Promise((r) => setTimeout(r, 700));
     child.kill('SIGSTOP');
     await new Promise((r) => setTimeout(r, 700));
@@ -230,8 +215,7 @@ describe('signals under load', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    stop = true;
-    await Promise.all(workers);
+    await load.stop();
     expect(acknowledged.length).toBeGreaterThan(20);
     const s = await start(db);
     try {

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log/logger.js';
-import { spawnServer } from '../fixtures/server.js';
+import { appendUnderLoad, spawnServer } from '../fixtures/server.js';
 import { startServer } from '../../src/main.js';
 import { Journal } from '../../src/ledger/journal.js';
 import { checkChains, recomputeSql } from '../fixtures/independent-verifier.js';
@@ -150,26 +150,11 @@ describe('crash safety', () => {
   it('keeps every acknowledged append through kill -9, and every chain verifies after restart', async () => {
     const db = join(root, 'crash.duckdb');
     const { child, port } = await spawnServer(['--db', db]);
-    const acknowledged: string[] = [];
-    let stop = false;
-    const workers = Array.from({ length: 8 }, async (_, w) => {
-      const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
-      c.on('error', () => undefined);
-      await c.connect();
-      for (let i = 0; !stop; i++) {
-        const content = `w${w}-${i}`;
-        try {
-          await c.query('INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, $2, $3)', [`crash-${w % 3}`, 'Action', content]);
-          acknowledged.push(content);
-        } catch {
-          break;
-        }
-      }
-    });
+    const load = appendUnderLoad(port, 8, (w) => `crash-${w % 3}`);
+    const { acknowledged } = load;
     await new Promise((r) => setTimeout(r, 1500));
     child.kill('SIGKILL');
-    stop = true;
-    await Promise.all(workers);
+    await load.stop();
     await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
     expect(acknowledged.length).toBeGreaterThan(50);
     await withServer(db, async (c) => {
