@@ -116,7 +116,9 @@ function internals(): string[] {
        SELECT c.*, CAST(CASE WHEN c.data_type LIKE '%]' THEN coalesce(m.array_oid, 114) ELSE coalesce(m.oid, 25) END AS BIGINT) AS type_oid
        FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
        WHERE c.database_name NOT IN ${HIDDEN_DB}`,
+    // DECIMAL(38, 9 or more) is unconstrained numeric (see sql/numeric.ts): no type modifier.
     `CREATE MACRO ${P}.cot_typmod(t) AS CASE
+       WHEN t LIKE 'DECIMAL(38,%' AND CAST(regexp_extract(t, ',(\\d+)\\)', 1) AS INTEGER) >= 9 THEN -1
        WHEN t LIKE 'DECIMAL(%' THEN (CAST(regexp_extract(t, 'DECIMAL\\((\\d+),', 1) AS INTEGER) * 65536
          + CAST(regexp_extract(t, ',(\\d+)\\)', 1) AS INTEGER) + 4)
        ELSE -1 END`,

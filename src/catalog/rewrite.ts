@@ -1,6 +1,7 @@
 import { parseSync } from 'libpg-query';
 import { parseArrayLiteral, type ArrayItem } from '../sql/array-literal.js';
 import type { Token } from '../sql/lexer.js';
+import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
 
 /**
@@ -93,6 +94,9 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'numeric',
+  'decimal',
+  'dec',
   'pg_catalog',
   'information_schema',
   'public',
@@ -575,8 +579,15 @@ class Rewriter {
     const i = this.index(node.location);
     if (type === undefined || i === null || REG_TYPES.has(type)) return;
     const name = this.dotted(i);
+    if (name === null) return;
+    if (type === 'numeric' && (names.length === 1 || names[0] === 'pg_catalog') && node.typmods === undefined) {
+      // numeric, decimal, dec: the spellings of one type, which DuckDB would make DECIMAL(18,3).
+      const spelled = name.parts[name.parts.length - 1] ?? '';
+      if (['numeric', 'decimal', 'dec'].includes(spelled) && name.parts.length <= 2) this.replaceTokens(i, name.next, UNCONSTRAINED_NUMERIC);
+      return;
+    }
     // SQL-standard spellings (integer, double precision) parse to pg_catalog names that are not in the text.
-    if (name === null || name.parts.join('.') !== names.join('.')) return;
+    if (name.parts.join('.') !== names.join('.')) return;
     const mapped = TYPE_NAMES[type];
     if (mapped !== undefined && (names.length === 1 || names[0] === 'pg_catalog')) {
       this.replaceTokens(i, name.next, mapped);

@@ -42,14 +42,21 @@ function figure(e: Expr): Figured {
     case 'ref':
       return { name: e.name, strength: 2 };
     case 'call':
-      return { name: e.function.name, strength: 2 };
+      // TRIM(x) is btrim(x) in PostgreSQL's grammar, and named so.
+      return { name: e.function.name === 'trim' ? 'btrim' : e.function.name, strength: 2 };
+    case 'extract':
+    case 'substring':
+    case 'overlay':
+      return { name: e.type, strength: 2 };
     case 'keyword':
       return { name: e.keyword, strength: 2 };
     case 'cast': {
       const inner = figure(e.operand);
       if (inner.strength > 1) return inner;
-      const to = e.to as { name?: string; kind?: string; arrayOf?: unknown };
-      if (to.kind === 'array' || to.name === undefined) return inner;
+      // $1::text[] is named after its element type, as PostgreSQL takes the type name's last part.
+      let to = e.to as { name?: string; kind?: string; arrayOf?: unknown };
+      while (to.kind === 'array' && to.arrayOf !== undefined) to = to.arrayOf as typeof to;
+      if (to.name === undefined) return inner;
       return { name: TYPE_NAMES[to.name.toLowerCase()] ?? to.name.toLowerCase(), strength: 1 };
     }
     case 'case':

@@ -60,20 +60,70 @@ describe('set-returning functions in the select list return rows', () => {
   });
 });
 
+describe('numeric without a precision keeps every digit, as in PostgreSQL', () => {
+  it('in casts, table columns and aggregates over them', async () => {
+    const c = ctx.client;
+    // DuckDB alone: DECIMAL(18,3), so 1.235 and 133.873.
+    const cast = await c.query("SELECT '1.23456'::numeric AS a, CAST('2.5' AS decimal) AS b, 1::numeric AS c, '0.1'::numeric * '3'::numeric AS d");
+    expect(cast.rows).toEqual([{ a: '1.23456', b: '2.5', c: '1', d: '0.3' }]);
+    expect(cast.fields.map((f) => [f.dataTypeID, f.dataTypeModifier])).toEqual([
+      [1700, -1],
+      [1700, -1],
+      [1700, -1],
+      [1700, -1],
+    ]);
+    await c.query('CREATE TABLE answers_numeric (exact numeric(10,2), free numeric, list numeric[])');
+    await c.query("INSERT INTO answers_numeric VALUES (100.50, 1.23456, '{1.5,2}'), (167.245, 0.000000001, NULL)");
+    const rows = await c.query('SELECT exact, free, list FROM answers_numeric ORDER BY exact');
+    expect(rows.rows).toEqual([
+      { exact: '100.50', free: '1.23456', list: [1.5, 2] },
+      { exact: '167.25', free: '0.000000001', list: null },
+    ]);
+    const avg = await c.query('SELECT round(avg(exact)::numeric, 4) AS r, sum(free) AS s FROM answers_numeric');
+    expect(avg.rows).toEqual([{ r: '133.8750', s: '1.234560001' }]);
+    const described = await c.query(
+      "SELECT attname, format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'answers_numeric'::regclass AND attnum > 0 ORDER BY attnum",
+    );
+    expect(described.rows).toEqual([
+      { attname: 'exact', t: 'numeric(10,2)' },
+      { attname: 'free', t: 'numeric' },
+      { attname: 'list', t: 'numeric[]' },
+    ]);
+    const info = await c.query(
+      "SELECT column_name, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_name = 'answers_numeric' AND column_name <> 'list' ORDER BY ordinal_position",
+    );
+    expect(info.rows).toEqual([
+      { column_name: 'exact', numeric_precision: 10, numeric_scale: 2 },
+      { column_name: 'free', numeric_precision: null, numeric_scale: null },
+    ]);
+  });
+});
+
+describe("result columns are named by PostgreSQL's rules", () => {
+  it('for casts to arrays and the SQL-syntax functions', async () => {
+    const r = await ctx.client.query(
+      "SELECT $1::text[], extract(year FROM DATE '2024-05-06'), substring('abc' FROM 1 FOR 1), trim(' a '), position('b' IN 'abc')",
+      [['x']],
+    );
+    expect(r.fields.map((f) => f.name)).toEqual(['text', 'extract', 'substring', 'btrim', 'position']);
+  });
+});
+
 describe('a parameter the engine cannot type', () => {
-  it('is 42P18 with a hint, never a result of another shape', async () => {
+  it('is typed from its context where PostgreSQL would type it, and is 42P18 with a hint where nothing types it', async () => {
     const c = ctx.client;
     await c.query('CREATE TABLE answers_orders (id INT, customer VARCHAR, amount DECIMAL(10,2))');
     await c.query("INSERT INTO answers_orders VALUES (2, 'x', 10.5)");
-    const err = await c.query('SELECT id, customer, amount + $1 AS x FROM answers_orders WHERE id = 2', [1]).then(
+    // amount + $1: PostgreSQL gives the parameter amount's type (numeric); DuckDB alone finds two candidates.
+    const { rows, fields } = await c.query('SELECT id, customer, amount + $1 AS x FROM answers_orders WHERE id = 2', [1]);
+    expect(fields.map((f) => f.name)).toEqual(['id', 'customer', 'x']);
+    expect(rows).toEqual([{ id: 2, customer: 'x', x: '11.5' }]);
+    // $1 + $2: nothing says what either is (PostgreSQL: "operator is not unique").
+    const err = await c.query('SELECT $1 + $2 AS x', [1, 2]).then(
       () => null,
       (e: { code?: string; message?: string; hint?: string }) => e,
     );
     expect(err).toMatchObject({ code: '42P18', message: 'could not determine data type of parameter $1', hint: expect.stringContaining('$1::numeric') });
-    // With the cast PostgreSQL would infer, the statement answers.
-    const { rows, fields } = await c.query('SELECT id, customer, amount + $1::numeric AS x FROM answers_orders WHERE id = 2', [1]);
-    expect(fields.map((f) => f.name)).toEqual(['id', 'customer', 'x']);
-    expect(rows).toHaveLength(1);
   });
 });
 

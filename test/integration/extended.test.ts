@@ -10,6 +10,7 @@ beforeAll(async () => {
   server = await startTestServer();
   const c = await server.client();
   await c.query('CREATE TABLE steps (id INTEGER, label VARCHAR, created_at TIMESTAMPTZ, score DOUBLE, ok BOOLEAN, raw BLOB, tags VARCHAR[])');
+  await c.query('CREATE TABLE inferred (id int PRIMARY KEY, customer text, amount numeric(10,2), big bigint, created timestamp)');
 });
 afterAll(async () => {
   await server[Symbol.asyncDispose]();
@@ -164,6 +165,51 @@ describe('extended query on the wire', () => {
     expect(t.readInt16BE(0)).toBe(2);
     expect([t.readUInt32BE(2), t.readUInt32BE(6)]).toEqual([23, 25]);
     c.end();
+  });
+
+  // The OIDs PostgreSQL 15 answers for each statement, over the same table (checked side by side).
+  it.each([
+    ['SELECT $1::int4', [23]],
+    ['SELECT $1::text[]', [1009]],
+    ['UPDATE inferred SET amount = amount + $1 WHERE id = $2', [1700, 23]],
+    ['SELECT 1 + $1', [23]],
+    ['SELECT $1 + 1.5', [1700]],
+    ['SELECT count(*) FROM inferred WHERE id = $1 + 1', [23]],
+    ['SELECT id, amount + $1 AS x FROM inferred o WHERE o.id = 2', [1700]],
+    ['SELECT o.amount * $1 FROM inferred o', [1700]],
+    ['SELECT amount * 2 + $1 FROM inferred', [1700]],
+    ['SELECT created - $1 FROM inferred', [1114]],
+    ['SELECT $1 || customer FROM inferred', [25]],
+    ['SELECT * FROM inferred WHERE id = ANY($1)', [1007]],
+    ['SELECT * FROM inferred WHERE big <> ALL($1)', [1016]],
+    ['SELECT * FROM inferred WHERE id IN ($1, $2)', [23, 23]],
+    ['SELECT * FROM inferred WHERE customer LIKE $1', [25]],
+    ['SELECT * FROM inferred LIMIT $1 OFFSET $2', [20, 20]],
+    ['INSERT INTO inferred (id, customer, amount) VALUES ($1, $2, $3)', [23, 25, 1700]],
+    ['SELECT $1', [25]],
+    ['SELECT * FROM inferred WHERE $1 = big', [20]],
+  ])('describes the parameters of %s with the types PostgreSQL infers', async (text, oids) => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text, name: 'inferred' }));
+    c.write(serialize.describe({ type: 'S', name: 'inferred' }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    const t = msgs.find((m) => m.type === 't')?.body;
+    expect(msgs.find((m) => m.type === 'E')).toBeUndefined();
+    expect(Array.from({ length: t?.readInt16BE(0) ?? 0 }, (_, i) => t?.readUInt32BE(2 + 4 * i))).toEqual(oids);
+    c.end();
+  });
+
+  it('runs arithmetic on a parameter typed from its context, with the value not rounded to the column', async () => {
+    const c = await server.client();
+    await c.query('INSERT INTO inferred (id, customer, amount, big) VALUES (1, $1, 10.25, 7)', ['a']);
+    const r = await c.query('SELECT amount + $1 AS x, 1 + $2 AS y, big * $3 AS z FROM inferred WHERE id = $4', ['1.23456', 2, 3, 1]);
+    expect(r.rows).toEqual([{ x: '11.48456', y: 3, z: '21' }]);
+    expect(r.fields.map((f) => f.dataTypeID)).toEqual([1700, 23, 20]);
+    const any = await c.query('SELECT id FROM inferred WHERE amount = ANY($1) AND big = ANY($2) AND id = ANY($3)', [['10.25', '3'], [7], [1, 2]]);
+    expect(any.rows).toEqual([{ id: 1 }]);
+    const bad = await c.query('SELECT id FROM inferred WHERE id = ANY($1)', [['x']]).catch((e: { code?: string }) => e);
+    expect(bad).toMatchObject({ code: '22P02' });
   });
 
   it('suspends a portal at the row limit and resumes it', async () => {

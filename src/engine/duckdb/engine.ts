@@ -18,6 +18,8 @@ import {
 } from '@duckdb/node-api';
 import { TypeOid } from '../../protocol/type-oids.js';
 import { tokenize } from '../../sql/lexer.js';
+import { UNCONSTRAINED_NUMERIC } from '../../sql/numeric.js';
+import { paramContext } from '../../sql/param-context.js';
 import { TimeZoneOffsets } from '../pg-format.js';
 import type {
   AppendColumn,
@@ -77,6 +79,9 @@ const castForOid = new Map<number, string>([
   [TypeOid.uuid, 'UUID'],
   [TypeOid.json, 'JSON'],
   [TypeOid.jsonb, 'JSON'],
+  [TypeOid.numeric, UNCONSTRAINED_NUMERIC],
+  [TypeOid.text, 'VARCHAR'],
+  [TypeOid.varchar, 'VARCHAR'],
 ]);
 
 export class DuckDBEngine implements Engine {
@@ -228,12 +233,31 @@ class DuckDBSession implements EngineConnection {
 
   async prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement> {
     await this.settleActive();
-    let prepared = await this.prepareRaw(sql);
+    let prepared: DuckDBPreparedStatement;
+    try {
+      prepared = await this.prepareRaw(sql);
+    } catch (err) {
+      // `amount * $1` may fail to bind outright ("Could not choose a best candidate function"):
+      // typed as PostgreSQL types it, the parameter may resolve the overload.
+      const retyped = await this.prepareTyped(sql, paramNumbers(sql), declaredTypes);
+      if (retyped === null) throw err;
+      prepared = retyped;
+    }
     const unresolved = unresolvedParams(prepared);
     if (unresolved.length > 0) {
+      const typed = await this.prepareTyped(sql, unresolved, declaredTypes);
+      if (typed !== null && unresolvedParams(typed).length < unresolved.length) {
+        prepared.destroySync();
+        prepared = typed;
+      } else {
+        typed?.destroySync();
+      }
+    }
+    const untyped = unresolvedParams(prepared);
+    if (untyped.length > 0) {
       // PostgreSQL types a parameter that has no context as text; DuckDB leaves
       // it unresolved, and then cannot even say how many columns the result has.
-      const rewritten = castParams(sql, unresolved, declaredTypes);
+      const rewritten = castParams(sql, untyped, declaredTypes);
       if (rewritten !== null) {
         const retyped = await this.prepareRaw(rewritten).catch(() => null);
         if (retyped !== null) {
@@ -252,6 +276,55 @@ class DuckDBSession implements EngineConnection {
       }
     }
     return new DuckDBStatement(this, prepared, sql, declaredTypes);
+  }
+
+  /**
+   * The statement prepared again with each of `params` cast to the type its
+   * declaration or its context gives it (see sql/param-context.ts); null when
+   * no parameter has one, or when the typed statement does not prepare.
+   */
+  private async prepareTyped(sql: string, params: readonly number[], declared: readonly number[]): Promise<DuckDBPreparedStatement | null> {
+    if (params.length === 0) return null;
+    const types = await this.contextTypes(sql, params);
+    for (const n of params) {
+      const cast = castForOid.get(declared[n - 1] ?? 0);
+      if (cast !== undefined) types.set(n, cast);
+    }
+    if (types.size === 0) return null;
+    const rewritten = castParams(sql, [...types.keys()], declared, types);
+    return rewritten === null ? null : this.prepareRaw(rewritten).catch(() => null);
+  }
+
+  /** The DuckDB type PostgreSQL's rules give each of `params`, where their context says. */
+  private async contextTypes(sql: string, params: readonly number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    const context = paramContext(sql);
+    const columns: Array<[number, { qualifier: string | null; column: string; array: boolean }]> = [];
+    for (const n of params) {
+      const hint = context.hints.get(n);
+      if (hint?.kind === 'type') out.set(n, hint.type);
+      else if (hint?.kind === 'column') columns.push([n, hint]);
+    }
+    if (columns.length === 0 || context.relations.length === 0) return out;
+    const names = [...new Set(context.relations.map((r) => r.name.toLowerCase()))];
+    const rows = await this.query(
+      `SELECT lower(schema_name), lower(table_name), lower(column_name), data_type FROM duckdb_columns()
+       WHERE lower(table_name) IN (${names.map((_, i) => `$${i + 1}`).join(', ')}) AND NOT internal`,
+      names,
+    ).catch(() => [] as unknown[][]);
+    for (const [n, hint] of columns) {
+      const candidates = context.relations.filter((r) => hint.qualifier === null || (r.alias ?? r.name).toLowerCase() === hint.qualifier.toLowerCase());
+      const types = new Set<string>();
+      for (const r of candidates) {
+        const schema = r.schema === null || r.schema === 'public' ? 'main' : r.schema.toLowerCase();
+        for (const [s, t, c, type] of rows) {
+          if (t === r.name.toLowerCase() && c === hint.column.toLowerCase() && (s === schema || r.schema === null)) types.add(paramTypeOf(String(type)));
+        }
+      }
+      const [type] = types;
+      if (types.size === 1 && type !== undefined) out.set(n, hint.array ? `${type}[]` : type);
+    }
+    return out;
   }
 
   private async prepareRaw(sql: string): Promise<DuckDBPreparedStatement> {
@@ -364,8 +437,18 @@ function unresolvedParams(p: DuckDBPreparedStatement): number[] {
   return out;
 }
 
-/** Wraps each unresolved $n in CAST($n AS VARCHAR); returns null when the text has no $n tokens to wrap. */
-function castParams(sql: string, unresolved: readonly number[], declared: readonly number[] = []): string | null {
+/** A parameter compared with a column of this type takes the type without its modifiers, as in PostgreSQL. */
+function paramTypeOf(columnType: string): string {
+  return columnType.startsWith('DECIMAL(') ? UNCONSTRAINED_NUMERIC : columnType;
+}
+
+/** The $n numbers the statement's text holds. */
+function paramNumbers(sql: string): number[] {
+  return [...new Set(tokenize(sql).flatMap((t) => (t.kind === 'param' ? [Number(t.text.slice(1))] : [])))];
+}
+
+/** Wraps each unresolved $n in CAST($n AS <type>), VARCHAR unless told; returns null when the text has no $n tokens to wrap. */
+function castParams(sql: string, unresolved: readonly number[], declared: readonly number[] = [], types?: ReadonlyMap<number, string>): string | null {
   const wanted = new Set(unresolved);
   let out = '';
   let last = 0;
@@ -374,7 +457,7 @@ function castParams(sql: string, unresolved: readonly number[], declared: readon
     if (t.kind !== 'param') continue;
     const n = Number(t.text.slice(1));
     if (!wanted.has(n)) continue;
-    const type = castForOid.get(declared[n - 1] ?? 0) ?? 'VARCHAR';
+    const type = types?.get(n) ?? castForOid.get(declared[n - 1] ?? 0) ?? 'VARCHAR';
     out += `${sql.slice(last, t.start)}CAST(${t.text} AS ${type})`;
     last = t.end;
     changed = true;

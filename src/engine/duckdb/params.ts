@@ -4,7 +4,9 @@ import {
   BOOLEAN,
   DATE,
   DOUBLE,
+  DECIMAL,
   DuckDBBlobValue,
+  DuckDBDecimalValue,
   DuckDBDateValue,
   DuckDBIntervalValue,
   DuckDBListValue,
@@ -20,6 +22,7 @@ import {
   TIMESTAMP,
   TIMESTAMPTZ,
   VARCHAR,
+  type DuckDBDecimalType,
   type DuckDBPreparedStatement,
   type DuckDBType,
   type DuckDBValue,
@@ -66,7 +69,7 @@ function fromText(text: string, target: DuckDBType | null, index: number): Typed
       return { value: new DuckDBBlobValue(parseBytea(text, index)), type: BLOB };
     case DuckDBTypeId.LIST:
     case DuckDBTypeId.ARRAY:
-      if (text.startsWith('{')) return arrayFromText(text, index);
+      if (text.startsWith('{')) return arrayFromText(text, index, target);
       return { value: text, type: VARCHAR };
     case DuckDBTypeId.TIMESTAMP_TZ:
       // PostgreSQL accepts a space before a numeric offset ('2024-07-01 00:00:00.000 +00:00', as
@@ -128,7 +131,38 @@ export function parseBytea(text: string, index: number): Uint8Array {
   return Uint8Array.from(out);
 }
 
-function arrayFromText(text: string, index: number): TypedValue {
+/** Element types a text array's items are converted to here, so the list binds with the statement's own type. */
+const ELEMENT_PARSERS: Partial<Record<DuckDBTypeId, { type: DuckDBType; parse: (s: string) => DuckDBValue | undefined }>> = {
+  [DuckDBTypeId.SMALLINT]: { type: INTEGER, parse: (s) => (/^\s*[+-]?\d+\s*$/.test(s) && Math.abs(Number(s)) <= 32768 ? Number(s) : undefined) },
+  [DuckDBTypeId.INTEGER]: { type: INTEGER, parse: (s) => (/^\s*[+-]?\d+\s*$/.test(s) && Math.abs(Number(s)) <= 2147483648 ? Number(s) : undefined) },
+  [DuckDBTypeId.BIGINT]: { type: BIGINT, parse: (s) => (/^\s*[+-]?\d+\s*$/.test(s) ? BigInt(s.trim()) : undefined) },
+  [DuckDBTypeId.FLOAT]: { type: DOUBLE, parse: (s) => (s.trim() !== '' && !Number.isNaN(Number(s)) ? Number(s) : undefined) },
+  [DuckDBTypeId.DOUBLE]: { type: DOUBLE, parse: (s) => (s.trim() !== '' && !Number.isNaN(Number(s)) ? Number(s) : undefined) },
+  [DuckDBTypeId.VARCHAR]: { type: VARCHAR, parse: (s) => s },
+};
+
+/**
+ * An element of a numeric array: PostgreSQL types the parameter numeric[] without the column's
+ * scale, so its items are not rounded to it (38 digits, at least 9 after the point, rounded half
+ * away from zero past that).
+ */
+function decimalElement(t: DuckDBType): { type: DuckDBType; parse: (s: string) => DuckDBValue | undefined } {
+  const width = 38;
+  const scale = Math.max((t as DuckDBDecimalType).scale, 9);
+  return {
+    type: DECIMAL(width, scale),
+    parse: (s) => {
+      const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?\s*$/.exec(s);
+      if (m === null || `${m[2] ?? ''}${m[3] ?? ''}` === '') return undefined;
+      const frac = m[3] ?? '';
+      let scaled = BigInt(`${m[2] || '0'}${frac.slice(0, scale).padEnd(scale, '0')}`);
+      if ((frac[scale] ?? '0') >= '5') scaled += 1n;
+      return new DuckDBDecimalValue(m[1] === '-' ? -scaled : scaled, width, scale);
+    },
+  };
+}
+
+function arrayFromText(text: string, index: number, target: DuckDBType): TypedValue {
   const items = parseArrayLiteral(text);
   if (items === null) {
     throw new PgError(SqlState.InvalidTextRepresentation, `malformed array literal: "${text}"`, { detail: `in parameter $${index}` });
@@ -137,8 +171,27 @@ function arrayFromText(text: string, index: number): TypedValue {
     const first = xs.find((x) => x !== null);
     return Array.isArray(first) ? 1 + depth(first) : 1;
   };
+  const levels = depth(items);
+  // `id = ANY($1)`: DuckDB types the list from the value bound, so a list of strings would make
+  // list_contains(VARCHAR[], INTEGER) fail. A one-level list of a plain element type binds as that type.
+  const child = (target as { valueType?: DuckDBType }).valueType;
+  const element =
+    levels === 1 && child !== undefined ? (child.typeId === DuckDBTypeId.DECIMAL ? decimalElement(child) : ELEMENT_PARSERS[child.typeId]) : undefined;
+  if (element !== undefined) {
+    const values = (items as Array<string | null>).map((x) => {
+      if (x === null) return null;
+      const v = element.parse(x);
+      if (v === undefined) {
+        throw new PgError(SqlState.InvalidTextRepresentation, `invalid input syntax for type ${element.type.toString().toLowerCase()}: "${x}"`, {
+          detail: `in parameter $${index}`,
+        });
+      }
+      return v;
+    });
+    return { value: new DuckDBListValue(values), type: LIST(element.type) };
+  }
   let type: DuckDBType = VARCHAR;
-  for (let d = depth(items); d > 0; d--) type = LIST(type);
+  for (let d = levels; d > 0; d--) type = LIST(type);
   const toValue = (xs: ArrayItem[]): DuckDBListValue => new DuckDBListValue(xs.map((x) => (Array.isArray(x) ? toValue(x) : x)));
   return { value: toValue(items), type };
 }

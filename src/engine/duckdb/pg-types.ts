@@ -29,6 +29,7 @@ import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { ArrayOidOf, PG_CHAR_VALUES, TypeOid, typeSize } from '../../protocol/type-oids.js';
 import * as bin from '../pg-binary.js';
+import { isUnconstrainedDecimal, trimDecimalZeros } from '../../sql/numeric.js';
 import {
   formatBytea,
   formatDate,
@@ -237,6 +238,14 @@ const BIT = codec(
 );
 
 function decimalCodec(t: DuckDBDecimalType): PgCodec {
+  if (isUnconstrainedDecimal(t.width, t.scale)) {
+    return codec(
+      TypeOid.numeric,
+      (v) => trimDecimalZeros(String(v)),
+      (v) => bin.numeric(trimDecimalZeros(String(v))),
+      (v) => trimDecimalZeros(String(v)),
+    );
+  }
   return codec(
     TypeOid.numeric,
     (v) => String(v),
