@@ -310,7 +310,10 @@ function catalogViews(): string[] {
        SELECT CAST(1000000000 + c.table_oid * 1000 + c.column_index AS BIGINT) AS oid, c.table_oid AS adrelid,
          CAST(c.column_index AS SMALLINT) AS adnum,
          -- DuckDB prints boolean constants as casts; PostgreSQL as the keyword.
-         CASE c.column_default WHEN 'CAST(''t'' AS BOOLEAN)' THEN 'true' WHEN 'CAST(''f'' AS BOOLEAN)' THEN 'false' ELSE c.column_default END AS adbin
+         -- and a sequence's default as nextval('s'::regclass), as serial columns show in psql's \\d.
+         CASE WHEN c.column_default = 'CAST(''t'' AS BOOLEAN)' THEN 'true' WHEN c.column_default = 'CAST(''f'' AS BOOLEAN)' THEN 'false'
+           WHEN c.column_default LIKE 'nextval(''%'')' THEN regexp_replace(c.column_default, '^nextval\\(''(.*)''\\)$', 'nextval(''\\1''::regclass)')
+           ELSE c.column_default END AS adbin
        FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}`,
     `CREATE VIEW ${P}.pg_type AS
        SELECT t.oid, t.typname, CAST(${OID.pgCatalog} AS BIGINT) AS typnamespace, CAST(${OID.owner} AS BIGINT) AS typowner, t.typlen,

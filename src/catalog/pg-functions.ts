@@ -102,6 +102,21 @@ export const MACROS: readonly MacroDef[] = [
   ['pg_relation_is_publishable', [['rel_oid', `false`]]],
   // PostgreSQL's units and rounding (bytes, kB, MB, GB, TB; each step taken at 10 units of the next).
   // The divisor of / and %: zero raises division_by_zero (22012), as in PostgreSQL.
+  // jsonb's ? ?| ?& operators: a key of an object, or a string in an array, or the string itself.
+  [
+    'cot_jsonb_exists',
+    [
+      [
+        'j, k',
+        `CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN list_contains(json_keys(CAST(j AS JSON)), k)
+           WHEN 'ARRAY' THEN list_contains(list_transform(CAST(CAST(j AS JSON) AS JSON[]), cot_e -> CASE json_type(cot_e) WHEN 'VARCHAR' THEN json_extract_string(cot_e, '$') END), k)
+           WHEN 'VARCHAR' THEN json_extract_string(CAST(j AS JSON), '$') = k ELSE false END`,
+      ],
+    ],
+  ],
+  ['cot_json_contained', [['a, b', 'json_contains(b, a)']]],
+  ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
+  ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
   ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
   [
     'pg_size_pretty',
@@ -224,7 +239,23 @@ export const MACROS: readonly MacroDef[] = [
     'parse_ident',
     [['qualified', `list_transform(string_split(qualified, '.'), cot_p -> CASE WHEN cot_p LIKE '"%' THEN trim(cot_p, '"') ELSE lower(cot_p) END)`]],
   ],
-  ['pg_get_serial_sequence', [['tbl, col', `CAST(NULL AS VARCHAR)`]]],
+  [
+    // The sequence a column's default draws from (a serial or identity column), schema-qualified.
+    'pg_get_serial_sequence',
+    [
+      [
+        'tbl, col',
+        `(SELECT CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
+              THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
+              ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END
+          FROM duckdb_columns() c
+          WHERE c.column_default LIKE 'nextval(%' AND c.column_name = col
+            AND lower(c.table_name) = lower(${P}.parse_ident(tbl)[-1])
+            AND (len(${P}.parse_ident(tbl)) = 1 OR c.schema_name = CASE ${P}.parse_ident(tbl)[-2] WHEN 'public' THEN 'main' ELSE ${P}.parse_ident(tbl)[-2] END)
+          ORDER BY c.database_name = 'temp' DESC LIMIT 1)`,
+      ],
+    ],
+  ],
   ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
   [
     'pg_get_triggerdef',

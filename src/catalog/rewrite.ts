@@ -23,8 +23,12 @@ interface Edit {
 /** Names of reg* types: a cast to one becomes a catalog lookup. */
 const REG_TYPES = new Set(['regclass', 'regtype', 'regproc', 'regprocedure', 'regnamespace', 'regrole']);
 
+/** Time types whose fractional-second precision DuckDB does not take. */
+const PRECISION_TYPES = new Set(['timestamp', 'timestamptz', 'time', 'timetz', 'interval']);
+
 /** PostgreSQL type names DuckDB does not know, and the DuckDB type that holds their values. */
 const TYPE_NAMES: Readonly<Record<string, string>> = {
+  jsonb: 'JSON',
   name: 'VARCHAR',
   char: 'VARCHAR',
   oid: 'UINTEGER',
@@ -46,8 +50,6 @@ const FUNCTION_NAMES: Readonly<Record<string, string>> = {
   jsonb_build_object: 'json_object',
   json_build_array: 'json_array',
   jsonb_build_array: 'json_array',
-  json_agg: 'json_group_array',
-  jsonb_agg: 'json_group_array',
   json_object_agg: 'json_group_object',
   jsonb_object_agg: 'json_group_object',
   to_jsonb: 'to_json',
@@ -59,6 +61,27 @@ const VECTOR_COLUMNS = new Set(['indkey', 'indoption', 'indclass', 'indcollation
 
 /** Functions whose result is text: a cast of their result to a reg* type looks a name up. */
 const TEXT_FUNCTIONS = new Set(['pg_get_serial_sequence', 'quote_ident', 'format', 'concat', 'lower', 'upper', 'current_schema']);
+
+/** JSON aggregates, which DuckDB has only as macros that take no ORDER BY. */
+const JSON_AGGREGATES = new Set(['json_agg', 'jsonb_agg']);
+
+/** jsonb's key-existence operators, and the macro each becomes. */
+const JSON_EXISTS_OPERATORS: Readonly<Record<string, string>> = {
+  '?': 'cot_jsonb_exists',
+  '?|': 'cot_jsonb_exists_any',
+  '?&': 'cot_jsonb_exists_all',
+};
+
+/** Operators rewritten for JSON operands (and `?`, which DuckDB reads as a parameter). */
+const JSON_OPERATORS = new Set(['?', '?|', '?&', '@>', '<@', '#>', '#>>']);
+
+/** Set-returning JSON functions, as (key, value) rows; whether the value is text (else json). */
+const JSON_EACH_FUNCTIONS: Readonly<Record<string, boolean>> = {
+  json_each: false,
+  jsonb_each: false,
+  json_each_text: true,
+  jsonb_each_text: true,
+};
 
 /** Division and modulo: PostgreSQL raises division_by_zero (22012) where DuckDB returns NULL or Infinity. */
 const DIVISION_OPERATORS = new Set(['/', '%']);
@@ -94,6 +117,10 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'timestamp',
+  'timestamptz',
+  'time',
+  'timetz',
   'numeric',
   'decimal',
   'dec',
@@ -110,6 +137,8 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   ...Object.keys(TYPE_NAMES),
   ...SCALAR_SET_FUNCTIONS,
   ...SCALAR_FROM_FUNCTIONS,
+  ...JSON_AGGREGATES,
+  ...Object.keys(JSON_EACH_FUNCTIONS),
   'user',
   ...Object.keys(FUNCTION_NAMES),
   ...CATALOG_RELATIONS,
@@ -130,7 +159,9 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
     if (LIKE_WORDS.has(wordOf(t) ?? '') && escapablePattern(tokens[i + 1])) return true;
-    if (t.kind === 'operator' && (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text))) return true;
+    if (t.kind === 'operator' && (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text) || JSON_OPERATORS.has(t.text))) return true;
+    // DuckDB's scanner splits ?| and #>> after a `?` or `#` of their own.
+    if (t.kind === 'punct' && (t.text === '?' || t.text === '#')) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
     const w = wordOf(t);
@@ -392,6 +423,14 @@ class Rewriter {
     // format('%s ...') is PostgreSQL's; DuckDB's own format() takes '{}'.
     const first = ((node.args as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined;
     if (fn === 'format' && !(first?.sval?.includes('%') ?? false)) return;
+    if (JSON_AGGREGATES.has(fn) && (parts.length === 1 || parts[0] === 'pg_catalog') && this.expressions) {
+      // json_agg(x ORDER BY y) → a JSON array of list(x ORDER BY y), NULL over no rows as in PostgreSQL.
+      const close = this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+      if (close === null) return;
+      this.replaceTokens(i, name.next, 'nullif(to_json(list');
+      this.insertAfter(close, "), 'null')");
+      return;
+    }
     const renamed = FUNCTION_NAMES[fn];
     if (renamed !== undefined && (parts.length === 1 || parts[0] === 'pg_catalog')) {
       this.replaceTokens(i, name.next, renamed);
@@ -428,6 +467,10 @@ class Rewriter {
     }
     if ((node.kind === 'AEXPR_OP_ANY' && op === '=') || (node.kind === 'AEXPR_OP_ALL' && op === '<>')) {
       this.anyOfList(node, i, op === '<>');
+      return;
+    }
+    if (node.kind === 'AEXPR_OP' && parts.length === 1 && JSON_OPERATORS.has(op) && this.expressions) {
+      this.jsonOperator(node, op, i);
       return;
     }
     if (node.kind === 'AEXPR_OP' && parts.length === 1 && DIVISION_OPERATORS.has(op) && this.expressions) {
@@ -491,14 +534,49 @@ class Rewriter {
   }
 
   /**
-   * `a / b` → `a / cot_divisor(b)`, which raises division_by_zero when b is 0.
-   * The parse tree gives where b starts, not where it ends: the end is the
-   * first token after which the text, parsed alone, is b again.
+   * jsonb's operators on DuckDB's JSON: `j ? k` → cot_jsonb_exists(j, k)
+   * (DuckDB reads `?` as a parameter), `j @> '{"a":1}'` → json_contains,
+   * `j #>> '{a,0}'` → json_extract_string(j, '$.a[0]'). `@>` and `<@` are
+   * rewritten only where an operand is JSON by its text (a JSON literal or a
+   * cast to json): on arrays they are DuckDB's own.
    */
-  private checkedDivisor(rexpr: Node | undefined, op: number): void {
-    const first = this.tokens[op + 1];
-    if (rexpr === undefined || first === undefined || this.tokens[op]?.kind !== 'operator') return;
-    let last = op + 1;
+  private jsonOperator(node: Node, op: string, i: number): void {
+    // The operator's tokens: DuckDB's scanner makes #>> two (# and >>), PostgreSQL's one.
+    let opEnd = i;
+    let spelled = this.tokens[i]?.text ?? '';
+    while (spelled !== op && spelled.length < op.length && this.tokens[opEnd + 1]?.start === this.tokens[opEnd]?.end) {
+      opEnd++;
+      spelled += this.tokens[opEnd]?.text ?? '';
+    }
+    if (spelled !== op) return;
+    const lexpr = node.lexpr as Node | undefined;
+    const rexpr = node.rexpr as Node | undefined;
+    const start = this.argStart(lexpr, i);
+    const end = this.exprEnd(rexpr, opEnd + 1);
+    if (start === null || end === null) return;
+    const call = (fn: string): void => {
+      this.insertBefore(start, `${fn}(`);
+      this.replaceTokens(i, opEnd + 1, ',');
+      this.insertAfter(end, ')');
+    };
+    const exists = JSON_EXISTS_OPERATORS[op];
+    if (exists !== undefined) {
+      call(`${PG_SCHEMA}.${exists}`);
+    } else if (op === '@>' || op === '<@') {
+      if (isJsonOperand(lexpr) || isJsonOperand(rexpr)) call(op === '@>' ? 'json_contains' : `${PG_SCHEMA}.cot_json_contained`);
+    } else {
+      const path = jsonPath(rexpr);
+      if (path === null) return;
+      this.insertBefore(start, `${op === '#>>' ? 'json_extract_string' : 'json_extract'}(`);
+      this.replaceTokens(i, end + 1, `, ${quoteLiteral(path)})`);
+    }
+  }
+
+  /** The last token of an expression that starts at token `first`: the first end at which the text parses to the same tree. */
+  private exprEnd(expr: Node | undefined, first: number): number | null {
+    const from = this.tokens[first];
+    if (expr === undefined || from === undefined) return null;
+    let last = first;
     const visit = (v: unknown): void => {
       if (Array.isArray(v)) v.forEach(visit);
       else if (v !== null && typeof v === 'object') {
@@ -508,18 +586,27 @@ class Rewriter {
         }
       }
     };
-    visit(rexpr);
-    const want = shape(rexpr);
+    visit(expr);
+    const want = shape(expr);
     for (let j = last; j < Math.min(this.tokens.length, last + 64); j++) {
-      const text = this.text.slice(first.start, (this.tokens[j] as Token).end);
-      const probe = parseOne(`SELECT ${text}`);
-      const target = ((probe?.SelectStmt as Node | undefined)?.targetList as Node[] | undefined)?.[0]?.ResTarget as Node | undefined;
-      if (target !== undefined && ((probe?.SelectStmt as Node | undefined)?.targetList as Node[] | undefined)?.length === 1 && shape(target.val) === want) {
-        this.insertBefore(op + 1, `${PG_SCHEMA}.cot_divisor(`);
-        this.insertAfter(j, ')');
-        return;
-      }
+      const probe = parseOne(`SELECT ${this.text.slice(from.start, (this.tokens[j] as Token).end)}`);
+      const targets = (probe?.SelectStmt as Node | undefined)?.targetList as Node[] | undefined;
+      if (targets?.length === 1 && shape((targets[0]?.ResTarget as Node | undefined)?.val) === want) return j;
     }
+    return null;
+  }
+
+  /**
+   * `a / b` → `a / cot_divisor(b)`, which raises division_by_zero when b is 0.
+   * The parse tree gives where b starts, not where it ends: the end is the
+   * first token after which the text, parsed alone, is b again.
+   */
+  private checkedDivisor(rexpr: Node | undefined, op: number): void {
+    if (this.tokens[op]?.kind !== 'operator') return;
+    const end = this.exprEnd(rexpr, op + 1);
+    if (end === null) return;
+    this.insertBefore(op + 1, `${PG_SCHEMA}.cot_divisor(`);
+    this.insertAfter(end, ')');
   }
 
   /** The pattern of a regex match, made a partial match (see partialPattern). */
@@ -580,6 +667,12 @@ class Rewriter {
     if (type === undefined || i === null || REG_TYPES.has(type)) return;
     const name = this.dotted(i);
     if (name === null) return;
+    if (PRECISION_TYPES.has(type) && names[0] === 'pg_catalog' && node.typmods !== undefined && this.tokens[i + 1]?.text === '(') {
+      // timestamp(3) with time zone: DuckDB keeps microseconds and takes no precision (docs/compatibility.md).
+      const close = this.closing(i + 1);
+      if (close !== null) this.replaceTokens(i + 1, close + 1, '');
+      return;
+    }
     if (type === 'numeric' && (names.length === 1 || names[0] === 'pg_catalog') && node.typmods === undefined) {
       // numeric, decimal, dec: the spellings of one type, which DuckDB would make DECIMAL(18,3).
       const spelled = name.parts[name.parts.length - 1] ?? '';
@@ -696,9 +789,31 @@ class Rewriter {
     return start;
   }
 
+  /**
+   * `jsonb_each_text(j)` in FROM → a lateral query over DuckDB's json_each,
+   * with PostgreSQL's two columns (key, value) and JSON null as SQL NULL.
+   */
+  private jsonEach(node: Node, alias: { aliasname?: string } | undefined): boolean {
+    const functions = node.functions as unknown[] | undefined;
+    const call = ((functions?.[0] as { List?: { items?: unknown[] } } | undefined)?.List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
+    const parts = strings(call?.funcname);
+    const fn = parts[parts.length - 1] ?? '';
+    const text = JSON_EACH_FUNCTIONS[fn];
+    if (text === undefined || functions?.length !== 1 || node.ordinality === true || (parts.length === 2 && parts[0] !== 'pg_catalog')) return false;
+    const i = this.index(call?.location);
+    const name = i === null ? null : this.dotted(i);
+    const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+    if (i === null || name === null || close === null) return false;
+    const args = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[close] as Token).start);
+    const value = text ? `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END` : 'CAST(value AS JSON)';
+    this.replaceTokens(i, close + 1, `LATERAL (SELECT key, ${value} AS value FROM json_each(${args}))${alias === undefined ? ` AS ${fn}` : ''}`);
+    return true;
+  }
+
   private rangeFunction(node: Node): void {
     const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
     const functions = node.functions as unknown[] | undefined;
+    if (this.jsonEach(node, alias)) return;
     if (alias?.colnames !== undefined || functions?.length !== 1 || node.ordinality === true) return;
     const call = ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
     const parts = strings(call?.funcname);
@@ -732,9 +847,34 @@ class Rewriter {
   }
 }
 
+/** Whether an operand is JSON by its text: a literal that parses as a JSON object or array, or a cast to json or jsonb. */
+function isJsonOperand(e: Node | undefined): boolean {
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) {
+    const names = strings((cast.typeName as Node | undefined)?.names);
+    if (['json', 'jsonb'].includes(names[names.length - 1] ?? '')) return true;
+    return isJsonOperand(cast.arg as Node | undefined);
+  }
+  const sval = ((e?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+  if (sval === undefined || !/^\s*[[{]/.test(sval)) return false;
+  try {
+    return typeof JSON.parse(sval) === 'object';
+  } catch {
+    return false;
+  }
+}
+
+/** A text-array path literal ('{a,0,b}') as a JSON path ($.a[0].b); null when the path is not a literal. */
+function jsonPath(e: Node | undefined): string | null {
+  const sval = ((e?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+  const items = sval === undefined ? null : parseArrayLiteral(sval);
+  if (items === null || items.some((x) => typeof x !== 'string')) return null;
+  return `$${(items as string[]).map((k) => (/^\d+$/.test(k) ? `[${k}]` : `.${JSON.stringify(k)}`)).join('')}`;
+}
+
 /** A parse-tree node without its locations, for comparing two parses of the same expression. */
 function shape(node: unknown): string {
-  return JSON.stringify(node, (key, value: unknown) => (key === 'location' ? undefined : value));
+  return JSON.stringify(node, (key, value: unknown) => (key === 'location' || key === 'list_start' || key === 'list_end' ? undefined : value));
 }
 
 function strings(list: unknown): string[] {

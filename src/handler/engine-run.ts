@@ -1,6 +1,7 @@
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
+import { dropOrphanedSequences, executeSerialCreate } from './table-create.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
 
@@ -28,10 +29,14 @@ export class EngineRun {
         if (plan.createsLedger !== null && portal.cursor === null) {
           return await executeLedgerCreate(ctx, portal, plan, plan.createsLedger);
         }
+        if (plan.createsSequences !== null && portal.cursor === null) {
+          return await executeSerialCreate(ctx, portal, plan, plan.createsSequences);
+        }
         if (portal.cursor === null) {
           if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);
           if (!READ_KINDS.has(plan.statement.kind)) ctx.tx.wrote();
           portal.cursor = await plan.statement.execute();
+          if (plan.statement.kind === 'DROP') await dropOrphanedSequences(ctx);
         }
         const cursor = portal.cursor;
         if (!cursor.returnsRows) {

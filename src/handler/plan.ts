@@ -1,3 +1,4 @@
+import type { SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import type { FieldDescription } from '../protocol/messages.js';
@@ -32,6 +33,8 @@ export type Plan =
       readonly clientPosition: PositionMap;
       /** Set for CREATE TABLE of a ledger name: the chain columns to add after it. */
       readonly createsLedger: readonly string[] | null;
+      /** Set for CREATE TABLE with serial or identity columns: `statement` is the probe, this runs instead. */
+      readonly createsSequences: SerialTable | null;
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */

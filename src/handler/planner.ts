@@ -1,4 +1,5 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
+import { translateSerial } from '../catalog/serial.js';
 import type { EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -131,9 +132,18 @@ export class Planner {
   private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {
     const { access, engine } = this.ctx;
     let engineStatement: EngineStatement;
+    const serial = translateSerial(statement.text, statement.tokens);
+    if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
+      throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
+        hint: "The writer numbers each session's steps (step_index) and the whole ledger (ledger_seq) itself.",
+      });
+    }
+    // A serial column's sequence must exist before its CREATE TABLE can be prepared: the table
+    // without the defaults is prepared and checked here, and the real one runs at Execute.
+    const text = serial?.probe ?? statement.text;
     try {
-      access.beforePrepare(statement.text, statement.tokens);
-      engineStatement = await this.ctx.calls.run(() => engine.prepare(statement.text, paramTypes));
+      access.beforePrepare(text, statement.tokens);
+      engineStatement = await this.ctx.calls.run(() => engine.prepare(text, paramTypes));
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
@@ -175,6 +185,7 @@ export class Planner {
         offset: statement.offset,
         clientPosition: statement.clientPosition ?? SAME_POSITION,
         createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
+        createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
       },
       types,
       fields,

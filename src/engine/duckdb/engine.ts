@@ -16,7 +16,7 @@ import {
   type DuckDBValue,
   VARCHAR,
 } from '@duckdb/node-api';
-import { TypeOid } from '../../protocol/type-oids.js';
+import { ElementOidOf, TypeOid } from '../../protocol/type-oids.js';
 import { tokenize } from '../../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../../sql/numeric.js';
 import { paramContext } from '../../sql/param-context.js';
@@ -83,6 +83,16 @@ const castForOid = new Map<number, string>([
   [TypeOid.text, 'VARCHAR'],
   [TypeOid.varchar, 'VARCHAR'],
 ]);
+
+/** The cast for a declared parameter type, arrays included (psycopg 3 sends a list as int2[] or text[]). */
+function declaredCast(oid: number): string | undefined {
+  const element = ElementOidOf.get(oid);
+  if (element !== undefined) {
+    const inner = castForOid.get(element);
+    return inner === undefined ? undefined : `${inner}[]`;
+  }
+  return castForOid.get(oid);
+}
 
 export class DuckDBEngine implements Engine {
   private constructor(
@@ -287,7 +297,7 @@ class DuckDBSession implements EngineConnection {
     if (params.length === 0) return null;
     const types = await this.contextTypes(sql, params);
     for (const n of params) {
-      const cast = castForOid.get(declared[n - 1] ?? 0);
+      const cast = declaredCast(declared[n - 1] ?? 0);
       if (cast !== undefined) types.set(n, cast);
     }
     if (types.size === 0) return null;
@@ -457,7 +467,7 @@ function castParams(sql: string, unresolved: readonly number[], declared: readon
     if (t.kind !== 'param') continue;
     const n = Number(t.text.slice(1));
     if (!wanted.has(n)) continue;
-    const type = types?.get(n) ?? castForOid.get(declared[n - 1] ?? 0) ?? 'VARCHAR';
+    const type = types?.get(n) ?? declaredCast(declared[n - 1] ?? 0) ?? 'VARCHAR';
     out += `${sql.slice(last, t.start)}CAST(${t.text} AS ${type})`;
     last = t.end;
     changed = true;
