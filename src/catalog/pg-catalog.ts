@@ -59,6 +59,23 @@ const CATALOG_RELATION_OIDS: Readonly<Record<string, number>> = {
   pg_init_privs: 3394,
   pg_default_acl: 826,
   pg_sequence: 2224,
+  pg_transform: 3576,
+  pg_conversion: 2607,
+  pg_opclass: 2616,
+  pg_opfamily: 2753,
+  pg_amop: 2602,
+  pg_amproc: 2603,
+  pg_ts_parser: 3601,
+  pg_ts_template: 3764,
+  pg_ts_dict: 3600,
+  pg_ts_config: 3602,
+  pg_aggregate: 2600,
+  pg_largeobject_metadata: 2995,
+  pg_subscription: 6100,
+  pg_user_mapping: 1418,
+  pg_seclabel: 3596,
+  pg_seclabels: 12030,
+  pg_shseclabel: 3592,
   pg_roles: 12001,
   pg_user: 12002,
   pg_tables: 12003,
@@ -82,6 +99,9 @@ const CATALOG_RELATION_OIDS: Readonly<Record<string, number>> = {
 
 /** Every pg_catalog relation cotwire presents. */
 export const CATALOG_RELATIONS: ReadonlySet<string> = new Set(Object.keys(CATALOG_RELATION_OIDS));
+
+/** The OID of a pg_catalog relation: what its rows' tableoid system column holds. */
+export const catalogRelationOid = (name: string): number | undefined => CATALOG_RELATION_OIDS[name];
 
 /** Internal building blocks, named `cot_*` so that they never collide with a PostgreSQL name. */
 function internals(): string[] {
@@ -353,7 +373,10 @@ function catalogViews(): string[] {
        FROM duckdb_tables() t WHERE t.comment IS NOT NULL AND t.database_name NOT IN ${HIDDEN_DB}
        UNION ALL SELECT v.view_oid, 1259, 0, v.comment FROM duckdb_views() v WHERE v.comment IS NOT NULL AND NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}
        UNION ALL SELECT c.table_oid, 1259, c.column_index, c.comment FROM duckdb_columns() c WHERE c.comment IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}
-       UNION ALL SELECT ns.oid, 2615, 0, ns.comment FROM ${P}.cot_namespaces ns WHERE ns.comment IS NOT NULL`,
+       UNION ALL SELECT ns.oid, 2615, 0, ns.comment FROM ${P}.cot_namespaces ns WHERE ns.comment IS NOT NULL AND ns.comment <> ''
+       -- public's comment in a new PostgreSQL 15 database (pg_dump writes COMMENT ON SCHEMA public only when it differs).
+       UNION ALL SELECT ns.oid, 2615, 0, 'standard public schema' FROM ${P}.cot_namespaces ns
+         WHERE ns.nspname = 'public' AND coalesce(ns.comment, '') = ''`,
     `CREATE VIEW ${P}.pg_proc AS
        SELECT f.oid, f.function_name AS proname, f.nspoid AS pronamespace, CAST(${OID.owner} AS BIGINT) AS proowner,
          CAST(CASE WHEN f.function_type LIKE '%macro' THEN 14 ELSE 12 END AS BIGINT) AS prolang, 1.0 AS procost,
@@ -416,9 +439,41 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_partitioned_table AS ${empty('partrelid BIGINT, partstrat VARCHAR, partnatts SMALLINT, partdefid BIGINT, partattrs SMALLINT[], partclass BIGINT[], partcollation BIGINT[], partexprs VARCHAR')}`,
     `CREATE VIEW ${P}.pg_range AS ${empty('rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT, rngcollation BIGINT, rngsubopc BIGINT, rngcanonical VARCHAR, rngsubdiff VARCHAR')}`,
     `CREATE VIEW ${P}.pg_enum AS ${empty('oid BIGINT, enumtypid BIGINT, enumsortorder REAL, enumlabel VARCHAR')}`,
-    `CREATE VIEW ${P}.pg_depend AS ${empty('classid BIGINT, objid BIGINT, objsubid INTEGER, refclassid BIGINT, refobjid BIGINT, refobjsubid INTEGER, deptype VARCHAR')}`,
+    // A serial column's sequence depends on the column (deptype 'a'): pg_dump then writes OWNED BY,
+    // and the column's default after the sequence it draws from. See catalog/serial.ts.
+    `CREATE VIEW ${P}.pg_depend AS
+       SELECT CAST(1259 AS BIGINT) AS classid, s.sequence_oid AS objid, 0 AS objsubid, CAST(1259 AS BIGINT) AS refclassid,
+         c.table_oid AS refobjid, CAST(c.column_index AS INTEGER) AS refobjsubid, 'a' AS deptype
+       FROM duckdb_sequences() s JOIN duckdb_columns() c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
+         AND c.column_default IN ('nextval(''' || s.sequence_name || ''')', 'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')
+       WHERE s.comment LIKE 'owned by %' AND s.database_name NOT IN ${HIDDEN_DB}
+       UNION ALL
+       -- and the default depends on the sequence (the loop pg_dump breaks by writing the default apart).
+       SELECT CAST(2604 AS BIGINT), CAST(1000000000 + c.table_oid * 1000 + c.column_index AS BIGINT), 0, CAST(1259 AS BIGINT),
+         s.sequence_oid, 0, 'n'
+       FROM duckdb_sequences() s JOIN duckdb_columns() c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
+         AND c.column_default IN ('nextval(''' || s.sequence_name || ''')', 'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')
+       WHERE s.database_name NOT IN ${HIDDEN_DB}`,
     `CREATE VIEW ${P}.pg_shdepend AS ${empty('dbid BIGINT, classid BIGINT, objid BIGINT, objsubid INTEGER, refclassid BIGINT, refobjid BIGINT, deptype VARCHAR')}`,
     `CREATE VIEW ${P}.pg_operator AS ${empty('oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprowner BIGINT, oprkind VARCHAR, oprcanmerge BOOLEAN, oprcanhash BOOLEAN, oprleft BIGINT, oprright BIGINT, oprresult BIGINT, oprcom BIGINT, oprnegate BIGINT, oprcode VARCHAR, oprrest VARCHAR, oprjoin VARCHAR')}`,
+    // Catalogs of objects cotwire has none of (pg_dump reads each).
+    `CREATE VIEW ${P}.pg_transform AS ${empty('oid BIGINT, trftype BIGINT, trflang BIGINT, trffromsql BIGINT, trftosql BIGINT')}`,
+    `CREATE VIEW ${P}.pg_conversion AS ${empty('oid BIGINT, conname VARCHAR, connamespace BIGINT, conowner BIGINT, conforencoding INTEGER, contoencoding INTEGER, conproc BIGINT, condefault BOOLEAN')}`,
+    `CREATE VIEW ${P}.pg_opclass AS ${empty('oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT')}`,
+    `CREATE VIEW ${P}.pg_opfamily AS ${empty('oid BIGINT, opfmethod BIGINT, opfname VARCHAR, opfnamespace BIGINT, opfowner BIGINT')}`,
+    `CREATE VIEW ${P}.pg_amop AS ${empty('oid BIGINT, amopfamily BIGINT, amoplefttype BIGINT, amoprighttype BIGINT, amopstrategy SMALLINT, amoppurpose VARCHAR, amopopr BIGINT, amopmethod BIGINT, amopsortfamily BIGINT')}`,
+    `CREATE VIEW ${P}.pg_amproc AS ${empty('oid BIGINT, amprocfamily BIGINT, amproclefttype BIGINT, amprocrighttype BIGINT, amprocnum SMALLINT, amproc BIGINT')}`,
+    `CREATE VIEW ${P}.pg_ts_parser AS ${empty('oid BIGINT, prsname VARCHAR, prsnamespace BIGINT, prsstart BIGINT, prstoken BIGINT, prsend BIGINT, prsheadline BIGINT, prslextype BIGINT')}`,
+    `CREATE VIEW ${P}.pg_ts_template AS ${empty('oid BIGINT, tmplname VARCHAR, tmplnamespace BIGINT, tmplinit BIGINT, tmpllexize BIGINT')}`,
+    `CREATE VIEW ${P}.pg_ts_dict AS ${empty('oid BIGINT, dictname VARCHAR, dictnamespace BIGINT, dictowner BIGINT, dicttemplate BIGINT, dictinitoption VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_ts_config AS ${empty('oid BIGINT, cfgname VARCHAR, cfgnamespace BIGINT, cfgowner BIGINT, cfgparser BIGINT')}`,
+    `CREATE VIEW ${P}.pg_aggregate AS ${empty('aggfnoid BIGINT, aggkind VARCHAR, aggnumdirectargs SMALLINT, aggtransfn BIGINT, aggfinalfn BIGINT, aggcombinefn BIGINT, aggserialfn BIGINT, aggdeserialfn BIGINT, aggmtransfn BIGINT, aggminvtransfn BIGINT, aggmfinalfn BIGINT, aggfinalextra BOOLEAN, aggmfinalextra BOOLEAN, aggfinalmodify VARCHAR, aggmfinalmodify VARCHAR, aggsortop BIGINT, aggtranstype BIGINT, aggtransspace INTEGER, aggmtranstype BIGINT, aggmtransspace INTEGER, agginitval VARCHAR, aggminitval VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_largeobject_metadata AS ${empty('oid BIGINT, lomowner BIGINT, lomacl VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_subscription AS ${empty('oid BIGINT, subdbid BIGINT, subskiplsn VARCHAR, subname VARCHAR, subowner BIGINT, subenabled BOOLEAN, subbinary BOOLEAN, substream VARCHAR, subtwophasestate VARCHAR, subdisableonerr BOOLEAN, subconninfo VARCHAR, subslotname VARCHAR, subsynccommit VARCHAR, subpublications VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_user_mapping AS ${empty('oid BIGINT, umuser BIGINT, umserver BIGINT, umoptions VARCHAR[]')}`,
+    `CREATE VIEW ${P}.pg_seclabel AS ${empty('objoid BIGINT, classoid BIGINT, objsubid INTEGER, provider VARCHAR, label VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_shseclabel AS ${empty('objoid BIGINT, classoid BIGINT, provider VARCHAR, label VARCHAR')}`,
+    `CREATE VIEW ${P}.pg_seclabels AS ${empty('objoid BIGINT, classoid BIGINT, objsubid INTEGER, objtype VARCHAR, objnamespace BIGINT, objname VARCHAR, provider VARCHAR, label VARCHAR')}`,
     `CREATE VIEW ${P}.pg_cast AS ${empty('oid BIGINT, castsource BIGINT, casttarget BIGINT, castfunc BIGINT, castcontext VARCHAR, castmethod VARCHAR')}`,
     `CREATE VIEW ${P}.pg_shdescription AS ${empty('objoid BIGINT, classoid BIGINT, description VARCHAR')}`,
     `CREATE VIEW ${P}.pg_init_privs AS ${empty('objoid BIGINT, classoid BIGINT, objsubid INTEGER, privtype VARCHAR, initprivs VARCHAR[]')}`,
@@ -427,7 +482,9 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_locks AS ${empty('locktype VARCHAR, database BIGINT, relation BIGINT, pid INTEGER, mode VARCHAR, granted BOOLEAN')}`,
     `CREATE VIEW ${P}.pg_prepared_statements AS ${empty('name VARCHAR, statement VARCHAR, prepare_time TIMESTAMPTZ, parameter_types VARCHAR[], from_sql BOOLEAN')}`,
     `CREATE VIEW ${P}.pg_sequence AS
-       SELECT s.sequence_oid AS seqrelid, CAST(20 AS BIGINT) AS seqtypid, s.start_value AS seqstart, s.increment_by AS seqincrement,
+       -- DuckDB keeps a sequence's next value as its start: the start PostgreSQL would default to is shown.
+       SELECT s.sequence_oid AS seqrelid, CAST(20 AS BIGINT) AS seqtypid,
+         CASE WHEN s.increment_by > 0 THEN s.min_value ELSE s.max_value END AS seqstart, s.increment_by AS seqincrement,
          s.max_value AS seqmax, s.min_value AS seqmin, CAST(1 AS BIGINT) AS seqcache, s.cycle AS seqcycle
        FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB}`,
     `CREATE VIEW ${P}.pg_sequences AS

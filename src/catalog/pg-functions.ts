@@ -114,6 +114,17 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // SELECT set_config(...) on its own is a session command (handler/commands.ts). Inside a query it
+  // cannot reach the session's settings: it binds (pg_dump's query over zero rows runs) and refuses a row.
+  [
+    'set_config',
+    [
+      [
+        'setting_name, new_value, is_local',
+        `CAST(error('set_config() changes a setting only as a statement of its own: SELECT set_config(name, value, is_local)') AS VARCHAR)`,
+      ],
+    ],
+  ],
   ['cot_json_contained', [['a, b', 'json_contains(b, a)']]],
   ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
   ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
@@ -257,6 +268,30 @@ export const MACROS: readonly MacroDef[] = [
     ],
   ],
   ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
+  // cotwire keeps no ACLs: every object has its owner's default privileges, which pg_dump then leaves out.
+  [
+    'pg_options_to_table',
+    [
+      [
+        'opts',
+        `TABLE SELECT split_part(cot_o, '=', 1) AS option_name, substr(cot_o, strpos(cot_o, '=') + 1) AS option_value FROM (SELECT unnest(opts) AS cot_o)`,
+      ],
+    ],
+  ],
+  // quote_literal: E'' when the text holds a backslash, as PostgreSQL writes it.
+  [
+    'quote_literal',
+    [
+      [
+        'v',
+        `CASE WHEN CAST(v AS VARCHAR) IS NULL THEN NULL WHEN strpos(CAST(v AS VARCHAR), '\\') > 0
+           THEN 'E''' || replace(replace(CAST(v AS VARCHAR), '\\', '\\\\'), '''', '''''') || ''''
+           ELSE '''' || replace(CAST(v AS VARCHAR), '''', '''''') || '''' END`,
+      ],
+    ],
+  ],
+  ['array_remove', [['arr, elem', `list_filter(arr, cot_x -> cot_x IS DISTINCT FROM elem)`]]],
+  ['acldefault', [['objtype, owner_oid', `CAST(NULL AS VARCHAR[])`]]],
   [
     'pg_get_triggerdef',
     [

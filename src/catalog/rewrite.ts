@@ -2,7 +2,7 @@ import { parseSync } from 'libpg-query';
 import { parseArrayLiteral, type ArrayItem } from '../sql/array-literal.js';
 import type { Token } from '../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
-import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
+import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, catalogRelationOid, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
 
 /**
  * PostgreSQL-only syntax rewritten onto DuckDB, on the statement as
@@ -117,6 +117,8 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'last_value',
+  'tableoid',
   'timestamp',
   'timestamptz',
   'time',
@@ -171,6 +173,10 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
 }
 
 const quoteLiteral = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+const quoteIdentifier = (s: string): string => `"${s.replaceAll('"', '""')}"`;
+
+/** The columns of a sequence read as a relation. */
+const SEQUENCE_COLUMNS = new Set(['last_value', 'is_called', 'log_cnt']);
 
 /**
  * A PostgreSQL regular expression as a DuckDB full-match pattern: `~` in
@@ -238,9 +244,13 @@ class Rewriter {
   /** The edits applied by run(), in order: where positions in the rewritten text came from. */
   readonly applied: Edit[] = [];
 
+  /** Catalog relations read by the statement, by the name or alias their columns are qualified with: their OIDs. */
+  private readonly catalogTables = new Map<string, number>();
+
   run(stmt: Node): string {
     this.expressions = EXPRESSION_STATEMENTS.has(Object.keys(stmt)[0] ?? '');
     this.collectCtes(stmt);
+    this.collectCatalogTables(stmt);
     this.walk(stmt, null, false);
     for (const move of this.moves) {
       if (!this.edits.some((e) => e.start >= move.from && e.start < move.to)) this.edits.push(...move.edits);
@@ -257,6 +267,57 @@ class Rewriter {
       this.applied.push(e);
     }
     return out + this.text.slice(at);
+  }
+
+  private collectCatalogTables(value: unknown): void {
+    if (Array.isArray(value)) for (const v of value) this.collectCatalogTables(v);
+    else if (value !== null && typeof value === 'object') {
+      const node = value as Node;
+      if (typeof node.relname === 'string' && (node.schemaname === undefined || node.schemaname === 'pg_catalog') && !this.ctes.has(node.relname)) {
+        const oid = catalogRelationOid(node.relname);
+        const alias = (node.alias as { aliasname?: string } | undefined)?.aliasname ?? node.relname;
+        if (oid !== undefined) this.catalogTables.set(alias, oid);
+      }
+      for (const v of Object.values(node)) this.collectCatalogTables(v);
+    }
+  }
+
+  /**
+   * `c.tableoid`: the system column PostgreSQL gives every row, the OID of
+   * its catalog table (pg_dump reads it from each catalog it queries).
+   */
+  /** For each SELECT being walked, the catalog relations of its own FROM (an unqualified tableoid is theirs). */
+  private readonly fromScopes: number[][] = [];
+
+  private fromCatalogOids(select: Node): number[] {
+    const out: number[] = [];
+    const visit = (item: Node | undefined): void => {
+      if (item === undefined) return;
+      const rv = item.RangeVar as Node | undefined;
+      if (rv !== undefined) {
+        const oid = typeof rv.relname === 'string' && !this.ctes.has(rv.relname) ? catalogRelationOid(rv.relname) : undefined;
+        out.push(oid ?? -1);
+      }
+      const join = item.JoinExpr as Node | undefined;
+      if (join !== undefined) {
+        visit(join.larg as Node | undefined);
+        visit(join.rarg as Node | undefined);
+      }
+      if (item.RangeSubselect !== undefined || item.RangeFunction !== undefined) out.push(-1);
+    };
+    for (const item of (select.fromClause as Node[] | undefined) ?? []) visit(item);
+    return out.includes(-1) ? [] : out;
+  }
+
+  private columnRef(node: Node): void {
+    const fields = strings(node.fields);
+    if (fields[fields.length - 1] !== 'tableoid' || fields.length > 2) return;
+    const scope = this.fromScopes[this.fromScopes.length - 1];
+    const oid = fields.length === 2 ? this.catalogTables.get(fields[0] as string) : scope?.length === 1 ? scope[0] : undefined;
+    const i = this.index(node.location);
+    if (oid === undefined || i === null) return;
+    const name = this.dotted(i);
+    if (name !== null && name.parts.length === fields.length) this.replaceTokens(i, name.next, `CAST(${oid} AS BIGINT)`);
   }
 
   /** Names of WITH queries: an unqualified reference to one is the query, not a catalog relation. */
@@ -336,6 +397,9 @@ class Rewriter {
         case 'FuncCall':
           this.funcCall(v as Node);
           break;
+        case 'ColumnRef':
+          this.columnRef(v as Node);
+          break;
         case 'A_Expr':
           this.aExpr(v as Node);
           break;
@@ -356,11 +420,15 @@ class Rewriter {
           break;
         case 'SelectStmt':
           this.setReturningTargets(v as Node);
+          this.vectorTargets(v as Node);
+          this.sequenceRelation(v as Node);
           break;
       }
       // A target's subtree stays a target until a query inside it (INSERT ... SELECT) begins.
       const childTarget = TARGET_FIELDS.has(k) ? true : k === 'selectStmt' || k === 'query' || k === 'SelectStmt' ? false : target;
+      if (k === 'SelectStmt') this.fromScopes.push(this.fromCatalogOids(v as Node));
       this.walk(v, k, childTarget);
+      if (k === 'SelectStmt') this.fromScopes.pop();
     }
   }
 
@@ -388,7 +456,60 @@ class Rewriter {
     }
   }
 
+  /**
+   * `SELECT i.indkey FROM pg_index i`: an int2vector or oidvector column read
+   * as a result is text, '1 2' (pg_dump parses it so); in expressions it
+   * stays the list it is in the catalog's views.
+   */
+  private vectorTargets(select: Node): void {
+    if (this.catalogTables.size === 0) return;
+    for (const target of (select.targetList as Node[] | undefined) ?? []) {
+      const res = target.ResTarget as Node | undefined;
+      const ref = (res?.val as Node | undefined)?.ColumnRef as Node | undefined;
+      const fields = strings(ref?.fields);
+      const column = fields[fields.length - 1];
+      if (ref === undefined || column === undefined || !VECTOR_COLUMNS.has(column)) continue;
+      const i = this.index(ref.location);
+      const name = i === null ? null : this.dotted(i);
+      if (i === null || name === null || name.parts.length !== fields.length) continue;
+      this.insertBefore(i, 'array_to_string(');
+      this.insertAfter(name.next - 1, `, ' ')${res?.name === undefined ? ` AS ${column}` : ''}`);
+    }
+  }
+
+  /**
+   * `SELECT last_value, is_called FROM s`: a sequence read as a one-row
+   * relation (pg_dump's data for a sequence). DuckDB's sequences are not
+   * relations; their state is in duckdb_sequences().
+   */
+  private sequenceRelation(select: Node): void {
+    const from = select.fromClause as Node[] | undefined;
+    const rv = from?.length === 1 ? (from[0]?.RangeVar as Node | undefined) : undefined;
+    const targets = (select.targetList as Node[] | undefined) ?? [];
+    if (rv === undefined || typeof rv.relname !== 'string' || rv.alias !== undefined || targets.length === 0) return;
+    for (const t of targets) {
+      const fields = strings((((t.ResTarget as Node | undefined)?.val as Node | undefined)?.ColumnRef as Node | undefined)?.fields);
+      if (fields.length !== 1 || !SEQUENCE_COLUMNS.has(fields[0] as string)) return;
+    }
+    const i = this.index(rv.location);
+    const name = i === null ? null : this.dotted(i);
+    if (i === null || name === null) return;
+    const schema = typeof rv.schemaname === 'string' ? (rv.schemaname === 'public' ? 'main' : rv.schemaname) : null;
+    this.replacedRelations.add(rv.location as number);
+    this.replaceTokens(
+      i,
+      name.next,
+      `(SELECT coalesce(s.last_value, s.start_value) AS last_value, s.last_value IS NOT NULL AS is_called, CAST(0 AS BIGINT) AS log_cnt
+        FROM duckdb_sequences() s WHERE s.sequence_name = ${quoteLiteral(rv.relname)}${schema === null ? '' : ` AND s.schema_name = ${quoteLiteral(schema)}`}
+        ORDER BY s.database_name = 'temp' DESC LIMIT 1) AS ${quoteIdentifier(rv.relname)}`,
+    );
+  }
+
+  /** RangeVars whose whole text another rule replaced, by location. */
+  private readonly replacedRelations = new Set<number>();
+
   private rangeVar(node: Node, target: boolean): void {
+    if (this.replacedRelations.has(node.location as number)) return;
     const relname = typeof node.relname === 'string' ? node.relname : null;
     const i = this.index(node.location);
     if (relname === null || i === null) return;
@@ -466,7 +587,9 @@ class Rewriter {
       return;
     }
     if ((node.kind === 'AEXPR_OP_ANY' && op === '=') || (node.kind === 'AEXPR_OP_ALL' && op === '<>')) {
-      this.anyOfList(node, i, op === '<>');
+      // The operator may be spelled OPERATOR(pg_catalog.=), as psql and pg_dump write it.
+      const spelled = wordOf(this.tokens[i]) === 'operator' && this.tokens[i + 1]?.text === '(' ? this.closing(i + 1) : i;
+      if (spelled !== null) this.anyOfList(node, i, spelled, op === '<>');
       return;
     }
     if (node.kind === 'AEXPR_OP' && parts.length === 1 && JSON_OPERATORS.has(op) && this.expressions) {
@@ -513,11 +636,11 @@ class Rewriter {
    * `x = ANY(list)` → `list_contains(list, x)`: DuckDB cannot unnest a list
    * that comes from the outer query (psql's \d asks pg_policy this way).
    */
-  private anyOfList(node: Node, i: number, negated: boolean): void {
-    if (this.tokens[i]?.text !== (negated ? '<>' : '=') || this.tokens[i + 2]?.text !== '(') return;
-    const close = this.closing(i + 2);
+  private anyOfList(node: Node, i: number, opEnd: number, negated: boolean): void {
+    if (this.tokens[opEnd]?.text !== (negated ? '<>' : opEnd === i ? '=' : ')') || this.tokens[opEnd + 2]?.text !== '(') return;
+    const close = this.closing(opEnd + 2);
     const start = this.argStart(node.lexpr as Node | undefined, i);
-    const first = this.tokens[i + 3];
+    const first = this.tokens[opEnd + 3];
     const last = close === null ? undefined : this.tokens[close - 1];
     if (close === null || start === null || first === undefined || last === undefined) return;
     const list = this.text.slice(first.start, last.end);

@@ -38,6 +38,8 @@ export type SessionCommand =
   | { readonly kind: 'close'; readonly name: string | null }
   /** SELECT [pg_catalog.]set_config('name', 'value', is_local): a SET that answers the new value (pg_dump's first query). */
   | { readonly kind: 'set-config'; readonly name: string; readonly value: string; readonly local: boolean }
+  /** LOCK [TABLE] [ONLY] name [, ...] [IN mode MODE] [NOWAIT]: the tables, each a dotted name, and the mode. */
+  | { readonly kind: 'lock'; readonly tables: ReadonlyArray<readonly string[]>; readonly mode: string }
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
   | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
 
@@ -236,6 +238,8 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
     }
     case 'SELECT':
       return recognizeSetConfig(tokens);
+    case 'LOCK':
+      return recognizeLock(tokens);
     case 'LISTEN':
     case 'UNLISTEN':
     case 'NOTIFY':
@@ -334,4 +338,37 @@ function recognizeSet(tokens: readonly Token[]): SessionCommand | null {
   if (op === undefined || !(upper(op) === 'TO' || op.text === '=')) return null;
   const value = settingValue(tokens, n.next + 1);
   return value === undefined ? null : { kind: 'set', name: n.name, value, local };
+}
+
+/** LOCK's grammar, as PostgreSQL has it; null (the engine's syntax error) for anything else. */
+function recognizeLock(tokens: readonly Token[]): SessionCommand | null {
+  let i = 1;
+  if (upper(tokens[i]) === 'TABLE') i++;
+  if (upper(tokens[i]) === 'ONLY') i++;
+  const tables: string[][] = [];
+  for (;;) {
+    const parts: string[] = [];
+    for (;;) {
+      const part = identifier(tokens[i]);
+      if (part === null) return null;
+      parts.push(part);
+      i++;
+      if (tokens[i]?.text !== '.') break;
+      i++;
+    }
+    if (tokens[i]?.text === '*') i++;
+    tables.push(parts);
+    if (tokens[i]?.text !== ',') break;
+    i++;
+  }
+  let mode = 'ACCESS EXCLUSIVE';
+  if (upper(tokens[i]) === 'IN') {
+    const words: string[] = [];
+    for (i++; i < tokens.length && upper(tokens[i]) !== 'MODE'; i++) words.push(upper(tokens[i]));
+    if (upper(tokens[i]) !== 'MODE' || words.length === 0) return null;
+    mode = words.join(' ');
+    i++;
+  }
+  if (upper(tokens[i]) === 'NOWAIT') i++;
+  return i === tokens.length ? { kind: 'lock', tables, mode } : null;
 }

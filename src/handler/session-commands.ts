@@ -105,9 +105,37 @@ export async function runCommand(
       sink.row([ctx.settings.get(cmd.name) ?? cmd.value]);
       return 'SELECT 1';
     }
+    case 'lock':
+      return lockTables(ctx, cmd.tables, cmd.mode);
     case 'unsupported':
       throw new PgError(SqlState.FeatureNotSupported, `${cmd.command} is not supported`, { hint: cmd.hint });
   }
+}
+
+/** The lock modes that only keep a table from being altered or dropped while it is read. */
+const READ_LOCKS = new Set(['ACCESS SHARE', 'ROW SHARE']);
+
+/**
+ * LOCK TABLE (pg_dump locks each table it dumps IN ACCESS SHARE MODE). The
+ * engine has no table locks; a transaction's snapshot already keeps what it
+ * reads as it was, so the read modes are accepted once the tables are found.
+ * A mode that would keep other writers out cannot be honoured, and is refused.
+ */
+async function lockTables(ctx: HandlerContext, tables: ReadonlyArray<readonly string[]>, mode: string): Promise<string> {
+  if (ctx.tx.status === 'I') throw new PgError(SqlState.NoActiveSqlTransaction, 'LOCK TABLE can only be used in transaction blocks');
+  if (!READ_LOCKS.has(mode)) {
+    throw new PgError(SqlState.FeatureNotSupported, `LOCK TABLE IN ${mode} MODE is not supported`, {
+      hint: 'cotwire takes no table locks: ACCESS SHARE and ROW SHARE are accepted, as the transaction reads one snapshot.',
+    });
+  }
+  for (const parts of tables) {
+    const name = parts
+      .map((p, i) => (i === parts.length - 2 && p === 'public' ? 'main' : p))
+      .map(quoteIdent)
+      .join('.');
+    await ctx.engine.query(`SELECT 1 FROM ${name} LIMIT 0`);
+  }
+  return 'LOCK TABLE';
 }
 
 /** SQL-level prepared statements (PREPARE) live in the engine; DEALLOCATE ALL removes every one. */

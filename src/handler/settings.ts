@@ -229,6 +229,25 @@ const SPECS: readonly SettingSpec[] = [
     normalize: onOff('escape_string_warning'),
     description: 'Warn about backslash escapes in ordinary string literals.',
   },
+  // pg_dump sets these before it reads anything; they change nothing in cotwire.
+  {
+    name: 'synchronize_seqscans',
+    defaultValue: 'on',
+    normalize: onOff('synchronize_seqscans'),
+    description: 'Enable synchronized sequential scans.',
+  },
+  {
+    name: 'quote_all_identifiers',
+    defaultValue: 'off',
+    normalize: onOff('quote_all_identifiers'),
+    description: 'When generating SQL fragments, quote all identifiers.',
+  },
+  {
+    name: 'enable_partitionwise_aggregate',
+    defaultValue: 'off',
+    normalize: onOff('enable_partitionwise_aggregate'),
+    description: 'Enables partitionwise aggregation and grouping.',
+  },
   { name: 'jit', defaultValue: 'off', normalize: onOff('jit'), description: 'Allow JIT compilation.' },
   { name: 'lc_messages', defaultValue: 'C', description: 'Sets the language in which messages are displayed.' },
   { name: 'lc_monetary', defaultValue: 'C', description: 'Sets the locale for formatting monetary amounts.' },

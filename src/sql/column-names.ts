@@ -94,9 +94,8 @@ function selectColumns(s: Statement): readonly SelectedColumn[] | 'values' | nul
 const cache = new Map<string, readonly (string | null)[] | null>();
 
 /**
- * The PostgreSQL name of each result column of `sql`, where it differs in
- * kind from a plain column reference; null entries keep the engine's name
- * (aliases and column references, which DuckDB resolves exactly). Returns
+ * The PostgreSQL name of each result column of `sql`; null entries keep the
+ * engine's name (aliases, which DuckDB keeps exactly). Returns
  * null when the statement cannot be analysed (DuckDB-only syntax, `*`).
  */
 export function postgresColumnNames(sql: string, columnCount: number): readonly (string | null)[] | null {
@@ -120,7 +119,8 @@ function compute(sql: string, columnCount: number): readonly (string | null)[] |
   if (columns === 'values') return Array.from({ length: columnCount }, (_, i) => `column${i + 1}`);
   if (columns === null || columns.length !== columnCount) return null;
   if (columns.some((c) => c.expr.type === 'ref' && c.expr.name === '*')) return null;
-  return columns.map((c) => (c.alias !== undefined || c.expr.type === 'ref' ? null : figure(c.expr).name));
+  // A column reference keeps its name even where the rewrite replaced it (pg_dump's c.tableoid).
+  return columns.map((c) => (c.alias !== undefined ? null : c.expr.type === 'ref' ? c.expr.name : figure(c.expr).name));
 }
 
 /** Whether the engine's names look computed from expressions, so that renaming may be needed. */
