@@ -181,7 +181,11 @@ function internals(): string[] {
        WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND k.database_name NOT IN ${HIDDEN_DB}`,
     `CREATE VIEW ${P}.cot_constraints AS
        SELECT CAST(2000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) AS oid,
-         CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END AS conname,
+         -- PostgreSQL's default names: DuckDB keeps no constraint names of its own.
+         CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+           WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
+           WHEN 'UNIQUE' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_key'
+           ELSE k.constraint_name END AS conname,
          ns.oid AS connamespace,
          CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'CHECK' THEN 'c' ELSE 'f' END AS contype,
          k.table_oid AS conrelid,
@@ -301,7 +305,9 @@ function catalogViews(): string[] {
          CAST(${OID.owner} AS BIGINT) AS relowner, CAST(rel.relam AS BIGINT) AS relam, rel.oid AS relfilenode, CAST(0 AS BIGINT) AS reltablespace,
          0 AS relpages, rel.reltuples, 0 AS relallvisible, CAST(0 AS BIGINT) AS reltoastrelid, rel.relhasindex, false AS relisshared,
          CASE WHEN rel.temporary THEN 't' ELSE 'p' END AS relpersistence, rel.relkind, CAST(rel.relnatts AS SMALLINT) AS relnatts,
-         CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules, false AS relhastriggers, false AS relhassubclass,
+         CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules,
+         -- A foreign key is kept by triggers in PostgreSQL (pg_dump reads a table's foreign keys only when it has some).
+         rel.oid IN (SELECT k.table_oid FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers, false AS relhassubclass,
          false AS relrowsecurity, false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident, false AS relispartition,
          CAST(0 AS BIGINT) AS relrewrite, CAST(0 AS BIGINT) AS relfrozenxid, CAST(0 AS BIGINT) AS relminmxid,
          CAST(NULL AS VARCHAR[]) AS relacl, CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR) AS relpartbound

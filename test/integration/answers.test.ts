@@ -170,6 +170,22 @@ describe('jsonb operators and functions', () => {
   });
 });
 
+describe('LOCK TABLE', () => {
+  it('takes the read modes in a transaction block (pg_dump), and refuses what it cannot honour', async () => {
+    const c = await ctx.server.client();
+    await c.query('CREATE TABLE lock_me (x int)');
+    await expect(c.query('LOCK TABLE lock_me IN ACCESS SHARE MODE')).rejects.toMatchObject({ code: '25P01' });
+    await c.query('BEGIN');
+    expect((await c.query('LOCK TABLE public.lock_me IN ACCESS SHARE MODE')).command).toBe('LOCK');
+    expect((await c.query('LOCK lock_me, lock_me IN ROW SHARE MODE NOWAIT')).command).toBe('LOCK');
+    await expect(c.query('LOCK TABLE lock_me')).rejects.toMatchObject({ code: '0A000', message: 'LOCK TABLE IN ACCESS EXCLUSIVE MODE is not supported' });
+    await c.query('ROLLBACK');
+    await c.query('BEGIN');
+    await expect(c.query('LOCK TABLE no_such_table IN ACCESS SHARE MODE')).rejects.toMatchObject({ code: '42P01' });
+    await c.query('ROLLBACK');
+  });
+});
+
 describe('a parameter the engine cannot type', () => {
   it('is typed from its context where PostgreSQL would type it, and is 42P18 with a hint where nothing types it', async () => {
     const c = ctx.client;
