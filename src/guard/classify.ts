@@ -718,11 +718,35 @@ function pragmaName(tokens: readonly Token[]): string {
   return (identifierText(tokens, 1) ?? '').toLowerCase();
 }
 
+/**
+ * The SQL-syntax functions whose argument list holds a FROM of its own
+ * (`extract(year FROM '2024-05-17'::date)`, `substring(s FROM 2)`): the
+ * grammar reads what follows as an expression, never as a table.
+ */
+const FROM_ARGUMENT_FUNCTIONS = new Set(['EXTRACT', 'SUBSTRING', 'TRIM', 'OVERLAY']);
+
+/** Whether the FROM at token i is in the argument list of one of those functions, directly (not in a query inside it). */
+function isArgumentFrom(tokens: readonly Token[], i: number): boolean {
+  let depth = 0;
+  for (let j = i - 1; j >= 0; j--) {
+    const t = tokens[j] as Token;
+    if (t.text === ')') depth++;
+    else if (t.text === '(') {
+      if (depth === 0) {
+        const before = tokens[j - 1];
+        return before?.kind === 'word' && FROM_ARGUMENT_FUNCTIONS.has(before.text.toUpperCase());
+      }
+      depth--;
+    }
+  }
+  return false;
+}
+
 /** Words that follow FROM/JOIN/USING and take a string as a file in DuckDB (`FROM 'data.csv'`). */
 function readsFileLiteral(tokens: readonly Token[]): boolean {
   for (let i = 0; i < tokens.length - 1; i++) {
     const w = upper(tokens[i]);
-    if ((w === 'FROM' || w === 'JOIN') && tokens[i + 1]?.kind === 'string') return true;
+    if ((w === 'FROM' || w === 'JOIN') && tokens[i + 1]?.kind === 'string' && !(w === 'FROM' && isArgumentFrom(tokens, i))) return true;
   }
   return false;
 }

@@ -174,6 +174,9 @@ export const ATTACKS: readonly Attack[] = [
   t('host', "SELECT * FROM sniff_csv('{dir}/secret.csv')"),
   t('host', "FROM read_csv('{dir}/secret.csv')"),
   t('host', "SELECT * FROM notes JOIN '{dir}/secret.csv' ON true"),
+  // A FROM inside a SQL-syntax function's arguments is an expression, but a query there still reads.
+  t('host', "SELECT extract(year FROM (SELECT DATE '2024-01-01' + CAST(length(max(token)) AS INTEGER) FROM '{dir}/secret.csv'))"),
+  t('host', "SELECT substring((SELECT string_agg(token, ',') FROM '{dir}/secret.csv') FROM 1)"),
   t('host', "CREATE TABLE stolen AS SELECT * FROM read_csv('{dir}/secret.csv')"),
   t('host', "INSERT INTO scratch SELECT 1, content FROM read_text('{dir}/secret.csv')"),
   t('host', "INSERT INTO _cot_steps SELECT 9, 's9', content, 1.0 FROM read_text('{dir}/secret.csv')"),

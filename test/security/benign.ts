@@ -30,6 +30,8 @@ export const BENIGN: readonly Benign[] = [
   b('WITH c AS (SELECT * FROM _cot_steps) SELECT count(*) FROM c'),
   b('WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r'),
   b("SELECT * FROM _cot_steps WHERE content LIKE 'o%'"),
+  // FROM in a SQL-syntax function's arguments takes a string as a value, not as a file.
+  b("SELECT extract(year FROM '2024-05-17'::date) AS y, substring('abc' FROM 2) AS s, trim(BOTH FROM ' x ') AS t"),
   b('SELECT max(confidence), min(confidence) FROM _cot_steps'),
   b('SELECT count(*) FILTER (WHERE confidence > 0.6) FROM _cot_steps'),
   b("SELECT * FROM query_table('_cot_steps') ORDER BY id"),
