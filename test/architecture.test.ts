@@ -42,7 +42,7 @@ const HANDLER: Record<string, readonly string[]> = {
   'engine-run.ts': ['command-tag.ts', 'context.ts', 'ledger-create.ts', 'plan.ts', 'table-create.ts'],
   'ledger-append.ts': ['context.ts', 'ledger-insert.ts', 'plan.ts'],
   'copy.ts': ['context.ts', 'engine-run.ts', 'ledger-append.ts', 'plan.ts'],
-  'planner.ts': ['commands.ts', 'context.ts', 'ledger-append.ts', 'ledger-create.ts', 'plan.ts'],
+  'planner.ts': ['commands.ts', 'context.ts', 'ledger-append.ts', 'ledger-create.ts', 'plan.ts', 'table-create.ts'],
   'cursors.ts': ['commands.ts', 'context.ts', 'engine-run.ts', 'plan.ts', 'planner.ts'],
   'session-commands.ts': ['commands.ts', 'context.ts', 'cursors.ts', 'settings.ts'],
   'connection.ts': [

@@ -307,7 +307,8 @@ function catalogViews(): string[] {
          CASE WHEN rel.temporary THEN 't' ELSE 'p' END AS relpersistence, rel.relkind, CAST(rel.relnatts AS SMALLINT) AS relnatts,
          CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules,
          -- A foreign key is kept by triggers in PostgreSQL (pg_dump reads a table's foreign keys only when it has some).
-         rel.oid IN (SELECT k.table_oid FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers, false AS relhassubclass,
+         rel.oid IN (SELECT k.conrelid FROM ${P}.cot_constraints k WHERE k.contype = 'f' UNION ALL SELECT k.confrelid FROM ${P}.cot_constraints k WHERE k.contype = 'f')
+           AS relhastriggers, false AS relhassubclass,
          false AS relrowsecurity, false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident, false AS relispartition,
          CAST(0 AS BIGINT) AS relrewrite, CAST(0 AS BIGINT) AS relfrozenxid, CAST(0 AS BIGINT) AS relminmxid,
          CAST(NULL AS VARCHAR[]) AS relacl, CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR) AS relpartbound

@@ -290,6 +290,9 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // No table is partitioned: a relation's only ancestor is itself (psql 15's \d asks for foreign keys this way).
+  ['pg_partition_ancestors', [['rel', `CAST(rel AS BIGINT)`]]],
+  ['pg_partition_root', [['rel', `CAST(rel AS BIGINT)`]]],
   ['array_remove', [['arr, elem', `list_filter(arr, cot_x -> cot_x IS DISTINCT FROM elem)`]]],
   ['acldefault', [['objtype, owner_oid', `CAST(NULL AS VARCHAR[])`]]],
   [

@@ -117,6 +117,10 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'pg_partition_ancestors',
+  'using',
+  'references',
+  'unique',
   'last_value',
   'tableoid',
   'timestamp',
@@ -174,6 +178,9 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
 
 const quoteLiteral = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 const quoteIdentifier = (s: string): string => `"${s.replaceAll('"', '""')}"`;
+
+/** Index methods DuckDB's ordered index (ART) stands for. */
+const ORDERED_INDEX_METHODS = new Set(['btree', 'hash']);
 
 /** The columns of a sequence read as a relation. */
 const SEQUENCE_COLUMNS = new Set(['last_value', 'is_called', 'log_cnt']);
@@ -418,6 +425,15 @@ class Rewriter {
         case 'InsertStmt':
           this.insertValues(v as Node);
           break;
+        case 'IndexStmt':
+          this.indexMethod(v as Node);
+          break;
+        case 'Constraint':
+          this.foreignKeyActions(v as Node);
+          break;
+        case 'AlterTableStmt':
+          this.addUniqueConstraint(v as Node);
+          break;
         case 'SelectStmt':
           this.setReturningTargets(v as Node);
           this.vectorTargets(v as Node);
@@ -505,8 +521,73 @@ class Rewriter {
     );
   }
 
-  /** RangeVars whose whole text another rule replaced, by location. */
+  /** RangeVars and FROM function calls whose whole text another rule replaced, by location. */
   private readonly replacedRelations = new Set<number>();
+
+  /** `CREATE INDEX ... USING btree`: DuckDB's one index (ART) is ordered, as btree is; it takes no method name. */
+  private indexMethod(node: Node): void {
+    const method = typeof node.accessMethod === 'string' ? node.accessMethod.toLowerCase() : null;
+    if (method === null || !ORDERED_INDEX_METHODS.has(method)) return;
+    const from = this.index((node.relation as Node | undefined)?.location) ?? 0;
+    for (let i = from; i < this.tokens.length - 1; i++) {
+      if (wordOf(this.tokens[i]) === 'using' && wordOf(this.tokens[i + 1]) === method) {
+        this.replaceTokens(i, i + 2, '');
+        return;
+      }
+    }
+  }
+
+  /**
+   * A foreign key's ON DELETE / ON UPDATE action (Sequelize writes ON DELETE
+   * CASCADE ON UPDATE CASCADE by default), which DuckDB does not take: the
+   * key is kept as NO ACTION, so a delete that would cascade is refused
+   * (23503) rather than done (docs/compatibility.md).
+   */
+  private foreignKeyActions(node: Node): void {
+    if (node.contype !== 'CONSTR_FOREIGN') return;
+    const start = this.index(node.location);
+    if (start === null) return;
+    let depth = 0;
+    for (let i = start; i < this.tokens.length; i++) {
+      const t = this.tokens[i] as Token;
+      if (t.text === '(') depth++;
+      else if (t.text === ')') {
+        if (depth === 0) return;
+        depth--;
+      } else if (depth === 0 && (t.text === ',' || t.kind === 'semicolon')) return;
+      else if (depth === 0 && wordOf(t) === 'on' && ['delete', 'update'].includes(wordOf(this.tokens[i + 1]) ?? '')) {
+        const action = wordOf(this.tokens[i + 2]);
+        let end = i + 3;
+        if (action === 'no' || action === 'set') end = i + 4;
+        else if (action !== 'cascade' && action !== 'restrict') return;
+        if (this.tokens[end]?.text === '(') end = (this.closing(end) ?? end) + 1;
+        this.replaceTokens(i, end, '');
+        i = end - 1;
+      } else if (depth === 0 && wordOf(t) === 'match' && ['simple', 'full'].includes(wordOf(this.tokens[i + 1]) ?? '')) {
+        this.replaceTokens(i, i + 2, '');
+      }
+    }
+  }
+
+  /**
+   * `ALTER TABLE t ADD [CONSTRAINT name] UNIQUE (a, b)` → `CREATE UNIQUE INDEX
+   * name ON t (a, b)`: DuckDB adds no constraint to an existing table, and a
+   * unique index enforces the same rule (Knex's .unique(), TypeORM's UQ_).
+   */
+  private addUniqueConstraint(node: Node): void {
+    const cmds = node.cmds as Node[] | undefined;
+    const cmd = cmds?.length === 1 ? (cmds[0]?.AlterTableCmd as Node | undefined) : undefined;
+    const constraint = (cmd?.def as Node | undefined)?.Constraint as Node | undefined;
+    const relation = node.relation as Node | undefined;
+    if (cmd?.subtype !== 'AT_AddConstraint' || constraint?.contype !== 'CONSTR_UNIQUE' || typeof relation?.relname !== 'string') return;
+    const keys = strings(constraint.keys);
+    const i = this.index(relation.location);
+    const name = i === null ? null : this.dotted(i);
+    if (keys.length === 0 || i === null || name === null || constraint.options !== undefined || constraint.indexname !== undefined) return;
+    const table = this.text.slice((this.tokens[i] as Token).start, (this.tokens[name.next - 1] as Token).end);
+    const index = typeof constraint.conname === 'string' ? constraint.conname : `${relation.relname}_${keys.join('_')}_key`;
+    this.replaceTokens(0, this.tokens.length, `CREATE UNIQUE INDEX ${quoteIdentifier(index)} ON ${table} (${keys.map(quoteIdentifier).join(', ')})`);
+  }
 
   private rangeVar(node: Node, target: boolean): void {
     if (this.replacedRelations.has(node.location as number)) return;
@@ -534,6 +615,7 @@ class Rewriter {
   }
 
   private funcCall(node: Node): void {
+    if (this.replacedRelations.has(node.location as number)) return;
     const parts = strings(node.funcname);
     const i = this.index(node.location);
     if (i === null || parts.length === 0) return;
@@ -929,14 +1011,38 @@ class Rewriter {
     if (i === null || name === null || close === null) return false;
     const args = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[close] as Token).start);
     const value = text ? `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END` : 'CAST(value AS JSON)';
+    this.replacedRelations.add(call?.location as number);
     this.replaceTokens(i, close + 1, `LATERAL (SELECT key, ${value} AS value FROM json_each(${args}))${alias === undefined ? ` AS ${fn}` : ''}`);
+    return true;
+  }
+
+  /**
+   * `pg_partition_ancestors(rel) [WITH ORDINALITY] AS a(relid, depth)` in
+   * FROM: no table is partitioned, so the relation is its only ancestor
+   * (psql 15's \d asks for triggers and foreign keys this way).
+   */
+  private partitionAncestors(node: Node, alias: { aliasname?: string } | undefined): boolean {
+    const functions = node.functions as unknown[] | undefined;
+    const call = ((functions?.[0] as { List?: { items?: unknown[] } } | undefined)?.List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
+    const parts = strings(call?.funcname);
+    if (parts[parts.length - 1] !== 'pg_partition_ancestors' || functions?.length !== 1) return false;
+    const i = this.index(call?.location);
+    const name = i === null ? null : this.dotted(i);
+    const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+    if (i === null || name === null || close === null) return false;
+    let end = close;
+    if (wordOf(this.tokens[close + 1]) === 'with' && wordOf(this.tokens[close + 2]) === 'ordinality') end = close + 2;
+    const arg = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[close] as Token).start);
+    const columns = node.ordinality === true ? `CAST(${arg} AS BIGINT) AS relid, CAST(1 AS BIGINT) AS ordinality` : `CAST(${arg} AS BIGINT) AS relid`;
+    this.replacedRelations.add(call?.location as number);
+    this.replaceTokens(i, end + 1, `LATERAL (SELECT ${columns})${alias === undefined ? ' AS pg_partition_ancestors' : ''}`);
     return true;
   }
 
   private rangeFunction(node: Node): void {
     const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
     const functions = node.functions as unknown[] | undefined;
-    if (this.jsonEach(node, alias)) return;
+    if (this.jsonEach(node, alias) || this.partitionAncestors(node, alias)) return;
     if (alias?.colnames !== undefined || functions?.length !== 1 || node.ordinality === true) return;
     const call = ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
     const parts = strings(call?.funcname);

@@ -67,7 +67,8 @@ export function commandTag(kind: StatementKind, tokens: readonly Token[], rows: 
       if (first === 'DEALLOCATE') return word(tokens[1]) === 'ALL' || word(tokens[2]) === 'ALL' ? 'DEALLOCATE ALL' : 'DEALLOCATE';
       return `DROP ${objectKind(tokens)}`;
     case 'ALTER':
-      return `ALTER ${objectKind(tokens)}`;
+      // DuckDB runs COMMENT ON as an ALTER.
+      return first === 'COMMENT' ? 'COMMENT' : `ALTER ${objectKind(tokens)}`;
     case 'VARIABLE_SET':
     case 'SET':
       return first === 'RESET' ? 'RESET' : 'SET';

@@ -1,7 +1,7 @@
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
-import { dropOrphanedSequences, executeSerialCreate } from './table-create.js';
+import { dropOrphanedSequences, executeForeignKeyAdd, executeSerialCreate } from './table-create.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
 
@@ -32,6 +32,7 @@ export class EngineRun {
         if (plan.createsSequences !== null && portal.cursor === null) {
           return await executeSerialCreate(ctx, portal, plan, plan.createsSequences);
         }
+        if (plan.addsForeignKey !== null) return await executeForeignKeyAdd(ctx, portal, plan, plan.addsForeignKey);
         if (portal.cursor === null) {
           if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);
           if (!READ_KINDS.has(plan.statement.kind)) ctx.tx.wrote();

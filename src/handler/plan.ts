@@ -1,3 +1,4 @@
+import type { ForeignKeyAddition } from '../catalog/alter-table.js';
 import type { SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
@@ -35,6 +36,8 @@ export type Plan =
       readonly createsLedger: readonly string[] | null;
       /** Set for CREATE TABLE with serial or identity columns: `statement` is the probe, this runs instead. */
       readonly createsSequences: SerialTable | null;
+      /** Set for ALTER TABLE ... ADD FOREIGN KEY, which the handler carries out by rebuilding the table. */
+      readonly addsForeignKey: ForeignKeyAddition | null;
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */

@@ -1,4 +1,5 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
+import { translateAddForeignKey, type ForeignKeyAddition } from '../catalog/alter-table.js';
 import { translateSerial } from '../catalog/serial.js';
 import type { EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
@@ -18,6 +19,7 @@ import { recognizeCommand } from './commands.js';
 import type { HandlerContext, StatementHost } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
+import { HandledStatement } from './table-create.js';
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
 
 /** Rewritten statements that read the connection's settings through the catalog. */
@@ -132,6 +134,8 @@ export class Planner {
   private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {
     const { access, engine } = this.ctx;
     let engineStatement: EngineStatement;
+    const foreignKey = translateAddForeignKey(statement.text, statement.tokens);
+    if (foreignKey !== null) return this.prepareForeignKeyAdd(statement, foreignKey);
     const serial = translateSerial(statement.text, statement.tokens);
     if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
       throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
@@ -186,9 +190,35 @@ export class Planner {
         clientPosition: statement.clientPosition ?? SAME_POSITION,
         createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
+        addsForeignKey: null,
       },
       types,
       fields,
+    );
+  }
+
+  /**
+   * ALTER TABLE ... ADD FOREIGN KEY, which DuckDB cannot prepare: the guard and
+   * the roles decide on the statement as an ALTER, and the handler carries it
+   * out at Execute (table-create.ts).
+   */
+  private async prepareForeignKeyAdd(statement: EngineText, foreignKey: ForeignKeyAddition): Promise<Statement> {
+    const { access } = this.ctx;
+    access.beforePrepare(statement.text, statement.tokens);
+    await access.engineStatement(statement.text, statement.tokens, 'ALTER');
+    return new Statement(
+      {
+        kind: 'engine',
+        statement: new HandledStatement('ALTER'),
+        tokens: statement.tokens,
+        offset: statement.offset,
+        clientPosition: statement.clientPosition ?? SAME_POSITION,
+        createsLedger: null,
+        createsSequences: null,
+        addsForeignKey: foreignKey,
+      },
+      [],
+      null,
     );
   }
 

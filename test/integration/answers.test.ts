@@ -140,6 +140,61 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     expect((await c.query("SELECT count(*)::int AS n FROM pg_sequences WHERE sequencename = 'ddl_taken_id_seq'")).rows).toEqual([{ n: 0 }]);
   });
 
+  it('takes foreign keys, unique constraints and indexes as ORMs write them', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE ddl_parent (id serial PRIMARY KEY, email text)');
+    // Sequelize's defaults: the actions are not kept, so a delete that would cascade is refused instead.
+    await c.query(
+      'CREATE TABLE ddl_child (id serial PRIMARY KEY, parent_id integer NOT NULL REFERENCES ddl_parent (id) ON DELETE CASCADE ON UPDATE CASCADE, note text)',
+    );
+    await c.query('CREATE INDEX ddl_child_parent ON ddl_child USING btree (parent_id)');
+    // Knex's .unique(): a unique index enforces it.
+    await c.query('ALTER TABLE ddl_parent ADD CONSTRAINT ddl_parent_email_unique UNIQUE (email)');
+    await c.query("INSERT INTO ddl_parent (email) VALUES ('a@x.io'), ('b@x.io')");
+    await expect(c.query("INSERT INTO ddl_parent (email) VALUES ('a@x.io')")).rejects.toMatchObject({ code: '23505' });
+    await c.query('INSERT INTO ddl_child (parent_id) VALUES (1)');
+    await expect(c.query('DELETE FROM ddl_parent WHERE id = 1')).rejects.toMatchObject({ code: '23503' });
+    // A foreign key added to an existing table (Knex, TypeORM, Drizzle, pg_dump): the table is rebuilt with it.
+    await c.query('CREATE TABLE ddl_late (id serial PRIMARY KEY, parent_id integer)');
+    await c.query('CREATE INDEX ddl_late_parent ON ddl_late (parent_id)');
+    await c.query('INSERT INTO ddl_late (parent_id) VALUES (1), (2), (NULL)');
+    const added = await c.query(
+      'ALTER TABLE ONLY ddl_late ADD CONSTRAINT ddl_late_parent_fk FOREIGN KEY (parent_id) REFERENCES ddl_parent (id) ON DELETE SET NULL',
+    );
+    expect(added.command).toBe('ALTER');
+    expect((await c.query('SELECT id, parent_id FROM ddl_late ORDER BY id')).rows).toEqual([
+      { id: 1, parent_id: 1 },
+      { id: 2, parent_id: 2 },
+      { id: 3, parent_id: null },
+    ]);
+    await expect(c.query('INSERT INTO ddl_late (parent_id) VALUES (99)')).rejects.toMatchObject({ code: '23503' });
+    expect((await c.query('INSERT INTO ddl_late (parent_id) VALUES (2) RETURNING id')).rows).toEqual([{ id: 5 }]);
+    const shape = await c.query(
+      "SELECT (SELECT count(*)::int FROM pg_indexes WHERE tablename = 'ddl_late') AS indexes, (SELECT count(*)::int FROM pg_constraint WHERE conrelid = 'ddl_late'::regclass AND contype = 'f') AS keys",
+    );
+    expect(shape.rows).toEqual([{ indexes: 2, keys: 1 }]);
+    // Rows that break the key: nothing changes.
+    await c.query('CREATE TABLE ddl_bad (parent_id integer)');
+    await c.query('INSERT INTO ddl_bad VALUES (1), (42)');
+    await expect(c.query('ALTER TABLE ddl_bad ADD FOREIGN KEY (parent_id) REFERENCES ddl_parent (id)')).rejects.toMatchObject({ code: '23503' });
+    expect((await c.query('SELECT count(*)::int AS n FROM ddl_bad')).rows).toEqual([{ n: 2 }]);
+    // A table other keys reference cannot be rebuilt.
+    await expect(c.query('ALTER TABLE ddl_parent ADD FOREIGN KEY (id) REFERENCES ddl_bad (parent_id)')).rejects.toMatchObject({ code: '0A000' });
+    expect((await c.query("COMMENT ON TABLE ddl_late IS 'late'")).command).toBe('COMMENT');
+  });
+
+  it('refuses a foreign key added to a ledger, which would rebuild it', async () => {
+    const c = ctx.client;
+    await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('fk', 'Observation', 'kept')");
+    await c.query('CREATE TABLE ddl_sessions (id text PRIMARY KEY)');
+    for (const target of ['_cot_steps', 'ONLY _cot_steps', 'public._cot_steps', 'cotwire.public._cot_steps', '"_cot_steps"']) {
+      await expect(c.query(`ALTER TABLE ${target} ADD CONSTRAINT s_fk FOREIGN KEY (session_id) REFERENCES ddl_sessions (id)`)).rejects.toMatchObject({
+        code: '42501',
+      });
+    }
+    expect((await c.query("SELECT content FROM _cot_steps WHERE session_id = 'fk'")).rows).toEqual([{ content: 'kept' }]);
+  });
+
   it('refuses a serial column in a ledger, where the writer numbers the rows', async () => {
     const err = await ctx.client.query('CREATE TABLE _cot_ddl (id serial, note text)').catch((e: { code?: string }) => e);
     expect(err).toMatchObject({ code: '0A000' });
