@@ -6,6 +6,7 @@ import type { Config } from './config/schema.js';
 import { DuckDBEngine } from './engine/duckdb/engine.js';
 import type { Engine } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
+import { AdvisoryLocks } from './handler/advisory-locks.js';
 import { EngineSlots } from './handler/engine-calls.js';
 import { Guard } from './guard/guard.js';
 import { SecurityEventLog } from './ledger/security-events.js';
@@ -160,6 +161,8 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     );
   }
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
+  const advisoryLocks = new AdvisoryLocks();
+  await engine.registerFunction(advisoryLocks.engineFunction());
   // The audit reads on a connection of its own, beside the writer's and the clients'.
   const auditConn = await engine.connect();
   const auditor = new LedgerAuditor(
@@ -241,6 +244,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       maxContentBytes: config.ledger.maxContentBytes,
       statementTimeoutMs: config.limits.statementTimeoutMs,
       maxAppendBytes: config.limits.maxAppendBytes,
+      advisoryLocks,
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),

@@ -1,3 +1,4 @@
+import { ADVISORY_FUNCTIONS, advisoryKeySql } from '../sql/advisory.js';
 import { COTWIRE_VERSION } from '../version.js';
 import { catalogSetup } from './pg-catalog.js';
 
@@ -24,8 +25,17 @@ const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
  * catalog, so nothing is written to the database file and no other
  * connection is affected.
  */
-export function connectionSetup(engineVersion: string, user: string, database: string, role: string, agentId: string | null = null): string[] {
+export function connectionSetup(
+  engineVersion: string,
+  user: string,
+  database: string,
+  role: string,
+  agentId: string | null = null,
+  /** The session's id, for its advisory locks; null on the set-up connection, which takes none. */
+  session: number | null = null,
+): string[] {
   return [
+    ...(session === null ? [] : advisoryLockMacros(session)),
     // The catalog views (pg-catalog.ts) read the connection's role through this macro.
     `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
     // The agent_id the server stamps on this user's appends (users[].agent_id), or NULL.
@@ -45,4 +55,24 @@ export function connectionSetup(engineVersion: string, user: string, database: s
  */
 export function engineSetup(): string[] {
   return [...connectionSetup('DuckDB', 'cotwire', 'cotwire', 'admin'), ...catalogSetup()];
+}
+
+/**
+ * pg_advisory_lock and its kin for one session: each calls the engine
+ * function cot_advisory (the handler's lock table) with the session's id.
+ */
+function advisoryLockMacros(session: number): string[] {
+  const macros = Object.entries(ADVISORY_FUNCTIONS).map(([name, fn]) => {
+    const overload = (params: string[]): string => {
+      const call = `cot_advisory('${fn.op}', ${session}, ${advisoryKeySql(params)})`;
+      const body =
+        fn.returns === 'boolean'
+          ? `${call} = 't'`
+          : `CASE ${call} WHEN 'busy' THEN CAST(error('could not obtain lock on advisory lock: another session holds it') AS VARCHAR) ELSE '' END`;
+      return `(${params.join(', ')}) AS ${body}`;
+    };
+    return `CREATE OR REPLACE TEMP MACRO ${name}${overload(['cot_key'])}, ${overload(['cot_key1', 'cot_key2'])}`;
+  });
+  macros.push(`CREATE OR REPLACE TEMP MACRO pg_advisory_unlock_all() AS CASE cot_advisory('unlock_all', ${session}, '') WHEN 't' THEN '' END`);
+  return macros;
 }

@@ -64,7 +64,9 @@ export function informationViews(): string[] {
          CASE WHEN c.relkind = 'r' THEN 'YES' ELSE 'NO' END AS is_updatable
        FROM ${P}.pg_attribute a JOIN ${P}.pg_class c ON c.oid = a.attrelid JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace
          LEFT JOIN ${P}.cot_types t ON t.oid = a.atttypid LEFT JOIN ${P}.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-       WHERE c.relkind IN ('r', 'v')`,
+       WHERE c.relkind IN ('r', 'v')
+       -- PostgreSQL scans its catalog in this order, and clients that do not sort (Knex's columnInfo) rely on it.
+       ORDER BY c.oid, a.attnum`,
     `CREATE VIEW ${I}.views AS
        SELECT ${db} AS table_catalog, v.schemaname AS table_schema, v.viewname AS table_name, v.definition AS view_definition,
          'NONE' AS check_option, 'NO' AS is_updatable, 'NO' AS is_insertable_into, 'NO' AS is_trigger_updatable,

@@ -87,6 +87,9 @@ const CATALOG_RELATION_OIDS: Readonly<Record<string, number>> = {
   pg_stat_activity: 12009,
   pg_stat_user_tables: 12010,
   pg_statio_user_tables: 12011,
+  pg_stat_all_tables: 12031,
+  pg_statio_all_tables: 12032,
+  pg_policies: 12033,
   pg_locks: 12012,
   pg_prepared_statements: 12013,
   pg_stat_database: 12014,
@@ -338,7 +341,11 @@ function catalogViews(): string[] {
          CAST(c.column_index AS SMALLINT) AS adnum,
          -- DuckDB prints boolean constants as casts; PostgreSQL as the keyword.
          -- and a sequence's default as nextval('s'::regclass), as serial columns show in psql's \\d.
-         CASE WHEN c.column_default = 'CAST(''t'' AS BOOLEAN)' THEN 'true' WHEN c.column_default = 'CAST(''f'' AS BOOLEAN)' THEN 'false'
+         -- (Knex writes a boolean default as '0' or '1'.)
+         CASE WHEN c.column_default IN ('CAST(''t'' AS BOOLEAN)', 'CAST(''1'' AS BOOLEAN)', 'CAST(''true'' AS BOOLEAN)')
+             OR (c.data_type = 'BOOLEAN' AND lower(c.column_default) IN ('''1''', '''t''', '''true''', '''y''', '''yes''', '''on''')) THEN 'true'
+           WHEN c.column_default IN ('CAST(''f'' AS BOOLEAN)', 'CAST(''0'' AS BOOLEAN)', 'CAST(''false'' AS BOOLEAN)')
+             OR (c.data_type = 'BOOLEAN' AND lower(c.column_default) IN ('''0''', '''f''', '''false''', '''n''', '''no''', '''off''')) THEN 'false'
            WHEN c.column_default LIKE 'nextval(''%'')' THEN regexp_replace(c.column_default, '^nextval\\(''(.*)''\\)$', 'nextval(''\\1''::regclass)')
            ELSE c.column_default END AS adbin
        FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}`,
@@ -529,6 +536,13 @@ function catalogViews(): string[] {
        FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relnamespace <> ${OID.pgCatalog}`,
     `CREATE VIEW ${P}.pg_statio_user_tables AS
        SELECT relid, schemaname, relname, CAST(0 AS BIGINT) AS heap_blks_read, CAST(0 AS BIGINT) AS heap_blks_hit FROM ${P}.pg_stat_user_tables`,
+    // Every table is a user table: the catalog's own are views over DuckDB's (Sequelize's describeTable reads pg_statio_all_tables).
+    `CREATE VIEW ${P}.pg_stat_all_tables AS SELECT * FROM ${P}.pg_stat_user_tables`,
+    `CREATE VIEW ${P}.pg_statio_all_tables AS
+       SELECT relid, schemaname, relname, heap_blks_read, heap_blks_hit, CAST(0 AS BIGINT) AS idx_blks_read, CAST(0 AS BIGINT) AS idx_blks_hit,
+         CAST(0 AS BIGINT) AS toast_blks_read, CAST(0 AS BIGINT) AS toast_blks_hit, CAST(0 AS BIGINT) AS tidx_blks_read, CAST(0 AS BIGINT) AS tidx_blks_hit
+       FROM ${P}.pg_statio_user_tables`,
+    `CREATE VIEW ${P}.pg_policies AS ${empty('schemaname VARCHAR, tablename VARCHAR, policyname VARCHAR, permissive VARCHAR, roles VARCHAR[], cmd VARCHAR, qual VARCHAR, with_check VARCHAR')}`,
     `CREATE VIEW ${P}.pg_stat_user_indexes AS
        SELECT i.indrelid AS relid, i.indexrelid, n.nspname AS schemaname, t.relname, i.relname AS indexrelname, CAST(0 AS BIGINT) AS idx_scan
        FROM ${P}.cot_indexes i JOIN ${P}.pg_class t ON t.oid = i.indrelid JOIN ${P}.pg_namespace n ON n.oid = t.relnamespace`,

@@ -323,12 +323,36 @@ export const MACROS: readonly MacroDef[] = [
     ],
   ],
   ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
+  // A type's name as regtype reads it: pg_catalog. and quotes dropped ('"pg_catalog"."bool"', TypeORM's), the grammar's aliases resolved.
+  [
+    'cot_type_name',
+    [
+      [
+        't',
+        `CASE replace(regexp_replace(lower(trim(CAST(t AS VARCHAR))), '^"?pg_catalog"?\\s*\\.\\s*', ''), '"', '')
+           WHEN 'int' THEN 'int4' WHEN 'smallint' THEN 'int2' WHEN 'bigint' THEN 'int8' WHEN 'decimal' THEN 'numeric'
+           WHEN 'float' THEN 'float8' WHEN 'float4' THEN 'float4' WHEN 'char' THEN 'bpchar'
+           ELSE replace(regexp_replace(lower(trim(CAST(t AS VARCHAR))), '^"?pg_catalog"?\\s*\\.\\s*', ''), '"', '') END`,
+      ],
+    ],
+  ],
+  [
+    'jsonb_typeof',
+    [
+      [
+        'j',
+        `CASE WHEN j IS NULL THEN NULL ELSE CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN 'object' WHEN 'ARRAY' THEN 'array'
+           WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean' WHEN 'NULL' THEN 'null' ELSE 'number' END END`,
+      ],
+    ],
+  ],
+  ['json_typeof', [['j', `${P}.jsonb_typeof(j)`]]],
   [
     'cot_regtype_in',
     [
       [
         'type_name',
-        `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = lower(CAST(type_name AS VARCHAR)) OR cot_t.display = lower(CAST(type_name AS VARCHAR)))`,
+        `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = ${P}.cot_type_name(type_name) OR cot_t.display = ${P}.cot_type_name(type_name))`,
       ],
     ],
   ],

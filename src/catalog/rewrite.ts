@@ -62,6 +62,12 @@ const VECTOR_COLUMNS = new Set(['indkey', 'indoption', 'indclass', 'indcollation
 /** Functions whose result is text: a cast of their result to a reg* type looks a name up. */
 const TEXT_FUNCTIONS = new Set(['pg_get_serial_sequence', 'quote_ident', 'format', 'concat', 'lower', 'upper', 'current_schema']);
 
+/** Comparison operators: a timestamp literal compared with a column is read as a timestamp. */
+const COMPARISONS = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
+
+/** Functions whose result is integer in PostgreSQL and bigint in DuckDB. */
+const INTEGER_FUNCTIONS = new Set(['length', 'char_length', 'character_length', 'octet_length', 'bit_length', 'strpos', 'position', 'array_length', 'ascii']);
+
 /** JSON aggregates, which DuckDB has only as macros that take no ORDER BY. */
 const JSON_AGGREGATES = new Set(['json_agg', 'jsonb_agg']);
 
@@ -117,6 +123,8 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  ...INTEGER_FUNCTIONS,
+  'bytea',
   'pg_partition_ancestors',
   'using',
   'references',
@@ -164,6 +172,7 @@ const escapablePattern = (t: Token | undefined): boolean => t !== undefined && (
 export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
+    if (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))) return true;
     if (LIKE_WORDS.has(wordOf(t) ?? '') && escapablePattern(tokens[i + 1])) return true;
     if (t.kind === 'operator' && (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text) || JSON_OPERATORS.has(t.text))) return true;
     // DuckDB's scanner splits ?| and #>> after a `?` or `#` of their own.
@@ -178,6 +187,9 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
 
 const quoteLiteral = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 const quoteIdentifier = (s: string): string => `"${s.replaceAll('"', '""')}"`;
+
+/** A timestamp whose numeric offset follows a space: the date and time, and the offset. */
+const SPACED_OFFSET = /^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) +([+-]\d{2}(?::?\d{2})?)$/;
 
 /** Index methods DuckDB's ordered index (ART) stands for. */
 const ORDERED_INDEX_METHODS = new Set(['btree', 'hash']);
@@ -205,7 +217,7 @@ export function pgArrayToList(text: string): string | null {
 }
 
 /** The columns of an INSERT's target table, in order, and whether each holds a list. */
-export type TargetColumns = ReadonlyArray<{ readonly name: string; readonly list: boolean }>;
+export type TargetColumns = ReadonlyArray<{ readonly name: string; readonly list: boolean; readonly temporal?: boolean }>;
 
 class Rewriter {
   private readonly edits: Edit[] = [];
@@ -438,6 +450,7 @@ class Rewriter {
           this.setReturningTargets(v as Node);
           this.vectorTargets(v as Node);
           this.sequenceRelation(v as Node);
+          this.regTargets(v as Node);
           break;
       }
       // A target's subtree stays a target until a query inside it (INSERT ... SELECT) begins.
@@ -619,6 +632,7 @@ class Rewriter {
     const parts = strings(node.funcname);
     const i = this.index(node.location);
     if (i === null || parts.length === 0) return;
+    this.integerResult(parts, i);
     const name = this.dotted(i);
     // COERCE_SQL_SYNTAX calls (EXTRACT, SUBSTRING ... FROM) carry a name that is not in the text.
     if (name === null || name.parts.join('.') !== parts.join('.')) return;
@@ -648,6 +662,21 @@ class Rewriter {
     } else if (parts.length === 1 && CATALOG_FUNCTIONS.has(fn)) {
       this.replaceTokens(i, name.next, `${PG_SCHEMA}.${fn}`);
     }
+  }
+
+  /**
+   * `length(s)`, `position(a IN b)` ...: integer in PostgreSQL, bigint in
+   * DuckDB, which drivers read as another type (a string in node-postgres).
+   */
+  private integerResult(parts: readonly string[], i: number): void {
+    const fn = parts[parts.length - 1] as string;
+    if (!INTEGER_FUNCTIONS.has(fn) || !this.expressions || (parts.length === 2 && parts[0] !== 'pg_catalog') || parts.length > 2) return;
+    const name = this.dotted(i);
+    if (name === null || name.parts[name.parts.length - 1] !== fn || this.tokens[name.next]?.text !== '(') return;
+    const close = this.closing(name.next);
+    if (close === null) return;
+    this.insertBefore(i, 'CAST(');
+    this.insertAfter(close, ' AS INTEGER)');
   }
 
   private sqlValueFunction(node: Node): void {
@@ -681,6 +710,18 @@ class Rewriter {
     if (node.kind === 'AEXPR_OP' && parts.length === 1 && DIVISION_OPERATORS.has(op) && this.expressions) {
       this.checkedDivisor(node.rexpr as Node | undefined, i);
       return;
+    }
+    if ((node.kind === 'AEXPR_OP' && COMPARISONS.has(op)) || node.kind === 'AEXPR_BETWEEN' || node.kind === 'AEXPR_NOT_BETWEEN' || node.kind === 'AEXPR_IN') {
+      const l = node.lexpr as Node | undefined;
+      const r = node.rexpr as Node | undefined;
+      const items = (x: Node | undefined): Node[] => {
+        if (x === undefined) return [];
+        if (Array.isArray(x)) return x as Node[];
+        const list = (x.List as Node | undefined)?.items;
+        return Array.isArray(list) ? (list as Node[]) : [x];
+      };
+      if (l?.ColumnRef !== undefined) for (const item of items(r)) this.spacedOffset(item.A_Const as Node | undefined);
+      if (r?.ColumnRef !== undefined) this.spacedOffset(l?.A_Const as Node | undefined);
     }
     const isRegex = node.kind === 'AEXPR_OP' && REGEX_OPERATORS.has(op);
     const engineOp = isRegex ? op.replace('*', '') : op;
@@ -908,6 +949,7 @@ class Rewriter {
     if (this.target === null) return;
     const named = Array.isArray(node.cols) ? (node.cols as Node[]).map((c) => String((c.ResTarget as Node | undefined)?.name ?? '')) : null;
     const lists = new Set(this.target.filter((c) => c.list).map((c) => c.name.toLowerCase()));
+    const temporal = new Set(this.target.filter((c) => c.temporal === true).map((c) => c.name.toLowerCase()));
     const order = named ?? this.target.map((c) => c.name.toLowerCase());
     const rows = ((node.selectStmt as Node | undefined)?.SelectStmt as Node | undefined)?.valuesLists;
     if (!Array.isArray(rows)) return;
@@ -917,27 +959,89 @@ class Rewriter {
       items.forEach((item, k) => {
         const column = order[k];
         if (column !== undefined && lists.has(column.toLowerCase())) this.arrayLiteral((item as Node).A_Const as Node | undefined);
+        if (column !== undefined && temporal.has(column.toLowerCase())) this.spacedOffset((item as Node).A_Const as Node | undefined);
       });
     }
   }
 
+  /**
+   * `'2024-07-01 00:00:00.000 +00:00'` (Sequelize writes dates so): PostgreSQL
+   * reads the offset after a space, DuckDB takes it for a zone name and
+   * fails. Applied where the literal is a timestamp: inserted into a
+   * timestamp column, or compared with a column.
+   */
+  private spacedOffset(constant: Node | undefined): void {
+    const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+    const i = this.index(constant?.location);
+    if (sval === undefined || i === null || this.tokens[i]?.kind !== 'string' || !SPACED_OFFSET.test(sval)) return;
+    this.replaceTokens(i, i + 1, quoteLiteral(sval.replace(SPACED_OFFSET, '$1$2')));
+  }
+
   /** `x::regclass`: a name becomes the relation's OID, and an OID becomes its name. */
+  /** `SELECT 'int8'::regtype`: a reg* value of a name as a result is shown as the object's name. */
+  private regTargets(select: Node): void {
+    for (const target of (select.targetList as Node[] | undefined) ?? []) {
+      const val = (target.ResTarget as Node | undefined)?.val as Node | undefined;
+      const cast = val?.TypeCast as Node | undefined;
+      if (cast === undefined || this.regNameCast(val) === null) continue;
+      const typeAt = this.index((cast.typeName as Node | undefined)?.location);
+      const typeEnd = typeAt === null ? null : this.typeNameEnd(typeAt);
+      if (typeEnd === null || this.tokens[this.index(cast.location) ?? -1]?.text !== '::') continue;
+      this.regNameShown(val as Node, (this.tokens[typeEnd - 1] as Token).end);
+    }
+  }
+
+  /**
+   * `'\xdeadbeef'::bytea`: PostgreSQL's hex format. DuckDB reads `\x` as
+   * the escape of one byte, so the literal would store other bytes.
+   */
+  private hexBytea(node: Node): void {
+    const constant = (node.arg as Node | undefined)?.A_Const as Node | undefined;
+    const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+    const i = this.index(constant?.location);
+    if (sval === undefined || i === null || !/^\\x([0-9a-fA-F]{2}|\s)*$/.test(sval) || this.tokens[i]?.kind !== 'string') return;
+    this.replaceTokens(i, i + 1, `unhex(${quoteLiteral(sval.slice(2).replace(/\s+/g, ''))})`);
+  }
+
+  /** The reg* type a cast names an object of by its name ('bool'::regtype), or null. */
+  private regNameCast(node: Node | undefined): string | null {
+    const cast = node?.TypeCast as Node | undefined;
+    const names = strings((cast?.typeName as Node | undefined)?.names);
+    const type = names[names.length - 1];
+    const arg = cast?.arg as Node | undefined;
+    if (type === undefined || !REG_TYPES.has(type) || arg === undefined) return null;
+    return isNameExpression(arg) ? type : null;
+  }
+
+  /**
+   * A reg* value shown as text is the object's name: `'bool'::regtype::text`
+   * (TypeORM) and `SELECT 'int8'::regtype` read `boolean` and `bigint`,
+   * where the catalog's functions hold the OID.
+   */
+  private regNameShown(expr: Node | undefined, at: number): void {
+    const type = this.regNameCast(expr);
+    const cast = expr?.TypeCast as Node | undefined;
+    if (type === null || cast === undefined) return;
+    const castAt = this.index(cast.location);
+    const start = castAt === null ? null : this.argStart(cast.arg as Node | undefined, castAt);
+    if (start === null) return;
+    this.insertBefore(start, `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_out(`);
+    this.edits.push({ start: at, end: at, text: ')' });
+  }
+
   private typeCast(node: Node): void {
     const typeName = node.typeName as Node | undefined;
     if (Array.isArray(typeName?.arrayBounds)) this.arrayLiteral((node.arg as Node | undefined)?.A_Const as Node | undefined);
     const names = strings(typeName?.names);
     const type = names[names.length - 1];
     if (type === 'varchar' || type === 'text') this.vectorText(node);
+    if (type === 'bytea') this.hexBytea(node);
+    if ((type === 'varchar' || type === 'text' || type === 'name') && this.tokens[this.index(node.location) ?? -1]?.text === '::') {
+      this.regNameShown(node.arg as Node, (this.tokens[this.index(node.location) as number] as Token).start);
+    }
     if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
     const arg = node.arg as Node | undefined;
-    // A string (or a parameter, or a string cast to text) names the object; anything else is its OID.
-    const call = strings((arg?.FuncCall as Node | undefined)?.funcname);
-    const isName =
-      arg !== undefined &&
-      ((arg.A_Const as Node | undefined)?.sval !== undefined ||
-        arg.ParamRef !== undefined ||
-        arg.TypeCast !== undefined ||
-        TEXT_FUNCTIONS.has(call[call.length - 1] ?? ''));
+    const isName = isNameExpression(arg);
     const fn = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_${isName ? 'in' : 'out'}`;
     const castAt = this.index(node.location);
     const typeAt = this.index(typeName?.location);
@@ -1076,6 +1180,24 @@ class Rewriter {
   }
 }
 
+/**
+ * Whether the operand of a reg* cast names the object (a string, a
+ * parameter, a cast, a concatenation, a text function); anything else is
+ * its OID.
+ */
+function isNameExpression(arg: Node | undefined): boolean {
+  if (arg === undefined) return false;
+  const call = strings((arg.FuncCall as Node | undefined)?.funcname);
+  const op = strings((arg.A_Expr as Node | undefined)?.name);
+  return (
+    (arg.A_Const as Node | undefined)?.sval !== undefined ||
+    arg.ParamRef !== undefined ||
+    arg.TypeCast !== undefined ||
+    op[op.length - 1] === '||' ||
+    TEXT_FUNCTIONS.has(call[call.length - 1] ?? '')
+  );
+}
+
 /** Whether an operand is JSON by its text: a literal that parses as a JSON object or array, or a cast to json or jsonb. */
 function isJsonOperand(e: Node | undefined): boolean {
   const cast = e?.TypeCast as Node | undefined;
@@ -1168,7 +1290,12 @@ export class CompatRewriter {
     const stmt = parseOne(text);
     if (stmt !== null) {
       const rewriter = new Rewriter(text, tokens, target, this.database);
-      out = withEdits(rewriter.run(stmt), rewriter.applied);
+      try {
+        out = withEdits(rewriter.run(stmt), rewriter.applied);
+      } catch {
+        // A parse tree no rule foresaw: the engine reads the statement as written, and answers for it.
+        out = UNCHANGED(text);
+      }
     }
     if (target !== null) return out;
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
@@ -1185,7 +1312,7 @@ export class CompatRewriter {
     // A JSON object ('{"k": 1}') is not an array literal; '{}' may be either, and the column decides.
     const arrayLike = (t: Token): boolean =>
       t.kind === 'string' && t.text.startsWith("'{") && pgArrayToList(t.text.slice(1, -1).replaceAll("''", "'")) !== null;
-    if (wordOf(tokens[0]) !== 'insert' || !tokens.some(arrayLike)) return null;
+    if (wordOf(tokens[0]) !== 'insert' || !tokens.some((t) => arrayLike(t) || (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))))) return null;
     const insert = parseOne(text)?.InsertStmt as Node | undefined;
     const relation = insert?.relation as Node | undefined;
     if (typeof relation?.relname !== 'string') return null;

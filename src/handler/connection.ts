@@ -72,7 +72,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
-    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null).join(';\n'));
+    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, info.processId).join(';\n'));
     await handler.planner.defineLedgerMacros();
     if (handler.settings.get('search_path') !== '"$user", public') await applySearchPath(handler.ctx);
     return handler;
@@ -259,10 +259,12 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     await this.run.stop();
     this.appends.close();
     this.engine.close();
+    this.services.advisoryLocks.releaseSession(this.ctx.info.processId);
   }
 
   /** Every cursor closes; a ledger created in the block appears (COMMIT) or disappears (ROLLBACK) for other connections. */
   private transactionEnded(catalogChanged: boolean): void {
+    this.services.advisoryLocks.releaseTransaction(this.ctx.info.processId);
     this.cursors.closeAll();
     if (catalogChanged) this.services.ledgers.invalidate();
   }

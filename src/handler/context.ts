@@ -4,6 +4,7 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
+import type { AdvisoryLocks } from './advisory-locks.js';
 import type { EngineCalls, EngineSlots } from './engine-calls.js';
 import type { ConnectionPortal, Statement } from './plan.js';
 import type { SessionSettings } from './settings.js';
@@ -24,6 +25,8 @@ export interface ConnectionServices extends AccessServices {
   readonly engineSlots: EngineSlots;
   /** The most bytes of rows one ledger statement may hold in the server while they are checked and chained. */
   readonly maxAppendBytes: number;
+  /** The sessions' advisory locks (pg_advisory_lock and its kin). */
+  readonly advisoryLocks: AdvisoryLocks;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

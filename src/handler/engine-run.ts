@@ -1,3 +1,4 @@
+import { PgError } from '../errors/pg-error.js';
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
@@ -24,8 +25,11 @@ export class EngineRun {
     const { ctx } = this;
     if (portal.done) return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
     ctx.tx.checkNotFailed();
+    const session = ctx.info.processId;
+    let gaveUp = false;
     try {
       return await ctx.calls.run(async () => {
+        if (plan.advisoryWaits.length > 0 && portal.cursor === null) await this.waitForLocks(plan, () => gaveUp);
         if (plan.createsLedger !== null && portal.cursor === null) {
           return await executeLedgerCreate(ctx, portal, plan, plan.createsLedger);
         }
@@ -50,9 +54,29 @@ export class EngineRun {
         return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };
       });
     } catch (err) {
+      gaveUp = true;
       portal.done = true;
       portal.cursor?.close();
       throw clientError(err, plan.offset, plan.clientPosition);
+    } finally {
+      if (plan.advisoryWaits.length > 0) ctx.services.advisoryLocks.unreserve(session);
+      // A statement outside a transaction block is its own transaction: its transaction-level locks end with it.
+      if (ctx.tx.status === 'I' && !ctx.tx.implicitOpen && portal.done) ctx.services.advisoryLocks.releaseTransaction(session);
+    }
+  }
+
+  /**
+   * pg_advisory_lock(k) on a constant key waits, as in PostgreSQL, until no
+   * other session holds k (the engine function cannot wait), up to
+   * lock_timeout; statement_timeout and CancelRequest end it too.
+   */
+  private async waitForLocks(plan: EnginePlan, gaveUp: () => boolean): Promise<void> {
+    const { ctx } = this;
+    const timeout = ctx.settings.lockTimeoutMs;
+    const deadline = timeout > 0 ? Date.now() + timeout : Number.POSITIVE_INFINITY;
+    for (const wait of plan.advisoryWaits) {
+      const got = await ctx.services.advisoryLocks.waitFor(ctx.info.processId, wait.key, wait.shared ? 'shared' : 'exclusive', deadline, gaveUp);
+      if (!got && !gaveUp()) throw new PgError('55P03', 'canceling statement due to lock timeout');
     }
   }
 

@@ -1,4 +1,5 @@
 import type { ForeignKeyAddition } from '../catalog/alter-table.js';
+import type { AdvisoryWait } from '../sql/advisory.js';
 import type { SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
@@ -38,6 +39,8 @@ export type Plan =
       readonly createsSequences: SerialTable | null;
       /** Set for ALTER TABLE ... ADD FOREIGN KEY, which the handler carries out by rebuilding the table. */
       readonly addsForeignKey: ForeignKeyAddition | null;
+      /** The advisory locks on constant keys the statement waits for before it runs. */
+      readonly advisoryWaits: readonly AdvisoryWait[];
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */

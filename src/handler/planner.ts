@@ -1,6 +1,7 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
 import { translateAddForeignKey, type ForeignKeyAddition } from '../catalog/alter-table.js';
 import { translateSerial } from '../catalog/serial.js';
+import { advisoryWaits } from '../sql/advisory.js';
 import type { EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -191,6 +192,7 @@ export class Planner {
         createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
         addsForeignKey: null,
+        advisoryWaits: advisoryWaits(statement.text),
       },
       types,
       fields,
@@ -216,6 +218,7 @@ export class Planner {
         createsLedger: null,
         createsSequences: null,
         addsForeignKey: foreignKey,
+        advisoryWaits: [],
       },
       [],
       null,
@@ -248,7 +251,9 @@ export class Planner {
     );
     const first = rows[0];
     if (first === undefined) return null;
-    return rows.filter((r) => r[0] === first[0] && r[1] === first[1]).map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']') }));
+    return rows
+      .filter((r) => r[0] === first[0] && r[1] === first[1])
+      .map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']'), temporal: String(r[3]).startsWith('TIMESTAMP') }));
   }
 
   /**

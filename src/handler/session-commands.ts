@@ -102,7 +102,9 @@ export async function runCommand(
       // As SET: an engine setting is refused by the same rule, and the new value is the answer.
       if (!isKnownSetting(cmd.name)) ctx.access.engineSetting(cmd.name, cmd.value);
       await setParameter(ctx, cmd.name, cmd.value, cmd.local);
-      sink.row([ctx.settings.get(cmd.name) ?? cmd.value]);
+      // Local outside a block, it lasts as long as its own statement: the answer is still the new value.
+      const local = cmd.local && ctx.tx.status === 'I';
+      sink.row([local && isKnownSetting(cmd.name) ? ctx.settings.normalize(cmd.name, cmd.value) : (ctx.settings.get(cmd.name) ?? cmd.value)]);
       return 'SELECT 1';
     }
     case 'lock':

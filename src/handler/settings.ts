@@ -433,6 +433,10 @@ export class SessionSettings {
     return parseDurationMs('statement_timeout', this.get('statement_timeout') ?? '0');
   }
 
+  get lockTimeoutMs(): number {
+    return parseDurationMs('lock_timeout', this.get('lock_timeout') ?? '0');
+  }
+
   get idleInTransactionTimeoutMs(): number {
     return parseDurationMs('idle_in_transaction_session_timeout', this.get('idle_in_transaction_session_timeout') ?? '0');
   }

@@ -83,6 +83,8 @@ function known(e: Node | undefined): Known {
       return { type: /^-?\d+$/.test(f) ? (f.replace('-', '').length <= 18 ? 'BIGINT' : UNCONSTRAINED_NUMERIC) : UNCONSTRAINED_NUMERIC };
     }
     if (constant.boolval !== undefined) return { type: 'BOOLEAN' };
+    // An unknown literal beside an unknown parameter: PostgreSQL resolves both as text.
+    if (constant.sval !== undefined) return { type: 'VARCHAR' };
     return null;
   }
   const cast = e.TypeCast as Node | undefined;

@@ -62,7 +62,14 @@ describe('pg_catalog', () => {
 
   it('answers reg* casts in both directions', async () => {
     const oid = (await client.query("SELECT oid FROM pg_class WHERE relname = 'kinds'")).rows[0].oid as string;
-    expect((await client.query("SELECT 'kinds'::regclass AS a, 'public.kinds'::pg_catalog.regclass AS b")).rows[0]).toEqual({ a: oid, b: oid });
+    // A reg* value shows as the object's name, as in PostgreSQL; compared or cast to oid, it is the OID.
+    expect((await client.query("SELECT 'kinds'::regclass AS a, 'public.kinds'::pg_catalog.regclass AS b")).rows[0]).toEqual({ a: 'kinds', b: 'kinds' });
+    expect(
+      (await client.query("SELECT 'kinds'::regclass::oid AS a, oid = 'public.kinds'::regclass AS b FROM pg_class WHERE relname = 'kinds'")).rows[0],
+    ).toEqual({
+      a: Number(oid),
+      b: true,
+    });
     expect((await client.query(`SELECT ${oid}::regclass::text AS name, 23::regtype::text AS type`)).rows[0]).toEqual({ name: 'kinds', type: 'integer' });
     expect((await client.query("SELECT count(*)::int AS n FROM pg_description WHERE classoid = 'pg_catalog.pg_class'::regclass")).rows).toEqual([{ n: 0 }]);
   });
