@@ -49,10 +49,77 @@ export function translateAddForeignKey(text: string, tokens: readonly Token[]): 
   };
 }
 
-/** A table's CREATE TABLE (as DuckDB prints it in duckdb_tables().sql), named `target` and with one more constraint. */
-export function withConstraint(createSql: string, target: string, constraint: string): string | null {
+/** A table's CREATE TABLE (as DuckDB prints it in duckdb_tables().sql), named `target`, with one more constraint if given. */
+export function withConstraint(createSql: string, target: string, constraint: string | null): string | null {
   const name = /^CREATE TABLE ((?:"(?:[^"]|"")*"|[^\s(."]+)(?:\.(?:"(?:[^"]|"")*"|[^\s(."]+))*)\(/.exec(createSql);
   const end = createSql.lastIndexOf(')');
   if (name === null || end < 0) return null;
-  return `CREATE TABLE ${target}(${createSql.slice(name[0].length, end)}, ${constraint})`;
+  return `CREATE TABLE ${target}(${createSql.slice(name[0].length, end)}${constraint === null ? '' : `, ${constraint}`})`;
+}
+
+/** ALTER TABLE that DuckDB refuses while an index depends on a column it touches: which columns it drops or renames. */
+export interface ColumnAlter {
+  /** The statement, as the engine runs it once the indexes are set aside. */
+  readonly sql: string;
+  readonly schema: string | null;
+  readonly table: string;
+  readonly dropped: readonly string[];
+  readonly renamed: { readonly from: string; readonly to: string } | null;
+}
+
+/** DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN: the statements an index on the column blocks in DuckDB. */
+export function translateColumnAlter(text: string, tokens: readonly Token[]): ColumnAlter | null {
+  if (tokens[0]?.text.toLowerCase() !== 'alter' || tokens[1]?.text.toLowerCase() !== 'table') return null;
+  let stmt: Node | undefined;
+  try {
+    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
+    if (tree.stmts?.length !== 1) return null;
+    stmt = tree.stmts[0]?.stmt;
+  } catch {
+    return null;
+  }
+  const rename = stmt?.RenameStmt as Node | undefined;
+  const alter = stmt?.AlterTableStmt as Node | undefined;
+  const relation = (rename ?? alter)?.relation as Node | undefined;
+  if (typeof relation?.relname !== 'string') return null;
+  const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
+  if (rename !== undefined) {
+    if (rename.renameType !== 'OBJECT_COLUMN' || typeof rename.subname !== 'string' || typeof rename.newname !== 'string') return null;
+    return { sql: text, schema, table: relation.relname, dropped: [], renamed: { from: rename.subname, to: rename.newname } };
+  }
+  const cmds = ((alter?.cmds as Node[] | undefined) ?? []).map((c) => c.AlterTableCmd as Node | undefined);
+  const touching = cmds.filter((c) => c?.subtype === 'AT_DropColumn' || c?.subtype === 'AT_AlterColumnType');
+  if (alter?.objtype !== 'OBJECT_TABLE' || touching.length === 0) return null;
+  const dropped = cmds.filter((c) => c?.subtype === 'AT_DropColumn').map((c) => String(c?.name));
+  return { sql: text, schema, table: relation.relname, dropped, renamed: null };
+}
+
+/** The column list of an index's CREATE INDEX (as duckdb_indexes().sql prints it). */
+function indexColumns(indexSql: string): { readonly at: number; readonly list: string } | null {
+  const on = /\sON\s+(?:"(?:[^"]|"")*"|[^\s(."]+)(?:\.(?:"(?:[^"]|"")*"|[^\s(."]+))*\s*\(/i.exec(indexSql);
+  const end = indexSql.lastIndexOf(')');
+  if (on === null || end < 0) return null;
+  const at = on.index + on[0].length;
+  return { at, list: indexSql.slice(at, end) };
+}
+
+const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A column's name in an index's column list, bare or quoted, not inside another identifier. */
+const mentions = (column: string): RegExp =>
+  new RegExp(`(^|[^A-Za-z0-9_$"])(${escaped(column)}|"${escaped(column.replaceAll('"', '""'))}")(?![A-Za-z0-9_$"])`, 'gi');
+
+/**
+ * An index as it is recreated after the ALTER: null when it was on a dropped
+ * column (PostgreSQL drops such an index with the column), and with the new
+ * name where a column was renamed.
+ */
+export function indexAfterAlter(indexSql: string, alter: ColumnAlter): string | null {
+  const cols = indexColumns(indexSql);
+  if (cols === null) return indexSql;
+  if (alter.dropped.some((c) => mentions(c).test(cols.list))) return null;
+  if (alter.renamed === null) return indexSql;
+  const to = /^[a-z_][a-z0-9_$]*$/.test(alter.renamed.to) ? alter.renamed.to : `"${alter.renamed.to.replaceAll('"', '""')}"`;
+  const list = cols.list.replace(mentions(alter.renamed.from), (_m, before: string) => `${before}${to}`);
+  return indexSql.slice(0, cols.at) + list + indexSql.slice(cols.at + cols.list.length);
 }

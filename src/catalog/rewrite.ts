@@ -437,6 +437,9 @@ class Rewriter {
         case 'InsertStmt':
           this.insertValues(v as Node);
           break;
+        case 'UpdateStmt':
+          this.updateValues(v as Node);
+          break;
         case 'IndexStmt':
           this.indexMethod(v as Node);
           break;
@@ -945,6 +948,16 @@ class Rewriter {
   }
 
   /** INSERT ... VALUES ('{a,b}'): array literals bound for list columns (the handler says which columns are lists). */
+  /** UPDATE ... SET col = '2024-07-01 00:00:00 +00:00' into a timestamp column (Sequelize's increment, save). */
+  private updateValues(node: Node): void {
+    if (this.target === null) return;
+    const temporal = new Set(this.target.filter((c) => c.temporal === true).map((c) => c.name.toLowerCase()));
+    for (const t of (node.targetList as Node[] | undefined) ?? []) {
+      const res = t.ResTarget as Node | undefined;
+      if (typeof res?.name === 'string' && temporal.has(res.name.toLowerCase())) this.spacedOffset((res.val as Node | undefined)?.A_Const as Node | undefined);
+    }
+  }
+
   private insertValues(node: Node): void {
     if (this.target === null) return;
     const named = Array.isArray(node.cols) ? (node.cols as Node[]).map((c) => String((c.ResTarget as Node | undefined)?.name ?? '')) : null;
@@ -1312,9 +1325,11 @@ export class CompatRewriter {
     // A JSON object ('{"k": 1}') is not an array literal; '{}' may be either, and the column decides.
     const arrayLike = (t: Token): boolean =>
       t.kind === 'string' && t.text.startsWith("'{") && pgArrayToList(t.text.slice(1, -1).replaceAll("''", "'")) !== null;
-    if (wordOf(tokens[0]) !== 'insert' || !tokens.some((t) => arrayLike(t) || (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))))) return null;
-    const insert = parseOne(text)?.InsertStmt as Node | undefined;
-    const relation = insert?.relation as Node | undefined;
+    const spaced = (t: Token): boolean => t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1));
+    const first = wordOf(tokens[0]);
+    if (!((first === 'insert' && tokens.some((t) => arrayLike(t) || spaced(t))) || (first === 'update' && tokens.some(spaced)))) return null;
+    const stmt = parseOne(text);
+    const relation = ((stmt?.InsertStmt ?? stmt?.UpdateStmt) as Node | undefined)?.relation as Node | undefined;
     if (typeof relation?.relname !== 'string') return null;
     const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
     return { schema: schema === 'public' ? 'main' : schema, table: relation.relname };

@@ -43,6 +43,8 @@ export type SessionCommand =
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
   | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
 
+const NO_PROCEDURES = 'cotwire runs no procedural languages; a SQL function of one expression is CREATE FUNCTION f(x) AS <expression> (a DuckDB macro).';
+
 const NO_NOTIFICATIONS = 'cotwire sends no asynchronous notifications. Poll instead: a ledger is ordered by ledger_seq and created_at.';
 
 const upper = (t: Token | undefined): string => (t?.kind === 'word' ? t.text.toUpperCase() : '');
@@ -240,6 +242,16 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       return recognizeSetConfig(tokens);
     case 'LOCK':
       return recognizeLock(tokens);
+    case 'DO':
+      return { kind: 'unsupported', command: 'DO', hint: NO_PROCEDURES };
+    case 'CREATE': {
+      // CREATE FUNCTION ... LANGUAGE plpgsql (Sequelize's findOrCreate); DuckDB's CREATE FUNCTION f(x) AS x + 1 is a macro and stays.
+      let i = 1;
+      if (upper(tokens[i]) === 'OR' && upper(tokens[i + 1]) === 'REPLACE') i += 2;
+      if (upper(tokens[i]) !== 'FUNCTION' && upper(tokens[i]) !== 'PROCEDURE') return null;
+      const pg = tokens.some((t, j) => upper(t) === 'LANGUAGE' || (upper(t) === 'RETURNS' && j > i));
+      return pg ? { kind: 'unsupported', command: `CREATE ${upper(tokens[i])} ... LANGUAGE`, hint: NO_PROCEDURES } : null;
+    }
     case 'LISTEN':
     case 'UNLISTEN':
     case 'NOTIFY':

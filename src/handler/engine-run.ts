@@ -2,7 +2,7 @@ import { PgError } from '../errors/pg-error.js';
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
-import { dropOrphanedSequences, executeForeignKeyAdd, executeSerialCreate } from './table-create.js';
+import { dropOrphanedSequences, executeColumnAlter, executeForeignKeyAdd, executeSerialCreate } from './table-create.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
 
@@ -37,6 +37,7 @@ export class EngineRun {
           return await executeSerialCreate(ctx, portal, plan, plan.createsSequences);
         }
         if (plan.addsForeignKey !== null) return await executeForeignKeyAdd(ctx, portal, plan, plan.addsForeignKey);
+        if (plan.altersIndexedColumns !== null) return await executeColumnAlter(ctx, portal, plan, plan.altersIndexedColumns);
         if (portal.cursor === null) {
           if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);
           if (!READ_KINDS.has(plan.statement.kind)) ctx.tx.wrote();

@@ -1,4 +1,4 @@
-import type { ForeignKeyAddition } from '../catalog/alter-table.js';
+import type { ColumnAlter, ForeignKeyAddition } from '../catalog/alter-table.js';
 import type { AdvisoryWait } from '../sql/advisory.js';
 import type { SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
@@ -39,6 +39,8 @@ export type Plan =
       readonly createsSequences: SerialTable | null;
       /** Set for ALTER TABLE ... ADD FOREIGN KEY, which the handler carries out by rebuilding the table. */
       readonly addsForeignKey: ForeignKeyAddition | null;
+      /** Set for an ALTER TABLE an index may block (DROP COLUMN, TYPE, RENAME COLUMN): the indexes are set aside around it. */
+      readonly altersIndexedColumns: ColumnAlter | null;
       /** The advisory locks on constant keys the statement waits for before it runs. */
       readonly advisoryWaits: readonly AdvisoryWait[];
     }

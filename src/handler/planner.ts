@@ -1,5 +1,5 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
-import { translateAddForeignKey, type ForeignKeyAddition } from '../catalog/alter-table.js';
+import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
 import { translateSerial } from '../catalog/serial.js';
 import { advisoryWaits } from '../sql/advisory.js';
 import type { EngineStatement } from '../engine/port.js';
@@ -11,9 +11,9 @@ import { PROOF_MACROS } from '../ledger/proof-sql.js';
 import { AUDIT_MACROS } from '../ledger/audit-sql.js';
 import { damagedVerifyMacros, stepsReadMacros, verifyMacros } from '../ledger/verify-sql.js';
 import type { FieldDescription } from '../protocol/messages.js';
-import { TypeOid } from '../protocol/type-oids.js';
+import { ArrayOidOf, TypeOid } from '../protocol/type-oids.js';
 import type { StatementSource } from '../session/handler-port.js';
-import { hasComputedNames, postgresColumnNames } from '../sql/column-names.js';
+import { hasComputedNames, nameArrayColumns, postgresColumnNames } from '../sql/column-names.js';
 import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../sql/copy.js';
 import { lexStatement, splitStatements, type StatementText, type Token } from '../sql/lexer.js';
 import { recognizeCommand } from './commands.js';
@@ -35,6 +35,9 @@ const textField = (name: string): FieldDescription => ({
   typeModifier: -1,
   format: 0,
 });
+
+/** name[]: the text form of a text[], under PostgreSQL's type for catalog names. */
+const NAME_ARRAY_OID = 1003;
 
 /** PostgreSQL's names for computed columns, when DuckDB's differ. */
 function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
@@ -136,7 +139,8 @@ export class Planner {
     const { access, engine } = this.ctx;
     let engineStatement: EngineStatement;
     const foreignKey = translateAddForeignKey(statement.text, statement.tokens);
-    if (foreignKey !== null) return this.prepareForeignKeyAdd(statement, foreignKey);
+    const columnAlter = foreignKey === null ? translateColumnAlter(statement.text, statement.tokens) : null;
+    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, foreignKey, columnAlter);
     const serial = translateSerial(statement.text, statement.tokens);
     if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
       throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
@@ -170,12 +174,13 @@ export class Planner {
             clientText,
             columns.map((c) => c.name),
           );
+    const nameArrays = columns === null ? null : nameArrayColumns(clientText);
     const fields =
       columns?.map((c, i) => ({
         name: names?.[i] ?? c.name,
         tableOid: 0,
         columnAttr: 0,
-        typeOid: c.typeOid,
+        typeOid: nameArrays?.has(i) === true && c.typeOid === ArrayOidOf.get(TypeOid.text) ? NAME_ARRAY_OID : c.typeOid,
         typeSize: c.typeSize,
         typeModifier: c.typeModifier,
         format: 0 as const,
@@ -192,6 +197,7 @@ export class Planner {
         createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
         addsForeignKey: null,
+        altersIndexedColumns: null,
         advisoryWaits: advisoryWaits(statement.text),
       },
       types,
@@ -200,11 +206,12 @@ export class Planner {
   }
 
   /**
-   * ALTER TABLE ... ADD FOREIGN KEY, which DuckDB cannot prepare: the guard and
-   * the roles decide on the statement as an ALTER, and the handler carries it
-   * out at Execute (table-create.ts).
+   * ALTER TABLE ... ADD FOREIGN KEY, and the column changes an index blocks,
+   * which DuckDB cannot prepare or run as they are: the guard and the roles
+   * decide on the statement as an ALTER, and the handler carries it out at
+   * Execute (table-create.ts).
    */
-  private async prepareForeignKeyAdd(statement: EngineText, foreignKey: ForeignKeyAddition): Promise<Statement> {
+  private async prepareHandledAlter(statement: EngineText, foreignKey: ForeignKeyAddition | null, columnAlter: ColumnAlter | null): Promise<Statement> {
     const { access } = this.ctx;
     access.beforePrepare(statement.text, statement.tokens);
     await access.engineStatement(statement.text, statement.tokens, 'ALTER');
@@ -218,6 +225,7 @@ export class Planner {
         createsLedger: null,
         createsSequences: null,
         addsForeignKey: foreignKey,
+        altersIndexedColumns: columnAlter,
         advisoryWaits: [],
       },
       [],

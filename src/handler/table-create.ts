@@ -1,4 +1,4 @@
-import { withConstraint, type ForeignKeyAddition } from '../catalog/alter-table.js';
+import { indexAfterAlter, withConstraint, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
 import { createSequences, ORPHANED_SEQUENCES, ownershipComments, type SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
@@ -69,52 +69,98 @@ export class HandledStatement implements EngineStatement {
 
 const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
+/** Where a rebuilt table ends up: its definition again, plus a constraint, or followed by an ALTER. */
+interface Rebuild {
+  readonly schema: string | null;
+  readonly table: string;
+  readonly constraint?: string;
+  readonly alter?: ColumnAlter;
+}
+
 /**
- * ALTER TABLE ... ADD FOREIGN KEY, which DuckDB cannot do in place: the
- * table is rebuilt with the key, in one transaction. Its rows are copied
- * aside, the table is created again from its own definition plus the key,
- * the rows go back (each checked against the key, as PostgreSQL checks them)
- * and its indexes and comments are restored. A table that other tables'
- * keys reference cannot be dropped in DuckDB, and is refused.
+ * A table created again from its own definition, in the transaction: its
+ * rows are copied aside, it is dropped and created (with one more
+ * constraint, or then altered: DuckDB alters a table freely until it has
+ * indexes), the rows go back (each checked against the table's keys, as
+ * PostgreSQL checks them), and its indexes and comments are restored. A
+ * table that other tables' keys reference cannot be dropped in DuckDB, and
+ * is refused.
  */
+async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void> {
+  const schema = rebuild.schema === 'public' ? 'main' : rebuild.schema;
+  const tables = await ctx.engine.query(
+    `SELECT database_name, schema_name, table_name, sql, comment FROM duckdb_tables()
+     WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))
+     ORDER BY database_name = 'temp' DESC, schema_name = 'main' DESC LIMIT 1`,
+    [rebuild.table, schema],
+  );
+  const found = tables[0];
+  if (found === undefined) throw new PgError(SqlState.UndefinedTable, `relation "${rebuild.table}" does not exist`);
+  const [database, schemaName, name, sql, comment] = found.map((v) => (v === null ? null : String(v)));
+  const where = `database_name = ${literal(database ?? '')} AND schema_name = ${literal(schemaName ?? '')}`;
+  const target = [database, schemaName, name].map((p) => quoteIdent(p ?? '')).join('.');
+  const referencing = await ctx.engine.query(
+    `SELECT table_name FROM duckdb_constraints() WHERE ${where} AND constraint_type = 'FOREIGN KEY' AND lower(referenced_table) = lower(${literal(name ?? '')})`,
+  );
+  if (referencing.length > 0) {
+    throw new PgError(SqlState.FeatureNotSupported, `cannot change "${name}" while "${String(referencing[0]?.[0])}" references it`, {
+      hint: 'cotwire makes this change by rebuilding the table, which DuckDB refuses while another table references it: drop that foreign key first, or make the change before it exists.',
+    });
+  }
+  const create = withConstraint(sql ?? '', target, rebuild.constraint ?? null);
+  if (create === null) throw new PgError(SqlState.InternalError, `cannot read the definition of "${name}"`);
+  const indexes = await ctx.engine.query(`SELECT sql FROM duckdb_indexes() WHERE ${where} AND table_name = ${literal(name ?? '')} AND sql IS NOT NULL`);
+  const notes = await ctx.engine.query(
+    `SELECT column_name, comment FROM duckdb_columns() WHERE ${where} AND table_name = ${literal(name ?? '')} AND comment IS NOT NULL`,
+  );
+  const kept = quoteIdent(`cot_rebuild_${process.hrtime.bigint()}`);
+  await ctx.engine.run(`CREATE TEMPORARY TABLE ${kept} AS SELECT * FROM ${target}`);
+  await ctx.engine.run(`DROP TABLE ${target}`);
+  await ctx.engine.run(create);
+  await ctx.engine.run(`INSERT INTO ${target} SELECT * FROM ${kept}`);
+  await ctx.engine.run(`DROP TABLE ${kept}`);
+  const alter = rebuild.alter;
+  if (alter !== undefined) await ctx.engine.run(alter.sql);
+  for (const [index] of indexes) {
+    const again = alter === undefined ? String(index) : indexAfterAlter(String(index), alter);
+    if (again !== null) await ctx.engine.run(again);
+  }
+  if (comment !== null && comment !== undefined && comment !== '') await ctx.engine.run(`COMMENT ON TABLE ${target} IS ${literal(comment)}`);
+  for (const [column, note] of notes) {
+    let c = String(column);
+    if (alter?.dropped.some((d) => d.toLowerCase() === c.toLowerCase()) === true) continue;
+    if (alter?.renamed !== null && alter?.renamed !== undefined && alter.renamed.from.toLowerCase() === c.toLowerCase()) c = alter.renamed.to;
+    await ctx.engine.run(`COMMENT ON COLUMN ${target}.${quoteIdent(c)} IS ${literal(String(note))}`);
+  }
+}
+
+/** ALTER TABLE ... ADD FOREIGN KEY, which DuckDB cannot do in place: the table is rebuilt with the key. */
 export async function executeForeignKeyAdd(ctx: HandlerContext, portal: ConnectionPortal, plan: EnginePlan, fk: ForeignKeyAddition): Promise<ExecuteOutcome> {
   await ctx.tx.atomically(async () => {
     ctx.tx.wrote();
-    const schema = fk.schema === 'public' ? 'main' : fk.schema;
-    const tables = await ctx.engine.query(
-      `SELECT database_name, schema_name, table_name, sql, comment FROM duckdb_tables()
-       WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))
-       ORDER BY database_name = 'temp' DESC, schema_name = 'main' DESC LIMIT 1`,
-      [fk.table, schema],
+    await rebuildTable(ctx, { schema: fk.schema, table: fk.table, constraint: fk.constraint });
+  });
+  portal.done = true;
+  return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
+}
+
+/**
+ * DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN, which DuckDB refuses
+ * while an index depends on the column, even one dropped earlier in the
+ * transaction: on a table with indexes the table is rebuilt, altered while
+ * it has none, and its indexes created again (without those on a dropped
+ * column, as PostgreSQL drops them; with a renamed column's new name).
+ */
+export async function executeColumnAlter(ctx: HandlerContext, portal: ConnectionPortal, plan: EnginePlan, alter: ColumnAlter): Promise<ExecuteOutcome> {
+  const schema = alter.schema === 'public' ? 'main' : alter.schema;
+  await ctx.tx.atomically(async () => {
+    ctx.tx.wrote();
+    const indexes = await ctx.engine.query(
+      `SELECT 1 FROM duckdb_indexes() WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND sql IS NOT NULL`,
+      [alter.table, schema],
     );
-    const found = tables[0];
-    if (found === undefined) throw new PgError(SqlState.UndefinedTable, `relation "${fk.table}" does not exist`);
-    const [database, schemaName, name, sql, comment] = found.map((v) => (v === null ? null : String(v)));
-    const where = `database_name = ${literal(database ?? '')} AND schema_name = ${literal(schemaName ?? '')}`;
-    const target = [database, schemaName, name].map((p) => quoteIdent(p ?? '')).join('.');
-    const referencing = await ctx.engine.query(
-      `SELECT table_name FROM duckdb_constraints() WHERE ${where} AND constraint_type = 'FOREIGN KEY' AND lower(referenced_table) = lower(${literal(name ?? '')})`,
-    );
-    if (referencing.length > 0) {
-      throw new PgError(SqlState.FeatureNotSupported, `cannot add a foreign key to "${name}" while "${String(referencing[0]?.[0])}" references it`, {
-        hint: 'cotwire adds a foreign key by rebuilding the table: declare it in CREATE TABLE, or add it before other tables reference this one.',
-      });
-    }
-    const create = withConstraint(sql ?? '', target, fk.constraint);
-    if (create === null) throw new PgError(SqlState.InternalError, `cannot read the definition of "${name}"`);
-    const indexes = await ctx.engine.query(`SELECT sql FROM duckdb_indexes() WHERE ${where} AND table_name = ${literal(name ?? '')} AND sql IS NOT NULL`);
-    const notes = await ctx.engine.query(
-      `SELECT column_name, comment FROM duckdb_columns() WHERE ${where} AND table_name = ${literal(name ?? '')} AND comment IS NOT NULL`,
-    );
-    const kept = quoteIdent(`cot_rebuild_${process.hrtime.bigint()}`);
-    await ctx.engine.run(`CREATE TEMPORARY TABLE ${kept} AS SELECT * FROM ${target}`);
-    await ctx.engine.run(`DROP TABLE ${target}`);
-    await ctx.engine.run(create);
-    await ctx.engine.run(`INSERT INTO ${target} SELECT * FROM ${kept}`);
-    await ctx.engine.run(`DROP TABLE ${kept}`);
-    for (const [index] of indexes) await ctx.engine.run(String(index));
-    if (comment !== null && comment !== undefined && comment !== '') await ctx.engine.run(`COMMENT ON TABLE ${target} IS ${literal(comment)}`);
-    for (const [column, note] of notes) await ctx.engine.run(`COMMENT ON COLUMN ${target}.${quoteIdent(String(column))} IS ${literal(String(note))}`);
+    if (indexes.length === 0) await ctx.engine.run(alter.sql);
+    else await rebuildTable(ctx, { schema: alter.schema, table: alter.table, alter });
   });
   portal.done = true;
   return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };

@@ -127,3 +127,30 @@ function compute(sql: string, columnCount: number): readonly (string | null)[] |
 export function hasComputedNames(names: readonly string[]): boolean {
   return names.some((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n) || /^col\d+$/.test(n));
 }
+
+/** Catalog columns of type name, which PostgreSQL aggregates into name[] (a type node-postgres leaves as text). */
+const CATALOG_NAME_COLUMNS = new Set(['attname', 'relname', 'nspname', 'typname', 'conname', 'proname', 'rolname', 'datname', 'indexrelname', 'collname']);
+
+/**
+ * The result columns that are `array_agg` of a catalog name column: name[]
+ * in PostgreSQL (Sequelize's index query reads one as text, '{a,b}', which
+ * is how node-postgres leaves a name[]), text[] in the engine.
+ */
+export function nameArrayColumns(sql: string): ReadonlySet<number> {
+  const out = new Set<number>();
+  if (!/array_agg/i.test(sql) || !/\bpg_/i.test(sql)) return out;
+  let statements: Statement[];
+  try {
+    statements = parse(sql);
+  } catch {
+    return out;
+  }
+  const columns = statements.length === 1 ? selectColumns(statements[0] as Statement) : null;
+  if (columns === null || columns === 'values') return out;
+  columns.forEach((c, i) => {
+    const e = c.expr;
+    const arg = e.type === 'call' && e.function.name === 'array_agg' ? e.args[0] : undefined;
+    if (arg?.type === 'ref' && CATALOG_NAME_COLUMNS.has(arg.name)) out.add(i);
+  });
+  return out;
+}

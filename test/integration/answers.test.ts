@@ -183,6 +183,32 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     expect((await c.query("COMMENT ON TABLE ddl_late IS 'late'")).command).toBe('COMMENT');
   });
 
+  it('drops, renames and retypes an indexed column, in a transaction block as migrations run them', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE ddl_cols (id int PRIMARY KEY, a int, b text, "Odd" int)');
+    await c.query('CREATE INDEX ddl_cols_a ON ddl_cols (a)');
+    await c.query('CREATE INDEX ddl_cols_ab ON ddl_cols (a, b)');
+    await c.query('CREATE INDEX ddl_cols_odd ON ddl_cols ("Odd")');
+    await c.query("COMMENT ON COLUMN ddl_cols.a IS 'the a'");
+    await c.query("INSERT INTO ddl_cols VALUES (1, 2, 'x', 3)");
+    await c.query('BEGIN');
+    await c.query('ALTER TABLE ddl_cols DROP COLUMN b');
+    await c.query('ALTER TABLE ddl_cols RENAME COLUMN a TO c');
+    await c.query('ALTER TABLE ddl_cols ALTER COLUMN c TYPE bigint');
+    await c.query('COMMIT');
+    await c.query('ALTER TABLE ddl_cols RENAME COLUMN "Odd" TO even');
+    // The index on the dropped column went with it, as in PostgreSQL; the others follow their column.
+    const indexes = await c.query("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'ddl_cols' ORDER BY 1");
+    expect(indexes.rows).toEqual([
+      { indexname: 'ddl_cols_a', indexdef: 'CREATE INDEX ddl_cols_a ON public.ddl_cols USING btree (c)' },
+      { indexname: 'ddl_cols_odd', indexdef: 'CREATE INDEX ddl_cols_odd ON public.ddl_cols USING btree (even)' },
+      { indexname: 'ddl_cols_pkey', indexdef: 'CREATE UNIQUE INDEX ddl_cols_pkey ON public.ddl_cols USING btree (id)' },
+    ]);
+    expect((await c.query('SELECT * FROM ddl_cols')).rows).toEqual([{ id: 1, c: '2', even: 3 }]);
+    expect((await c.query("SELECT col_description('ddl_cols'::regclass, 2) AS d")).rows).toEqual([{ d: 'the a' }]);
+    await expect(c.query('ALTER TABLE ddl_cols DROP COLUMN nope')).rejects.toMatchObject({ code: '42703' });
+  });
+
   it('refuses a foreign key added to a ledger, which would rebuild it', async () => {
     const c = ctx.client;
     await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('fk', 'Observation', 'kept')");

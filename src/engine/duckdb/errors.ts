@@ -28,7 +28,7 @@ const RULES: readonly Rule[] = [
   { type: 'Catalog', code: SqlState.UndefinedObject },
   {
     type: 'Binder',
-    match: /Referenced column .* not found|column .* (does not exist|not found)|Referenced table .* not found/i,
+    match: /Referenced column .* not found|column .* (does not exist|not found)|Referenced table .* not found|does not have a column/i,
     code: SqlState.UndefinedColumn,
   },
   { type: 'Binder', match: /Ambiguous reference to column/i, code: SqlState.AmbiguousColumn },
