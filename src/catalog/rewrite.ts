@@ -174,7 +174,12 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     const t = tokens[i] as Token;
     if (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))) return true;
     if (LIKE_WORDS.has(wordOf(t) ?? '') && escapablePattern(tokens[i + 1])) return true;
-    if (t.kind === 'operator' && (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text) || JSON_OPERATORS.has(t.text))) return true;
+    if (
+      t.kind === 'operator' &&
+      (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text) || JSON_OPERATORS.has(t.text) || t.text === '->' || t.text === '->>')
+    ) {
+      return true;
+    }
     // DuckDB's scanner splits ?| and #>> after a `?` or `#` of their own.
     if (t.kind === 'punct' && (t.text === '?' || t.text === '#')) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
@@ -704,6 +709,17 @@ class Rewriter {
       // The operator may be spelled OPERATOR(pg_catalog.=), as psql and pg_dump write it.
       const spelled = wordOf(this.tokens[i]) === 'operator' && this.tokens[i + 1]?.text === '(' ? this.closing(i + 1) : i;
       if (spelled !== null) this.anyOfList(node, i, spelled, op === '<>');
+      return;
+    }
+    if (node.kind === 'AEXPR_OP' && parts.length === 1 && (op === '->' || op === '->>') && this.expressions) {
+      // PostgreSQL's -> binds tighter than = and AND; DuckDB's binds looser (a = 1 AND j->>'k' = 'v' would
+      // read as (a = 1 AND j) ->> ...): the operator's own operands are parenthesised.
+      const start = this.argStart(node.lexpr as Node | undefined, i);
+      const end = this.tokens[i]?.text === op ? this.exprEnd(node.rexpr as Node | undefined, i + 1) : null;
+      if (start !== null && end !== null) {
+        this.insertBefore(start, '(');
+        this.insertAfter(end, ')');
+      }
       return;
     }
     if (node.kind === 'AEXPR_OP' && parts.length === 1 && JSON_OPERATORS.has(op) && this.expressions) {

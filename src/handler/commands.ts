@@ -38,6 +38,12 @@ export type SessionCommand =
   | { readonly kind: 'close'; readonly name: string | null }
   /** SELECT [pg_catalog.]set_config('name', 'value', is_local): a SET that answers the new value (pg_dump's first query). */
   | { readonly kind: 'set-config'; readonly name: string; readonly value: string; readonly local: boolean }
+  /**
+   * The function Sequelize creates for findOrCreate (an INSERT that catches a
+   * unique violation, in PL/pgSQL): kept by the session, which runs its
+   * INSERT when the function is called (see planner.ts).
+   */
+  | { readonly kind: 'temp-function'; readonly name: string; readonly insert: string | null }
   /** LOCK [TABLE] [ONLY] name [, ...] [IN mode MODE] [NOWAIT]: the tables, each a dotted name, and the mode. */
   | { readonly kind: 'lock'; readonly tables: ReadonlyArray<readonly string[]>; readonly mode: string }
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
@@ -242,10 +248,17 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       return recognizeSetConfig(tokens);
     case 'LOCK':
       return recognizeLock(tokens);
+    case 'DROP': {
+      // DROP FUNCTION IF EXISTS pg_temp.testfunc(): the session's emulated function (Sequelize's findOrCreate).
+      const m = /^DROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?pg_temp\.(\w+)\s*\(\s*\)\s*;?$/i.exec((text ?? '').trim());
+      return m === null ? null : { kind: 'temp-function', name: (m[1] as string).toLowerCase(), insert: null };
+    }
     case 'DO':
       return { kind: 'unsupported', command: 'DO', hint: NO_PROCEDURES };
     case 'CREATE': {
-      // CREATE FUNCTION ... LANGUAGE plpgsql (Sequelize's findOrCreate); DuckDB's CREATE FUNCTION f(x) AS x + 1 is a macro and stays.
+      const insertFunction = sequelizeInsertFunction(text ?? '');
+      if (insertFunction !== null) return { kind: 'temp-function', ...insertFunction };
+      // CREATE FUNCTION ... LANGUAGE plpgsql; DuckDB's CREATE FUNCTION f(x) AS x + 1 is a macro and stays.
       let i = 1;
       if (upper(tokens[i]) === 'OR' && upper(tokens[i + 1]) === 'REPLACE') i += 2;
       if (upper(tokens[i]) !== 'FUNCTION' && upper(tokens[i]) !== 'PROCEDURE') return null;
@@ -383,4 +396,18 @@ function recognizeLock(tokens: readonly Token[]): SessionCommand | null {
   }
   if (upper(tokens[i]) === 'NOWAIT') i++;
   return i === tokens.length ? { kind: 'lock', tables, mode } : null;
+}
+
+/**
+ * Sequelize's findOrCreate on PostgreSQL: `CREATE OR REPLACE FUNCTION
+ * pg_temp.testfunc(OUT response "t", OUT sequelize_caught_exception text)
+ * RETURNS RECORD AS $f$ BEGIN INSERT ... RETURNING * INTO response;
+ * EXCEPTION WHEN unique_violation THEN ... END $f$ LANGUAGE plpgsql`.
+ */
+const SEQUELIZE_FUNCTION =
+  /^CREATE\s+OR\s+REPLACE\s+FUNCTION\s+pg_temp\.(\w+)\s*\(\s*OUT\s+response\s+[^,]+,\s*OUT\s+sequelize_caught_exception\s+text\s*\)\s*RETURNS\s+RECORD\s+AS\s+(\$\w*\$)\s*BEGIN\s+(INSERT\s[\s\S]*?)\s+RETURNING\s+\*\s+INTO\s+response;\s*EXCEPTION\s+WHEN\s+unique_violation\s+THEN\s+GET\s+STACKED\s+DIAGNOSTICS\s+sequelize_caught_exception\s*=\s*PG_EXCEPTION_DETAIL;\s*END\s*\2\s*LANGUAGE\s+plpgsql\s*$/i;
+
+function sequelizeInsertFunction(text: string): { name: string; insert: string } | null {
+  const m = SEQUELIZE_FUNCTION.exec(text.trim().replace(/;$/, ''));
+  return m === null ? null : { name: (m[1] as string).toLowerCase(), insert: m[3] as string };
 }

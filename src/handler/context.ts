@@ -40,6 +40,8 @@ export interface HandlerContext {
   readonly tx: TransactionState;
   /** Every engine call of a client's statement: under statement_timeout, and cancellable. */
   readonly calls: EngineCalls;
+  /** The session's emulated temporary functions (Sequelize's findOrCreate): each one's INSERT. */
+  readonly tempFunctions: Map<string, string>;
 }
 
 /** The connection's portals, for stages that run a query of their own (COPY's, a cursor's). */

@@ -91,6 +91,7 @@ export class Planner {
       return new Statement({ kind: 'command', command }, [], fields);
     }
     ctx.tx.checkNotFailed();
+    statement = this.tempFunctionCall(statement);
     const clientText = statement.text;
     statement = await this.forEngine(statement);
     if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
@@ -102,6 +103,31 @@ export class Planner {
     const ledgerInsert = await this.appends.prepare(statement, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
     return this.prepareEngine(statement, clientText, paramTypes);
+  }
+
+  /**
+   * `SELECT (testfunc.response)."id", ..., testfunc.sequelize_caught_exception
+   * FROM pg_temp.testfunc()`: the call of a function the session keeps
+   * (commands.ts) is its INSERT, returning the same columns. A unique
+   * violation is the error itself, where the function would catch it and
+   * answer it in sequelize_caught_exception (docs/compatibility.md).
+   */
+  private tempFunctionCall(statement: StatementText): StatementText {
+    if (this.ctx.tempFunctions.size === 0) return statement;
+    const m = /^SELECT\s+([\s\S]+?)\s+FROM\s+pg_temp\.(\w+)\s*\(\s*\)\s*;?\s*$/i.exec(statement.text.trim());
+    const insert = m === null ? undefined : this.ctx.tempFunctions.get((m[2] as string).toLowerCase());
+    if (m === null || insert === undefined) return statement;
+    const name = (m[2] as string).toLowerCase();
+    const columns = (m[1] as string).split(',').map((c) => c.trim());
+    const returning = columns.map((c) => {
+      const field = new RegExp(`^\\(${name}\\.response\\)\\.(.+)$`, 'i').exec(c);
+      if (field !== null) return field[1] as string;
+      if (c.toLowerCase() === `${name}.sequelize_caught_exception`) return 'CAST(NULL AS VARCHAR) AS sequelize_caught_exception';
+      return null;
+    });
+    if (returning.includes(null)) return statement;
+    const scanned = lexStatement(`${insert} RETURNING ${returning.join(', ')}`);
+    return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset };
   }
 
   /**

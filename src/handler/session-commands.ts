@@ -109,6 +109,13 @@ export async function runCommand(
     }
     case 'lock':
       return lockTables(ctx, cmd.tables, cmd.mode);
+    case 'temp-function':
+      if (cmd.insert === null) {
+        ctx.tempFunctions.delete(cmd.name);
+        return 'DROP FUNCTION';
+      }
+      ctx.tempFunctions.set(cmd.name, cmd.insert);
+      return 'CREATE FUNCTION';
     case 'unsupported':
       throw new PgError(SqlState.FeatureNotSupported, `${cmd.command} is not supported`, { hint: cmd.hint });
   }
