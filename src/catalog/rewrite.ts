@@ -123,6 +123,8 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'update',
+  'share',
   ...INTEGER_FUNCTIONS,
   'bytea',
   'pg_partition_ancestors',
@@ -455,6 +457,7 @@ class Rewriter {
           this.addUniqueConstraint(v as Node);
           break;
         case 'SelectStmt':
+          this.lockingClause(v as Node);
           this.setReturningTargets(v as Node);
           this.vectorTargets(v as Node);
           this.sequenceRelation(v as Node);
@@ -544,6 +547,39 @@ class Rewriter {
 
   /** RangeVars and FROM function calls whose whole text another rule replaced, by location. */
   private readonly replacedRelations = new Set<number>();
+
+  /**
+   * `SELECT ... FOR UPDATE [OF t] [NOWAIT]` (and FOR SHARE ...): DuckDB has
+   * no row locks and refuses the clause. Without it, a transaction that then
+   * changes a row another changed first fails at that write (40001) instead
+   * of waiting: the same rows are never silently overwritten. SKIP LOCKED,
+   * which cannot be kept, is refused before this (handler/commands.ts).
+   */
+  private lockingClause(select: Node): void {
+    if (!Array.isArray(select.lockingClause)) return;
+    for (let i = 0; i < this.tokens.length; i++) {
+      if (wordOf(this.tokens[i]) !== 'for') continue;
+      let j = i + 1;
+      const w = (k: number): string => wordOf(this.tokens[k]) ?? '';
+      if (w(j) === 'update' || w(j) === 'share') j += 1;
+      else if (w(j) === 'no' && w(j + 1) === 'key' && w(j + 2) === 'update') j += 3;
+      else if (w(j) === 'key' && w(j + 1) === 'share') j += 2;
+      else continue;
+      if (w(j) === 'of') {
+        j++;
+        for (;;) {
+          const name = this.dotted(j);
+          if (name === null) break;
+          j = name.next;
+          if (this.tokens[j]?.text !== ',') break;
+          j++;
+        }
+      }
+      if (w(j) === 'nowait') j++;
+      this.replaceTokens(i, j, '');
+      i = j - 1;
+    }
+  }
 
   /** `CREATE INDEX ... USING btree`: DuckDB's one index (ART) is ordered, as btree is; it takes no method name. */
   private indexMethod(node: Node): void {

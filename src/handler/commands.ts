@@ -49,6 +49,9 @@ export type SessionCommand =
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
   | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
 
+const NO_ROW_LOCKS =
+  'cotwire takes no row locks: FOR UPDATE and FOR SHARE are accepted (a conflicting write fails with 40001 instead of waiting), SKIP LOCKED cannot be kept.';
+
 const NO_PROCEDURES = 'cotwire runs no procedural languages; a SQL function of one expression is CREATE FUNCTION f(x) AS <expression> (a DuckDB macro).';
 
 const NO_NOTIFICATIONS = 'cotwire sends no asynchronous notifications. Poll instead: a ledger is ordered by ledger_seq and created_at.';
@@ -245,7 +248,13 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       return isKnownSetting(n.name) || n.name.includes('.') ? { kind: 'show', name: n.name } : null;
     }
     case 'SELECT':
-      return recognizeSetConfig(tokens);
+    case 'WITH': {
+      // FOR UPDATE SKIP LOCKED (job queues: pg-boss, graphile-worker) skips rows other sessions lock; DuckDB locks none.
+      const skip = tokens.findIndex((t, i) => upper(t) === 'SKIP' && upper(tokens[i + 1]) === 'LOCKED');
+      const locking = tokens.some((t, i) => i < skip && upper(t) === 'FOR' && ['UPDATE', 'SHARE', 'NO', 'KEY'].includes(upper(tokens[i + 1])));
+      if (skip > 0 && locking) return { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS };
+      return w0 === 'SELECT' ? recognizeSetConfig(tokens) : null;
+    }
     case 'LOCK':
       return recognizeLock(tokens);
     case 'DROP': {

@@ -267,6 +267,32 @@ describe('LOCK TABLE', () => {
   });
 });
 
+describe('row locking clauses', () => {
+  it('takes FOR UPDATE and FOR SHARE, and refuses SKIP LOCKED with 0A000 and a hint', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE lock_rows (id int PRIMARY KEY, n int)');
+    await c.query('INSERT INTO lock_rows VALUES (1, 10), (2, 20)');
+    await c.query('BEGIN');
+    expect((await c.query('SELECT n FROM lock_rows WHERE id = 1 FOR UPDATE')).rows).toEqual([{ n: 10 }]);
+    expect((await c.query('SELECT r.n FROM lock_rows r WHERE id = 2 FOR NO KEY UPDATE OF r NOWAIT')).rows).toEqual([{ n: 20 }]);
+    expect((await c.query('SELECT count(*)::int AS k FROM lock_rows FOR SHARE')).rows).toEqual([{ k: 2 }]);
+    await c.query('UPDATE lock_rows SET n = n + 1 WHERE id = 1');
+    await c.query('COMMIT');
+    const err = await c.query('SELECT id FROM lock_rows ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED').catch((e: { code?: string; hint?: string }) => e);
+    expect(err).toMatchObject({ code: '0A000', hint: expect.stringContaining('SKIP LOCKED') });
+    // A column that happens to be called skip is not a locking clause.
+    expect((await c.query('SELECT 1 AS skip')).rows).toEqual([{ skip: 1 }]);
+  });
+
+  it('reports a unique violation with the detail ORMs parse', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE uniq_rows (email text UNIQUE)');
+    await c.query("INSERT INTO uniq_rows VALUES ('a@x.io')");
+    const err = await c.query("INSERT INTO uniq_rows VALUES ('a@x.io')").catch((e: { code?: string; detail?: string; message?: string }) => e);
+    expect(err).toMatchObject({ code: '23505', message: 'duplicate key value violates unique constraint', detail: 'Key (email)=(a@x.io) already exists.' });
+  });
+});
+
 describe('a parameter the engine cannot type', () => {
   it('is typed from its context where PostgreSQL would type it, and is 42P18 with a hint where nothing types it', async () => {
     const c = ctx.client;

@@ -32,6 +32,13 @@ describe('error codes', () => {
     expect(fromDuckDBError(new Error(message)).code).toBe(code);
   });
 
+  it("gives a unique violation PostgreSQL's message and the detail ORMs parse for the columns at fault", () => {
+    const one = fromDuckDBError(new Error('Constraint Error: Duplicate key "email: a@x.io" violates unique constraint.'));
+    expect([one.code, one.message, one.detail]).toEqual(['23505', 'duplicate key value violates unique constraint', 'Key (email)=(a@x.io) already exists.']);
+    const two = fromDuckDBError(new Error('Constraint Error: Duplicate key "a: 1, b: x, y" violates primary key constraint.'));
+    expect(two.detail).toBe('Key (a, b)=(1, x, y) already exists.');
+  });
+
   it('recovers the position from the LINE excerpt and moves suggestions to the hint', () => {
     const sql = 'SELECT a,\n       b FROM nope';
     const err = fromDuckDBError(

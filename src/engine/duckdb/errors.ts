@@ -140,10 +140,29 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
     }
     message = 'cannot insert multiple commands into a prepared statement';
   }
-  const fields: { hint?: string; position?: number; cause: unknown } = { cause: err };
+  const fields: { hint?: string; position?: number; detail?: string; cause: unknown } = { cause: err };
   if (hint !== undefined) fields.hint = hint;
+  const duplicate = code === SqlState.UniqueViolation ? duplicateKeyDetail(message) : null;
+  if (duplicate !== null) {
+    // PostgreSQL's wording, and its detail, which ORMs parse for the columns at fault (Sequelize's UniqueConstraintError).
+    message = 'duplicate key value violates unique constraint';
+    fields.detail = duplicate;
+  }
   if (position !== undefined) fields.position = position + offset;
   return new PgError(code, message, fields);
+}
+
+/** `Duplicate key "a: 1, b: x" violates ...` as PostgreSQL's detail, `Key (a, b)=(1, x) already exists.` */
+function duplicateKeyDetail(message: string): string | null {
+  const m = /Duplicate key "(.*)" violates (?:unique|primary key) constraint/i.exec(message);
+  if (m === null) return null;
+  const pairs = (m[1] as string).split(/, (?=[^\s:,]+: )/).map((p) => {
+    const at = p.indexOf(': ');
+    return at < 0 ? null : ([p.slice(0, at), p.slice(at + 2)] as const);
+  });
+  if (pairs.some((p) => p === null)) return null;
+  const kv = pairs as Array<readonly [string, string]>;
+  return `Key (${kv.map(([k]) => k).join(', ')})=(${kv.map(([, v]) => v).join(', ')}) already exists.`;
 }
 
 /**
