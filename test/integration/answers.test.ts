@@ -218,6 +218,15 @@ describe('DDL of ordinary tables as ORMs write it', () => {
         code: '42501',
       });
     }
+    // The other statements cotwire carries out itself, on a ledger: each is refused, and nothing changes.
+    for (const sql of [
+      'ALTER TABLE _cot_steps DROP COLUMN content',
+      'ALTER TABLE _cot_steps RENAME COLUMN content TO c2',
+      'ALTER TABLE _cot_steps ALTER COLUMN content TYPE VARCHAR',
+      'ALTER TABLE _cot_steps ADD CONSTRAINT u UNIQUE (content)',
+    ]) {
+      await expect(c.query(sql), sql).rejects.toMatchObject({ code: '42501' });
+    }
     expect((await c.query("SELECT content FROM _cot_steps WHERE session_id = 'fk'")).rows).toEqual([{ content: 'kept' }]);
   });
 

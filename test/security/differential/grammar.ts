@@ -112,6 +112,18 @@ const TABLE_TEMPLATES: readonly string[] = [
   'SELECT * FROM {T}',
   'SELECT {C} FROM {T} WHERE {K} = 1',
   'SELECT count(*) FROM {T}',
+  // Statements cotwire carries out itself or translates (handler/table-create.ts, catalog/serial.ts, rewrite.ts).
+  'ALTER TABLE {T} ADD CONSTRAINT fz FOREIGN KEY ({K}) REFERENCES notes (id)',
+  'ALTER TABLE ONLY {T} ADD FOREIGN KEY ({K}) REFERENCES notes (id) ON DELETE CASCADE',
+  'ALTER TABLE {T} ADD CONSTRAINT fz_u UNIQUE ({C})',
+  'ALTER TABLE {T} DROP COLUMN {C}',
+  'ALTER TABLE {T} ALTER COLUMN {C} TYPE VARCHAR',
+  'CREATE TABLE {T} (id serial PRIMARY KEY, v text)',
+  'CREATE TABLE IF NOT EXISTS {T} (id integer GENERATED ALWAYS AS IDENTITY, v jsonb)',
+  'LOCK TABLE {T} IN ACCESS SHARE MODE',
+  'SELECT * FROM {T} FOR UPDATE',
+  'DELETE FROM {T} WHERE {K} IN (SELECT {K} FROM {T} FOR UPDATE)',
+  'UPDATE {T} SET {C} = {S} WHERE {K} = ANY(ARRAY[1, 2])',
 ];
 
 const MACROS: readonly string[] = ['lower', 'sha256', '"SHA256"', "'lower'", "'md5'", 'main.md5', 'upper', 'cot_verify', '_cot_m', 'my_macro'];
