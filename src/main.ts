@@ -29,6 +29,7 @@ import { existsSync } from 'node:fs';
 import { LedgerAuditor } from './ledger/auditor.js';
 import { AUDIT_SQL_FUNCTIONS, auditFunctions } from './ledger/audit-sql.js';
 import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
+import { DeclaredStore } from './catalog/declared.js';
 import { OpsServer, PrometheusObserver } from './server/metrics.js';
 import { NO_OBSERVER } from './observe/observer.js';
 import type { Logger } from './log/logger.js';
@@ -162,6 +163,8 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   }
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
   const advisoryLocks = new AdvisoryLocks();
+  const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
+  for (const sql of declared.loadSql()) await internal.run(sql);
   await engine.registerFunction(advisoryLocks.engineFunction());
   // The audit reads on a connection of its own, beside the writer's and the clients'.
   const auditConn = await engine.connect();
@@ -245,6 +248,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       statementTimeoutMs: config.limits.statementTimeoutMs,
       maxAppendBytes: config.limits.maxAppendBytes,
       advisoryLocks,
+      declared,
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),

@@ -45,7 +45,7 @@ export function informationViews(): string[] {
        SELECT ${db} AS table_catalog, n.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name,
          CAST(a.attnum AS INTEGER) AS ordinal_position, d.adbin AS column_default, CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS is_nullable,
          CASE WHEN t.typcategory = 'A' THEN 'ARRAY' WHEN a.atttypid = 1700 THEN 'numeric' ELSE t.display END AS data_type,
-         CAST(NULL AS INTEGER) AS character_maximum_length, CAST(CASE WHEN t.typcategory = 'S' THEN 1073741824 END AS INTEGER) AS character_octet_length,
+         CAST(CASE WHEN a.atttypid IN (1043, 1042) AND a.atttypmod > 4 THEN a.atttypmod - 4 END AS INTEGER) AS character_maximum_length, CAST(CASE WHEN t.typcategory = 'S' THEN 1073741824 END AS INTEGER) AS character_octet_length,
          CAST(CASE a.atttypid WHEN 21 THEN 16 WHEN 23 THEN 32 WHEN 20 THEN 64 WHEN 700 THEN 24 WHEN 701 THEN 53
            WHEN 1700 THEN CASE WHEN a.atttypmod > 4 THEN (a.atttypmod - 4) // 65536 END END AS INTEGER) AS numeric_precision,
          CAST(CASE WHEN a.atttypid IN (21, 23, 20, 700, 701) THEN 2 WHEN a.atttypid = 1700 THEN 10 END AS INTEGER) AS numeric_precision_radix,

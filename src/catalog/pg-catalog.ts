@@ -1,5 +1,6 @@
 import { PG_CHAR_VALUES } from '../protocol/type-oids.js';
 import { COMPAT_CATALOG, empty, HIDDEN_DB, INFORMATION_SCHEMA, OID, P, PG_SCHEMA, q, SETTINGS, values } from './catalog-sql.js';
+import { DECLARED_COLUMNS, DECLARED_CONSTRAINTS, DECLARED_SETUP } from './declared.js';
 import { informationViews } from './information-schema.js';
 import { createMacro, MACROS, readsViews } from './pg-functions.js';
 import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
@@ -134,17 +135,24 @@ function internals(): string[] {
     `CREATE MACRO ${P}.cot_type_key(t) AS CASE
        WHEN t LIKE 'DECIMAL(%' THEN 'DECIMAL' WHEN t LIKE 'STRUCT(%' OR t LIKE 'MAP(%' OR t LIKE 'UNION(%' THEN 'STRUCT' ELSE t END`,
     `CREATE MACRO ${P}.cot_element_type(t) AS regexp_replace(t, '(\\[[0-9]*\\])+$', '')`,
-    // Columns with their PostgreSQL type: a list is the array of its innermost element's type.
-    `CREATE VIEW ${P}.cot_columns AS
-       SELECT c.*, CAST(CASE WHEN c.data_type LIKE '%]' THEN coalesce(m.array_oid, 114) ELSE coalesce(m.oid, 25) END AS BIGINT) AS type_oid
-       FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
-       WHERE c.database_name NOT IN ${HIDDEN_DB}`,
     // DECIMAL(38, 9 or more) is unconstrained numeric (see sql/numeric.ts): no type modifier.
     `CREATE MACRO ${P}.cot_typmod(t) AS CASE
        WHEN t LIKE 'DECIMAL(38,%' AND CAST(regexp_extract(t, ',(\\d+)\\)', 1) AS INTEGER) >= 9 THEN -1
        WHEN t LIKE 'DECIMAL(%' THEN (CAST(regexp_extract(t, 'DECIMAL\\((\\d+),', 1) AS INTEGER) * 65536
          + CAST(regexp_extract(t, ',(\\d+)\\)', 1) AS INTEGER) + 4)
        ELSE -1 END`,
+    // Columns with their PostgreSQL type: a list is the array of its innermost element's type.
+    // ... or the type the client declared where DuckDB keeps only its own (varchar(n), char(n), jsonb: see declared.ts).
+    `CREATE VIEW ${P}.cot_columns AS
+       SELECT c.*,
+         CAST(CASE WHEN d.pg_type = 'varchar' AND c.data_type = 'VARCHAR' THEN 1043 WHEN d.pg_type = 'bpchar' AND c.data_type = 'VARCHAR' THEN 1042
+           WHEN d.pg_type = 'jsonb' AND c.data_type = 'JSON' THEN 3802
+           WHEN c.data_type LIKE '%]' THEN coalesce(m.array_oid, 114) ELSE coalesce(m.oid, 25) END AS BIGINT) AS type_oid,
+         CAST(CASE WHEN d.pg_type IN ('varchar', 'bpchar') AND c.data_type = 'VARCHAR' THEN d.typmod ELSE ${P}.cot_typmod(c.data_type) END AS INTEGER) AS typmod
+       FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
+         LEFT JOIN ${DECLARED_COLUMNS} d ON c.database_name <> 'temp' AND lower(d.schema_name) = lower(c.schema_name)
+           AND lower(d.table_name) = lower(c.table_name) AND lower(d.column_name) = lower(c.column_name)
+       WHERE c.database_name NOT IN ${HIDDEN_DB}`,
     // Schemas: DuckDB's main is PostgreSQL's public; temporary objects live in pg_temp.
     `CREATE VIEW ${P}.cot_namespaces AS
        SELECT database_name, schema_name,
@@ -157,6 +165,16 @@ function internals(): string[] {
          AND (database_name <> 'temp' OR EXISTS (SELECT 1 FROM duckdb_tables() WHERE database_name = 'temp')
               OR EXISTS (SELECT 1 FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal))`,
     // Indexes: DuckDB's own, and the ones that back PRIMARY KEY and UNIQUE constraints (as in PostgreSQL).
+    // A constraint's name, and its index's: the one the client gave (declared.ts), else PostgreSQL's
+    // default, as DuckDB keeps no constraint names of its own.
+    `CREATE MACRO ${P}.cot_conname(db, sch, tbl, kind, cols, own) AS coalesce(
+       (SELECT first(dc.name) FROM ${DECLARED_CONSTRAINTS} dc WHERE db <> 'temp' AND lower(dc.schema_name) = lower(sch) AND lower(dc.table_name) = lower(tbl)
+          AND dc.contype = CASE kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' END
+          AND dc.columns = lower(array_to_string(cols, ','))),
+       CASE kind WHEN 'PRIMARY KEY' THEN tbl || '_pkey'
+         WHEN 'FOREIGN KEY' THEN tbl || '_' || array_to_string(cols, '_') || '_fkey'
+         WHEN 'UNIQUE' THEN tbl || '_' || array_to_string(cols, '_') || '_key'
+         ELSE own END)`,
     `CREATE VIEW ${P}.cot_indexes AS
        WITH ix AS (
          SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS exprs FROM duckdb_indexes() i
@@ -175,20 +193,16 @@ function internals(): string[] {
        FROM ix JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) LEFT JOIN cols USING (index_oid)
        UNION ALL
        SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid,
-         CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END,
+         ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name),
          ns.oid, true, k.constraint_type = 'PRIMARY KEY',
          list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS BIGINT)),
-         'CREATE UNIQUE INDEX ' || CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END
+         'CREATE UNIQUE INDEX ' || ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name)
            || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')'
        FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
        WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND k.database_name NOT IN ${HIDDEN_DB}`,
     `CREATE VIEW ${P}.cot_constraints AS
        SELECT CAST(2000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) AS oid,
-         -- PostgreSQL's default names: DuckDB keeps no constraint names of its own.
-         CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
-           WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
-           WHEN 'UNIQUE' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_key'
-           ELSE k.constraint_name END AS conname,
+         ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name) AS conname,
          ns.oid AS connamespace,
          CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'CHECK' THEN 'c' ELSE 'f' END AS contype,
          k.table_oid AS conrelid,
@@ -328,7 +342,7 @@ function catalogViews(): string[] {
        SELECT c.table_oid AS attrelid, c.column_name AS attname, c.type_oid AS atttypid,
          CAST(-1 AS INTEGER) AS attstattarget, coalesce(t.typlen, -1) AS attlen, CAST(c.column_index AS SMALLINT) AS attnum,
          CAST(CASE WHEN c.data_type LIKE '%]' THEN 1 ELSE 0 END AS INTEGER) AS attndims, -1 AS attcacheoff,
-         ${P}.cot_typmod(c.data_type) AS atttypmod, coalesce(t.typlen BETWEEN 1 AND 8, false) AS attbyval,
+         c.typmod AS atttypmod, coalesce(t.typlen BETWEEN 1 AND 8, false) AS attbyval,
          CASE WHEN coalesce(t.typlen, -1) = -1 THEN 'x' ELSE 'p' END AS attstorage, 'i' AS attalign,
          NOT c.is_nullable AS attnotnull, c.column_default IS NOT NULL AS atthasdef, false AS atthasmissing,
          '' AS attidentity, '' AS attgenerated, false AS attisdropped, true AS attislocal, 0 AS attinhcount,
@@ -568,6 +582,7 @@ export function catalogSetup(): string[] {
     `ATTACH ':memory:' AS ${COMPAT_CATALOG}`,
     `CREATE SCHEMA ${PG_SCHEMA}`,
     `CREATE SCHEMA ${INFORMATION_SCHEMA}`,
+    ...DECLARED_SETUP,
     ...internals(),
     ...MACROS.filter((m) => !readsViews(m)).map(createMacro),
     ...catalogViews().map(oidTyped),

@@ -277,6 +277,18 @@ class Rewriter {
     this.expressions = EXPRESSION_STATEMENTS.has(Object.keys(stmt)[0] ?? '');
     this.collectCtes(stmt);
     this.collectCatalogTables(stmt);
+    // What the client receives: the outermost query's columns (a subquery's stay lists, for the query around it).
+    const root = stmt.SelectStmt as Node | undefined;
+    const outermost = (select: Node | undefined): void => {
+      if (select === undefined) return;
+      if (select.op !== undefined && select.op !== 'SETOP_NONE') {
+        outermost(select.larg as Node | undefined);
+        outermost(select.rarg as Node | undefined);
+      } else {
+        this.vectorTargets(select);
+      }
+    };
+    outermost(root);
     this.walk(stmt, null, false);
     for (const move of this.moves) {
       if (!this.edits.some((e) => e.start >= move.from && e.start < move.to)) this.edits.push(...move.edits);
@@ -459,7 +471,6 @@ class Rewriter {
         case 'SelectStmt':
           this.lockingClause(v as Node);
           this.setReturningTargets(v as Node);
-          this.vectorTargets(v as Node);
           this.sequenceRelation(v as Node);
           this.regTargets(v as Node);
           break;

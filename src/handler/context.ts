@@ -1,4 +1,5 @@
 import type { CompatRewriter } from '../catalog/compat.js';
+import type { DeclaredStore } from '../catalog/declared.js';
 import type { EngineConnection } from '../engine/port.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
@@ -27,6 +28,8 @@ export interface ConnectionServices extends AccessServices {
   readonly maxAppendBytes: number;
   /** The sessions' advisory locks (pg_advisory_lock and its kin). */
   readonly advisoryLocks: AdvisoryLocks;
+  /** What DDL declared that DuckDB does not keep (varchar(n), jsonb, constraint names), for the catalog. */
+  readonly declared: DeclaredStore;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

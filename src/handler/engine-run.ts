@@ -28,7 +28,7 @@ export class EngineRun {
     const session = ctx.info.processId;
     let gaveUp = false;
     try {
-      return await ctx.calls.run(async () => {
+      const outcome = await ctx.calls.run(async (): Promise<ExecuteOutcome> => {
         if (plan.advisoryWaits.length > 0 && portal.cursor === null) await this.waitForLocks(plan, () => gaveUp);
         if (plan.createsLedger !== null && portal.cursor === null) {
           return await executeLedgerCreate(ctx, portal, plan, plan.createsLedger);
@@ -54,6 +54,8 @@ export class EngineRun {
         portal.done = true;
         return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };
       });
+      if (outcome.done === true && plan.declares.length > 0) await ctx.tx.onCommit(() => ctx.services.declared.apply(ctx.engine, plan.declares));
+      return outcome;
     } catch (err) {
       gaveUp = true;
       portal.done = true;

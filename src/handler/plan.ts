@@ -1,4 +1,5 @@
 import type { ColumnAlter, ForeignKeyAddition } from '../catalog/alter-table.js';
+import type { DeclaredChange } from '../catalog/declared.js';
 import type { AdvisoryWait } from '../sql/advisory.js';
 import type { SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../engine/port.js';
@@ -41,6 +42,8 @@ export type Plan =
       readonly addsForeignKey: ForeignKeyAddition | null;
       /** Set for an ALTER TABLE an index may block (DROP COLUMN, TYPE, RENAME COLUMN): the indexes are set aside around it. */
       readonly altersIndexedColumns: ColumnAlter | null;
+      /** What the statement declares that DuckDB does not keep, recorded once it commits (catalog/declared.ts). */
+      readonly declares: readonly DeclaredChange[];
       /** The advisory locks on constant keys the statement waits for before it runs. */
       readonly advisoryWaits: readonly AdvisoryWait[];
     }

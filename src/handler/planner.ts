@@ -1,5 +1,6 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
 import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
+import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
 import { advisoryWaits } from '../sql/advisory.js';
 import type { EngineStatement } from '../engine/port.js';
@@ -224,6 +225,7 @@ export class Planner {
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
         addsForeignKey: null,
         altersIndexedColumns: null,
+        declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(clientText) : [],
         advisoryWaits: advisoryWaits(statement.text),
       },
       types,
@@ -252,6 +254,7 @@ export class Planner {
         createsSequences: null,
         addsForeignKey: foreignKey,
         altersIndexedColumns: columnAlter,
+        declares: declaredChanges(statement.text),
         advisoryWaits: [],
       },
       [],

@@ -307,7 +307,18 @@ export class TransactionState {
     }
   }
 
+  /** Work that follows the transaction's commit (declared.ts: what the DDL declared); dropped on rollback. */
+  private afterCommit: Array<() => Promise<void>> = [];
+
+  /** Runs `work` once the current transaction commits: now, for a statement outside a block. */
+  async onCommit(work: () => Promise<void>): Promise<void> {
+    if (this.autocommit && !this.implicit) await work();
+    else this.afterCommit.push(work);
+  }
+
   private async end(how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    const after = this.afterCommit;
+    this.afterCommit = [];
     this.pendingAppends = [];
     this.state = 'I';
     this.implicit = false;
@@ -319,6 +330,7 @@ export class TransactionState {
     } finally {
       this.transactionEnded();
     }
+    if (how === 'COMMIT') for (const work of after) await work().catch(() => undefined);
   }
 
   private transactionEnded(): void {

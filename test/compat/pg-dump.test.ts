@@ -89,15 +89,19 @@ describe('pg_dump and pg_restore', () => {
     );
     expect(columns).toEqual([
       { table_name: 'customers', column_name: 'id', data_type: 'integer', column_default: "nextval('customers_id_seq'::regclass)", is_nullable: 'NO' },
-      { table_name: 'customers', column_name: 'name', data_type: 'text', column_default: null, is_nullable: 'NO' },
+      { table_name: 'customers', column_name: 'name', data_type: 'character varying', column_default: null, is_nullable: 'NO' },
       { table_name: 'customers', column_name: 'since', data_type: 'timestamp with time zone', column_default: 'now()', is_nullable: 'YES' },
       { table_name: 'orders', column_name: 'id', data_type: 'bigint', column_default: "nextval('orders_id_seq'::regclass)", is_nullable: 'NO' },
       { table_name: 'orders', column_name: 'customer_id', data_type: 'integer', column_default: null, is_nullable: 'YES' },
       { table_name: 'orders', column_name: 'amount', data_type: 'numeric', column_default: null, is_nullable: 'YES' },
       { table_name: 'orders', column_name: 'exact', data_type: 'numeric', column_default: null, is_nullable: 'YES' },
-      { table_name: 'orders', column_name: 'meta', data_type: 'json', column_default: null, is_nullable: 'YES' },
+      { table_name: 'orders', column_name: 'meta', data_type: 'jsonb', column_default: null, is_nullable: 'YES' },
       { table_name: 'orders', column_name: 'paid', data_type: 'boolean', column_default: 'false', is_nullable: 'YES' },
     ]);
+    // varchar(n) and jsonb as declared (cotwire keeps what DuckDB does not: catalog/declared.ts).
+    expect(
+      await rows('schema_only', "SELECT character_maximum_length AS n FROM information_schema.columns WHERE table_name = 'customers' AND column_name = 'name'"),
+    ).toEqual([{ n: 80 }]);
     const constraints = await rows(
       'schema_only',
       "SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('customers'::regclass, 'orders'::regclass) ORDER BY conname",

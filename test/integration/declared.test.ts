@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnServer } from '../fixtures/server.js';
+
+/**
+ * What a client declares that DuckDB does not keep (varchar(n), char(n),
+ * jsonb, constraint names) reads back from the catalog as declared, follows
+ * the table through ALTER and DROP, is not recorded when the DDL rolls back,
+ * and is still there after a restart.
+ */
+const root = mkdtempSync(join(tmpdir(), 'cotwire-declared-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function withServer(db: string, work: (c: pg.Client) => Promise<void>): Promise<void> {
+  const { child, port } = await spawnServer(['--db', db]);
+  const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
+  try {
+    await c.connect();
+    await work(c);
+  } finally {
+    await c.end().catch(() => undefined);
+    child.kill('SIGTERM');
+    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  }
+}
+
+const columns = (c: pg.Client, table: string) =>
+  c
+    .query(
+      `SELECT column_name AS c, data_type AS t, character_maximum_length AS n, format_type(a.atttypid, a.atttypmod) AS f
+       FROM information_schema.columns i JOIN pg_class r ON r.relname = i.table_name JOIN pg_attribute a ON a.attrelid = r.oid AND a.attname = i.column_name
+       WHERE table_name = $1 ORDER BY ordinal_position`,
+      [table],
+    )
+    .then((r) => r.rows);
+
+describe('declared types and constraint names', () => {
+  it('reads back as declared, follows ALTER, ignores a rolled-back CREATE and survives a restart', async () => {
+    const db = join(root, 'declared.duckdb');
+    await withServer(db, async (c) => {
+      await c.query(
+        'CREATE TABLE accounts (id integer CONSTRAINT "PK_accounts" PRIMARY KEY, email varchar(255) NOT NULL, code char(3), prefs jsonb, note text, CONSTRAINT "UQ_email" UNIQUE (email))',
+      );
+      expect(await columns(c, 'accounts')).toEqual([
+        { c: 'id', t: 'integer', n: null, f: 'integer' },
+        { c: 'email', t: 'character varying', n: 255, f: 'character varying(255)' },
+        { c: 'code', t: 'character', n: 3, f: 'character(3)' },
+        { c: 'prefs', t: 'jsonb', n: null, f: 'jsonb' },
+        { c: 'note', t: 'text', n: null, f: 'text' },
+      ]);
+      // ALTER: a renamed column keeps its declaration; a retyped one takes the new; a dropped one loses it.
+      await c.query('ALTER TABLE accounts RENAME COLUMN email TO mail');
+      await c.query('ALTER TABLE accounts ALTER COLUMN code TYPE varchar(10)');
+      await c.query('ALTER TABLE accounts DROP COLUMN prefs');
+      await c.query('ALTER TABLE accounts ADD COLUMN prefs text');
+      expect((await columns(c, 'accounts')).map((r) => r.f)).toEqual(['integer', 'character varying(255)', 'character varying(10)', 'text', 'text']);
+      await c.query('CREATE TABLE payments (id serial PRIMARY KEY, account_id integer)');
+      await c.query('ALTER TABLE payments ADD CONSTRAINT "FK_payments_account" FOREIGN KEY (account_id) REFERENCES accounts (id)');
+      const names = await c.query("SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('accounts'::regclass, 'payments'::regclass) ORDER BY conname");
+      expect(names.rows).toEqual([
+        { conname: 'FK_payments_account', contype: 'f' },
+        { conname: 'PK_accounts', contype: 'p' },
+        { conname: 'UQ_email', contype: 'u' },
+        { conname: 'payments_pkey', contype: 'p' },
+      ]);
+      // The index of a named constraint has its name, as in PostgreSQL.
+      expect((await c.query("SELECT indexname FROM pg_indexes WHERE tablename = 'accounts' ORDER BY 1")).rows).toEqual([
+        { indexname: 'PK_accounts' },
+        { indexname: 'UQ_email' },
+      ]);
+      // A CREATE that rolls back declares nothing; one dropped and made again declares afresh.
+      await c.query('BEGIN');
+      await c.query('CREATE TABLE ghost (v varchar(5))');
+      await c.query('ROLLBACK');
+      await c.query('CREATE TABLE ghost (v text)');
+      expect((await columns(c, 'ghost')).map((r) => r.f)).toEqual(['text']);
+    });
+    await withServer(db, async (c) => {
+      expect((await columns(c, 'accounts')).map((r) => r.f)).toEqual(['integer', 'character varying(255)', 'character varying(10)', 'text', 'text']);
+      expect((await c.query("SELECT conname FROM pg_constraint WHERE conrelid = 'payments'::regclass AND contype = 'f'")).rows).toEqual([
+        { conname: 'FK_payments_account' },
+      ]);
+      await c.query('DROP TABLE payments');
+      await c.query('CREATE TABLE payments (id int, account_id integer REFERENCES accounts (id))');
+      expect((await c.query("SELECT conname FROM pg_constraint WHERE conrelid = 'payments'::regclass AND contype = 'f'")).rows).toEqual([
+        { conname: 'payments_account_id_fkey' },
+      ]);
+    });
+  });
+});
