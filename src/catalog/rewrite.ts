@@ -2,6 +2,7 @@ import { parseSync } from 'libpg-query';
 import { parseArrayLiteral, type ArrayItem } from '../sql/array-literal.js';
 import type { Token } from '../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
+import { toCharSql } from './to-char.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, catalogRelationOid, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
 
 /**
@@ -123,6 +124,8 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'to_char',
+  'exists',
   'update',
   'share',
   ...INTEGER_FUNCTIONS,
@@ -349,6 +352,16 @@ class Rewriter {
 
   private columnRef(node: Node): void {
     const fields = strings(node.fields);
+    // pg_catalog.pg_class.relname (SQLAlchemy): the relation is in the catalog's schema, and is named pg_class there.
+    if (
+      fields.length === 3 &&
+      ((fields[0] === 'pg_catalog' && CATALOG_RELATIONS.has(fields[1] as string)) ||
+        (fields[0] === 'information_schema' && INFORMATION_RELATIONS.has(fields[1] as string)))
+    ) {
+      const at = this.index(node.location);
+      const name = at === null ? null : this.dotted(at);
+      if (at !== null && name !== null && name.parts.length === 3) this.replaceTokens(at, at + 2, '');
+    }
     if (fields[fields.length - 1] !== 'tableoid' || fields.length > 2) return;
     const scope = this.fromScopes[this.fromScopes.length - 1];
     const oid = fields.length === 2 ? this.catalogTables.get(fields[0] as string) : scope?.length === 1 ? scope[0] : undefined;
@@ -437,6 +450,9 @@ class Rewriter {
           break;
         case 'ColumnRef':
           this.columnRef(v as Node);
+          break;
+        case 'SubLink':
+          this.emptySelectList(v as Node);
           break;
         case 'A_Expr':
           this.aExpr(v as Node);
@@ -592,6 +608,15 @@ class Rewriter {
     }
   }
 
+  /** `EXISTS (SELECT FROM t WHERE ...)`: PostgreSQL allows an empty select list (drizzle-kit writes one); DuckDB wants a column. */
+  private emptySelectList(link: Node): void {
+    const select = (link.subselect as Node | undefined)?.SelectStmt as Node | undefined;
+    if (link.subLinkType !== 'EXISTS_SUBLINK' || select === undefined || select.targetList !== undefined || select.fromClause === undefined) return;
+    const i = this.index(link.location);
+    if (i === null || wordOf(this.tokens[i]) !== 'exists' || this.tokens[i + 1]?.text !== '(' || wordOf(this.tokens[i + 2]) !== 'select') return;
+    this.insertAfter(i + 2, ' 1');
+  }
+
   /** `CREATE INDEX ... USING btree`: DuckDB's one index (ART) is ordered, as btree is; it takes no method name. */
   private indexMethod(node: Node): void {
     const method = typeof node.accessMethod === 'string' ? node.accessMethod.toLowerCase() : null;
@@ -687,6 +712,7 @@ class Rewriter {
     const parts = strings(node.funcname);
     const i = this.index(node.location);
     if (i === null || parts.length === 0) return;
+    if (this.toChar(node, parts, i)) return;
     this.integerResult(parts, i);
     const name = this.dotted(i);
     // COERCE_SQL_SYNTAX calls (EXTRACT, SUBSTRING ... FROM) carry a name that is not in the text.
@@ -717,6 +743,25 @@ class Rewriter {
     } else if (parts.length === 1 && CATALOG_FUNCTIONS.has(fn)) {
       this.replaceTokens(i, name.next, `${PG_SCHEMA}.${fn}`);
     }
+  }
+
+  /** to_char(value, 'format') with a literal format (catalog/to-char.ts). */
+  private toChar(node: Node, parts: readonly string[], i: number): boolean {
+    const fn = parts[parts.length - 1];
+    const args = node.args as Node[] | undefined;
+    if (fn !== 'to_char' || args?.length !== 2 || parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog') || !this.expressions) return false;
+    const format = ((args[1]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+    const name = this.dotted(i);
+    const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+    const formatAt = this.index((args[1]?.A_Const as Node | undefined)?.location);
+    if (format === undefined || name === null || close === null || formatAt === null || this.tokens[formatAt - 1]?.text !== ',' || formatAt !== close - 1)
+      return false;
+    const value = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[formatAt - 1] as Token).start);
+    const sql = toCharSql(value, format);
+    if (sql === null) return false;
+    // The value is taken as written: a rewrite inside it (rare in a to_char argument) is not applied.
+    this.replaceTokens(i, close + 1, sql);
+    return true;
   }
 
   /**
@@ -1107,9 +1152,9 @@ class Rewriter {
 
   private typeCast(node: Node): void {
     const typeName = node.typeName as Node | undefined;
-    if (Array.isArray(typeName?.arrayBounds)) this.arrayLiteral((node.arg as Node | undefined)?.A_Const as Node | undefined);
     const names = strings(typeName?.names);
     const type = names[names.length - 1];
+    if (Array.isArray(typeName?.arrayBounds) && !REG_TYPES.has(type ?? '')) this.arrayLiteral((node.arg as Node | undefined)?.A_Const as Node | undefined);
     if (type === 'varchar' || type === 'text') this.vectorText(node);
     if (type === 'bytea') this.hexBytea(node);
     if ((type === 'varchar' || type === 'text' || type === 'name') && this.tokens[this.index(node.location) ?? -1]?.text === '::') {
@@ -1117,6 +1162,10 @@ class Rewriter {
     }
     if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
     const arg = node.arg as Node | undefined;
+    if (Array.isArray(typeName?.arrayBounds)) {
+      this.regArrayLiteral(node, type);
+      return;
+    }
     const isName = isNameExpression(arg);
     const fn = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_${isName ? 'in' : 'out'}`;
     const castAt = this.index(node.location);
@@ -1135,6 +1184,21 @@ class Rewriter {
       const argEnd = this.tokens[typeAt - 2] as Token;
       this.edits.push({ start: argEnd.end, end: (this.tokens[typeEnd - 1] as Token).end, text: '' });
     }
+  }
+
+  /** `'{int,int8}'::regtype[]` (drizzle-kit): each name looked up, a list of OIDs. */
+  private regArrayLiteral(node: Node, type: string): void {
+    const constant = (node.arg as Node | undefined)?.A_Const as Node | undefined;
+    const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+    const list = sval === undefined ? null : pgArrayToList(sval);
+    const start = this.index(constant?.location);
+    const castAt = this.index(node.location);
+    const typeAt = this.index((node.typeName as Node | undefined)?.location);
+    const typeEnd = typeAt === null ? null : this.typeNameEnd(typeAt);
+    if (list === null || start === null || castAt === null || typeEnd === null || this.tokens[castAt]?.text !== '::') return;
+    const lookup = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_in(cot_n)`;
+    // coalesce: a list expression, not a subquery, for = ANY(...) to read as a list.
+    this.replaceTokens(start, typeEnd, `coalesce((SELECT list(${lookup}) FROM unnest(${list}) AS cot_u(cot_n)), [])`);
   }
 
   /** `ix.indkey::varchar`: a vector column's text form, space-separated as in PostgreSQL (SQLAlchemy splits it). */

@@ -253,6 +253,9 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       const skip = tokens.findIndex((t, i) => upper(t) === 'SKIP' && upper(tokens[i + 1]) === 'LOCKED');
       const locking = tokens.some((t, i) => i < skip && upper(t) === 'FOR' && ['UPDATE', 'SHARE', 'NO', 'KEY'].includes(upper(tokens[i + 1])));
       if (skip > 0 && locking) return { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS };
+      if (tokens.some((t, i) => t.kind === 'word' && t.text.toLowerCase() === 'pg_notify' && tokens[i + 1]?.text === '(')) {
+        return { kind: 'unsupported', command: 'pg_notify', hint: NO_NOTIFICATIONS };
+      }
       return w0 === 'SELECT' ? recognizeSetConfig(tokens) : null;
     }
     case 'LOCK':

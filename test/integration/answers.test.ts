@@ -302,6 +302,48 @@ describe('row locking clauses', () => {
   });
 });
 
+describe('to_char', () => {
+  // Each answer is PostgreSQL 15's for the same call.
+  it.each([
+    ["to_char(timestamp '2024-05-06 07:08:09.123', 'YYYY-MM-DD HH24:MI:SS')", '2024-05-06 07:08:09'],
+    ["to_char(date '2024-05-06', 'Mon DD, YYYY')", 'May 06, 2024'],
+    ["to_char(timestamp '2024-05-06 17:08:09', 'FMMonth FMDD HH12:MI AM')", 'May 6 05:08 PM'],
+    ["to_char(timestamp '2024-05-06 17:08:09', 'Day')", 'Monday   '],
+    ["to_char(timestamp '2024-11-06', 'YYYY-\"Q\"Q')", '2024-Q4'],
+    ["to_char(1234.5, '9999.99')", ' 1234.50'],
+    ["to_char(1234.5, 'FM9999.99')", '1234.5'],
+    ["to_char(5, '0000')", ' 0005'],
+    ["to_char(1234567.891, '9,999,999.99')", ' 1,234,567.89'],
+    ["to_char(-5.5, '999.9')", '  -5.5'],
+    ["to_char(0.5, '9.99')", '  .50'],
+    ["to_char(12345, '999')", ' ###'],
+    ["to_char(2.675::numeric, 'FM0.00')", '2.68'],
+    ["to_char(5, 'FM999.99')", '5.'],
+  ])('%s', async (call, expected) => {
+    expect((await ctx.client.query(`SELECT ${call} AS v`)).rows).toEqual([{ v: expected }]);
+  });
+
+  it('leaves a pattern it does not translate to fail, never to answer differently', async () => {
+    await expect(ctx.client.query("SELECT to_char(now(), 'IYYY-IW')")).rejects.toMatchObject({ code: '42883' });
+  });
+});
+
+describe('catalog queries of reflection tools', () => {
+  it('reads columns qualified by schema and relation (SQLAlchemy), EXISTS (SELECT FROM ...) and regtype[] literals (drizzle-kit)', async () => {
+    const c = ctx.client;
+    const q = await c.query("SELECT pg_catalog.pg_class.relname FROM pg_catalog.pg_class WHERE pg_catalog.pg_class.relname = '_cot_steps'");
+    expect(q.rows).toEqual([{ relname: '_cot_steps' }]);
+    const e = await c.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.relname = '_cot_steps') AS e");
+    expect(e.rows).toEqual([{ e: true }]);
+    const r = await c.query("SELECT typname FROM pg_type WHERE oid = ANY('{int,int8,text}'::regtype[]) ORDER BY 1");
+    expect(r.rows.map((x: { typname: string }) => x.typname)).toEqual(['int4', 'int8', 'text']);
+  });
+
+  it('refuses pg_notify with 0A000 and a hint, as LISTEN and NOTIFY', async () => {
+    await expect(ctx.client.query("SELECT pg_notify('jobs', 'x')")).rejects.toMatchObject({ code: '0A000' });
+  });
+});
+
 describe('a parameter the engine cannot type', () => {
   it('is typed from its context where PostgreSQL would type it, and is 42P18 with a hint where nothing types it', async () => {
     const c = ctx.client;
