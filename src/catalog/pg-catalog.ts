@@ -206,7 +206,13 @@ function internals(): string[] {
          ns.oid AS connamespace,
          CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'CHECK' THEN 'c' ELSE 'f' END AS contype,
          k.table_oid AS conrelid,
-         CASE WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) ELSE 0 END AS conindid,
+         -- A foreign key's index is the referenced key's, as in PostgreSQL (pgjdbc's getExportedKeys joins on it).
+         CAST(CASE WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN 3000000000 + k.table_oid * 1000 + k.constraint_index
+           WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce((SELECT first(3000000000 + r.table_oid * 1000 + r.constraint_index)
+             FROM duckdb_constraints() r JOIN duckdb_tables() rt ON rt.table_oid = r.table_oid
+             WHERE rt.database_name = k.database_name AND rt.schema_name = k.schema_name AND rt.table_name = k.referenced_table
+               AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND r.constraint_column_names = k.referenced_column_names), 0)
+           ELSE 0 END AS BIGINT) AS conindid,
          coalesce((SELECT t.table_oid FROM duckdb_tables() t WHERE t.database_name = k.database_name AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table), 0) AS confrelid,
          list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS SMALLINT)) AS conkey,
          k.referenced_table, k.referenced_column_names, k.constraint_column_names, k.expression,

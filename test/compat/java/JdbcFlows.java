@@ -53,9 +53,11 @@ public class JdbcFlows {
       out.put("major", md.getDatabaseMajorVersion());
       out.put("isolation", conn.getTransactionIsolation());
       try (Statement st = conn.createStatement()) {
+        st.execute("DROP TABLE IF EXISTS jdbc_lines");
         st.execute("DROP TABLE IF EXISTS jdbc_orders");
         st.execute("CREATE TABLE jdbc_orders (id integer PRIMARY KEY, customer text NOT NULL, total numeric(10,2), placed timestamp, paid boolean DEFAULT false)");
         st.execute("CREATE INDEX jdbc_orders_customer ON jdbc_orders (customer)");
+        st.execute("CREATE TABLE jdbc_lines (order_id integer REFERENCES jdbc_orders (id), line integer, sku text, PRIMARY KEY (order_id, line))");
       }
       // Metadata, as tools (DBeaver, Metabase) browse with it.
       out.put("tables", rows(md.getTables(null, "public", "jdbc_%", new String[] {"TABLE"}), "TABLE_SCHEM", "TABLE_NAME", "TABLE_TYPE"));
@@ -63,6 +65,9 @@ public class JdbcFlows {
       out.put("primary_keys", rows(md.getPrimaryKeys(null, "public", "jdbc_orders"), "COLUMN_NAME", "KEY_SEQ", "PK_NAME"));
       out.put("index_info", rows(md.getIndexInfo(null, "public", "jdbc_orders", false, false), "INDEX_NAME", "NON_UNIQUE", "COLUMN_NAME", "ORDINAL_POSITION"));
       out.put("schemas", rows(md.getSchemas(null, "public"), "TABLE_SCHEM"));
+      // Foreign keys, as Metabase and DBeaver find relations.
+      out.put("imported_keys", rows(md.getImportedKeys(null, "public", "jdbc_lines"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME", "KEY_SEQ", "FK_NAME", "PK_NAME"));
+      out.put("exported_keys", rows(md.getExportedKeys(null, "public", "jdbc_orders"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME", "KEY_SEQ", "FK_NAME"));
       List<List<Object>> types = rows(md.getTypeInfo(), "TYPE_NAME", "DATA_TYPE");
       out.put("type_info_has_int4", types.stream().anyMatch(r -> "int4".equals(r.get(0))));
       out.put("functions_run", rows(md.getFunctions(null, "pg_catalog", "lower"), "FUNCTION_NAME").size() > 0);
@@ -119,6 +124,7 @@ public class JdbcFlows {
         }
       }
       try (Statement st = conn.createStatement()) {
+        st.execute("DROP TABLE jdbc_lines");
         st.execute("DROP TABLE jdbc_orders");
       }
     }
