@@ -123,7 +123,34 @@ const IGNORED_COLLATIONS = new Set(['default', 'c', 'posix', 'ucs_basic']);
 /** Fields whose RangeVar is the statement's target (INSERT INTO, CREATE TABLE ...): never sent to the catalog's views. */
 const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', 'objects']);
 
+/** Words DuckDB's grammar reserves (fully, or from column names) that PostgreSQL takes as column names. */
+const DUCKDB_ONLY_KEYWORDS = new Set([
+  'anti',
+  'asof',
+  'at',
+  'by',
+  'columns',
+  'generated',
+  'glob',
+  'map',
+  'positional',
+  'semi',
+  'struct',
+  'try_cast',
+  'unpack',
+  'describe',
+  'lambda',
+  'pivot',
+  'pivot_longer',
+  'pivot_wider',
+  'qualify',
+  'show',
+  'summarize',
+  'unpivot',
+]);
+
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  ...DUCKDB_ONLY_KEYWORDS,
   'to_char',
   'exists',
   'update',
@@ -450,6 +477,10 @@ class Rewriter {
           break;
         case 'ColumnRef':
           this.columnRef(v as Node);
+          this.quoteKeywordParts(v as Node);
+          break;
+        case 'ColumnDef':
+          this.quoteKeywordAt((v as Node).location);
           break;
         case 'SubLink':
           this.emptySelectList(v as Node);
@@ -471,9 +502,11 @@ class Rewriter {
           break;
         case 'InsertStmt':
           this.insertValues(v as Node);
+          for (const c of ((v as Node).cols as Node[] | undefined) ?? []) this.quoteKeywordAt((c.ResTarget as Node | undefined)?.location);
           break;
         case 'UpdateStmt':
           this.updateValues(v as Node);
+          for (const c of ((v as Node).targetList as Node[] | undefined) ?? []) this.quoteKeywordAt((c.ResTarget as Node | undefined)?.location);
           break;
         case 'IndexStmt':
           this.indexMethod(v as Node);
@@ -605,6 +638,27 @@ class Rewriter {
       if (w(j) === 'nowait') j++;
       this.replaceTokens(i, j, '');
       i = j - 1;
+    }
+  }
+
+  /**
+   * A column named by a word DuckDB's grammar keeps for itself and PostgreSQL
+   * does not (`at`, `by`, `show`, ...: pandas' to_sql writes such names
+   * bare): quoted, as DuckDB then reads it as a name.
+   */
+  private quoteKeywordAt(location: unknown): void {
+    const i = this.index(location);
+    const t = i === null ? undefined : this.tokens[i];
+    if (i !== null && t?.kind === 'word' && DUCKDB_ONLY_KEYWORDS.has(t.text.toLowerCase())) this.replaceTokens(i, i + 1, `"${t.text.toLowerCase()}"`);
+  }
+
+  private quoteKeywordParts(ref: Node): void {
+    const i = this.index(ref.location);
+    const name = i === null ? null : this.dotted(i);
+    if (i === null || name === null) return;
+    for (let k = i; k < name.next; k += 2) {
+      const t = this.tokens[k];
+      if (t?.kind === 'word' && DUCKDB_ONLY_KEYWORDS.has(t.text.toLowerCase())) this.replaceTokens(k, k + 1, `"${t.text.toLowerCase()}"`);
     }
   }
 

@@ -33,6 +33,7 @@ const LEDGER: Readonly<Record<string, Record<string, unknown>>> = {
   'psycopg2_flows.py': { ledger_returning: [0, 64], ledger_update: '42501' },
   'psycopg3_flows.py': { ledger_returning: 0 },
   'asyncpg_flows.py': { ledger_returning: 0 },
+  'pandas_flows.py': { ledger_to_sql: 2, ledger_read: [0, 1] },
   'sqlalchemy_flows.py': { ledger_returning: 0, ledger_columns: ['trace_id', 'org_id', 'agent_id', 'session_id', 'step_index', 'step_type'] },
 };
 
