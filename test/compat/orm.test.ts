@@ -87,6 +87,8 @@ describe.each(CLIENTS)('%s', (client) => {
   });
 
   afterAll(async () => {
+    // The clients' pools have sent Terminate; their sockets close a moment later, before the server says it is going.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     await own?.[Symbol.asyncDispose]();
   });
 
