@@ -1,4 +1,4 @@
-import { parseSync } from 'libpg-query';
+import { parseOne } from '../sql/pg-tree.js';
 import type { Token } from '../sql/lexer.js';
 
 /**
@@ -20,14 +20,7 @@ export interface ForeignKeyAddition {
 
 export function translateAddForeignKey(text: string, tokens: readonly Token[]): ForeignKeyAddition | null {
   if (tokens[0]?.text.toLowerCase() !== 'alter' || !tokens.some((t) => t.kind === 'word' && t.text.toLowerCase() === 'foreign')) return null;
-  let stmt: Node | undefined;
-  try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-    if (tree.stmts?.length !== 1) return null;
-    stmt = tree.stmts[0]?.stmt.AlterTableStmt as Node | undefined;
-  } catch {
-    return null;
-  }
+  const stmt = parseOne(text)?.AlterTableStmt as Node | undefined;
   const cmds = stmt?.cmds as Node[] | undefined;
   const cmd = cmds?.length === 1 ? (cmds[0]?.AlterTableCmd as Node | undefined) : undefined;
   const constraint = (cmd?.def as Node | undefined)?.Constraint as Node | undefined;
@@ -70,14 +63,7 @@ export interface ColumnAlter {
 /** DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN: the statements an index on the column blocks in DuckDB. */
 export function translateColumnAlter(text: string, tokens: readonly Token[]): ColumnAlter | null {
   if (tokens[0]?.text.toLowerCase() !== 'alter' || tokens[1]?.text.toLowerCase() !== 'table') return null;
-  let stmt: Node | undefined;
-  try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-    if (tree.stmts?.length !== 1) return null;
-    stmt = tree.stmts[0]?.stmt;
-  } catch {
-    return null;
-  }
+  const stmt = parseOne(text) ?? undefined;
   const rename = stmt?.RenameStmt as Node | undefined;
   const alter = stmt?.AlterTableStmt as Node | undefined;
   const relation = (rename ?? alter)?.relation as Node | undefined;

@@ -1,5 +1,5 @@
+import { parseOne, strings } from '../sql/pg-tree.js';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { parseSync } from 'libpg-query';
 import { P } from './catalog-sql.js';
 
 /**
@@ -57,8 +57,6 @@ export type DeclaredChange =
   | { readonly op: 'rename-table'; readonly schema: string; readonly table: string; readonly to: string }
   | { readonly op: 'drop-table'; readonly schema: string; readonly table: string };
 
-const strings = (list: unknown): string[] => (Array.isArray(list) ? list.map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '') : []);
-
 const schemaOf = (relation: Node | undefined): string => {
   const s = typeof relation?.schemaname === 'string' ? relation.schemaname : 'public';
   return s === 'public' ? 'main' : s;
@@ -91,14 +89,7 @@ function declaredConstraint(c: Node, columns: readonly string[] | null): Declare
 /** The declarations a DDL statement makes or changes; empty for anything else. */
 export function declaredChanges(text: string): DeclaredChange[] {
   if (!/^\s*(create|alter|drop)\b/i.test(text)) return [];
-  let stmt: Node | undefined;
-  try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-    if (tree.stmts?.length !== 1) return [];
-    stmt = tree.stmts[0]?.stmt;
-  } catch {
-    return [];
-  }
+  const stmt = parseOne(text) ?? undefined;
   const create = stmt?.CreateStmt as Node | undefined;
   if (create !== undefined) {
     const relation = create.relation as Node;

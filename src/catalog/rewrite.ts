@@ -1,6 +1,6 @@
-import { parseSync } from 'libpg-query';
 import { parseArrayLiteral, type ArrayItem } from '../sql/array-literal.js';
 import type { Token } from '../sql/lexer.js';
+import { parseOne, strings } from '../sql/pg-tree.js';
 import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
 import { toCharSql } from './to-char.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, catalogRelationOid, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
@@ -1422,11 +1422,6 @@ function shape(node: unknown): string {
   return JSON.stringify(node, (key, value: unknown) => (key === 'location' || key === 'list_start' || key === 'list_end' ? undefined : value));
 }
 
-function strings(list: unknown): string[] {
-  if (!Array.isArray(list)) return [];
-  return list.map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '');
-}
-
 /** A statement as the engine runs it, and how to find a position of it in the client's text. */
 export interface Rewritten {
   readonly text: string;
@@ -1514,15 +1509,5 @@ export class CompatRewriter {
     if (typeof relation?.relname !== 'string') return null;
     const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
     return { schema: schema === 'public' ? 'main' : schema, table: relation.relname };
-  }
-}
-
-function parseOne(text: string): Node | null {
-  try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-    return tree.stmts?.length === 1 ? (tree.stmts[0]?.stmt ?? null) : null;
-  } catch {
-    // Not PostgreSQL (DuckDB-only syntax): the engine reads it as written.
-    return null;
   }
 }

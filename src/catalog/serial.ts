@@ -1,4 +1,4 @@
-import { parseSync } from 'libpg-query';
+import { parseOne } from '../sql/pg-tree.js';
 import type { Token } from '../sql/lexer.js';
 
 /**
@@ -60,14 +60,7 @@ interface Edit {
 /** The translation of a CREATE TABLE with serial or identity columns; null for any other statement. */
 export function translateSerial(text: string, tokens: readonly Token[]): SerialTable | null {
   if (!mayHaveSerial(tokens)) return null;
-  let stmt: Node | undefined;
-  try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-    if (tree.stmts?.length !== 1) return null;
-    stmt = tree.stmts[0]?.stmt.CreateStmt as Node | undefined;
-  } catch {
-    return null;
-  }
+  const stmt = parseOne(text)?.CreateStmt as Node | undefined;
   const relation = stmt?.relation as Node | undefined;
   if (stmt === undefined || relation === undefined || typeof relation.relname !== 'string') return null;
   const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;

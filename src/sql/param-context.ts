@@ -1,5 +1,5 @@
-import { parseSync } from 'libpg-query';
 import { UNCONSTRAINED_NUMERIC } from './numeric.js';
+import { parseOne, strings } from './pg-tree.js';
 
 /**
  * Where PostgreSQL would type a parameter that DuckDB leaves untyped. In
@@ -58,8 +58,6 @@ const SAME_TYPE_OPERATORS = new Set(['+', '-', '*', '/', '%', '=', '<>', '!=', '
 
 /** Numeric types by width: arithmetic on two of them has the wider type. */
 const NUMERIC_RANK = ['SMALLINT', 'INTEGER', 'BIGINT', UNCONSTRAINED_NUMERIC, 'FLOAT', 'DOUBLE'];
-
-const strings = (list: unknown): string[] => (Array.isArray(list) ? list.map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '') : []);
 
 /** The DuckDB type of a PostgreSQL TypeName node, when it is one a parameter can take. */
 function typeNameType(typeName: Node | undefined): string | null {
@@ -129,15 +127,6 @@ function hintOf(k: Known, array: boolean): ParamHint | null {
   return { kind: 'column', qualifier: k.qualifier, column: k.column, array };
 }
 
-function parse(sql: string): Node | null {
-  try {
-    const tree = parseSync(sql) as { stmts?: Array<{ stmt: Node }> };
-    return tree.stmts?.length === 1 ? (tree.stmts[0]?.stmt ?? null) : null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * For each parameter of `sql` whose type its context fixes, the hint; and
  * the tables whose columns those hints may name. Empty when the statement
@@ -146,7 +135,7 @@ function parse(sql: string): Node | null {
 export function paramContext(sql: string): ParamContext {
   const hints = new Map<number, ParamHint>();
   const relations: RelationRef[] = [];
-  const stmt = parse(sql);
+  const stmt = parseOne(sql);
   if (stmt === null) return { hints, relations };
   const note = (n: number | null, hint: ParamHint | null): void => {
     if (n !== null && hint !== null && !hints.has(n)) hints.set(n, hint);
