@@ -165,6 +165,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   const advisoryLocks = new AdvisoryLocks();
   const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
   for (const sql of declared.loadSql()) await internal.run(sql);
+  await declared.loaded(internal);
   await engine.registerFunction(advisoryLocks.engineFunction());
   // The audit reads on a connection of its own, beside the writer's and the clients'.
   const auditConn = await engine.connect();

@@ -28,9 +28,12 @@ export const DECLARED_SETUP: readonly string[] = [
   `CREATE TABLE ${DECLARED_CONSTRAINTS} (schema_name VARCHAR, table_name VARCHAR, contype VARCHAR, columns VARCHAR, name VARCHAR)`,
 ];
 
+/** The mark of a GENERATED ALWAYS AS IDENTITY column: a client's value for it is refused (428C9). */
+export const IDENTITY_ALWAYS = 'identity always';
+
 interface DeclaredColumn {
   readonly column: string;
-  /** varchar, bpchar or jsonb; null: nothing DuckDB does not keep. */
+  /** varchar, bpchar, jsonb or IDENTITY_ALWAYS; null: nothing DuckDB does not keep. */
   readonly pgType: string | null;
   readonly typmod: number;
 }
@@ -64,6 +67,11 @@ const schemaOf = (relation: Node | undefined): string => {
 
 function declaredColumn(def: Node): DeclaredColumn | null {
   if (typeof def.colname !== 'string') return null;
+  const always = ((def.constraints as Node[] | undefined) ?? []).some((c) => {
+    const k = c.Constraint as Node | undefined;
+    return k?.contype === 'CONSTR_IDENTITY' && k.generated_when === 'a';
+  });
+  if (always) return { column: def.colname, pgType: IDENTITY_ALWAYS, typmod: -1 };
   const typeName = def.typeName as Node | undefined;
   const names = strings(typeName?.names);
   const type = names[names.length - 1] ?? '';
@@ -210,9 +218,37 @@ interface Runner {
 /** The declarations' file beside the database: loaded at start, written after each recorded change. */
 export class DeclaredStore {
   private saving: Promise<void> = Promise.resolve();
+  /** GENERATED ALWAYS identity columns, as `schema.table` (lower case) → column names: every INSERT is checked against them. */
+  private always = new Map<string, Set<string>>();
 
   /** `path`: the file, or null for an in-memory database (nothing is kept across starts). */
   constructor(private readonly path: string | null) {}
+
+  anyIdentityAlways(): boolean {
+    return this.always.size > 0;
+  }
+
+  /** The GENERATED ALWAYS identity columns of a table (schema `main` for public), lower case. */
+  identityAlways(schema: string, table: string): ReadonlySet<string> | undefined {
+    return this.always.get(`${schema}.${table}`.toLowerCase());
+  }
+
+  private async refreshAlways(conn: Runner): Promise<void> {
+    const rows = await conn.query(`SELECT schema_name, table_name, column_name FROM ${DECLARED_COLUMNS} WHERE pg_type = ${lit(IDENTITY_ALWAYS)}`);
+    const always = new Map<string, Set<string>>();
+    for (const [s, t, c] of rows) {
+      const key = `${String(s)}.${String(t)}`.toLowerCase();
+      const set = always.get(key) ?? new Set<string>();
+      set.add(String(c).toLowerCase());
+      always.set(key, set);
+    }
+    this.always = always;
+  }
+
+  /** After the saved rows are loaded: what the INSERT check needs. */
+  async loaded(conn: Runner): Promise<void> {
+    await this.refreshAlways(conn);
+  }
 
   /** The rows recorded at the last run, as statements that put them back. */
   loadSql(): string[] {
@@ -234,6 +270,7 @@ export class DeclaredStore {
   async apply(conn: Runner, changes: readonly DeclaredChange[]): Promise<void> {
     if (changes.length === 0) return;
     for (const c of changes) for (const sql of changeSql(c)) await conn.run(sql);
+    await this.refreshAlways(conn);
     const path = this.path;
     if (path === null) return;
     const save = this.saving.then(async () => {

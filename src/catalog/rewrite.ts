@@ -150,6 +150,7 @@ const DUCKDB_ONLY_KEYWORDS = new Set([
 ]);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'overriding',
   ...DUCKDB_ONLY_KEYWORDS,
   'to_char',
   'exists',
@@ -501,6 +502,7 @@ class Rewriter {
           this.sqlValueFunction(v as Node);
           break;
         case 'InsertStmt':
+          this.overriding(v as Node);
           this.insertValues(v as Node);
           for (const c of ((v as Node).cols as Node[] | undefined) ?? []) this.quoteKeywordAt((c.ResTarget as Node | undefined)?.location);
           break;
@@ -1110,6 +1112,13 @@ class Rewriter {
   }
 
   /** INSERT ... VALUES ('{a,b}'): array literals bound for list columns (the handler says which columns are lists). */
+  /** `INSERT ... OVERRIDING SYSTEM VALUE`: the handler has allowed the identity's value (planner.ts); DuckDB does not parse the clause. */
+  private overriding(insert: Node): void {
+    if (insert.override !== 'OVERRIDING_SYSTEM_VALUE') return;
+    const i = this.tokens.findIndex((t, k) => wordOf(t) === 'overriding' && wordOf(this.tokens[k + 1]) === 'system' && wordOf(this.tokens[k + 2]) === 'value');
+    if (i >= 0) this.replaceTokens(i, i + 3, '');
+  }
+
   /** UPDATE ... SET col = '2024-07-01 00:00:00 +00:00' into a timestamp column (Sequelize's increment, save). */
   private updateValues(node: Node): void {
     if (this.target === null) return;

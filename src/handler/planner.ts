@@ -3,6 +3,7 @@ import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type Fo
 import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
 import { advisoryWaits } from '../sql/advisory.js';
+import { parseOne, type PgNode } from '../sql/pg-tree.js';
 import type { EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -93,6 +94,7 @@ export class Planner {
     }
     ctx.tx.checkNotFailed();
     statement = this.tempFunctionCall(statement);
+    await this.identityAlways(statement);
     const clientText = statement.text;
     statement = await this.forEngine(statement);
     if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
@@ -104,6 +106,53 @@ export class Planner {
     const ledgerInsert = await this.appends.prepare(statement, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
     return this.prepareEngine(statement, clientText, paramTypes);
+  }
+
+  /**
+   * A value for a GENERATED ALWAYS identity column is refused, as PostgreSQL
+   * refuses it (DuckDB's column has a default and would take any value):
+   * INSERT needs DEFAULT there or OVERRIDING SYSTEM VALUE, UPDATE only DEFAULT.
+   */
+  private async identityAlways(statement: StatementText): Promise<void> {
+    const first = statement.tokens[0]?.text.toLowerCase();
+    if ((first !== 'insert' && first !== 'update') || !this.ctx.services.declared.anyIdentityAlways()) return;
+    const stmt = parseOne(statement.text);
+    const target = (stmt?.InsertStmt ?? stmt?.UpdateStmt) as PgNode | undefined;
+    const relation = target?.relation as PgNode | undefined;
+    if (target === undefined || typeof relation?.relname !== 'string') return;
+    const schema = typeof relation.schemaname === 'string' && relation.schemaname !== 'public' ? relation.schemaname : 'main';
+    const always = this.ctx.services.declared.identityAlways(schema, relation.relname);
+    if (always === undefined) return;
+    const refuse = (column: string, update: boolean): never => {
+      throw new PgError('428C9', update ? `column "${column}" can only be updated to DEFAULT` : `cannot insert a non-DEFAULT value into column "${column}"`, {
+        detail: `Column "${column}" is an identity column defined as GENERATED ALWAYS.`,
+        ...(update ? {} : { hint: 'Use OVERRIDING SYSTEM VALUE to override.' }),
+      });
+    };
+    const isDefault = (e: unknown): boolean => (e as PgNode | undefined)?.SetToDefault !== undefined;
+    if (stmt?.UpdateStmt !== undefined) {
+      for (const t of (target.targetList as PgNode[] | undefined) ?? []) {
+        const res = t.ResTarget as PgNode;
+        if (always.has(String(res.name).toLowerCase()) && !isDefault(res.val)) refuse(String(res.name), true);
+      }
+      return;
+    }
+    if (target.override === 'OVERRIDING_SYSTEM_VALUE') return;
+    let columns = ((target.cols as PgNode[] | undefined) ?? []).map((c) => String((c.ResTarget as PgNode).name).toLowerCase());
+    if (columns.length === 0) {
+      const rows = await this.ctx.engine.query(
+        `SELECT lower(column_name) FROM system.main.duckdb_columns() WHERE lower(table_name) = lower($1) AND schema_name = $2 AND database_name <> 'temp' ORDER BY column_index`,
+        [relation.relname, schema],
+      );
+      columns = rows.map((r) => String(r[0]));
+    }
+    const select = (target.selectStmt as PgNode | undefined)?.SelectStmt as PgNode | undefined;
+    const rows = select?.valuesLists as PgNode[] | undefined;
+    columns.forEach((column, k) => {
+      if (!always.has(column)) return;
+      // A query's rows (INSERT ... SELECT) are values for the column; VALUES may say DEFAULT there.
+      if (rows === undefined || rows.some((r) => !isDefault(((r.List as PgNode).items as unknown[])[k]))) refuse(column, false);
+    });
   }
 
   /**

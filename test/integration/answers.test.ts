@@ -120,6 +120,12 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     const a = await c.query("INSERT INTO ddl_serial (name) VALUES ('a'), ('b') RETURNING id");
     expect(a.rows).toEqual([{ id: 1 }, { id: 2 }]);
     expect((await c.query("INSERT INTO ddl_identity (v) VALUES ('x') RETURNING id")).rows).toEqual([{ id: '1' }]);
+    // GENERATED ALWAYS: a value of the client's is refused, as in PostgreSQL, unless it says OVERRIDING SYSTEM VALUE.
+    await expect(c.query("INSERT INTO ddl_identity (id, v) VALUES (7, 'y')")).rejects.toMatchObject({ code: '428C9' });
+    await expect(c.query("INSERT INTO ddl_identity VALUES (7, 'y')")).rejects.toMatchObject({ code: '428C9' });
+    await expect(c.query('UPDATE ddl_identity SET id = 7')).rejects.toMatchObject({ code: '428C9', message: 'column "id" can only be updated to DEFAULT' });
+    expect((await c.query("INSERT INTO ddl_identity VALUES (DEFAULT, 'z') RETURNING id")).rows).toEqual([{ id: '2' }]);
+    expect((await c.query("INSERT INTO ddl_identity (id, v) OVERRIDING SYSTEM VALUE VALUES (9, 'w') RETURNING id")).rows).toEqual([{ id: '9' }]);
     expect((await c.query("INSERT INTO ddl_start (v) VALUES ('x'), ('y') RETURNING id")).rows).toEqual([{ id: 10 }, { id: 15 }]);
     const described = await c.query(
       "SELECT pg_get_serial_sequence('ddl_serial', 'id') AS seq, (SELECT column_default FROM information_schema.columns WHERE table_name = 'ddl_serial' AND column_name = 'id') AS def",
