@@ -31,11 +31,11 @@ export function connectionSetup(
   database: string,
   role: string,
   agentId: string | null = null,
-  /** The session's id, for its advisory locks; null on the set-up connection, which takes none. */
-  session: number | null = null,
+  /** The session's id and secret, for its advisory locks; null on the set-up connection, which takes none. */
+  session: { readonly id: number; readonly secret: string } | null = null,
 ): string[] {
   return [
-    ...(session === null ? [] : advisoryLockMacros(session)),
+    ...(session === null ? [] : advisoryLockMacros(session.id, session.secret)),
     // The catalog views (pg-catalog.ts) read the connection's role through this macro.
     `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
     // The agent_id the server stamps on this user's appends (users[].agent_id), or NULL.
@@ -61,18 +61,21 @@ export function engineSetup(): string[] {
  * pg_advisory_lock and its kin for one session: each calls the engine
  * function cot_advisory (the handler's lock table) with the session's id.
  */
-function advisoryLockMacros(session: number): string[] {
+function advisoryLockMacros(session: number, secret: string): string[] {
   const macros = Object.entries(ADVISORY_FUNCTIONS).map(([name, fn]) => {
     const overload = (params: string[]): string => {
-      const call = `cot_advisory('${fn.op}', ${session}, ${advisoryKeySql(params)})`;
+      const call = `cot_advisory('${fn.op}', ${session}, ${quote(secret)}, ${advisoryKeySql(params)})`;
       const body =
         fn.returns === 'boolean'
           ? `${call} = 't'`
-          : `CASE ${call} WHEN 'busy' THEN CAST(error('could not obtain lock on advisory lock: another session holds it') AS VARCHAR) ELSE '' END`;
+          : `CASE ${call} WHEN 't' THEN '' WHEN 'busy' THEN CAST(error('could not obtain lock on advisory lock: another session holds it') AS VARCHAR)
+             ELSE CAST(error('advisory lock function called outside its session') AS VARCHAR) END`;
       return `(${params.join(', ')}) AS ${body}`;
     };
     return `CREATE OR REPLACE TEMP MACRO ${name}${overload(['cot_key'])}, ${overload(['cot_key1', 'cot_key2'])}`;
   });
-  macros.push(`CREATE OR REPLACE TEMP MACRO pg_advisory_unlock_all() AS CASE cot_advisory('unlock_all', ${session}, '') WHEN 't' THEN '' END`);
+  macros.push(
+    `CREATE OR REPLACE TEMP MACRO pg_advisory_unlock_all() AS CASE cot_advisory('unlock_all', ${session}, ${quote(secret)}, '') WHEN 't' THEN '' END`,
+  );
   return macros;
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { EngineFunction } from '../engine/port.js';
 
 /**
@@ -25,6 +26,19 @@ const POLL_MS = 10;
 
 export class AdvisoryLocks {
   private readonly held = new Map<string, Hold[]>();
+  /**
+   * Each session's secret, which its own macros pass: a client that calls
+   * cot_advisory itself cannot act for another session, whose secret it
+   * never sees (a connection's macros are its own).
+   */
+  private readonly secrets = new Map<number, string>();
+
+  /** A new session's secret, for its macros (catalog/compat.ts). */
+  register(session: number): string {
+    const secret = randomBytes(16).toString('hex');
+    this.secrets.set(session, secret);
+    return secret;
+  }
   /** A session that waited for a key and is about to take it: no other session may take it first. */
   private readonly reserved = new Map<string, number>();
 
@@ -70,7 +84,13 @@ export class AdvisoryLocks {
     this.unreserve(session);
   }
 
-  /** pg_advisory_unlock_all, and the end of the session: every hold goes. */
+  /** The end of the session: every hold goes, and its secret. */
+  endSession(session: number): void {
+    this.releaseSession(session);
+    this.secrets.delete(session);
+  }
+
+  /** pg_advisory_unlock_all: every hold goes. */
   releaseSession(session: number): void {
     for (const [key, holds] of this.held) {
       for (const h of holds) {
@@ -112,10 +132,12 @@ export class AdvisoryLocks {
   engineFunction(): EngineFunction {
     return {
       name: 'cot_advisory',
-      parameters: ['VARCHAR', 'BIGINT', 'VARCHAR'],
+      parameters: ['VARCHAR', 'BIGINT', 'VARCHAR', 'VARCHAR'],
       volatile: true,
-      call: ([op, session, key]) => {
+      call: ([op, session, secret, key]) => {
         const s = Number(session);
+        // Not this session's macros: nothing happens (the macro answers an error or null).
+        if (this.secrets.get(s) !== String(secret)) return null;
         const k = String(key);
         const mode: Mode = String(op).endsWith('_shared') ? 'shared' : 'exclusive';
         switch (String(op).replace(/_shared$/, '')) {

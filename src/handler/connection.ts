@@ -72,7 +72,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     }
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
-    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, info.processId).join(';\n'));
+    const advisory = { id: info.processId, secret: services.advisoryLocks.register(info.processId) };
+    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, advisory).join(';\n'));
     await handler.planner.defineLedgerMacros();
     if (handler.settings.get('search_path') !== '"$user", public') await applySearchPath(handler.ctx);
     return handler;
@@ -259,7 +260,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     await this.run.stop();
     this.appends.close();
     this.engine.close();
-    this.services.advisoryLocks.releaseSession(this.ctx.info.processId);
+    this.services.advisoryLocks.endSession(this.ctx.info.processId);
   }
 
   /** Every cursor closes; a ledger created in the block appears (COMMIT) or disappears (ROLLBACK) for other connections. */

@@ -57,6 +57,17 @@ describe('advisory locks', () => {
     expect((await b.query('SELECT pg_try_advisory_lock(9) AS t')).rows).toEqual([{ t: false }]);
   });
 
+  it("cannot be released or taken for another session by calling the engine function with that session's id", async () => {
+    const a = await ctx.server.client();
+    const b = await ctx.server.client();
+    await a.query('SELECT pg_advisory_lock(77)');
+    const pidA = (await a.query('SELECT pg_backend_pid() AS p')).rows[0].p as number;
+    const forged = await b.query(`SELECT cot_advisory('unlock', ${pidA}, 'guess', 'b:77') AS r`);
+    expect(forged.rows).toEqual([{ r: null }]);
+    expect((await b.query('SELECT pg_try_advisory_lock(77) AS t')).rows).toEqual([{ t: false }]);
+    expect((await a.query('SELECT pg_advisory_unlock(77) AS u')).rows).toEqual([{ u: true }]);
+  });
+
   it("takes Kysely's Migrator lock statement", async () => {
     const a = await ctx.server.client();
     const r = await a.query(
