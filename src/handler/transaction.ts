@@ -312,7 +312,8 @@ export class TransactionState {
 
   /** Runs `work` once the current transaction commits: now, for a statement outside a block. */
   async onCommit(work: () => Promise<void>): Promise<void> {
-    if (this.autocommit && !this.implicit) await work();
+    // The statement has committed either way: what follows it cannot turn it into an error.
+    if (this.autocommit && !this.implicit) await work().catch(() => undefined);
     else this.afterCommit.push(work);
   }
 
