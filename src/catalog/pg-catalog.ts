@@ -223,7 +223,13 @@ function internals(): string[] {
            ELSE 'FOREIGN KEY (' || array_to_string(k.constraint_column_names, ', ') || ') REFERENCES '
              || k.referenced_table || '(' || array_to_string(k.referenced_column_names, ', ') || ')' END AS condef
        FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
-       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'CHECK', 'FOREIGN KEY') AND k.database_name NOT IN ${HIDDEN_DB}`,
+       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'CHECK', 'FOREIGN KEY') AND k.database_name NOT IN ${HIDDEN_DB}
+         -- The length check that stands in for varchar(n) (rewrite.ts) is the type, not a constraint.
+         AND NOT (k.constraint_type = 'CHECK' AND regexp_full_match(k.expression, '\\(length\\("?[^()"]*"?\\) <= \\d+\\)')
+           AND len(k.constraint_column_names) = 1 AND EXISTS (SELECT 1 FROM ${DECLARED_COLUMNS} d
+             WHERE lower(d.schema_name) = lower(k.schema_name) AND lower(d.table_name) = lower(k.table_name)
+               AND lower(d.column_name) = lower(k.constraint_column_names[1]) AND d.pg_type = 'varchar'
+               AND k.expression LIKE '%<= ' || CAST(d.typmod - 4 AS VARCHAR) || ')'))`,
     `CREATE VIEW ${P}.cot_functions AS
        SELECT CAST(f.function_oid * 64 + row_number() OVER (PARTITION BY f.function_oid ORDER BY f.parameters) AS BIGINT) AS oid, f.*,
          CAST(CASE WHEN f.internal OR f.database_name IN ('system', 'temp', ${q(COMPAT_CATALOG)}) THEN ${OID.pgCatalog}
@@ -316,7 +322,7 @@ function catalogViews(): string[] {
        WITH rel AS (
          SELECT t.table_oid AS oid, t.table_name AS relname, t.database_name, t.schema_name, 'r' AS relkind, ${OID.heap} AS relam,
            CAST(t.estimated_size AS REAL) AS reltuples, t.index_count > 0 OR t.has_primary_key AS relhasindex,
-           t.temporary, t.column_count AS relnatts, t.check_constraint_count AS relchecks
+           t.temporary, t.column_count AS relnatts, (SELECT count(*) FROM ${P}.cot_constraints k WHERE k.conrelid = t.table_oid AND k.contype = 'c') AS relchecks
          FROM duckdb_tables() t WHERE t.database_name NOT IN ${HIDDEN_DB}
          UNION ALL
          SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, 'v', 0, 0, false, v.temporary, v.column_count, 0

@@ -150,6 +150,8 @@ const DUCKDB_ONLY_KEYWORDS = new Set([
 ]);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  'varchar',
+  'varying',
   'overriding',
   ...DUCKDB_ONLY_KEYWORDS,
   'to_char',
@@ -483,6 +485,9 @@ class Rewriter {
         case 'ColumnDef':
           this.quoteKeywordAt((v as Node).location);
           break;
+        case 'CreateStmt':
+          this.varcharLengths(v as Node);
+          break;
         case 'SubLink':
           this.emptySelectList(v as Node);
           break;
@@ -661,6 +666,32 @@ class Rewriter {
     for (let k = i; k < name.next; k += 2) {
       const t = this.tokens[k];
       if (t?.kind === 'word' && DUCKDB_ONLY_KEYWORDS.has(t.text.toLowerCase())) this.replaceTokens(k, k + 1, `"${t.text.toLowerCase()}"`);
+    }
+  }
+
+  /**
+   * `varchar(n)` in CREATE TABLE: DuckDB keeps no length, so the column gets
+   * CHECK (length(col) <= n), whose violation reads as PostgreSQL's 22001
+   * (engine/duckdb/errors.ts) and which the catalog does not list (the
+   * column shows as varchar(n), catalog/declared.ts). Not for ledgers, whose
+   * rows the writer appends, nor for ALTER TABLE ADD COLUMN, which DuckDB
+   * does not take with a constraint.
+   */
+  private varcharLengths(create: Node): void {
+    const relname = (create.relation as Node | undefined)?.relname;
+    if (typeof relname !== 'string' || /^_cot/i.test(relname)) return;
+    for (const e of (create.tableElts as Node[] | undefined) ?? []) {
+      const def = e.ColumnDef as Node | undefined;
+      const typeName = def?.typeName as Node | undefined;
+      const names = strings(typeName?.names);
+      const n = (((typeName?.typmods as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival;
+      if (typeof def?.colname !== 'string' || names[names.length - 1] !== 'varchar' || n === undefined || Array.isArray(typeName?.arrayBounds)) continue;
+      let j = this.index(typeName?.location);
+      if (j === null) continue;
+      while (['character', 'char', 'varying', 'varchar', 'national', 'pg_catalog', '.'].includes(wordOf(this.tokens[j]) ?? this.tokens[j]?.text ?? '')) j++;
+      const close = this.tokens[j]?.text === '(' ? this.closing(j) : null;
+      if (close === null) continue;
+      this.insertAfter(close, ` CHECK (length(${quoteIdentifier(def.colname)}) <= ${n})`);
     }
   }
 

@@ -119,6 +119,14 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     await c.query('CREATE TABLE IF NOT EXISTS ddl_start (id serial, v text)');
     const a = await c.query("INSERT INTO ddl_serial (name) VALUES ('a'), ('b') RETURNING id");
     expect(a.rows).toEqual([{ id: 1 }, { id: 2 }]);
+    // varchar(255) holds 255 characters and refuses more, as in PostgreSQL; the check that does it is not a listed constraint.
+    await c.query('INSERT INTO ddl_serial (name) VALUES ($1)', ['é'.repeat(255)]);
+    await expect(c.query('INSERT INTO ddl_serial (name) VALUES ($1)', ['x'.repeat(256)])).rejects.toMatchObject({
+      code: '22001',
+      message: 'value too long for type character varying(255)',
+    });
+    await expect(c.query("UPDATE ddl_serial SET name = repeat('y', 300) WHERE id = 1")).rejects.toMatchObject({ code: '22001' });
+    expect((await c.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'ddl_serial'::regclass AND contype = 'c'")).rows).toEqual([{ n: 0 }]);
     expect((await c.query("INSERT INTO ddl_identity (v) VALUES ('x') RETURNING id")).rows).toEqual([{ id: '1' }]);
     // GENERATED ALWAYS: a value of the client's is refused, as in PostgreSQL, unless it says OVERRIDING SYSTEM VALUE.
     await expect(c.query("INSERT INTO ddl_identity (id, v) VALUES (7, 'y')")).rejects.toMatchObject({ code: '428C9' });
