@@ -148,7 +148,11 @@ function internals(): string[] {
          CAST(CASE WHEN d.pg_type = 'varchar' AND c.data_type = 'VARCHAR' THEN 1043 WHEN d.pg_type = 'bpchar' AND c.data_type = 'VARCHAR' THEN 1042
            WHEN d.pg_type = 'jsonb' AND c.data_type = 'JSON' THEN 3802
            WHEN c.data_type LIKE '%]' THEN coalesce(m.array_oid, 114) ELSE coalesce(m.oid, 25) END AS BIGINT) AS type_oid,
-         CAST(CASE WHEN d.pg_type IN ('varchar', 'bpchar') AND c.data_type = 'VARCHAR' THEN d.typmod ELSE ${P}.cot_typmod(c.data_type) END AS INTEGER) AS typmod
+         -- A ledger's numeric keeps its DuckDB scale: a dump restored elsewhere prints its values as the hashes read them.
+         CAST(CASE WHEN d.pg_type IN ('varchar', 'bpchar') AND c.data_type = 'VARCHAR' THEN d.typmod
+           WHEN c.table_name ILIKE '\\_cot%' ESCAPE '\\' AND c.data_type LIKE 'DECIMAL(%' THEN
+             CAST(regexp_extract(c.data_type, 'DECIMAL\\((\\d+),', 1) AS INTEGER) * 65536 + CAST(regexp_extract(c.data_type, ',(\\d+)\\)', 1) AS INTEGER) + 4
+           ELSE ${P}.cot_typmod(c.data_type) END AS INTEGER) AS typmod
        FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
          LEFT JOIN ${DECLARED_COLUMNS} d ON c.database_name <> 'temp' AND lower(d.schema_name) = lower(c.schema_name)
            AND lower(d.table_name) = lower(c.table_name) AND lower(d.column_name) = lower(c.column_name)

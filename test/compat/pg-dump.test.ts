@@ -24,6 +24,9 @@ const SCHEMA = [
   'CREATE INDEX orders_customer_idx ON orders (customer_id)',
   "INSERT INTO customers (name) VALUES ('Ada'), ('Grace')",
   `INSERT INTO orders (customer_id, amount, exact, meta, paid) VALUES (1, 10.50, 1.23456789, '{"tags": ["a"]}', true), (2, 7.25, 0.5, NULL, false)`,
+  // A ledger of the client's, with an unconstrained numeric: its values hash at DuckDB's scale (9), which the dump keeps.
+  'CREATE TABLE _cot_costs (session_id text, amount numeric, note varchar(20))',
+  "INSERT INTO _cot_costs (session_id, amount, note) VALUES ('s-1', 1.5, 'first'), ('s-1', 0.123456789, NULL)",
   "INSERT INTO _cot_steps (session_id, step_type, content, confidence, metadata) VALUES ('s-1', 'Observation', 'first', 0.5, '{\"turn\": 1}'), ('s-1', 'Decision', 'héllo\nwörld', 1.0, NULL), ('s-2', 'FinalAnswer', 'done', NULL, '{}')",
 ];
 
@@ -55,9 +58,9 @@ async function rows(database: string, sql: string): Promise<unknown[]> {
   }
 }
 
-async function verify(database: string): Promise<{ rows: number; sessions: number; fault: unknown }> {
+async function verify(database: string, ledger = '_cot_steps'): Promise<{ rows: number; sessions: number; fault: unknown }> {
   const env = { ...process.env, PGHOST: '127.0.0.1', PGPORT: String(servers.postgres.port), PGUSER: servers.postgres.user, PGDATABASE: database };
-  const { stdout } = await run(PYTHON, [VERIFIER, '_cot_steps'], { env });
+  const { stdout } = await run(PYTHON, [VERIFIER, ledger], { env });
   return JSON.parse(stdout) as { rows: number; sessions: number; fault: unknown };
 }
 
@@ -146,6 +149,7 @@ describe('pg_dump and pg_restore', () => {
       { id: '2', amount: '7.25', exact: '0.5', paid: false },
     ]);
     expect(await verify('from_custom')).toEqual({ rows: 3, sessions: 2, fault: null });
+    expect(await verify('from_custom', '_cot_costs')).toEqual({ rows: 2, sessions: 1, fault: null });
     // The verifier can fail: an edit made in PostgreSQL is found.
     await rows('from_custom', "UPDATE _cot_steps SET content = 'forged' WHERE session_id = 's-2'");
     expect(await verify('from_custom')).toMatchObject({ fault: { session: 's-2', kind: 'edited' } });
