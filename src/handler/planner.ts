@@ -177,6 +177,8 @@ export class Planner {
     });
     if (returning.includes(null)) return statement;
     const scanned = lexStatement(`${insert} RETURNING ${returning.join(', ')}`);
+    // One INSERT, as the function's body held: anything more is not Sequelize's function, and is not run.
+    if (scanned.tokens.some((t) => t.kind === 'semicolon') || scanned.tokens[0]?.text.toLowerCase() !== 'insert') return statement;
     return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset };
   }
 

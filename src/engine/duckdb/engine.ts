@@ -328,11 +328,11 @@ class DuckDBSession implements EngineConnection {
       for (const r of candidates) {
         const schema = r.schema === null || r.schema === 'public' ? 'main' : r.schema.toLowerCase();
         for (const [s, t, c, type] of rows) {
-          if (t === r.name.toLowerCase() && c === hint.column.toLowerCase() && (s === schema || r.schema === null)) types.add(paramTypeOf(String(type)));
+          if (t === r.name.toLowerCase() && c === hint.column.toLowerCase() && (s === schema || r.schema === null)) types.add(paramTypeOf(String(type)) ?? '');
         }
       }
       const [type] = types;
-      if (types.size === 1 && type !== undefined) out.set(n, hint.array ? `${type}[]` : type);
+      if (types.size === 1 && type !== undefined && type !== '') out.set(n, hint.array ? `${type}[]` : type);
     }
     return out;
   }
@@ -447,9 +447,15 @@ function unresolvedParams(p: DuckDBPreparedStatement): number[] {
   return out;
 }
 
-/** A parameter compared with a column of this type takes the type without its modifiers, as in PostgreSQL. */
-function paramTypeOf(columnType: string): string {
-  return columnType.startsWith('DECIMAL(') ? UNCONSTRAINED_NUMERIC : columnType;
+/**
+ * A parameter compared with a column of this type takes the type without its
+ * modifiers, as in PostgreSQL. Only a built-in type's plain name is written
+ * into the statement: a user-defined type's name (which a client chose, and
+ * which could hold any text) leaves the parameter to the other rules.
+ */
+function paramTypeOf(columnType: string): string | null {
+  if (columnType.startsWith('DECIMAL(')) return UNCONSTRAINED_NUMERIC;
+  return /^[A-Z][A-Z0-9_ ]*(\[\])?$/.test(columnType) ? columnType : null;
 }
 
 /** The $n numbers the statement's text holds. */
