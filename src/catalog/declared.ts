@@ -205,8 +205,11 @@ export function changeSql(change: DeclaredChange): string[] {
         `UPDATE ${DECLARED_COLUMNS} SET table_name = ${lit(change.to)} WHERE ${where}`,
         `UPDATE ${DECLARED_CONSTRAINTS} SET table_name = ${lit(change.to)} WHERE ${where}`,
       ];
-    case 'drop-table':
-      return [`DELETE FROM ${DECLARED_COLUMNS} WHERE ${where}`, `DELETE FROM ${DECLARED_CONSTRAINTS} WHERE ${where}`];
+    case 'drop-table': {
+      // DROP TABLE t may have dropped a temporary t: the declarations go only if no such table is left.
+      const gone = `NOT EXISTS (SELECT 1 FROM duckdb_tables() WHERE database_name <> 'temp' AND lower(schema_name) = lower(${lit(change.schema)}) AND lower(table_name) = lower(${lit(change.table)}))`;
+      return [`DELETE FROM ${DECLARED_COLUMNS} WHERE ${where} AND ${gone}`, `DELETE FROM ${DECLARED_CONSTRAINTS} WHERE ${where} AND ${gone}`];
+    }
   }
 }
 

@@ -83,6 +83,10 @@ describe('declared types and constraint names', () => {
       expect((await c.query("SELECT conname FROM pg_constraint WHERE conrelid = 'payments'::regclass AND contype = 'f'")).rows).toEqual([
         { conname: 'FK_payments_account' },
       ]);
+      // Dropping a temporary table of the same name leaves the table's declarations alone.
+      await c.query('CREATE TEMP TABLE accounts (x int)');
+      await c.query('DROP TABLE accounts');
+      expect((await columns(c, 'accounts')).map((r) => r.f)).toEqual(['integer', 'character varying(255)', 'character varying(10)', 'text', 'text']);
       await c.query('DROP TABLE payments');
       await c.query('CREATE TABLE payments (id int, account_id integer REFERENCES accounts (id))');
       expect((await c.query("SELECT conname FROM pg_constraint WHERE conrelid = 'payments'::regclass AND contype = 'f'")).rows).toEqual([
