@@ -1,6 +1,7 @@
 import { ADVISORY_FUNCTIONS, advisoryKeySql } from '../sql/advisory.js';
 import { COTWIRE_VERSION } from '../version.js';
 import { catalogSetup } from './pg-catalog.js';
+import { quoteLiteral as quote } from '../sql/identifiers.js';
 
 export { COMPAT_CATALOG } from './pg-catalog.js';
 export { CompatRewriter, type Rewritten, type TargetColumns } from './rewrite.js';
@@ -16,8 +17,6 @@ export function versionString(engineVersion: string): string {
 
 /** cotwire's own SQL functions: no client macro may take their names. */
 export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database', 'cot_role', 'cot_agent_id'];
-
-const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * Statements run on each new engine connection to give it PostgreSQL's

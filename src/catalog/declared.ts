@@ -1,6 +1,7 @@
 import { parseOne, strings } from '../sql/pg-tree.js';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { P } from './catalog-sql.js';
+import { quoteLiteral as lit } from '../sql/identifiers.js';
 
 /**
  * What a client declared that DuckDB does not keep: a column's `varchar(n)`,
@@ -164,8 +165,6 @@ export function declaredChanges(text: string): DeclaredChange[] {
   }
   return [];
 }
-
-const lit = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /** The statements that record a change in the declaration tables. */
 export function changeSql(change: DeclaredChange): string[] {

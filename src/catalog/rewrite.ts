@@ -4,6 +4,7 @@ import { parseOne, strings } from '../sql/pg-tree.js';
 import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
 import { toCharSql } from './to-char.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, catalogRelationOid, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
+import { quoteIdentifier, quoteLiteral } from '../sql/identifiers.js';
 
 /**
  * PostgreSQL-only syntax rewritten onto DuckDB, on the statement as
@@ -225,9 +226,6 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   return false;
 }
 
-const quoteLiteral = (s: string): string => `'${s.replaceAll("'", "''")}'`;
-const quoteIdentifier = (s: string): string => `"${s.replaceAll('"', '""')}"`;
-
 /** A timestamp whose numeric offset follows a space: the date and time, and the offset. */
 const SPACED_OFFSET = /^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) +([+-]\d{2}(?::?\d{2})?)$/;
 
@@ -446,6 +444,19 @@ class Rewriter {
     return null;
   }
 
+  /** The call whose name starts at token i: the '(' after its name and the ')' that closes its arguments. */
+  private callSpan(i: number | null): { readonly i: number; readonly open: number; readonly close: number } | null {
+    const name = i === null ? null : this.dotted(i);
+    if (i === null || name === null || this.tokens[name.next]?.text !== '(') return null;
+    const close = this.closing(name.next);
+    return close === null ? null : { i, open: name.next, close };
+  }
+
+  /** The text between a call's parentheses. */
+  private argumentsText(span: { readonly open: number; readonly close: number }): string {
+    return this.text.slice((this.tokens[span.open] as Token).end, (this.tokens[span.close] as Token).start);
+  }
+
   private replaceTokens(from: number, to: number, text: string): void {
     const a = this.tokens[from];
     const b = this.tokens[to - 1];
@@ -554,12 +565,10 @@ class Rewriter {
       const parts = strings(call.funcname);
       const fn = parts[parts.length - 1];
       if (fn === undefined || !SELECT_LIST_SET_FUNCTIONS.has(fn) || (parts.length === 2 && parts[0] !== 'pg_catalog') || parts.length > 2) continue;
-      const i = this.index(call.location);
-      const name = i === null ? null : this.dotted(i);
-      const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
-      if (i === null || close === null) continue;
-      this.insertBefore(i, 'unnest(');
-      this.insertAfter(close, ')');
+      const span = this.callSpan(this.index(call.location));
+      if (span === null) continue;
+      this.insertBefore(span.i, 'unnest(');
+      this.insertAfter(span.close, ')');
     }
   }
 
@@ -838,16 +847,14 @@ class Rewriter {
     const args = node.args as Node[] | undefined;
     if (fn !== 'to_char' || args?.length !== 2 || parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog') || !this.expressions) return false;
     const format = ((args[1]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
-    const name = this.dotted(i);
-    const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
+    const span = this.callSpan(i);
     const formatAt = this.index((args[1]?.A_Const as Node | undefined)?.location);
-    if (format === undefined || name === null || close === null || formatAt === null || this.tokens[formatAt - 1]?.text !== ',' || formatAt !== close - 1)
-      return false;
-    const value = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[formatAt - 1] as Token).start);
+    if (format === undefined || span === null || formatAt === null || this.tokens[formatAt - 1]?.text !== ',' || formatAt !== span.close - 1) return false;
+    const value = this.text.slice((this.tokens[span.open] as Token).end, (this.tokens[formatAt - 1] as Token).start);
     const sql = toCharSql(value, format);
     if (sql === null) return false;
     // The value is taken as written: a rewrite inside it (rare in a to_char argument) is not applied.
-    this.replaceTokens(i, close + 1, sql);
+    this.replaceTokens(i, span.close + 1, sql);
     return true;
   }
 
@@ -1337,20 +1344,20 @@ class Rewriter {
    * with PostgreSQL's two columns (key, value) and JSON null as SQL NULL.
    */
   private jsonEach(node: Node, alias: { aliasname?: string } | undefined): boolean {
-    const functions = node.functions as unknown[] | undefined;
-    const call = ((functions?.[0] as { List?: { items?: unknown[] } } | undefined)?.List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
+    const call = rangeCall(node);
     const parts = strings(call?.funcname);
     const fn = parts[parts.length - 1] ?? '';
     const text = JSON_EACH_FUNCTIONS[fn];
-    if (text === undefined || functions?.length !== 1 || node.ordinality === true || (parts.length === 2 && parts[0] !== 'pg_catalog')) return false;
-    const i = this.index(call?.location);
-    const name = i === null ? null : this.dotted(i);
-    const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
-    if (i === null || name === null || close === null) return false;
-    const args = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[close] as Token).start);
+    if (call === undefined || text === undefined || node.ordinality === true || (parts.length === 2 && parts[0] !== 'pg_catalog')) return false;
+    const span = this.callSpan(this.index(call.location));
+    if (span === null) return false;
     const value = text ? `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END` : 'CAST(value AS JSON)';
-    this.replacedRelations.add(call?.location as number);
-    this.replaceTokens(i, close + 1, `LATERAL (SELECT key, ${value} AS value FROM json_each(${args}))${alias === undefined ? ` AS ${fn}` : ''}`);
+    this.replacedRelations.add(call.location as number);
+    this.replaceTokens(
+      span.i,
+      span.close + 1,
+      `LATERAL (SELECT key, ${value} AS value FROM json_each(${this.argumentsText(span)}))${alias === undefined ? ` AS ${fn}` : ''}`,
+    );
     return true;
   }
 
@@ -1360,38 +1367,31 @@ class Rewriter {
    * (psql 15's \d asks for triggers and foreign keys this way).
    */
   private partitionAncestors(node: Node, alias: { aliasname?: string } | undefined): boolean {
-    const functions = node.functions as unknown[] | undefined;
-    const call = ((functions?.[0] as { List?: { items?: unknown[] } } | undefined)?.List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
+    const call = rangeCall(node);
     const parts = strings(call?.funcname);
-    if (parts[parts.length - 1] !== 'pg_partition_ancestors' || functions?.length !== 1) return false;
-    const i = this.index(call?.location);
-    const name = i === null ? null : this.dotted(i);
-    const close = name !== null && this.tokens[name.next]?.text === '(' ? this.closing(name.next) : null;
-    if (i === null || name === null || close === null) return false;
-    let end = close;
-    if (wordOf(this.tokens[close + 1]) === 'with' && wordOf(this.tokens[close + 2]) === 'ordinality') end = close + 2;
-    const arg = this.text.slice((this.tokens[name.next] as Token).end, (this.tokens[close] as Token).start);
+    if (call === undefined || parts[parts.length - 1] !== 'pg_partition_ancestors') return false;
+    const span = this.callSpan(this.index(call.location));
+    if (span === null) return false;
+    let end = span.close;
+    if (wordOf(this.tokens[end + 1]) === 'with' && wordOf(this.tokens[end + 2]) === 'ordinality') end += 2;
+    const arg = this.argumentsText(span);
     const columns = node.ordinality === true ? `CAST(${arg} AS BIGINT) AS relid, CAST(1 AS BIGINT) AS ordinality` : `CAST(${arg} AS BIGINT) AS relid`;
-    this.replacedRelations.add(call?.location as number);
-    this.replaceTokens(i, end + 1, `LATERAL (SELECT ${columns})${alias === undefined ? ' AS pg_partition_ancestors' : ''}`);
+    this.replacedRelations.add(call.location as number);
+    this.replaceTokens(span.i, end + 1, `LATERAL (SELECT ${columns})${alias === undefined ? ' AS pg_partition_ancestors' : ''}`);
     return true;
   }
 
   private rangeFunction(node: Node): void {
     const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
-    const functions = node.functions as unknown[] | undefined;
     if (this.jsonEach(node, alias) || this.partitionAncestors(node, alias)) return;
-    if (alias?.colnames !== undefined || functions?.length !== 1 || node.ordinality === true) return;
-    const call = ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
+    if (alias?.colnames !== undefined || node.ordinality === true) return;
+    const call = rangeCall(node);
     const parts = strings(call?.funcname);
     const fn = parts[parts.length - 1];
     if (fn === undefined || !(SCALAR_SET_FUNCTIONS.has(fn) || SCALAR_FROM_FUNCTIONS.has(fn))) return;
-    const i = this.index(call?.location);
-    if (i === null) return;
-    const name = this.dotted(i);
-    if (name === null || this.tokens[name.next]?.text !== '(') return;
-    const close = this.closing(name.next);
-    if (close === null) return;
+    const span = this.callSpan(this.index(call?.location));
+    if (span === null) return;
+    const { i, close } = span;
     if (alias?.aliasname === undefined) {
       // Without an alias PostgreSQL names the table and its column after the function (TypeORM's SELECT * FROM current_schema()).
       if (SCALAR_FROM_FUNCTIONS.has(fn)) {
@@ -1412,6 +1412,13 @@ class Rewriter {
       this.insertAfter(a, `(${aliasToken.text})`);
     }
   }
+}
+
+/** A RangeFunction's one function call (`FROM f(...)`), or undefined for ROWS FROM of several. */
+function rangeCall(node: Node): Node | undefined {
+  const functions = node.functions as unknown[] | undefined;
+  if (functions?.length !== 1) return undefined;
+  return ((functions[0] as { List?: { items?: unknown[] } }).List?.items?.[0] as Node | undefined)?.FuncCall as Node | undefined;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { parseOne } from '../sql/pg-tree.js';
 import type { Token } from '../sql/lexer.js';
+import { quoteLiteral } from '../sql/identifiers.js';
 
 /**
  * `serial` and `GENERATED ... AS IDENTITY` columns, which DuckDB has neither
@@ -48,7 +49,6 @@ export function mayHaveSerial(tokens: readonly Token[]): boolean {
 
 /** An identifier as PostgreSQL prints it: quoted only when it must be. */
 const quoteIdent = (s: string): string => (/^[a-z_][a-z0-9_$]*$/.test(s) ? s : `"${s.replaceAll('"', '""')}"`);
-const quoteLiteral = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 interface Edit {
   readonly start: number;

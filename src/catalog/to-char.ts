@@ -1,3 +1,5 @@
+import { quoteLiteral as quote } from '../sql/identifiers.js';
+
 /**
  * PostgreSQL's to_char(value, 'format') with a literal format, as DuckDB
  * SQL: a date/time pattern becomes strftime pieces (with PostgreSQL's
@@ -6,8 +8,6 @@
  * alone, so the call fails as an unknown function rather than answering
  * differently.
  */
-
-const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /** Date/time tokens, longest first, and the SQL each becomes over the value `v` (`fm`: no padding). */
 const TIME_TOKENS: ReadonlyArray<readonly [string, (v: string, fm: boolean) => string]> = [

@@ -7,8 +7,7 @@ import type { ExecuteOutcome } from '../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
 import type { ConnectionPortal, EnginePlan } from './plan.js';
-
-const quoteIdent = (s: string): string => `"${s.replaceAll('"', '""')}"`;
+import { quoteIdentifier as quoteIdent, quoteLiteral as literal } from '../sql/identifiers.js';
 
 /**
  * CREATE TABLE with serial or identity columns (catalog/serial.ts): the
@@ -66,8 +65,6 @@ export class HandledStatement implements EngineStatement {
 
   close(): void {}
 }
-
-const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /** Where a rebuilt table ends up: its definition again, plus a constraint, or followed by an ALTER. */
 interface Rebuild {

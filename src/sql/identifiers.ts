@@ -110,3 +110,13 @@ function decodeBackslashEscapes(body: string): string {
 export function nameText(tokens: readonly Token[], i: number): string | null {
   return identifierText(tokens, i) ?? stringText(tokens, i);
 }
+
+/** A string as a SQL literal: '...' with its quotes doubled. */
+export function quoteLiteral(s: string): string {
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+/** A name as a quoted SQL identifier: "..." with its quotes doubled. */
+export function quoteIdentifier(s: string): string {
+  return `"${s.replaceAll('"', '""')}"`;
+}
