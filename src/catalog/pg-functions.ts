@@ -1,4 +1,5 @@
 import { OID, P, SETTING_VALUE } from './catalog-sql.js';
+import { RESULT_TYPE_MACROS } from './result-types.js';
 
 /** A macro and its overloads: [parameters, body]. */
 export type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly [params: string, body: string]>];
@@ -129,6 +130,7 @@ export const MACROS: readonly MacroDef[] = [
   ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
   ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
   ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
+  ...RESULT_TYPE_MACROS,
   [
     'pg_size_pretty',
     [
@@ -195,6 +197,24 @@ export const MACROS: readonly MacroDef[] = [
   ['array_upper', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
   ['array_lower', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN 1 END`]]],
   ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
+  // Lower-case hex digits, and an integer's 32 bits (DuckDB's hex() prints upper case and sign-extends to 64).
+  [
+    'to_hex',
+    [
+      ['x INTEGER', `lower(hex(CAST(x AS BIGINT) & 4294967295))`],
+      ['x BIGINT', `lower(hex(x))`],
+    ],
+  ],
+  // A string's bytes; DuckDB's octet_length() takes only blobs and bit strings.
+  [
+    'octet_length',
+    [
+      ['x VARCHAR', `strlen(x)`],
+      ['x BLOB', `system.main.octet_length(x)`],
+    ],
+  ],
+  // Every element of a (one-dimensional) array; DuckDB's cardinality() takes only maps.
+  ['cardinality', [['arr', `CAST(len(arr) AS INTEGER)`]]],
   ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
   [
     'current_schemas',

@@ -3,6 +3,7 @@ import type { Token } from '../sql/lexer.js';
 import { parseOne, strings } from '../sql/pg-tree.js';
 import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
 import { toCharSql } from './to-char.js';
+import { typeWitness } from './type-witness.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, catalogRelationOid, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
 import { quoteIdentifier, quoteLiteral } from '../sql/identifiers.js';
 
@@ -56,6 +57,8 @@ const FUNCTION_NAMES: Readonly<Record<string, string>> = {
   jsonb_object_agg: 'json_group_object',
   to_jsonb: 'to_json',
   row_to_json: 'to_json',
+  every: 'bool_and',
+  btrim: 'trim',
 };
 
 /** Catalog columns PostgreSQL types int2vector or oidvector, whose text form is '1 2' (DuckDB lists print as [1, 2]). */
@@ -68,7 +71,27 @@ const TEXT_FUNCTIONS = new Set(['pg_get_serial_sequence', 'quote_ident', 'format
 const COMPARISONS = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
 
 /** Functions whose result is integer in PostgreSQL and bigint in DuckDB. */
-const INTEGER_FUNCTIONS = new Set(['length', 'char_length', 'character_length', 'octet_length', 'bit_length', 'strpos', 'position', 'array_length', 'ascii']);
+const INTEGER_FUNCTIONS = new Set([
+  'length',
+  'char_length',
+  'character_length',
+  'octet_length',
+  'bit_length',
+  'strpos',
+  'position',
+  'array_length',
+  'ascii',
+  'ntile',
+]);
+
+/** Fields below the second, read as microseconds: the factor to numeric (extract) and the divisor to double (date_part). */
+const SUBSECOND_FIELDS: Readonly<Record<string, { readonly numeric: string; readonly divisor: number }>> = Object.fromEntries([
+  ...['second', 'seconds', 'sec', 'secs', 's'].map((f) => [f, { numeric: '0.000001', divisor: 1_000_000 }]),
+  ...['millisecond', 'milliseconds', 'ms', 'msec', 'msecs', 'mseconds'].map((f) => [f, { numeric: '0.001', divisor: 1_000 }]),
+]);
+
+/** Aggregates whose result is double precision in PostgreSQL and has the ordering column's type in DuckDB. */
+const DOUBLE_AGGREGATES = new Set(['percentile_cont']);
 
 /** JSON aggregates, which DuckDB has only as macros that take no ORDER BY. */
 const JSON_AGGREGATES = new Set(['json_agg', 'jsonb_agg']);
@@ -90,6 +113,9 @@ const JSON_EACH_FUNCTIONS: Readonly<Record<string, boolean>> = {
   json_each_text: true,
   jsonb_each_text: true,
 };
+
+/** Aggregates whose result type PostgreSQL derives otherwise than DuckDB (int8 sums, numeric averages), and the macro that corrects it. */
+const NUMERIC_AGGREGATES: Readonly<Record<string, string>> = { sum: 'cot_sum_as', avg: 'cot_avg_as' };
 
 /** Division and modulo: PostgreSQL raises division_by_zero (22012) where DuckDB returns NULL or Infinity. */
 const DIVISION_OPERATORS = new Set(['/', '%']);
@@ -151,6 +177,13 @@ const DUCKDB_ONLY_KEYWORDS = new Set([
 ]);
 
 const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  ...Object.keys(NUMERIC_AGGREGATES),
+  ...DOUBLE_AGGREGATES,
+  'extract',
+  'round',
+  'bool',
+  'boolean',
+  'date_part',
   'varchar',
   'varying',
   'overriding',
@@ -216,6 +249,8 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     ) {
       return true;
     }
+    // A binary minus (date - date); a minus after '(' or ',' is a negative literal's.
+    if (t.kind === 'operator' && t.text === '-' && i > 0 && !['(', ',', '=', 'values'].includes(tokens[i - 1]?.text.toLowerCase() ?? '')) return true;
     // DuckDB's scanner splits ?| and #>> after a `?` or `#` of their own.
     if (t.kind === 'punct' && (t.text === '?' || t.text === '#')) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
@@ -567,8 +602,10 @@ class Rewriter {
       if (fn === undefined || !SELECT_LIST_SET_FUNCTIONS.has(fn) || (parts.length === 2 && parts[0] !== 'pg_catalog') || parts.length > 2) continue;
       const span = this.callSpan(this.index(call.location));
       if (span === null) continue;
-      this.insertBefore(span.i, 'unnest(');
-      this.insertAfter(span.close, ')');
+      // Integer arguments give integer values in PostgreSQL; DuckDB's are bigint.
+      const integers = integerArguments(call);
+      this.insertBefore(span.i, integers ? 'unnest(CAST(' : 'unnest(');
+      this.insertAfter(span.close, integers ? ' AS INTEGER[]))' : ')');
     }
   }
 
@@ -810,10 +847,16 @@ class Rewriter {
     if (i === null || parts.length === 0) return;
     if (this.toChar(node, parts, i)) return;
     this.integerResult(parts, i);
+    this.datePartResult(node, parts, i);
     const name = this.dotted(i);
     // COERCE_SQL_SYNTAX calls (EXTRACT, SUBSTRING ... FROM) carry a name that is not in the text.
     if (name === null || name.parts.join('.') !== parts.join('.')) return;
     const fn = parts[parts.length - 1] as string;
+    if ((parts.length === 1 || parts[0] === 'pg_catalog') && this.expressions && this.tokens[name.next]?.text === '(') {
+      if (NUMERIC_AGGREGATES[fn] !== undefined) this.numericAggregate(node, fn, i, name.next);
+      if (fn === 'round') this.roundHalfEven(node, i, name.next);
+      this.doubleResult(node, fn, i, name.next);
+    }
     // format('%s ...') is PostgreSQL's; DuckDB's own format() takes '{}'.
     const first = ((node.args as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined;
     if (fn === 'format' && !(first?.sval?.includes('%') ?? false)) return;
@@ -868,9 +911,72 @@ class Rewriter {
     const name = this.dotted(i);
     if (name === null || name.parts[name.parts.length - 1] !== fn || this.tokens[name.next]?.text !== '(') return;
     const close = this.closing(name.next);
-    if (close === null) return;
+    const end = close === null ? null : this.callEnd(close);
+    if (end === null) return;
     this.insertBefore(i, 'CAST(');
-    this.insertAfter(close, ' AS INTEGER)');
+    this.insertAfter(end, ' AS INTEGER)');
+  }
+
+  /**
+   * extract(field FROM x) is numeric in PostgreSQL 14 and later, date_part
+   * double precision; DuckDB's are bigint, and its seconds and milliseconds
+   * drop the fraction (45 where PostgreSQL has 45.500000). A sub-second field
+   * is read as microseconds and scaled, so it keeps PostgreSQL's digits.
+   */
+  private datePartResult(node: Node, parts: readonly string[], i: number): void {
+    const fn = parts[parts.length - 1];
+    if ((fn !== 'extract' && fn !== 'date_part') || parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog') || !this.expressions) return;
+    const field = (((node.args as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval?.toLowerCase();
+    const span = this.callSpan(i);
+    if (field === undefined || span === null) return;
+    const fieldAt = span.open + 1;
+    const spelled = this.tokens[fieldAt];
+    if (spelled === undefined || (wordOf(spelled) ?? spelled.text.slice(1, -1).toLowerCase()) !== field) return;
+    const scale = SUBSECOND_FIELDS[field];
+    const numeric = fn === 'extract';
+    if (scale !== undefined) {
+      this.replaceTokens(fieldAt, fieldAt + 1, numeric ? 'microseconds' : "'microseconds'");
+      this.insertBefore(i, '(CAST(');
+      this.insertAfter(span.close, numeric ? ` AS DECIMAL(38,0)) * ${scale.numeric})` : ` AS DOUBLE) / ${scale.divisor})`);
+    } else if (numeric && field === 'epoch') {
+      // A double of seconds: its digits past the microsecond are noise.
+      this.insertBefore(i, 'round(CAST(');
+      this.insertAfter(span.close, ` AS ${UNCONSTRAINED_NUMERIC}), 6)`);
+    } else {
+      this.insertBefore(i, 'CAST(');
+      this.insertAfter(span.close, ` AS ${numeric ? UNCONSTRAINED_NUMERIC : 'DOUBLE'})`);
+    }
+  }
+
+  /** The last token of a call whose arguments close at `close`: its WITHIN GROUP, FILTER and OVER clauses included. */
+  private callEnd(close: number): number | null {
+    let end: number | null = close;
+    if (wordOf(this.tokens[end + 1]) === 'within' && wordOf(this.tokens[end + 2]) === 'group' && this.tokens[end + 3]?.text === '(')
+      end = this.closing(end + 3);
+    if (end !== null && wordOf(this.tokens[end + 1]) === 'filter' && this.tokens[end + 2]?.text === '(') end = this.closing(end + 2);
+    if (end !== null && wordOf(this.tokens[end + 1]) === 'over') end = this.tokens[end + 2]?.text === '(' ? this.closing(end + 2) : end + 2;
+    return end === null || this.tokens[end] === undefined ? null : end;
+  }
+
+  /** round(x) of a double rounds half to even in PostgreSQL (rint), half away from zero in DuckDB: chosen by x's witness. */
+  private roundHalfEven(node: Node, i: number, open: number): void {
+    const args = node.args as Node[] | undefined;
+    const witness = args?.length === 1 ? typeWitness(args[0]) : null;
+    const close = this.closing(open);
+    if (witness === null || close === null) return;
+    this.replaceTokens(i, open, `${PG_SCHEMA}.cot_round`);
+    this.insertBefore(close, `, ${witness}`);
+  }
+
+  /** percentile_cont(f) WITHIN GROUP (ORDER BY x): double precision in PostgreSQL, x's type in DuckDB. */
+  private doubleResult(node: Node, fn: string, i: number, open: number): void {
+    const first = (node.args as Node[] | undefined)?.[0];
+    if (!DOUBLE_AGGREGATES.has(fn) || first?.A_ArrayExpr !== undefined || !this.expressions) return;
+    const close = this.closing(open);
+    const end = close === null ? null : this.callEnd(close);
+    if (end === null) return;
+    this.insertBefore(i, 'CAST(');
+    this.insertAfter(end, ' AS DOUBLE)');
   }
 
   private sqlValueFunction(node: Node): void {
@@ -912,8 +1018,12 @@ class Rewriter {
       this.jsonOperator(node, op, i);
       return;
     }
+    if (node.kind === 'AEXPR_OP' && parts.length === 1 && op === '-' && node.lexpr !== undefined && this.expressions) {
+      this.typedOperation(node, i, 'cot_minus');
+      return;
+    }
     if (node.kind === 'AEXPR_OP' && parts.length === 1 && DIVISION_OPERATORS.has(op) && this.expressions) {
-      this.checkedDivisor(node.rexpr as Node | undefined, i);
+      if (op !== '/' || !this.typedOperation(node, i, 'cot_div')) this.checkedDivisor(node.rexpr as Node | undefined, i);
       return;
     }
     if ((node.kind === 'AEXPR_OP' && COMPARISONS.has(op)) || node.kind === 'AEXPR_BETWEEN' || node.kind === 'AEXPR_NOT_BETWEEN' || node.kind === 'AEXPR_IN') {
@@ -1058,6 +1168,47 @@ class Rewriter {
     if (end === null) return;
     this.insertBefore(op + 1, `${PG_SCHEMA}.cot_divisor(`);
     this.insertAfter(end, ')');
+  }
+
+  /**
+   * `a / b` → `cot_div(a, b, wa, wb)`, `a - b` → `cot_minus(a, b, wa, wb)`:
+   * the operator as PostgreSQL types it (numeric division of integers and
+   * numerics mixed, an integer count of days between two dates), chosen by
+   * the operands' type witnesses (catalog/type-witness.ts). False, and the
+   * operator left as it is, when an operand's type is not certain.
+   */
+  private typedOperation(node: Node, op: number, macro: 'cot_div' | 'cot_minus'): boolean {
+    const spelled = this.tokens[op];
+    if (spelled?.kind !== 'operator' || spelled.text !== (macro === 'cot_div' ? '/' : '-')) return false;
+    const lexpr = node.lexpr as Node | undefined;
+    const rexpr = node.rexpr as Node | undefined;
+    const wa = typeWitness(lexpr);
+    const wb = wa === null ? null : typeWitness(rexpr);
+    if (wa === null || wb === null) return false;
+    const start = this.argStart(lexpr, op);
+    const end = this.exprEnd(rexpr, op + 1);
+    if (start === null || end === null) return false;
+    this.insertBefore(start, `${PG_SCHEMA}.${macro}(`);
+    this.replaceTokens(op, op + 1, ',');
+    this.insertAfter(end, `, ${wa}, ${wb})`);
+    return true;
+  }
+
+  /**
+   * `sum(x)` → `cot_sum_as(sum(x), wx)`, `avg(x)` → `cot_avg_as(avg(x), wx)`:
+   * int8 sums of int2 and int4, numeric averages of integers and numerics,
+   * chosen by the type witness of x. The call keeps its DISTINCT, ORDER BY,
+   * FILTER and OVER.
+   */
+  private numericAggregate(node: Node, fn: string, i: number, open: number): void {
+    const args = node.args as Node[] | undefined;
+    if (args?.length !== 1 || node.agg_star === true || node.agg_within_group === true) return;
+    const witness = typeWitness(args[0]);
+    const close = this.closing(open);
+    const end = close === null ? null : this.callEnd(close);
+    if (witness === null || end === null) return;
+    this.insertBefore(i, `${PG_SCHEMA}.${NUMERIC_AGGREGATES[fn]}(`);
+    this.insertAfter(end, `, ${witness})`);
   }
 
   /** The pattern of a regex match, made a partial match (see partialPattern). */
@@ -1258,6 +1409,7 @@ class Rewriter {
     if (Array.isArray(typeName?.arrayBounds) && !REG_TYPES.has(type ?? '')) this.arrayLiteral((node.arg as Node | undefined)?.A_Const as Node | undefined);
     if (type === 'varchar' || type === 'text') this.vectorText(node);
     if (type === 'bytea') this.hexBytea(node);
+    if (type === 'bool' || type === 'boolean') this.booleanLiteral(node.arg as Node | undefined);
     if ((type === 'varchar' || type === 'text' || type === 'name') && this.tokens[this.index(node.location) ?? -1]?.text === '::') {
       this.regNameShown(node.arg as Node, (this.tokens[this.index(node.location) as number] as Token).start);
     }
@@ -1285,6 +1437,16 @@ class Rewriter {
       const argEnd = this.tokens[typeAt - 2] as Token;
       this.edits.push({ start: argEnd.end, end: (this.tokens[typeEnd - 1] as Token).end, text: '' });
     }
+  }
+
+  /** `'off'::boolean`: PostgreSQL's spellings of a boolean (on, off, yes, no and their prefixes) as DuckDB's. */
+  private booleanLiteral(arg: Node | undefined): void {
+    const constant = arg?.A_Const as Node | undefined;
+    const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+    const at = this.index(constant?.location);
+    if (sval === undefined || at === null || this.tokens[at]?.kind !== 'string') return;
+    const value = pgBoolean(sval);
+    if (value !== null) this.replaceTokens(at, at + 1, `'${value}'`);
   }
 
   /** `'{int,int8}'::regtype[]` (drizzle-kit): each name looked up, a list of OIDs. */
@@ -1384,7 +1546,7 @@ class Rewriter {
   private rangeFunction(node: Node): void {
     const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
     if (this.jsonEach(node, alias) || this.partitionAncestors(node, alias)) return;
-    if (alias?.colnames !== undefined || node.ordinality === true) return;
+    if (node.ordinality === true) return;
     const call = rangeCall(node);
     const parts = strings(call?.funcname);
     const fn = parts[parts.length - 1];
@@ -1392,6 +1554,12 @@ class Rewriter {
     const span = this.callSpan(this.index(call?.location));
     if (span === null) return;
     const { i, close } = span;
+    if (fn === 'generate_series' && call !== undefined && integerArguments(call) && (parts.length === 1 || parts[0] === 'pg_catalog')) {
+      // Integer arguments give an integer column in PostgreSQL; DuckDB's table function's is bigint.
+      this.insertBefore(i, '(SELECT CAST(generate_series AS INTEGER) AS generate_series FROM ');
+      this.insertAfter(close, alias === undefined ? ') AS generate_series' : ')');
+    }
+    if (alias?.colnames !== undefined) return;
     if (alias?.aliasname === undefined) {
       // Without an alias PostgreSQL names the table and its column after the function (TypeORM's SELECT * FROM current_schema()).
       if (SCALAR_FROM_FUNCTIONS.has(fn)) {
@@ -1412,6 +1580,29 @@ class Rewriter {
       this.insertAfter(a, `(${aliasToken.text})`);
     }
   }
+}
+
+/** A boolean as PostgreSQL's boolin reads it (any unique prefix of true, false, yes, no, on, off; 1 and 0), or null. */
+export function pgBoolean(text: string): 'true' | 'false' | null {
+  const t = text.trim().toLowerCase();
+  if (t === '') return null;
+  const prefix = (word: string, min = 1): boolean => t.length >= min && word.startsWith(t);
+  if (prefix('true') || prefix('yes') || prefix('on', 2) || t === '1') return 'true';
+  if (prefix('false') || prefix('no') || prefix('off', 2) || t === '0') return 'false';
+  return null;
+}
+
+/** Whether every argument of a call is an integer literal or a cast to integer: PostgreSQL's int4. */
+function integerArguments(call: Node): boolean {
+  const args = (call.args as Node[] | undefined) ?? [];
+  const int4 = (a: Node): boolean => {
+    const ival = (a.A_Const as Node | undefined)?.ival as { ival?: number } | undefined;
+    if (ival !== undefined) return Math.abs(ival.ival ?? 0) <= 2147483647;
+    const cast = a.TypeCast as Node | undefined;
+    const type = strings((cast?.typeName as Node | undefined)?.names).at(-1);
+    return cast !== undefined && (cast.typeName as Node).arrayBounds === undefined && (type === 'int4' || type === 'int' || type === 'integer');
+  };
+  return args.length >= 2 && args.every(int4);
 }
 
 /** A RangeFunction's one function call (`FROM f(...)`), or undefined for ROWS FROM of several. */

@@ -1,91 +1,146 @@
-import { parse, type Expr, type SelectedColumn, type Statement } from 'pgsql-ast-parser';
+import { type PgNode, parseOne, strings } from './pg-tree.js';
 
 /**
  * PostgreSQL names an unaliased result column after what it computes
- * (FigureColname): `count(*)` is "count", `'t'::boolean` is "bool", a
- * literal is "?column?". DuckDB names it after its own rendering of the
- * expression ("count_star()", "CAST('t' AS BOOLEAN)"), which breaks clients
- * that read rows by name. These rules recompute the PostgreSQL names from a
- * PostgreSQL parse of the statement.
+ * (FigureColname in parse_target.c): `count(*)` is "count", `'t'::boolean`
+ * is "bool", a literal is "?column?". DuckDB names it after its own
+ * rendering of the expression ("count_star()", "CAST('t' AS BOOLEAN)"),
+ * which breaks clients that read rows by name. These rules recompute
+ * PostgreSQL's names on PostgreSQL's own parse tree of the statement.
  */
-
-/** The internal names PostgreSQL gives to the SQL-standard type spellings. */
-const TYPE_NAMES: Readonly<Record<string, string>> = {
-  int: 'int4',
-  integer: 'int4',
-  smallint: 'int2',
-  bigint: 'int8',
-  real: 'float4',
-  float: 'float8',
-  'double precision': 'float8',
-  boolean: 'bool',
-  'character varying': 'varchar',
-  character: 'bpchar',
-  char: 'bpchar',
-  decimal: 'numeric',
-  'timestamp without time zone': 'timestamp',
-  'timestamp with time zone': 'timestamptz',
-  'time without time zone': 'time',
-  'time with time zone': 'timetz',
-};
 
 interface Figured {
   readonly name: string;
-  /** PostgreSQL's strength: a name from a column or function beats one from a type cast. */
+  /** PostgreSQL's strength: a name from a column or function (2) beats one from a type cast or CASE (1). */
   readonly strength: number;
 }
 
 const UNKNOWN: Figured = { name: '?column?', strength: 0 };
 
-function figure(e: Expr): Figured {
-  switch (e.type) {
-    case 'ref':
-      return { name: e.name, strength: 2 };
-    case 'call':
-      // TRIM(x) is btrim(x) in PostgreSQL's grammar, and named so.
-      return { name: e.function.name === 'trim' ? 'btrim' : e.function.name, strength: 2 };
-    case 'extract':
-    case 'substring':
-    case 'overlay':
-      return { name: e.type, strength: 2 };
-    case 'keyword':
-      return { name: e.keyword, strength: 2 };
-    case 'cast': {
-      const inner = figure(e.operand);
-      if (inner.strength > 1) return inner;
-      // $1::text[] is named after its element type, as PostgreSQL takes the type name's last part.
-      let to = e.to as { name?: string; kind?: string; arrayOf?: unknown };
-      while (to.kind === 'array' && to.arrayOf !== undefined) to = to.arrayOf as typeof to;
-      if (to.name === undefined) return inner;
-      return { name: TYPE_NAMES[to.name.toLowerCase()] ?? to.name.toLowerCase(), strength: 1 };
+const SQL_VALUE_FUNCTIONS: Readonly<Record<string, string>> = {
+  SVFOP_CURRENT_DATE: 'current_date',
+  SVFOP_CURRENT_TIME: 'current_time',
+  SVFOP_CURRENT_TIME_N: 'current_time',
+  SVFOP_CURRENT_TIMESTAMP: 'current_timestamp',
+  SVFOP_CURRENT_TIMESTAMP_N: 'current_timestamp',
+  SVFOP_LOCALTIME: 'localtime',
+  SVFOP_LOCALTIME_N: 'localtime',
+  SVFOP_LOCALTIMESTAMP: 'localtimestamp',
+  SVFOP_LOCALTIMESTAMP_N: 'localtimestamp',
+  SVFOP_CURRENT_ROLE: 'current_role',
+  SVFOP_CURRENT_USER: 'current_user',
+  SVFOP_USER: 'user',
+  SVFOP_SESSION_USER: 'session_user',
+  SVFOP_CURRENT_CATALOG: 'current_catalog',
+  SVFOP_CURRENT_SCHEMA: 'current_schema',
+};
+
+const last = <T>(xs: readonly T[]): T | undefined => xs[xs.length - 1];
+
+function figure(node: PgNode | undefined): Figured {
+  if (node === undefined) return UNKNOWN;
+  const [kind, value] = Object.entries(node)[0] ?? [];
+  const n = (value ?? {}) as PgNode;
+  switch (kind) {
+    case 'ColumnRef': {
+      const field = last((n.fields as PgNode[] | undefined) ?? []);
+      const name = (field?.String as { sval?: string } | undefined)?.sval;
+      return name === undefined ? UNKNOWN : { name, strength: 2 };
     }
-    case 'case':
+    case 'A_Indirection': {
+      const step = last((n.indirection as PgNode[] | undefined) ?? []);
+      const name = (step?.String as { sval?: string } | undefined)?.sval;
+      if (name !== undefined) return { name, strength: 2 };
+      return figure(n.arg as PgNode | undefined);
+    }
+    case 'FuncCall': {
+      const name = last(strings(n.funcname));
+      return name === undefined ? UNKNOWN : { name, strength: 2 };
+    }
+    case 'A_Expr':
+      return n.kind === 'AEXPR_NULLIF' ? { name: 'nullif', strength: 2 } : UNKNOWN;
+    case 'TypeCast': {
+      const inner = figure(n.arg as PgNode | undefined);
+      if (inner.strength > 1) return inner;
+      const name = last(strings((n.typeName as PgNode | undefined)?.names));
+      return name === undefined ? inner : { name, strength: 1 };
+    }
+    case 'CollateClause':
+      return figure(n.arg as PgNode | undefined);
+    case 'GroupingFunc':
+      return { name: 'grouping', strength: 2 };
+    case 'SubLink':
+      switch (n.subLinkType) {
+        case 'EXISTS_SUBLINK':
+          return { name: 'exists', strength: 2 };
+        case 'ARRAY_SUBLINK':
+          return { name: 'array', strength: 2 };
+        case 'EXPR_SUBLINK': {
+          // The name of the subquery's single column, as the subquery names it.
+          const names = selectNames(n.subselect as PgNode | undefined);
+          const first = names?.length === 1 ? names[0] : undefined;
+          return first === undefined || first === null ? UNKNOWN : { name: first, strength: 2 };
+        }
+        default:
+          return UNKNOWN;
+      }
+    case 'CaseExpr':
       return { name: 'case', strength: 1 };
-    case 'array':
-    case 'array select':
+    case 'A_ArrayExpr':
       return { name: 'array', strength: 2 };
-    case 'select': {
-      const first = e.columns?.[0];
-      if (first === undefined || e.columns?.length !== 1) return UNKNOWN;
-      return first.alias !== undefined ? { name: first.alias.name, strength: 2 } : figure(first.expr);
+    case 'RowExpr':
+      return { name: 'row', strength: 2 };
+    case 'CoalesceExpr':
+      return { name: 'coalesce', strength: 2 };
+    case 'MinMaxExpr':
+      return { name: n.op === 'IS_LEAST' ? 'least' : 'greatest', strength: 2 };
+    case 'SQLValueFunction': {
+      const name = SQL_VALUE_FUNCTIONS[String(n.op)];
+      return name === undefined ? UNKNOWN : { name, strength: 2 };
     }
     default:
       return UNKNOWN;
   }
 }
 
-function selectColumns(s: Statement): readonly SelectedColumn[] | 'values' | null {
-  switch (s.type) {
-    case 'select':
-      return s.columns ?? null;
-    case 'union':
-    case 'union all':
-      return selectColumns(s.left);
-    case 'with':
-    case 'with recursive':
-      return selectColumns(s.in);
-    case 'values':
-      return 'values';
+/** A select's result-column names as PostgreSQL gives them (aliases included); null when a `*` leaves them to the engine. */
+function selectNames(select: PgNode | undefined): ReadonlyArray<string | null> | null {
+  const s = (select?.SelectStmt ?? select) as PgNode | undefined;
+  if (s === undefined) return null;
+  if (s.op !== undefined && s.op !== 'SETOP_NONE') return selectNames(s.larg as PgNode | undefined);
+  const values = s.valuesLists as unknown[] | undefined;
+  if (Array.isArray(values)) {
+    const first = (values[0] as { List?: { items?: unknown[] } } | undefined)?.List?.items ?? [];
+    return first.map((_, i) => `column${i + 1}`);
+  }
+  return targetNames(s.targetList);
+}
+
+function targetNames(list: unknown): ReadonlyArray<string | null> | null {
+  if (!Array.isArray(list)) return null;
+  const out: string[] = [];
+  for (const item of list as PgNode[]) {
+    const target = item.ResTarget as PgNode | undefined;
+    const val = target?.val as PgNode | undefined;
+    const fields = (val?.ColumnRef as PgNode | undefined)?.fields as PgNode[] | undefined;
+    if (fields !== undefined && last(fields)?.A_Star !== undefined) return null;
+    out.push(typeof target?.name === 'string' ? target.name : figure(val).name);
+  }
+  return out;
+}
+
+/** The result-column names of one statement: a query's select list, or the RETURNING list of a write. */
+function statementNames(stmt: PgNode): ReadonlyArray<string | null> | null {
+  const [kind, value] = Object.entries(stmt)[0] ?? [];
+  const n = (value ?? {}) as PgNode;
+  switch (kind) {
+    case 'SelectStmt':
+      return selectNames(n);
+    case 'InsertStmt':
+    case 'UpdateStmt':
+    case 'DeleteStmt':
+      // PostgreSQL 18's parser keeps the list in a RETURNING clause node.
+      return targetNames((n.returningClause as PgNode | undefined)?.exprs ?? n.returningList);
     default:
       return null;
   }
@@ -94,38 +149,28 @@ function selectColumns(s: Statement): readonly SelectedColumn[] | 'values' | nul
 const cache = new Map<string, readonly (string | null)[] | null>();
 
 /**
- * The PostgreSQL name of each result column of `sql`; null entries keep the
- * engine's name (aliases, which DuckDB keeps exactly). Returns
- * null when the statement cannot be analysed (DuckDB-only syntax, `*`).
+ * The PostgreSQL name of each result column of `sql`. Returns null when the
+ * statement cannot be analysed (DuckDB-only syntax, `*`) or has another
+ * number of columns, so that the engine's names stand.
  */
 export function postgresColumnNames(sql: string, columnCount: number): readonly (string | null)[] | null {
   const key = `${columnCount}\u0000${sql}`;
   if (cache.has(key)) return cache.get(key) ?? null;
-  const names = compute(sql, columnCount);
+  const stmt = parseOne(sql);
+  const figured = stmt === null ? null : statementNames(stmt);
+  const names = figured !== null && figured.length === columnCount ? figured : null;
   if (cache.size >= 2000) cache.clear();
   cache.set(key, names);
   return names;
 }
 
-function compute(sql: string, columnCount: number): readonly (string | null)[] | null {
-  let statements: Statement[];
-  try {
-    statements = parse(sql);
-  } catch {
-    return null;
-  }
-  if (statements.length !== 1) return null;
-  const columns = selectColumns(statements[0] as Statement);
-  if (columns === 'values') return Array.from({ length: columnCount }, (_, i) => `column${i + 1}`);
-  if (columns === null || columns.length !== columnCount) return null;
-  if (columns.some((c) => c.expr.type === 'ref' && c.expr.name === '*')) return null;
-  // A column reference keeps its name even where the rewrite replaced it (pg_dump's c.tableoid).
-  return columns.map((c) => (c.alias !== undefined ? null : c.expr.type === 'ref' ? c.expr.name : figure(c.expr).name));
-}
-
-/** Whether the engine's names look computed from expressions, so that renaming may be needed. */
+/**
+ * Whether the engine's names may differ from PostgreSQL's: names computed
+ * from expressions, and capitals, which DuckDB keeps in an unquoted alias
+ * (`AS Total`) where PostgreSQL folds them.
+ */
 export function hasComputedNames(names: readonly string[]): boolean {
-  return names.some((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n) || /^col\d+$/.test(n));
+  return names.some((n) => !/^[a-z_][a-z0-9_]*$/.test(n) || /^col\d+$/.test(n));
 }
 
 /** Catalog columns of type name, which PostgreSQL aggregates into name[] (a type node-postgres leaves as text). */
@@ -139,18 +184,17 @@ const CATALOG_NAME_COLUMNS = new Set(['attname', 'relname', 'nspname', 'typname'
 export function nameArrayColumns(sql: string): ReadonlySet<number> {
   const out = new Set<number>();
   if (!/array_agg/i.test(sql) || !/\bpg_/i.test(sql)) return out;
-  let statements: Statement[];
-  try {
-    statements = parse(sql);
-  } catch {
-    return out;
-  }
-  const columns = statements.length === 1 ? selectColumns(statements[0] as Statement) : null;
-  if (columns === null || columns === 'values') return out;
-  columns.forEach((c, i) => {
-    const e = c.expr;
-    const arg = e.type === 'call' && e.function.name === 'array_agg' ? e.args[0] : undefined;
-    if (arg?.type === 'ref' && CATALOG_NAME_COLUMNS.has(arg.name)) out.add(i);
+  const stmt = parseOne(sql);
+  let select = stmt?.SelectStmt as PgNode | undefined;
+  while (select !== undefined && select.op !== undefined && select.op !== 'SETOP_NONE')
+    select = (select.larg as PgNode | undefined)?.SelectStmt as PgNode | undefined;
+  const targets = (select?.targetList as PgNode[] | undefined) ?? [];
+  targets.forEach((item, i) => {
+    const call = ((item.ResTarget as PgNode | undefined)?.val as PgNode | undefined)?.FuncCall as PgNode | undefined;
+    if (call === undefined || last(strings(call.funcname)) !== 'array_agg') return;
+    const arg = (call.args as PgNode[] | undefined)?.[0]?.ColumnRef as PgNode | undefined;
+    const name = (last((arg?.fields as PgNode[] | undefined) ?? [])?.String as { sval?: string } | undefined)?.sval;
+    if (name !== undefined && CATALOG_NAME_COLUMNS.has(name)) out.add(i);
   });
   return out;
 }

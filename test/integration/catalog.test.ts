@@ -100,8 +100,9 @@ describe('PostgreSQL semantics where DuckDB differs', () => {
 
   it('divides integers with truncation and raises division_by_zero (22012) as PostgreSQL does', async () => {
     const r = await client.query({ text: 'SELECT 5/2, -7/2, 7 % 3, 5.0/2, (4 + 4)/2*3, 10/2::int', rowMode: 'array' });
-    // 5.0/2: DuckDB divides decimals in double precision (PostgreSQL: numeric 2.5000000000000000).
-    expect(r.rows).toEqual([[2, -3, 1, 2.5, 12, 5]]);
+    // 5.0/2 is numeric, as in PostgreSQL (DuckDB alone divides decimals in double precision).
+    expect(r.rows).toEqual([[2, -3, 1, '2.5', 12, 5]]);
+    expect(r.fields.map((f) => f.dataTypeID)).toEqual([23, 23, 23, 1700, 23, 23]);
     for (const sql of ['SELECT 1/0', 'SELECT 1.5/0', 'SELECT 5 % 0', 'SELECT x/y FROM (VALUES (4, 2), (1, 0)) t(x, y)']) {
       const err = (await client.query(sql).catch((e: unknown) => e)) as { code?: string };
       expect(err.code, sql).toBe('22012');

@@ -17,15 +17,16 @@ describe('DECLARE, FETCH, MOVE and CLOSE', () => {
     expect(first.command).toBe('FETCH');
     expect(first.rowCount).toBe(3);
     expect(first.fields.map((f) => f.name)).toEqual(['x', 'y']);
+    // generate_series of integers is integer, as in PostgreSQL.
     expect(first.rows).toEqual([
-      { x: '1', y: '10' },
-      { x: '2', y: '20' },
-      { x: '3', y: '30' },
+      { x: 1, y: 10 },
+      { x: 2, y: 20 },
+      { x: 3, y: 30 },
     ]);
     const moved = await c.query('MOVE 2 IN ss');
     expect([moved.command, moved.rowCount, moved.rows.length]).toEqual(['MOVE', 2, 0]);
-    expect((await c.query('FETCH NEXT FROM ss')).rows).toEqual([{ x: '6', y: '60' }]);
-    expect((await c.query('FETCH ALL FROM ss')).rows).toEqual([{ x: '7', y: '70' }]);
+    expect((await c.query('FETCH NEXT FROM ss')).rows).toEqual([{ x: 6, y: 60 }]);
+    expect((await c.query('FETCH ALL FROM ss')).rows).toEqual([{ x: 7, y: 70 }]);
     const after = await c.query('FETCH 5 FROM ss');
     expect([after.rowCount, after.rows]).toEqual([0, []]);
     expect((await c.query('CLOSE ss')).command).toBe('CLOSE');

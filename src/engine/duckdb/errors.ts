@@ -34,6 +34,7 @@ const RULES: readonly Rule[] = [
   { type: 'Binder', match: /Ambiguous reference to column/i, code: SqlState.AmbiguousColumn },
   { type: 'Binder', match: /No function matches|does not exist/i, code: SqlState.UndefinedFunction },
   { type: 'Binder', match: /Could not choose a best candidate/i, code: SqlState.AmbiguousFunction },
+  { type: 'Binder', match: /UNNEST not supported here/i, code: SqlState.FeatureNotSupported },
   { type: 'Binder', match: /GROUP BY|aggregate/i, code: '42803' },
   { type: 'Binder', match: /columns but \d+ values were supplied|expressions than target columns/i, code: SqlState.SyntaxError },
   { type: 'Binder', match: /Cannot compare values|cannot be cast|Cannot mix/i, code: SqlState.DatatypeMismatch },
@@ -41,6 +42,7 @@ const RULES: readonly Rule[] = [
   { type: 'Binder', code: '42000' },
   { type: 'Parser', code: SqlState.SyntaxError },
   { type: 'Syntax', code: SqlState.SyntaxError },
+  { type: 'Conversion', match: /(date|time|timestamp)\S* field value out of range/i, code: SqlState.DatetimeFieldOverflow },
   { type: 'Conversion', match: /out of range|overflow/i, code: SqlState.NumericValueOutOfRange },
   { type: 'Conversion', code: SqlState.InvalidTextRepresentation },
   { type: 'Constraint', match: /duplicate key|primary key|unique/i, code: SqlState.UniqueViolation },
@@ -150,6 +152,11 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
     // PostgreSQL's wording, and its detail, which ORMs parse for the columns at fault (Sequelize's UniqueConstraintError).
     message = 'duplicate key value violates unique constraint';
     fields.detail = duplicate;
+  }
+  if (code === SqlState.FeatureNotSupported && /UNNEST not supported here/i.test(message)) {
+    // PostgreSQL groups the rows a set-returning function makes; DuckDB cannot in the same query level.
+    message = 'a set-returning function (unnest, generate_series) cannot be used here together with GROUP BY or an aggregate';
+    fields.hint = 'Expand it in a subquery and group the subquery: SELECT tag, count(*) FROM (SELECT unnest(tags) AS tag FROM t) s GROUP BY tag';
   }
   if (position !== undefined) fields.position = position + offset;
   return new PgError(code, message, fields);

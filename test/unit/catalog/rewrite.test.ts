@@ -1,6 +1,6 @@
 import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompatRewriter, mayNeedRewrite, partialPattern, pgArrayToList } from '../../../src/catalog/rewrite.js';
+import { CompatRewriter, mayNeedRewrite, partialPattern, pgArrayToList, pgBoolean } from '../../../src/catalog/rewrite.js';
 import { tokenize } from '../../../src/sql/lexer.js';
 
 const P = 'cotwire_pg.pg';
@@ -76,9 +76,9 @@ describe('catalog rewrites', () => {
   });
 
   it('names the column of a scalar set function in FROM after its alias', () => {
-    expect(rw('SELECT s FROM pg_catalog.generate_series(0, 3) s')).toBe('SELECT s FROM generate_series(0, 3) s(s)');
+    expect(rw('SELECT s FROM pg_catalog.generate_series(0, n) s')).toBe('SELECT s FROM generate_series(0, n) s(s)');
     expect(rw('SELECT x FROM unnest(a) AS x')).toBe('SELECT x FROM unnest(a) AS x(x)');
-    expect(rw('SELECT * FROM generate_series(0, 3) s(n)')).toBe('SELECT * FROM generate_series(0, 3) s(n)');
+    expect(rw('SELECT * FROM generate_series(0, n) s(n)')).toBe('SELECT * FROM generate_series(0, n) s(n)');
   });
 
   it('turns = ANY(list) into list_contains, unless the list itself needs a rewrite', () => {
@@ -140,14 +140,81 @@ describe('renamed functions and vector columns', () => {
 
 describe('division', () => {
   it('checks each divisor, finding where it ends by parsing it again', () => {
-    expect(rw('SELECT a / b, a % (b - 1), a / b::int * c, a / f(x, y) + 1 FROM t')).toBe(
-      `SELECT a / ${P}.cot_divisor(b), a % ${P}.cot_divisor((b - 1)), a / ${P}.cot_divisor(b::int) * c, a / ${P}.cot_divisor(f(x, y)) + 1 FROM t`,
+    expect(rw('SELECT a / f(x), a % (b - 1), a / $1 * c, a / g(x, y) + 1 FROM t')).toBe(
+      `SELECT a / ${P}.cot_divisor(f(x)), a % ${P}.cot_divisor((${P}.cot_minus(b , 1, "b", 1))), a / ${P}.cot_divisor($1) * c, a / ${P}.cot_divisor(g(x, y)) + 1 FROM t`,
     );
-    expect(rw('SELECT x / CASE WHEN y > 0 THEN y ELSE 1 END FROM t')).toBe(`SELECT x / ${P}.cot_divisor(CASE WHEN y > 0 THEN y ELSE 1 END) FROM t`);
+    expect(rw('SELECT x / CASE WHEN y > 0 THEN f(y) ELSE 1 END FROM t')).toBe(`SELECT x / ${P}.cot_divisor(CASE WHEN y > 0 THEN f(y) ELSE 1 END) FROM t`);
+  });
+
+  it('types a division whose operands have certain types by their witnesses, so that numeric division stays numeric', () => {
+    expect(rw('SELECT a / b, a / b::int * c, 7.0 / 2 FROM t')).toBe(
+      `SELECT ${P}.cot_div(a , b, "a", "b"), ${P}.cot_div(a , b::int, "a", CAST("b" AS INTEGER)) * c, ${P}.cot_div(7.0 , 2, 7.0, 2) FROM t`,
+    );
+    // An aggregate's witness is the type it returns, without aggregating.
+    expect(rw('SELECT sum(x) / count(*) FROM t')).toBe(
+      `SELECT ${P}.cot_div(${P}.cot_sum_as(sum(x), "x") , count(*), ${P}.cot_sum_witness("x"), CAST(1 AS BIGINT)) FROM t`,
+    );
+    expect(rw('SELECT (a + b) / c::numeric FROM t')).toBe(`SELECT ${P}.cot_div((a + b) , c::DECIMAL(38,9), ("a" + "b"), CAST("c" AS DECIMAL(38,9))) FROM t`);
+  });
+
+  it('types sum() and avg() by their argument’s witness, keeping DISTINCT, FILTER and OVER', () => {
+    expect(rw('SELECT sum(DISTINCT x), avg(y) FILTER (WHERE z) OVER w, avg(x) OVER (PARTITION BY k) FROM t')).toBe(
+      `SELECT ${P}.cot_sum_as(sum(DISTINCT x), "x"), ${P}.cot_avg_as(avg(y) FILTER (WHERE z) OVER w, "y"), ${P}.cot_avg_as(avg(x) OVER (PARTITION BY k), "x") FROM t`,
+    );
+    // An argument whose type is not certain keeps DuckDB's.
+    expect(rw('SELECT sum(f(x)) FROM t')).toBe('SELECT sum(f(x)) FROM t');
+  });
+
+  it('types date - date as integer days', () => {
+    expect(rw("SELECT d - date '2024-01-01' FROM t")).toBe(`SELECT ${P}.cot_minus(d , date '2024-01-01', "d", CAST('2024-01-01' AS DATE)) FROM t`);
+    // A negative literal is no subtraction.
+    expect(mayNeedRewrite(tokenize('INSERT INTO t VALUES (-1, 2)'))).toBe(false);
+  });
+
+  it('leaves system columns the rewrite replaces out of witnesses', () => {
+    expect(rw('SELECT c.tableoid / 2 FROM pg_class c')).toBe(`SELECT CAST(1259 AS BIGINT) / ${P}.cot_divisor(2) FROM ${P}.pg_class c`);
   });
 
   it('leaves definitions that are stored (views, tables) as written', () => {
     expect(rw('CREATE VIEW v AS SELECT a / b FROM t')).toBe('CREATE VIEW v AS SELECT a / b FROM t');
+  });
+});
+
+describe('PostgreSQL’s result types', () => {
+  it('extract is numeric and keeps the fraction of a second; date_part is double precision', () => {
+    expect(rw("SELECT extract(second FROM ts), extract(year FROM ts), date_part('ms', ts) FROM t")).toBe(
+      "SELECT (CAST(extract(microseconds FROM ts) AS DECIMAL(38,0)) * 0.000001), CAST(extract(year FROM ts) AS DECIMAL(38,9)), (CAST(date_part('microseconds', ts) AS DOUBLE) / 1000) FROM t",
+    );
+  });
+
+  it('ntile is integer, percentile_cont double precision, with their window and ordering', () => {
+    expect(rw('SELECT ntile(2) OVER (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM t')).toBe(
+      'SELECT CAST(ntile(2) OVER (ORDER BY x) AS INTEGER), CAST(percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS DOUBLE) FROM t',
+    );
+  });
+
+  it('round(x) of a double rounds half to even, chosen by x’s witness', () => {
+    expect(rw('SELECT round(x), pg_catalog.round(2.5::float8), round(x, 2) FROM t')).toBe(
+      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round(2.5::float8, CAST(2.5 AS DOUBLE)), round(x, 2) FROM t`,
+    );
+  });
+
+  it('reads a boolean literal as PostgreSQL’s boolin does', () => {
+    expect(rw("SELECT 'off'::boolean, CAST('Y' AS bool), 'maybe'::boolean")).toBe("SELECT 'false'::boolean, CAST('true' AS bool), 'maybe'::boolean");
+    expect(['t', 'TRUE', 'ye', 'on', '1', ' yes '].map(pgBoolean)).toEqual(['true', 'true', 'true', 'true', 'true', 'true']);
+    expect(['f', 'no', 'of', 'off', '0'].map(pgBoolean)).toEqual(['false', 'false', 'false', 'false', 'false']);
+    expect(['o', '', 'tr ue', '2'].map(pgBoolean)).toEqual([null, null, null, null]);
+  });
+
+  it('generate_series of integers gives integers, in FROM and in the select list', () => {
+    expect(rw('SELECT i FROM generate_series(1, 4) AS g(i)')).toBe(
+      'SELECT i FROM (SELECT CAST(generate_series AS INTEGER) AS generate_series FROM generate_series(1, 4)) AS g(i)',
+    );
+    expect(rw('SELECT * FROM generate_series(1, 3)')).toBe(
+      'SELECT * FROM (SELECT CAST(generate_series AS INTEGER) AS generate_series FROM generate_series(1, 3)) AS generate_series',
+    );
+    expect(rw('SELECT generate_series(1, 3)')).toBe('SELECT unnest(CAST(generate_series(1, 3) AS INTEGER[]))');
+    expect(rw('SELECT generate_series(1, 3000000000)')).toBe('SELECT unnest(generate_series(1, 3000000000))');
   });
 });
 
@@ -157,7 +224,7 @@ describe('positions', () => {
     const out = rewriter.rewriteMapped(sql, tokenize(sql));
     const at = (text: string, word: string): number => text.indexOf(word) + 1;
     expect(out.clientPosition(at(out.text, 'zz'))).toBe(at(sql, 'zz'));
-    expect(out.clientPosition(at(out.text, 'cot_divisor'))).toBe(at(sql, 'b'));
+    expect(out.clientPosition(at(out.text, 'cot_div'))).toBe(at(sql, 'a'));
     expect(out.clientPosition(1)).toBe(1);
   });
 });
