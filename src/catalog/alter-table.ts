@@ -1,4 +1,5 @@
-import { parseOne } from '../sql/pg-tree.js';
+import { quoteIdentifier } from '../sql/identifiers.js';
+import { parseOne, strings } from '../sql/pg-tree.js';
 import type { Token } from '../sql/lexer.js';
 
 /**
@@ -58,6 +59,40 @@ export interface ColumnAlter {
   readonly table: string;
   readonly dropped: readonly string[];
   readonly renamed: { readonly from: string; readonly to: string } | null;
+  /**
+   * Columns added or retyped, with the length their new type allows
+   * (varchar(n)), or null for none: DuckDB has one unbounded string type, and
+   * cotwire keeps varchar(n) as a CHECK on the length, which an added column
+   * must gain and which blocks a change of the column's type.
+   */
+  readonly lengths: ReadonlyArray<{ readonly column: string; readonly length: number | null; readonly added: boolean }>;
+}
+
+/** n of a varchar(n) type name; null for any other type. */
+function varcharLength(typeName: Node | undefined): number | null {
+  const n = (((typeName?.typmods as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival;
+  return strings(typeName?.names).at(-1) === 'varchar' && n !== undefined && !Array.isArray(typeName?.arrayBounds) ? n : null;
+}
+
+/** The CHECK that stands for a varchar(n) column's length (the rewrite adds the same to CREATE TABLE). */
+export function lengthCheck(column: string, length: number): string {
+  return `CHECK (length(${quoteIdentifier(column)}) <= ${length})`;
+}
+
+const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The length checks of a column in a CREATE TABLE as DuckDB prints it: CHECK((length("c") <= 5)). */
+const lengthChecks = (column: string): RegExp =>
+  new RegExp(`,\\s*CHECK\\(\\(length\\((?:${escaped(column)}|"${escaped(column.replaceAll('"', '""'))}")\\) <= \\d+\\)\\)`, 'gi');
+
+/** Whether a table's CREATE TABLE (duckdb_tables().sql) holds a length check on one of the columns. */
+export function hasLengthCheck(createSql: string, columns: readonly string[]): boolean {
+  return columns.some((c) => lengthChecks(c).test(createSql));
+}
+
+/** A table's CREATE TABLE without the length checks of the columns. */
+export function withoutLengthChecks(createSql: string, columns: readonly string[]): string {
+  return columns.reduce((sql, c) => sql.replace(lengthChecks(c), ''), createSql);
 }
 
 /** DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN: the statements an index on the column blocks in DuckDB. */
@@ -71,13 +106,21 @@ export function translateColumnAlter(text: string, tokens: readonly Token[]): Co
   const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
   if (rename !== undefined) {
     if (rename.renameType !== 'OBJECT_COLUMN' || typeof rename.subname !== 'string' || typeof rename.newname !== 'string') return null;
-    return { sql: text, schema, table: relation.relname, dropped: [], renamed: { from: rename.subname, to: rename.newname } };
+    return { sql: text, schema, table: relation.relname, dropped: [], renamed: { from: rename.subname, to: rename.newname }, lengths: [] };
   }
   const cmds = ((alter?.cmds as Node[] | undefined) ?? []).map((c) => c.AlterTableCmd as Node | undefined);
   const touching = cmds.filter((c) => c?.subtype === 'AT_DropColumn' || c?.subtype === 'AT_AlterColumnType');
-  if (alter?.objtype !== 'OBJECT_TABLE' || touching.length === 0) return null;
+  const lengths = cmds.flatMap((c) => {
+    const def = (c?.def as Node | undefined)?.ColumnDef as Node | undefined;
+    const added = c?.subtype === 'AT_AddColumn';
+    const column = added ? def?.colname : c?.name;
+    const length = varcharLength(def?.typeName as Node | undefined);
+    if ((!added && c?.subtype !== 'AT_AlterColumnType') || typeof column !== 'string' || (added && length === null)) return [];
+    return [{ column, length, added }];
+  });
+  if (alter?.objtype !== 'OBJECT_TABLE' || (touching.length === 0 && lengths.length === 0)) return null;
   const dropped = cmds.filter((c) => c?.subtype === 'AT_DropColumn').map((c) => String(c?.name));
-  return { sql: text, schema, table: relation.relname, dropped, renamed: null };
+  return { sql: text, schema, table: relation.relname, dropped, renamed: null, lengths };
 }
 
 /** The column list of an index's CREATE INDEX (as duckdb_indexes().sql prints it). */
@@ -88,8 +131,6 @@ function indexColumns(indexSql: string): { readonly at: number; readonly list: s
   const at = on.index + on[0].length;
   return { at, list: indexSql.slice(at, end) };
 }
-
-const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** A column's name in an index's column list, bare or quoted, not inside another identifier. */
 const mentions = (column: string): RegExp =>

@@ -130,7 +130,7 @@ export function declaredChanges(text: string): DeclaredChange[] {
     for (const x of (alter.cmds as Node[] | undefined) ?? []) {
       const cmd = x.AlterTableCmd as Node;
       if (cmd.subtype === 'AT_AddColumn') {
-        const c = declaredColumn(cmd.def as Node);
+        const c = declaredColumn(((cmd.def as Node).ColumnDef ?? cmd.def) as Node);
         if (c !== null) out.push({ op: 'column', ...at, column: c });
       } else if (cmd.subtype === 'AT_AlterColumnType' && typeof cmd.name === 'string') {
         const c = declaredColumn({ ...((cmd.def as Node).ColumnDef as Node), colname: cmd.name });

@@ -218,7 +218,7 @@ export class Planner {
     let engineStatement: EngineStatement;
     const foreignKey = translateAddForeignKey(statement.text, statement.tokens);
     const columnAlter = foreignKey === null ? translateColumnAlter(statement.text, statement.tokens) : null;
-    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, foreignKey, columnAlter);
+    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, clientText, foreignKey, columnAlter);
     const serial = translateSerial(statement.text, statement.tokens);
     if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
       throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
@@ -290,7 +290,12 @@ export class Planner {
    * decide on the statement as an ALTER, and the handler carries it out at
    * Execute (table-create.ts).
    */
-  private async prepareHandledAlter(statement: EngineText, foreignKey: ForeignKeyAddition | null, columnAlter: ColumnAlter | null): Promise<Statement> {
+  private async prepareHandledAlter(
+    statement: EngineText,
+    clientText: string,
+    foreignKey: ForeignKeyAddition | null,
+    columnAlter: ColumnAlter | null,
+  ): Promise<Statement> {
     const { access } = this.ctx;
     access.beforePrepare(statement.text, statement.tokens);
     await access.engineStatement(statement.text, statement.tokens, 'ALTER');
@@ -305,7 +310,8 @@ export class Planner {
         createsSequences: null,
         addsForeignKey: foreignKey,
         altersIndexedColumns: columnAlter,
-        declares: declaredChanges(statement.text),
+        // What the client declared, before the rewrite spelled its types for the engine.
+        declares: declaredChanges(clientText),
         advisoryWaits: [],
       },
       [],

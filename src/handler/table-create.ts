@@ -1,4 +1,12 @@
-import { indexAfterAlter, withConstraint, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
+import {
+  hasLengthCheck,
+  indexAfterAlter,
+  lengthCheck,
+  withConstraint,
+  withoutLengthChecks,
+  type ColumnAlter,
+  type ForeignKeyAddition,
+} from '../catalog/alter-table.js';
 import { createSequences, ORPHANED_SEQUENCES, ownershipComments, type SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
@@ -72,6 +80,35 @@ interface Rebuild {
   readonly table: string;
   readonly constraint?: string;
   readonly alter?: ColumnAlter;
+  /** Columns whose length checks the table is created without (a change of their type follows). */
+  readonly dropChecks?: readonly string[];
+}
+
+/** The table's definition as DuckDB prints it, and the name other statements reach it by. */
+async function tableDefinition(
+  ctx: HandlerContext,
+  table: string,
+  schema: string | null,
+): Promise<{ readonly database: string; readonly schemaName: string; readonly name: string; readonly sql: string; readonly comment: string | null } | null> {
+  const rows = await ctx.engine.query(
+    `SELECT database_name, schema_name, table_name, sql, comment FROM duckdb_tables()
+     WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))
+     ORDER BY database_name = 'temp' DESC, schema_name = 'main' DESC LIMIT 1`,
+    [table, schema === 'public' ? 'main' : schema],
+  );
+  const found = rows[0];
+  if (found === undefined) return null;
+  const [database, schemaName, name, sql, comment] = found.map((v) => (v === null ? null : String(v)));
+  return { database: database ?? '', schemaName: schemaName ?? '', name: name ?? '', sql: sql ?? '', comment: comment ?? null };
+}
+
+/** A table whose foreign key references this one, which keeps DuckDB from dropping it; null when none does. */
+async function referencingTable(ctx: HandlerContext, database: string, schemaName: string, name: string): Promise<string | null> {
+  const rows = await ctx.engine.query(
+    `SELECT table_name FROM duckdb_constraints() WHERE database_name = $1 AND schema_name = $2 AND constraint_type = 'FOREIGN KEY' AND lower(referenced_table) = lower($3)`,
+    [database, schemaName, name],
+  );
+  return rows[0] === undefined ? null : String(rows[0][0]);
 }
 
 /**
@@ -84,31 +121,22 @@ interface Rebuild {
  * is refused.
  */
 async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void> {
-  const schema = rebuild.schema === 'public' ? 'main' : rebuild.schema;
-  const tables = await ctx.engine.query(
-    `SELECT database_name, schema_name, table_name, sql, comment FROM duckdb_tables()
-     WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))
-     ORDER BY database_name = 'temp' DESC, schema_name = 'main' DESC LIMIT 1`,
-    [rebuild.table, schema],
-  );
-  const found = tables[0];
-  if (found === undefined) throw new PgError(SqlState.UndefinedTable, `relation "${rebuild.table}" does not exist`);
-  const [database, schemaName, name, sql, comment] = found.map((v) => (v === null ? null : String(v)));
-  const where = `database_name = ${literal(database ?? '')} AND schema_name = ${literal(schemaName ?? '')}`;
-  const target = [database, schemaName, name].map((p) => quoteIdent(p ?? '')).join('.');
-  const referencing = await ctx.engine.query(
-    `SELECT table_name FROM duckdb_constraints() WHERE ${where} AND constraint_type = 'FOREIGN KEY' AND lower(referenced_table) = lower(${literal(name ?? '')})`,
-  );
-  if (referencing.length > 0) {
-    throw new PgError(SqlState.FeatureNotSupported, `cannot change "${name}" while "${String(referencing[0]?.[0])}" references it`, {
+  const found = await tableDefinition(ctx, rebuild.table, rebuild.schema);
+  if (found === null) throw new PgError(SqlState.UndefinedTable, `relation "${rebuild.table}" does not exist`);
+  const { database, schemaName, name, comment } = found;
+  const where = `database_name = ${literal(database)} AND schema_name = ${literal(schemaName)}`;
+  const target = [database, schemaName, name].map((p) => quoteIdent(p)).join('.');
+  const referencing = await referencingTable(ctx, database, schemaName, name);
+  if (referencing !== null) {
+    throw new PgError(SqlState.FeatureNotSupported, `cannot change "${name}" while "${referencing}" references it`, {
       hint: 'cotwire makes this change by rebuilding the table, which DuckDB refuses while another table references it: drop that foreign key first, or make the change before it exists.',
     });
   }
-  const create = withConstraint(sql ?? '', target, rebuild.constraint ?? null);
+  const create = withConstraint(withoutLengthChecks(found.sql, rebuild.dropChecks ?? []), target, rebuild.constraint ?? null);
   if (create === null) throw new PgError(SqlState.InternalError, `cannot read the definition of "${name}"`);
-  const indexes = await ctx.engine.query(`SELECT sql FROM duckdb_indexes() WHERE ${where} AND table_name = ${literal(name ?? '')} AND sql IS NOT NULL`);
+  const indexes = await ctx.engine.query(`SELECT sql FROM duckdb_indexes() WHERE ${where} AND table_name = ${literal(name)} AND sql IS NOT NULL`);
   const notes = await ctx.engine.query(
-    `SELECT column_name, comment FROM duckdb_columns() WHERE ${where} AND table_name = ${literal(name ?? '')} AND comment IS NOT NULL`,
+    `SELECT column_name, comment FROM duckdb_columns() WHERE ${where} AND table_name = ${literal(name)} AND comment IS NOT NULL`,
   );
   const kept = quoteIdent(`cot_rebuild_${process.hrtime.bigint()}`);
   await ctx.engine.run(`CREATE TEMPORARY TABLE ${kept} AS SELECT * FROM ${target}`);
@@ -122,7 +150,7 @@ async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void
     const again = alter === undefined ? String(index) : indexAfterAlter(String(index), alter);
     if (again !== null) await ctx.engine.run(again);
   }
-  if (comment !== null && comment !== undefined && comment !== '') await ctx.engine.run(`COMMENT ON TABLE ${target} IS ${literal(comment)}`);
+  if (comment !== null && comment !== '') await ctx.engine.run(`COMMENT ON TABLE ${target} IS ${literal(comment)}`);
   for (const [column, note] of notes) {
     let c = String(column);
     if (alter?.dropped.some((d) => d.toLowerCase() === c.toLowerCase()) === true) continue;
@@ -147,6 +175,12 @@ export async function executeForeignKeyAdd(ctx: HandlerContext, portal: Connecti
  * transaction: on a table with indexes the table is rebuilt, altered while
  * it has none, and its indexes created again (without those on a dropped
  * column, as PostgreSQL drops them; with a renamed column's new name).
+ *
+ * A varchar(n) column's length is a CHECK, which DuckDB will not let a
+ * change of type pass either: such a column is rebuilt without it, and a
+ * column added or retyped as varchar(n) gains its own by a rebuild after
+ * the ALTER. A table other tables reference cannot be rebuilt: an added
+ * column then goes without the check (docs/compatibility.md).
  */
 export async function executeColumnAlter(ctx: HandlerContext, portal: ConnectionPortal, plan: EnginePlan, alter: ColumnAlter): Promise<ExecuteOutcome> {
   const schema = alter.schema === 'public' ? 'main' : alter.schema;
@@ -156,8 +190,18 @@ export async function executeColumnAlter(ctx: HandlerContext, portal: Connection
       `SELECT 1 FROM duckdb_indexes() WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND sql IS NOT NULL`,
       [alter.table, schema],
     );
-    if (indexes.length === 0) await ctx.engine.run(alter.sql);
-    else await rebuildTable(ctx, { schema: alter.schema, table: alter.table, alter });
+    const retyped = alter.lengths.filter((l) => !l.added).map((l) => l.column);
+    const before = retyped.length === 0 ? null : await tableDefinition(ctx, alter.table, alter.schema);
+    const checked = before !== null && hasLengthCheck(before.sql, retyped);
+    // Adding columns is what DuckDB does to an indexed table too.
+    const addsOnly = alter.dropped.length === 0 && alter.renamed === null && retyped.length === 0;
+    if ((indexes.length === 0 || addsOnly) && !checked) await ctx.engine.run(alter.sql);
+    else await rebuildTable(ctx, { schema: alter.schema, table: alter.table, alter, dropChecks: retyped });
+    const checks = alter.lengths.flatMap((l) => (l.length === null ? [] : [lengthCheck(l.column, l.length)]));
+    if (checks.length === 0) return;
+    const after = await tableDefinition(ctx, alter.table, alter.schema);
+    if (after === null || (await referencingTable(ctx, after.database, after.schemaName, after.name)) !== null) return;
+    await rebuildTable(ctx, { schema: alter.schema, table: alter.table, constraint: checks.join(', ') });
   });
   portal.done = true;
   return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };

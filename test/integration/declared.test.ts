@@ -94,4 +94,43 @@ describe('declared types and constraint names', () => {
       ]);
     });
   });
+
+  it('keeps varchar(n) lengths through ALTER TABLE: an added column is checked, a retyped one takes its new length', async () => {
+    await withServer(join(root, 'lengths.duckdb'), async (c) => {
+      const code = (sql: string): Promise<string | undefined> =>
+        c.query(sql).then(
+          () => undefined,
+          (e: { code?: string }) => e.code,
+        );
+      await c.query('CREATE TABLE people (id integer PRIMARY KEY, name varchar(5), note text)');
+      await c.query('CREATE INDEX people_name ON people (name)');
+      await c.query("INSERT INTO people VALUES (1, 'abcde', NULL)");
+      // Added by ALTER TABLE (Knex and TypeORM migrations): checked like a column of CREATE TABLE.
+      await c.query('ALTER TABLE people ADD COLUMN code varchar(3)');
+      expect(await code("INSERT INTO people VALUES (2, 'x', NULL, 'abcd')")).toBe('22001');
+      await c.query("INSERT INTO people VALUES (2, 'x', NULL, 'abc')");
+      // Widened: DuckDB refuses to retype a column with a CHECK, so the table is rebuilt around it, its index kept.
+      await c.query('ALTER TABLE people ALTER COLUMN name TYPE varchar(8)');
+      await c.query("INSERT INTO people VALUES (3, 'abcdefgh', NULL, NULL)");
+      expect(await code("INSERT INTO people VALUES (4, 'abcdefghi', NULL, NULL)")).toBe('22001');
+      // Narrowed below a value the table holds: refused as PostgreSQL refuses it, and nothing changes.
+      expect(await code('ALTER TABLE people ALTER COLUMN name TYPE varchar(4)')).toBe('22001');
+      // To text: no length any more.
+      await c.query('ALTER TABLE people ALTER COLUMN name TYPE text');
+      await c.query("INSERT INTO people VALUES (5, 'a name longer than eight', NULL, NULL)");
+      expect((await columns(c, 'people')).map((r) => r.f)).toEqual(['integer', 'text', 'text', 'character varying(3)']);
+      expect((await c.query("SELECT indexname FROM pg_indexes WHERE tablename = 'people' ORDER BY 1")).rows).toEqual([
+        { indexname: 'people_name' },
+        { indexname: 'people_pkey' },
+      ]);
+      // The checks that stand for lengths are the types, not constraints.
+      expect((await c.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'people'::regclass AND contype = 'c'")).rows).toEqual([{ n: 0 }]);
+      expect((await c.query('SELECT count(*)::int AS n FROM people')).rows).toEqual([{ n: 4 }]);
+      // A table other tables reference cannot be rebuilt: the column is added without the check.
+      await c.query('CREATE TABLE visits (id integer, person integer REFERENCES people (id))');
+      await c.query('ALTER TABLE people ADD COLUMN tag varchar(2)');
+      await c.query("INSERT INTO people (id, tag) VALUES (6, 'abc')");
+      expect((await columns(c, 'people')).map((r) => r.f)).toEqual(['integer', 'text', 'text', 'character varying(3)', 'character varying(2)']);
+    });
+  });
 });
