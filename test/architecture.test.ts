@@ -40,10 +40,11 @@ const HANDLER: Record<string, readonly string[]> = {
   'context.ts': ['access.ts', 'advisory-locks.ts', 'engine-calls.ts', 'plan.ts', 'settings.ts', 'transaction.ts'],
   'ledger-create.ts': ['access.ts', 'command-tag.ts', 'context.ts', 'plan.ts'],
   'table-create.ts': ['command-tag.ts', 'context.ts', 'plan.ts'],
-  'engine-run.ts': ['command-tag.ts', 'context.ts', 'ledger-create.ts', 'plan.ts', 'table-create.ts'],
+  'result-sources.ts': ['context.ts'],
+  'engine-run.ts': ['command-tag.ts', 'context.ts', 'ledger-create.ts', 'plan.ts', 'result-sources.ts', 'table-create.ts'],
   'ledger-append.ts': ['context.ts', 'ledger-insert.ts', 'plan.ts'],
   'copy.ts': ['context.ts', 'engine-run.ts', 'ledger-append.ts', 'plan.ts'],
-  'planner.ts': ['commands.ts', 'context.ts', 'ledger-append.ts', 'ledger-create.ts', 'plan.ts', 'table-create.ts'],
+  'planner.ts': ['commands.ts', 'context.ts', 'ledger-append.ts', 'ledger-create.ts', 'plan.ts', 'result-sources.ts', 'table-create.ts'],
   'cursors.ts': ['commands.ts', 'context.ts', 'engine-run.ts', 'plan.ts', 'planner.ts'],
   'session-commands.ts': ['commands.ts', 'context.ts', 'cursors.ts', 'settings.ts'],
   'connection.ts': [

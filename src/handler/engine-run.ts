@@ -1,10 +1,12 @@
 import { PgError } from '../errors/pg-error.js';
+import type { RowSink } from '../engine/port.js';
 import type { ExecuteOutcome, ResultSink } from '../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
 import { dropOrphanedSequences, executeColumnAlter, executeForeignKeyAdd, executeSerialCreate } from './table-create.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
+import { catalogChanged, declaredCells } from './result-sources.js';
 
 /**
  * Runs a prepared engine statement through a portal, as one engine call
@@ -49,12 +51,13 @@ export class EngineRun {
           portal.done = true;
           return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
         }
-        const { rows, done } = await cursor.fetch(maxRows, formats, sink, { timeZone: ctx.settings.timeZone });
+        const { rows, done } = await cursor.fetch(maxRows, formats, declaredSink(portal, formats, sink), { timeZone: ctx.settings.timeZone });
         if (!done) return { done: false };
         portal.done = true;
         return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };
       });
       if (outcome.done === true && plan.declares.length > 0) await ctx.tx.onCommit(() => ctx.services.declared.apply(ctx.engine, plan.declares));
+      if (outcome.done === true && DDL_KINDS.has(plan.statement.kind)) catalogChanged();
       return outcome;
     } catch (err) {
       gaveUp = true;
@@ -92,4 +95,14 @@ export class EngineRun {
   async stop(): Promise<void> {
     await this.ctx.calls.stop();
   }
+}
+
+/** Statements after which what was read of the catalog may be stale. */
+const DDL_KINDS: ReadonlySet<string> = new Set(['CREATE', 'ALTER', 'DROP']);
+
+/** The sink for a portal's rows: the same, with declared types' cells printed as PostgreSQL prints them (jsonb, char(n)). */
+function declaredSink(portal: ConnectionPortal, formats: readonly (0 | 1)[], sink: RowSink): RowSink {
+  const fix = declaredCells(portal.fields, formats);
+  if (fix === null) return sink;
+  return { row: (cells) => sink.row(fix(cells)), flushIfFull: () => sink.flushIfFull() };
 }

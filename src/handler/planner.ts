@@ -23,6 +23,7 @@ import type { HandlerContext, StatementHost } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { HandledStatement } from './table-create.js';
+import { describeSources } from './result-sources.js';
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
 
 /** Rewritten statements that read the connection's settings through the catalog. */
@@ -253,7 +254,7 @@ export class Planner {
             columns.map((c) => c.name),
           );
     const nameArrays = columns === null ? null : nameArrayColumns(clientText);
-    const fields =
+    const engineFields =
       columns?.map((c, i) => ({
         name: names?.[i] ?? c.name,
         tableOid: 0,
@@ -263,6 +264,7 @@ export class Planner {
         typeModifier: c.typeModifier,
         format: 0 as const,
       })) ?? null;
+    const fields = engineFields === null ? null : await this.ctx.calls.run(() => describeSources(this.ctx, clientText, engineFields));
     const types = [...engineStatement.paramTypes];
     for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
     return new Statement(

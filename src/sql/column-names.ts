@@ -116,7 +116,8 @@ function selectNames(select: PgNode | undefined): ReadonlyArray<string | null> |
   return targetNames(s.targetList);
 }
 
-function targetNames(list: unknown): ReadonlyArray<string | null> | null {
+/** The names of a select list's columns (aliases included); null when a `*` leaves them to the engine. */
+export function targetNames(list: unknown): ReadonlyArray<string | null> | null {
   if (!Array.isArray(list)) return null;
   const out: string[] = [];
   for (const item of list as PgNode[]) {

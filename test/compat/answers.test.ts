@@ -11,9 +11,9 @@ import { useCotwireAndPostgres } from '../fixtures/compared.js';
 const servers = useCotwireAndPostgres();
 
 const SCHEMA = [
-  'CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL, country text, created date)',
+  'CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL, country varchar(2), created date, grade char(3))',
   'CREATE TABLE orders (id integer PRIMARY KEY, customer integer REFERENCES customers(id), amount numeric(10,2), qty integer, weight double precision, big bigint, note text, placed timestamp, paid boolean, tags text[], meta jsonb)',
-  "INSERT INTO customers VALUES (1, 'Ada', 'UK', '2024-01-05'), (2, 'Grace', 'US', '2024-02-10'), (3, 'Linus', 'FI', '2024-03-15'), (4, 'Barbara', NULL, NULL)",
+  "INSERT INTO customers VALUES (1, 'Ada', 'UK', '2024-01-05', 'A'), (2, 'Grace', 'US', '2024-02-10', 'BB'), (3, 'Linus', 'FI', '2024-03-15', NULL), (4, 'Barbara', NULL, NULL, 'CCC')",
   `INSERT INTO orders VALUES
     (1, 1, 100.50, 3, 1.5, 9000000000, 'first_order', '2024-05-01 10:15:00', true, '{a,b}', '{"kind": "web", "score": 3}'),
     (2, 1, 167.25, 1, 2.25, 1, 'second 50%', '2024-05-17 18:30:45.5', false, '{b}', '{"kind": "shop", "score": 5}'),
@@ -168,6 +168,12 @@ const AGREE: readonly string[] = [
   'SELECT nosuch FROM orders',
   'SELECT * FROM nosuch',
   'SELEC 1',
+  // Table columns: their table and number in RowDescription, declared types (varchar(n), char(n), jsonb) and their text.
+  'SELECT * FROM customers ORDER BY id',
+  'SELECT c.name, c.country, o.meta, o.id AS order_id, o.* FROM customers c JOIN orders o ON o.customer = c.id ORDER BY o.id',
+  'SELECT country, grade FROM (SELECT country, grade, id FROM customers) s ORDER BY id',
+  'SELECT meta, \'{"b": 1, "a": [1,2.50,1e2]}\'::jsonb AS j FROM orders ORDER BY id',
+  'SELECT upper(country), country || grade FROM customers ORDER BY id',
   // Parameters are exercised by the drivers' suites; the catalog by the tools'.
 ];
 
@@ -185,16 +191,17 @@ const DIFFER: ReadonlyArray<{ readonly sql: string; readonly types?: readonly [n
   { sql: 'SELECT unnest(tags) AS tag, count(*) FROM orders GROUP BY 1 ORDER BY 1', refused: '0A000' },
 ];
 
-type Answer =
-  | { readonly columns: ReadonlyArray<readonly [string, number]>; readonly rows: readonly (readonly (string | null)[])[] }
-  | { readonly error: string };
+/** A result column: its name, type OID, column number, and whether it names a table (whose OID differs between servers). */
+type Column = readonly [string, number, number, boolean];
+
+type Answer = { readonly columns: ReadonlyArray<Column>; readonly rows: readonly (readonly (string | null)[])[] } | { readonly error: string };
 
 const raw = { getTypeParser: () => (value: string) => value };
 
 async function answer(client: pg.Client, sql: string): Promise<Answer> {
   try {
     const r = await client.query({ text: sql, rowMode: 'array', types: raw });
-    return { columns: r.fields.map((f) => [f.name, f.dataTypeID] as const), rows: r.rows as (string | null)[][] };
+    return { columns: r.fields.map((f): Column => [f.name, f.dataTypeID, f.columnID, f.tableID !== 0]), rows: r.rows as (string | null)[][] };
   } catch (e) {
     const err = e as { code?: string; message: string };
     return { error: `${err.code ?? '?'}: ${err.message}` };
@@ -281,7 +288,7 @@ describe('analysts’ and agents’ statements answer as PostgreSQL does', () =>
     }
     if ('error' in mine || 'error' in real || types === undefined) throw new Error(`${JSON.stringify(mine)} ${JSON.stringify(real)}`);
     expect(mine.columns.map(([, oid]) => oid)).toContain(types[0]);
-    const renamed = { ...mine, columns: mine.columns.map(([name, oid]) => [name, oid === types[0] ? types[1] : oid] as const) };
+    const renamed = { ...mine, columns: mine.columns.map(([name, oid, attnum, table]): Column => [name, oid === types[0] ? types[1] : oid, attnum, table]) };
     expect(differences(renamed, real)).toEqual([]);
   });
 

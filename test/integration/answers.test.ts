@@ -574,3 +574,36 @@ describe('clock_timestamp', () => {
     expect(fields.map((f) => [f.name, f.dataTypeID])).toEqual([['clock_timestamp', 1184]]);
   });
 });
+
+describe('LIMIT $n in a correlated subquery (ORMs’ relation loading)', () => {
+  const lateral =
+    'SELECT o.id, x.data FROM lim_orders o LEFT JOIN LATERAL (SELECT json_build_array(c.name) AS data FROM (SELECT * FROM lim_customers c WHERE c.id = o.customer LIMIT $1) c) x ON true WHERE o.id >= $2 ORDER BY o.id LIMIT $3';
+
+  it('binds the limit as DuckDB needs it: written in, with the other parameters in their places', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE lim_customers (id int PRIMARY KEY, name text)');
+    await c.query('CREATE TABLE lim_orders (id int PRIMARY KEY, customer int)');
+    await c.query("INSERT INTO lim_customers VALUES (1, 'a'), (2, 'b')");
+    await c.query('INSERT INTO lim_orders VALUES (1, 1), (2, 2), (3, 1)');
+    const r = await c.query({ text: lateral, values: [1, 2, 5] });
+    expect(r.rows).toEqual([
+      { id: 2, data: ['b'] },
+      { id: 3, data: ['a'] },
+    ]);
+    // Another limit value is another statement; the same one is reused.
+    expect((await c.query({ text: lateral, values: [1, 1, 1] })).rows).toEqual([{ id: 1, data: ['a'] }]);
+    expect((await c.query({ text: lateral, values: [0, 1, null] })).rows).toEqual([
+      { id: 1, data: null },
+      { id: 2, data: null },
+      { id: 3, data: null },
+    ]);
+  });
+
+  it('describes the limit parameters as bigint, and refuses a value that is not an integer', async () => {
+    const c = ctx.client;
+    await expect(c.query({ text: lateral, values: ['x', 1, 1] })).rejects.toMatchObject({ code: '22P02' });
+    // A named statement, described before any value is bound (node-postgres prepares it so).
+    const r = await c.query({ name: 'lim_named', text: lateral, values: [1, 3, 10] });
+    expect(r.rows).toEqual([{ id: 3, data: ['a'] }]);
+  });
+});

@@ -35,6 +35,7 @@ import type {
   StatementKind,
   WireParam,
 } from '../port.js';
+import { LimitBoundStatement, limitParams } from './limit-params.js';
 import { fromDuckDBError } from './errors.js';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
@@ -242,6 +243,19 @@ class DuckDBSession implements EngineConnection {
   constructor(private readonly conn: DuckDBConnection) {}
 
   async prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement> {
+    try {
+      return await this.prepareOne(sql, declaredTypes);
+    } catch (err) {
+      // LIMIT $1 in a correlated subquery (limit-params.ts): prepared again at each execution, with its value written in.
+      const shape = err instanceof Error && /Non-constant limit not supported/i.test(err.message) ? limitParams(sql) : null;
+      if (shape === null) throw err;
+      const declared = shape.rest.map((n) => declaredTypes[n - 1] ?? 0);
+      const probe = await this.prepareOne(shape.text(new Map(shape.limits.map((n) => [n, '1']))), declared);
+      return new LimitBoundStatement(probe, shape, (text) => this.prepareOne(text, declared));
+    }
+  }
+
+  private async prepareOne(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement> {
     await this.settleActive();
     let prepared: DuckDBPreparedStatement;
     try {

@@ -1,0 +1,179 @@
+/**
+ * PostgreSQL's text of a jsonb value: jsonb keeps a parsed value, not the
+ * text it was given, so it prints objects with their keys sorted (shorter
+ * keys first, then by their bytes) and each key once (the last one given),
+ * ", " and ": " between items, numbers as numeric prints them (1e2 is 100,
+ * 1.50 stays 1.50) and strings with only the escapes JSON requires. DuckDB
+ * has one JSON type that keeps the text as written; cotwire prints a jsonb
+ * result as PostgreSQL would.
+ */
+
+type JsonValue = string | { readonly number: string } | readonly JsonValue[] | JsonObject | boolean | null;
+
+interface JsonObject {
+  readonly entries: ReadonlyArray<readonly [string, JsonValue]>;
+}
+
+class Reader {
+  i = 0;
+  constructor(private readonly s: string) {}
+
+  fail(): never {
+    throw new SyntaxError(`invalid JSON at ${this.i}`);
+  }
+
+  space(): void {
+    while (this.i < this.s.length && ' \t\n\r'.includes(this.s[this.i] as string)) this.i++;
+  }
+
+  value(): JsonValue {
+    this.space();
+    const c = this.s[this.i];
+    if (c === '{') return this.object();
+    if (c === '[') return this.array();
+    if (c === '"') return this.string();
+    for (const [word, v] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+    ] as const) {
+      if (this.s.startsWith(word, this.i)) {
+        this.i += word.length;
+        return v;
+      }
+    }
+    const m = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.s.slice(this.i, this.i + 400));
+    if (m === null) this.fail();
+    this.i += m[0].length;
+    return { number: m[0] };
+  }
+
+  object(): JsonObject {
+    this.i++;
+    const entries: Array<readonly [string, JsonValue]> = [];
+    this.space();
+    if (this.s[this.i] === '}') {
+      this.i++;
+      return { entries };
+    }
+    for (;;) {
+      this.space();
+      if (this.s[this.i] !== '"') this.fail();
+      const key = this.string();
+      this.space();
+      if (this.s[this.i++] !== ':') this.fail();
+      entries.push([key, this.value()]);
+      this.space();
+      const sep = this.s[this.i++];
+      if (sep === '}') return { entries };
+      if (sep !== ',') this.fail();
+    }
+  }
+
+  array(): JsonValue[] {
+    this.i++;
+    const items: JsonValue[] = [];
+    this.space();
+    if (this.s[this.i] === ']') {
+      this.i++;
+      return items;
+    }
+    for (;;) {
+      items.push(this.value());
+      this.space();
+      const sep = this.s[this.i++];
+      if (sep === ']') return items;
+      if (sep !== ',') this.fail();
+    }
+  }
+
+  string(): string {
+    this.i++;
+    let out = '';
+    for (;;) {
+      const c = this.s[this.i++];
+      if (c === undefined) this.fail();
+      if (c === '"') return out;
+      if (c !== '\\') {
+        out += c;
+        continue;
+      }
+      const e = this.s[this.i++];
+      const simple: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+      if (e !== undefined && simple[e] !== undefined) out += simple[e];
+      else if (e === 'u' && /^[0-9a-fA-F]{4}$/.test(this.s.slice(this.i, this.i + 4))) {
+        out += String.fromCharCode(Number.parseInt(this.s.slice(this.i, this.i + 4), 16));
+        this.i += 4;
+      } else this.fail();
+    }
+  }
+}
+
+/** numeric's text of a JSON number: its digits at the scale the text gives (1.50e1 is 15.0, 1e2 is 100, -0 is 0). */
+export function numericText(text: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (m === null) return text;
+  const [, sign, whole = '', fraction = '', exponent = '0'] = m;
+  const exp = Number(exponent);
+  const scale = Math.max(0, fraction.length - exp);
+  let digits = whole + fraction;
+  let point = whole.length + exp;
+  if (point <= 0) {
+    digits = '0'.repeat(1 - point) + digits;
+    point = 1;
+  }
+  if (digits.length < point + scale) digits += '0'.repeat(point + scale - digits.length);
+  const intPart = digits.slice(0, point).replace(/^0+(?=\d)/, '');
+  const fracPart = digits.slice(point, point + scale);
+  const out = scale > 0 ? `${intPart}.${fracPart}` : intPart;
+  return sign === '-' && /[1-9]/.test(out) ? `-${out}` : out;
+}
+
+/** A string as PostgreSQL's escape_json writes it. */
+function quoted(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const code = ch.codePointAt(0) as number;
+    if (ch === '"') out += '\\"';
+    else if (ch === '\\') out += '\\\\';
+    else if (ch === '\b') out += '\\b';
+    else if (ch === '\f') out += '\\f';
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (code < 0x20) out += `\\u${code.toString(16).padStart(4, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+/** jsonb's key order: shorter keys first, then byte by byte. */
+function compareKeys(a: string, b: string): number {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length - y.length || Buffer.compare(x, y);
+}
+
+function render(v: JsonValue): string {
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (typeof v === 'string') return quoted(v);
+  if (Array.isArray(v)) return `[${v.map(render).join(', ')}]`;
+  if ('number' in v) return numericText(v.number);
+  const last = new Map<string, JsonValue>();
+  for (const [k, x] of (v as JsonObject).entries) last.set(k, x);
+  const keys = [...last.keys()].sort(compareKeys);
+  return `{${keys.map((k) => `${quoted(k)}: ${render(last.get(k) as JsonValue)}`).join(', ')}}`;
+}
+
+/** PostgreSQL's jsonb text of a JSON text; null when the text is not JSON. */
+export function jsonbText(json: string): string | null {
+  try {
+    const r = new Reader(json);
+    const v = r.value();
+    r.space();
+    return r.i === json.length ? render(v) : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { jsonbText, numericText } from '../../../src/sql/jsonb.js';
+
+describe('jsonb text, as PostgreSQL prints it', () => {
+  // Each expected text was read from PostgreSQL 15 (SELECT $x$...$x$::jsonb::text).
+  it.each([
+    ['{"b":1, "a":2}', '{"a": 2, "b": 1}'],
+    ['{"aa":1,"b":2,"a":3,"ab":4}', '{"a": 3, "b": 2, "aa": 1, "ab": 4}'],
+    ['{"a":1,"a":2}', '{"a": 2}'],
+    ['[1,2 , 3]', '[1, 2, 3]'],
+    ['{"x":[1,{"z":true,"y":null}],"é":"ü"}', '{"x": [1, {"y": null, "z": true}], "é": "ü"}'],
+    ['1e2', '100'],
+    ['1.50', '1.50'],
+    ['1.50e1', '15.0'],
+    ['1E-2', '0.01'],
+    ['-0', '0'],
+    ['-0.0', '0.0'],
+    ['0.000', '0.000'],
+    ['123456789012345678901234567890', '123456789012345678901234567890'],
+    ['"a\\"b\\\\c\\/d\\n\\t\\u0001\\u00e9"', '"a\\"b\\\\c/d\\n\\t\\u0001é"'],
+    ['{"k": "\\ud83d\\ude00"}', '{"k": "😀"}'],
+    ['[]', '[]'],
+    ['{}', '{}'],
+    ['  {  "a"  :  [ ]  }', '{"a": []}'],
+    ['true', 'true'],
+    ['null', 'null'],
+    ['-12.5e-3', '-0.0125'],
+  ])('%s', (input, expected) => {
+    expect(jsonbText(input)).toBe(expected);
+  });
+
+  it('is null for what is not JSON', () => {
+    expect(['{', '{"a" 1}', '[1,]', 'tru', '1 2', "{'a': 1}", ''].map(jsonbText)).toEqual([null, null, null, null, null, null, null]);
+  });
+
+  it('prints numbers as numeric does', () => {
+    expect(['0', '10', '1e0', '2.5E+2', '0.10e-1', '-1'].map(numericText)).toEqual(['0', '10', '1', '250', '0.010', '-1']);
+  });
+});
