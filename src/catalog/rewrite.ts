@@ -994,7 +994,7 @@ class Rewriter {
     const i = this.index(node.location);
     if (i === null) return;
     if (node.kind === 'AEXPR_LIKE' || node.kind === 'AEXPR_ILIKE') {
-      this.likeEscape(i);
+      this.likeEscape(node, i);
       return;
     }
     if ((node.kind === 'AEXPR_OP_ANY' && op === '=') || (node.kind === 'AEXPR_OP_ALL' && op === '<>')) {
@@ -1054,20 +1054,29 @@ class Rewriter {
   /**
    * `x LIKE 'a\_b'` → `x LIKE 'a\_b' ESCAPE '\'`: PostgreSQL's LIKE takes a
    * backslash as its escape character unless told otherwise, DuckDB's none.
-   * Applied where the pattern is one token (a literal or a parameter).
+   * Applied where the pattern holds a parameter or a literal with a
+   * backslash, after the whole pattern (`$1::text || '%'`); a pattern with
+   * its own ESCAPE (like_escape in PostgreSQL's tree) is left alone.
    */
-  private likeEscape(at: number): void {
-    for (let i = at; i <= at + 1; i++) {
-      if (!LIKE_WORDS.has(wordOf(this.tokens[i]) ?? '')) continue;
-      const pattern = this.tokens[i + 1];
-      if (!escapablePattern(pattern) || wordOf(this.tokens[i + 2]) === 'escape') return;
-      const text = (pattern as Token).text;
+  private likeEscape(node: Node, at: number): void {
+    const pattern = node.rexpr as Node | undefined;
+    const call = pattern?.FuncCall as Node | undefined;
+    if (call !== undefined && strings(call.funcname).at(-1) === 'like_escape') return;
+    if (!escapableExpression(pattern)) return;
+    const like = [at, at + 1].find((i) => LIKE_WORDS.has(wordOf(this.tokens[i]) ?? ''));
+    if (like === undefined) return;
+    const end = this.exprEnd(pattern, like + 1);
+    if (end === null) return;
+    const only = this.tokens[like + 1] as Token;
+    if (end === like + 1 && only.kind === 'string') {
       // DuckDB notices a trailing escape only when matching reaches it; PostgreSQL always refuses it.
-      const trailing = text.startsWith("'") ? (/\\+'$/.exec(text)?.[0].length ?? 1) - 1 : 0;
-      const refused = "CAST(system.main.error('LIKE pattern must not end with escape character') AS VARCHAR)";
-      this.replaceTokens(i + 1, i + 2, trailing % 2 === 1 ? refused : `${text} ESCAPE '\\'`);
-      return;
+      const trailing = (/\\+'$/.exec(only.text)?.[0].length ?? 1) - 1;
+      if (trailing % 2 === 1) {
+        this.replaceTokens(like + 1, like + 2, "CAST(system.main.error('LIKE pattern must not end with escape character') AS VARCHAR)");
+        return;
+      }
     }
+    this.insertAfter(end, " ESCAPE '\\'");
   }
 
   /**
@@ -1590,6 +1599,17 @@ export function pgBoolean(text: string): 'true' | 'false' | null {
   if (prefix('true') || prefix('yes') || prefix('on', 2) || t === '1') return 'true';
   if (prefix('false') || prefix('no') || prefix('off', 2) || t === '0') return 'false';
   return null;
+}
+
+/** Whether a LIKE pattern's escapes matter: it holds a parameter, or a literal with a backslash. */
+function escapableExpression(e: unknown): boolean {
+  if (Array.isArray(e)) return e.some(escapableExpression);
+  if (e === null || typeof e !== 'object') return false;
+  const n = e as Node;
+  if (n.ParamRef !== undefined) return true;
+  const sval = ((n.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+  if (sval?.includes('\\') === true) return true;
+  return Object.values(n).some(escapableExpression);
 }
 
 /** Whether every argument of a call is an integer literal or a cast to integer: PostgreSQL's int4. */

@@ -16,12 +16,32 @@ const SCRIPTS = join(import.meta.dirname, 'python');
 
 const servers = useCotwireAndPostgres();
 
-async function flows(script: string, target: 'cotwire' | 'postgres'): Promise<Record<string, unknown>> {
+/**
+ * SQLAlchemy 2 (whose psycopg dialect runs on psycopg 3), installed by .ci/run from the machine's
+ * wheels beside Debian's SQLAlchemy 1.4: `python3 -m pip install --target .ci/python sqlalchemy==2.0.54`.
+ */
+const SQLALCHEMY2 = join(import.meta.dirname, '../../.ci/python');
+
+/** Each flow: its script, and what its environment adds. */
+const RUNS: Readonly<Record<string, { readonly script: string; readonly env?: Readonly<Record<string, string>> }>> = {
+  'psycopg2_flows.py': { script: 'psycopg2_flows.py' },
+  'psycopg3_flows.py': { script: 'psycopg3_flows.py' },
+  'asyncpg_flows.py': { script: 'asyncpg_flows.py' },
+  'pandas_flows.py': { script: 'pandas_flows.py' },
+  'sqlalchemy_flows.py': { script: 'sqlalchemy_flows.py' },
+  'sqlalchemy_flows.py on psycopg 3': { script: 'sqlalchemy_flows.py', env: { SA_DRIVER: 'psycopg', PYTHONPATH: SQLALCHEMY2 } },
+};
+
+async function flows(name: string, target: 'cotwire' | 'postgres'): Promise<Record<string, unknown>> {
+  const { script, env: extra = {} } = RUNS[name] ?? { script: name };
+  if (extra.PYTHONPATH !== undefined && !existsSync(join(extra.PYTHONPATH, 'sqlalchemy'))) {
+    throw new Error(`SQLAlchemy 2 is not installed in ${extra.PYTHONPATH}: run .ci/run, or python3 -m pip install --target .ci/python sqlalchemy==2.0.54`);
+  }
   const env =
     target === 'cotwire'
       ? { PGHOST: '127.0.0.1', PGPORT: String(servers.cotwire.port), PGUSER: 'cotwire', PGDATABASE: 'cotwire' }
       : { PGHOST: '127.0.0.1', PGPORT: String(servers.postgres.port), PGUSER: servers.postgres.user, PGDATABASE: 'postgres' };
-  const { stdout } = await run(PYTHON, [join(SCRIPTS, script), target], { env: { ...process.env, ...env, PGTZ: 'UTC' } });
+  const { stdout } = await run(PYTHON, [join(SCRIPTS, script), target], { env: { ...process.env, ...env, ...extra, PGTZ: 'UTC' } });
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 
@@ -34,7 +54,18 @@ const LEDGER: Readonly<Record<string, Record<string, unknown>>> = {
   'psycopg3_flows.py': { ledger_returning: 0 },
   'asyncpg_flows.py': { ledger_returning: 0 },
   'pandas_flows.py': { ledger_to_sql: 2, ledger_read: [0, 1] },
-  'sqlalchemy_flows.py': { ledger_returning: 0, ledger_columns: ['trace_id', 'org_id', 'agent_id', 'session_id', 'step_index', 'step_type'] },
+  'sqlalchemy_flows.py': {
+    ledger_returning: 0,
+    ledger_orm: [36, 0],
+    ledger_columns: ['trace_id', 'org_id', 'agent_id', 'session_id', 'step_index', 'step_type'],
+    driver: 'psycopg2',
+  },
+  'sqlalchemy_flows.py on psycopg 3': {
+    ledger_returning: 0,
+    ledger_orm: [36, 0],
+    ledger_columns: ['trace_id', 'org_id', 'agent_id', 'session_id', 'step_index', 'step_type'],
+    driver: 'psycopg',
+  },
 };
 
 describe.each(Object.keys(LEDGER))('%s', (script) => {

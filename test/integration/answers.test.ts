@@ -607,3 +607,51 @@ describe('LIMIT $n in a correlated subquery (ORMs’ relation loading)', () => {
     expect(r.rows).toEqual([{ id: 3, data: ['a'] }]);
   });
 });
+
+describe('parameters DuckDB loses the types of', () => {
+  // SQLAlchemy 2's column reflection (its psycopg dialect binds on the server): with parameters in a
+  // correlated subquery of the select list, DuckDB forgets the type of the one cast in the CASE after it.
+  const reflection =
+    'SELECT pg_catalog.pg_attribute.attname AS name, pg_catalog.format_type(pg_catalog.pg_attribute.atttypid, pg_catalog.pg_attribute.atttypmod) AS format_type, (SELECT pg_catalog.pg_get_expr(pg_catalog.pg_attrdef.adbin, pg_catalog.pg_attrdef.adrelid) AS pg_get_expr_1 \nFROM pg_catalog.pg_attrdef \nWHERE pg_catalog.pg_attrdef.adrelid = pg_catalog.pg_attribute.attrelid AND pg_catalog.pg_attrdef.adnum = pg_catalog.pg_attribute.attnum AND pg_catalog.pg_attribute.atthasdef) AS "default", pg_catalog.pg_attribute.attnotnull AS not_null, pg_catalog.pg_class.relname AS table_name, pg_catalog.pg_description.description AS comment, pg_catalog.pg_attribute.attgenerated AS generated, (SELECT json_build_object($1::VARCHAR, pg_catalog.pg_attribute.attidentity = $2::VARCHAR, $3::VARCHAR, pg_catalog.pg_sequence.seqstart, $4::VARCHAR, pg_catalog.pg_sequence.seqincrement, $5::VARCHAR, pg_catalog.pg_sequence.seqmin, $6::VARCHAR, pg_catalog.pg_sequence.seqmax, $7::VARCHAR, pg_catalog.pg_sequence.seqcache, $8::VARCHAR, pg_catalog.pg_sequence.seqcycle) AS json_build_object_1 \nFROM pg_catalog.pg_sequence \nWHERE pg_catalog.pg_attribute.attidentity != $9::VARCHAR AND pg_catalog.pg_sequence.seqrelid = CAST(CAST(pg_catalog.pg_get_serial_sequence(CAST(CAST(pg_catalog.pg_attribute.attrelid AS REGCLASS) AS TEXT), pg_catalog.pg_attribute.attname) AS REGCLASS) AS OID)) AS identity_options, CASE WHEN (pg_catalog.pg_attribute.attcollation != $10::INTEGER AND (SELECT pg_catalog.pg_type.typcollation \nFROM pg_catalog.pg_type \nWHERE pg_catalog.pg_type.oid = pg_catalog.pg_attribute.atttypid) != pg_catalog.pg_attribute.attcollation) THEN (SELECT pg_catalog.pg_collation.collname \nFROM pg_catalog.pg_collation \nWHERE pg_catalog.pg_collation.oid = pg_catalog.pg_attribute.attcollation) ELSE NULL END AS collation \nFROM pg_catalog.pg_class LEFT OUTER JOIN pg_catalog.pg_attribute ON pg_catalog.pg_class.oid = pg_catalog.pg_attribute.attrelid AND pg_catalog.pg_attribute.attnum > $11::SMALLINT AND NOT pg_catalog.pg_attribute.attisdropped LEFT OUTER JOIN pg_catalog.pg_description ON pg_catalog.pg_description.objoid = pg_catalog.pg_attribute.attrelid AND pg_catalog.pg_description.objsubid = pg_catalog.pg_attribute.attnum JOIN pg_catalog.pg_namespace ON pg_catalog.pg_namespace.oid = pg_catalog.pg_class.relnamespace \nWHERE pg_catalog.pg_class.relkind = ANY (ARRAY[$12::VARCHAR, $13::VARCHAR, $14::VARCHAR, $15::VARCHAR, $16::VARCHAR]) AND pg_catalog.pg_table_is_visible(pg_catalog.pg_class.oid) AND pg_catalog.pg_namespace.nspname != $17::VARCHAR AND pg_catalog.pg_class.relname IN ($18::VARCHAR) ORDER BY pg_catalog.pg_class.relname, pg_catalog.pg_attribute.attnum';
+
+  it('describes the statement from its casts, and binds the values at execution', async () => {
+    const c = ctx.client;
+    await c.query("CREATE TABLE lost_types (id integer PRIMARY KEY, label varchar(20) DEFAULT 'x')");
+    const params = [
+      'always',
+      'a',
+      'start',
+      'increment',
+      'minvalue',
+      'maxvalue',
+      'cache',
+      'cycle',
+      '',
+      0,
+      0,
+      'r',
+      'p',
+      'f',
+      'v',
+      'm',
+      'pg_catalog',
+      'lost_types',
+    ];
+    const r = await c.query({ text: reflection, values: params });
+    expect(r.fields.map((f) => f.name)).toEqual([
+      'name',
+      'format_type',
+      'default',
+      'not_null',
+      'table_name',
+      'comment',
+      'generated',
+      'identity_options',
+      'collation',
+    ]);
+    expect(r.rows.map((row: { name: string; format_type: string; not_null: boolean }) => [row.name, row.format_type, row.not_null])).toEqual([
+      ['id', 'integer', true],
+      ['label', 'character varying(20)', false],
+    ]);
+  });
+});

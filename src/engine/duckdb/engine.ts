@@ -17,7 +17,7 @@ import {
   VARCHAR,
 } from '@duckdb/node-api';
 import { ElementOidOf, TypeOid } from '../../protocol/type-oids.js';
-import { tokenize } from '../../sql/lexer.js';
+import { type Token, tokenize } from '../../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../../sql/numeric.js';
 import { paramContext } from '../../sql/param-context.js';
 import { TimeZoneOffsets } from '../pg-format.js';
@@ -291,6 +291,12 @@ class DuckDBSession implements EngineConnection {
       }
       const still = unresolvedParams(prepared);
       if (still.length > 0 && unresolvedColumns(prepared)) {
+        // DuckDB loses the type of a parameter it was told (`$1::integer`) in some statements (one
+        // in a CASE after a correlated subquery with parameters of its own): described from a probe
+        // with typed NULLs for the parameters, and bound with the values' types at execution, when
+        // DuckDB binds the statement again.
+        const probe = await this.typedProbe(sql, declaredTypes);
+        if (probe !== null) return new DuckDBStatement(this, prepared, sql, declaredTypes, probe);
         // DuckDB would describe one column named "unknown" and then return another shape of rows:
         // a wrong answer without an error. PostgreSQL's error for a parameter it cannot type instead.
         prepared.destroySync();
@@ -300,6 +306,33 @@ class DuckDBSession implements EngineConnection {
       }
     }
     return new DuckDBStatement(this, prepared, sql, declaredTypes);
+  }
+
+  /**
+   * The statement with a NULL of each parameter's type in the parameter's
+   * place, when every parameter has a type of its own (declared, or a cast
+   * in the text) and that resolves every result column: DuckDB describes
+   * nothing of some statements while they have parameters at all (one in a
+   * correlated subquery of the select list, another in a CASE after it).
+   */
+  private async typedProbe(sql: string, declared: readonly number[]): Promise<DuckDBPreparedStatement | null> {
+    const tokens = tokenize(sql);
+    const params = [...new Set(tokens.filter((t) => t.kind === 'param').map((t) => Number(t.text.slice(1))))];
+    if (!params.every((n) => (declared[n - 1] ?? 0) !== 0 || castInText(tokens, n))) return null;
+    let text = '';
+    let last = 0;
+    for (const t of tokens) {
+      if (t.kind !== 'param') continue;
+      const type = declaredCast(declared[Number(t.text.slice(1)) - 1] ?? 0);
+      text += sql.slice(last, t.start) + (type === undefined ? 'NULL' : `CAST(NULL AS ${type})`);
+      last = t.end;
+    }
+    const probe = await this.prepareRaw(text + sql.slice(last)).catch(() => null);
+    if (probe !== null && unresolvedColumns(probe)) {
+      probe.destroySync();
+      return null;
+    }
+    return probe;
   }
 
   /**
@@ -495,6 +528,18 @@ function castParams(sql: string, unresolved: readonly number[], declared: readon
   return changed ? out + sql.slice(last) : null;
 }
 
+/** Whether the text casts parameter n where it uses it (`$n::type`, `CAST($n AS type)`) at each of its uses. */
+function castInText(tokens: readonly Token[], n: number): boolean {
+  const uses = tokens.map((t, i) => (t.kind === 'param' && Number(t.text.slice(1)) === n ? i : -1)).filter((i) => i >= 0);
+  return (
+    uses.length > 0 &&
+    uses.every(
+      (i) =>
+        tokens[i + 1]?.text === '::' || (tokens[i - 1]?.text === '(' && /^cast$/i.test(tokens[i - 2]?.text ?? '') && /^as$/i.test(tokens[i + 1]?.text ?? '')),
+    )
+  );
+}
+
 /** Whether a statement of this kind returns a result set rather than a count. */
 function returnsRows(kind: StatementKind, sql: string, p: DuckDBPreparedStatement): boolean {
   switch (kind) {
@@ -528,6 +573,8 @@ class DuckDBStatement implements EngineStatement {
     private readonly prepared: DuckDBPreparedStatement,
     sql: string,
     declaredTypes: readonly number[],
+    /** A probe that describes the result where the statement itself cannot (its parameters' types lost); destroyed here. */
+    describedBy?: DuckDBPreparedStatement,
   ) {
     this.kind = statementKinds.get(prepared.statementType) ?? 'INVALID';
     const duckTypes: (DuckDBType | null)[] = [];
@@ -543,10 +590,11 @@ class DuckDBStatement implements EngineStatement {
     if (returnsRows(this.kind, sql, prepared)) {
       const codecs: PgCodec[] = [];
       const columns: ColumnInfo[] = [];
-      for (let i = 0; i < prepared.columnCount; i++) {
-        const codec = prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? UNRESOLVED_CODEC : codecFor(prepared.columnType(i));
+      const d = describedBy ?? prepared;
+      for (let i = 0; i < d.columnCount; i++) {
+        const codec = d.columnTypeId(i) === DuckDBTypeId.INVALID ? UNRESOLVED_CODEC : codecFor(d.columnType(i));
         codecs.push(codec);
-        columns.push({ name: prepared.columnName(i), typeOid: codec.oid, typeSize: codec.size, typeModifier: codec.typmod });
+        columns.push({ name: d.columnName(i), typeOid: codec.oid, typeSize: codec.size, typeModifier: codec.typmod });
       }
       this.codecs = codecs;
       this.columns = columns;
@@ -554,6 +602,7 @@ class DuckDBStatement implements EngineStatement {
       this.codecs = [];
       this.columns = null;
     }
+    describedBy?.destroySync();
   }
 
   bind(params: readonly WireParam[]): void {

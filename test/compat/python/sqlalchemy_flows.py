@@ -1,6 +1,9 @@
-"""SQLAlchemy (Debian's, with psycopg2 and asyncpg): dialect initialization,
-reflection of ordinary and ledger tables, Core and ORM queries. Prints one
-JSON object (see psycopg2_flows.py)."""
+"""SQLAlchemy: dialect initialization, reflection of ordinary and ledger
+tables, Core and ORM queries, an ORM insert into the ledger inside a
+transaction. Debian's SQLAlchemy 1.4 with psycopg2 and asyncpg, or with
+SA_DRIVER=psycopg SQLAlchemy 2 on psycopg 3 (its dialect is 2.0's; the
+compatibility suite puts SQLAlchemy 2 on PYTHONPATH). Prints one JSON object
+(see psycopg2_flows.py)."""
 import asyncio
 import datetime
 import json
@@ -8,10 +11,12 @@ import os
 import sys
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.orm import Session, declarative_base
 
 TARGET = sys.argv[1] if len(sys.argv) > 1 else 'postgres'
+DRIVER = os.environ.get('SA_DRIVER', 'psycopg2')
 URL = '{user}@{host}:{port}/{db}'.format(
     user=os.environ['PGUSER'], host=os.environ['PGHOST'], port=os.environ['PGPORT'], db=os.environ['PGDATABASE'])
 out = {}
@@ -29,7 +34,8 @@ def plain(v):
     return str(v)
 
 
-engine = sa.create_engine('postgresql+psycopg2://' + URL)
+engine = sa.create_engine('postgresql+' + DRIVER + '://' + URL)
+out['driver'] = engine.dialect.driver
 with engine.begin() as conn:
     conn.execute(sa.text('DROP VIEW IF EXISTS sa_open_tasks'))
     conn.execute(sa.text('DROP TABLE IF EXISTS sa_tasks'))
@@ -88,8 +94,23 @@ if TARGET == 'cotwire':
     out['ledger_columns'] = [c.name for c in steps.columns][:6]
     with engine.connect() as conn:
         conn = conn.execution_options(isolation_level='AUTOCOMMIT')
-        r = conn.execute(steps.insert().values(session_id='sa', step_type='Observation', content='seen').returning(steps.c.step_index))
+        r = conn.execute(steps.insert().values(session_id='sa-' + DRIVER, step_type='Observation', content='seen').returning(steps.c.step_index))
         out['ledger_returning'] = r.scalar()
+
+    class Step(declarative_base()):
+        # A ledger step as an application models it: the server computes trace_id (and the chain).
+        __tablename__ = '_cot_steps'
+        trace_id = sa.Column(postgresql.UUID(as_uuid=False), primary_key=True, server_default=sa.FetchedValue())
+        session_id = sa.Column(sa.Text)
+        step_type = sa.Column(sa.Text)
+        content = sa.Column(sa.Text)
+
+    # The ORM's unit of work: an INSERT ... RETURNING trace_id inside its transaction.
+    with Session(engine) as session:
+        step = Step(session_id='sa-orm-' + DRIVER, step_type='Decision', content='chosen')
+        session.add(step)
+        session.commit()
+        out['ledger_orm'] = [len(str(step.trace_id)), session.execute(sa.select(steps.c.step_index).where(steps.c.session_id == 'sa-orm-' + DRIVER)).scalar()]
 
 
 async def with_asyncpg():

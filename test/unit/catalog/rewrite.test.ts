@@ -199,6 +199,12 @@ describe('PostgreSQL’s result types', () => {
     );
   });
 
+  it('gives LIKE PostgreSQL’s backslash escape after the whole pattern, and leaves an explicit ESCAPE alone', () => {
+    expect(rw("SELECT 1 WHERE n NOT LIKE $1::VARCHAR || '%' ESCAPE '/'")).toBe("SELECT 1 WHERE n NOT LIKE $1::VARCHAR || '%' ESCAPE '/'");
+    expect(rw("SELECT 1 WHERE n LIKE $1::VARCHAR || '%'")).toBe("SELECT 1 WHERE n LIKE $1::VARCHAR || '%' ESCAPE '\\'");
+    expect(rw("SELECT 'a' ILIKE 'a\\_b', 'a' LIKE 'ab'")).toBe("SELECT 'a' ILIKE 'a\\_b' ESCAPE '\\', 'a' LIKE 'ab'");
+  });
+
   it('reads a boolean literal as PostgreSQL’s boolin does', () => {
     expect(rw("SELECT 'off'::boolean, CAST('Y' AS bool), 'maybe'::boolean")).toBe("SELECT 'false'::boolean, CAST('true' AS bool), 'maybe'::boolean");
     expect(['t', 'TRUE', 'ye', 'on', '1', ' yes '].map(pgBoolean)).toEqual(['true', 'true', 'true', 'true', 'true', 'true']);
