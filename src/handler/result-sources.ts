@@ -159,7 +159,9 @@ export async function describeSources(ctx: HandlerContext, clientText: string, f
     const epoch = catalogEpoch;
     const sources = selectSources(clientText);
     const tables = sources === null ? [] : tablesOf(sources);
-    const columns = tables.length === 0 ? new Map<FromTable, CatalogColumn[]>() : await catalogColumns(ctx, tables);
+    // What cannot be read of the catalog leaves the description as the engine gave it, never fails the statement.
+    const columns = tables.length === 0 ? new Map<FromTable, CatalogColumn[]>() : await catalogColumns(ctx, tables).catch(() => null);
+    if (columns === null) return fields;
     resolved = sources === null ? null : resolve(sources, columns);
     if (cache.size >= 500) cache.clear();
     cache.set(clientText, { epoch, resolved });
