@@ -65,25 +65,34 @@ export interface ColumnAlter {
    * cotwire keeps varchar(n) as a CHECK on the length, which an added column
    * must gain and which blocks a change of the column's type.
    */
-  readonly lengths: ReadonlyArray<{ readonly column: string; readonly length: number | null; readonly added: boolean }>;
+  readonly lengths: ReadonlyArray<{ readonly column: string; readonly length: number | null; readonly padded: boolean; readonly added: boolean }>;
 }
 
-/** n of a varchar(n) type name; null for any other type. */
-function varcharLength(typeName: Node | undefined): number | null {
+/** n of a varchar(n) or char(n) type name, and whether it is char(n); null for any other type. */
+function boundedLength(typeName: Node | undefined): { readonly n: number; readonly padded: boolean } | null {
   const n = (((typeName?.typmods as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival;
-  return strings(typeName?.names).at(-1) === 'varchar' && n !== undefined && !Array.isArray(typeName?.arrayBounds) ? n : null;
+  const type = strings(typeName?.names).at(-1);
+  if ((type !== 'varchar' && type !== 'bpchar') || n === undefined || Array.isArray(typeName?.arrayBounds)) return null;
+  return { n, padded: type === 'bpchar' };
 }
 
-/** The CHECK that stands for a varchar(n) column's length (the rewrite adds the same to CREATE TABLE). */
-export function lengthCheck(column: string, length: number): string {
-  return `CHECK (length(${quoteIdentifier(column)}) <= ${length})`;
+/**
+ * The CHECK that stands for a varchar(n) or char(n) column's length (the
+ * rewrite adds the same to CREATE TABLE). char(n) takes trailing spaces past
+ * n, as PostgreSQL's does (which drops them).
+ */
+export function lengthCheck(column: string, length: number, padded = false): string {
+  const col = quoteIdentifier(column);
+  return `CHECK (length(${padded ? `rtrim(${col})` : col}) <= ${length})`;
 }
 
 const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** The length checks of a column in a CREATE TABLE as DuckDB prints it: CHECK((length("c") <= 5)). */
-const lengthChecks = (column: string): RegExp =>
-  new RegExp(`,\\s*CHECK\\(\\(length\\((?:${escaped(column)}|"${escaped(column.replaceAll('"', '""'))}")\\) <= \\d+\\)\\)`, 'gi');
+/** The length checks of a column in a CREATE TABLE as DuckDB prints it: CHECK((length("c") <= 5)), CHECK((length(rtrim(c)) <= 3)). */
+const lengthChecks = (column: string): RegExp => {
+  const name = `(?:${escaped(column)}|"${escaped(column.replaceAll('"', '""'))}")`;
+  return new RegExp(`,\\s*CHECK\\(\\(length\\((?:${name}|rtrim\\(${name}\\))\\) <= \\d+\\)\\)`, 'gi');
+};
 
 /** Whether a table's CREATE TABLE (duckdb_tables().sql) holds a length check on one of the columns. */
 export function hasLengthCheck(createSql: string, columns: readonly string[]): boolean {
@@ -114,9 +123,9 @@ export function translateColumnAlter(text: string, tokens: readonly Token[]): Co
     const def = (c?.def as Node | undefined)?.ColumnDef as Node | undefined;
     const added = c?.subtype === 'AT_AddColumn';
     const column = added ? def?.colname : c?.name;
-    const length = varcharLength(def?.typeName as Node | undefined);
-    if ((!added && c?.subtype !== 'AT_AlterColumnType') || typeof column !== 'string' || (added && length === null)) return [];
-    return [{ column, length, added }];
+    const bounded = boundedLength(def?.typeName as Node | undefined);
+    if ((!added && c?.subtype !== 'AT_AlterColumnType') || typeof column !== 'string' || (added && bounded === null)) return [];
+    return [{ column, length: bounded?.n ?? null, padded: bounded?.padded ?? false, added }];
   });
   if (alter?.objtype !== 'OBJECT_TABLE' || (touching.length === 0 && lengths.length === 0)) return null;
   const dropped = cmds.filter((c) => c?.subtype === 'AT_DropColumn').map((c) => String(c?.name));

@@ -228,11 +228,11 @@ function internals(): string[] {
              || k.referenced_table || '(' || array_to_string(k.referenced_column_names, ', ') || ')' END AS condef
        FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
        WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'CHECK', 'FOREIGN KEY') AND k.database_name NOT IN ${HIDDEN_DB}
-         -- The length check that stands in for varchar(n) (rewrite.ts) is the type, not a constraint.
-         AND NOT (k.constraint_type = 'CHECK' AND regexp_full_match(k.expression, '\\(length\\("?[^()"]*"?\\) <= \\d+\\)')
+         -- The length check that stands in for varchar(n) and char(n) (rewrite.ts) is the type, not a constraint.
+         AND NOT (k.constraint_type = 'CHECK' AND regexp_full_match(k.expression, '\\(length\\((rtrim\\()?"?[^()"]*"?\\)?\\) <= \\d+\\)')
            AND len(k.constraint_column_names) = 1 AND EXISTS (SELECT 1 FROM ${DECLARED_COLUMNS} d
              WHERE lower(d.schema_name) = lower(k.schema_name) AND lower(d.table_name) = lower(k.table_name)
-               AND lower(d.column_name) = lower(k.constraint_column_names[1]) AND d.pg_type = 'varchar'
+               AND lower(d.column_name) = lower(k.constraint_column_names[1]) AND d.pg_type IN ('varchar', 'bpchar')
                AND k.expression LIKE '%<= ' || CAST(d.typmod - 4 AS VARCHAR) || ')'))`,
     `CREATE VIEW ${P}.cot_functions AS
        SELECT CAST(f.function_oid * 64 + row_number() OVER (PARTITION BY f.function_oid ORDER BY f.parameters) AS BIGINT) AS oid, f.*,

@@ -3,6 +3,7 @@ import type { Token } from '../sql/lexer.js';
 import { parseOne, strings } from '../sql/pg-tree.js';
 import { UNCONSTRAINED_NUMERIC } from '../sql/numeric.js';
 import { toCharSql } from './to-char.js';
+import { lengthCheck } from './alter-table.js';
 import { typeWitness } from './type-witness.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS, catalogRelationOid, INFORMATION_RELATIONS, INFORMATION_SCHEMA, PG_SCHEMA } from './pg-catalog.js';
 import { quoteIdentifier, quoteLiteral } from '../sql/identifiers.js';
@@ -731,13 +732,14 @@ class Rewriter {
       const typeName = def?.typeName as Node | undefined;
       const names = strings(typeName?.names);
       const n = (((typeName?.typmods as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival;
-      if (typeof def?.colname !== 'string' || names[names.length - 1] !== 'varchar' || n === undefined || Array.isArray(typeName?.arrayBounds)) continue;
+      const type = names[names.length - 1];
+      if (typeof def?.colname !== 'string' || (type !== 'varchar' && type !== 'bpchar') || n === undefined || Array.isArray(typeName?.arrayBounds)) continue;
       let j = this.index(typeName?.location);
       if (j === null) continue;
       while (['character', 'char', 'varying', 'varchar', 'national', 'pg_catalog', '.'].includes(wordOf(this.tokens[j]) ?? this.tokens[j]?.text ?? '')) j++;
       const close = this.tokens[j]?.text === '(' ? this.closing(j) : null;
       if (close === null) continue;
-      this.insertAfter(close, ` CHECK (length(${quoteIdentifier(def.colname)}) <= ${n})`);
+      this.insertAfter(close, ` ${lengthCheck(def.colname, n, type === 'bpchar')}`);
     }
   }
 

@@ -197,7 +197,7 @@ export async function executeColumnAlter(ctx: HandlerContext, portal: Connection
     const addsOnly = alter.dropped.length === 0 && alter.renamed === null && retyped.length === 0;
     if ((indexes.length === 0 || addsOnly) && !checked) await ctx.engine.run(alter.sql);
     else await rebuildTable(ctx, { schema: alter.schema, table: alter.table, alter, dropChecks: retyped });
-    const checks = alter.lengths.flatMap((l) => (l.length === null ? [] : [lengthCheck(l.column, l.length)]));
+    const checks = alter.lengths.flatMap((l) => (l.length === null ? [] : [lengthCheck(l.column, l.length, l.padded)]));
     if (checks.length === 0) return;
     const after = await tableDefinition(ctx, alter.table, alter.schema);
     if (after === null || (await referencingTable(ctx, after.database, after.schemaName, after.name)) !== null) return;

@@ -133,4 +133,28 @@ describe('declared types and constraint names', () => {
       expect((await columns(c, 'people')).map((r) => r.f)).toEqual(['integer', 'text', 'text', 'character varying(3)', 'character varying(2)']);
     });
   });
+
+  it('checks char(n) as PostgreSQL does: longer is 22001 naming character(n), trailing spaces pass, values are blank-padded', async () => {
+    await withServer(join(root, 'chars.duckdb'), async (c) => {
+      const error = (sql: string): Promise<{ code?: string; message?: string } | undefined> =>
+        c.query(sql).then(
+          () => undefined,
+          (e: { code?: string; message?: string }) => ({ code: e.code, message: e.message }),
+        );
+      await c.query('CREATE TABLE codes (id integer, code char(3))');
+      expect(await error("INSERT INTO codes VALUES (1, 'abcd')")).toEqual({ code: '22001', message: 'value too long for type character(3)' });
+      await c.query("INSERT INTO codes VALUES (2, 'ab'), (3, 'abc  ')");
+      expect((await c.query('SELECT id, code FROM codes ORDER BY id')).rows).toEqual([
+        { id: 2, code: 'ab ' },
+        { id: 3, code: 'abc  ' },
+      ]);
+      // Added by ALTER TABLE, and retyped.
+      await c.query('ALTER TABLE codes ADD COLUMN grade char(1)');
+      expect(await error("INSERT INTO codes VALUES (4, 'x', 'AB')")).toMatchObject({ code: '22001' });
+      await c.query('ALTER TABLE codes ALTER COLUMN grade TYPE char(2)');
+      await c.query("INSERT INTO codes VALUES (5, 'x', 'AB')");
+      expect((await columns(c, 'codes')).map((r) => r.f)).toEqual(['integer', 'character(3)', 'character(2)']);
+      expect((await c.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'codes'::regclass AND contype = 'c'")).rows).toEqual([{ n: 0 }]);
+    });
+  });
 });

@@ -145,8 +145,11 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
   const fields: { hint?: string; position?: number; detail?: string; cause: unknown } = { cause: err };
   if (hint !== undefined) fields.hint = hint;
   // CHECK (length(col) <= n), the rewrite's stand-in for varchar(n): PostgreSQL's error for a value too long.
-  const tooLong = code === SqlState.CheckViolation ? /with expression CHECK\(\(length\([^()]*\) <= (\d+)\)\)/.exec(message) : null;
-  if (tooLong !== null) return new PgError('22001', `value too long for type character varying(${tooLong[1]})`, { cause: err });
+  const tooLong = code === SqlState.CheckViolation ? /with expression CHECK\(\(length\((rtrim\()?[^()]*\)?\) <= (\d+)\)\)/.exec(message) : null;
+  if (tooLong !== null) {
+    // char(n)'s check reads rtrim(col): PostgreSQL names the type character(n).
+    return new PgError('22001', `value too long for type ${tooLong[1] === undefined ? 'character varying' : 'character'}(${tooLong[2]})`, { cause: err });
+  }
   const duplicate = code === SqlState.UniqueViolation ? duplicateKeyDetail(message) : null;
   if (duplicate !== null) {
     // PostgreSQL's wording, and its detail, which ORMs parse for the columns at fault (Sequelize's UniqueConstraintError).
