@@ -912,11 +912,16 @@ class Rewriter {
     if (!INTEGER_FUNCTIONS.has(fn) || !this.expressions || (parts.length === 2 && parts[0] !== 'pg_catalog') || parts.length > 2) return;
     const name = this.dotted(i);
     if (name === null || name.parts[name.parts.length - 1] !== fn || this.tokens[name.next]?.text !== '(') return;
-    const close = this.closing(name.next);
+    this.castCall(i, name.next, 'INTEGER');
+  }
+
+  /** The call whose name starts at token i and whose arguments open at `open`, its window and ordering included, cast to `type`. */
+  private castCall(i: number, open: number, type: string): void {
+    const close = this.closing(open);
     const end = close === null ? null : this.callEnd(close);
     if (end === null) return;
     this.insertBefore(i, 'CAST(');
-    this.insertAfter(end, ' AS INTEGER)');
+    this.insertAfter(end, ` AS ${type})`);
   }
 
   /**
@@ -974,11 +979,7 @@ class Rewriter {
   private doubleResult(node: Node, fn: string, i: number, open: number): void {
     const first = (node.args as Node[] | undefined)?.[0];
     if (!DOUBLE_AGGREGATES.has(fn) || first?.A_ArrayExpr !== undefined || !this.expressions) return;
-    const close = this.closing(open);
-    const end = close === null ? null : this.callEnd(close);
-    if (end === null) return;
-    this.insertBefore(i, 'CAST(');
-    this.insertAfter(end, ' AS DOUBLE)');
+    this.castCall(i, open, 'DOUBLE');
   }
 
   private sqlValueFunction(node: Node): void {

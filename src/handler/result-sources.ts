@@ -181,16 +181,20 @@ export async function describeSources(ctx: HandlerContext, clientText: string, f
   });
 }
 
+/** A text cell as a string: the engine hands text columns over as their UTF-8 bytes. */
+const cellText = (cell: string | Uint8Array): string =>
+  typeof cell === 'string' ? cell : Buffer.from(cell.buffer, cell.byteOffset, cell.byteLength).toString('utf8');
+
 /** A cell of a jsonb result: jsonb's text, and in binary its version byte before it. */
 function jsonbCell(cell: string | Uint8Array, binary: boolean): string | Uint8Array {
-  const text = typeof cell === 'string' ? cell : Buffer.from(cell.buffer, cell.byteOffset, cell.byteLength).toString('utf8');
+  const text = cellText(cell);
   const normal = jsonbText(text) ?? text;
   return binary ? Buffer.concat([Buffer.from([1]), Buffer.from(normal, 'utf8')]) : normal;
 }
 
 /** A cell of a char(n) result: blank-padded to n characters, as PostgreSQL stores it. */
 function bpcharCell(cell: string | Uint8Array, length: number): string {
-  const text = typeof cell === 'string' ? cell : Buffer.from(cell.buffer, cell.byteOffset, cell.byteLength).toString('utf8');
+  const text = cellText(cell);
   const chars = [...text].length;
   return chars < length ? text + ' '.repeat(length - chars) : text;
 }

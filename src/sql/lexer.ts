@@ -330,3 +330,23 @@ export function leadingWords(tokens: readonly Token[], max: number): string[] {
   }
   return words;
 }
+
+/**
+ * The text with each `$n` token replaced by what `replace` returns for its
+ * number (kept where it returns null); null when nothing was replaced.
+ * Parameters inside strings and comments are not tokens, so never touched.
+ */
+export function replaceParams(sql: string, replace: (n: number, token: Token) => string | null, tokens: readonly Token[] = tokenize(sql)): string | null {
+  let out = '';
+  let last = 0;
+  let changed = false;
+  for (const t of tokens) {
+    if (t.kind !== 'param') continue;
+    const text = replace(Number(t.text.slice(1)), t);
+    if (text === null) continue;
+    out += sql.slice(last, t.start) + text;
+    last = t.end;
+    changed = true;
+  }
+  return changed ? out + sql.slice(last) : null;
+}

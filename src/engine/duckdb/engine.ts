@@ -17,7 +17,7 @@ import {
   VARCHAR,
 } from '@duckdb/node-api';
 import { ElementOidOf, TypeOid } from '../../protocol/type-oids.js';
-import { type Token, tokenize } from '../../sql/lexer.js';
+import { replaceParams, type Token, tokenize } from '../../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../../sql/numeric.js';
 import { paramContext } from '../../sql/param-context.js';
 import { TimeZoneOffsets } from '../pg-format.js';
@@ -319,15 +319,15 @@ class DuckDBSession implements EngineConnection {
     const tokens = tokenize(sql);
     const params = [...new Set(tokens.filter((t) => t.kind === 'param').map((t) => Number(t.text.slice(1))))];
     if (!params.every((n) => (declared[n - 1] ?? 0) !== 0 || castInText(tokens, n))) return null;
-    let text = '';
-    let last = 0;
-    for (const t of tokens) {
-      if (t.kind !== 'param') continue;
-      const type = declaredCast(declared[Number(t.text.slice(1)) - 1] ?? 0);
-      text += sql.slice(last, t.start) + (type === undefined ? 'NULL' : `CAST(NULL AS ${type})`);
-      last = t.end;
-    }
-    const probe = await this.prepareRaw(text + sql.slice(last)).catch(() => null);
+    const text = replaceParams(
+      sql,
+      (n) => {
+        const type = declaredCast(declared[n - 1] ?? 0);
+        return type === undefined ? 'NULL' : `CAST(NULL AS ${type})`;
+      },
+      tokens,
+    );
+    const probe = text === null ? null : await this.prepareRaw(text).catch(() => null);
     if (probe !== null && unresolvedColumns(probe)) {
       probe.destroySync();
       return null;
@@ -513,19 +513,7 @@ function paramNumbers(sql: string): number[] {
 /** Wraps each unresolved $n in CAST($n AS <type>), VARCHAR unless told; returns null when the text has no $n tokens to wrap. */
 function castParams(sql: string, unresolved: readonly number[], declared: readonly number[] = [], types?: ReadonlyMap<number, string>): string | null {
   const wanted = new Set(unresolved);
-  let out = '';
-  let last = 0;
-  let changed = false;
-  for (const t of tokenize(sql)) {
-    if (t.kind !== 'param') continue;
-    const n = Number(t.text.slice(1));
-    if (!wanted.has(n)) continue;
-    const type = types?.get(n) ?? declaredCast(declared[n - 1] ?? 0) ?? 'VARCHAR';
-    out += `${sql.slice(last, t.start)}CAST(${t.text} AS ${type})`;
-    last = t.end;
-    changed = true;
-  }
-  return changed ? out + sql.slice(last) : null;
+  return replaceParams(sql, (n, t) => (wanted.has(n) ? `CAST(${t.text} AS ${types?.get(n) ?? declaredCast(declared[n - 1] ?? 0) ?? 'VARCHAR'})` : null));
 }
 
 /** Whether the text casts parameter n where it uses it (`$n::type`, `CAST($n AS type)`) at each of its uses. */

@@ -1,7 +1,7 @@
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { TypeOid } from '../../protocol/type-oids.js';
-import { tokenize } from '../../sql/lexer.js';
+import { replaceParams, tokenize } from '../../sql/lexer.js';
 import type { EngineCursor, EngineStatement, WireParam } from '../port.js';
 
 /**
@@ -40,15 +40,7 @@ export function limitParams(sql: string): LimitParams | null {
     limits: [...limits],
     rest,
     text(literals) {
-      let out = '';
-      let at = 0;
-      for (const t of tokens) {
-        if (t.kind !== 'param') continue;
-        const n = Number(t.text.slice(1));
-        out += sql.slice(at, t.start) + (literals.get(n) ?? `$${renumbered.get(n) ?? n}`);
-        at = t.end;
-      }
-      return out + sql.slice(at);
+      return replaceParams(sql, (n) => literals.get(n) ?? `$${renumbered.get(n) ?? n}`, tokens) ?? sql;
     },
   };
 }

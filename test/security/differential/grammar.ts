@@ -124,6 +124,18 @@ const TABLE_TEMPLATES: readonly string[] = [
   'SELECT * FROM {T} FOR UPDATE',
   'DELETE FROM {T} WHERE {K} IN (SELECT {K} FROM {T} FOR UPDATE)',
   'UPDATE {T} SET {C} = {S} WHERE {K} = ANY(ARRAY[1, 2])',
+  // Rewrites that type results (catalog/type-witness.ts, result-types.ts) and read literals, around writes.
+  'UPDATE {T} SET {K} = {K} - 1',
+  'DELETE FROM {T} WHERE {K} / 2 = 0',
+  'UPDATE {T} SET {C} = {S} WHERE {K} = (SELECT sum({K}) - avg({K}) FROM {T})',
+  'DELETE FROM {T} WHERE round({K}::double) = 1 AND extract(year FROM now()) > 0',
+  "DELETE FROM {T} WHERE {C} LIKE 'a\\_%' OR 'off'::boolean",
+  'UPDATE {T} SET {C} = \'{"b": 1, "a": 2}\'::jsonb::text',
+  'DELETE FROM {T} t1 WHERE EXISTS (SELECT 1 FROM {T} t2 WHERE t2.{K} = t1.{K} LIMIT 1)',
+  'ALTER TABLE {T} ADD COLUMN z varchar(5)',
+  'ALTER TABLE {T} ADD COLUMN z char(3)',
+  'ALTER TABLE {T} ALTER COLUMN {C} TYPE varchar(8)',
+  'SELECT sum({K}) / count(*), {K} - 1 FROM {T} GROUP BY {K}',
 ];
 
 const MACROS: readonly string[] = ['lower', 'sha256', '"SHA256"', "'lower'", "'md5'", 'main.md5', 'upper', 'cot_verify', '_cot_m', 'my_macro'];
