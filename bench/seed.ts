@@ -16,7 +16,7 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
   const conn = await engine.connect();
   try {
     await conn.run(STEPS_DDL);
-    await conn.run(STEPS_INDEX_DDL);
+    for (const ddl of STEPS_INDEX_DDL) await conn.run(ddl);
     const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');

@@ -108,7 +108,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       `ledger ${d.schema}.${d.name} is damaged: ${d.reason}; it fails closed (appends refused), the other ledgers are served. See docs/security.md, "Damaged ledgers"`,
     );
   }
-  if (!damage.some((d) => d.schema === 'main' && d.name === STEPS_TABLE)) await internal.run(STEPS_INDEX_DDL);
+  if (!damage.some((d) => d.schema === 'main' && d.name === STEPS_TABLE)) for (const ddl of STEPS_INDEX_DDL) await internal.run(ddl);
   let signer: NoteSigner;
   let merkle: MerkleLog;
   let writer: LedgerWriter;

@@ -58,9 +58,14 @@ export const STEPS_DDL = `CREATE TABLE IF NOT EXISTS main.${STEPS_TABLE} (
 
 /**
  * Steps are read back by trace_id (cot_trace(), receipts, drivers' point
- * reads): without an index each such read scans a row group.
+ * reads) and by session (cot_replay(), cot_verify(), the MCP tools): without
+ * these indexes each such read scans the whole ledger, so it costs what the
+ * ledger holds rather than what the session holds (docs/benchmarks.md).
  */
-export const STEPS_INDEX_DDL = `CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON main.${STEPS_TABLE} (trace_id)`;
+export const STEPS_INDEX_DDL: readonly string[] = [
+  `CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON main.${STEPS_TABLE} (trace_id)`,
+  `CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_session_id ON main.${STEPS_TABLE} (session_id)`,
+];
 
 export interface LedgerColumn {
   readonly name: string;

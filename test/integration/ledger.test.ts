@@ -392,6 +392,25 @@ describe('reading', () => {
     const sessions = (await client.query("SELECT session_id, step_count, chain_valid FROM cot_sessions('agent-1')")).rows;
     expect(sessions).toEqual([{ session_id: 'a1', step_count: '1', chain_valid: true }]);
   });
+
+  it('reads one session or one step through an index, with a literal or a parameter', async () => {
+    const traceId = (
+      await client.query("INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('ix1', 'agent-ix', 'Observation', 'indexed') RETURNING trace_id")
+    ).rows[0].trace_id as string;
+    const plan = async (sql: string, params: unknown[]): Promise<string> =>
+      (await client.query(`EXPLAIN ANALYZE ${sql}`, params)).rows.map((r: Record<string, unknown>) => Object.values(r).join('\n')).join('\n');
+    for (const [sql, params] of [
+      ["SELECT * FROM cot_replay('ix1')", []],
+      ['SELECT * FROM cot_replay($1)', ['ix1']],
+      ['SELECT * FROM cot_verify($1)', ['ix1']],
+      ['SELECT * FROM cot_trace($1)', [traceId]],
+      ['SELECT * FROM _cot_steps WHERE trace_id = $1', [traceId]],
+    ] as const) {
+      const text = await plan(sql, [...params]);
+      expect(text, sql).toContain('Index Scan');
+      expect(text, sql).not.toContain('Sequential Scan');
+    }
+  });
 });
 
 describe('ledgers created inside transactions', () => {
