@@ -395,7 +395,9 @@ describe('reading', () => {
 
   it('reads one session or one step through an index, with a literal or a parameter', async () => {
     const traceId = (
-      await client.query("INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('ix1', 'agent-ix', 'Observation', 'indexed') RETURNING trace_id")
+      await client.query(
+        "INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ('ix1', 'agent-ix', 'Observation', 'indexed') RETURNING trace_id",
+      )
     ).rows[0].trace_id as string;
     const plan = async (sql: string, params: unknown[]): Promise<string> =>
       (await client.query(`EXPLAIN ANALYZE ${sql}`, params)).rows.map((r: Record<string, unknown>) => Object.values(r).join('\n')).join('\n');
