@@ -250,6 +250,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       maxAppendBytes: config.limits.maxAppendBytes,
       advisoryLocks,
       declared,
+      auditReport: () => auditor.latest,
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),

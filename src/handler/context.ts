@@ -1,6 +1,7 @@
 import type { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { EngineConnection } from '../engine/port.js';
+import type { AuditReport } from '../ledger/auditor.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
@@ -30,6 +31,8 @@ export interface ConnectionServices extends AccessServices {
   readonly advisoryLocks: AdvisoryLocks;
   /** What DDL declared that DuckDB does not keep (varchar(n), jsonb, constraint names), for the catalog. */
   readonly declared: DeclaredStore;
+  /** The latest background audit (null before the first): its findings count against a chain's verification. */
+  readonly auditReport: () => AuditReport | null;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

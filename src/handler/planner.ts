@@ -23,6 +23,7 @@ import type { HandlerContext, StatementHost } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { HandledStatement } from './table-create.js';
+import { recognizeChainVerify, ServedChainVerify } from './ledger-reads.js';
 import { describeSources } from './result-sources.js';
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
 
@@ -244,6 +245,15 @@ export class Planner {
     } catch (err) {
       engineStatement.close();
       throw err;
+    }
+    const verify = recognizeChainVerify(statement.tokens);
+    if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
+      const { engine: conn, services } = this.ctx;
+      engineStatement = new ServedChainVerify(engineStatement, verify, {
+        ledgers: services.ledgers,
+        auditReport: services.auditReport,
+        query: (sql, params) => conn.query(sql, params),
+      });
     }
     const columns = engineStatement.columns;
     const names =

@@ -14,7 +14,7 @@ import { quoteLiteral, type LedgerTable } from './schema.js';
 export const AUDIT_SQL_FUNCTIONS = ['cot_audit', 'cot_audit_report'];
 
 /** The kinds found by holding rows against the global log, which the chain SQL alone cannot see. */
-const LOG_KINDS = ['missing', 'altered', 'unlogged'];
+export const LOG_KINDS: readonly string[] = ['missing', 'altered', 'unlogged'];
 
 const REPORT_TYPE = `'[{"kind":"VARCHAR","ledger":"VARCHAR","chain_key":"VARCHAR","first_seq":"BIGINT","last_seq":"BIGINT","row_count":"BIGINT","detail":"VARCHAR","audited_at":"VARCHAR"}]'`;
 const FINDINGS = `(SELECT unnest(system.main.from_json(system.main.cot_audit_report(), ${REPORT_TYPE})) AS f)`;

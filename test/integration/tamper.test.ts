@@ -92,6 +92,13 @@ describe('tamper evidence', () => {
       const sql = await c.query("SELECT valid, first_broken_index, break_kind FROM cot_verify('s')");
       expect(sql.rows).toEqual([{ valid: false, first_broken_index: index, break_kind: kind }]);
       expect((await c.query("SELECT valid FROM cot_verify('other')")).rows).toEqual([{ valid: true }]);
+      // The server answers the plain call itself; the macro (any other shape of the query) must agree, in both formats.
+      for (const binary of [false, true]) {
+        const served = await c.query({ text: 'SELECT * FROM cot_verify($1)', values: ['s'], binary } as pg.QueryConfig);
+        const macro = await c.query({ text: 'SELECT * FROM cot_verify($1) ORDER BY chain_key', values: ['s'], binary } as pg.QueryConfig);
+        expect(served.rows).toEqual(macro.rows);
+        expect(served.fields.map((f) => [f.name, f.dataTypeID, f.format])).toEqual(macro.fields.map((f) => [f.name, f.dataTypeID, f.format]));
+      }
     });
   });
 
