@@ -27,6 +27,7 @@ import { ANALYTICS_FUNCTIONS } from './ledger/analytics-sql.js';
 import { readKeyFile, writeKeyFile } from './ledger/signing-key.js';
 import { existsSync } from 'node:fs';
 import { LedgerAuditor } from './ledger/auditor.js';
+import { SessionCache } from './handler/session-cache.js';
 import { AUDIT_SQL_FUNCTIONS, auditFunctions } from './ledger/audit-sql.js';
 import { COMPAT_CATALOG, COTWIRE_SQL_FUNCTIONS, CompatRewriter, engineSetup } from './catalog/compat.js';
 import { DeclaredStore } from './catalog/declared.js';
@@ -50,6 +51,8 @@ export interface RunningServer {
   readonly writer: LedgerWriter;
   readonly ledgers: LedgerCatalog;
   readonly auditor: LedgerAuditor;
+  /** Recently read sessions (ledger.sessionCacheMB), or null when off. */
+  readonly sessionCache: SessionCache | null;
   readonly merkle: MerkleLog;
   readonly checkpoints: CheckpointIssuer;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
@@ -162,6 +165,9 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     );
   }
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
+  const steps = (await ledgers.all()).find((t) => t.isSteps);
+  const sessionCache = steps === undefined || config.ledger.sessionCacheMB === 0 ? null : new SessionCache(steps, config.ledger.sessionCacheMB * 1024 * 1024);
+  if (sessionCache !== null) writer.onDurable = (tables) => sessionCache.appended(tables);
   const advisoryLocks = new AdvisoryLocks();
   const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
   for (const sql of declared.loadSql()) await internal.run(sql);
@@ -251,6 +257,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       advisoryLocks,
       declared,
       auditReport: () => auditor.latest,
+      sessionCache,
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),
@@ -315,6 +322,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     writer,
     ledgers,
     auditor,
+    sessionCache,
     merkle,
     checkpoints,
     close: () => {

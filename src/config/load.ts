@@ -199,6 +199,7 @@ export function loadConfig(sources: ConfigSources): Config {
     'retentionDays',
     'verifyIntervalSeconds',
     'watchIntervalSeconds',
+    'sessionCacheMB',
   ]);
 
   // A flag beats the environment, which beats the file.
@@ -247,6 +248,7 @@ export function loadConfig(sources: ConfigSources): Config {
       retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
       verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
       watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
+      sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),
     },
     checkpoint: {
       keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),

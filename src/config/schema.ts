@@ -72,6 +72,8 @@ export interface Config {
     readonly verifyIntervalSeconds: number;
     /** Between audits, every ledger's fingerprint is checked this often, and a change starts an audit; 0 = never. */
     readonly watchIntervalSeconds: number;
+    /** Memory for recently read sessions, from which replays and step reads are answered; 0 = off. */
+    readonly sessionCacheMB: number;
   };
   /** Signed checkpoints of the global Merkle log (README, "Checkpoints"). */
   readonly checkpoint: {
@@ -114,7 +116,15 @@ export const DEFAULTS: Config = {
   },
   log: { level: 'info', slowStatementMs: 1000 },
   metrics: { host: '127.0.0.1', port: null },
-  ledger: { enabled: true, maxContentBytes: 65536, embeddingSampleRate: 0.1, retentionDays: 0, verifyIntervalSeconds: 3600, watchIntervalSeconds: 10 },
+  ledger: {
+    enabled: true,
+    maxContentBytes: 65536,
+    embeddingSampleRate: 0.1,
+    retentionDays: 0,
+    verifyIntervalSeconds: 3600,
+    watchIntervalSeconds: 10,
+    sessionCacheMB: 64,
+  },
   checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: ['./data/cotwire.duckdb.checkpoints/'] },
   guard: { protectedPrefixes: ['_cot'] },
 };

@@ -7,6 +7,7 @@ import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
 import type { AdvisoryLocks } from './advisory-locks.js';
+import type { SessionCache } from './session-cache.js';
 import type { EngineCalls, EngineSlots } from './engine-calls.js';
 import type { ConnectionPortal, Statement } from './plan.js';
 import type { SessionSettings } from './settings.js';
@@ -33,6 +34,8 @@ export interface ConnectionServices extends AccessServices {
   readonly declared: DeclaredStore;
   /** The latest background audit (null before the first): its findings count against a chain's verification. */
   readonly auditReport: () => AuditReport | null;
+  /** Recently read sessions of _cot_steps (ledger.sessionCacheMB), or null when it is off. */
+  readonly sessionCache: SessionCache | null;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

@@ -20,7 +20,28 @@ import type { Token } from '../sql/lexer.js';
  */
 
 /** The call's one argument: a parameter ($n, 1-based) or a string literal. */
-type ReadArg = { readonly param: number } | { readonly literal: string };
+export type ReadArg = { readonly param: number } | { readonly literal: string };
+
+/** A parameter or a plain string literal token as a ReadArg, or null. */
+export function readArg(token: Token | undefined): ReadArg | null {
+  if (token?.kind === 'param') return { param: Number(token.text.slice(1)) };
+  const literal = token?.kind === 'string' ? STRING_LITERAL.exec(token.text) : null;
+  return literal === null || literal === undefined ? null : { literal: (literal[1] as string).replaceAll("''", "'") };
+}
+
+/**
+ * The argument's value as text: null for SQL NULL, undefined when it is a
+ * binary value of a type other than text, which the handler does not read.
+ */
+export function argumentText(arg: ReadArg, params: readonly WireParam[], paramTypes: readonly number[]): string | null | undefined {
+  if ('literal' in arg) return arg.literal;
+  const p = params[arg.param - 1];
+  if (p === undefined) return undefined;
+  if (p.value === null) return null;
+  const type = paramTypes[arg.param - 1] ?? TypeOid.unspecified;
+  const textual = type === TypeOid.text || type === TypeOid.varchar || type === TypeOid.unspecified || type === TypeOid.unknown;
+  return p.format === 0 || textual ? p.value.toString('utf8') : undefined;
+}
 
 export interface ChainVerifyRead {
   /** The verification macro called: cot_verify, or cot_verify_<ledger>. */
@@ -62,11 +83,8 @@ export function recognizeChainVerify(tokens: readonly Token[]): ChainVerifyRead 
   const macro = word(i + 1);
   if (macro === null || !/^cot_verify(_[a-z0-9_]+)?$/.test(macro) || macro.endsWith('_all')) return null;
   if (t[i + 2]?.text !== '(' || t[i + 4]?.text !== ')' || t.length !== i + 5) return null;
-  const a = t[i + 3] as Token;
-  const literal = a.kind === 'string' ? STRING_LITERAL.exec(a.text) : null;
-  if (a.kind === 'param') return { macro, columns, arg: { param: Number(a.text.slice(1)) } };
-  if (literal !== null) return { macro, columns, arg: { literal: (literal[1] as string).replaceAll("''", "'") } };
-  return null;
+  const arg = readArg(t[i + 3]);
+  return arg === null ? null : { macro, columns, arg };
 }
 
 /** What a served verification needs from the server. */
@@ -122,7 +140,7 @@ export class ServedChainVerify implements EngineStatement {
   }
 
   async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
-    const key = this.argument();
+    const key = argumentText(this.read.arg, this.params, this.inner.paramTypes);
     const table = key === undefined ? undefined : (await this.sources.ledgers.all()).find((l) => verifyMacroName(l) === this.read.macro);
     if (key === undefined || table === undefined) return this.inner.execute(options);
     const rows = key === null ? [] : await this.verdict(table, key);
@@ -134,18 +152,6 @@ export class ServedChainVerify implements EngineStatement {
 
   close(): void {
     this.inner.close();
-  }
-
-  /** The chain key as text, null for SQL NULL, undefined when it is not a text value the handler can read. */
-  private argument(): string | null | undefined {
-    const { arg } = this.read;
-    if ('literal' in arg) return arg.literal;
-    const p = this.params[arg.param - 1];
-    if (p === undefined) return undefined;
-    if (p.value === null) return null;
-    const type = this.inner.paramTypes[arg.param - 1] ?? TypeOid.unspecified;
-    const textual = type === TypeOid.text || type === TypeOid.varchar || type === TypeOid.unspecified || type === TypeOid.unknown;
-    return p.format === 0 || textual ? p.value.toString('utf8') : undefined;
   }
 
   /** The one row verifySql and withAuditFindings give for this chain, projected; none for a chain that never was. */

@@ -24,6 +24,7 @@ import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { HandledStatement } from './table-create.js';
 import { recognizeChainVerify, ServedChainVerify } from './ledger-reads.js';
+import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
 import { describeSources } from './result-sources.js';
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
 
@@ -246,15 +247,7 @@ export class Planner {
       engineStatement.close();
       throw err;
     }
-    const verify = recognizeChainVerify(statement.tokens);
-    if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
-      const { engine: conn, services } = this.ctx;
-      engineStatement = new ServedChainVerify(engineStatement, verify, {
-        ledgers: services.ledgers,
-        auditReport: services.auditReport,
-        query: (sql, params) => conn.query(sql, params),
-      });
-    }
+    engineStatement = this.served(engineStatement, statement.tokens);
     const columns = engineStatement.columns;
     const names =
       columns === null
@@ -294,6 +287,34 @@ export class Planner {
       types,
       fields,
     );
+  }
+
+  /**
+   * An agent's read of one chain or one step, which the handler answers
+   * itself where it can (ledger-reads.ts, steps-reads.ts); the engine's
+   * statement stays its description and its fallback.
+   */
+  private served(engineStatement: EngineStatement, tokens: readonly Token[]): EngineStatement {
+    const { engine: conn, services, tx } = this.ctx;
+    const verify = recognizeChainVerify(tokens);
+    if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
+      return new ServedChainVerify(engineStatement, verify, {
+        ledgers: services.ledgers,
+        auditReport: services.auditReport,
+        query: (sql, params) => conn.query(sql, params),
+      });
+    }
+    const cache = services.sessionCache;
+    const steps = cache === null ? null : recognizeStepsRead(tokens);
+    if (cache !== null && steps !== null && ServedStepsRead.applies(engineStatement, cache)) {
+      return new ServedStepsRead(engineStatement, steps, {
+        cache,
+        writer: services.writer,
+        autocommit: () => tx.status === 'I' && !tx.implicitOpen,
+        engine: conn,
+      });
+    }
+    return engineStatement;
   }
 
   /**

@@ -119,6 +119,13 @@ export class LedgerWriter {
   onIntegrated: (size: number) => void = () => undefined;
   /** Writing the log's node file failed; its leaves are kept and written with the next commit. */
   onLogError: (err: unknown) => void = () => undefined;
+  /**
+   * Called with each group commit's rows (every column's text, in table
+   * order) once they are durable and acknowledged, before any reader can
+   * see them in the engine: the session cache learns which of its sessions
+   * grew.
+   */
+  onDurable: (tables: readonly TableRows[]) => void = () => undefined;
   /** Leaves of durable commits that the node file could not take yet. */
   private unintegrated: Buffer[] = [];
   /**
@@ -258,6 +265,18 @@ export class LedgerWriter {
   }
 
   /** Appends the jobs atomically: all their rows commit together, or none does. */
+  /**
+   * How many rows a chain holds, counting every acknowledged append; null
+   * when the writer has not read the ledger's chain heads, which means that
+   * nothing was appended to it since the server started.
+   */
+  chainLength(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>, key: string): number | null {
+    const heads = this.heads.get(qualifiedName(table));
+    if (heads === undefined) return null;
+    const head = heads.get(key);
+    return head === undefined ? 0 : head.index + 1;
+  }
+
   append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: -1n })));
@@ -416,6 +435,7 @@ export class LedgerWriter {
       for (const [key, head] of tentative) heads.set(key, head);
     }
     this.seq = seq;
+    this.onDurable(tables);
     if (this.commitFingerprints !== null) {
       if (this.commitFingerprints.length >= MAX_FINGERPRINTS) {
         // Nobody folded them for too long: the watch waits for the next full audit's baseline.

@@ -1,0 +1,181 @@
+import type { TableRows } from '../ledger/applier.js';
+import type { LedgerTable } from '../ledger/schema.js';
+
+/**
+ * Recently read sessions of `_cot_steps`, as the engine rendered their rows
+ * for the client (text format, one time zone), so that replaying a session
+ * again, or reading one of its steps by trace_id, costs no engine call.
+ *
+ * Why a cache is safe here: a ledger row never changes once written (the
+ * guard refuses every statement that would change one), so a row read from
+ * the engine stays right for as long as the server runs. What can change is
+ * which rows a session has: the writer reports each durable append
+ * (`appended`), and a session is served only when the rows held, plus the
+ * appends not yet visible in the engine, are exactly the rows the writer
+ * has acknowledged for it. Rows appended since the session was read are
+ * read once from the engine by trace_id, never taken from what the writer
+ * wrote. Verification never reads from here.
+ */
+
+export type Cells = ReadonlyArray<string | Uint8Array | null>;
+
+/** An append to a cached session that the cache has not read from the engine yet. */
+interface Pending {
+  readonly traceId: string;
+  readonly seq: number;
+}
+
+export interface CachedSession {
+  readonly key: string;
+  /** The time zone the rows' timestamps were rendered in. */
+  readonly zone: string;
+  /** The result columns the rows were rendered for (names and types). */
+  readonly layout: string;
+  /** In step order. */
+  readonly rows: Cells[];
+  readonly pending: Pending[];
+  bytes: number;
+}
+
+/** A session being read from the engine: the appends reported meanwhile. */
+interface Loading {
+  readonly pending: Pending[];
+}
+
+/** Bookkeeping per row and per cell, beyond the cells' own bytes. */
+const ROW_OVERHEAD = 64;
+const CELL_OVERHEAD = 16;
+
+export class SessionCache {
+  /** Reads answered from the cache, sessions read into it, appends read back, sessions dropped as incomplete. */
+  readonly stats = { hits: 0, fills: 0, appendsRead: 0, dropped: 0 };
+  /** In least-recently-used order. */
+  private readonly sessions = new Map<string, CachedSession>();
+  private readonly loading = new Map<string, Loading>();
+  private readonly traces = new Map<string, { readonly session: CachedSession; readonly row: number }>();
+  private readonly column: { readonly session: number; readonly traceId: number; readonly seq: number };
+
+  constructor(
+    /** `_cot_steps`, whose appends the cache follows. */
+    readonly steps: LedgerTable,
+    private readonly budgetBytes: number,
+  ) {
+    const names = steps.columns.map((c) => c.name);
+    this.column = { session: names.indexOf('session_id'), traceId: names.indexOf('trace_id'), seq: names.indexOf('ledger_seq') };
+  }
+
+  /** How many bytes of rows the cache holds, for the metrics and the tests. */
+  get size(): { readonly sessions: number; readonly bytes: number } {
+    let bytes = 0;
+    for (const s of this.sessions.values()) bytes += s.bytes;
+    return { sessions: this.sessions.size, bytes };
+  }
+
+  /** The writer's durable appends: sessions held or being read learn that they grew. */
+  appended(tables: readonly TableRows[]): void {
+    if (this.sessions.size === 0 && this.loading.size === 0) return;
+    for (const { table, rows } of tables) {
+      if (table.name !== this.steps.name || table.schema !== this.steps.schema) continue;
+      for (const row of rows) {
+        const key = row[this.column.session] ?? '';
+        const target = this.sessions.get(key)?.pending ?? this.loading.get(key)?.pending;
+        target?.push({ traceId: String(row[this.column.traceId]), seq: Number(row[this.column.seq] ?? 0) });
+      }
+    }
+  }
+
+  /** The session, if held, marked as just used. */
+  session(key: string): CachedSession | undefined {
+    const s = this.sessions.get(key);
+    if (s !== undefined) {
+      this.sessions.delete(key);
+      this.sessions.set(key, s);
+    }
+    return s;
+  }
+
+  /** A step of a held session, by its trace_id as text. */
+  step(traceId: string): { readonly session: CachedSession; readonly cells: Cells } | undefined {
+    const at = this.traces.get(traceId);
+    const cells = at?.session.rows[at.row];
+    return at === undefined || cells === undefined ? undefined : { session: at.session, cells };
+  }
+
+  /** A read of the whole session from the engine begins: appends from now on are kept for it. */
+  startLoad(key: string): void {
+    this.loading.set(key, { pending: [] });
+  }
+
+  abortLoad(key: string): void {
+    this.loading.delete(key);
+  }
+
+  /** The read finished with these rows (each cell a copy the cache may keep). */
+  finishLoad(key: string, zone: string, layout: string, rows: Cells[]): void {
+    const loading = this.loading.get(key);
+    this.loading.delete(key);
+    if (loading === undefined || this.budgetBytes <= 0) return;
+    this.drop(key);
+    const read = new Set(rows.map((r) => this.traceIdOf(r)));
+    const session: CachedSession = { key, zone, layout, rows: [], pending: loading.pending.filter((p) => !read.has(p.traceId)), bytes: 0 };
+    this.add(session, rows);
+    // A session larger than an eighth of the budget would push out many others for one reader.
+    if (session.bytes > this.budgetBytes / 8) {
+      this.drop(key);
+      return;
+    }
+    this.sessions.set(key, session);
+    this.stats.fills++;
+    this.evict();
+  }
+
+  /** Rows read from the engine for appends that were pending, in step order. */
+  extend(session: CachedSession, rows: Cells[]): void {
+    const read = new Set(rows.map((r) => this.traceIdOf(r)));
+    const rest = session.pending.filter((p) => !read.has(p.traceId));
+    session.pending.splice(0, session.pending.length, ...rest);
+    this.add(session, rows);
+    this.stats.appendsRead += rows.length;
+    this.evict();
+  }
+
+  drop(key: string): void {
+    const s = this.sessions.get(key);
+    if (s === undefined) return;
+    this.sessions.delete(key);
+    for (const r of s.rows) {
+      const id = this.traceIdOf(r);
+      if (this.traces.get(id)?.session === s) this.traces.delete(id);
+    }
+  }
+
+  private add(session: CachedSession, rows: Cells[]): void {
+    for (const r of rows) {
+      let bytes = ROW_OVERHEAD;
+      for (const c of r) bytes += CELL_OVERHEAD + (c === null ? 0 : typeof c === 'string' ? c.length * 2 : c.byteLength);
+      session.bytes += bytes;
+      this.traces.set(this.traceIdOf(r), { session, row: session.rows.length });
+      session.rows.push(r);
+    }
+  }
+
+  /** Rows are cached as `SELECT *` renders them: the cells are in the table's column order. */
+  private traceIdOf(row: Cells): string {
+    return text(row[this.column.traceId] ?? null);
+  }
+
+  /** The least recently used sessions go until the rest fit the budget. */
+  private evict(): void {
+    let total = 0;
+    for (const s of this.sessions.values()) total += s.bytes;
+    for (const [key, s] of this.sessions) {
+      if (total <= this.budgetBytes) break;
+      total -= s.bytes;
+      this.drop(key);
+    }
+  }
+}
+
+function text(cell: string | Uint8Array | null): string {
+  return cell === null ? '' : typeof cell === 'string' ? cell : Buffer.from(cell).toString('utf8');
+}

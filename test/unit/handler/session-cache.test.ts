@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { SessionCache, type Cells } from '../../../src/handler/session-cache.js';
+import type { LedgerTable } from '../../../src/ledger/schema.js';
+
+const columns = ['trace_id', 'session_id', 'step_index', 'content', 'ledger_seq'];
+const steps = {
+  catalog: 'db',
+  schema: 'main',
+  name: '_cot_steps',
+  columns: columns.map((name) => ({ name, type: 'VARCHAR', defaultSql: null, notNull: false })),
+  chainKey: 'session_id',
+  serverColumns: new Set<string>(),
+  isSteps: true,
+  journaled: true,
+} satisfies LedgerTable;
+
+const row = (session: string, i: number, content = 'x'.repeat(100)): Cells => [`t-${session}-${i}`, session, String(i), content, String(i + 1)];
+
+function load(cache: SessionCache, session: string, n: number): void {
+  cache.startLoad(session);
+  cache.finishLoad(
+    session,
+    'UTC',
+    'layout',
+    Array.from({ length: n }, (_, i) => row(session, i)),
+  );
+}
+
+describe('SessionCache', () => {
+  it('keeps sessions within its budget, dropping the least recently used', () => {
+    const cache = new SessionCache(steps, 64 * 1024);
+    for (let s = 0; s < 100; s++) load(cache, `s${s}`, 10);
+    const { sessions, bytes } = cache.size;
+    expect(bytes).toBeLessThanOrEqual(64 * 1024);
+    expect(sessions).toBeGreaterThan(5);
+    expect(sessions).toBeLessThan(100);
+    expect(cache.session('s99')).toBeDefined();
+    expect(cache.session('s0')).toBeUndefined();
+    // A step of a dropped session is gone with it.
+    expect(cache.step('t-s0-0')).toBeUndefined();
+    expect(cache.step('t-s99-3')?.cells).toEqual(row('s99', 3));
+  });
+
+  it('does not keep a session larger than an eighth of its budget', () => {
+    const cache = new SessionCache(steps, 64 * 1024);
+    load(cache, 'big', 200);
+    expect(cache.session('big')).toBeUndefined();
+    expect(cache.size.bytes).toBe(0);
+  });
+
+  it('keeps the appends reported while a session is read that the read did not see, and only those', () => {
+    const cache = new SessionCache(steps, 1024 * 1024);
+    cache.startLoad('s');
+    cache.appended([
+      {
+        table: steps,
+        rows: [
+          ['t-s-2', 's', '2', 'c', '3'],
+          ['t-s-3', 's', '3', 'c', '4'],
+          ['t-o-0', 'other', '0', 'c', '5'],
+        ],
+      },
+    ]);
+    cache.finishLoad('s', 'UTC', 'layout', [row('s', 0), row('s', 1), row('s', 2)]);
+    expect(cache.session('s')?.pending).toEqual([{ traceId: 't-s-3', seq: 4 }]);
+    cache.appended([{ table: steps, rows: [['t-s-4', 's', '4', 'c', '6']] }]);
+    expect(cache.session('s')?.pending.map((p) => p.traceId)).toEqual(['t-s-3', 't-s-4']);
+    cache.extend(cache.session('s') as NonNullable<ReturnType<SessionCache['session']>>, [row('s', 3)]);
+    expect(cache.session('s')?.pending.map((p) => p.traceId)).toEqual(['t-s-4']);
+    expect(cache.session('s')?.rows).toHaveLength(4);
+    expect(cache.step('t-s-3')?.cells).toEqual(row('s', 3));
+    // Appends to other ledgers are not the session's.
+    cache.appended([{ table: { ...steps, name: '_cot_other' }, rows: [['t-s-9', 's', '9', 'c', '9']] }]);
+    expect(cache.session('s')?.pending).toHaveLength(1);
+  });
+
+  it('forgets a read that was abandoned', () => {
+    const cache = new SessionCache(steps, 1024 * 1024);
+    cache.startLoad('s');
+    cache.abortLoad('s');
+    cache.finishLoad('s', 'UTC', 'layout', [row('s', 0)]);
+    expect(cache.session('s')).toBeUndefined();
+  });
+});
