@@ -27,10 +27,10 @@ interface Pending {
 
 export interface CachedSession {
   readonly key: string;
-  /** The time zone the rows' timestamps were rendered in. */
-  readonly zone: string;
-  /** The result columns the rows were rendered for (names and types). */
-  readonly layout: string;
+  /** The time zone the rows' timestamps were rendered in ('' until a session born here is first read). */
+  zone: string;
+  /** The result columns the rows were rendered for (names and types), '' likewise. */
+  layout: string;
   /** In step order. */
   readonly rows: Cells[];
   readonly pending: Pending[];
@@ -42,9 +42,11 @@ interface Loading {
   readonly pending: Pending[];
 }
 
-/** Bookkeeping per row and per cell, beyond the cells' own bytes. */
+/** Bookkeeping per row, per cell and per pending append, beyond the cells' own bytes. */
 const ROW_OVERHEAD = 64;
 const CELL_OVERHEAD = 16;
+const PENDING_BYTES = 96;
+const SESSION_BYTES = 256;
 
 export class SessionCache {
   /** Reads answered from the cache, sessions read into it, appends read back, sessions dropped as incomplete. */
@@ -53,7 +55,8 @@ export class SessionCache {
   private readonly sessions = new Map<string, CachedSession>();
   private readonly loading = new Map<string, Loading>();
   private readonly traces = new Map<string, { readonly session: CachedSession; readonly row: number }>();
-  private readonly column: { readonly session: number; readonly traceId: number; readonly seq: number };
+  private readonly column: { readonly session: number; readonly traceId: number; readonly seq: number; readonly stepIndex: number };
+  private total = 0;
 
   constructor(
     /** `_cot_steps`, whose appends the cache follows. */
@@ -61,27 +64,46 @@ export class SessionCache {
     private readonly budgetBytes: number,
   ) {
     const names = steps.columns.map((c) => c.name);
-    this.column = { session: names.indexOf('session_id'), traceId: names.indexOf('trace_id'), seq: names.indexOf('ledger_seq') };
+    this.column = {
+      session: names.indexOf('session_id'),
+      traceId: names.indexOf('trace_id'),
+      seq: names.indexOf('ledger_seq'),
+      stepIndex: names.indexOf('step_index'),
+    };
   }
 
-  /** How many bytes of rows the cache holds, for the metrics and the tests. */
+  /** How many sessions and bytes the cache holds, for the tests. */
   get size(): { readonly sessions: number; readonly bytes: number } {
-    let bytes = 0;
-    for (const s of this.sessions.values()) bytes += s.bytes;
-    return { sessions: this.sessions.size, bytes };
+    return { sessions: this.sessions.size, bytes: this.total };
   }
 
-  /** The writer's durable appends: sessions held or being read learn that they grew. */
+  /**
+   * The writer's durable appends: sessions held or being read learn that
+   * they grew, and a session's first step makes it a held session with no
+   * rows read yet, so that an agent replaying the session it is writing
+   * never waits for a whole read of it.
+   */
   appended(tables: readonly TableRows[]): void {
-    if (this.sessions.size === 0 && this.loading.size === 0) return;
     for (const { table, rows } of tables) {
       if (table.name !== this.steps.name || table.schema !== this.steps.schema) continue;
       for (const row of rows) {
         const key = row[this.column.session] ?? '';
-        const target = this.sessions.get(key)?.pending ?? this.loading.get(key)?.pending;
-        target?.push({ traceId: String(row[this.column.traceId]), seq: Number(row[this.column.seq] ?? 0) });
+        const pending = { traceId: String(row[this.column.traceId]), seq: Number(row[this.column.seq] ?? 0) };
+        const loading = this.loading.get(key);
+        if (loading !== undefined) loading.pending.push(pending);
+        let session = this.sessions.get(key);
+        if (session === undefined && loading === undefined && row[this.column.stepIndex] === '0') {
+          session = { key, zone: '', layout: '', rows: [], pending: [], bytes: SESSION_BYTES };
+          this.sessions.set(key, session);
+          this.total += session.bytes;
+        }
+        if (session === undefined) continue;
+        session.pending.push(pending);
+        session.bytes += PENDING_BYTES;
+        this.total += PENDING_BYTES;
       }
     }
+    this.evict();
   }
 
   /** The session, if held, marked as just used. */
@@ -117,14 +139,16 @@ export class SessionCache {
     if (loading === undefined || this.budgetBytes <= 0) return;
     this.drop(key);
     const read = new Set(rows.map((r) => this.traceIdOf(r)));
-    const session: CachedSession = { key, zone, layout, rows: [], pending: loading.pending.filter((p) => !read.has(p.traceId)), bytes: 0 };
+    const pending = loading.pending.filter((p) => !read.has(p.traceId));
+    const session: CachedSession = { key, zone, layout, rows: [], pending, bytes: SESSION_BYTES + pending.length * PENDING_BYTES };
+    this.sessions.set(key, session);
+    this.total += session.bytes;
     this.add(session, rows);
     // A session larger than an eighth of the budget would push out many others for one reader.
     if (session.bytes > this.budgetBytes / 8) {
       this.drop(key);
       return;
     }
-    this.sessions.set(key, session);
     this.stats.fills++;
     this.evict();
   }
@@ -133,7 +157,10 @@ export class SessionCache {
   extend(session: CachedSession, rows: Cells[]): void {
     const read = new Set(rows.map((r) => this.traceIdOf(r)));
     const rest = session.pending.filter((p) => !read.has(p.traceId));
+    const freed = (session.pending.length - rest.length) * PENDING_BYTES;
     session.pending.splice(0, session.pending.length, ...rest);
+    session.bytes -= freed;
+    if (this.sessions.get(session.key) === session) this.total -= freed;
     this.add(session, rows);
     this.stats.appendsRead += rows.length;
     this.evict();
@@ -143,6 +170,7 @@ export class SessionCache {
     const s = this.sessions.get(key);
     if (s === undefined) return;
     this.sessions.delete(key);
+    this.total -= s.bytes;
     for (const r of s.rows) {
       const id = this.traceIdOf(r);
       if (this.traces.get(id)?.session === s) this.traces.delete(id);
@@ -150,10 +178,12 @@ export class SessionCache {
   }
 
   private add(session: CachedSession, rows: Cells[]): void {
+    const held = this.sessions.get(session.key) === session;
     for (const r of rows) {
       let bytes = ROW_OVERHEAD;
       for (const c of r) bytes += CELL_OVERHEAD + (c === null ? 0 : typeof c === 'string' ? c.length * 2 : c.byteLength);
       session.bytes += bytes;
+      if (held) this.total += bytes;
       this.traces.set(this.traceIdOf(r), { session, row: session.rows.length });
       session.rows.push(r);
     }
@@ -166,11 +196,8 @@ export class SessionCache {
 
   /** The least recently used sessions go until the rest fit the budget. */
   private evict(): void {
-    let total = 0;
-    for (const s of this.sessions.values()) total += s.bytes;
-    for (const [key, s] of this.sessions) {
-      if (total <= this.budgetBytes) break;
-      total -= s.bytes;
+    for (const key of this.sessions.keys()) {
+      if (this.total <= this.budgetBytes) break;
       this.drop(key);
     }
   }

@@ -109,7 +109,13 @@ export class ServedStepsRead implements EngineStatement {
       return [hit.cells];
     }
     const session = cache.session(key);
-    if (session === undefined || session.zone !== zone || session.layout !== this.layout) return null;
+    if (session === undefined) return null;
+    if (session.rows.length === 0 && session.zone === '') {
+      // Born in the cache at its first step: its first reader decides how its rows are rendered.
+      session.zone = zone;
+      session.layout = this.layout;
+    }
+    if (session.zone !== zone || session.layout !== this.layout) return null;
     const acknowledged = this.sources.writer.chainLength(cache.steps, key);
     if (acknowledged !== null && session.rows.length + session.pending.length !== acknowledged) {
       // An append the cache did not hear of: it reads the session afresh next time.

@@ -44,7 +44,7 @@ async function both(c: pg.Client, session: string, binary = false): Promise<{ ca
 }
 
 describe('the session cache', () => {
-  it('answers a replay with the engine’s bytes, and follows the session as it grows', async () => {
+  it('answers a replay with the engine’s bytes, and follows the session as it grows from its first step', async () => {
     for (let i = 0; i < 3; i++) await append(client, 'grow', `step ${i} é ✓`);
     const stats = server.running.sessionCache?.stats ?? { hits: 0, fills: 0, appendsRead: 0, dropped: 0 };
     const [hits, fills, appendsRead, dropped] = [stats.hits, stats.fills, stats.appendsRead, stats.dropped];
@@ -54,11 +54,22 @@ describe('the session cache', () => {
       expect(cached).toHaveLength(i);
       await append(client, 'grow', `step ${i}`);
     }
-    // One read filled the cache; each later replay was answered from it, reading back only the new step.
-    expect(stats.fills - fills).toBe(1);
-    expect(stats.hits - hits).toBe(11);
-    expect(stats.appendsRead - appendsRead).toBe(11);
+    // The session was held from its first step: every replay was answered from the cache, which read
+    // back from the engine only the steps appended since the replay before.
+    expect(stats.fills - fills).toBe(0);
+    expect(stats.hits - hits).toBe(12);
+    expect(stats.appendsRead - appendsRead).toBe(14);
     expect(stats.dropped - dropped).toBe(0);
+    // A session the cache let go of is read whole from the engine by its next replay, which fills it again.
+    server.running.sessionCache?.drop('grow');
+    const refill = await both(client, 'grow');
+    expect(refill.cached).toEqual(refill.engine);
+    expect(stats.fills - fills).toBe(1);
+    await append(client, 'grow', 'after the refill');
+    const after = await both(client, 'grow');
+    expect(after.cached).toEqual(after.engine);
+    expect(after.cached).toHaveLength(16);
+    expect(stats.hits - hits).toBe(13);
   });
 
   it('stays exact while another connection appends to the session it replays', async () => {

@@ -74,6 +74,27 @@ describe('SessionCache', () => {
     expect(cache.session('s')?.pending).toHaveLength(1);
   });
 
+  it('holds a session from its first step, and keeps sessions nobody reads within the budget', () => {
+    const cache = new SessionCache(steps, 64 * 1024);
+    cache.appended([
+      {
+        table: steps,
+        rows: [
+          ['t-n-0', 'new', '0', 'c', '1'],
+          ['t-n-1', 'new', '1', 'c', '2'],
+          ['t-m-5', 'middle', '5', 'c', '3'],
+        ],
+      },
+    ]);
+    expect(cache.session('new')).toMatchObject({ rows: [], zone: '', pending: [{ traceId: 't-n-0' }, { traceId: 't-n-1' }] });
+    // A session first seen in the middle is not held: its earlier steps are not known.
+    expect(cache.session('middle')).toBeUndefined();
+    for (let s = 0; s < 10_000; s++) cache.appended([{ table: steps, rows: [[`t-${s}`, `s${s}`, '0', 'c', String(s)]] }]);
+    expect(cache.size.bytes).toBeLessThanOrEqual(64 * 1024);
+    expect(cache.session('s9999')?.pending).toHaveLength(1);
+    expect(cache.session('new')).toBeUndefined();
+  });
+
   it('forgets a read that was abandoned', () => {
     const cache = new SessionCache(steps, 1024 * 1024);
     cache.startLoad('s');
