@@ -80,6 +80,20 @@ export interface EngineStatement {
    * otherwise rows stream chunk by chunk.
    */
   execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor>;
+  /**
+   * The text-format cells this statement's result would hold for rows given
+   * as a ledger's canonical texts in result-column order (CAST(value AS
+   * VARCHAR), timestamptz as epoch microseconds), rendered as fetch()
+   * renders the stored values; null when a column's type cannot be rebuilt
+   * from its text. Serves the writer's rows without reading them back.
+   */
+  renderCanonical?(rows: ReadonlyArray<ReadonlyArray<string | null>>, settings: RenderSettings): Array<Array<string | null>> | null;
+  /**
+   * The statement itself waits, where it reads the engine, until the engine
+   * holds every acknowledged ledger append; the handler otherwise waits
+   * before every read (handler/context.ts, appendsVisible).
+   */
+  readonly waitsForAppends?: boolean;
   close(): void;
 }
 

@@ -154,8 +154,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     const portal = p as ConnectionPortal;
     const kind = planKind(portal.statement.plan);
     try {
-      // A ledger INSERT reads only when it must (ledger-insert.ts); anything else may read a ledger.
-      if (portal.statement.plan.kind !== 'ledger-insert') await appendsVisible(this.ctx);
+      // A ledger INSERT reads only when it must (ledger-insert.ts), a read the session cache may answer
+      // waits only if it goes to the engine (steps-reads.ts); anything else may read a ledger.
+      const { plan } = portal.statement;
+      if (plan.kind !== 'ledger-insert' && !(plan.kind === 'engine' && plan.statement.waitsForAppends === true)) await appendsVisible(this.ctx);
       this.admit(portal.statement);
       // What runs on the engine in autocommit may need a read-only transaction of its own (transaction.ts).
       const engineBound = portal.statement.plan.kind === 'engine' || portal.statement.plan.kind === 'copy-out';

@@ -19,7 +19,7 @@ import { hasComputedNames, nameArrayColumns, postgresColumnNames } from '../sql/
 import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../sql/copy.js';
 import { lexStatement, splitStatements, type StatementText, type Token } from '../sql/lexer.js';
 import { recognizeCommand } from './commands.js';
-import type { HandlerContext, StatementHost } from './context.js';
+import { appendsVisible, type HandlerContext, type StatementHost } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { HandledStatement } from './table-create.js';
@@ -311,7 +311,7 @@ export class Planner {
         cache,
         writer: services.writer,
         autocommit: () => tx.status === 'I' && !tx.implicitOpen,
-        engine: conn,
+        appendsVisible: () => appendsVisible(this.ctx),
       });
     }
     return engineStatement;

@@ -12,17 +12,21 @@ import type { LedgerTable } from '../ledger/schema.js';
  * which rows a session has: the writer reports each durable append
  * (`appended`), and a session is served only when the rows held, plus the
  * appends not yet visible in the engine, are exactly the rows the writer
- * has acknowledged for it. Rows appended since the session was read are
- * read once from the engine by trace_id, never taken from what the writer
- * wrote. Verification never reads from here.
+ * has acknowledged for it. Rows appended since the session was read come
+ * from the writer as the canonical texts it hashed, and are rendered by the
+ * engine's own codecs (EngineStatement.renderCanonical): the hash chain
+ * holds those texts to be the stored values' texts, so they print exactly
+ * as the stored rows would. Verification never reads from here: it reads
+ * the stored rows, and so finds a row changed behind the server.
  */
 
 export type Cells = ReadonlyArray<string | Uint8Array | null>;
 
-/** An append to a cached session that the cache has not read from the engine yet. */
+/** An append to a held session that the cache has not rendered yet: the writer's canonical texts of its columns. */
 interface Pending {
   readonly traceId: string;
   readonly seq: number;
+  readonly texts: ReadonlyArray<string | null>;
 }
 
 export interface CachedSession {
@@ -49,7 +53,7 @@ const PENDING_BYTES = 96;
 const SESSION_BYTES = 256;
 
 export class SessionCache {
-  /** Reads answered from the cache, sessions read into it, appends read back, sessions dropped as incomplete. */
+  /** Reads answered from the cache, sessions read into it, appends rendered into it, sessions dropped as incomplete. */
   readonly stats = { hits: 0, fills: 0, appendsRead: 0, dropped: 0 };
   /** In least-recently-used order. */
   private readonly sessions = new Map<string, CachedSession>();
@@ -88,7 +92,7 @@ export class SessionCache {
       if (table.name !== this.steps.name || table.schema !== this.steps.schema) continue;
       for (const row of rows) {
         const key = row[this.column.session] ?? '';
-        const pending = { traceId: String(row[this.column.traceId]), seq: Number(row[this.column.seq] ?? 0) };
+        const pending = { traceId: String(row[this.column.traceId]), seq: Number(row[this.column.seq] ?? 0), texts: row };
         const loading = this.loading.get(key);
         if (loading !== undefined) loading.pending.push(pending);
         let session = this.sessions.get(key);
@@ -99,8 +103,9 @@ export class SessionCache {
         }
         if (session === undefined) continue;
         session.pending.push(pending);
-        session.bytes += PENDING_BYTES;
-        this.total += PENDING_BYTES;
+        const bytes = pendingBytes(pending);
+        session.bytes += bytes;
+        this.total += bytes;
       }
     }
     this.evict();
@@ -140,7 +145,7 @@ export class SessionCache {
     this.drop(key);
     const read = new Set(rows.map((r) => this.traceIdOf(r)));
     const pending = loading.pending.filter((p) => !read.has(p.traceId));
-    const session: CachedSession = { key, zone, layout, rows: [], pending, bytes: SESSION_BYTES + pending.length * PENDING_BYTES };
+    const session: CachedSession = { key, zone, layout, rows: [], pending, bytes: SESSION_BYTES + pending.reduce((n, p) => n + pendingBytes(p), 0) };
     this.sessions.set(key, session);
     this.total += session.bytes;
     this.add(session, rows);
@@ -153,11 +158,11 @@ export class SessionCache {
     this.evict();
   }
 
-  /** Rows read from the engine for appends that were pending, in step order. */
+  /** The rows of appends that were pending, rendered as the engine renders them, in step order. */
   extend(session: CachedSession, rows: Cells[]): void {
     const read = new Set(rows.map((r) => this.traceIdOf(r)));
     const rest = session.pending.filter((p) => !read.has(p.traceId));
-    const freed = (session.pending.length - rest.length) * PENDING_BYTES;
+    const freed = session.pending.filter((p) => read.has(p.traceId)).reduce((n, p) => n + pendingBytes(p), 0);
     session.pending.splice(0, session.pending.length, ...rest);
     session.bytes -= freed;
     if (this.sessions.get(session.key) === session) this.total -= freed;
@@ -201,6 +206,12 @@ export class SessionCache {
       this.drop(key);
     }
   }
+}
+
+function pendingBytes(p: Pending): number {
+  let bytes = PENDING_BYTES;
+  for (const t of p.texts) bytes += CELL_OVERHEAD + (t === null ? 0 : t.length * 2);
+  return bytes;
 }
 
 function text(cell: string | Uint8Array | null): string {

@@ -1,8 +1,8 @@
-import type { ColumnInfo, EngineConnection, EngineCursor, EngineStatement, RenderSettings, RowSink, WireParam } from '../engine/port.js';
+import type { ColumnInfo, EngineCursor, EngineStatement, RenderSettings, RowSink, WireParam } from '../engine/port.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Token } from '../sql/lexer.js';
 import { argumentText, readArg, type ReadArg } from './ledger-reads.js';
-import type { CachedSession, Cells, SessionCache } from './session-cache.js';
+import type { Cells, SessionCache } from './session-cache.js';
 
 /**
  * An agent's reads of its own history, answered from the session cache
@@ -42,14 +42,12 @@ export function recognizeStepsRead(tokens: readonly Token[]): StepsRead | null {
 
 export interface StepsReadSources {
   readonly cache: SessionCache;
-  readonly writer: Pick<LedgerWriter, 'chainLength' | 'appliedSeq'>;
+  readonly writer: Pick<LedgerWriter, 'chainLength'>;
+  /** Waits until the engine holds every acknowledged append: before any read of the engine. */
+  readonly appendsVisible: () => Promise<void>;
   /** No transaction block is open: the statement sees every committed row. */
   readonly autocommit: () => boolean;
-  /** The client's engine connection, for appends the cache has not read yet. */
-  readonly engine: EngineConnection;
 }
-
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The result columns' names and types, which cached rows must have been rendered for. */
 function layoutOf(columns: readonly ColumnInfo[] | null): string {
@@ -59,6 +57,8 @@ function layoutOf(columns: readonly ColumnInfo[] | null): string {
 /** The engine statement of one of those reads; the engine still answers whatever the cache cannot. */
 export class ServedStepsRead implements EngineStatement {
   readonly kind = 'SELECT';
+  /** The cache answers with every acknowledged append (the writer reports each before it is acknowledged); the engine only once it holds them. */
+  readonly waitsForAppends = true;
   private params: readonly WireParam[] = [];
   private readonly layout: string;
 
@@ -91,7 +91,10 @@ export class ServedStepsRead implements EngineStatement {
 
   async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
     const key = argumentText(this.read.arg, this.params, this.inner.paramTypes);
-    if (key === null || key === undefined || !this.sources.autocommit()) return this.inner.execute(options);
+    if (key === null || key === undefined || !this.sources.autocommit()) {
+      await this.sources.appendsVisible();
+      return this.inner.execute(options);
+    }
     return new StepsCursor(this, key);
   }
 
@@ -123,47 +126,24 @@ export class ServedStepsRead implements EngineStatement {
       cache.stats.dropped++;
       return null;
     }
-    // Appends the engine holds now are read from it; later ones are not visible to this statement either.
-    const applied = this.sources.writer.appliedSeq;
-    const visible = session.pending.filter((p) => p.seq <= applied);
-    if (
-      visible.length > 0 &&
-      !(await this.readAppends(
-        session,
-        visible.map((p) => p.traceId),
-        zone,
-      ))
-    )
-      return null;
+    // Every acknowledged append, rendered from the writer's texts by the engine's own codecs: it need
+    // not have reached the engine yet.
+    if (session.pending.length > 0) {
+      const cells = this.inner.renderCanonical?.(
+        session.pending.map((p) => p.texts),
+        { timeZone: zone },
+      );
+      if (cells === null || cells === undefined) return null;
+      cache.extend(session, cells);
+    }
     cache.stats.hits++;
     // A copy: a portal read in parts must not see rows added to the session after it started.
     return session.rows.slice();
   }
 
-  /** The rows of appends to a held session, read from the engine by trace_id; false when they are not all there. */
-  private async readAppends(session: CachedSession, traceIds: readonly string[], zone: string): Promise<boolean> {
-    if (!traceIds.every((id) => UUID_TEXT.test(id))) return false;
-    const list = traceIds.map((id) => `'${id}'::UUID`).join(', ');
-    const statement = await this.sources.engine.prepare(`SELECT * FROM main._cot_steps WHERE trace_id IN (${list}) ORDER BY step_index`, []);
-    try {
-      if (layoutOf(statement.columns) !== this.layout) return false;
-      const rows: Cells[] = [];
-      const cursor = await statement.execute();
-      try {
-        await cursor.fetch(0, [], keeping(rows, null), { timeZone: zone });
-      } finally {
-        cursor.close();
-      }
-      if (rows.length !== traceIds.length) return false;
-      this.sources.cache.extend(session, rows);
-      return true;
-    } finally {
-      statement.close();
-    }
-  }
-
   /** A replay the engine runs; its rows fill the cache when the client reads them all in text. */
   async fromEngine(key: string): Promise<{ readonly cursor: EngineCursor; readonly fill: boolean }> {
+    await this.sources.appendsVisible();
     const fill = this.read.kind === 'replay';
     if (fill) this.sources.cache.startLoad(key);
     try {

@@ -72,6 +72,36 @@ describe('the session cache', () => {
     expect(stats.hits - hits).toBe(13);
   });
 
+  it('prints the writer’s rows of a new session exactly as the engine prints the stored rows, whatever their values', async () => {
+    const stats = server.running.sessionCache?.stats ?? { fills: 0 };
+    const fills = stats.fills;
+    for (const zone of ['UTC', 'America/St_Johns', 'Asia/Kathmandu']) {
+      // A session begun in this zone: its first replay prints every row from the writer's texts.
+      await client.query(`SET TimeZone = '${zone}'`);
+      const session = `values ${zone}`;
+      const parent = await append(client, session, 'root');
+      const values: unknown[][] = [
+        [0.1, 3, 2 ** 40, 'model-a', '{"a": 1, "b": [1.0, 1e5, -0, "é\\n\\"q\\""], "c": {"z": null, "a": true}}', null, '{"k":"v"}', parent],
+        [1 / 3, null, 0, null, '[]', '"just a string"', null, null],
+        [1e-7, 2147483647, -5, 'ünïcödé ✓ 🚀', '{"deep": {"er": {"est": [[[]]]}}}', '12.50', '{"b":1,"a":2}', null],
+        [0, 0, null, '', 'null', 'true', '{}', parent],
+        [1, -1, 9007199254740991, 'tab\there\nnewline', '{"num": 123456789012345678901234567890}', '-0.0', '[1, 2, 3]', null],
+      ];
+      for (const [i, v] of values.entries()) {
+        await client.query(
+          `INSERT INTO _cot_steps (session_id, step_type, content, confidence, token_count, duration_ms, model, input_data, output_data, metadata, parent_trace_id)
+           VALUES ($1, 'Observation', $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          [session, `content ${i} 'quoted' \\ back`, ...v],
+        );
+      }
+      const { cached, engine } = await both(client, session);
+      expect(cached, zone).toEqual(engine);
+      expect(cached, zone).toHaveLength(6);
+    }
+    await client.query('RESET TimeZone');
+    expect(stats.fills - fills).toBe(0);
+  });
+
   it('stays exact while another connection appends to the session it replays', async () => {
     const writer = await server.client();
     await append(writer, 'race', 'first');

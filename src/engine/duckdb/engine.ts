@@ -40,6 +40,7 @@ import { fromDuckDBError } from './errors.js';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { bindParams } from './params.js';
+import { canonicalReader } from './from-canonical.js';
 import { codecFor, isVerbatimText, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
 // The client's own accessor for a string's bytes: its getItem() decodes them into a JavaScript
 // string, which DataRow would only encode back to the same bytes.
@@ -555,6 +556,7 @@ class DuckDBStatement implements EngineStatement {
   readonly columns: readonly ColumnInfo[] | null;
   private readonly paramDuckTypes: readonly (DuckDBType | null)[];
   private readonly codecs: readonly PgCodec[];
+  private readonly resultTypes: readonly (DuckDBType | null)[];
 
   constructor(
     private readonly session: DuckDBSession,
@@ -578,23 +580,40 @@ class DuckDBStatement implements EngineStatement {
     if (returnsRows(this.kind, sql, prepared)) {
       const codecs: PgCodec[] = [];
       const columns: ColumnInfo[] = [];
+      const types: (DuckDBType | null)[] = [];
       const d = describedBy ?? prepared;
       for (let i = 0; i < d.columnCount; i++) {
-        const codec = d.columnTypeId(i) === DuckDBTypeId.INVALID ? UNRESOLVED_CODEC : codecFor(d.columnType(i));
+        const type = d.columnTypeId(i) === DuckDBTypeId.INVALID ? null : d.columnType(i);
+        const codec = type === null ? UNRESOLVED_CODEC : codecFor(type);
+        types.push(type);
         codecs.push(codec);
         columns.push({ name: d.columnName(i), typeOid: codec.oid, typeSize: codec.size, typeModifier: codec.typmod });
       }
       this.codecs = codecs;
       this.columns = columns;
+      this.resultTypes = types;
     } else {
       this.codecs = [];
       this.columns = null;
+      this.resultTypes = [];
     }
     describedBy?.destroySync();
   }
 
   bind(params: readonly WireParam[]): void {
     bindParams(this.prepared, this.paramDuckTypes, params.slice(0, this.prepared.parameterCount));
+  }
+
+  renderCanonical(rows: ReadonlyArray<ReadonlyArray<string | null>>, settings: RenderSettings): Array<Array<string | null>> | null {
+    const readers = this.resultTypes.map((t) => (t === null ? null : canonicalReader(t)));
+    if (readers.length === 0 || readers.includes(null)) return null;
+    const ctx: RenderContext = { zone: zoneFor(settings.timeZone) };
+    return rows.map((row) =>
+      readers.map((read, c) => {
+        const text = row[c] ?? null;
+        return text === null ? null : (this.codecs[c] as PgCodec).text((read as (t: string) => DuckDBValue)(text), ctx);
+      }),
+    );
   }
 
   async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {

@@ -62,7 +62,7 @@ describe('SessionCache', () => {
       },
     ]);
     cache.finishLoad('s', 'UTC', 'layout', [row('s', 0), row('s', 1), row('s', 2)]);
-    expect(cache.session('s')?.pending).toEqual([{ traceId: 't-s-3', seq: 4 }]);
+    expect(cache.session('s')?.pending).toEqual([{ traceId: 't-s-3', seq: 4, texts: ['t-s-3', 's', '3', 'c', '4'] }]);
     cache.appended([{ table: steps, rows: [['t-s-4', 's', '4', 'c', '6']] }]);
     expect(cache.session('s')?.pending.map((p) => p.traceId)).toEqual(['t-s-3', 't-s-4']);
     cache.extend(cache.session('s') as NonNullable<ReturnType<SessionCache['session']>>, [row('s', 3)]);
