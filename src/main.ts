@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { Config } from './config/schema.js';
-import { DuckDBEngine } from './engine/duckdb/engine.js';
+import { DuckDBEngine, type EngineCompression } from './engine/duckdb/engine.js';
 import type { Engine } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
@@ -67,7 +67,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     );
   }
   const secureContext = loadTls(config);
-  const engine = await openEngine(config.database.path);
+  const engine = await openEngine(config.database.path, config.database.compression);
   const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
   const observer = prometheus ?? NO_OBSERVER;
   const builtins = await engine.builtinFunctionNames();
@@ -382,7 +382,7 @@ function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || isLoopback(host);
 }
 
-async function openEngine(path: string): Promise<Engine> {
+async function openEngine(path: string, compression: EngineCompression): Promise<Engine> {
   if (path !== ':memory:') {
     try {
       mkdirSync(dirname(path), { recursive: true });
@@ -391,7 +391,7 @@ async function openEngine(path: string): Promise<Engine> {
     }
   }
   try {
-    return await DuckDBEngine.open({ path, setup: engineSetup() });
+    return await DuckDBEngine.open({ path, setup: engineSetup(), compression });
   } catch (err) {
     const reason = (err as Error).message.split('\n')[0] ?? 'unknown error';
     throw new StartupError(`cannot open the database file ${path}: ${reason}`);

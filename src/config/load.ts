@@ -173,7 +173,7 @@ export function loadConfig(sources: ConfigSources): Config {
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
-  const database = section(root, 'database', ['path', 'name']);
+  const database = section(root, 'database', ['path', 'name', 'compression']);
   const tls = section(root, 'tls', ['key', 'cert']);
   const auth = section(root, 'auth', ['method']);
   const limits = section(root, 'limits', [
@@ -213,6 +213,7 @@ export function loadConfig(sources: ConfigSources): Config {
     database: {
       path: str(pick(argv.db, env.COTWIRE_DB, database.path), 'database.path', DEFAULTS.database.path),
       name: str(database.name, 'database.name', DEFAULTS.database.name),
+      compression: oneOf(database.compression, 'database.compression', DEFAULTS.database.compression, ['fast-reads', 'small'] as const),
     },
     tls: {
       key: optStr(pick(argv['tls-key'], env.COTWIRE_TLS_KEY, tls.key), 'tls.key'),

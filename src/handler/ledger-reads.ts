@@ -92,8 +92,8 @@ export interface ChainVerifySources {
   readonly ledgers: LedgerCatalog;
   /** The latest audit, whose findings about a chain count against it as in the SQL. */
   readonly auditReport: () => AuditReport | null;
-  /** Runs a query on the client's own engine connection (its transaction and snapshot). */
-  query(sql: string, params: readonly (string | null)[]): Promise<unknown[][]>;
+  /** Runs a query on the client's own engine connection (its transaction and snapshot), with text parameters; rows of text cells. */
+  query(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>>;
 }
 
 type Cell = string | boolean | bigint | number | null;

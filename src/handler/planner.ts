@@ -58,6 +58,8 @@ function pgNames(sql: string, engineNames: readonly string[]): readonly (string 
 export class Planner {
   /** The ledger catalog's version this connection's macros were defined for. */
   private macrosVersion = -1;
+  /** The served reads' own queries, prepared on this connection (readRows). */
+  private readonly serverStatements = new Map<string, EngineStatement>();
   private publishedSettings = '';
 
   constructor(
@@ -295,13 +297,13 @@ export class Planner {
    * statement stays its description and its fallback.
    */
   private served(engineStatement: EngineStatement, tokens: readonly Token[]): EngineStatement {
-    const { engine: conn, services, tx } = this.ctx;
+    const { services, tx } = this.ctx;
     const verify = recognizeChainVerify(tokens);
     if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
       return new ServedChainVerify(engineStatement, verify, {
         ledgers: services.ledgers,
         auditReport: services.auditReport,
-        query: (sql, params) => conn.query(sql, params),
+        query: (sql, params) => this.readRows(sql, params),
       });
     }
     const cache = services.sessionCache;
@@ -315,6 +317,33 @@ export class Planner {
       });
     }
     return engineStatement;
+  }
+
+  /**
+   * A server query's rows as text, through a statement prepared once per
+   * connection and text (the served reads run the same few queries often,
+   * and preparing costs more than running them).
+   */
+  private async readRows(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>> {
+    let statement = this.serverStatements.get(sql);
+    if (statement === undefined) {
+      statement = await this.ctx.engine.prepare(sql, []);
+      this.serverStatements.set(sql, statement);
+    }
+    statement.bind(params.map((p) => ({ value: Buffer.from(p, 'utf8'), format: 0, typeOid: 0 })));
+    const rows: Array<ReadonlyArray<string | null>> = [];
+    const cursor = await statement.execute({ materialize: true });
+    try {
+      const sink = {
+        row: (cells: readonly (string | Uint8Array | null)[]) =>
+          rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
+        flushIfFull: () => Promise.resolve(),
+      };
+      await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
+    } finally {
+      cursor.close();
+    }
+    return rows;
   }
 
   /**

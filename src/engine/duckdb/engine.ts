@@ -55,7 +55,17 @@ export interface DuckDBEngineOptions {
   readonly allowFiles?: boolean;
   /** Statements run once, before the engine is locked down (the PostgreSQL catalog's views). */
   readonly setup?: readonly string[];
+  /**
+   * How the data the engine writes is compressed. `fast-reads` (the
+   * default) leaves out the two methods whose single-row fetch decodes a
+   * whole run of values (FSST strings, bit-packed integers): reading one
+   * session's rows through an index then costs a fifth as much, for about
+   * twice the disk (docs/benchmarks.md). `small` is DuckDB's own choice.
+   */
+  readonly compression?: EngineCompression;
 }
+
+export type EngineCompression = 'fast-reads' | 'small';
 
 const statementKinds = new Map<number, StatementKind>(
   Object.entries(StatementType)
@@ -129,6 +139,7 @@ export class DuckDBEngine implements Engine {
         // keeps returning nothing after rows arrive (duckdb/duckdb#23704). DuckDB's own fix
         // (#24696) skips statistics propagation for prepared statements; this does the same.
         await conn.run("SET GLOBAL disabled_optimizers = 'statistics_propagation'");
+        if ((opts.compression ?? 'fast-reads') === 'fast-reads') await conn.run("SET GLOBAL disabled_compression_methods = 'fsst,bitpacking'");
         // Before the set-up, whose macros DuckDB binds as they are created.
         registerEngineClock(conn);
         for (const statement of opts.setup ?? []) await conn.run(statement);

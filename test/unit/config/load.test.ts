@@ -62,6 +62,7 @@ describe('loadConfig', () => {
     ['limits:\n  statementTimeoutMs: -5\n', 'invalid configuration: limits.statementTimeoutMs = -5; expected an integer from 0 to 2147483647'],
     ['listen: 5\n', 'invalid configuration: listen = 5; expected a mapping'],
     ['database:\n  path: ""\n', 'invalid configuration: database.path = ""; expected a non-empty string'],
+    ['database:\n  compression: zstd\n', 'invalid configuration: database.compression = "zstd"; expected one of fast-reads, small'],
     ['auth:\n  method: md5\n', 'invalid configuration: auth.method = "md5"; expected one of scram-sha-256, password'],
     [
       'guard:\n  protectedPrefixes: [1]\n',

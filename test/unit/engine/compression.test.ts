@@ -1,0 +1,38 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DuckDBEngine, type EngineCompression } from '../../../src/engine/duckdb/engine.js';
+import { loadConfig } from '../../../src/config/load.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cotwire-compression-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The compression methods DuckDB chose for a table of hashes and counters once it is checkpointed. */
+async function methods(compression: EngineCompression): Promise<Set<string>> {
+  const engine = await DuckDBEngine.open({ path: join(dir, `${compression}.duckdb`), compression });
+  const conn = await engine.connect();
+  try {
+    await conn.run('CREATE TABLE t AS SELECT sha256(i::VARCHAR) AS hash, i AS seq FROM range(200000) r(i)');
+    await conn.run('CHECKPOINT');
+    const rows = await conn.query("SELECT DISTINCT compression FROM pragma_storage_info('t')");
+    return new Set(rows.map((r) => String(r[0])));
+  } finally {
+    conn.close();
+    await engine.close();
+  }
+}
+
+describe('database.compression', () => {
+  it('leaves out FSST and bit-packing for fast reads, and lets DuckDB use them otherwise', async () => {
+    const small = await methods('small');
+    expect(small.has('FSST') || small.has('BitPacking')).toBe(true);
+    const fast = await methods('fast-reads');
+    expect(fast.has('FSST')).toBe(false);
+    expect(fast.has('BitPacking')).toBe(false);
+  });
+
+  it('is fast-reads unless configured', () => {
+    expect(loadConfig({ argv: {}, env: {} }).database.compression).toBe('fast-reads');
+  });
+});
