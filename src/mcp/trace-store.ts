@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { leadingWords, tokenize } from '../sql/lexer.js';
@@ -86,6 +87,9 @@ class ReadCursor extends Cursor {
 
 const jsonParam = (v: Json | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
 
+/** The store's statements (a fixed set of texts) by the name they are prepared under. */
+const statementNames = new Map<string, string>();
+
 export class TraceStore {
   private agentId: Promise<string> | null = null;
 
@@ -113,9 +117,19 @@ export class TraceStore {
     await Promise.all([this.pool.end(), this.readPool.end()]);
   }
 
+  /**
+   * Runs one of the store's own statements as a named prepared statement,
+   * which each pooled connection prepares once: the server then plans a
+   * tool's query once per connection, not at every call.
+   */
   private async run(text: string, values: readonly unknown[] = []): Promise<Record<string, unknown>[]> {
+    let name = statementNames.get(text);
+    if (name === undefined) {
+      name = `cotwire_mcp_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+      statementNames.set(text, name);
+    }
     try {
-      return (await this.pool.query(text, values as unknown[])).rows as Record<string, unknown>[];
+      return (await this.pool.query({ name, text, values: values as unknown[] })).rows as Record<string, unknown>[];
     } catch (err) {
       throw toToolError(err, this.target);
     }
