@@ -644,8 +644,10 @@ async function main(): Promise<void> {
     const t = performance.now();
     // A broken chain would make the figure meaningless: the run stops with the verifier's report.
     await run(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'verify', '--db', cotwire.databasePath], { maxBuffer: 64 * 2 ** 20 }).catch(
-      (err: { stdout?: string }) => {
-        throw new Error(`cotwire verify failed: ${(err.stdout ?? '').slice(0, 2000)}`);
+      (err: { stdout?: string; stderr?: string; code?: number | string; signal?: string }) => {
+        throw new Error(
+          `cotwire verify failed (exit ${String(err.code)}${err.signal ? `, ${err.signal}` : ''}): ${(err.stdout ?? '').slice(0, 2000)} ${(err.stderr ?? '').slice(0, 2000)}`,
+        );
       },
     );
     const cliRate = total / ((performance.now() - t) / 1000);
