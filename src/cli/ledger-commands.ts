@@ -9,7 +9,7 @@ import { verifySql } from '../ledger/verify-sql.js';
  * A large ledger is verified in slices of whole chains, as the audit does, without its pauses:
  * in one query, recomputing every chain held all of a ledger whose sessions are interleaved in
  * memory at once (1.3 GB of RSS for 1M steps; with slices of 250k steps, 0.76 GB), and the
- * benchmark's run over 11M such steps failed there.
+ * benchmark's run over 11M such steps failed there, most likely for memory.
  */
 const WHOLE_CHAINS_IN_SLICES = { rowsPerSlice: 1_000_000, pause: async () => undefined };
 import { printLogReport, verifyLogOffline } from './log-commands.js';
