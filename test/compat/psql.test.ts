@@ -30,7 +30,8 @@ const STEPS_ON_POSTGRES = `CREATE TABLE _cot_steps (
   duration_ms bigint, token_count integer, model text, metadata json, prev_hash text NOT NULL,
   current_hash text NOT NULL, has_embedding boolean NOT NULL, created_at timestamptz NOT NULL,
   parent_trace_id uuid, ledger_seq bigint NOT NULL);
-CREATE INDEX _cot_steps_trace_id ON _cot_steps (trace_id)`;
+CREATE INDEX _cot_steps_trace_id ON _cot_steps (trace_id);
+CREATE INDEX _cot_steps_session_id ON _cot_steps (session_id)`;
 
 const servers = useCotwireAndPostgres();
 let dir: string;
