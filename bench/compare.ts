@@ -258,51 +258,37 @@ async function main(): Promise<void> {
       let pick = 0;
       const fresh = (): string => `d${size}-${(pick++ * 7919) % sessions}`;
       const n = SIZES.sessionReads;
-      const chained = (a: number): boolean => a >= 1;
-      await readRow(
-        'replay of one 50-step session (cot_replay), read cold',
-        steps,
-        '≥ 1.0× trigger chain',
-        (_, __, a) => chained(a),
-        (s) =>
-          s === 'pg'
-            ? Promise.resolve(Number.NaN)
-            : p50(s, n, (c) =>
-                s === 'cot'
-                  ? c.query({ name: 'replay', text: 'SELECT * FROM cot_replay($1)', values: [fresh()] })
-                  : c.query({ name: 'replay', text: 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index', values: [fresh()] }),
-              ),
+      /** A read held to the trigger chain: at least as fast. */
+      const chainRead = (label: string, measure: (s: System) => Promise<number>): Promise<void> =>
+        readRow(label, steps, '≥ 1.0× trigger chain', (_, __, a) => a >= 1, measure);
+      await chainRead('replay of one 50-step session (cot_replay), read cold', (s) =>
+        s === 'pg'
+          ? Promise.resolve(Number.NaN)
+          : p50(s, n, (c) =>
+              s === 'cot'
+                ? c.query({ name: 'replay', text: 'SELECT * FROM cot_replay($1)', values: [fresh()] })
+                : c.query({ name: 'replay', text: 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index', values: [fresh()] }),
+            ),
       );
       let loop = 0;
-      await readRow(
-        'the agent loop: append a step to its session, then replay the session (p50 of the replay)',
-        steps,
-        '≥ 1.0× trigger chain',
-        (_, __, a) => chained(a),
-        async (s) => {
-          if (s === 'pg') return Number.NaN;
-          const c = clients(s)[0] as pg.Client;
-          const latencies: number[] = [];
-          for (let agent = 0; agent < 20; agent++) {
-            const session = `loop-${size}-${loop++}`;
-            for (let i = 0; i < Math.max(2, Math.floor(n / 20)); i++) {
-              await c.query(INSERT_COT, stepRow(session, i));
-              const t = performance.now();
-              if (s === 'cot') await c.query({ name: 'replay', text: 'SELECT * FROM cot_replay($1)', values: [session] });
-              else await c.query({ name: 'replay', text: 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index', values: [session] });
-              latencies.push(performance.now() - t);
-            }
+      await chainRead('the agent loop: append a step to its session, then replay the session (p50 of the replay)', async (s) => {
+        if (s === 'pg') return Number.NaN;
+        const c = clients(s)[0] as pg.Client;
+        const latencies: number[] = [];
+        for (let agent = 0; agent < 20; agent++) {
+          const session = `loop-${size}-${loop++}`;
+          for (let i = 0; i < Math.max(2, Math.floor(n / 20)); i++) {
+            await c.query(INSERT_COT, stepRow(session, i));
+            const t = performance.now();
+            if (s === 'cot') await c.query({ name: 'replay', text: 'SELECT * FROM cot_replay($1)', values: [session] });
+            else await c.query({ name: 'replay', text: 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index', values: [session] });
+            latencies.push(performance.now() - t);
           }
-          return median(latencies);
-        },
-      );
-      await readRow(
-        'verify of one 50-step session (cot_verify), read cold',
-        steps,
-        '≥ 1.0× trigger chain',
-        (_, __, a) => chained(a),
-        (s) =>
-          s === 'pg' ? Promise.resolve(Number.NaN) : p50(s, n, (c) => c.query({ name: 'verify', text: 'SELECT * FROM cot_verify($1)', values: [fresh()] })),
+        }
+        return median(latencies);
+      });
+      await chainRead('verify of one 50-step session (cot_verify), read cold', (s) =>
+        s === 'pg' ? Promise.resolve(Number.NaN) : p50(s, n, (c) => c.query({ name: 'verify', text: 'SELECT * FROM cot_verify($1)', values: [fresh()] })),
       );
       const traces = {
         cot: await sampleIds(cot[0] as pg.Client, n * 2),
@@ -327,20 +313,15 @@ async function main(): Promise<void> {
       const anchorSessions = `SELECT session_id, count(*) AS step_count, min(created_at) AS first_step_at, max(created_at) AS last_step_at,
           (SELECT valid FROM cot_verify(session_id)) AS chain_valid
         FROM _cot_steps WHERE agent_id = $1 GROUP BY session_id ORDER BY first_step_at`;
-      await readRow(
-        "an agent's sessions, each chain verified (cot_sessions(agent))",
-        steps,
-        '≥ 1.0× trigger chain',
-        (_, __, a) => chained(a),
-        (s) =>
-          s === 'pg'
-            ? Promise.resolve(Number.NaN)
-            : p50(s, Math.max(3, Math.floor(n / 10)), (c) => {
-                const agent = `agent-${(agents++ * 37) % 1000}`;
-                return s === 'cot'
-                  ? c.query({ name: 'sessions', text: 'SELECT * FROM cot_sessions($1)', values: [agent] })
-                  : c.query({ name: 'sessions', text: anchorSessions, values: [agent] });
-              }),
+      await chainRead("an agent's sessions, each chain verified (cot_sessions(agent))", (s) =>
+        s === 'pg'
+          ? Promise.resolve(Number.NaN)
+          : p50(s, Math.max(3, Math.floor(n / 10)), (c) => {
+              const agent = `agent-${(agents++ * 37) % 1000}`;
+              return s === 'cot'
+                ? c.query({ name: 'sessions', text: 'SELECT * FROM cot_sessions($1)', values: [agent] })
+                : c.query({ name: 'sessions', text: anchorSessions, values: [agent] });
+            }),
       );
       const mcp = new McpClient({ name: 'cotwire-bench', version: '1.0.0' });
       await mcp.connect(
