@@ -13,10 +13,10 @@ import { qualifiedName } from './schema.js';
  * four times as long, and leaves the writer and the clients most of the
  * machine (docs/benchmarks.md has what it still costs appends).
  */
-const AUDIT_PACING: Pacing = {
-  rowsPerSlice: 200_000,
-  pause: (busyMs) => new Promise((resolve) => setTimeout(resolve, Math.max(1, 3 * busyMs))),
-};
+const AUDIT_ROWS_PER_SLICE = 200_000;
+
+/** Ends an audit that stop() cut short; nothing is reported for it. */
+class AuditStopped extends Error {}
 
 /** One audit's outcome: what was read, and everything found wrong. */
 export interface AuditReport {
@@ -78,6 +78,14 @@ export class LedgerAuditor {
   private heads: KnownHead[] = [];
   /** The last completed audit, or null before the first one ends. */
   latest: AuditReport | null = null;
+  /** Between slices an audit rests; once stopped it ends there instead of reading on. */
+  private readonly pacing: Pacing = {
+    rowsPerSlice: AUDIT_ROWS_PER_SLICE,
+    pause: async (busyMs) => {
+      if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, Math.max(1, 3 * busyMs)));
+      if (this.stopped) throw new AuditStopped('the audit was stopped');
+    },
+  };
 
   constructor(
     private readonly conn: EngineConnection,
@@ -99,7 +107,9 @@ export class LedgerAuditor {
   start(intervalMs: number, watchMs = 0): void {
     const run = (): void => {
       if (this.stopped || this.busy || this.queued !== null) return;
-      this.audit().catch(this.onError);
+      this.audit().catch((err: unknown) => {
+        if (!this.stopped) this.onError(err);
+      });
     };
     run();
     if (intervalMs > 0) {
@@ -112,7 +122,9 @@ export class LedgerAuditor {
       this.watchTimer = setInterval(() => {
         if (this.stopped || this.busy || this.queued !== null || this.baseline === null) return;
         const next = this.tail.then(() => this.watch());
-        this.tail = next.catch(this.onError);
+        this.tail = next.catch((err: unknown) => {
+          if (!this.stopped) this.onError(err);
+        });
       }, watchMs);
       this.watchTimer.unref();
     }
@@ -167,6 +179,8 @@ export class LedgerAuditor {
     this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
     if (this.watchTimer !== null) clearInterval(this.watchTimer);
+    // A full audit of a large ledger reads for minutes: shutting down does not wait for it.
+    if (this.busy) this.conn.interrupt();
     await this.tail;
   }
 
@@ -211,7 +225,7 @@ export class LedgerAuditor {
           applied,
           integrated: () => this.sources.integratedSeq(),
           heads: [...this.heads, ...this.sources.knownHeads()],
-          pause: AUDIT_PACING.pause,
+          pause: this.pacing.pause,
         });
         findings.push(...r.findings);
         rows = r.rows;
@@ -222,7 +236,7 @@ export class LedgerAuditor {
       const byTable = new Map<string, Fingerprint>();
       for (const table of ledgers) byTable.set(qualifiedName(table), (await observeFingerprint(this.conn, table, applied)).fingerprint);
       baseline = { seq: applied, byTable };
-      const verdicts = await verifyLedgers(this.conn, this.catalog, null, AUDIT_PACING);
+      const verdicts = await verifyLedgers(this.conn, this.catalog, null, this.pacing);
       chains = verdicts.length;
       for (const v of verdicts) {
         if (v.valid) continue;

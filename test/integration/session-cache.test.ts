@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
+import type pg from 'pg';
 import type { EngineConnection } from '../../src/engine/port.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 
