@@ -5,7 +5,6 @@ import {
   DuckDBMaterializedResult,
   DuckDBTimestampTZValue,
   DuckDBTypeId,
-  DuckDBVarCharVector,
   ResultReturnType,
   StatementType,
   type DuckDBConnection,
@@ -40,11 +39,11 @@ import { fromDuckDBError } from './errors.js';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { bindParams } from './params.js';
+import { stringColumn } from './string-vectors.js';
 import { canonicalReader } from './from-canonical.js';
 import { codecFor, isVerbatimText, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
 // The client's own accessor for a string's bytes: its getItem() decodes them into a JavaScript
 // string, which DataRow would only encode back to the same bytes.
-import { getStringBytes } from '@duckdb/node-api/lib/vectors/dataAccessors.js';
 
 export interface DuckDBEngineOptions {
   /** A file path, or ':memory:'. */
@@ -671,25 +670,6 @@ function zoneFor(name: string): TimeZoneOffsets {
   return z;
 }
 
-/** The fields of DuckDBVarCharVector that its getItem() reads. */
-interface VarCharInternals {
-  readonly dataView: DataView;
-  readonly validity: { itemValid(index: number): boolean };
-}
-
-/**
- * A reader of a string vector's items as UTF-8 bytes (views the caller
- * copies before the chunk goes), or null when the vector is not the shape
- * this relies on, and getItem() is used instead.
- */
-function stringBytesOf(vector: unknown): ((row: number) => Uint8Array | null) | null {
-  if (!(vector instanceof DuckDBVarCharVector)) return null;
-  const raw = vector as unknown as Partial<VarCharInternals>;
-  const { dataView, validity } = raw;
-  if (!(dataView instanceof DataView) || typeof validity?.itemValid !== 'function') return null;
-  return (row) => (validity.itemValid(row) ? getStringBytes(dataView, row * 16) : null);
-}
-
 class DuckDBCursor implements EngineCursor {
   rowsChanged = 0;
   private chunk: DuckDBDataChunk | null = null;
@@ -755,8 +735,8 @@ class DuckDBCursor implements EngineCursor {
       }
       const chunk = this.chunk;
       const vectors = Array.from({ length: ncols }, (_, c) => chunk.getColumnVector(c));
-      // Text columns sent as text: their bytes go to the DataRow as DuckDB holds them.
-      const verbatim = vectors.map((v, c) => (!binary[c] && isVerbatimText(this.codecs[c] as PgCodec) ? stringBytesOf(v) : null));
+      // Text and JSON columns, in either format: their bytes go to the DataRow as DuckDB holds them.
+      const verbatim = vectors.map((v, c) => (isVerbatimText(this.codecs[c] as PgCodec) ? stringColumn(v, chunk.rowCount) : null));
       const end = maxRows === 0 ? chunk.rowCount : Math.min(chunk.rowCount, this.chunkRow + (maxRows - sent));
       for (let r = this.chunkRow; r < end; r++) {
         const cells: (string | Uint8Array | null)[] = new Array(ncols);
