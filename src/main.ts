@@ -129,6 +129,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       observer,
       onApplyError: (err) => log.error({ err }, 'applying journaled ledger rows to the database failed; retrying'),
       log: merkle,
+      embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
       onJournalDamage: (tail, path, missing) => {
         if (tail.lost !== null && missing > 0) {
           log.error(

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseScramVerifier } from '../session/scram.js';
 import { AUTH_METHODS, DEFAULTS, LOG_LEVELS, ROLES, type Config, type UserConfig } from './schema.js';
+import { STEP_TYPES } from '../ledger/schema.js';
 
 /** A configuration problem, reported as one line naming the key, the value and what is allowed. */
 export class ConfigError extends Error {}
@@ -135,6 +136,16 @@ function prefixes(v: Json | undefined): string[] {
   return [...new Set(['_cot', ...(v as string[]).map((p) => p.toLowerCase())])];
 }
 
+/** A list of step types, each one of _cot_steps' (an unknown name is a typo that would silently select nothing). */
+function stepTypes(v: Json | undefined, path: string, def: readonly string[]): string[] {
+  if (v === undefined || v === null) return [...def];
+  const known: readonly string[] = STEP_TYPES;
+  if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || !known.includes(t))) {
+    fail(path, v, `expected a list of step types, each one of ${STEP_TYPES.join(', ')}`);
+  }
+  return [...new Set(v as string[])];
+}
+
 /** Unset, checkpoints go to a directory beside a database file (an in-memory database has none). */
 function sinks(v: Json | undefined, databasePath: string): string[] {
   if (v === undefined || v === null) return databasePath === ':memory:' ? [] : [`${databasePath}.checkpoints/`];
@@ -196,6 +207,7 @@ export function loadConfig(sources: ConfigSources): Config {
     'enabled',
     'maxContentBytes',
     'embeddingSampleRate',
+    'embeddingAlwaysTypes',
     'retentionDays',
     'verifyIntervalSeconds',
     'watchIntervalSeconds',
@@ -246,6 +258,7 @@ export function loadConfig(sources: ConfigSources): Config {
       enabled: ledgersEnabled(ledger.enabled),
       maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
       embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
+      embeddingAlwaysTypes: stepTypes(ledger.embeddingAlwaysTypes, 'ledger.embeddingAlwaysTypes', DEFAULTS.ledger.embeddingAlwaysTypes),
       retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
       verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
       watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),

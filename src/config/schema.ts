@@ -66,8 +66,10 @@ export interface Config {
     readonly enabled: boolean;
     /** The largest `content` of a reasoning step, in bytes. */
     readonly maxContentBytes: number;
-    /** The share of non-critical steps that get an embedding (used by the embeddings feature). */
+    /** The share of the other steps selected for an embedding (ledger/embedding-sample.ts). */
     readonly embeddingSampleRate: number;
+    /** Step types always selected for an embedding. */
+    readonly embeddingAlwaysTypes: readonly string[];
     /** Days a whole session is kept; 0 keeps everything forever (used by the retention feature). */
     readonly retentionDays: number;
     /** The background audit verifies every chain at start-up and then this often; 0 = at start-up only. */
@@ -122,6 +124,7 @@ export const DEFAULTS: Config = {
     enabled: true,
     maxContentBytes: 65536,
     embeddingSampleRate: 0.1,
+    embeddingAlwaysTypes: ['Decision', 'Action', 'Error', 'Correction', 'FinalAnswer'],
     retentionDays: 0,
     verifyIntervalSeconds: 3600,
     watchIntervalSeconds: 10,

@@ -13,6 +13,7 @@ import { resumeLog } from './log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from './catalog.js';
 import { Quarantine } from './quarantine.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
+import { type EmbeddingSampleRule, selectedForEmbedding } from './embedding-sample.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -77,6 +78,8 @@ export interface WriterOptions {
   readonly onJournalDamage?: (tail: JournalTail, path: string, missing: number) => void;
   /** Rows were set aside in the quarantine (their ledger is damaged). */
   readonly onQuarantine?: (ledgers: readonly string[], rows: number, reason: string, path: string | null) => void;
+  /** Which steps of `_cot_steps` get `has_embedding` (embedding-sample.ts); none without a rule. */
+  readonly embeddingSample?: EmbeddingSampleRule;
 }
 
 /**
@@ -143,6 +146,7 @@ export class LedgerWriter {
     private readonly observer: Observer,
     private readonly journal: Journal | null,
     readonly log: MerkleLog | null,
+    private readonly embeddingSample: EmbeddingSampleRule | null,
   ) {}
 
   /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
@@ -161,7 +165,7 @@ export class LedgerWriter {
           options.onJournalDamage?.(opened.tail, options.journalPath, await missingBetween(conn, catalog, opened.tail));
         }
       }
-      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null);
+      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null, options.embeddingSample ?? null);
       await writer.loadSequence();
       if (writer.log !== null) {
         writer.logFrozen = await resumeLog(conn, catalog, writer.log, Number(writer.seq));
@@ -519,7 +523,14 @@ export class LedgerWriter {
     texts[layout.createdAt] = String(micros);
     texts[layout.ledgerSeq] = String(seq);
     if (layout.traceId >= 0) texts[layout.traceId] = traceId ?? uuidv7(Number(micros / 1000n));
-    if (layout.hasEmbedding >= 0) texts[layout.hasEmbedding] = 'false';
+    if (layout.hasEmbedding >= 0) {
+      const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
+      const selected =
+        this.embeddingSample !== null &&
+        id != null &&
+        selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
+      texts[layout.hasEmbedding] = selected ? 'true' : 'false';
+    }
     const hash = rowHash(table.name, layout.names, texts);
     texts[layout.currentHash] = hash;
     tentative.set(key, { index, hash });
@@ -569,6 +580,8 @@ interface RowLayout {
   /** -1 where the server does not compute it. */
   readonly traceId: number;
   readonly hasEmbedding: number;
+  /** -1 in a ledger without step types. */
+  readonly stepType: number;
   /** The table's part of every leaf's data in the global log. */
   readonly leafPrefix: Buffer;
 }
@@ -591,6 +604,7 @@ function rowLayout(table: LedgerTable): RowLayout {
       ledgerSeq: names.indexOf('ledger_seq'),
       traceId: server('trace_id'),
       hasEmbedding: server('has_embedding'),
+      stepType: names.indexOf('step_type'),
       leafPrefix: leafPrefix(table.schema, table.name),
     };
     rowLayouts.set(table, layout);
