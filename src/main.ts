@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
+import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { DuckDBEngine, type EngineCompression } from './engine/duckdb/engine.js';
 import type { Engine } from './engine/port.js';
@@ -13,7 +14,7 @@ import { SecurityEventLog } from './ledger/security-events.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { Journal } from './ledger/journal.js';
-import { STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from './ledger/schema.js';
+import { STEP_TYPES, STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from './ledger/schema.js';
 import { LedgerShapes } from './ledger/shapes.js';
 import { Quarantine } from './ledger/quarantine.js';
 import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from './ledger/security-events.js';
@@ -61,6 +62,13 @@ export interface RunningServer {
 
 /** The composition root: the only place where concrete classes are created and wired. */
 export async function startServer(config: Config, log: Logger, runtime: ServerRuntime = { threadPoolSize: 64 }): Promise<RunningServer> {
+  const known: readonly string[] = STEP_TYPES;
+  if (config.ledger.embeddingAlwaysTypes.some((t) => !known.includes(t))) {
+    // A misspelt type would silently never be embedded.
+    throw new ConfigError(
+      `invalid configuration: ledger.embeddingAlwaysTypes = ${JSON.stringify(config.ledger.embeddingAlwaysTypes)}; expected step types, each one of ${STEP_TYPES.join(', ')}`,
+    );
+  }
   if (config.users.length === 0 && !isLoopbackHost(config.listen.host)) {
     throw new StartupError(
       `refusing to listen on ${config.listen.host} without authentication: no users are configured, so anyone who can reach the port could connect. Add users to the configuration file (see \`cotwire passwd\`), or listen on 127.0.0.1.`,

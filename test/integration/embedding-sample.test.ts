@@ -5,6 +5,12 @@ import { STEP_TYPES } from '../../src/ledger/schema.js';
 import { startTestServer } from '../fixtures/server.js';
 
 describe('has_embedding, chosen by the writer', () => {
+  it('refuses to start with a step type that does not exist in the list of those always embedded', async () => {
+    await expect(startTestServer({ ledger: { ...DEFAULTS.ledger, embeddingAlwaysTypes: ['Decision', 'Decisoin'] } })).rejects.toThrow(
+      'invalid configuration: ledger.embeddingAlwaysTypes = ["Decision","Decisoin"]; expected step types, each one of Observation, Hypothesis',
+    );
+  });
+
   it('follows the configured rule on every appended step, is part of the chain, and can be audited in SQL', async () => {
     await using server = await startTestServer({
       ledger: { ...DEFAULTS.ledger, embeddingSampleRate: 0.25, embeddingAlwaysTypes: ['Error', 'Observation'] },
