@@ -24,7 +24,10 @@ def text_of(value, data_type):
     if value is None:
         return None
     if data_type == "boolean":
-        return "true" if value == "t" else "false"
+        # Selected as ::text, PostgreSQL spells a boolean true/false (its output format alone says t/f).
+        if value not in ("true", "t", "false", "f"):
+            raise ValueError("not a boolean: %r" % value)
+        return "true" if value in ("true", "t") else "false"
     if data_type == "double precision":
         return repr(float(value))
     return value
