@@ -4,6 +4,7 @@ import { LedgerCatalog } from '../ledger/catalog.js';
 import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
 import { verifyLedgers } from '../ledger/verify.js';
 import { verifySql } from '../ledger/verify-sql.js';
+import { printLogReport, verifyLogOffline } from './log-commands.js';
 
 /**
  * A large ledger is verified in slices of whole chains, as the audit does, without its pauses:
@@ -12,7 +13,6 @@ import { verifySql } from '../ledger/verify-sql.js';
  * benchmark's run over 11M such steps failed there, most likely for memory.
  */
 const WHOLE_CHAINS_IN_SLICES = { rowsPerSlice: 1_000_000, pause: async () => undefined };
-import { printLogReport, verifyLogOffline } from './log-commands.js';
 
 type Out = (s: string) => void;
 

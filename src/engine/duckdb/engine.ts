@@ -42,8 +42,6 @@ import { bindParams } from './params.js';
 import { stringColumn } from './string-vectors.js';
 import { canonicalReader } from './from-canonical.js';
 import { codecFor, isVerbatimText, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
-// The client's own accessor for a string's bytes: its getItem() decodes them into a JavaScript
-// string, which DataRow would only encode back to the same bytes.
 
 export interface DuckDBEngineOptions {
   /** A file path, or ':memory:'. */

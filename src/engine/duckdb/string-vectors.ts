@@ -53,10 +53,13 @@ export function stringColumn(vector: unknown, rows: number): ((row: number) => U
   const runEnd: number[] = [];
   const runOf = new Int8Array(rows).fill(-1);
   const starts = new Float64Array(rows);
+  /** Each item's byte length, or -1 for NULL. */
+  const lengths = new Int32Array(rows);
   let scattered = false;
   for (let r = 0; r < rows && !scattered; r++) {
-    const length = dataView.getUint32(r * 16, true);
-    if (length <= 12 || !validity.itemValid(r)) continue;
+    const length = validity.itemValid(r) ? dataView.getUint32(r * 16, true) : -1;
+    lengths[r] = length;
+    if (length <= 12) continue;
     const start = dataView.getUint32(r * 16 + 8, true) + dataView.getUint32(r * 16 + 12, true) * TWO_32;
     const end = start + length;
     starts[r] = start;
@@ -87,8 +90,8 @@ export function stringColumn(vector: unknown, rows: number): ((row: number) => U
     return bindings.get_data_from_pointer(address.buffer as ArrayBuffer, 0, (runEnd[k] as number) - start);
   });
   return (row) => {
-    if (!validity.itemValid(row)) return null;
-    const length = dataView.getUint32(row * 16, true);
+    const length = lengths[row] as number;
+    if (length < 0) return null;
     const run = runOf[row] as number;
     if (run === -1) return new Uint8Array(dataView.buffer, dataView.byteOffset + row * 16 + 4, length);
     const from = (starts[row] as number) - (runStart[run] as number);
