@@ -21,6 +21,7 @@ import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
 import { appendRate, proofMicros } from './log.js';
 import { appendRatesWhileAuditing, auditCost } from './audit.js';
 import { writeReport, type Row } from './report.js';
+import { SEARCH_SIZES, searchBench } from './search.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
 import { Guard } from '../src/guard/guard.js';
 import { tokenize } from '../src/sql/lexer.js';
@@ -735,6 +736,8 @@ async function main(): Promise<void> {
   const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node.js ${process.version}`;
   const table = writeReport(join(ROOT, 'docs', 'benchmarks.md'), rows, { machine, quick: QUICK, seconds: (Date.now() - started) / 1000, notes });
   console.log(`\n${table}`);
+  // Semantic search (issue 19): cotwire with embedding on against itself with it off; no PostgreSQL column.
+  console.log(`\n${await searchBench(ROOT, QUICK ? SEARCH_SIZES.quick : SEARCH_SIZES.full)}`);
 }
 
 await main();

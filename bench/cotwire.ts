@@ -25,7 +25,8 @@ function rssOf(pid: number): number {
   }
 }
 
-export async function startCotwire(root: string): Promise<CotwireProcess> {
+/** `args`: more flags for `cotwire serve`, such as `--config FILE`. */
+export async function startCotwire(root: string, args: readonly string[] = []): Promise<CotwireProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'cotwire-bench-'));
   const databasePath = join(dir, 'bench.duckdb');
   let child: ChildProcess | null = null;
@@ -35,7 +36,7 @@ export async function startCotwire(root: string): Promise<CotwireProcess> {
 
   const start = (): Promise<void> =>
     new Promise((resolve, reject) => {
-      const p = spawn(process.execPath, [join(root, 'dist', 'cli.js'), 'serve', '--port', '0', '--db', databasePath, '--log-level', 'info'], {
+      const p = spawn(process.execPath, [join(root, 'dist', 'cli.js'), 'serve', '--port', '0', '--db', databasePath, '--log-level', 'info', ...args], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       child = p;

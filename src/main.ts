@@ -5,7 +5,7 @@ import tls from 'node:tls';
 import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { DuckDBEngine, type EngineCompression } from './engine/duckdb/engine.js';
-import type { Engine } from './engine/port.js';
+import type { Engine, EngineConnection } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
 import { EngineSlots } from './handler/engine-calls.js';
@@ -38,6 +38,13 @@ import type { Logger } from './log/logger.js';
 import { PgServer } from './server/server.js';
 import { AuthPolicy, isLoopback } from './session/auth.js';
 import { parseScramVerifier, type ScramVerifier } from './session/scram.js';
+import { HashedEmbedder } from './embedding/hashed.js';
+import { OpenAIEmbedder } from './embedding/openai.js';
+import type { Embedder } from './embedding/provider.js';
+import type { Observer } from './observe/observer.js';
+import { openVectorTable, vectorMismatch } from './ledger/embeddings.js';
+import { EmbeddingWorker } from './ledger/embedding-worker.js';
+import { QueryVectors, SEARCH_SQL_FUNCTIONS, searchMacros } from './ledger/search-sql.js';
 
 /** A problem the user can fix (a taken port, an unreadable file): reported in one line, without a stack. */
 export class StartupError extends Error {}
@@ -56,6 +63,8 @@ export interface RunningServer {
   readonly sessionCache: SessionCache | null;
   readonly merkle: MerkleLog;
   readonly checkpoints: CheckpointIssuer;
+  /** The background embedding of selected steps, or null when embedding is off or the vectors are another model's. */
+  readonly embeddings: EmbeddingWorker | null;
   /** Stops accepting, drains connections (bounded), checkpoints and closes the database. */
   close(): Promise<void>;
 }
@@ -87,6 +96,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       ...PROOF_SQL_FUNCTIONS,
       ...ANALYTICS_FUNCTIONS,
       ...AUDIT_SQL_FUNCTIONS,
+      ...SEARCH_SQL_FUNCTIONS,
       'cot_clock_micros',
     ]),
     engineSettings: await engine.settingNames(),
@@ -176,7 +186,12 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
   const steps = (await ledgers.all()).find((t) => t.isSteps);
   const sessionCache = steps === undefined || config.ledger.sessionCacheMB === 0 ? null : new SessionCache(steps, config.ledger.sessionCacheMB * 1024 * 1024);
-  if (sessionCache !== null) writer.onDurable = (tables) => sessionCache.appended(tables);
+  const stepsServed = !damage.some((d) => d.schema === 'main' && d.name === STEPS_TABLE);
+  const search = await openSearch(config, engine, internal, observer, log, stepsServed ? () => writer.appliedSeq : null);
+  writer.onDurable = (tables) => {
+    sessionCache?.appended(tables);
+    search.worker?.appended(tables);
+  };
   const advisoryLocks = new AdvisoryLocks();
   const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
   for (const sql of declared.loadSql()) await internal.run(sql);
@@ -267,6 +282,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       declared,
       auditReport: () => auditor.latest,
       sessionCache,
+      search: { vectors: search.vectors, macros: search.macros },
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),
@@ -277,6 +293,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   try {
     address = await server.listen();
   } catch (err) {
+    await search.close();
     await securityLog.close();
     await writer.close();
     merkle.close();
@@ -293,6 +310,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   }
   auditor.start(config.ledger.verifyIntervalSeconds * 1000, config.ledger.watchIntervalSeconds * 1000);
   checkpoints.start();
+  search.worker?.start();
   const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
   if (sinkNames.length > 0) {
     log.info(
@@ -312,6 +330,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       await server.close(0);
       await auditor.stop();
       auditConn.close();
+      await search.close();
       await checkpoints.close(0);
       await securityLog.close();
       await writer.close();
@@ -334,11 +353,13 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     sessionCache,
     merkle,
     checkpoints,
+    embeddings: search.worker,
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
         await auditor.stop();
         auditConn.close();
+        await search.close();
         await ops?.close();
         // The last checkpoint covers every acknowledged append, the refusals recorded before it included.
         await securityLog.close();
@@ -355,6 +376,92 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
         await engine.close();
       })();
       return closing;
+    },
+  };
+}
+
+/** The configured embedders: one for the steps, and one for search texts, which waits less before it gives up. */
+export function embeddersFor(c: Config['embedding'], observer: Observer): { readonly steps: Embedder; readonly queries: Embedder } {
+  if (c.provider === 'builtin') {
+    const builtin = new HashedEmbedder({ dimensions: c.dimensions });
+    return { steps: builtin, queries: builtin };
+  }
+  const options = {
+    url: c.url as string,
+    model: c.model,
+    dimensions: c.dimensions,
+    apiKey: c.apiKey,
+    timeoutMs: c.timeoutMs,
+    batchSize: c.batchSize,
+    maxRetries: c.maxRetries,
+    sendDimensions: c.sendDimensions,
+    events: {
+      request: (seconds: number, ok: boolean) => observer.embeddingRequest(seconds, ok),
+      retry: () => observer.embeddingFailed('retry'),
+    },
+  };
+  return {
+    steps: new OpenAIEmbedder(options),
+    // A search is a client waiting: one retry, within ten seconds.
+    queries: new OpenAIEmbedder({ ...options, maxRetries: Math.min(1, c.maxRetries), timeoutMs: Math.min(c.timeoutMs, 10_000) }),
+  };
+}
+
+interface Search {
+  readonly vectors: QueryVectors;
+  readonly macros: readonly string[];
+  readonly worker: EmbeddingWorker | null;
+  close(): Promise<void>;
+}
+
+/** The vector table, the background embedding of selected steps, and cot_search()'s query side. */
+async function openSearch(
+  config: Config,
+  engine: Engine,
+  internal: EngineConnection,
+  observer: Observer,
+  log: Logger,
+  /** The writer's applied ledger_seq; null when the steps ledger is damaged. */
+  appliedSeq: (() => number) | null,
+): Promise<Search> {
+  const c = config.embedding;
+  const embedders = embeddersFor(c, observer);
+  const state = appliedSeq !== null ? await openVectorTable(internal, c.dimensions) : null;
+  const mismatch = state === null ? null : vectorMismatch(state, c.model, c.dimensions);
+  if (mismatch !== null && c.enabled) log.warn({ model: c.model }, `semantic search is off until the vectors match the configuration: ${mismatch}`);
+  const vectors = new QueryVectors(embedders.queries, observer, () =>
+    !c.enabled ? 'embedding.enabled is false' : state === null ? 'the steps ledger is damaged' : mismatch,
+  );
+  await engine.registerFunction(vectors.engineFunction());
+  const macros = searchMacros(c.model, c.dimensions);
+  if (!c.enabled || appliedSeq === null || mismatch !== null) return { vectors, macros, worker: null, close: async () => undefined };
+  const conn = await engine.connect();
+  let unavailableSince: number | null = null;
+  const worker = new EmbeddingWorker(conn, embedders.steps, {
+    appliedSeq,
+    observer,
+    onUnavailable: (err, retryInMs) => {
+      unavailableSince ??= Date.now();
+      log.error(
+        { err: err.message, provider: c.provider, url: c.url, queued: worker.queueDepth, retryInMs },
+        'the embedding provider failed; selected steps wait in the queue (appends are not affected)',
+      );
+    },
+    onRejected: (step, err) =>
+      log.error({ traceId: step.traceId, err: err.message }, 'the embedding provider refused a step; it is skipped until the next start'),
+    onError: (err) => log.error({ err }, 'embedding selected steps failed; retrying'),
+    onRecovered: () => {
+      log.info({ downSeconds: unavailableSince === null ? 0 : Math.round((Date.now() - unavailableSince) / 1000) }, 'the embedding provider answers again');
+      unavailableSince = null;
+    },
+  });
+  return {
+    vectors,
+    macros,
+    worker,
+    close: async () => {
+      await worker.stop();
+      conn.close();
     },
   };
 }

@@ -14,10 +14,12 @@ const ALLOWED: Record<string, readonly string[]> = {
   handler: ['engine', 'session', 'protocol', 'sql', 'catalog', 'errors', 'guard', 'ledger', 'observe'],
   observe: [],
   guard: ['errors', 'sql', 'engine'],
-  ledger: ['errors', 'engine', 'observe'],
+  ledger: ['errors', 'engine', 'observe', 'embedding'],
+  // Embedders know nothing of the ledger: texts in, vectors out.
+  embedding: [],
   config: ['session'],
   log: ['config'],
-  cli: ['config', 'log', 'main.ts', 'session', 'version.ts', 'engine', 'ledger', 'guard', 'mcp'],
+  cli: ['config', 'log', 'main.ts', 'session', 'version.ts', 'engine', 'ledger', 'guard', 'mcp', 'embedding', 'observe'],
   // A client of the wire: never the engine, so it cannot open a database file.
   mcp: ['ledger', 'sql', 'version.ts'],
 };

@@ -8,16 +8,18 @@ import { LedgerWriter } from '../ledger/writer.js';
 export class UsageError extends Error {}
 
 /**
- * Opens a stopped server's file read-only; `files` lets the administrator's
- * export write its output. Steps a crashed server acknowledged from its
+ * Opens a stopped server's file, read-only unless `writable` (the derived
+ * vector table's rebuild); `files` lets the administrator's export write
+ * its output. Steps a crashed server acknowledged from its
  * journal and had not yet applied are applied first, as the server's next
  * start would.
  */
-export async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(path: string, files: boolean, fn: (conn: EngineConnection) => Promise<T>, writable = false): Promise<T> {
   let engine: DuckDBEngine;
   try {
+    if (writable && !existsSync(path)) throw new Error('no such file');
     await applyJournal(path);
-    engine = await DuckDBEngine.open({ path, readOnly: true, allowFiles: files });
+    engine = await DuckDBEngine.open({ path, readOnly: !writable, allowFiles: files });
   } catch (err) {
     throw new UsageError(`cannot open the database file ${path}: ${(err as Error).message.split('\n')[0] ?? ''}`);
   }

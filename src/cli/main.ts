@@ -7,6 +7,7 @@ import { COTWIRE_VERSION } from '../version.js';
 import { UsageError } from './database.js';
 import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './ledger-commands.js';
 import { readPassword } from './password.js';
+import { reembedCommand } from './embedding-commands.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
@@ -99,6 +100,25 @@ function program(setCode: (code: number) => void): Command {
     .requiredOption('--out <path>', 'the file to write')
     .option('--session <id>', 'one session only')
     .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) => setCode(await exportCommand(opts, out)));
+  cli
+    .command('reembed')
+    .description('make the vectors of the steps selected for an embedding again, offline, with another model (or fill in the missing ones)')
+    .requiredOption('--db <file>', 'database file (stop the server first)')
+    .option('--config <file>', 'configuration file: its embedding section is the default')
+    .option('--model <name>', 'the model (embedding.model)')
+    .addOption(new Option('--provider <provider>', 'embedding.provider').choices(['builtin', 'openai']))
+    .option('--url <url>', 'for openai: the embeddings endpoint (embedding.url)')
+    .option('--dimensions <n>', 'the length of the vectors (embedding.dimensions)')
+    .option('--force', 'drop every vector first, even of the same model')
+    .action(async (opts: { db: string; config?: string; model?: string; provider?: string; url?: string; dimensions?: string; force?: boolean }) => {
+      const env: Record<string, string | undefined> = { ...process.env };
+      if (opts.provider !== undefined) env.COTWIRE_EMBEDDING_PROVIDER = opts.provider;
+      if (opts.url !== undefined) env.COTWIRE_EMBEDDING_URL = opts.url;
+      if (opts.model !== undefined) env.COTWIRE_EMBEDDING_MODEL = opts.model;
+      if (opts.dimensions !== undefined) env.COTWIRE_EMBEDDING_DIMENSIONS = opts.dimensions;
+      const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env });
+      setCode(await reembedCommand(opts.db, config.embedding, opts.force === true, out));
+    });
   cli
     .command('mcp')
     .description('serve the reasoning-trace tools to an agent over MCP (stdio), as a client of a running cotwire')

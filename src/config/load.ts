@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseScramVerifier } from '../session/scram.js';
-import { AUTH_METHODS, DEFAULTS, LOG_LEVELS, ROLES, type Config, type UserConfig } from './schema.js';
+import { AUTH_METHODS, BUILTIN_EMBEDDING_MODEL, DEFAULTS, EMBEDDING_PROVIDERS, LOG_LEVELS, ROLES, type Config, type UserConfig } from './schema.js';
 
 /** A configuration problem, reported as one line naming the key, the value and what is allowed. */
 export class ConfigError extends Error {}
@@ -144,6 +144,40 @@ function stepTypes(v: Json | undefined, path: string, def: readonly string[]): s
   return [...new Set(v as string[])];
 }
 
+function embeddingConfig(e: Obj, env: ConfigSources['env']): Config['embedding'] {
+  const d = DEFAULTS.embedding;
+  const provider = oneOf(firstSet(env.COTWIRE_EMBEDDING_PROVIDER, e.provider), 'embedding.provider', d.provider, EMBEDDING_PROVIDERS);
+  const url = optText(firstSet(env.COTWIRE_EMBEDDING_URL, e.url), 'embedding.url');
+  if (url !== null && !/^https?:\/\//i.test(url)) fail('embedding.url', url, 'expected an http:// or https:// URL');
+  if (url !== null && !URL.canParse(url)) fail('embedding.url', url, 'not a valid URL');
+  if (url !== null && (new URL(url).username !== '' || new URL(url).password !== '')) {
+    fail('embedding.url', '(a URL with credentials)', 'give the API key in COTWIRE_EMBEDDING_API_KEY, not in the URL');
+  }
+  const model = str(firstSet(env.COTWIRE_EMBEDDING_MODEL, e.model), 'embedding.model', provider === 'builtin' ? BUILTIN_EMBEDDING_MODEL : '');
+  if (provider === 'builtin' && model !== BUILTIN_EMBEDDING_MODEL) fail('embedding.model', model, `the builtin provider's model is ${BUILTIN_EMBEDDING_MODEL}`);
+  if (provider === 'openai' && (url === null || model === '')) {
+    fail('embedding', e, 'the openai provider needs embedding.url (the full endpoint, such as http://localhost:11434/v1/embeddings) and embedding.model');
+  }
+  const apiKey = env.COTWIRE_EMBEDDING_API_KEY;
+  return {
+    enabled: bool(e.enabled, 'embedding.enabled', d.enabled),
+    provider,
+    url,
+    model,
+    dimensions: int(firstSet(env.COTWIRE_EMBEDDING_DIMENSIONS, e.dimensions), 'embedding.dimensions', d.dimensions, 2, 16_000),
+    apiKey: apiKey === undefined || apiKey === '' ? null : apiKey,
+    sendDimensions: bool(e.sendDimensions, 'embedding.sendDimensions', d.sendDimensions),
+    timeoutMs: int(e.timeoutMs, 'embedding.timeoutMs', d.timeoutMs, 100, 600_000),
+    batchSize: int(e.batchSize, 'embedding.batchSize', d.batchSize, 1, 2048),
+    maxRetries: int(e.maxRetries, 'embedding.maxRetries', d.maxRetries, 0, 100),
+  };
+}
+
+/** The environment beats the file. */
+function firstSet(...values: Array<Json | undefined>): Json | undefined {
+  return values.find((v) => v !== undefined);
+}
+
 /** Unset, checkpoints go to a directory beside a database file (an in-memory database has none). */
 function sinks(v: Json | undefined, databasePath: string): string[] {
   if (v === undefined || v === null) return databasePath === ':memory:' ? [] : [`${databasePath}.checkpoints/`];
@@ -178,7 +212,7 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'checkpoint', 'guard'];
+  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'checkpoint', 'guard', 'embedding'];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
@@ -211,6 +245,8 @@ export function loadConfig(sources: ConfigSources): Config {
     'watchIntervalSeconds',
     'sessionCacheMB',
   ]);
+
+  const embedding = section(root, 'embedding', ['enabled', 'provider', 'url', 'model', 'dimensions', 'sendDimensions', 'timeoutMs', 'batchSize', 'maxRetries']);
 
   // A flag beats the environment, which beats the file.
   const pick = (flag: string | undefined, envVar: string | undefined, fileValue: Json | undefined): Json | undefined => flag ?? envVar ?? fileValue;
@@ -269,6 +305,7 @@ export function loadConfig(sources: ConfigSources): Config {
       sinks: sinks(checkpoint.sinks, str(pick(argv.db, env.COTWIRE_DB, database.path), 'database.path', DEFAULTS.database.path)),
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
+    embedding: embeddingConfig(embedding, env),
     metrics: {
       host: str(pick(undefined, env.COTWIRE_METRICS_HOST, metrics.host), 'metrics.host', DEFAULTS.metrics.host),
       port: optPort(pick(argv['metrics-port'], env.COTWIRE_METRICS_PORT, metrics.port)),

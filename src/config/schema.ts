@@ -99,7 +99,33 @@ export interface Config {
     /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
     readonly protectedPrefixes: readonly string[];
   };
+  /** Vectors of the steps selected for an embedding, and cot_search() over them (README, "Searching reasoning"). */
+  readonly embedding: {
+    /** Whether selected steps are embedded in the background and cot_search() answers. */
+    readonly enabled: boolean;
+    /** `builtin`: the hashed bag of words computed in the server; `openai`: a service speaking OpenAI's embeddings API. */
+    readonly provider: EmbeddingProvider;
+    /** For `openai`: the full endpoint, such as http://localhost:11434/v1/embeddings. */
+    readonly url: string | null;
+    /** The model the vectors are made with; the built-in embedder's is cotwire-hashed-v1. */
+    readonly model: string;
+    readonly dimensions: number;
+    /** Sent as a bearer token; read from COTWIRE_EMBEDDING_API_KEY only, never from the file. */
+    readonly apiKey: string | null;
+    /** Whether the request asks the service for `dimensions` (OpenAI's text-embedding-3 models shorten their vectors). */
+    readonly sendDimensions: boolean;
+    readonly timeoutMs: number;
+    /** Texts per request. */
+    readonly batchSize: number;
+    /** Retries of a failed request (network, timeout, 429, 5xx), with exponential backoff. */
+    readonly maxRetries: number;
+  };
 }
+
+export type EmbeddingProvider = 'builtin' | 'openai';
+export const EMBEDDING_PROVIDERS: readonly EmbeddingProvider[] = ['builtin', 'openai'];
+/** The built-in embedder's model name (embedding/hashed.ts). */
+export const BUILTIN_EMBEDDING_MODEL = 'cotwire-hashed-v1';
 
 export const DEFAULTS: Config = {
   listen: { host: '127.0.0.1', port: 5433 },
@@ -132,6 +158,18 @@ export const DEFAULTS: Config = {
   },
   checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: ['./data/cotwire.duckdb.checkpoints/'] },
   guard: { protectedPrefixes: ['_cot'] },
+  embedding: {
+    enabled: true,
+    provider: 'builtin',
+    url: null,
+    model: BUILTIN_EMBEDDING_MODEL,
+    dimensions: 384,
+    apiKey: null,
+    sendDimensions: false,
+    timeoutMs: 30_000,
+    batchSize: 64,
+    maxRetries: 5,
+  },
 };
 
 export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

@@ -67,6 +67,7 @@ export const SqlState = {
   SerializationFailure: '40001',
   TransactionRollback: '40000',
   IoError: '58030',
+  SystemError: '58000',
   InternalError: 'XX000',
   DataCorrupted: 'XX001',
   IndeterminateDatatype: '42P18',

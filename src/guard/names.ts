@@ -16,11 +16,11 @@ export class ProtectedNames {
     this.prefixes = [...new Set(['_cot', ...extra.map((p) => p.toLowerCase())])].filter((p) => p !== '');
   }
 
-  /** Ledgers only the server appends to: the record of refused statements, and the signed checkpoints. */
+  /** Tables only the server writes: the record of refused statements, the signed checkpoints, and the vectors of steps. */
   isServerOnly(name: string | undefined | null): boolean {
     if (name === undefined || name === null) return false;
     const n = name.toLowerCase();
-    return n === '_cot_security_events' || n === '_cot_checkpoints';
+    return n === '_cot_security_events' || n === '_cot_checkpoints' || n === '_cot_embeddings';
   }
 
   isProtected(name: string | undefined | null): boolean {

@@ -91,6 +91,11 @@ export class AccessControl {
     return this.guard.names.isProtected(name);
   }
 
+  /** Whether only the server writes a table of this name (access.ts's guard knows). */
+  isServerOnly(name: string | undefined): boolean {
+    return this.guard.names.isServerOnly(name);
+  }
+
   /** Names only the server may use (its catalog database), refused before anything else. */
   reservedNames(text: string, tokens: readonly Token[]): void {
     this.recorded(text, () => this.guard.refuseReservedNames(text, tokens));

@@ -6,6 +6,7 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
+import type { QueryVectors } from '../ledger/search-sql.js';
 import type { AdvisoryLocks } from './advisory-locks.js';
 import type { SessionCache } from './session-cache.js';
 import type { EngineCalls, EngineSlots } from './engine-calls.js';
@@ -36,6 +37,8 @@ export interface ConnectionServices extends AccessServices {
   readonly auditReport: () => AuditReport | null;
   /** Recently read sessions of _cot_steps (ledger.sessionCacheMB), or null when it is off. */
   readonly sessionCache: SessionCache | null;
+  /** cot_search()'s query vectors, and the search macros each connection defines. */
+  readonly search: { readonly vectors: QueryVectors; readonly macros: readonly string[] };
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

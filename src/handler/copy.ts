@@ -24,7 +24,9 @@ export async function copyIn(ctx: HandlerContext, appends: LedgerAppends, comman
     throw new PgError(SqlState.FeatureNotSupported, 'COPY FROM STDIN in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
   }
   const ledger = await ctx.services.ledgers.find(command.target);
-  ctx.access.copyInto(command.targetText, ledger?.name ?? null);
+  // The vector table is no chained ledger, yet only the server writes it.
+  const serverOnly = ctx.access.isServerOnly(command.target[command.target.length - 1]) ? (command.target[command.target.length - 1] as string) : null;
+  ctx.access.copyInto(command.targetText, ledger?.name ?? serverOnly);
   let columns: readonly string[];
   if (ledger !== null) {
     columns = command.columns ?? ledger.columns.filter((c) => !ledger.serverColumns.has(c.name)).map((c) => c.name);

@@ -8,6 +8,14 @@ import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
 import { catalogChanged, declaredCells } from './result-sources.js';
 
+/** The bound values of cot_search()'s query-text parameters (text and binary text are both UTF-8). */
+function searchTexts(portal: ConnectionPortal, params: readonly number[]): string[] {
+  return params.flatMap((n) => {
+    const v = portal.params[n - 1];
+    return v === null || v === undefined ? [] : [v.toString('utf8')];
+  });
+}
+
 /**
  * Runs a prepared engine statement through a portal, as one engine call
  * (engine-calls.ts: statement_timeout, CancelRequest), with its rows
@@ -41,6 +49,7 @@ export class EngineRun {
         if (plan.addsForeignKey !== null) return await executeForeignKeyAdd(ctx, portal, plan, plan.addsForeignKey);
         if (plan.altersIndexedColumns !== null) return await executeColumnAlter(ctx, portal, plan, plan.altersIndexedColumns);
         if (portal.cursor === null) {
+          if (plan.searchParams.length > 0) await ctx.services.search.vectors.prepare(searchTexts(portal, plan.searchParams));
           if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);
           if (!READ_KINDS.has(plan.statement.kind)) ctx.tx.wrote();
           portal.cursor = await plan.statement.execute();

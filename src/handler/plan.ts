@@ -46,6 +46,8 @@ export type Plan =
       readonly declares: readonly DeclaredChange[];
       /** The advisory locks on constant keys the statement waits for before it runs. */
       readonly advisoryWaits: readonly AdvisoryWait[];
+      /** Parameters (1-based) that are cot_search() query texts, embedded before the statement runs. */
+      readonly searchParams: readonly number[];
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */

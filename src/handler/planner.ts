@@ -3,6 +3,7 @@ import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type Fo
 import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
 import { advisoryWaits } from '../sql/advisory.js';
+import { searchArgs } from '../sql/search-args.js';
 import { parseOne, type PgNode } from '../sql/pg-tree.js';
 import type { EngineStatement } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
@@ -214,6 +215,7 @@ export class Planner {
     for (const d of await services.ledgers.damaged()) groups.push(damagedVerifyMacros(d, d.reason));
     const steps = ledgers.find((t) => t.isSteps);
     if (steps !== undefined) groups.push([...stepsReadMacros(steps), ...ANALYTICS_MACROS]);
+    if (steps !== undefined) groups.push([...services.search.macros]);
     if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push([...PROOF_MACROS]);
     return groups;
   }
@@ -233,8 +235,11 @@ export class Planner {
     // A serial column's sequence must exist before its CREATE TABLE can be prepared: the table
     // without the defaults is prepared and checked here, and the real one runs at Execute.
     const text = serial?.probe ?? statement.text;
+    const search = searchArgs(statement.text);
     try {
       access.beforePrepare(text, statement.tokens);
+      // DuckDB folds a literal query text's vector into the plan as it prepares it.
+      if (search.searches) await this.ctx.services.search.vectors.prepare(search.literals);
       engineStatement = await this.ctx.calls.run(() => engine.prepare(text, paramTypes));
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
@@ -285,6 +290,7 @@ export class Planner {
         altersIndexedColumns: null,
         declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(clientText) : [],
         advisoryWaits: advisoryWaits(statement.text),
+        searchParams: search.params,
       },
       types,
       fields,
@@ -375,6 +381,7 @@ export class Planner {
         // What the client declared, before the rewrite spelled its types for the engine.
         declares: declaredChanges(clientText),
         advisoryWaits: [],
+        searchParams: [],
       },
       [],
       null,

@@ -159,6 +159,30 @@ export function registerTools(server: McpServer, store: TraceStore): void {
   );
 
   server.registerTool(
+    'search_reasoning',
+    {
+      title: 'Search reasoning by meaning',
+      description:
+        'Find the recorded steps most similar to a text ("decisions about pricing", an error message), best first, with their similarity (cosine, 1 is identical). Only steps selected for an embedding are searched: Decision, Action, Error, Correction and FinalAnswer always, a sample of the others. Filters narrow the search before ranking.',
+      inputSchema: {
+        query: z.string().min(1, 'query must not be empty').max(10_000).describe('What to look for, in words.'),
+        k: z.number().int().min(1).max(1000).default(10).describe('How many steps to return.'),
+        step_types: z.array(z.enum(STEP_TYPES)).optional().describe('Only steps of these types.'),
+        agent_id: z.string().min(1).max(1024).optional(),
+        session_id: sessionId.optional(),
+        since: z.iso.datetime({ offset: true }).optional().describe('Only steps created at or after this time (ISO 8601).'),
+        until: z.iso.datetime({ offset: true }).optional().describe('Only steps created before this time (ISO 8601).'),
+        min_similarity: z.number().min(-1).max(1).optional().describe('Only steps at least this similar.'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    tool(async (args) => {
+      const steps = await store.search(args);
+      return { query: args.query, count: steps.length, steps };
+    }),
+  );
+
+  server.registerTool(
     'query',
     {
       title: 'Read-only SQL',

@@ -13,6 +13,18 @@ import { toToolError, ToolError } from './tool-error.js';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type Step = Record<string, Json>;
 
+/** search_reasoning's inputs. */
+export interface SearchFilters {
+  readonly query: string;
+  readonly k: number;
+  readonly step_types?: readonly string[] | undefined;
+  readonly agent_id?: string | undefined;
+  readonly session_id?: string | undefined;
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  readonly min_similarity?: number | undefined;
+}
+
 export interface NewStep {
   readonly session_id: string;
   readonly step_type: string;
@@ -209,6 +221,26 @@ export class TraceStore {
             actual_hash: (r['actual_hash'] as string | null) ?? null,
           },
     };
+  }
+
+  /** cot_search(): the steps most like a text, best first, with their similarity. */
+  async search(f: SearchFilters): Promise<Step[]> {
+    const rows = await this.run(
+      `SELECT trace_id, session_id, agent_id, step_index, step_type, content, created_at, similarity
+       FROM cot_search($1, CAST($2 AS INTEGER), step_types := string_split($3, ','), agent_id := $4, session_id := $5,
+                       since := $6, until := $7, min_similarity := $8)`,
+      [
+        f.query,
+        f.k,
+        f.step_types === undefined || f.step_types.length === 0 ? null : f.step_types.join(','),
+        f.agent_id ?? null,
+        f.session_id ?? null,
+        f.since ?? null,
+        f.until ?? null,
+        f.min_similarity ?? null,
+      ],
+    );
+    return rows.map(stepOf);
   }
 
   async sessions(agentId: string, limit: number): Promise<Step[]> {

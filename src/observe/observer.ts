@@ -14,6 +14,14 @@ export interface Observer {
   appendsCommitted(units: number, rows: number, seconds: number): void;
   /** An audit recomputed `chains` chains and found these problems (ledger/reconcile.ts names the kinds). */
   audited(chains: number, findings: ReadonlyArray<{ readonly kind: string }>): void;
+  /** Steps selected for an embedding that have no vector yet. */
+  embeddingQueue(depth: number): void;
+  /** Vectors written. */
+  stepsEmbedded(count: number): void;
+  /** The embedding provider failed: `retry` (a request, tried again), `unavailable` (a batch, after every retry), `rejected` (one step's text, skipped). */
+  embeddingFailed(kind: 'retry' | 'unavailable' | 'rejected'): void;
+  /** One request to the embedding provider, for the steps or for a search. */
+  embeddingRequest(seconds: number, ok: boolean): void;
 }
 
 export const NO_OBSERVER: Observer = {
@@ -23,4 +31,8 @@ export const NO_OBSERVER: Observer = {
   refusal: () => undefined,
   appendsCommitted: () => undefined,
   audited: () => undefined,
+  embeddingQueue: () => undefined,
+  stepsEmbedded: () => undefined,
+  embeddingFailed: () => undefined,
+  embeddingRequest: () => undefined,
 };

@@ -55,6 +55,29 @@ export class PrometheusObserver implements Observer {
     registers: [this.registry],
   });
   private readonly appendedRows = new Counter({ name: 'cotwire_ledger_rows_appended_total', help: 'Ledger rows appended', registers: [this.registry] });
+  private readonly embeddingDepth = new Gauge({
+    name: 'cotwire_embedding_queue_depth',
+    help: 'Steps selected for an embedding that have no vector yet',
+    registers: [this.registry],
+  });
+  private readonly embeddedSteps = new Counter({
+    name: 'cotwire_embedded_steps_total',
+    help: 'Vectors written to _cot_embeddings',
+    registers: [this.registry],
+  });
+  private readonly embeddingErrors = new Counter({
+    name: 'cotwire_embedding_errors_total',
+    help: 'Embedding provider failures, by kind: retry (a request tried again), unavailable (a batch failed after every retry), rejected (a step the provider refused, skipped)',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  private readonly embeddingSeconds = new Histogram({
+    name: 'cotwire_embedding_request_seconds',
+    help: 'Requests to the embedding provider, by outcome',
+    labelNames: ['outcome'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -85,6 +108,22 @@ export class PrometheusObserver implements Observer {
       this.findings.inc({ kind: f.kind });
     }
     this.lastAudit.set(Date.now() / 1000);
+  }
+
+  embeddingQueue(depth: number): void {
+    this.embeddingDepth.set(depth);
+  }
+
+  stepsEmbedded(count: number): void {
+    this.embeddedSteps.inc(count);
+  }
+
+  embeddingFailed(kind: 'retry' | 'unavailable' | 'rejected'): void {
+    this.embeddingErrors.inc({ kind });
+  }
+
+  embeddingRequest(seconds: number, ok: boolean): void {
+    this.embeddingSeconds.observe({ outcome: ok ? 'ok' : 'error' }, seconds);
   }
 
   appendsCommitted(units: number, rows: number, seconds: number): void {

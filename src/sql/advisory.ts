@@ -1,4 +1,4 @@
-import { parseSync } from 'libpg-query';
+import { functionCalls } from './pg-tree.js';
 
 /**
  * PostgreSQL's advisory-lock functions, as cotwire serves them (the
@@ -63,29 +63,13 @@ const integer = (e: Node | undefined): string | null => {
 /** The locks a statement takes with the blocking functions on constant keys: it waits for them before it runs. */
 export function advisoryWaits(sql: string): AdvisoryWait[] {
   if (!/advisory/i.test(sql)) return [];
-  let tree: unknown;
-  try {
-    tree = parseSync(sql);
-  } catch {
-    return [];
-  }
   const out: AdvisoryWait[] = [];
-  const visit = (v: unknown): void => {
-    if (Array.isArray(v)) v.forEach(visit);
-    else if (v !== null && typeof v === 'object') {
-      const call = (v as Node).FuncCall as Node | undefined;
-      if (call !== undefined) {
-        const names = (call.funcname as Array<{ String?: { sval?: string } }> | undefined)?.map((n) => n.String?.sval ?? '') ?? [];
-        const name = names[names.length - 1] ?? '';
-        const fn = ADVISORY_FUNCTIONS[name];
-        const args = ((call.args as Node[] | undefined) ?? []).map(integer);
-        if (fn?.waits === true && args.length >= 1 && args.length <= 2 && !args.includes(null)) {
-          out.push({ key: advisoryKey(args as string[]), shared: fn.op.endsWith('_shared') });
-        }
-      }
-      for (const x of Object.values(v as Node)) visit(x);
+  for (const call of functionCalls(sql) ?? []) {
+    const fn = ADVISORY_FUNCTIONS[call.name];
+    const args = call.args.map(integer);
+    if (fn?.waits === true && args.length >= 1 && args.length <= 2 && !args.includes(null)) {
+      out.push({ key: advisoryKey(args as string[]), shared: fn.op.endsWith('_shared') });
     }
-  };
-  visit(tree);
+  }
   return out;
 }

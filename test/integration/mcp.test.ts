@@ -105,7 +105,17 @@ describe('cotwire mcp: the tools, checked against SQL', () => {
   it('lists every tool with a JSON-schema input', async () => {
     const { tools } = await agent.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ['get_session_history', 'get_trace', 'log_reasoning_step', 'query', 'reasoning_trail', 'replay_decision', 'thought_tree', 'verify_chain'].sort(),
+      [
+        'get_session_history',
+        'get_trace',
+        'log_reasoning_step',
+        'query',
+        'reasoning_trail',
+        'replay_decision',
+        'search_reasoning',
+        'thought_tree',
+        'verify_chain',
+      ].sort(),
     );
     const log = tools.find((t) => t.name === 'log_reasoning_step');
     expect(log?.inputSchema.required).toEqual(['session_id', 'step_type', 'content']);
@@ -241,6 +251,34 @@ describe('cotwire mcp: what it refuses', () => {
     expect(await sqlRows('SELECT count(*)::INTEGER AS n FROM _cot_steps')).toEqual(before);
   });
 
+  it('search_reasoning ranks steps by similarity, with the filters of cot_search()', async () => {
+    // The steps logged above are embedded in the background; the Decision and the FinalAnswer always.
+    for (let i = 0; i < 200; i++) {
+      const [n] = await sqlRows("SELECT count(*)::int AS n FROM _cot_embeddings e JOIN _cot_steps s USING (trace_id) WHERE s.session_id = 'triage-1'");
+      if ((n?.['n'] as number) >= 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const r = await ok(agent, 'search_reasoning', { query: 'pin the dependency', k: 3 });
+    const steps = r['steps'] as Array<Record<string, unknown>>;
+    expect(steps[0]).toMatchObject({ trace_id: traces['decide'], step_type: 'Decision', content: 'Pin the dependency.' });
+    expect(steps.map((s) => s['trace_id'])).toEqual((await sqlRows("SELECT trace_id FROM cot_search('pin the dependency', 3)")).map((s) => s['trace_id']));
+    const finals = await ok(agent, 'search_reasoning', { query: 'pin the dependency', step_types: ['FinalAnswer'], session_id: 'triage-1' });
+    expect((finals['steps'] as Array<Record<string, unknown>>).map((s) => s['trace_id'])).toEqual([traces['answer']]);
+    const none = await ok(agent, 'search_reasoning', { query: 'pin the dependency', agent_id: 'nobody' });
+    expect(none).toMatchObject({ count: 0, steps: [] });
+    const later = await ok(agent, 'search_reasoning', { query: 'pin the dependency', since: '2999-01-01T00:00:00Z' });
+    expect(later['count']).toBe(0);
+    const near = (await ok(agent, 'search_reasoning', { query: 'pin the dependency version', k: 1 }))['steps'] as Array<Record<string, unknown>>;
+    const sim = Number(near[0]?.['similarity']);
+    expect(near[0]?.['trace_id']).toBe(traces['decide']);
+    expect(sim).toBeGreaterThan(0.3);
+    expect(sim).toBeLessThan(0.99);
+    expect((await ok(agent, 'search_reasoning', { query: 'pin the dependency version', min_similarity: sim + 0.001 }))['count']).toBe(0);
+    expect((await ok(agent, 'search_reasoning', { query: 'pin the dependency version', min_similarity: sim - 0.001 }))['count']).toBeGreaterThanOrEqual(1);
+    const bad = await call(agent, 'search_reasoning', { query: 'x', step_types: ['Decisoin'] });
+    expect(bad.isError).toBe(true);
+  });
+
   it('keeps a SET run through query away from the connections that log steps', async () => {
     for (let i = 0; i < 3; i++) await ok(agent, 'query', { sql: 'SET default_transaction_read_only = on' });
     const r = await ok(agent, 'log_reasoning_step', { session_id: 'after-set', step_type: 'Observation', content: 'still appending' });
@@ -305,7 +343,7 @@ describe('cotwire mcp: tampering and a lost server', () => {
     expect(r.isError).toBe(true);
     expect(r.text).toMatch(/^ERROR 0800[16]: (could not connect to|the connection to) cotwire at 127\.0\.0\.1:\d+/);
     // The MCP server is still up and serving, and reconnects once cotwire is back on its port.
-    expect((await client.listTools()).tools.length).toBe(8);
+    expect((await client.listTools()).tools.length).toBe(9);
     server = await start(port);
     expect(await ok(client, 'verify_chain', { session_id: 'triage-2' })).toMatchObject({ valid: true, step_count: 1 });
   });

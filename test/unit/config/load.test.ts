@@ -89,11 +89,52 @@ describe('loadConfig', () => {
     ['- just\n- a list\n', 'invalid configuration: (root) = ["just","a list"]; expected a mapping'],
     [
       'nope: 1\n',
-      'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard',
+      'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard, embedding',
     ],
+    [
+      'embedding:\n  provider: openai\n',
+      'invalid configuration: embedding = {"provider":"openai"}; the openai provider needs embedding.url (the full endpoint, such as http://localhost:11434/v1/embeddings) and embedding.model',
+    ],
+    ['embedding:\n  provider: bert\n', 'invalid configuration: embedding.provider = "bert"; expected one of builtin, openai'],
+    ['embedding:\n  model: bge-small\n', 'invalid configuration: embedding.model = "bge-small"; the builtin provider\'s model is cotwire-hashed-v1'],
+    [
+      'embedding:\n  provider: openai\n  model: m\n  url: ftp://x/v1/embeddings\n',
+      'invalid configuration: embedding.url = "ftp://x/v1/embeddings"; expected an http:// or https:// URL',
+    ],
+    [
+      'embedding:\n  provider: openai\n  model: m\n  url: https://me:sk-123@x/v1/embeddings\n',
+      'invalid configuration: embedding.url = "(a URL with credentials)"; give the API key in COTWIRE_EMBEDDING_API_KEY, not in the URL',
+    ],
+    [
+      'embedding:\n  apiKey: sk-123\n',
+      'invalid configuration: embedding.apiKey = "sk-123"; unknown key; known keys are enabled, provider, url, model, dimensions, sendDimensions, timeoutMs, batchSize, maxRetries',
+    ],
+    ['embedding:\n  dimensions: 1\n', 'invalid configuration: embedding.dimensions = 1; expected an integer from 2 to 16000'],
   ])('refuses %j with one clear line', (text, message) => {
     const config = file('bad.yaml', text);
     expect(() => loadConfig({ argv: { config }, env: {} })).toThrow(new ConfigError(message));
+  });
+
+  it('takes the embedding service from the file and its key from the environment only', () => {
+    const config = file(
+      'embed.yaml',
+      'embedding:\n  provider: openai\n  url: http://localhost:11434/v1/embeddings\n  model: nomic-embed-text\n  dimensions: 768\n',
+    );
+    const c = loadConfig({ argv: { config }, env: { COTWIRE_EMBEDDING_API_KEY: 'sk-abc', COTWIRE_EMBEDDING_MODEL: 'mxbai-embed-large' } });
+    expect(c.embedding).toMatchObject({
+      provider: 'openai',
+      url: 'http://localhost:11434/v1/embeddings',
+      model: 'mxbai-embed-large',
+      dimensions: 768,
+      apiKey: 'sk-abc',
+    });
+    expect(loadConfig({ argv: {}, env: {} }).embedding).toMatchObject({
+      enabled: true,
+      provider: 'builtin',
+      model: 'cotwire-hashed-v1',
+      dimensions: 384,
+      apiKey: null,
+    });
   });
 
   it('takes users from COTWIRE_USERS, for containers', () => {
