@@ -433,7 +433,7 @@ async function openSearch(
     !c.enabled ? 'embedding.enabled is false' : state === null ? 'the steps ledger is damaged' : mismatch,
   );
   await engine.registerFunction(vectors.engineFunction());
-  const macros = searchMacros(c.model, c.dimensions);
+  const macros = searchMacros(c.dimensions);
   if (!c.enabled || appliedSeq === null || mismatch !== null) return { vectors, macros, worker: null, close: async () => undefined };
   const conn = await engine.connect();
   let unavailableSince: number | null = null;

@@ -117,10 +117,15 @@ export interface AppendTarget {
   readonly name: string;
 }
 
-/** How append() reads one column's text. */
+/** How append() reads one column's value. */
 export interface AppendColumn {
   readonly epochMicros: boolean;
+  /** The column is FLOAT[floats], and its values are Float32Arrays of that length. */
+  readonly floats?: number;
 }
+
+/** One value for append(): text, a vector for a `floats` column, or null. */
+export type AppendValue = string | Float32Array | null;
 
 export interface EngineConnection {
   /**
@@ -136,9 +141,10 @@ export interface EngineConnection {
    * Appends rows to a table in bulk, inside the connection's current
    * transaction. Each value is the text of the column's value (cast to the
    * column's type as CAST(text AS type) would), or null; a column marked
-   * `epochMicros` takes microseconds since the epoch instead.
+   * `epochMicros` takes microseconds since the epoch instead, and one
+   * marked `floats` a Float32Array.
    */
-  append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void>;
+  append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<AppendValue>>): Promise<void>;
   interrupt(): void;
   close(): void;
 }

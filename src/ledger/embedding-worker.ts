@@ -25,10 +25,9 @@ export interface EmbeddingWorkerOptions {
  * batches, beside the appends and never on them. The queue is not stored:
  * at start it is recomputed from the steps with has_embedding and no
  * vector, then new steps are read from the ledger as the engine gets them
- * (by ledger_seq, which only grows). A vector and its step may therefore
- * be embedded twice only if the process dies between the provider's answer
- * and the commit of the vectors, which is not possible for one batch: the
- * vectors are written in one transaction.
+ * (by ledger_seq, which only grows). The vectors of a batch are written in
+ * one transaction, so a crash loses a batch whole, and the next start finds
+ * its steps again; none is ever stored twice.
  */
 export class EmbeddingWorker {
   /** ledger_seq of steps known to have no vector, below `scanned`, in order. */
@@ -116,7 +115,7 @@ export class EmbeddingWorker {
           this.opts.onRecovered?.();
         }
         delay = FIRST_RETRY_MS;
-        if (!worked) await this.sleep(this.opts.pollMs ?? 200);
+        if (!worked) await this.sleep(this.opts.pollMs ?? 1000);
       } catch (err) {
         if (this.stopped) break;
         if (err instanceof EmbeddingError) {

@@ -98,8 +98,8 @@ export async function storeVectors(
   try {
     await conn.append(
       { catalog: await mainCatalog(conn), schema: 'main', name: EMBEDDINGS_TABLE },
-      [TEXT, TEXT, TEXT, TEXT, MICROS, TEXT, TEXT, TEXT, MICROS],
-      rows.map(({ step, vector }) => [step.traceId, step.sessionId, step.agentId, step.stepType, step.createdAt, model, dims, vectorText(vector), now]),
+      [TEXT, TEXT, TEXT, TEXT, MICROS, TEXT, TEXT, { epochMicros: false, floats: rows[0]?.vector.length ?? 0 }, MICROS],
+      rows.map(({ step, vector }) => [step.traceId, step.sessionId, step.agentId, step.stepType, step.createdAt, model, dims, vector, now]),
     );
     await conn.run('COMMIT');
   } catch (err) {

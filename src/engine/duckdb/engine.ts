@@ -1,6 +1,11 @@
 import {
+  ARRAY,
   BIGINT,
+  DuckDBDataChunk,
   DuckDBInstance,
+  FLOAT,
+  TIMESTAMPTZ,
+  type DuckDBAppender,
   DuckDBScalarFunction,
   DuckDBMaterializedResult,
   DuckDBTimestampTZValue,
@@ -8,7 +13,6 @@ import {
   ResultReturnType,
   StatementType,
   type DuckDBConnection,
-  type DuckDBDataChunk,
   type DuckDBPreparedStatement,
   type DuckDBResult,
   type DuckDBType,
@@ -23,6 +27,7 @@ import { TimeZoneOffsets } from '../pg-format.js';
 import type {
   AppendColumn,
   AppendTarget,
+  AppendValue,
   ColumnInfo,
   Engine,
   EngineConnection,
@@ -36,6 +41,7 @@ import type {
 } from '../port.js';
 import { LimitBoundStatement, limitParams } from './limit-params.js';
 import { fromDuckDBError } from './errors.js';
+import { setFloatArrays } from './float-arrays.js';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { bindParams } from './params.js';
@@ -136,7 +142,11 @@ export class DuckDBEngine implements Engine {
         // keeps returning nothing after rows arrive (duckdb/duckdb#23704). DuckDB's own fix
         // (#24696) skips statistics propagation for prepared statements; this does the same.
         await conn.run("SET GLOBAL disabled_optimizers = 'statistics_propagation'");
-        if ((opts.compression ?? 'fast-reads') === 'fast-reads') await conn.run("SET GLOBAL disabled_compression_methods = 'fsst,bitpacking'");
+        // fast-reads: FSST and bit-packing decode a whole run of values for a one-row fetch; ALP and
+        // its kin decode every float a search compares (a vector scan cost three times as much).
+        if ((opts.compression ?? 'fast-reads') === 'fast-reads') {
+          await conn.run("SET GLOBAL disabled_compression_methods = 'fsst,bitpacking,alp,alprd,chimp,patas'");
+        }
         // Before the set-up, whose macros DuckDB binds as they are created.
         registerEngineClock(conn);
         for (const statement of opts.setup ?? []) await conn.run(statement);
@@ -221,6 +231,40 @@ export class DuckDBEngine implements Engine {
 
   async close(): Promise<void> {
     this.instance.closeSync();
+  }
+}
+
+/**
+ * Rows with vectors, a chunk at a time: DuckDB parses a vector's text
+ * (CAST('[...]' AS FLOAT[384])) at about 300 µs a row, and a chunk takes
+ * the floats as they are (float-arrays.ts). Text columns are cast by the
+ * appender as in the row path. Vectors may not be NULL.
+ */
+function appendChunks(appender: DuckDBAppender, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<AppendValue>>): void {
+  const types = columns.map((c) => (c.floats !== undefined ? ARRAY(FLOAT, c.floats) : c.epochMicros ? TIMESTAMPTZ : VARCHAR));
+  for (let at = 0; at < rows.length; at += 2048) {
+    const part = rows.slice(at, at + 2048);
+    const chunk = DuckDBDataChunk.create(types, part.length);
+    columns.forEach((c, i) => {
+      if (c.floats !== undefined) {
+        setFloatArrays(
+          chunk,
+          i,
+          part.map((row) => row[i] as Float32Array),
+          c.floats,
+        );
+        return;
+      }
+      chunk.setColumnValues(
+        i,
+        part.map((row) => {
+          const v = row[i] ?? null;
+          if (v === null) return null;
+          return c.epochMicros ? new DuckDBTimestampTZValue(BigInt(v as string)) : (v as string);
+        }),
+      );
+    });
+    appender.appendDataChunk(chunk);
   }
 }
 
@@ -410,21 +454,23 @@ class DuckDBSession implements EngineConnection {
     }
   }
 
-  async append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
+  async append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<AppendValue>>): Promise<void> {
     await this.settleActive();
     try {
       const appender = await this.conn.createAppender(table.name, table.schema, table.catalog);
       try {
-        for (const row of rows) {
-          for (let i = 0; i < columns.length; i++) {
-            const v = row[i] ?? null;
-            if (v === null) appender.appendNull();
-            else if ((columns[i] as AppendColumn).epochMicros) appender.appendTimestampTZ(new DuckDBTimestampTZValue(BigInt(v)));
-            // The appender casts text to the column's type, as CAST does.
-            else appender.appendVarchar(v);
+        if (columns.some((c) => c.floats !== undefined)) appendChunks(appender, columns, rows);
+        else
+          for (const row of rows) {
+            for (let i = 0; i < columns.length; i++) {
+              const v = row[i] ?? null;
+              if (v === null) appender.appendNull();
+              else if ((columns[i] as AppendColumn).epochMicros) appender.appendTimestampTZ(new DuckDBTimestampTZValue(BigInt(v as string)));
+              // The appender casts text to the column's type, as CAST does.
+              else appender.appendVarchar(v as string);
+            }
+            appender.endRow();
           }
-          appender.endRow();
-        }
         appender.flushSync();
       } catch (err) {
         // The rows that failed stay buffered in the appender, and closing it, or DuckDB's finalizer

@@ -13,7 +13,9 @@ async function methods(compression: EngineCompression): Promise<Set<string>> {
   const engine = await DuckDBEngine.open({ path: join(dir, `${compression}.duckdb`), compression });
   const conn = await engine.connect();
   try {
-    await conn.run('CREATE TABLE t AS SELECT sha256(i::VARCHAR) AS hash, i AS seq FROM range(200000) r(i)');
+    await conn.run(
+      'CREATE TABLE t AS SELECT sha256(i::VARCHAR) AS hash, i AS seq, [sin(i), cos(i), sin(i) * cos(i)]::FLOAT[3] AS v, i / 7.0 AS x FROM range(200000) r(i)',
+    );
     await conn.run('CHECKPOINT');
     const rows = await conn.query("SELECT DISTINCT compression FROM pragma_storage_info('t')");
     return new Set(rows.map((r) => String(r[0])));
@@ -24,12 +26,12 @@ async function methods(compression: EngineCompression): Promise<Set<string>> {
 }
 
 describe('database.compression', () => {
-  it('leaves out FSST and bit-packing for fast reads, and lets DuckDB use them otherwise', async () => {
+  it('leaves out FSST, bit-packing and the float codecs for fast reads, and lets DuckDB use them otherwise', async () => {
     const small = await methods('small');
     expect(small.has('FSST') || small.has('BitPacking')).toBe(true);
+    expect(small.has('ALP') || small.has('ALPRD')).toBe(true);
     const fast = await methods('fast-reads');
-    expect(fast.has('FSST')).toBe(false);
-    expect(fast.has('BitPacking')).toBe(false);
+    for (const method of ['FSST', 'BitPacking', 'ALP', 'ALPRD', 'Chimp', 'Patas']) expect(fast.has(method), method).toBe(false);
   });
 
   it('is fast-reads unless configured', () => {
