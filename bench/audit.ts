@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -156,4 +157,18 @@ export async function appendRatesWhileAuditing(steps: number, appends: number, r
     auditConn.close();
     await ledger.close();
   }
+}
+
+/**
+ * Waits for a server's first audit (cot_audit() says 'pending' until it ends), at most
+ * `seconds`; returns the seconds waited, or null when it had not ended by then.
+ */
+export async function startupAudit(seconds: number, c: pg.Client): Promise<number | null> {
+  const t = performance.now();
+  while (performance.now() - t < seconds * 1000) {
+    const r = await c.query("SELECT count(*)::int AS n FROM cot_audit() WHERE kind = 'pending'");
+    if (r.rows[0].n === 0) return (performance.now() - t) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return null;
 }

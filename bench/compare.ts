@@ -19,7 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { anchorSchema, SESSION_STEPS, STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
 import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
 import { appendRate, proofMicros } from './log.js';
-import { appendRatesWhileAuditing, auditCost } from './audit.js';
+import { appendRatesWhileAuditing, auditCost, startupAudit } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { SEARCH_SIZES, searchBench } from './search.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
@@ -97,20 +97,6 @@ async function interleaved(runs: number, measure: (system: System) => Promise<nu
 
 /** The longest the reads wait for the start-up audit before they are measured beside it. */
 const AUDIT_WAIT_SECONDS = 20 * 60;
-
-/**
- * Waits for the server's first audit (cot_audit() says 'pending' until it ends), at most
- * AUDIT_WAIT_SECONDS; returns the seconds waited, or null when it had not ended by then.
- */
-async function startupAudit(c: pg.Client): Promise<number | null> {
-  const t = performance.now();
-  while (performance.now() - t < AUDIT_WAIT_SECONDS * 1000) {
-    const r = await c.query("SELECT count(*)::int AS n FROM cot_audit() WHERE kind = 'pending'");
-    if (r.rows[0].n === 0) return (performance.now() - t) / 1000;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
-  return null;
-}
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -457,7 +443,7 @@ async function main(): Promise<void> {
       await seedPostgres(pgc[0] as pg.Client, size);
       await seedAnchor(anc[0] as pg.Client, size);
       // The reads are measured as a server spends most of its time: between audits, not under the start-up one.
-      const audited = await startupAudit(cot[0] as pg.Client);
+      const audited = await startupAudit(AUDIT_WAIT_SECONDS, cot[0] as pg.Client);
       const auditNote =
         audited === null
           ? `the start-up audit of ${size} steps had not ended ${AUDIT_WAIT_SECONDS / 60} minutes after PostgreSQL's load; the reads at this size ran beside it`

@@ -2,13 +2,17 @@ import { EmbeddingError, type Embedder } from '../embedding/provider.js';
 import type { EngineConnection } from '../engine/port.js';
 import type { Observer } from '../observe/observer.js';
 import type { TableRows } from './applier.js';
-import { missingVectors, type PendingStep, selectedSteps, storeVectors } from './embeddings.js';
+import { embeddingText, missingVectors, type PendingStep, selectedSteps, storeVectors } from './embeddings.js';
 
 export interface EmbeddingWorkerOptions {
   /** The ledger_seq up to which the engine holds every acknowledged append (the writer's). */
   readonly appliedSeq: () => number;
   /** How long an idle worker waits before looking for new steps, in milliseconds. */
   readonly pollMs?: number;
+  /** Selected steps kept in memory at most (MEMORY_QUEUE); beyond, they are read from the ledger. */
+  readonly memoryQueue?: number;
+  /** The first wait after a failure, doubled up to a minute (FIRST_RETRY_MS). */
+  readonly firstRetryMs?: number;
   readonly observer: Observer;
   /** The provider failed, after its own retries; the batch is tried again after `retryInMs`. */
   readonly onUnavailable: (err: EmbeddingError, retryInMs: number) => void;
@@ -24,17 +28,28 @@ export interface EmbeddingWorkerOptions {
  * Embeds the steps selected for an embedding in the background, in
  * batches, beside the appends and never on them. The queue is not stored:
  * at start it is recomputed from the steps with has_embedding and no
- * vector, then new steps are read from the ledger as the engine gets them
- * (by ledger_seq, which only grows). The vectors of a batch are written in
- * one transaction, so a crash loses a batch whole, and the next start finds
- * its steps again; none is ever stored twice.
+ * vector. After that the writer hands over each selected step as it makes
+ * it durable (its canonical texts, so nothing is read back), and a step's
+ * vector is written once the engine holds the step. While more than
+ * MEMORY_QUEUE steps wait (a provider that is down), new ones are not
+ * kept but read from the ledger later, by ledger_seq, which only grows.
+ * The vectors of a batch are written in one transaction, so a crash loses
+ * a batch whole, and the next start finds its steps again; none is ever
+ * stored twice.
  */
 export class EmbeddingWorker {
-  /** ledger_seq of steps known to have no vector, below `scanned`, in order. */
+  /** ledger_seq of steps known to have no vector, at or below `covered`, in order. */
   private backlog: number[] = [];
   private backlogAt = 0;
-  /** Every selected step up to here is in the backlog or has its vector. */
-  private scanned = 0;
+  /** Selected steps handed over by the writer, in order, not yet embedded. */
+  private memory: PendingStep[] = [];
+  private memoryAt = 0;
+  /** `memory`: the writer's steps are kept; `scan`: they are read from the ledger up to `lastSeen`. */
+  private mode: 'memory' | 'scan' = 'scan';
+  /** Every selected step up to here has its vector, or is in the backlog or in `memory`. */
+  private covered = 0;
+  /** The highest ledger_seq the writer has reported durable. */
+  private lastSeen = 0;
   private started = false;
   private loaded = false;
   private stopped = false;
@@ -43,7 +58,7 @@ export class EmbeddingWorker {
   private readonly abort = new AbortController();
   private failing = false;
   private embeddedCount = 0;
-  /** Selected steps the engine holds beyond `scanned` (the writer counts them as it chains). */
+  /** Selected steps reported by the writer and not yet embedded (those in `memory` included). */
   private pendingTail = 0;
 
   constructor(
@@ -62,13 +77,48 @@ export class EmbeddingWorker {
     return this.embeddedCount;
   }
 
-  /** The writer made appends durable: the steps selected among them are counted in the queue. */
+  /** The writer made appends durable (rows as canonical texts in table order, in ledger_seq order). */
   appended(tables: readonly TableRows[]): void {
     let count = 0;
+    let seen = this.lastSeen;
     for (const { table, rows } of tables) {
+      const names = table.columns.map((c) => c.name);
+      const seqAt = names.indexOf('ledger_seq');
+      const last = rows[rows.length - 1];
+      if (last !== undefined) seen = Math.max(seen, Number(last[seqAt] ?? 0));
       if (!table.isSteps) continue;
-      const at = table.columns.findIndex((c) => c.name === 'has_embedding');
-      for (const row of rows) if (row[at] === 'true') count++;
+      const at = (name: string): number => names.indexOf(name);
+      const [selected, traceId, session, agent, type, content, input, output, createdAt] = [
+        at('has_embedding'),
+        at('trace_id'),
+        at('session_id'),
+        at('agent_id'),
+        at('step_type'),
+        at('content'),
+        at('input_data'),
+        at('output_data'),
+        at('created_at'),
+      ];
+      for (const row of rows) {
+        if (row[selected] !== 'true') continue;
+        count++;
+        if (this.mode !== 'memory') continue;
+        this.memory.push({
+          traceId: row[traceId] ?? '',
+          seq: Number(row[seqAt] ?? 0),
+          text: embeddingText(row[content] ?? null, row[input] ?? null, row[output] ?? null),
+          sessionId: row[session] ?? '',
+          agentId: row[agent] ?? null,
+          stepType: row[type] ?? '',
+          createdAt: row[createdAt] ?? '0',
+        });
+      }
+    }
+    this.lastSeen = seen;
+    if (this.mode === 'memory') {
+      this.covered = Math.max(this.covered, seen);
+      // A provider that is down must not make the queue hold the steps' texts without bound.
+      if (this.memory.length - this.memoryAt > (this.opts.memoryQueue ?? MEMORY_QUEUE)) this.mode = 'scan';
     }
     if (count === 0) return;
     this.pendingTail += count;
@@ -98,14 +148,16 @@ export class EmbeddingWorker {
     const { missing, scanned } = await missingVectors(this.conn);
     this.backlog = missing;
     this.backlogAt = 0;
-    this.scanned = scanned;
+    this.covered = scanned;
+    this.mode = 'scan';
     this.pendingTail = 0;
     this.loaded = true;
     this.opts.observer.embeddingQueue(this.queueDepth);
   }
 
   private async loop(): Promise<void> {
-    let delay = FIRST_RETRY_MS;
+    const first = this.opts.firstRetryMs ?? FIRST_RETRY_MS;
+    let delay = first;
     while (!this.stopped) {
       try {
         if (!this.loaded) await this.load();
@@ -114,7 +166,7 @@ export class EmbeddingWorker {
           this.failing = false;
           this.opts.onRecovered?.();
         }
-        delay = FIRST_RETRY_MS;
+        delay = first;
         if (!worked) await this.sleep(this.opts.pollMs ?? 1000);
       } catch (err) {
         if (this.stopped) break;
@@ -148,13 +200,32 @@ export class EmbeddingWorker {
       return true;
     }
     const upTo = this.opts.appliedSeq();
-    if (upTo <= this.scanned) return false;
-    const rows = await selectedSteps(this.conn, this.scanned + 1, upTo, size);
-    await this.embedAndStore(rows);
-    this.pendingTail = Math.max(0, this.pendingTail - rows.length);
-    this.scanned = rows.length < size ? upTo : (rows[rows.length - 1] as PendingStep).seq;
+    if (this.memoryAt < this.memory.length) {
+      // A step's vector is written once the engine holds the step, so that a search can join it.
+      let end = this.memoryAt;
+      while (end < this.memory.length && end - this.memoryAt < size && (this.memory[end] as PendingStep).seq <= upTo) end++;
+      if (end === this.memoryAt) return false;
+      await this.embedAndStore(this.memory.slice(this.memoryAt, end));
+      this.pendingTail = Math.max(0, this.pendingTail - (end - this.memoryAt));
+      this.memoryAt = end;
+      if (this.memoryAt === this.memory.length) {
+        this.memory = [];
+        this.memoryAt = 0;
+      }
+      this.opts.observer.embeddingQueue(this.queueDepth);
+      return true;
+    }
+    if (this.mode === 'memory') return false;
+    if (upTo > this.covered) {
+      const rows = await selectedSteps(this.conn, this.covered + 1, upTo, size);
+      await this.embedAndStore(rows);
+      this.pendingTail = Math.max(0, this.pendingTail - rows.length);
+      this.covered = rows.length < size ? upTo : (rows[rows.length - 1] as PendingStep).seq;
+    }
+    // Caught up with everything the writer reported: its next steps are kept again.
+    if (this.covered >= this.lastSeen) this.mode = 'memory';
     this.opts.observer.embeddingQueue(this.queueDepth);
-    return true;
+    return upTo > this.covered || this.mode === 'memory';
   }
 
   private async embedAndStore(rows: readonly PendingStep[]): Promise<void> {
@@ -223,6 +294,8 @@ function refusedInput(err: unknown): err is EmbeddingError {
   return err instanceof EmbeddingError && !err.retryable && (err.status === 400 || err.status === 413 || err.status === 422);
 }
 
+/** Selected steps kept in memory for embedding at most; beyond, they are read from the ledger when their turn comes. */
+const MEMORY_QUEUE = 10_000;
 const FIRST_RETRY_MS = 1000;
 const ROWS_PER_STORE = 512;
 const MAX_RETRY_MS = 60_000;
