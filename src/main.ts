@@ -429,7 +429,7 @@ async function openSearch(
   const state = appliedSeq !== null ? await openVectorTable(internal, c.dimensions) : null;
   const mismatch = state === null ? null : vectorMismatch(state, c.model, c.dimensions);
   if (mismatch !== null && c.enabled) log.warn({ model: c.model }, `semantic search is off until the vectors match the configuration: ${mismatch}`);
-  const vectors = new QueryVectors(embedders.queries, observer, () =>
+  const vectors = new QueryVectors(embedders.queries, () =>
     !c.enabled ? 'embedding.enabled is false' : state === null ? 'the steps ledger is damaged' : mismatch,
   );
   await engine.registerFunction(vectors.engineFunction());

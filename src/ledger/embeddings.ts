@@ -83,7 +83,7 @@ export function embeddingText(content: string | null, inputData: string | null, 
 }
 
 /** About 2,000 tokens of English; OpenAI's models take 8,191, and smaller servers often 512 (they truncate). */
-const MAX_TEXT_CHARS = 8000;
+export const MAX_TEXT_CHARS = 8000;
 
 /** Writes vectors: one row per step, in one transaction. */
 export async function storeVectors(

@@ -2,8 +2,7 @@ import { EmbeddingError, type Embedder } from '../embedding/provider.js';
 import type { EngineFunction } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
-import type { Observer } from '../observe/observer.js';
-import { EMBEDDINGS_TABLE, vectorText } from './embeddings.js';
+import { EMBEDDINGS_TABLE, MAX_TEXT_CHARS, vectorText } from './embeddings.js';
 import { STEPS_TABLE, quoteLiteral } from './schema.js';
 
 /** The SQL functions of semantic search, reserved from clients. */
@@ -25,7 +24,6 @@ export class QueryVectors {
 
   constructor(
     private readonly embedder: Embedder,
-    private readonly observer: Observer,
     /** Why search cannot answer now (off, or the vectors are another model's), or null. */
     private readonly unavailable: () => string | null,
   ) {}
@@ -35,15 +33,13 @@ export class QueryVectors {
     const reason = this.unavailable();
     if (reason !== null) throw new PgError(SqlState.ObjectNotInPrerequisiteState, `semantic search is not available: ${reason}`);
     if (this.embedder.embedNow !== undefined) return;
-    const missing = [...new Set(texts)].filter((t) => !this.cache.has(t));
+    // A query text is embedded as steps are: its first MAX_TEXT_CHARS characters.
+    const missing = [...new Set(texts.map(clip))].filter((t) => !this.cache.has(t));
     if (missing.length === 0) return;
-    const started = performance.now();
     let vectors: Float32Array[];
     try {
       vectors = await this.embedder.embed(missing);
-      this.observer.embeddingRequest((performance.now() - started) / 1000, true);
     } catch (err) {
-      this.observer.embeddingRequest((performance.now() - started) / 1000, false);
       if (!(err instanceof EmbeddingError)) throw err;
       throw new PgError(SqlState.SystemError, `the embedding provider could not embed the search text: ${err.message}`, {
         hint: 'cot_search() embeds its query text with the configured provider (embedding.url); appends and other reads are not affected. cot_similar() needs no provider.',
@@ -58,7 +54,8 @@ export class QueryVectors {
       name: 'cot_query_vector',
       parameters: ['VARCHAR'],
       call: ([text]) => {
-        const q = String(text);
+        // The engine function runs on the event loop: a query text of megabytes must not hold it.
+        const q = clip(String(text));
         const cached = this.cache.get(q);
         if (cached !== undefined) return cached;
         if (this.embedder.embedNow === undefined) return null;
@@ -75,6 +72,8 @@ export class QueryVectors {
     if (this.cache.size > CACHED_QUERIES) this.cache.delete(this.cache.keys().next().value as string);
   }
 }
+
+const clip = (text: string): string => (text.length > MAX_TEXT_CHARS ? text.slice(0, MAX_TEXT_CHARS) : text);
 
 const STEPS = `main.${STEPS_TABLE}`;
 const VECTORS = `main.${EMBEDDINGS_TABLE}`;

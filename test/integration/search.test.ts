@@ -75,6 +75,8 @@ describe('semantic search over the ledger (built-in embedder)', () => {
     );
     expect(panel.rows[0].content).toBe('Refund the customer for the duplicated order');
     expect(panel.rows.every((r) => ['Decision', 'FinalAnswer'].includes(r.step_type))).toBe(true);
+    // A query text of megabytes is embedded by its first 8,000 characters, as a step's would be.
+    expect((await top("SELECT content FROM cot_search(repeat('refund the customer ', 500000), 1)"))[0]).toBe('Refund the customer for the duplicated order');
     // Every step column, then the similarity.
     const columns = (await c.query("SELECT * FROM cot_search('price', 1)")).fields.map((f) => f.name);
     expect(columns.slice(0, 3)).toEqual(['trace_id', 'org_id', 'agent_id']);

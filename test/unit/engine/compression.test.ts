@@ -14,7 +14,7 @@ async function methods(compression: EngineCompression): Promise<Set<string>> {
   const conn = await engine.connect();
   try {
     await conn.run(
-      'CREATE TABLE t AS SELECT sha256(i::VARCHAR) AS hash, i AS seq, [sin(i), cos(i), sin(i) * cos(i)]::FLOAT[3] AS v, i / 7.0 AS x FROM range(200000) r(i)',
+      'CREATE TABLE t AS SELECT sha256(i::VARCHAR) AS hash, i AS seq, [sin(i), cos(i), sin(i) * cos(i)]::FLOAT[3] AS v, i / 7.0 AS x, (i // 1000) % 3 AS runs FROM range(200000) r(i)',
     );
     await conn.run('CHECKPOINT');
     const rows = await conn.query("SELECT DISTINCT compression FROM pragma_storage_info('t')");
@@ -26,12 +26,13 @@ async function methods(compression: EngineCompression): Promise<Set<string>> {
 }
 
 describe('database.compression', () => {
-  it('leaves out FSST, bit-packing and the float codecs for fast reads, and lets DuckDB use them otherwise', async () => {
+  it('leaves out FSST, bit-packing, RLE and the float codecs for fast reads, and lets DuckDB use them otherwise', async () => {
     const small = await methods('small');
     expect(small.has('FSST') || small.has('BitPacking')).toBe(true);
     expect(small.has('ALP') || small.has('ALPRD')).toBe(true);
+    expect(small.has('RLE')).toBe(true);
     const fast = await methods('fast-reads');
-    for (const method of ['FSST', 'BitPacking', 'ALP', 'ALPRD', 'Chimp', 'Patas']) expect(fast.has(method), method).toBe(false);
+    for (const method of ['FSST', 'BitPacking', 'RLE', 'ALP', 'ALPRD', 'Chimp', 'Patas']) expect(fast.has(method), method).toBe(false);
   });
 
   it('is fast-reads unless configured', () => {
