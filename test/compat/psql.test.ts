@@ -68,10 +68,10 @@ beforeAll(async () => {
   await admin.query('CREATE DATABASE cotwire');
   await admin.end();
   const { cot, pg: real } = targets();
-  // The server's own ledgers, as cotwire's catalog describes them, so both sides list the same relations.
+  // The server's own tables, as cotwire's catalog describes them, so both sides list the same relations.
   const c = await servers.cotwire.client();
   const serverLedgers: string[] = [];
-  for (const table of ['_cot_security_events', '_cot_checkpoints']) {
+  for (const table of ['_cot_security_events', '_cot_checkpoints', '_cot_embeddings']) {
     const columns = await c.query('SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position', [
       table,
     ]);
@@ -84,7 +84,7 @@ beforeAll(async () => {
         .join(', ')})`,
     );
   }
-  await psql(real, STEPS_ON_POSTGRES, ...serverLedgers, SCHEMA);
+  await psql(real, STEPS_ON_POSTGRES, ...serverLedgers, 'CREATE INDEX _cot_embeddings_trace_id ON _cot_embeddings (trace_id)', SCHEMA);
   await psql(cot, SCHEMA);
 });
 

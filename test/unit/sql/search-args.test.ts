@@ -1,7 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { loadModule } from 'libpg-query';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { searchArgs } from '../../../src/sql/search-args.js';
 
 describe("cot_search()'s query texts, from PostgreSQL's parse tree", () => {
+  // The server loads PostgreSQL's parser before it serves anything (guard.ts).
+  beforeAll(() => loadModule());
+
   it.each([
     ["SELECT * FROM cot_search('decisions about pricing', 10)", { searches: true, literals: ['decisions about pricing'], params: [] }],
     ["SELECT * FROM cot_search('it''s late', 3)", { searches: true, literals: ["it's late"], params: [] }],
