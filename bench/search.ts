@@ -66,7 +66,7 @@ const range = (xs: readonly number[], digits: number): string =>
   `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
 /** Steps written straight into the file, every one selected for an embedding (rate 1), before the server starts. */
-export async function seedSelected(path: string, from: number, count: number): Promise<void> {
+async function seedSelected(path: string, from: number, count: number): Promise<void> {
   const engine = await DuckDBEngine.open({ path });
   const conn = await engine.connect();
   try {
@@ -98,7 +98,7 @@ async function client(port: number): Promise<pg.Client> {
 }
 
 /** Waits until the vector table holds `n` rows; the seconds it took. */
-export async function drained(c: pg.Client, n: number): Promise<number> {
+async function drained(c: pg.Client, n: number): Promise<number> {
   const t = performance.now();
   for (;;) {
     const { rows } = await c.query('SELECT count(*)::int AS n FROM _cot_embeddings');
