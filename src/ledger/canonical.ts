@@ -80,3 +80,54 @@ export function rowHash(table: string, columns: readonly string[], texts: readon
     .update(preimage(table, columns, texts))
     .digest('hex');
 }
+
+/**
+ * `cotwire/v2`, for erasure (issue 20): the pre-image holds each column's
+ * digest, SHA-256(lp(text)), instead of its text, so that a redacted value
+ * can be stood for by its digest without changing the row's hash:
+ * lp("cotwire/v2") || lp(table) || for every column except current_hash,
+ * in table order: lp(column name) || digest (32 bytes).
+ */
+export const HASH_VERSION_V2 = 'cotwire/v2';
+
+/** A column value's digest in a v2 pre-image: SHA-256 of lp(text), or of the NULL mark. */
+export function columnDigest(text: string | null): Buffer {
+  return createHash('sha256')
+    .update(text === null ? NULL_MARK : lp(text))
+    .digest();
+}
+
+const NULL_MARK = Buffer.alloc(8, 0xff);
+
+/**
+ * The v2 pre-image of one row. `digests[i]`, when given, stands for column
+ * i's value (a redacted value, whose digest its redaction record keeps);
+ * texts[i] is then not read.
+ */
+export function preimageV2(
+  table: string,
+  columns: readonly string[],
+  texts: readonly (string | null)[],
+  digests: ReadonlyArray<Buffer | null | undefined> = [],
+): Buffer {
+  const parts: Buffer[] = [lp(HASH_VERSION_V2), lp(table)];
+  for (let i = 0; i < columns.length; i++) {
+    const name = columns[i] as string;
+    if (name === 'current_hash') continue;
+    const digest = digests[i] ?? columnDigest(texts[i] ?? null);
+    if (digest.length !== 32) throw new Error(`the digest of column ${name} is ${digest.length} bytes, not 32`);
+    parts.push(lp(name), digest);
+  }
+  return Buffer.concat(parts);
+}
+
+export function rowHashV2(
+  table: string,
+  columns: readonly string[],
+  texts: readonly (string | null)[],
+  digests: ReadonlyArray<Buffer | null | undefined> = [],
+): string {
+  return createHash('sha256')
+    .update(preimageV2(table, columns, texts, digests))
+    .digest('hex');
+}

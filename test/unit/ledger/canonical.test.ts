@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { preimage, rowHash } from '../../../src/ledger/canonical.js';
+import { columnDigest, preimage, preimageV2, rowHash, rowHashV2 } from '../../../src/ledger/canonical.js';
 
 /** The worked example in the README's hash specification. */
 const COLUMNS = ['session_id', 'note', 'extra', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq'];
@@ -37,6 +38,72 @@ describe('the hash pre-image', () => {
     const b = rowHash('_cot_x', ['a', 'b'], [null, '']);
     const c = rowHash('_cot_x', ['a', 'b'], ['xy', 'z']);
     const d = rowHash('_cot_x', ['a', 'b'], ['x', 'yz']);
+    expect(new Set([a, b, c, d]).size).toBe(4);
+  });
+});
+
+describe('the cotwire/v2 pre-image (column digests, for redaction)', () => {
+  const HASH_V2 = '15694da35923f32f8e66580c498dc0b649393f9ce4eb4980e6ac2a9e4766145a';
+
+  it('is lp(version) || lp(table) || lp(name) || SHA-256(lp(text)) per column, as an independent computation gives it', () => {
+    const lpb = (x: string | null): Buffer => {
+      if (x === null) return Buffer.alloc(8, 0xff);
+      const b = Buffer.from(x, 'utf8');
+      const n = Buffer.alloc(8);
+      n.writeBigUInt64BE(BigInt(b.length));
+      return Buffer.concat([n, b]);
+    };
+    const sha = (b: Buffer): Buffer => createHash('sha256').update(b).digest();
+    const expected = Buffer.concat([
+      lpb('cotwire/v2'),
+      lpb('_cot_example'),
+      ...COLUMNS.flatMap((c, i) => (c === 'current_hash' ? [] : [lpb(c), sha(lpb(TEXTS[i] ?? null))])),
+    ]);
+    expect(preimageV2('_cot_example', COLUMNS, TEXTS).equals(expected)).toBe(true);
+    expect(preimageV2('_cot_example', COLUMNS, TEXTS)).toHaveLength(376);
+    expect(rowHashV2('_cot_example', COLUMNS, TEXTS)).toBe(HASH_V2);
+    // Another version, another hash: a v1 row cannot pass for a v2 one.
+    expect(rowHash('_cot_example', COLUMNS, TEXTS)).not.toBe(HASH_V2);
+  });
+
+  it('is reproduced by plain DuckDB SQL', async () => {
+    const lit = (x: string): string => `'${x.replaceAll("'", "''")}'`;
+    const lp = (x: string | null): string =>
+      x === null ? "unhex('ffffffffffffffff')" : `(unhex(printf('%016x', octet_length(encode(${lit(x)})))) || encode(${lit(x)}))`;
+    const parts = [lp('cotwire/v2'), lp('_cot_example')];
+    COLUMNS.forEach((c, i) => {
+      if (c !== 'current_hash') parts.push(lp(c), `unhex(sha256(${lp(TEXTS[i] ?? null)}))`);
+    });
+    const instance = await DuckDBInstance.create(':memory:');
+    const conn = await instance.connect();
+    const [[hash]] = (await conn.runAndReadAll(`SELECT sha256(${parts.join(' || ')})`)).getRows() as [[string]];
+    conn.closeSync();
+    instance.closeSync();
+    expect(hash).toBe(HASH_V2);
+  });
+
+  it('keeps the row hash when a value is replaced by its digest, and only then', () => {
+    const note = COLUMNS.indexOf('note');
+    const redacted = [...TEXTS];
+    redacted[note] = '[redacted]';
+    const digests: Array<Buffer | undefined> = [];
+    digests[note] = columnDigest(TEXTS[note] ?? null);
+    expect(rowHashV2('_cot_example', COLUMNS, redacted, digests)).toBe(HASH_V2);
+    // The wrong digest, or a changed value elsewhere, breaks it.
+    digests[note] = columnDigest('hello world');
+    expect(rowHashV2('_cot_example', COLUMNS, redacted, digests)).not.toBe(HASH_V2);
+    digests[note] = columnDigest(TEXTS[note] ?? null);
+    const edited = [...redacted];
+    edited[COLUMNS.indexOf('session_id')] = 's-2';
+    expect(rowHashV2('_cot_example', COLUMNS, edited, digests)).not.toBe(HASH_V2);
+    expect(() => rowHashV2('_cot_example', COLUMNS, redacted, [undefined, Buffer.alloc(31)])).toThrow(/is 31 bytes, not 32/);
+  });
+
+  it('tells NULL from the empty string, and a field boundary from its content', () => {
+    const a = rowHashV2('_cot_x', ['a', 'b'], ['', null]);
+    const b = rowHashV2('_cot_x', ['a', 'b'], [null, '']);
+    const c = rowHashV2('_cot_x', ['a', 'b'], ['xy', 'z']);
+    const d = rowHashV2('_cot_x', ['a', 'b'], ['x', 'yz']);
     expect(new Set([a, b, c, d]).size).toBe(4);
   });
 });
