@@ -1,4 +1,5 @@
 import { withAuditFindings } from './audit-sql.js';
+import { HASH_VERSION_V2 } from './canonical.js';
 import { canonicalTextSql, HASH_VERSION, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
@@ -27,11 +28,25 @@ export function hashSql(table: LedgerTable): string {
   const parts = [`'${lpHex(HASH_VERSION)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;
-    const v = canonicalTextSql(c.name, c.type);
-    parts.push(
-      `'${lpHex(c.name)}'`,
-      `CASE WHEN ${v} IS NULL THEN 'ffffffffffffffff' ELSE ${fn('lpad')}(${fn('to_hex')}(${fn('octet_length')}(${fn('encode')}(${v}))), 16, '0') || ${fn('hex')}(${fn('encode')}(${v})) END`,
-    );
+    parts.push(`'${lpHex(c.name)}'`, lpValueHex(canonicalTextSql(c.name, c.type)));
+  }
+  return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
+}
+
+/** lp(v) of a canonical text expression, as hex (the NULL mark for NULL). */
+function lpValueHex(v: string): string {
+  return `CASE WHEN ${v} IS NULL THEN 'ffffffffffffffff' ELSE ${fn('lpad')}(${fn('to_hex')}(${fn('octet_length')}(${fn('encode')}(${v}))), 16, '0') || ${fn('hex')}(${fn('encode')}(${v})) END`;
+}
+
+/**
+ * The `cotwire/v2` form of hashSql(): each column enters as the hex of
+ * SHA-256(lp(text)) (canonical.ts, preimageV2). Not yet used by a ledger.
+ */
+export function hashSqlV2(table: LedgerTable): string {
+  const parts = [`'${lpHex(HASH_VERSION_V2)}${lpHex(table.name)}'`];
+  for (const c of table.columns) {
+    if (c.name === 'current_hash') continue;
+    parts.push(`'${lpHex(c.name)}'`, `${fn('sha256')}(${fn('unhex')}(${lpValueHex(canonicalTextSql(c.name, c.type))}))`);
   }
   return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
 }

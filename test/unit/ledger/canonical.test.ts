@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { columnDigest, preimage, preimageV2, rowHash, rowHashV2 } from '../../../src/ledger/canonical.js';
+import { canonicalTextSql } from '../../../src/ledger/schema.js';
+import { hashSqlV2 } from '../../../src/ledger/verify-sql.js';
 
 /** The worked example in the README's hash specification. */
 const COLUMNS = ['session_id', 'note', 'extra', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq'];
@@ -105,5 +107,52 @@ describe('the cotwire/v2 pre-image (column digests, for redaction)', () => {
     const c = rowHashV2('_cot_x', ['a', 'b'], ['xy', 'z']);
     const d = rowHashV2('_cot_x', ['a', 'b'], ['x', 'yz']);
     expect(new Set([a, b, c, d]).size).toBe(4);
+  });
+});
+
+describe('the v2 hash in SQL (verify-sql.ts) and in JavaScript agree', () => {
+  it('on rows of every column type a ledger of steps holds, NULLs and Unicode included', async () => {
+    const instance = await DuckDBInstance.create(':memory:');
+    const conn = await instance.connect();
+    try {
+      await conn.run(`CREATE TABLE _cot_v2 (session_id VARCHAR, content VARCHAR, data JSON, confidence DOUBLE, n BIGINT, ok BOOLEAN, id UUID,
+        step_index INTEGER, prev_hash VARCHAR, current_hash VARCHAR, created_at TIMESTAMPTZ, ledger_seq BIGINT)`);
+      await conn.run(`INSERT INTO _cot_v2 SELECT 's' || (i % 7), CASE WHEN i % 5 = 0 THEN NULL ELSE 'héllo ' || i || ' 𝄞' END,
+        CASE WHEN i % 3 = 0 THEN NULL ELSE ('{"i":' || i || ',"s":"ü"}')::JSON END, i / 3.0, i * 1000000007, i % 2 = 0,
+        uuid(), i, CASE WHEN i = 0 THEN '' ELSE 'x' END, NULL, TIMESTAMPTZ '2026-01-01 00:00:00+00' + i * INTERVAL 1 SECOND, i
+        FROM range(200) t(i)`);
+      const columns = ['session_id', 'content', 'data', 'confidence', 'n', 'ok', 'id', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq'];
+      const types = [
+        'VARCHAR',
+        'VARCHAR',
+        'JSON',
+        'DOUBLE',
+        'BIGINT',
+        'BOOLEAN',
+        'UUID',
+        'INTEGER',
+        'VARCHAR',
+        'VARCHAR',
+        'TIMESTAMP WITH TIME ZONE',
+        'BIGINT',
+      ];
+      const table = {
+        catalog: 'memory',
+        schema: 'main',
+        name: '_cot_v2',
+        columns: columns.map((name, i) => ({ name, type: types[i] as string, defaultSql: null, notNull: false })),
+        chainKey: 'session_id',
+        serverColumns: new Set<string>(),
+        isSteps: false,
+        journaled: false,
+      };
+      const texts = columns.map((c, i) => canonicalTextSql(c, types[i] as string)).join(', ');
+      const rows = (await conn.runAndReadAll(`SELECT ${hashSqlV2(table)}, ${texts} FROM _cot_v2 ORDER BY ledger_seq`)).getRows() as Array<Array<string | null>>;
+      expect(rows).toHaveLength(200);
+      for (const [sqlHash, ...values] of rows) expect(sqlHash).toBe(rowHashV2('_cot_v2', columns, values));
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
   });
 });
