@@ -1,4 +1,3 @@
-import type { Embedder } from '../embedding/provider.js';
 import type { EngineConnection } from '../engine/port.js';
 import { STEPS_TABLE } from './schema.js';
 
@@ -184,11 +183,4 @@ export async function selectedSteps(conn: EngineConnection, from: number, to: nu
     [String(from), String(to)],
   );
   return rows.map(pendingOf);
-}
-
-/** Embeds texts with the embedder's batch size. */
-export async function embedAll(embedder: Embedder, texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
-  const out: Float32Array[] = [];
-  for (let i = 0; i < texts.length; i += embedder.batchSize) out.push(...(await embedder.embed(texts.slice(i, i + embedder.batchSize), signal)));
-  return out;
 }
