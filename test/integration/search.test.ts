@@ -1,6 +1,8 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/config/schema.js';
+import type pg from 'pg';
+import { makeScramVerifier } from '../../src/session/scram.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 
 /** A small agent history: the steps a search should find, among others that share some of their words. */
@@ -16,18 +18,18 @@ const STEPS: ReadonlyArray<readonly [session: string, agent: string, type: strin
   ['s-pay', 'payer', 'FinalAnswer', 'The customer was refunded and the order closed'],
 ];
 
-async function seeded(overrides: Record<string, unknown> = {}): Promise<TestServer> {
+async function seeded(overrides: Record<string, unknown> = {}, as: pg.ClientConfig = {}): Promise<TestServer> {
   const server = await startTestServer({ ledger: { ...DEFAULTS.ledger, embeddingSampleRate: 0 }, ...overrides });
-  const c = await server.client();
+  const c = await server.client(as);
   for (const [session, agent, type, content] of STEPS) {
     await c.query('INSERT INTO _cot_steps (session_id, agent_id, step_type, content) VALUES ($1, $2, $3, $4)', [session, agent, type, content]);
   }
-  await waitForVectors(server, STEPS.filter(([, , type]) => type !== 'Observation').length);
+  await waitForVectors(server, STEPS.filter(([, , type]) => type !== 'Observation').length, as);
   return server;
 }
 
-async function waitForVectors(server: TestServer, n: number): Promise<void> {
-  const c = await server.client();
+async function waitForVectors(server: TestServer, n: number, as: pg.ClientConfig = {}): Promise<void> {
+  const c = await server.client(as);
   for (let i = 0; i < 200; i++) {
     const { rows } = await c.query('SELECT count(*)::int AS n FROM _cot_embeddings');
     if (rows[0].n >= n) return;
@@ -95,8 +97,10 @@ describe('semantic search over the ledger (built-in embedder)', () => {
     await expect(c.query('SELECT * FROM cot_similar($1, 2)', [observation.rows[0].id])).rejects.toThrow(/has no vector: it was not selected for an embedding/);
   });
 
-  it('keeps the vector table for the server alone: clients read it, every write is refused (bare DuckDB takes them all)', async () => {
-    await using server = await seeded();
+  it('keeps the vector table for the server alone: clients of every role read it, every write is refused over both protocols (bare DuckDB takes them all)', async () => {
+    const verifier = makeScramVerifier('pw');
+    const users = ['reader', 'writer', 'admin'].map((role) => ({ name: role, password: verifier, role, agentId: null, orgId: null }));
+    await using server = await seeded({ users }, { user: 'admin', password: 'pw' });
     const writes = [
       'INSERT INTO _cot_embeddings SELECT trace_id, session_id, agent_id, step_type, step_created_at, model, dimensions, vector, now() FROM _cot_embeddings LIMIT 1',
       "UPDATE _cot_embeddings SET model = 'forged'",
@@ -124,11 +128,22 @@ describe('semantic search over the ledger (built-in embedder)', () => {
       bare.closeSync();
       db.closeSync();
     }
-    const admin = await server.client();
+    const admin = await server.client({ user: 'admin', password: 'pw' });
     const count = async () => (await admin.query('SELECT count(*)::int AS n, min(model) AS m FROM _cot_embeddings')).rows[0];
     const before = await count();
-    for (const sql of writes) await expect(admin.query(sql), sql).rejects.toMatchObject({ code: expect.stringMatching(/^42501$|^0A000$/) });
-    await expect(admin.query('COPY _cot_embeddings FROM STDIN')).rejects.toMatchObject({ code: '42501' });
+    expect(before.n).toBe(8);
+    for (const role of ['reader', 'writer', 'admin']) {
+      const c = await server.client({ user: role, password: 'pw' });
+      expect((await c.query('SELECT count(*)::int AS n FROM _cot_embeddings')).rows[0].n, role).toBe(8);
+      for (const [i, sql] of writes.entries()) {
+        // The simple protocol, then the extended one (a named statement: Parse, Bind, Execute).
+        await expect(c.query(sql), `${role}: ${sql}`).rejects.toMatchObject({ code: expect.stringMatching(/^42501$|^0A000$|^25006$/) });
+        await expect(c.query({ name: `w${i}`, text: sql }), `${role}, extended: ${sql}`).rejects.toMatchObject({
+          code: expect.stringMatching(/^42501$|^0A000$|^25006$/),
+        });
+      }
+      await expect(c.query('COPY _cot_embeddings FROM STDIN'), role).rejects.toMatchObject({ code: '42501' });
+    }
     expect(await count()).toEqual(before);
   });
 });
