@@ -14,6 +14,7 @@ import { SecurityEventLog } from './ledger/security-events.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { Journal } from './ledger/journal.js';
+import { recordHashVersionSql } from './ledger/hash-version.js';
 import { STEP_TYPES, STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from './ledger/schema.js';
 import { LedgerShapes } from './ledger/shapes.js';
 import { Quarantine } from './ledger/quarantine.js';
@@ -119,7 +120,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     [CHECKPOINTS_TABLE, CHECKPOINTS_DDL],
     [SECURITY_EVENTS_TABLE, SECURITY_EVENTS_DDL],
   ] as const) {
-    if (shapes.expected('main', name) === undefined) await internal.run(ddl);
+    if (shapes.expected('main', name) === undefined) await createServerLedger(internal, name, ddl);
   }
   const ledgers = new LedgerCatalog(internal, (name) => guard.names.isProtected(name), shapes);
   const damage = await ledgers.damaged();
@@ -521,5 +522,24 @@ function loadTls(config: Config): tls.SecureContext | null {
     return tls.createSecureContext({ key: readFileSync(key), cert: readFileSync(cert) });
   } catch (err) {
     throw new StartupError(`cannot load the TLS key and certificate (${key}, ${cert}): ${(err as Error).message}`);
+  }
+}
+
+/** Creates one of the server's own ledgers if the database lacks it, chained with the current hash version. */
+async function createServerLedger(conn: EngineConnection, name: string, ddl: string): Promise<void> {
+  const [[exists]] = (await conn.query(
+    `SELECT count(*) > 0 FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = $1`,
+    [name],
+  )) as [[boolean]];
+  if (exists) return;
+  const [[catalog]] = (await conn.query('SELECT current_database()')) as [[string]];
+  await conn.run('BEGIN');
+  try {
+    await conn.run(ddl);
+    await conn.run(recordHashVersionSql({ catalog, schema: 'main', name }));
+    await conn.run('COMMIT');
+  } catch (err) {
+    await conn.run('ROLLBACK');
+    throw err;
   }
 }

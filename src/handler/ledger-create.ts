@@ -1,5 +1,6 @@
 import type { ExecuteOutcome } from '../session/handler-port.js';
 import { PgError } from '../errors/pg-error.js';
+import { recordHashVersionSql } from '../ledger/hash-version.js';
 import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../ledger/schema.js';
 import type { Token } from '../sql/lexer.js';
 import { identifierText } from '../sql/identifiers.js';
@@ -76,5 +77,6 @@ async function completeLedger(ctx: HandlerContext, parts: readonly string[]): Pr
   const [catalogName, schemaName] = [String(rows[0]?.[0] ?? ''), String(rows[0]?.[1] ?? 'main')];
   const target = qualifiedName({ catalog: catalogName, schema: schemaName, name });
   for (const c of missing) await ctx.engine.run(`ALTER TABLE ${target} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
+  await ctx.engine.run(recordHashVersionSql({ catalog: catalogName, schema: schemaName, name }));
   ctx.services.writer.forget({ catalog: catalogName, schema: schemaName, name });
 }

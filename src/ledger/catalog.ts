@@ -2,6 +2,7 @@ import type { EngineConnection } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { CHAIN_COLUMNS, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
+import { hashVersionOf } from './hash-version.js';
 import { shapeChange, type LedgerShapes } from './shapes.js';
 
 /** A ledger dropped or reshaped behind the server: it fails closed, and the audit reports it. */
@@ -106,6 +107,11 @@ export class LedgerCatalog {
         )
       ).map((r) => `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`),
     );
+    const comments = new Map(
+      (await this.conn.query(`SELECT database_name, schema_name, table_name, comment FROM system.main.duckdb_tables() WHERE NOT internal`)).map(
+        (r) => [`${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`, r[3] === null ? null : String(r[3])] as const,
+      ),
+    );
     const byTable = new Map<string, { catalog: string; schema: string; name: string; columns: LedgerColumn[] }>();
     for (const [catalog, schema, name, column, type, def, notNull] of rows as Array<[string, string, string, string, string, string | null, boolean]>) {
       if (!this.isProtected(name)) continue;
@@ -123,7 +129,13 @@ export class LedgerCatalog {
       const inFile = t.catalog === mainCatalog;
       let recorded = inFile ? this.shapes?.expected(t.schema, t.name) : undefined;
       if (this.recreated.delete(t.name.toLowerCase()) && recorded !== undefined) {
-        this.shapes?.replace({ schema: t.schema, name: t.name, columns: t.columns.map((c) => ({ name: c.name, type: c.type })) });
+        const hashVersion = hashVersionOf(comments.get(`${t.catalog}\u0000${t.schema}\u0000${t.name}`));
+        this.shapes?.replace({
+          schema: t.schema,
+          name: t.name,
+          columns: t.columns.map((c) => ({ name: c.name, type: c.type })),
+          ...(hashVersion === undefined ? {} : { hashVersion }),
+        });
         recorded = undefined;
       }
       if (recorded !== undefined) {
@@ -132,6 +144,17 @@ export class LedgerCatalog {
           damaged.push({ schema: t.schema, name: t.name, kind: 'ledger_changed', reason: `its columns changed behind the server: ${change}` });
           continue;
         }
+      }
+      const comment = comments.get(`${t.catalog}\u0000${t.schema}\u0000${t.name}`) ?? null;
+      const hashVersion = hashVersionOf(comment);
+      if (hashVersion === undefined || (recorded?.hashVersion !== undefined && recorded.hashVersion !== hashVersion)) {
+        damaged.push({
+          schema: t.schema,
+          name: t.name,
+          kind: 'ledger_changed',
+          reason: `its hash version changed behind the server: the table comment says ${JSON.stringify(comment)}${recorded?.hashVersion === undefined ? '' : `, recorded ${recorded.hashVersion}`}`,
+        });
+        continue;
       }
       const names = new Set(t.columns.map((c) => c.name));
       // Only tables with the chain columns are chained ledgers.
@@ -144,6 +167,7 @@ export class LedgerCatalog {
         serverColumns: isSteps ? STEPS_SERVER_COLUMNS : new Set(CHAIN_COLUMNS.map((c) => c.name)),
         isSteps,
         journaled: inFile && !constrained.has(`${t.catalog}\u0000${t.schema}\u0000${t.name}`),
+        hashVersion,
       });
     }
     if (this.shapes !== null) {
@@ -155,7 +179,7 @@ export class LedgerCatalog {
       this.shapes.add(
         ledgers
           .filter((t) => t.catalog === mainCatalog)
-          .map((t) => ({ schema: t.schema, name: t.name, columns: t.columns.map((c) => ({ name: c.name, type: c.type })) })),
+          .map((t) => ({ schema: t.schema, name: t.name, columns: t.columns.map((c) => ({ name: c.name, type: c.type })), hashVersion: t.hashVersion })),
       );
     }
     return { ledgers, damaged };

@@ -1,4 +1,4 @@
-import { rowHash } from './canonical.js';
+import { rowHashFor } from './canonical.js';
 import { canonicalTextSql, qualifiedName, type LedgerTable } from './schema.js';
 import { chainKeySql } from './verify-sql.js';
 
@@ -57,7 +57,7 @@ export function storedLinks(table: LedgerTable, rows: ReadonlyArray<ReadonlyArra
       ledgerSeq: seq === null ? null : BigInt(seq),
       prevHash: texts[prevHash] ?? null,
       currentHash: texts[currentHash] ?? null,
-      recomputed: rowHash(table.name, names, texts),
+      recomputed: rowHashFor(table.hashVersion, table.name, names, texts),
     };
   });
 }

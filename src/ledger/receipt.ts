@@ -1,11 +1,11 @@
 import type { EngineConnection } from '../engine/port.js';
-import { rowHash } from './canonical.js';
+import { rowHashFor } from './canonical.js';
 import { CHECKPOINTS_TABLE } from './checkpoint-schema.js';
 import { leavesFrom } from './log-resume.js';
 import { verifyInclusion } from './merkle.js';
 import { leafPrefix, MerkleLog, rowLeafHash } from './merkle-log.js';
 import { openNote, parseCheckpoint, type NoteVerifier } from './note.js';
-import { canonicalTextSql, qualifiedName, STEPS_TABLE, type LedgerTable } from './schema.js';
+import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, qualifiedName, STEPS_TABLE, type HashVersion, type LedgerTable } from './schema.js';
 
 export const RECEIPT_FORMAT = 'cotwire-receipt/v1';
 
@@ -19,6 +19,8 @@ export interface Receipt {
   readonly schema: string;
   readonly table: string;
   readonly chain_key_column: string | null;
+  /** The ledger's hash specification; receipts without it are cotwire/v1. */
+  readonly hash_version?: HashVersion;
   readonly columns: ReadonlyArray<readonly [string, string | null]>;
   readonly leaf_index: number;
   readonly tree_size: number;
@@ -51,6 +53,7 @@ export async function buildReceipt(conn: EngineConnection, ledgers: readonly Led
     schema: steps.schema,
     table: steps.name,
     chain_key_column: steps.chainKey,
+    hash_version: steps.hashVersion,
     columns,
     leaf_index: seq - 1,
     tree_size: size,
@@ -80,7 +83,9 @@ export function checkReceipt(value: unknown, verifier: NoteVerifier): { origin: 
   const texts = columns.map(([, v]) => v);
   const value_ = (name: string): string | null => texts[names.indexOf(name)] ?? null;
   const recorded = value_('current_hash');
-  const computed = rowHash(table, names, texts);
+  const version = r.hash_version ?? HASH_VERSION;
+  if (version !== HASH_VERSION && version !== HASH_VERSION_V2) throw new ReceiptError(`hash_version ${JSON.stringify(version)} is not one this verifier knows`);
+  const computed = rowHashFor(version, table, names, texts);
   if (computed !== recorded) throw new ReceiptError(`the row's hash is ${computed}, the receipt says ${String(recorded)}: the row was altered`);
   const index = Number(value_('ledger_seq')) - 1;
   if (index !== r.leaf_index) throw new ReceiptError(`leaf_index ${String(r.leaf_index)} is not ledger_seq - 1 (${index})`);

@@ -96,6 +96,8 @@ export interface LedgerTable {
    * committed to the engine before they are acknowledged.
    */
   readonly journaled: boolean;
+  /** The hash specification its rows are chained with, recorded as the table's comment (ledger/hash-version.ts). */
+  readonly hashVersion: HashVersion;
 }
 
 export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): string {
@@ -125,3 +127,12 @@ export function canonicalTextSql(column: string, type: string): string {
 }
 
 export const HASH_VERSION = 'cotwire/v1';
+
+/**
+ * `cotwire/v2` hashes each column's digest instead of its text, so that a
+ * redacted value can be stood for by its digest (canonical.ts). Ledgers
+ * created by this version use it; ledgers created before keep v1.
+ */
+export const HASH_VERSION_V2 = 'cotwire/v2';
+
+export type HashVersion = typeof HASH_VERSION | typeof HASH_VERSION_V2;

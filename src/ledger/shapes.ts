@@ -5,6 +5,8 @@ export interface LedgerShape {
   readonly schema: string;
   readonly name: string;
   readonly columns: ReadonlyArray<{ readonly name: string; readonly type: string }>;
+  /** The hash specification its rows are chained with; absent in shapes recorded before versions were. */
+  readonly hashVersion?: string;
 }
 
 /**
@@ -59,11 +61,22 @@ export class LedgerShapes {
     return this.shapes;
   }
 
-  /** Records ledgers seen for the first time. */
+  /** Records ledgers seen for the first time, and the hash version of those recorded before versions were. */
   add(shapes: readonly LedgerShape[]): void {
     const added = shapes.filter((s) => this.expected(s.schema, s.name) === undefined);
-    if (added.length === 0) return;
-    this.shapes = [...this.shapes, ...added];
+    const versioned = new Map(
+      shapes
+        .filter((s) => s.hashVersion !== undefined && this.expected(s.schema, s.name)?.hashVersion === undefined)
+        .map((s) => [`${s.schema}\u0000${s.name}`, s]),
+    );
+    if (added.length === 0 && versioned.size === 0) return;
+    this.shapes = [
+      ...this.shapes.map((s) => {
+        const version = versioned.get(`${s.schema}\u0000${s.name}`)?.hashVersion;
+        return version === undefined ? s : { ...s, hashVersion: version };
+      }),
+      ...added,
+    ];
     this.save();
   }
 

@@ -1,6 +1,5 @@
 import { withAuditFindings } from './audit-sql.js';
-import { HASH_VERSION_V2 } from './canonical.js';
-import { canonicalTextSql, HASH_VERSION, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
+import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
  * The SQL side of verification: macros any client can call, written so that
@@ -25,6 +24,7 @@ function lpHex(s: string): string {
  * BLOB || per column copied the growing pre-image forty times per row.
  */
 export function hashSql(table: LedgerTable): string {
+  if (table.hashVersion === HASH_VERSION_V2) return hashSqlV2(table);
   const parts = [`'${lpHex(HASH_VERSION)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;
@@ -38,11 +38,8 @@ function lpValueHex(v: string): string {
   return `CASE WHEN ${v} IS NULL THEN 'ffffffffffffffff' ELSE ${fn('lpad')}(${fn('to_hex')}(${fn('octet_length')}(${fn('encode')}(${v}))), 16, '0') || ${fn('hex')}(${fn('encode')}(${v})) END`;
 }
 
-/**
- * The `cotwire/v2` form of hashSql(): each column enters as the hex of
- * SHA-256(lp(text)) (canonical.ts, preimageV2). Not yet used by a ledger.
- */
-export function hashSqlV2(table: LedgerTable): string {
+/** The `cotwire/v2` form: each column enters as the hex of SHA-256(lp(text)) (canonical.ts, preimageV2). */
+export function hashSqlV2(table: Pick<LedgerTable, 'name' | 'columns'>): string {
   const parts = [`'${lpHex(HASH_VERSION_V2)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Engine, EngineConnection, EngineStatement } from '../engine/port.js';
-import { rowHash } from './canonical.js';
+import { rowHashFor } from './canonical.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
 import { NO_OBSERVER, type Observer } from '../observe/observer.js';
@@ -531,7 +531,7 @@ export class LedgerWriter {
         selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
       texts[layout.hasEmbedding] = selected ? 'true' : 'false';
     }
-    const hash = rowHash(table.name, layout.names, texts);
+    const hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
     texts[layout.currentHash] = hash;
     tentative.set(key, { index, hash });
     if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, key, hash));

@@ -1,13 +1,9 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { DuckDBInstance } from '@duckdb/node-api';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { createLogger } from '../../src/log/logger.js';
-import { startServer, type RunningServer } from '../../src/main.js';
+import { offline, start } from '../fixtures/stoppable.js';
 
 /**
  * Ledgers dropped or reshaped behind the server (through a hole in the
@@ -16,45 +12,6 @@ import { startServer, type RunningServer } from '../../src/main.js';
  */
 const root = mkdtempSync(join(tmpdir(), 'cotwire-damage-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-interface Started {
-  readonly running: RunningServer;
-  readonly log: () => string;
-  connect(): Promise<pg.Client>;
-  stop(): Promise<void>;
-}
-
-async function start(db: string): Promise<Started> {
-  const config = loadConfig({ argv: { port: '0', db, 'log-level': 'error' }, env: {} });
-  const sink = new PassThrough();
-  let text = '';
-  sink.on('data', (b: Buffer) => (text += b.toString()));
-  const running = await startServer(config, createLogger('error', false, sink));
-  const clients: pg.Client[] = [];
-  return {
-    running,
-    log: () => text,
-    async connect() {
-      const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
-      await c.connect();
-      clients.push(c);
-      return c;
-    },
-    async stop() {
-      await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
-      await running.close();
-    },
-  };
-}
-
-/** Changes the database file directly, with the server stopped, as someone with the file could. */
-async function offline(db: string, ...sql: string[]): Promise<void> {
-  const instance = await DuckDBInstance.create(db);
-  const conn = await instance.connect();
-  for (const s of sql) await conn.run(s);
-  conn.closeSync();
-  instance.closeSync();
-}
 
 /** How a query failed: its SQLSTATE and message. */
 async function sqlstate(p: Promise<unknown>): Promise<{ code?: string; message?: string } | 'succeeded'> {

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { EngineConnection } from '../../src/engine/port.js';
 import { sqlstate } from '../fixtures/errors.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
-import { checkChains, recomputeSql, type Column } from '../fixtures/independent-verifier.js';
+import { checkChains, recomputeSql, versionSql, type Column } from '../fixtures/independent-verifier.js';
 import { samplePoint } from '../../src/ledger/embedding-sample.js';
 
 const run = promisify(execFile);
@@ -31,7 +31,8 @@ async function columns(table: string): Promise<Column[]> {
 
 /** Verifies a ledger with the independent verifier (the README's spec only). */
 async function independentlyVerified(table: string, chainKey: string | null): Promise<{ chains: number; steps: number; problems: string[] }> {
-  return checkChains(await internal.query(recomputeSql(table, await columns(table), chainKey)));
+  const [[version]] = (await internal.query(versionSql(table))) as [['cotwire/v1' | 'cotwire/v2']];
+  return checkChains(await internal.query(recomputeSql(table, await columns(table), chainKey, version)));
 }
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { spawnServer } from '../fixtures/server.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { writeKeyFile } from '../../src/ledger/signing-key.js';
-import { rowHash } from '../../src/ledger/canonical.js';
+import { rowHashV2 } from '../../src/ledger/canonical.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const root = mkdtempSync(join(tmpdir(), 'cotwire-logtamper-'));
@@ -140,7 +140,7 @@ describe('the global log against saved checkpoints', () => {
       for (const row of rows) {
         if (row[at('step_index')] === '1') row[at('content')] = 'a forged thought';
         row[at('prev_hash')] = prev;
-        row[at('current_hash')] = rowHash('_cot_steps', names, row);
+        row[at('current_hash')] = rowHashV2('_cot_steps', names, row);
         prev = row[at('current_hash')] as string;
         await c.run(
           `UPDATE _cot_steps SET content = '${String(row[at('content')])}', prev_hash = '${String(row[at('prev_hash')])}', current_hash = '${prev}' WHERE trace_id = '${String(row[at('trace_id')])}'`,

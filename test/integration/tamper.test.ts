@@ -10,7 +10,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { appendUnderLoad, spawnServer } from '../fixtures/server.js';
 import { startServer } from '../../src/main.js';
 import { Journal } from '../../src/ledger/journal.js';
-import { checkChains, recomputeSql } from '../fixtures/independent-verifier.js';
+import { checkChains, recomputeSql, versionSql } from '../fixtures/independent-verifier.js';
 import { crashBeforeApply } from '../fixtures/crash.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
@@ -183,6 +183,7 @@ describe('crash safety', () => {
           '_cot_steps',
           cols.map((r) => ({ name: String(r[0]), type: String(r[1]) })),
           'session_id',
+          String((await conn.runAndReadAll(versionSql('_cot_steps'))).getRows()[0]?.[0]) as 'cotwire/v1' | 'cotwire/v2',
         ),
       )
     ).getRows();

@@ -46,12 +46,24 @@ def lp(text):
     return struct.pack(">Q", len(data)) + data
 
 
-def row_hash(table, columns):
-    pre = lp("cotwire/v1") + lp(table)
+HASH_VERSIONS = ("cotwire/v1", "cotwire/v2")
+
+
+def row_hash(table, columns, version="cotwire/v1", redacted=None):
+    """v1 hashes each column's lp(text); v2 hashes SHA-256(lp(text)), for which a
+    redacted column's recorded digest stands in."""
+    redacted = redacted or {}
+    pre = lp(version) + lp(table)
     for name, value in columns:
         # The hash cannot cover itself.
-        if name != "current_hash":
+        if name == "current_hash":
+            continue
+        if version == "cotwire/v1":
             pre += lp(name) + lp(value)
+        elif name in redacted:
+            pre += lp(name) + bytes.fromhex(redacted[name])
+        else:
+            pre += lp(name) + hashlib.sha256(lp(value)).digest()
     return hashlib.sha256(pre).hexdigest()
 
 
@@ -329,7 +341,16 @@ def check_receipt(receipt, verifier):
     claimed = values.get("current_hash")
     if claimed is None:
         raise Fail("the row has no current_hash")
-    computed = row_hash(table, columns)
+    version = receipt.get("hash_version", "cotwire/v1")
+    if version not in HASH_VERSIONS:
+        raise Fail("hash_version %r is not one of %r" % (version, HASH_VERSIONS))
+    redacted = receipt.get("redacted", {})
+    if not isinstance(redacted, dict) or (redacted and version == "cotwire/v1"):
+        raise Fail("redacted is not an object of column digests, or the row is cotwire/v1")
+    for name, digest in redacted.items():
+        if name not in values or not isinstance(digest, str) or len(digest) != 64 or not all(ch in "0123456789abcdef" for ch in digest):
+            raise Fail("redacted column %r has no 64-hex-digit digest" % (name,))
+    computed = row_hash(table, columns, version, redacted)
     if computed != claimed:
         raise Fail("row hash mismatch: computed %s, receipt says %s" % (computed, claimed))
 

@@ -42,6 +42,11 @@ def main():
         (table,),
     )
     columns = cur.fetchall()
+    # The ledger's hash version is its table comment; none means cotwire/v1.
+    cur.execute("SELECT obj_description(%s::regclass, 'pg_class')", ('"' + table + '"',))
+    version = cur.fetchone()[0] or "cotwire/v1"
+    if version not in ("cotwire/v1", "cotwire/v2"):
+        raise ValueError("unknown hash version %r" % version)
     selected = []
     for name, data_type in columns:
         quoted = '"' + name.replace('"', '""') + '"'
@@ -58,11 +63,12 @@ def main():
     previous = {}
     for row in cur.fetchall():
         record = dict(zip(names, row))
-        pre = lp("cotwire/v1") + lp(table)
+        pre = lp(version) + lp(table)
         for name, data_type in zip(names, types):
             if name == "current_hash":
                 continue
-            pre += lp(name) + lp(text_of(record[name], data_type))
+            value = lp(text_of(record[name], data_type))
+            pre += lp(name) + (value if version == "cotwire/v1" else hashlib.sha256(value).digest())
         session = record["session_id"]
         expected_prev = previous.get(session, "")
         if fault is None and hashlib.sha256(pre).hexdigest() != record["current_hash"]:

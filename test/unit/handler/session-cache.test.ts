@@ -12,6 +12,7 @@ const steps = {
   serverColumns: new Set<string>(),
   isSteps: true,
   journaled: true,
+  hashVersion: 'cotwire/v1',
 } satisfies LedgerTable;
 
 const row = (session: string, i: number, content = 'x'.repeat(100)): Cells => [`t-${session}-${i}`, session, String(i), content, String(i + 1)];
