@@ -1,10 +1,10 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
-import { DuckDBEngine, type EngineCompression } from './engine/duckdb/engine.js';
+import { DuckDBEngine, rewriteDatabaseFile, type EngineCompression } from './engine/duckdb/engine.js';
 import type { Engine, EngineConnection } from './engine/port.js';
 import { EngineHandlerFactory } from './handler/factory.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
@@ -15,6 +15,9 @@ import { LedgerCatalog } from './ledger/catalog.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { Journal } from './ledger/journal.js';
 import { recordHashVersionSql } from './ledger/hash-version.js';
+import { REDACTIONS_DDL, REDACTIONS_INDEX_DDL, REDACTIONS_TABLE } from './ledger/redactions.js';
+import { Redactor } from './ledger/redactor.js';
+import { RETENTION_DDL, RETENTION_TABLE } from './ledger/retention-sql.js';
 import { STEP_TYPES, STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from './ledger/schema.js';
 import { LedgerShapes } from './ledger/shapes.js';
 import { Quarantine } from './ledger/quarantine.js';
@@ -27,7 +30,6 @@ import { generateKey, parseSigner, type NoteSigner } from './ledger/note.js';
 import { PROOF_SQL_FUNCTIONS, proofFunctions } from './ledger/proof-sql.js';
 import { ANALYTICS_FUNCTIONS } from './ledger/analytics-sql.js';
 import { readKeyFile, writeKeyFile } from './ledger/signing-key.js';
-import { existsSync } from 'node:fs';
 import { LedgerAuditor } from './ledger/auditor.js';
 import { SessionCache } from './handler/session-cache.js';
 import { AUDIT_SQL_FUNCTIONS, auditFunctions } from './ledger/audit-sql.js';
@@ -85,6 +87,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     );
   }
   const secureContext = loadTls(config);
+  if (config.database.path !== ':memory:') await rewriteIfErased(config.database.path, config.database.compression, log);
   const engine = await openEngine(config.database.path, config.database.compression);
   const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
   const observer = prometheus ?? NO_OBSERVER;
@@ -119,6 +122,8 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     [STEPS_TABLE, STEPS_DDL],
     [CHECKPOINTS_TABLE, CHECKPOINTS_DDL],
     [SECURITY_EVENTS_TABLE, SECURITY_EVENTS_DDL],
+    [REDACTIONS_TABLE, REDACTIONS_DDL],
+    [RETENTION_TABLE, RETENTION_DDL],
   ] as const) {
     if (shapes.expected('main', name) === undefined) await createServerLedger(internal, name, ddl);
   }
@@ -131,6 +136,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     );
   }
   if (!damage.some((d) => d.schema === 'main' && d.name === STEPS_TABLE)) for (const ddl of STEPS_INDEX_DDL) await internal.run(ddl);
+  if (!damage.some((d) => d.schema === 'main' && d.name === REDACTIONS_TABLE)) await internal.run(REDACTIONS_INDEX_DDL);
   let signer: NoteSigner;
   let merkle: MerkleLog;
   let writer: LedgerWriter;
@@ -245,6 +251,15 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
   );
   const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
+  const erasureConn = await engine.connect();
+  const redactor = new Redactor(erasureConn, ledgers, writer, {
+    changed: (table, key) => {
+      if (table.isSteps) sessionCache?.invalidate(key);
+    },
+    erased: () => markErased(config.database.path),
+  });
+  const finished = await redactor.complete();
+  if (finished > 0) log.warn({ redactions: finished }, `finished ${finished} redactions a stop had interrupted after their record was written`);
   const auth = new AuthPolicy(
     config.users.map((u) => ({
       name: u.name,
@@ -284,6 +299,15 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       auditReport: () => auditor.latest,
       sessionCache,
       search: { vectors: search.vectors, macros: search.macros },
+      erasure: {
+        redact: async (request) => {
+          const record = await redactor.redact(request);
+          await writer.scrubJournal();
+          // The change leaves DuckDB's WAL for the file; the file itself is rewritten at the stop.
+          await engine.checkpoint().catch((err: unknown) => log.warn({ err }, 'checkpoint after a redaction failed; the next one moves it out of the WAL'));
+          return record;
+        },
+      },
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, runtime.threadPoolSize - RESERVED_ENGINE_THREADS)),
@@ -368,6 +392,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
         await writer.close();
         merkle.sync();
         merkle.close();
+        erasureConn.close();
         internal.close();
         try {
           await engine.checkpoint();
@@ -375,6 +400,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
           log.warn({ err }, 'checkpoint at shutdown failed');
         }
         await engine.close();
+        if (config.database.path !== ':memory:') await rewriteIfErased(config.database.path, config.database.compression, log).catch(() => undefined);
       })();
       return closing;
     },
@@ -540,6 +566,37 @@ async function createServerLedger(conn: EngineConnection, name: string, ddl: str
     await conn.run('COMMIT');
   } catch (err) {
     await conn.run('ROLLBACK');
+    throw err;
+  }
+}
+
+/** Marks the database file for a rewrite: values were redacted or rows removed, and their bytes may linger in freed blocks. */
+function markErased(path: string): void {
+  if (path === ':memory:') return;
+  const marker = `${path}.erased`;
+  if (!existsSync(marker)) writeFileSync(marker, `${new Date().toISOString()}\n`, { mode: 0o600 });
+}
+
+/**
+ * Rewrites the database file when something was erased from it: at the
+ * stop, and at the start after a stop that did not get to it.
+ */
+async function rewriteIfErased(path: string, compression: EngineCompression, log: Logger): Promise<void> {
+  const marker = `${path}.erased`;
+  if (!existsSync(marker)) return;
+  if (!existsSync(path)) {
+    rmSync(marker, { force: true });
+    return;
+  }
+  try {
+    const { bytesBefore, bytesAfter } = await rewriteDatabaseFile(path, compression);
+    rmSync(marker, { force: true });
+    log.info({ database: path, bytesBefore, bytesAfter }, 'rewrote the database file, so that no redacted value or removed row survives in its freed blocks');
+  } catch (err) {
+    log.error(
+      { err, database: path },
+      `rewriting the database file after an erasure failed; it is retried at the next stop or start, or run \`cotwire compact --db ${path}\``,
+    );
     throw err;
   }
 }

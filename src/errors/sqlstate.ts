@@ -22,6 +22,7 @@ export const SqlState = {
   InvalidTextRepresentation: '22P02',
   InvalidBinaryRepresentation: '22P03',
   InvalidParameterValue: '22023',
+  NullValueNotAllowed: '22004',
   InvalidDatetimeFormat: '22007',
   DatetimeFieldOverflow: '22008',
   StringDataRightTruncation: '22001',

@@ -16,11 +16,14 @@ export class ProtectedNames {
     this.prefixes = [...new Set(['_cot', ...extra.map((p) => p.toLowerCase())])].filter((p) => p !== '');
   }
 
-  /** Tables only the server writes: the record of refused statements, the signed checkpoints, and the vectors of steps. */
+  /**
+   * Tables only the server writes: the record of refused statements, the
+   * signed checkpoints, the vectors of steps, and the records of redaction
+   * and retention.
+   */
   isServerOnly(name: string | undefined | null): boolean {
     if (name === undefined || name === null) return false;
-    const n = name.toLowerCase();
-    return n === '_cot_security_events' || n === '_cot_checkpoints' || n === '_cot_embeddings';
+    return SERVER_ONLY.has(name.toLowerCase());
   }
 
   isProtected(name: string | undefined | null): boolean {
@@ -45,3 +48,5 @@ export class ProtectedNames {
     return found;
   }
 }
+
+const SERVER_ONLY = new Set(['_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention']);

@@ -205,6 +205,36 @@ export class AccessControl {
     }
   }
 
+  /** Redaction and retention on request: admins only; a refusal is recorded as every refusal is. */
+  erasure(operation: string, target: string, statement: string): void {
+    this.authorize(`${operation} ${target}`.trim(), ADMINS, statement);
+  }
+
+  /** An erasure carried out: recorded too, beside the refusals, so that every attempt leaves a trace. */
+  erasureDone(operation: string, target: string, statement: string, outcome: string): void {
+    this.recordAttempt(operation, target, '00000', outcome, statement);
+  }
+
+  /** An erasure an admin asked for that failed (no such row, a column that cannot be redacted). */
+  erasureFailed(operation: string, target: string, statement: string, err: unknown): void {
+    const code = err instanceof PgError ? err.code : 'XX000';
+    this.recordAttempt(operation, target, code, 'erasure failed', statement);
+  }
+
+  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string): void {
+    this.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.applicationName(),
+      operation,
+      target,
+      sqlstate,
+      reason,
+      fingerprint: fingerprint(statement),
+      statement,
+    });
+  }
+
   /**
    * Least privilege by role: readers read, writers also append to ledgers,
    * admins run everything the guard allows.

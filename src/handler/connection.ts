@@ -1,4 +1,5 @@
 import { connectionSetup } from '../catalog/compat.js';
+import { executeErasure } from './erasure.js';
 import type { EngineConnection } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -214,6 +215,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
       case 'copy-out':
         this.tx.checkNotFailed();
         return { done: true, tag: await copyOut(this, this.run, plan, sink) };
+      case 'erasure':
+        this.tx.checkNotFailed();
+        return executeErasure(this.ctx, portal, plan.call, plan.text, sink);
       case 'ledger-insert':
         this.tx.checkNotFailed();
         try {

@@ -11,6 +11,7 @@ import type { StatementText, Token } from '../sql/lexer.js';
 import { operationName, rolesFor } from './access.js';
 import type { SessionCommand } from './commands.js';
 import type { LedgerInsertPlan } from './ledger-insert.js';
+import type { ErasureCall } from '../sql/erasure-call.js';
 
 /**
  * What a statement becomes once it is planned: which path runs it (a
@@ -61,6 +62,8 @@ export type Plan =
       readonly clientPosition: PositionMap;
     }
   | { readonly kind: 'command'; readonly command: SessionCommand }
+  /** cot_redact() and its kin: the server carries them out (erasure.ts). */
+  | { readonly kind: 'erasure'; readonly call: ErasureCall; readonly text: string }
   | { readonly kind: 'empty' };
 
 export type EnginePlan = Extract<Plan, { kind: 'engine' }>;
@@ -109,6 +112,8 @@ export function planKind(plan: Plan): string {
       return 'INSERT';
     case 'empty':
       return 'EMPTY';
+    case 'erasure':
+      return 'SELECT';
   }
 }
 
@@ -121,6 +126,8 @@ export function writeOperation(plan: Plan): string | null {
       return 'INSERT';
     case 'copy-in':
       return 'COPY FROM';
+    case 'erasure':
+      return plan.call.fn === 'cot_retain' ? 'cot_retain()' : `${plan.call.fn}()`;
     default:
       return null;
   }

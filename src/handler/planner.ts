@@ -27,7 +27,19 @@ import { HandledStatement } from './table-create.js';
 import { recognizeChainVerify, ServedChainVerify } from './ledger-reads.js';
 import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
 import { describeSources } from './result-sources.js';
+import { erasureFields, erasureParamTypes } from './erasure.js';
+import { type ErasureCall, ErasureCallError, erasureCall } from '../sql/erasure-call.js';
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
+
+/** The erasure call a statement is; one that calls an erasure function in another shape is refused. */
+function erasureOf(text: string): ErasureCall | null {
+  try {
+    return erasureCall(text);
+  } catch (err) {
+    if (err instanceof ErasureCallError) throw new PgError(SqlState.FeatureNotSupported, err.message);
+    throw err;
+  }
+}
 
 /** Rewritten statements that read the connection's settings through the catalog. */
 const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
@@ -99,6 +111,9 @@ export class Planner {
       return new Statement({ kind: 'command', command }, [], fields);
     }
     ctx.tx.checkNotFailed();
+    const erasure = erasureOf(statement.text);
+    if (erasure !== null)
+      return new Statement({ kind: 'erasure', call: erasure, text: statement.text }, erasureParamTypes(erasure, paramTypes), erasureFields(erasure));
     statement = this.tempFunctionCall(statement);
     await this.identityAlways(statement);
     const clientText = statement.text;

@@ -171,6 +171,12 @@ export class SessionCache {
     this.evict();
   }
 
+  /** The session's stored rows changed (a redaction, retention): what is held, or being read now, is stale. */
+  invalidate(key: string): void {
+    this.loading.delete(key);
+    this.drop(key);
+  }
+
   drop(key: string): void {
     const s = this.sessions.get(key);
     if (s === undefined) return;

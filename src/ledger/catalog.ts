@@ -1,7 +1,9 @@
 import type { EngineConnection } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
-import { CHAIN_COLUMNS, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
+import { REDACTIONS_TABLE } from './redactions.js';
+import { RETENTION_TABLE } from './retention-sql.js';
+import { CHAIN_COLUMNS, HASH_VERSION_V2, qualifiedName, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
 import { hashVersionOf } from './hash-version.js';
 import { shapeChange, type LedgerShapes } from './shapes.js';
 
@@ -168,7 +170,19 @@ export class LedgerCatalog {
         isSteps,
         journaled: inFile && !constrained.has(`${t.catalog}\u0000${t.schema}\u0000${t.name}`),
         hashVersion,
+        redactions: null,
+        retention: null,
       });
+    }
+    // Redactions stand in for values of the database file's v2 ledgers only.
+    const own = (name: string): string | null => {
+      const t = ledgers.find((l) => l.catalog === mainCatalog && l.schema === 'main' && l.name === name);
+      return t === undefined ? null : qualifiedName(t);
+    };
+    const [redactions, retention] = [own(REDACTIONS_TABLE), own(RETENTION_TABLE)];
+    for (const [i, t] of ledgers.entries()) {
+      if (t.catalog !== mainCatalog) continue;
+      ledgers[i] = { ...t, redactions: t.hashVersion === HASH_VERSION_V2 ? redactions : null, retention };
     }
     if (this.shapes !== null) {
       for (const s of this.shapes.all()) {

@@ -1,4 +1,5 @@
 import { rowHashFor } from './canonical.js';
+import { digestColumn, markerOf, redactableColumns, redactedDigestsSql, withRedactedDigests } from './redactions.js';
 import { canonicalTextSql, qualifiedName, type LedgerTable } from './schema.js';
 import { chainKeySql } from './verify-sql.js';
 
@@ -37,19 +38,33 @@ export interface StoredLink {
   readonly recomputed: string;
 }
 
-/** The SQL that reads one chain's rows as canonical texts, in table order; $1 is the chain key. */
+/**
+ * The SQL that reads one chain's rows as canonical texts, in table order,
+ * then the recorded digest of each redactable column (null where it is not
+ * redacted); $1 is the chain key.
+ */
 export function chainRowsSql(table: LedgerTable): string {
-  const columns = table.columns.map((c) => canonicalTextSql(c.name, c.type)).join(', ');
-  return `SELECT ${columns} FROM ${qualifiedName(table)} WHERE ${chainKeySql(table)} = $1`;
+  const columns = table.columns.map((c) => canonicalTextSql(c.name, c.type));
+  const digests = redactedDigestsSql(table) === null ? [] : redactableColumns(table).map((c) => digestColumn(c.name));
+  return `SELECT ${[...columns, ...digests].join(', ')} FROM ${withRedactedDigests(table, qualifiedName(table))} WHERE ${chainKeySql(table)} = $1`;
 }
 
 /** The rows chainRowsSql read, as links: each row's hash recomputed from its texts. */
 export function storedLinks(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<unknown>>): StoredLink[] {
   const names = table.columns.map((c) => c.name);
+  const redactable = redactedDigestsSql(table) === null ? [] : redactableColumns(table);
+  const positions = redactable.map((c) => ({ at: names.indexOf(c.name), marker: markerOf(c)?.text ?? null }));
   const at = (name: string): number => names.indexOf(name);
   const [stepIndex, ledgerSeq, prevHash, currentHash] = [at('step_index'), at('ledger_seq'), at('prev_hash'), at('current_hash')];
   return rows.map((row) => {
-    const texts = row.map((v) => (v === null || v === undefined ? null : String(v)));
+    const all = row.map((v) => (v === null || v === undefined ? null : String(v)));
+    const texts = all.slice(0, names.length);
+    // A redacted column that holds its marker is stood for by its recorded digest.
+    const digests: Array<Buffer | null> = [];
+    positions.forEach((p, i) => {
+      const digest = all[names.length + i] ?? null;
+      if (digest !== null && /^[0-9a-f]{64}$/.test(digest) && texts[p.at] === p.marker) digests[p.at] = Buffer.from(digest, 'hex');
+    });
     const step = texts[stepIndex] ?? null;
     const seq = texts[ledgerSeq] ?? null;
     return {
@@ -57,7 +72,7 @@ export function storedLinks(table: LedgerTable, rows: ReadonlyArray<ReadonlyArra
       ledgerSeq: seq === null ? null : BigInt(seq),
       prevHash: texts[prevHash] ?? null,
       currentHash: texts[currentHash] ?? null,
-      recomputed: rowHashFor(table.hashVersion, table.name, names, texts),
+      recomputed: rowHashFor(table.hashVersion, table.name, names, texts, digests),
     };
   });
 }

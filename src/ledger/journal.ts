@@ -173,6 +173,20 @@ export class Journal {
     if (this.offset >= REUSE_AFTER) this.offset = 0;
   }
 
+  /**
+   * Overwrites the whole file with zeros and starts again at its beginning,
+   * synchronously, so that no append can interleave: after a redaction or a
+   * retention run, the rows' old texts must not survive in records left
+   * behind for reuse. Only when DuckDB holds every journaled row.
+   */
+  scrub(): void {
+    const size = fstatSync(this.fd).size;
+    const zeros = Buffer.alloc(Math.min(size, 2 ** 20));
+    for (let at = 0; at < size; at += zeros.length) writeSync(this.fd, zeros, 0, Math.min(zeros.length, size - at), at);
+    fsyncSync(this.fd);
+    this.offset = 0;
+  }
+
   /** Closes the file; `remove` deletes it, when DuckDB holds every row it recorded. */
   close(remove: boolean): void {
     if (this.fd < 0) return;

@@ -2,6 +2,7 @@ import type { EngineConnection } from '../engine/port.js';
 import { rowHashFor } from './canonical.js';
 import { CHECKPOINTS_TABLE } from './checkpoint-schema.js';
 import { leavesFrom } from './log-resume.js';
+import { markerOf } from './redactions.js';
 import { verifyInclusion } from './merkle.js';
 import { leafPrefix, MerkleLog, rowLeafHash } from './merkle-log.js';
 import { openNote, parseCheckpoint, type NoteVerifier } from './note.js';
@@ -21,6 +22,8 @@ export interface Receipt {
   readonly chain_key_column: string | null;
   /** The ledger's hash specification; receipts without it are cotwire/v1. */
   readonly hash_version?: HashVersion;
+  /** cotwire/v2: the digest, SHA-256(lp(text)) in hex, recorded for each redacted column; its value is the marker. */
+  readonly redacted?: Readonly<Record<string, string>>;
   readonly columns: ReadonlyArray<readonly [string, string | null]>;
   readonly leaf_index: number;
   readonly tree_size: number;
@@ -40,6 +43,18 @@ export async function buildReceipt(conn: EngineConnection, ledgers: readonly Led
   if (row === undefined) throw new ReceiptError(`no step has trace_id ${traceId}`);
   const columns = steps.columns.map((c, i) => [c.name, row[i] ?? null] as const);
   const seq = Number(columns.find(([n]) => n === 'ledger_seq')?.[1]);
+  const redacted: Record<string, string> = {};
+  if (steps.redactions !== null) {
+    const records = (await conn.query(
+      `SELECT column_name, min(value_digest) FROM ${steps.redactions} WHERE ledger = $1 AND target_seq = CAST($2 AS BIGINT) GROUP BY column_name`,
+      [`${steps.schema}.${steps.name}`, String(seq)],
+    )) as Array<[string, string]>;
+    for (const [column, digest] of records) {
+      const c = steps.columns.find((x) => x.name === column);
+      // Only a column that holds its marker is stood for by the digest, as in verification.
+      if (c !== undefined && row[steps.columns.indexOf(c)] === (markerOf(c)?.text ?? null)) redacted[column] = digest;
+    }
+  }
   const [cp] = (await conn.query(
     `SELECT tree_size, root_hash, checkpoint FROM main.${CHECKPOINTS_TABLE} WHERE tree_size >= $1 ORDER BY ledger_seq DESC LIMIT 1`,
     [String(seq)],
@@ -54,6 +69,7 @@ export async function buildReceipt(conn: EngineConnection, ledgers: readonly Led
     table: steps.name,
     chain_key_column: steps.chainKey,
     hash_version: steps.hashVersion,
+    ...(Object.keys(redacted).length === 0 ? {} : { redacted }),
     columns,
     leaf_index: seq - 1,
     tree_size: size,
@@ -85,7 +101,17 @@ export function checkReceipt(value: unknown, verifier: NoteVerifier): { origin: 
   const recorded = value_('current_hash');
   const version = r.hash_version ?? HASH_VERSION;
   if (version !== HASH_VERSION && version !== HASH_VERSION_V2) throw new ReceiptError(`hash_version ${JSON.stringify(version)} is not one this verifier knows`);
-  const computed = rowHashFor(version, table, names, texts);
+  const redacted = r.redacted ?? {};
+  if (typeof redacted !== 'object' || redacted === null || (version === HASH_VERSION && Object.keys(redacted).length > 0)) {
+    throw new ReceiptError('redacted is not an object of column digests, or the row is cotwire/v1');
+  }
+  const digests = names.map((n) => {
+    const d = (redacted as Record<string, unknown>)[n];
+    if (d === undefined) return null;
+    if (typeof d !== 'string' || !/^[0-9a-f]{64}$/.test(d)) throw new ReceiptError(`redacted column ${JSON.stringify(n)} has no 64-hex-digit digest`);
+    return Buffer.from(d, 'hex');
+  });
+  const computed = rowHashFor(version, table, names, texts, digests);
   if (computed !== recorded) throw new ReceiptError(`the row's hash is ${computed}, the receipt says ${String(recorded)}: the row was altered`);
   const index = Number(value_('ledger_seq')) - 1;
   if (index !== r.leaf_index) throw new ReceiptError(`leaf_index ${String(r.leaf_index)} is not ledger_seq - 1 (${index})`);

@@ -98,6 +98,14 @@ export interface LedgerTable {
   readonly journaled: boolean;
   /** The hash specification its rows are chained with, recorded as the table's comment (ledger/hash-version.ts). */
   readonly hashVersion: HashVersion;
+  /**
+   * The qualified name of the ledger of redactions whose digests stand in
+   * for this ledger's redacted values (ledger/redactions.ts); null for a
+   * v1 ledger, or where the database has none.
+   */
+  readonly redactions: string | null;
+  /** The qualified name of the ledger of retention records that account for removed sessions (ledger/retention-sql.ts), or null. */
+  readonly retention: string | null;
 }
 
 export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): string {

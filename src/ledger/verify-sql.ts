@@ -1,4 +1,5 @@
 import { withAuditFindings } from './audit-sql.js';
+import { columnDigestSql, withRedactedDigests } from './redactions.js';
 import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
@@ -23,8 +24,8 @@ function lpHex(s: string): string {
  * built as one hex string with a single concat() and decoded once: chaining
  * BLOB || per column copied the growing pre-image forty times per row.
  */
-export function hashSql(table: LedgerTable): string {
-  if (table.hashVersion === HASH_VERSION_V2) return hashSqlV2(table);
+export function hashSql(table: LedgerTable, redacted = false): string {
+  if (table.hashVersion === HASH_VERSION_V2) return hashSqlV2(table, redacted);
   const parts = [`'${lpHex(HASH_VERSION)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;
@@ -38,33 +39,38 @@ function lpValueHex(v: string): string {
   return `CASE WHEN ${v} IS NULL THEN 'ffffffffffffffff' ELSE ${fn('lpad')}(${fn('to_hex')}(${fn('octet_length')}(${fn('encode')}(${v}))), 16, '0') || ${fn('hex')}(${fn('encode')}(${v})) END`;
 }
 
-/** The `cotwire/v2` form: each column enters as the hex of SHA-256(lp(text)) (canonical.ts, preimageV2). */
-export function hashSqlV2(table: Pick<LedgerTable, 'name' | 'columns'>): string {
+/**
+ * The `cotwire/v2` form: each column enters as the hex of SHA-256(lp(text))
+ * (canonical.ts, preimageV2). `redacted`: over rows joined
+ * withRedactedDigests, whose recorded digests stand in for redacted values.
+ */
+export function hashSqlV2(table: LedgerTable, redacted = false): string {
   const parts = [`'${lpHex(HASH_VERSION_V2)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;
-    parts.push(`'${lpHex(c.name)}'`, `${fn('sha256')}(${fn('unhex')}(${lpValueHex(canonicalTextSql(c.name, c.type))}))`);
+    const digest = (text: string): string => `${fn('sha256')}(${fn('unhex')}(${lpValueHex(text)}))`;
+    parts.push(`'${lpHex(c.name)}'`, redacted ? columnDigestSql(table, c, digest) : digest(canonicalTextSql(c.name, c.type)));
   }
   return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
 }
 
 /**
- * One row per chain: whether it verifies, how many steps it has, and where
+ * One row per chain (`chain`, the SQL of one chain's key, when `where` keeps only it): whether it verifies, how many steps it has, and where
  * it first breaks (step_index, kind, expected and actual hash). `where` is a
  * SQL condition on the ledger's rows that keeps whole chains (for example
  * `chainKeySql(table) = $1`), or null for every chain.
  */
-export function verifySql(table: LedgerTable, where: string | null): string {
+export function verifySql(table: LedgerTable, where: string | null, chain: string | null = null): string {
   const key = chainKeySql(table);
   const from = `${quoteIdent(table.catalog)}.${quoteIdent(table.schema)}.${quoteIdent(table.name)}`;
   return `
 WITH rows AS MATERIALIZED (
-  SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table)} AS recomputed,
+  SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table, true)} AS recomputed,
     row_number() OVER w - 1 AS position,
     lag(current_hash, 1, '') OVER w AS expected_prev,
     -- Ordered by step_index, two rows with the same index are neighbours.
     coalesce(step_index = lag(step_index) OVER w, false) OR coalesce(step_index = lead(step_index) OVER w, false) AS repeated_index
-  FROM ${from}
+  FROM ${withRedactedDigests(table, from, chain)}
   ${where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
 ),
@@ -119,7 +125,7 @@ export function verifyMacroName(table: Pick<LedgerTable, 'schema' | 'name'>): st
 export function verifyMacros(table: LedgerTable): string[] {
   const name = verifyMacroName(table);
   return [
-    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${withAuditFindings(table, verifySql(table, `${chainKeySql(table)} = chain`), 'chain')}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${withAuditFindings(table, verifySql(table, `${chainKeySql(table)} = chain`, 'chain'), 'chain')}`,
     `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${withAuditFindings(table, verifySql(table, null), null)}`,
   ];
 }

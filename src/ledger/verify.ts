@@ -49,7 +49,7 @@ export interface Pacing {
 }
 
 async function verifyTable(conn: EngineConnection, table: LedgerTable, where: string | null, chainKey: string | null): Promise<ChainVerdict[]> {
-  const rows = await conn.query(verifySql(table, where), chainKey === null ? [] : [chainKey]);
+  const rows = await conn.query(verifySql(table, where, chainKey === null ? null : '$1'), chainKey === null ? [] : [chainKey]);
   return rows.map((r) => ({
     table: `${table.schema}.${table.name}`,
     chainKey: String(r[0] ?? ''),

@@ -108,6 +108,8 @@ export class LedgerWriter {
   private readonly damaged = new Map<string, LedgerDamage>();
   /** The group commit in flight, if any. */
   private committing: Promise<unknown> | null = null;
+  /** Callers of scrubJournal() waiting for the journal to be zeroed. */
+  private readonly scrubWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private seq = 0n;
   private lastMicros = 0n;
   private closed = false;
@@ -290,6 +292,42 @@ export class LedgerWriter {
     });
   }
 
+  /**
+   * Zeroes the append journal once DuckDB holds every row it recorded, so
+   * that a value redacted or retained out in the engine has no copy left in
+   * it. Appends go on: a group commit that finds a request zeroes the file
+   * before it writes its own record.
+   */
+  scrubJournal(): Promise<void> {
+    if (this.journal === null) return Promise.resolve();
+    const done = new Promise<void>((resolve, reject) => this.scrubWaiters.push({ resolve, reject }));
+    if (!this.running) void this.scrubWhenIdle();
+    return done;
+  }
+
+  private async scrubWhenIdle(): Promise<void> {
+    try {
+      await this.applier?.drain();
+    } catch (err) {
+      for (const w of this.scrubWaiters.splice(0)) w.reject(err);
+      return;
+    }
+    // A group commit that started meanwhile scrubs before its record, or its run's end calls here again.
+    if (!this.running) this.scrubNow();
+  }
+
+  /** Only when no group commit is between writing its record and DuckDB taking it. */
+  private scrubNow(): void {
+    const waiters = this.scrubWaiters.splice(0);
+    if (waiters.length === 0) return;
+    try {
+      this.journal?.scrub();
+      for (const w of waiters) w.resolve();
+    } catch (err) {
+      for (const w of waiters) w.reject(err);
+    }
+  }
+
   /** Waits for queued units, then closes the writer's connection. */
   async close(): Promise<void> {
     this.closed = true;
@@ -303,6 +341,8 @@ export class LedgerWriter {
     }
     this.applier?.close();
     this.journal?.close(applied);
+    // A journal DuckDB took whole is deleted, which erases it as well as zeroing.
+    for (const w of this.scrubWaiters.splice(0)) applied ? w.resolve() : w.reject(new Error('the ledger writer closed with rows DuckDB does not hold'));
     for (const s of this.inserts.values()) s.close();
     this.conn.close();
   }
@@ -351,6 +391,7 @@ export class LedgerWriter {
       this.committing = null;
       this.running = false;
       this.markIdle();
+      if (this.scrubWaiters.length > 0) void this.scrubWhenIdle();
     }
   }
 
@@ -427,7 +468,10 @@ export class LedgerWriter {
     const tables = [...byTable.values()];
     if (journaled) {
       for (const t of tables) checkNotNull(t.table, t.rows);
-      if (applier.backlog === 0) this.journal?.reuseIfLarge();
+      if (this.scrubWaiters.length > 0) {
+        await applier.drain();
+        this.scrubNow();
+      } else if (applier.backlog === 0) this.journal?.reuseIfLarge();
       await (this.journal as Journal).append(journalRecord(this.seq + 1n, seq, tables));
     } else {
       await this.write(tables);

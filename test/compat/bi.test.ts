@@ -196,7 +196,15 @@ describe('DBeaver navigator', () => {
       "SELECT c.oid,c.*,d.description,pg_catalog.pg_get_expr(c.relpartbound, c.oid) as partition_expr, pg_catalog.pg_get_partkeydef(c.oid) as partition_key FROM pg_catalog.pg_class c LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid=c.oid AND d.objsubid=0 AND d.classoid='pg_class'::regclass WHERE c.relnamespace=$1 AND c.relkind not in ('i','I','c')",
       [2200],
     );
-    expect(tables.map((r) => r[2]).sort()).toEqual(['_cot_checkpoints', '_cot_embeddings', '_cot_security_events', '_cot_steps', 'bi_events']);
+    expect(tables.map((r) => r[2]).sort()).toEqual([
+      '_cot_checkpoints',
+      '_cot_embeddings',
+      '_cot_redactions',
+      '_cot_retention',
+      '_cot_security_events',
+      '_cot_steps',
+      'bi_events',
+    ]);
   });
 
   it('lists a table’s columns', async () => {

@@ -19,6 +19,8 @@ import {
   type DuckDBValue,
   VARCHAR,
 } from '@duckdb/node-api';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { ElementOidOf, TypeOid } from '../../protocol/type-oids.js';
 import { replaceParams, type Token, tokenize } from '../../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../../sql/numeric.js';
@@ -109,6 +111,61 @@ function declaredCast(oid: number): string | undefined {
   return castForOid.get(oid);
 }
 
+const FAST_READS = "SET GLOBAL disabled_compression_methods = 'fsst,bitpacking,rle,alp,alprd,chimp,patas'";
+
+/**
+ * Rewrites a closed database file into a new one holding only what is live,
+ * then puts it in the old one's place. DuckDB reuses freed blocks without
+ * clearing them, and a block shared by several segments keeps a replaced
+ * segment's bytes while another one lives: only a copy leaves no trace of a
+ * redacted value or a removed row. The original stays whole until the
+ * rename, so a failure leaves it as it was.
+ */
+export async function rewriteDatabaseFile(
+  path: string,
+  compression: EngineCompression,
+): Promise<{ readonly bytesBefore: number; readonly bytesAfter: number }> {
+  const fresh = `${path}.rewrite`;
+  for (const f of [fresh, `${fresh}.wal`]) rmSync(f, { force: true });
+  const bytesBefore = statSync(path).size;
+  const instance = await DuckDBInstance.create(path, { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' });
+  try {
+    const conn = await instance.connect();
+    try {
+      if (compression === 'fast-reads') await conn.run(FAST_READS);
+      // Defaults may call the server's clock.
+      registerEngineClock(conn);
+      const name = String((await conn.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
+      await conn.run(`ATTACH '${fresh.replaceAll("'", "''")}' AS cot_rewrite`);
+      await conn.run(`COPY FROM DATABASE "${name.replaceAll('"', '""')}" TO cot_rewrite`);
+      await conn.run('DETACH cot_rewrite');
+    } finally {
+      conn.closeSync();
+    }
+  } catch (err) {
+    rmSync(fresh, { force: true });
+    throw err;
+  } finally {
+    instance.closeSync();
+  }
+  const fd = openSync(fresh, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(fresh, path);
+  // Closed cleanly, the old file had no WAL; one left over would be replayed into the new file.
+  rmSync(`${path}.wal`, { force: true });
+  const dir = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+  return { bytesBefore, bytesAfter: statSync(path).size };
+}
+
 export class DuckDBEngine implements Engine {
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -145,9 +202,7 @@ export class DuckDBEngine implements Engine {
         // fast-reads: FSST, bit-packing and RLE decode a whole run of values for a one-row fetch, and
         // ALP and its kin, and RLE, decode every float a search compares: a scan of 100k sparse
         // vectors took 98 ms with RLE, 25 without (and the file holds 1.5 KB a vector, not 0.4).
-        if ((opts.compression ?? 'fast-reads') === 'fast-reads') {
-          await conn.run("SET GLOBAL disabled_compression_methods = 'fsst,bitpacking,rle,alp,alprd,chimp,patas'");
-        }
+        if ((opts.compression ?? 'fast-reads') === 'fast-reads') await conn.run(FAST_READS);
         // Before the set-up, whose macros DuckDB binds as they are created.
         registerEngineClock(conn);
         for (const statement of opts.setup ?? []) await conn.run(statement);

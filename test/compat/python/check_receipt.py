@@ -347,9 +347,9 @@ def check_receipt(receipt, verifier):
     redacted = receipt.get("redacted", {})
     if not isinstance(redacted, dict) or (redacted and version == "cotwire/v1"):
         raise Fail("redacted is not an object of column digests, or the row is cotwire/v1")
-    for name, digest in redacted.items():
-        if name not in values or not isinstance(digest, str) or len(digest) != 64 or not all(ch in "0123456789abcdef" for ch in digest):
-            raise Fail("redacted column %r has no 64-hex-digit digest" % (name,))
+    for column, digest in redacted.items():
+        if column not in values or not isinstance(digest, str) or len(digest) != 64 or not all(ch in "0123456789abcdef" for ch in digest):
+            raise Fail("redacted column %r has no 64-hex-digit digest" % (column,))
     computed = row_hash(table, columns, version, redacted)
     if computed != claimed:
         raise Fail("row hash mismatch: computed %s, receipt says %s" % (computed, claimed))

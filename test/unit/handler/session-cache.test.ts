@@ -13,6 +13,8 @@ const steps = {
   isSteps: true,
   journaled: true,
   hashVersion: 'cotwire/v1',
+  redactions: null,
+  retention: null,
 } satisfies LedgerTable;
 
 const row = (session: string, i: number, content = 'x'.repeat(100)): Cells => [`t-${session}-${i}`, session, String(i), content, String(i + 1)];

@@ -145,6 +145,9 @@ describe('the v2 hash in SQL (verify-sql.ts) and in JavaScript agree', () => {
         serverColumns: new Set<string>(),
         isSteps: false,
         journaled: false,
+        hashVersion: 'cotwire/v2' as const,
+        redactions: null,
+        retention: null,
       };
       const texts = columns.map((c, i) => canonicalTextSql(c, types[i] as string)).join(', ');
       const rows = (await conn.runAndReadAll(`SELECT ${hashSqlV2(table)}, ${texts} FROM _cot_v2 ORDER BY ledger_seq`)).getRows() as Array<Array<string | null>>;
