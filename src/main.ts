@@ -17,8 +17,11 @@ import { Journal } from './ledger/journal.js';
 import { recordHashVersionSql } from './ledger/hash-version.js';
 import { REDACTIONS_DDL, REDACTIONS_INDEX_DDL, REDACTIONS_TABLE } from './ledger/redactions.js';
 import { Redactor } from './ledger/redactor.js';
-import { RETENTION_DDL, RETENTION_TABLE } from './ledger/retention-sql.js';
-import { STEP_TYPES, STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from './ledger/schema.js';
+import { RETENTION_DDL, RETENTION_INDEX_DDL, RETENTION_TABLE } from './ledger/retention-sql.js';
+import { Retention, RetentionJob, type RetainedSession } from './ledger/retention.js';
+import { STEP_TYPES, STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE, type LedgerTable } from './ledger/schema.js';
+import { PgError } from './errors/pg-error.js';
+import { SqlState } from './errors/sqlstate.js';
 import { LedgerShapes } from './ledger/shapes.js';
 import { Quarantine } from './ledger/quarantine.js';
 import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from './ledger/security-events.js';
@@ -53,6 +56,8 @@ import { QueryVectors, SEARCH_SQL_FUNCTIONS, searchMacros } from './ledger/searc
 export class StartupError extends Error {}
 
 export interface RunningServer {
+  /** Removes (or, dry, lists) the sessions whose last step is older than `days`, as the retention job does. */
+  retain(days: number, dryRun: boolean, actor: string): Promise<RetainedSession[]>;
   readonly address: AddressInfo;
   /** Where /healthz and /metrics listen, when enabled. */
   readonly metricsAddress: AddressInfo | null;
@@ -137,6 +142,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   }
   if (!damage.some((d) => d.schema === 'main' && d.name === STEPS_TABLE)) for (const ddl of STEPS_INDEX_DDL) await internal.run(ddl);
   if (!damage.some((d) => d.schema === 'main' && d.name === REDACTIONS_TABLE)) await internal.run(REDACTIONS_INDEX_DDL);
+  if (!damage.some((d) => d.schema === 'main' && d.name === RETENTION_TABLE)) await internal.run(RETENTION_INDEX_DDL);
   let signer: NoteSigner;
   let merkle: MerkleLog;
   let writer: LedgerWriter;
@@ -252,12 +258,27 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   );
   const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
   const erasureConn = await engine.connect();
-  const redactor = new Redactor(erasureConn, ledgers, writer, {
-    changed: (table, key) => {
+  const erasureHooks = {
+    changed: (table: LedgerTable, key: string) => {
       if (table.isSteps) sessionCache?.invalidate(key);
     },
     erased: () => markErased(config.database.path),
-  });
+  };
+  const redactor = new Redactor(erasureConn, ledgers, writer, erasureHooks);
+  const retention = new Retention(erasureConn, ledgers, writer, erasureHooks);
+  const retain = async (days: number, dryRun: boolean, actor: string, reason: string): Promise<RetainedSession[]> => {
+    if (!dryRun) auditor.expectRemoval();
+    const removed = await retention.run({ cutoff: new Date(Date.now() - days * 86_400_000), dryRun, actor, reason });
+    if (!dryRun && removed.length > 0) {
+      auditor.audit().catch((err: unknown) => log.error({ err }, 'ledger audit failed'));
+      await engine.checkpoint().catch((err: unknown) => log.warn({ err }, 'checkpoint after retention failed; the next one moves it out of the WAL'));
+      log.info(
+        { sessions: removed.length, steps: removed.reduce((n, r) => n + r.stepCount, 0), actor },
+        `retention removed ${removed.length} sessions older than ${days} days; each is recorded in _cot_retention`,
+      );
+    }
+    return removed;
+  };
   const finished = await redactor.complete();
   if (finished > 0) log.warn({ redactions: finished }, `finished ${finished} redactions a stop had interrupted after their record was written`);
   const auth = new AuthPolicy(
@@ -307,6 +328,17 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
           await engine.checkpoint().catch((err: unknown) => log.warn({ err }, 'checkpoint after a redaction failed; the next one moves it out of the WAL'));
           return record;
         },
+        retain: (dryRun, actor) => {
+          const days = config.ledger.retentionDays;
+          if (days === 0) {
+            return Promise.reject(
+              new PgError(SqlState.ObjectNotInPrerequisiteState, 'ledger.retentionDays is 0: sessions are kept forever, and there is nothing to retain', {
+                hint: 'Set ledger.retentionDays in the configuration, or run `cotwire retain --db <file> --days <n>` with the server stopped.',
+              }),
+            );
+          }
+          return retain(days, dryRun, actor, `ledger.retentionDays = ${days}, run by ${actor}`);
+        },
       },
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
@@ -334,6 +366,14 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     throw err;
   }
   auditor.start(config.ledger.verifyIntervalSeconds * 1000, config.ledger.watchIntervalSeconds * 1000);
+  const retentionJob =
+    config.ledger.retentionDays === 0
+      ? null
+      : new RetentionJob(
+          () => retain(config.ledger.retentionDays, false, 'the retention job', `ledger.retentionDays = ${config.ledger.retentionDays}`),
+          (err) => log.error({ err }, 'the retention job failed; it runs again within the hour'),
+        );
+  retentionJob?.start();
   checkpoints.start();
   search.worker?.start();
   const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
@@ -379,9 +419,11 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     merkle,
     checkpoints,
     embeddings: search.worker,
+    retain: (days, dryRun, actor) => retain(days, dryRun, actor, `retention of sessions older than ${days} days, run by ${actor}`),
     close: () => {
       closing ??= (async () => {
         await server.close(config.limits.shutdownGraceMs);
+        await retentionJob?.stop();
         await auditor.stop();
         auditConn.close();
         await search.close();
@@ -392,6 +434,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
         await writer.close();
         merkle.sync();
         merkle.close();
+        await Promise.all([retention.idle(), redactor.idle()]);
         erasureConn.close();
         internal.close();
         try {
@@ -568,6 +611,16 @@ async function createServerLedger(conn: EngineConnection, name: string, ddl: str
     await conn.run('ROLLBACK');
     throw err;
   }
+}
+
+/** Rewrites a stopped server's database file now, and clears a pending rewrite. */
+export async function compactDatabaseFile(
+  path: string,
+  compression: EngineCompression,
+): Promise<{ readonly bytesBefore: number; readonly bytesAfter: number }> {
+  const result = await rewriteDatabaseFile(path, compression);
+  rmSync(`${path}.erased`, { force: true });
+  return result;
 }
 
 /** Marks the database file for a rewrite: values were redacted or rows removed, and their bytes may linger in freed blocks. */

@@ -1,6 +1,8 @@
 import { UsageError, withDatabase } from './database.js';
 import { ProtectedNames } from '../guard/names.js';
 import { LedgerCatalog } from '../ledger/catalog.js';
+import type { EngineConnection } from '../engine/port.js';
+import { REDACTIONS_TABLE } from '../ledger/redactions.js';
 import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
 import { verifyLedgers } from '../ledger/verify.js';
 import { verifySql } from '../ledger/verify-sql.js';
@@ -34,9 +36,15 @@ export async function verifyCommand(
     const broken = verdicts.filter((v) => !v.valid);
     const log = checkpoints.length === 0 ? null : await verifyLogOffline(conn, opts.db, checkpoints, opts.key as string);
     const valid = broken.length === 0 && (log === null || log.breaks.length === 0);
+    const redactions = await redactionsOf(conn, opts.session ?? null);
     if (opts.json === true) {
-      out(`${JSON.stringify({ valid, chains: verdicts.length, broken, ...(log === null ? {} : { log }) }, null, 2)}\n`);
+      out(`${JSON.stringify({ valid, chains: verdicts.length, broken, redactions, ...(log === null ? {} : { log }) }, null, 2)}\n`);
     } else {
+      for (const r of redactions) {
+        out(
+          `REDACTED ${r.ledger} chain "${r.chainKey}" step ${r.stepIndex} ${r.column}: ${r.reason} (by ${r.redactedBy} at ${r.redactedAt}, record ${r.redactionId})\n`,
+        );
+      }
       for (const v of broken) {
         out(
           `BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`,
@@ -50,6 +58,40 @@ export async function verifyCommand(
     }
     return valid ? 0 : 1;
   });
+}
+
+/** The redactions recorded, each with the record that authorised it: verification checked the row's other columns in full. */
+async function redactionsOf(conn: EngineConnection, chainKey: string | null): Promise<RedactionListing[]> {
+  const [[exists]] = (await conn.query(
+    `SELECT count(*) > 0 FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = '${REDACTIONS_TABLE}'`,
+  )) as [[boolean]];
+  if (!exists) return [];
+  const rows = (await conn.query(
+    `SELECT ledger, target_chain_key, target_step_index, column_name, CAST(redaction_id AS VARCHAR), reason, redacted_by, CAST(created_at AS VARCHAR)
+     FROM main.${REDACTIONS_TABLE} WHERE $1 IS NULL OR target_chain_key = $1 ORDER BY ledger_seq`,
+    [chainKey],
+  )) as Array<[string, string, number, string, string, string, string, string]>;
+  return rows.map(([ledger, key, step, column, id, reason, by, at]) => ({
+    ledger,
+    chainKey: key,
+    stepIndex: Number(step),
+    column,
+    redactionId: id,
+    reason,
+    redactedBy: by,
+    redactedAt: at,
+  }));
+}
+
+interface RedactionListing {
+  readonly ledger: string;
+  readonly chainKey: string;
+  readonly stepIndex: number;
+  readonly column: string;
+  readonly redactionId: string;
+  readonly reason: string;
+  readonly redactedBy: string;
+  readonly redactedAt: string;
 }
 
 /** `cotwire replay`: a session's steps, readably; exit 1 when it has none. */

@@ -86,7 +86,9 @@ export async function verifyLogOffline(conn: EngineConnection, db: string, check
 
 export function printLogReport(report: LogReport, out: Out): void {
   for (const b of report.breaks) out(`BROKEN log: ${b.kind}: ${b.message}\n`);
-  out(`log: ${report.leaves} leaves, ${report.checkpoints} signed checkpoints, ${report.matched} reproduced by the database, ${report.breaks.length} breaks\n`);
+  out(
+    `log: ${report.leaves} leaves, ${report.checkpoints} signed checkpoints, ${report.matched} reproduced by the database, ${report.breaks.length} breaks${report.retained > 0 ? `; ${report.retained} leaves retained out (each accounted for in _cot_retention)` : ''}\n`,
+  );
 }
 
 /** `cotwire prove`: the receipt of one step, to check later with no database. */

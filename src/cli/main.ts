@@ -8,6 +8,7 @@ import { UsageError } from './database.js';
 import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './ledger-commands.js';
 import { readPassword } from './password.js';
 import { reembedCommand } from './embedding-commands.js';
+import { compactCommand, retainCommand } from './erasure-commands.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
@@ -100,6 +101,27 @@ function program(setCode: (code: number) => void): Command {
     .requiredOption('--out <path>', 'the file to write')
     .option('--session <id>', 'one session only')
     .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) => setCode(await exportCommand(opts, out)));
+  cli
+    .command('retain')
+    .description('remove the sessions whose last step is older than --days (or ledger.retentionDays), recording each one; stop the server first')
+    .requiredOption('--db <file>', 'database file (stop the server first)')
+    .option('--config <file>', 'configuration file (its checkpoint key and sinks sign the records)')
+    .option('--days <n>', 'the age in days (default: ledger.retentionDays)')
+    .option('--dry-run', 'only list what would be removed')
+    .option('--json', 'print JSON')
+    .action(async (opts: { db: string; config?: string; days?: string; dryRun?: boolean; json?: boolean }) => {
+      const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env: process.env });
+      setCode(await retainCommand(config, opts, out));
+    });
+  cli
+    .command('compact')
+    .description('rewrite the database file so that no redacted value or removed row survives in its free blocks; stop the server first')
+    .requiredOption('--db <file>', 'database file (stop the server first)')
+    .option('--config <file>', 'configuration file (its database.compression)')
+    .action(async (opts: { db: string; config?: string }) => {
+      const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env: process.env });
+      setCode(await compactCommand(config, out));
+    });
   cli
     .command('reembed')
     .description('make the vectors of the steps selected for an embedding again, offline, with another model (or fill in the missing ones)')

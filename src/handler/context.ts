@@ -3,6 +3,7 @@ import type { DeclaredStore } from '../catalog/declared.js';
 import type { EngineConnection } from '../engine/port.js';
 import type { AuditReport } from '../ledger/auditor.js';
 import type { RedactionRecord, RedactionRequest } from '../ledger/redactor.js';
+import type { RetainedSession } from '../ledger/retention.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../session/handler-port.js';
@@ -41,7 +42,11 @@ export interface ConnectionServices extends AccessServices {
   /** cot_search()'s query vectors, and the search macros each connection defines. */
   readonly search: { readonly vectors: QueryVectors; readonly macros: readonly string[] };
   /** Redaction on an admin's behalf (cot_redact); the server runs it, not the client's engine connection. */
-  readonly erasure: { redact(request: RedactionRequest): Promise<RedactionRecord> };
+  readonly erasure: {
+    redact(request: RedactionRequest): Promise<RedactionRecord>;
+    /** Retention now, by ledger.retentionDays (a dry run only lists what would go). */
+    retain(dryRun: boolean, actor: string): Promise<RetainedSession[]>;
+  };
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

@@ -32,9 +32,16 @@ const RECORD_COLUMNS = [
 
 const field = (name: string): FieldDescription => ({ name, tableOid: 0, columnAttr: 0, typeOid: TypeOid.text, typeSize: -1, typeModifier: -1, format: 0 });
 
-/** The result columns of a call: the whole record as a table, or the redaction_id under the function's name. */
+const RETAINED_COLUMNS = ['ledger', 'chain_key', 'step_count', 'first_seq', 'last_seq', 'last_step_at', 'final_hash', 'retention_id'] as const;
+
+/**
+ * The result columns of a call: as a table, the whole record (one per
+ * removed session for cot_retain); otherwise one column under the
+ * function's name: the redaction_id, or the number of sessions removed.
+ */
 export function erasureFields(call: ErasureCall): FieldDescription[] {
-  return call.asTable ? RECORD_COLUMNS.map(field) : [field(call.column)];
+  if (!call.asTable) return [field(call.column)];
+  return (call.fn === 'cot_retain' ? RETAINED_COLUMNS : RECORD_COLUMNS).map(field);
 }
 
 /** Parameters of an erasure call are text unless the client declared them otherwise. */
@@ -56,7 +63,19 @@ export async function executeErasure(
   ctx.access.erasure(operation, target, statement);
   if (ctx.tx.status !== 'I') throw new PgError(SqlState.ActiveSqlTransaction, `${call.fn}() cannot run inside a transaction block`);
   try {
-    if (call.fn === 'cot_retain') throw new PgError(SqlState.FeatureNotSupported, 'cot_retain() is not available yet');
+    if (call.fn === 'cot_retain') {
+      const dryRun = parseDryRun(args[0]);
+      const removed = await ctx.services.erasure.retain(dryRun, `${ctx.info.user} (${ctx.info.role})`);
+      ctx.access.erasureDone(operation, dryRun ? 'dry run' : '', statement, `${dryRun ? 'would remove' : 'removed'} ${removed.length} sessions`);
+      if (!call.asTable) sink.row([String(removed.length)]);
+      else {
+        for (const r of removed) {
+          sink.row([r.ledger, r.chainKey, String(r.stepCount), r.firstSeq, r.lastSeq, r.lastStepAt.toISOString(), r.finalHash, r.retentionId]);
+          await sink.flushIfFull();
+        }
+      }
+      return { done: true, tag: `SELECT ${call.asTable ? removed.length : 1}` };
+    }
     const request = redactionRequest(call, args, `${ctx.info.user} (${ctx.info.role})`);
     const record = await ctx.services.erasure.redact(request);
     ctx.access.erasureDone(operation, `${record.ledger} ${record.targetSeq}.${record.column}`, statement, record.applied ? 'redacted' : 'already redacted');
@@ -66,6 +85,15 @@ export async function executeErasure(
     ctx.access.erasureFailed(operation, target, statement, err);
     throw err;
   }
+}
+
+/** cot_retain(dry_run): a boolean's text; no argument is a real run. */
+function parseDryRun(text: string | null | undefined): boolean {
+  if (text === undefined) return false;
+  const t = (text ?? '').trim().toLowerCase();
+  if (['t', 'true', 'on', 'yes', '1'].includes(t)) return true;
+  if (['f', 'false', 'off', 'no', '0'].includes(t)) return false;
+  throw new PgError(SqlState.InvalidTextRepresentation, `invalid input syntax for type boolean: "${text ?? 'NULL'}"`);
 }
 
 function redactionRequest(call: ErasureCall, args: ReadonlyArray<string | null>, actor: string): RedactionRequest {

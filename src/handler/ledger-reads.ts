@@ -1,7 +1,8 @@
 import type { EngineCursor, EngineStatement, RowSink, WireParam } from '../engine/port.js';
 import type { AuditReport } from '../ledger/auditor.js';
 import { LOG_KINDS } from '../ledger/audit-sql.js';
-import { chainRowsSql, checkChain, storedLinks } from '../ledger/chain-check.js';
+import { CHAIN_START, chainRowsSql, checkChain, storedLinks } from '../ledger/chain-check.js';
+import { retainedPrefixSql } from '../ledger/retention-sql.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
 import type { LedgerTable } from '../ledger/schema.js';
 import { verifyMacroName } from '../ledger/verify-sql.js';
@@ -157,7 +158,9 @@ export class ServedChainVerify implements EngineStatement {
   /** The one row verifySql and withAuditFindings give for this chain, projected; none for a chain that never was. */
   private async verdict(table: LedgerTable, key: string): Promise<Cell[][]> {
     const stored = await this.sources.query(chainRowsSql(table), [key]);
-    const check = checkChain(storedLinks(table, stored));
+    const prefixSql = retainedPrefixSql(table);
+    const [prefix] = prefixSql === null ? [] : ((await this.sources.query(prefixSql, [key])) as Array<[bigint | number, string]>);
+    const check = checkChain(storedLinks(table, stored), prefix === undefined ? CHAIN_START : { index: Number(prefix[0]), hash: String(prefix[1]) });
     const finding = auditFinding(this.sources.auditReport(), table, key);
     if (check.stepCount === 0 && finding === null) return [];
     const b = check.firstBreak;

@@ -27,6 +27,8 @@ export interface AuditReport {
   /** Rows held against the global log. */
   readonly rows: number;
   readonly leaves: number;
+  /** Leaves of the log whose rows retention removed: accounted for by records, not missing. */
+  readonly retained: number;
   readonly findings: readonly AuditFinding[];
 }
 
@@ -163,6 +165,15 @@ export class LedgerAuditor {
     fingerprints.forget(applied);
   }
 
+  /**
+   * The server itself is about to remove rows (retention): the watch stops
+   * comparing until the next full audit takes a new baseline, so that the
+   * removal is not reported as a change behind the writer.
+   */
+  expectRemoval(): void {
+    this.baseline = null;
+  }
+
   /** An audit that starts after this call: now, or once the one running ends (callers in between share it). */
   audit(): Promise<AuditReport> {
     if (this.queued !== null) return this.queued;
@@ -215,6 +226,7 @@ export class LedgerAuditor {
     }
     let rows = 0;
     let leaves = 0;
+    let retained = 0;
     let chains = 0;
     let baseline: Baseline | null = null;
     await this.conn.run('BEGIN TRANSACTION READ ONLY');
@@ -230,6 +242,7 @@ export class LedgerAuditor {
         findings.push(...r.findings);
         rows = r.rows;
         leaves = r.leaves;
+        retained = r.retained;
         this.heads = r.heads;
       }
       // The watch's baseline is this snapshot, damage and all: it looks for what changes next.
@@ -257,7 +270,7 @@ export class LedgerAuditor {
     this.sources.fingerprints?.forget(applied);
     for (const f of findings) this.onFinding(f);
     this.observer.audited(chains, findings);
-    const report: AuditReport = { startedAt, finishedAt: new Date(), chains, rows, leaves, findings };
+    const report: AuditReport = { startedAt, finishedAt: new Date(), chains, rows, leaves, retained, findings };
     this.latest = report;
     return report;
   }

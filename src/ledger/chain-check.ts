@@ -46,7 +46,7 @@ export interface StoredLink {
 export function chainRowsSql(table: LedgerTable): string {
   const columns = table.columns.map((c) => canonicalTextSql(c.name, c.type));
   const digests = redactedDigestsSql(table) === null ? [] : redactableColumns(table).map((c) => digestColumn(c.name));
-  return `SELECT ${[...columns, ...digests].join(', ')} FROM ${withRedactedDigests(table, qualifiedName(table))} WHERE ${chainKeySql(table)} = $1`;
+  return `SELECT ${[...columns, ...digests].join(', ')} FROM ${withRedactedDigests(table, qualifiedName(table), '$1')} WHERE ${chainKeySql(table)} = $1`;
 }
 
 /** The rows chainRowsSql read, as links: each row's hash recomputed from its texts. */
@@ -89,7 +89,15 @@ function compareLinks(a: StoredLink, b: StoredLink): number {
  * it holds. A row that does not link says how: it links to a later row of
  * the chain (reordered) or to none (inserted).
  */
-export function checkChain(links: readonly StoredLink[]): ChainCheck {
+/** Where a chain starts: at step 0, or after the steps retention removed from its start, linked to the last of them. */
+export interface ChainStart {
+  readonly index: number;
+  readonly hash: string;
+}
+
+export const CHAIN_START: ChainStart = { index: 0, hash: '' };
+
+export function checkChain(links: readonly StoredLink[], start: ChainStart = CHAIN_START): ChainCheck {
   const rows = [...links].sort(compareLinks);
   const position = new Map<string, number>();
   rows.forEach((r, i) => {
@@ -97,13 +105,13 @@ export function checkChain(links: readonly StoredLink[]): ChainCheck {
   });
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as StoredLink;
-    const expectedPrev = i === 0 ? '' : (rows[i - 1]?.currentHash ?? null);
-    const kind = breakOf(r, i, expectedPrev, rows[i - 1], rows[i + 1], position);
+    const expectedPrev = i === 0 ? start.hash : (rows[i - 1]?.currentHash ?? null);
+    const kind = breakOf(r, i + start.index, expectedPrev, rows[i - 1], rows[i + 1], position, start.index);
     if (kind === null) continue;
     return {
       stepCount: rows.length,
       firstBreak: {
-        firstBrokenIndex: kind === 'deleted' ? i : r.stepIndex,
+        firstBrokenIndex: kind === 'deleted' ? i + start.index : r.stepIndex,
         kind,
         expectedHash: kind === 'edited' ? r.recomputed : expectedPrev,
         actualHash: kind === 'edited' ? r.currentHash : r.prevHash,
@@ -120,6 +128,7 @@ function breakOf(
   before: StoredLink | undefined,
   after: StoredLink | undefined,
   position: ReadonlyMap<string, number>,
+  offset: number,
 ): BreakKind | null {
   const repeated = r.stepIndex !== null && (before?.stepIndex === r.stepIndex || after?.stepIndex === r.stepIndex);
   if (repeated) return 'inserted';
@@ -127,7 +136,8 @@ function breakOf(
   if (r.stepIndex !== null && r.stepIndex < i) return 'inserted';
   const unlinked = r.prevHash !== expectedPrev;
   // Only a row that does not link needs to know where the row it links to stands.
-  const linked = unlinked && r.prevHash !== '' && r.prevHash !== null ? position.get(r.prevHash) : undefined;
+  const at = unlinked && r.prevHash !== '' && r.prevHash !== null ? position.get(r.prevHash) : undefined;
+  const linked = at === undefined ? undefined : at + offset;
   const edited = r.recomputed !== r.currentHash;
   if (edited && unlinked && linked !== undefined && linked > i) return 'reordered';
   if (edited) return 'edited';

@@ -1,3 +1,5 @@
+import { retainedSeqs } from './reconcile.js';
+import type { RetainedSeqs } from './retention-sql.js';
 import type { EngineConnection } from '../engine/port.js';
 import { verifyConsistency } from './merkle.js';
 import { leafPrefix, MerkleLog, rowLeafHash } from './merkle-log.js';
@@ -29,6 +31,8 @@ export interface LogReport {
   /** Checkpoints whose root the database reproduces. */
   readonly matched: number;
   readonly breaks: LogBreak[];
+  /** Leaves whose rows retention removed, each accounted for by a record; their leaves come from the node file. */
+  readonly retained: number;
 }
 
 export interface CheckpointSource {
@@ -90,7 +94,8 @@ export async function verifyLog(
   nodeFile: MerkleLog | null,
 ): Promise<LogReport> {
   const breaks: LogBreak[] = [];
-  const { leaves, rows } = await readLeaves(conn, ledgers, breaks);
+  const retained = await retainedSeqs(conn, ledgers);
+  const { leaves, rows } = await readLeaves(conn, ledgers, breaks, retained, nodeFile);
   const tree = MerkleLog.inMemory();
   tree.append(leaves.map((l) => l ?? ZERO));
   const at = (i: number): Pick<LogBreak, 'leafIndex' | 'table' | 'session' | 'step'> => {
@@ -132,7 +137,7 @@ export async function verifyLog(
       breaks.push(forked(older, newer));
     }
   }
-  return { leaves: leaves.length, checkpoints: checkpoints.length, matched, breaks };
+  return { leaves: leaves.length, checkpoints: checkpoints.length, matched, breaks, retained: retained.size };
 }
 
 interface SignedCheckpoint extends Checkpoint {
@@ -211,6 +216,8 @@ async function readLeaves(
   conn: EngineConnection,
   ledgers: readonly LedgerTable[],
   breaks: LogBreak[],
+  retained: RetainedSeqs,
+  nodeFile: MerkleLog | null,
 ): Promise<{ leaves: Array<Buffer | undefined>; rows: Array<Row | undefined> }> {
   const leaves: Array<Buffer | undefined> = [];
   const rows: Array<Row | undefined> = [];
@@ -245,10 +252,15 @@ async function readLeaves(
       rows[i] = { table: name, session: chainKey, step: Number(step) };
     }
   }
+  // Rows retention removed: a record accounts for each, and the node file still holds its leaf, which
+  // the checkpoints' roots then vouch for. Without the node file they stay unknown, and the roots cannot match.
+  for (let i = 0; i < leaves.length; i++) {
+    if (leaves[i] === undefined && retained.has(i + 1) && nodeFile !== null && nodeFile.size > i) leaves[i] = nodeFile.read(0, i);
+  }
   // Runs of missing ledger_seq: deleted rows.
   let reported = 0;
   for (let i = 0; i < leaves.length; i++) {
-    if (leaves[i] !== undefined) continue;
+    if (leaves[i] !== undefined || retained.has(i + 1)) continue;
     let end = i;
     while (end + 1 < leaves.length && leaves[end + 1] === undefined) end++;
     if (reported++ < MAX_REPORTED) {

@@ -1,3 +1,4 @@
+import { decodeSeqs, RetainedSeqs, retainedSeqsSql } from './retention-sql.js';
 import type { EngineConnection } from '../engine/port.js';
 import { leafHashSql, leafKeySql } from './log-resume.js';
 import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
@@ -67,6 +68,8 @@ export interface Reconciliation {
   readonly rows: number;
   /** Leaves checked. */
   readonly leaves: number;
+  /** Leaves whose rows retention removed, each accounted for by a record. */
+  readonly retained: number;
   /** Each chain's newest row that matched the log: the next audit's known heads. */
   readonly heads: KnownHead[];
 }
@@ -102,6 +105,8 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
     }
     list.push({ seq, leaf, kind });
   };
+  const retained = await retainedSeqs(conn, ledgers);
+  let retainedOut = 0;
   let rows = 0;
   for (let from = 0; from < upTo; from += CHUNK) {
     const started = performance.now();
@@ -125,7 +130,9 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
       const expected = (leaves[i] as Buffer).toString('hex');
       const candidates = slots[i];
       if (candidates === undefined) {
-        missing.set(expected, seq);
+        // Removed by retention, and accounted for by a record in the log: not a deletion.
+        if (retained.has(seq)) retainedOut++;
+        else missing.set(expected, seq);
         continue;
       }
       if (candidates.length === 1 && candidates[0]?.leaf === expected) continue;
@@ -181,7 +188,7 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
       else found.add('missing', owner.table, owner.key, seq);
     }
   }
-  return { findings: found.list(), rows, leaves: upTo, heads };
+  return { findings: found.list(), rows, leaves: upTo, heads, retained: retainedOut };
 }
 
 /** Each chain's newest row up to `upTo`: the next audit recognises a tail cut since by it. */
@@ -310,4 +317,12 @@ function chainId(table: LedgerTable, key: string): string {
 
 function breathe(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The ledger_seq values retention records account for (every ledger shares the one record ledger). */
+export async function retainedSeqs(conn: EngineConnection, ledgers: readonly LedgerTable[]): Promise<RetainedSeqs> {
+  const sql = retainedSeqsSql(ledgers.find((t) => t.retention !== null)?.retention ?? null);
+  if (sql === null) return new RetainedSeqs([]);
+  const rows = (await conn.query(sql)) as Array<[string]>;
+  return new RetainedSeqs(rows.flatMap(([seqs]) => decodeSeqs(seqs)));
 }

@@ -55,6 +55,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class Redactor {
   private queue: Promise<unknown> = Promise.resolve();
 
+  /** Resolves once the runs asked for so far have ended. */
+  async idle(): Promise<void> {
+    await this.queue;
+  }
+
   constructor(
     private readonly conn: EngineConnection,
     private readonly catalog: LedgerCatalog,

@@ -11,6 +11,9 @@ import { CHAIN_COLUMNS, quoteIdent, quoteLiteral, type LedgerTable } from './sch
 
 export const RETENTION_TABLE = '_cot_retention';
 
+/** One chain's records are read with its verification, and by the writer for its head. */
+export const RETENTION_INDEX_DDL = `CREATE INDEX IF NOT EXISTS ${'_cot_retention'}_chain ON main._cot_retention (chain_key)`;
+
 export const RETENTION_DDL = `CREATE TABLE IF NOT EXISTS main.${RETENTION_TABLE} (
   retention_id UUID NOT NULL,
   ledger VARCHAR NOT NULL,
@@ -111,10 +114,13 @@ export const RETAINED_HASH = quoteIdent('cot_retained_hash');
  * were removed from its start, and the hash the first remaining row links
  * to. Unchanged where the ledger cannot have retention records.
  */
-export function withRetainedPrefix(table: LedgerTable, from: string, keySql: string): string {
-  if (table.retention === null || !retainable(table)) return from;
+export function withRetainedPrefix(table: LedgerTable, from: string, keySql: string, chain: string | null = null): string {
+  if (table.retention === null || !retainable(table))
+    return `${from} CROSS JOIN (SELECT CAST(NULL AS BIGINT) AS ${RETAINED_STEPS}, CAST(NULL AS VARCHAR) AS ${RETAINED_HASH})`;
+  // One chain's records are found through the index on chain_key.
+  const one = chain === null ? '' : ` AND chain_key = CAST(${chain} AS VARCHAR)`;
   const prefix = `(SELECT chain_key AS ${KEY}, system.main.max(last_step_index) + 1 AS ${RETAINED_STEPS}, system.main.arg_max(final_hash, last_step_index) AS ${RETAINED_HASH}
-    FROM ${table.retention} WHERE ledger = ${quoteLiteral(`${table.schema}.${table.name}`)} GROUP BY chain_key)`;
+    FROM ${table.retention} WHERE ledger = ${quoteLiteral(`${table.schema}.${table.name}`)}${one} GROUP BY chain_key)`;
   return `${from} LEFT JOIN ${prefix} ON ${KEY} = CAST(${keySql} AS VARCHAR)`;
 }
 

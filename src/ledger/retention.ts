@@ -57,6 +57,11 @@ interface Candidate {
 export class Retention {
   private queue: Promise<unknown> = Promise.resolve();
 
+  /** Resolves once the runs asked for so far have ended. */
+  async idle(): Promise<void> {
+    await this.queue;
+  }
+
   constructor(
     private readonly conn: EngineConnection,
     private readonly catalog: LedgerCatalog,
@@ -176,4 +181,38 @@ function session(table: LedgerTable, c: Candidate, retentionId: string | null): 
     finalHash: c.finalHash,
     retentionId,
   };
+}
+
+/** ledger.retentionDays at work: a run shortly after the start, then one an hour. */
+export class RetentionJob {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly runOnce: () => Promise<unknown>,
+    private readonly onError: (err: unknown) => void,
+    private readonly intervalMs = 3_600_000,
+    private readonly firstAfterMs = 10_000,
+  ) {}
+
+  start(): void {
+    this.schedule(this.firstAfterMs);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch(this.onError)
+        .finally(() => this.schedule(this.intervalMs));
+    }, ms);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running;
+  }
 }

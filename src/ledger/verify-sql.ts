@@ -1,5 +1,6 @@
 import { withAuditFindings } from './audit-sql.js';
 import { columnDigestSql, withRedactedDigests } from './redactions.js';
+import { RETAINED_HASH, RETAINED_STEPS, withRetainedPrefix } from './retention-sql.js';
 import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from './schema.js';
 
 /**
@@ -66,11 +67,12 @@ export function verifySql(table: LedgerTable, where: string | null, chain: strin
   return `
 WITH rows AS MATERIALIZED (
   SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table, true)} AS recomputed,
-    row_number() OVER w - 1 AS position,
-    lag(current_hash, 1, '') OVER w AS expected_prev,
+    -- A chain whose first steps retention removed starts at the step after them, linked to the last one.
+    row_number() OVER w - 1 + coalesce(${RETAINED_STEPS}, 0) AS position,
+    lag(current_hash, 1, coalesce(${RETAINED_HASH}, '')) OVER w AS expected_prev,
     -- Ordered by step_index, two rows with the same index are neighbours.
     coalesce(step_index = lag(step_index) OVER w, false) OR coalesce(step_index = lead(step_index) OVER w, false) AS repeated_index
-  FROM ${withRedactedDigests(table, from, chain)}
+  FROM ${withRetainedPrefix(table, withRedactedDigests(table, from, chain), key, chain)}
   ${where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
 ),

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Engine, EngineConnection, EngineStatement } from '../engine/port.js';
 import { rowHashFor } from './canonical.js';
+import { retainable } from './retention-sql.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
 import { NO_OBSERVER, type Observer } from '../observe/observer.js';
@@ -603,6 +604,16 @@ export class LedgerWriter {
     for (const [k, index, hash] of rows) {
       // An empty table still yields one row of NULLs for the whole-table chain.
       if (index !== null) heads.set(k ?? '', { index: Number(index), hash });
+    }
+    // A chain whose steps retention removed goes on from the last of them.
+    if (table.retention !== null && retainable(table)) {
+      const retained = (await this.conn.query(
+        `SELECT chain_key, max(last_step_index), arg_max(final_hash, last_step_index) FROM ${table.retention} WHERE ledger = $1 GROUP BY ALL`,
+        [`${table.schema}.${table.name}`],
+      )) as Array<[string, number, string]>;
+      for (const [k, index, hash] of retained) {
+        if ((heads.get(k)?.index ?? -1) < Number(index)) heads.set(k, { index: Number(index), hash });
+      }
     }
     this.heads.set(name, heads);
     this.headTables.set(name, table);

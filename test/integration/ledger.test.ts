@@ -393,6 +393,8 @@ describe('concurrency', () => {
   });
 
   it('keeps ledger_seq unique and gap-free across all ledgers', async () => {
+    // Read on the engine directly: every acknowledged row must have reached it (the refusals' events too).
+    await server.running.securityLog.flushed();
     const seqs = await internal.query(
       'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events UNION ALL SELECT ledger_seq FROM _cot_kinds UNION ALL SELECT ledger_seq FROM _cot_notes UNION ALL SELECT ledger_seq FROM _cot_keyed ORDER BY 1',
     );
