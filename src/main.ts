@@ -262,7 +262,11 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     changed: (table: LedgerTable, key: string) => {
       if (table.isSteps) sessionCache?.invalidate(key);
     },
-    erased: () => markErased(config.database.path),
+    erased: () => {
+      markErased(config.database.path);
+      // Verification joins the records of erasure once there are some.
+      ledgers.invalidate();
+    },
   };
   const redactor = new Redactor(erasureConn, ledgers, writer, erasureHooks);
   const retention = new Retention(erasureConn, ledgers, writer, erasureHooks);

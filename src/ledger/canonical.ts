@@ -1,4 +1,5 @@
 import { createHash, hash } from 'node:crypto';
+import { createSHA256, type IHasher } from 'hash-wasm';
 import { HASH_VERSION, HASH_VERSION_V2, type HashVersion } from './schema.js';
 
 /** The 8-byte length that marks NULL: distinct from every real length, including 0. */
@@ -90,13 +91,44 @@ export function rowHash(table: string, columns: readonly string[], texts: readon
  */
 export { HASH_VERSION_V2 };
 
+/**
+ * A v2 row takes one SHA-256 per column, and each of Node's calls costs
+ * about 1.25 us for a few bytes: hash-wasm's reusable hasher costs half of
+ * that. Loaded once (loadColumnHasher); until then, Node's.
+ */
+let hasher: IHasher | null = null;
+
+export async function loadColumnHasher(): Promise<void> {
+  hasher ??= await createSHA256();
+}
+
+/** Digests of short values seen lately: agent, session, step type, model, flags and NULL repeat from row to row. */
+const recent = new Map<string, Buffer>();
+const RECENT_MAX = 8192;
+const RECENT_TEXT = 64;
+
 /** A column value's digest in a v2 pre-image: SHA-256 of lp(text), or of the NULL mark. */
 export function columnDigest(text: string | null): Buffer {
-  // The one-shot hash costs about a third of a Hash object's, and a v2 row takes one per column.
-  return hash('sha256', text === null ? NULL_MARK : lp(text), 'buffer');
+  if (text === null) return NULL_DIGEST;
+  if (text.length > RECENT_TEXT) return sha256(lp(text));
+  let digest = recent.get(text);
+  if (digest === undefined) {
+    if (recent.size >= RECENT_MAX) recent.clear();
+    digest = sha256(lp(text));
+    recent.set(text, digest);
+  }
+  return digest;
+}
+
+function sha256(data: Buffer): Buffer {
+  if (hasher === null) return hash('sha256', data, 'buffer');
+  hasher.init();
+  hasher.update(data);
+  return Buffer.from(hasher.digest('binary'));
 }
 
 const NULL_MARK = Buffer.alloc(8, 0xff);
+const NULL_DIGEST = hash('sha256', NULL_MARK, 'buffer');
 
 /**
  * The v2 pre-image of one row. `digests[i]`, when given, stands for column
@@ -109,15 +141,37 @@ export function preimageV2(
   texts: readonly (string | null)[],
   digests: ReadonlyArray<Buffer | null | undefined> = [],
 ): Buffer {
-  const parts: Buffer[] = [lp(HASH_VERSION_V2), lp(table)];
+  const layout = layoutV2(table, columns);
+  const out = Buffer.allocUnsafe(layout.bytes);
+  let at = layout.head.copy(out, 0);
   for (let i = 0; i < columns.length; i++) {
-    const name = columns[i] as string;
-    if (name === 'current_hash') continue;
+    const name = layout.names[i];
+    if (name === null || name === undefined) continue;
     const digest = digests[i] ?? columnDigest(texts[i] ?? null);
-    if (digest.length !== 32) throw new Error(`the digest of column ${name} is ${digest.length} bytes, not 32`);
-    parts.push(lp(name), digest);
+    if (digest.length !== 32) throw new Error(`the digest of column ${columns[i] as string} is ${digest.length} bytes, not 32`);
+    at += name.copy(out, at);
+    at += digest.copy(out, at);
   }
-  return Buffer.concat(parts);
+  return out;
+}
+
+/** lp(version) || lp(table) and each hashed column's lp(name), per column list and table, as for v1. */
+const layoutsV2 = new WeakMap<readonly string[], Map<string, { head: Buffer; names: Array<Buffer | null>; bytes: number }>>();
+
+function layoutV2(table: string, columns: readonly string[]): { head: Buffer; names: Array<Buffer | null>; bytes: number } {
+  let byTable = layoutsV2.get(columns);
+  if (byTable === undefined) {
+    byTable = new Map();
+    layoutsV2.set(columns, byTable);
+  }
+  let layout = byTable.get(table);
+  if (layout === undefined) {
+    const head = Buffer.concat([lp(HASH_VERSION_V2), lp(table)]);
+    const names = columns.map((c) => (c === 'current_hash' ? null : lp(c)));
+    layout = { head, names, bytes: head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 32), 0) };
+    byTable.set(table, layout);
+  }
+  return layout;
 }
 
 export function rowHashV2(
@@ -126,9 +180,7 @@ export function rowHashV2(
   texts: readonly (string | null)[],
   digests: ReadonlyArray<Buffer | null | undefined> = [],
 ): string {
-  return createHash('sha256')
-    .update(preimageV2(table, columns, texts, digests))
-    .digest('hex');
+  return hash('sha256', preimageV2(table, columns, texts, digests), 'hex');
 }
 
 /** A row's hash under the ledger's version; `digests` stand for redacted values (v2 only). */

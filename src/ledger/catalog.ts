@@ -175,11 +175,15 @@ export class LedgerCatalog {
       });
     }
     // Redactions stand in for values of the database file's v2 ledgers only.
-    const own = (name: string): string | null => {
+    // Only a record ledger that holds records is joined by verification: an empty one would cost every
+    // cot_verify() a join for nothing. The server invalidates the catalog after each erasure.
+    const own = async (name: string): Promise<string | null> => {
       const t = ledgers.find((l) => l.catalog === mainCatalog && l.schema === 'main' && l.name === name);
-      return t === undefined ? null : qualifiedName(t);
+      if (t === undefined) return null;
+      const [[any]] = (await this.conn.query(`SELECT EXISTS (SELECT 1 FROM ${qualifiedName(t)})`)) as [[boolean]];
+      return any ? qualifiedName(t) : null;
     };
-    const [redactions, retention] = [own(REDACTIONS_TABLE), own(RETENTION_TABLE)];
+    const [redactions, retention] = [await own(REDACTIONS_TABLE), await own(RETENTION_TABLE)];
     for (const [i, t] of ledgers.entries()) {
       if (t.catalog !== mainCatalog) continue;
       ledgers[i] = { ...t, redactions: t.hashVersion === HASH_VERSION_V2 ? redactions : null, retention };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Engine, EngineConnection, EngineStatement } from '../engine/port.js';
-import { rowHashFor } from './canonical.js';
+import { loadColumnHasher, rowHashFor } from './canonical.js';
 import { retainable } from './retention-sql.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
@@ -154,6 +154,7 @@ export class LedgerWriter {
 
   /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
   static async open(engine: Engine, catalog: LedgerCatalog, options: WriterOptions): Promise<LedgerWriter> {
+    await loadColumnHasher();
     const conn = await engine.connect();
     const applyConn = await engine.connect();
     let journal: Journal | null = null;

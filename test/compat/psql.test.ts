@@ -84,7 +84,15 @@ beforeAll(async () => {
         .join(', ')})`,
     );
   }
-  await psql(real, STEPS_ON_POSTGRES, ...serverLedgers, 'CREATE INDEX _cot_embeddings_trace_id ON _cot_embeddings (trace_id)', SCHEMA);
+  await psql(
+    real,
+    STEPS_ON_POSTGRES,
+    ...serverLedgers,
+    'CREATE INDEX _cot_embeddings_trace_id ON _cot_embeddings (trace_id)',
+    'CREATE INDEX _cot_redactions_chain ON _cot_redactions (target_chain_key)',
+    'CREATE INDEX _cot_retention_chain ON _cot_retention (chain_key)',
+    SCHEMA,
+  );
   await psql(cot, SCHEMA);
 });
 
