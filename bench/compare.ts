@@ -8,7 +8,7 @@
  *   npm run bench              the full run (1M and 10M steps for the analytic queries)
  *   npm run bench -- --quick   under three minutes (smaller datasets, fewer runs)
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -724,6 +724,9 @@ async function main(): Promise<void> {
   console.log(`\n${table}`);
   // Semantic search (issue 19): cotwire with embedding on against itself with it off; no PostgreSQL column.
   console.log(`\n${await searchBench(ROOT, QUICK ? SEARCH_SIZES.quick : SEARCH_SIZES.full)}`);
+  // Retention and erasure (issue 20): cotwire/v2 against v1, and retaining out 1M of 10M steps; its own process, for its memory.
+  const erasure = spawnSync(process.execPath, [join(import.meta.dirname, 'erasure.js'), ...(QUICK ? ['--quick'] : [])], { stdio: 'inherit' });
+  if (erasure.status !== 0) throw new Error(`bench/erasure.ts failed with exit ${String(erasure.status)}`);
 }
 
 await main();

@@ -110,21 +110,34 @@ const RECENT_TEXT = 64;
 /** A column value's digest in a v2 pre-image: SHA-256 of lp(text), or of the NULL mark. */
 export function columnDigest(text: string | null): Buffer {
   if (text === null) return NULL_DIGEST;
-  if (text.length > RECENT_TEXT) return sha256(lp(text));
+  if (text.length > RECENT_TEXT) return digestOf(text);
   let digest = recent.get(text);
   if (digest === undefined) {
     if (recent.size >= RECENT_MAX) recent.clear();
-    digest = sha256(lp(text));
+    digest = digestOf(text);
     recent.set(text, digest);
   }
   return digest;
 }
 
-function sha256(data: Buffer): Buffer {
-  if (hasher === null) return hash('sha256', data, 'buffer');
+/** Where lp(text) is written for the hasher, so that no buffer is allocated per column. */
+const scratch = Buffer.allocUnsafe(64 * 1024);
+
+/** SHA-256(lp(text)). */
+function digestOf(text: string): Buffer {
+  if (hasher === null) return hash('sha256', lp(text), 'buffer');
+  // A UTF-8 encoding takes at most three bytes per UTF-16 unit.
+  const data = text.length * 3 + 8 <= scratch.length ? lpInto(scratch, text) : lp(text);
   hasher.init();
   hasher.update(data);
-  return Buffer.from(hasher.digest('binary'));
+  const d = hasher.digest('binary');
+  return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+}
+
+function lpInto(out: Buffer, text: string): Buffer {
+  const n = out.write(text, 8, 'utf8');
+  out.writeBigUInt64BE(BigInt(n), 0);
+  return out.subarray(0, 8 + n);
 }
 
 const NULL_MARK = Buffer.alloc(8, 0xff);

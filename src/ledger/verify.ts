@@ -23,7 +23,8 @@ export async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatal
   const verdicts: ChainVerdict[] = [];
   for (const table of await catalog.all()) {
     if (pacing === undefined || chainKey !== null || table.chainKey === null) {
-      verdicts.push(...(await verifyTable(conn, table, chainKey === null ? null : `${chainKeySql(table)} = $1`, chainKey)));
+      // Not push(...): a ledger of more than about 120,000 chains would overflow the call's arguments.
+      for (const v of await verifyTable(conn, table, chainKey === null ? null : `${chainKeySql(table)} = $1`, chainKey)) verdicts.push(v);
       continue;
     }
     // The background audit verifies a large ledger in slices of whole chains, and pauses between them.
@@ -33,10 +34,10 @@ export async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatal
     for (let s = 0; s < slices; s++) {
       const started = performance.now();
       const where = slices === 1 ? null : `system.main.hash(${chainKeySql(table)}) % ${slices} = ${s}`;
-      part.push(...(await verifyTable(conn, table, where, null)));
+      for (const v of await verifyTable(conn, table, where, null)) part.push(v);
       await pacing.pause(performance.now() - started);
     }
-    verdicts.push(...part.sort((a, b) => (a.chainKey < b.chainKey ? -1 : a.chainKey > b.chainKey ? 1 : 0)));
+    for (const v of part.sort((a, b) => (a.chainKey < b.chainKey ? -1 : a.chainKey > b.chainKey ? 1 : 0))) verdicts.push(v);
   }
   return verdicts;
 }

@@ -404,7 +404,8 @@ export class LedgerWriter {
    */
   private integrate(leaves: readonly Buffer[]): void {
     const log = this.log as MerkleLog;
-    this.unintegrated.push(...leaves);
+    // A loop, not push(...): one INSERT ... SELECT may chain more rows than a call takes arguments.
+    for (const leaf of leaves) this.unintegrated.push(leaf);
     try {
       log.append(this.unintegrated);
     } catch (err) {
@@ -711,7 +712,7 @@ export async function replayRecords(
         if (table === undefined) {
           // Its ledger is gone or reshaped: the rows cannot be applied, and must not be lost.
           const kept = homeless.get(key) ?? { schema: part.schema, name: part.name, rows: [] };
-          kept.rows.push(...part.rows);
+          for (const row of part.rows) kept.rows.push(row);
           homeless.set(key, kept);
           continue;
         }
