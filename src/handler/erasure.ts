@@ -58,11 +58,19 @@ export async function executeErasure(
   sink: ResultSink,
 ): Promise<ExecuteOutcome> {
   const operation = call.fn === 'cot_retain' ? 'RETAIN' : 'REDACT';
-  const args = call.args.map((a) => argText(a, portal));
-  const target = call.fn === 'cot_redact' ? `main._cot_steps ${args[0] ?? ''}` : call.fn === 'cot_redact_row' ? `${args[0] ?? ''} ${args[2] ?? ''}` : '';
+  // The role is decided, and the attempt recorded, before anything about the arguments can fail.
+  const named = call.args.map((a) => {
+    try {
+      return argText(a, portal);
+    } catch {
+      return null;
+    }
+  });
+  const target = call.fn === 'cot_redact' ? `main._cot_steps ${named[0] ?? ''}` : call.fn === 'cot_redact_row' ? `${named[0] ?? ''} ${named[2] ?? ''}` : '';
   ctx.access.erasure(operation, target, statement);
-  if (ctx.tx.status !== 'I') throw new PgError(SqlState.ActiveSqlTransaction, `${call.fn}() cannot run inside a transaction block`);
   try {
+    if (ctx.tx.status !== 'I') throw new PgError(SqlState.ActiveSqlTransaction, `${call.fn}() cannot run inside a transaction block`);
+    const args = call.args.map((a) => argText(a, portal));
     if (call.fn === 'cot_retain') {
       const dryRun = parseDryRun(args[0]);
       const removed = await ctx.services.erasure.retain(dryRun, `${ctx.info.user} (${ctx.info.role})`);
