@@ -92,7 +92,8 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     );
   }
   const secureContext = loadTls(config);
-  if (config.database.path !== ':memory:') await rewriteIfErased(config.database.path, config.database.compression, log);
+  // A rewrite that fails (a full disk) is logged and retried at the next stop: the erasure itself is done.
+  if (config.database.path !== ':memory:') await rewriteIfErased(config.database.path, config.database.compression, log).catch(() => undefined);
   const engine = await openEngine(config.database.path, config.database.compression);
   const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
   const observer = prometheus ?? NO_OBSERVER;
