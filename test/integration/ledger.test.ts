@@ -396,7 +396,7 @@ describe('concurrency', () => {
     // Read on the engine directly: every acknowledged row must have reached it (the refusals' events too).
     await server.running.securityLog.flushed();
     const seqs = await internal.query(
-      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events UNION ALL SELECT ledger_seq FROM _cot_kinds UNION ALL SELECT ledger_seq FROM _cot_notes UNION ALL SELECT ledger_seq FROM _cot_keyed ORDER BY 1',
+      'SELECT ledger_seq FROM _cot_steps UNION ALL SELECT ledger_seq FROM _cot_tool_calls UNION ALL SELECT ledger_seq FROM _cot_decisions UNION ALL SELECT ledger_seq FROM _cot_metrics UNION ALL SELECT ledger_seq FROM _cot_security_events UNION ALL SELECT ledger_seq FROM _cot_kinds UNION ALL SELECT ledger_seq FROM _cot_notes UNION ALL SELECT ledger_seq FROM _cot_keyed UNION ALL SELECT ledger_seq FROM _cot_checkpoints UNION ALL SELECT ledger_seq FROM _cot_redactions UNION ALL SELECT ledger_seq FROM _cot_retention ORDER BY 1',
     );
     const values = seqs.map((r) => Number(r[0]));
     expect(values).toEqual(Array.from({ length: values.length }, (_, i) => i + 1));
