@@ -270,7 +270,9 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     },
   };
   const redactor = new Redactor(erasureConn, ledgers, writer, erasureHooks);
-  const retention = new Retention(erasureConn, ledgers, writer, erasureHooks);
+  // Each runs its own transactions, one at a time: a connection each, so that the two never share one.
+  const retentionConn = await engine.connect();
+  const retention = new Retention(retentionConn, ledgers, writer, erasureHooks);
   const retain = async (days: number, dryRun: boolean, actor: string, reason: string): Promise<RetainedSession[]> => {
     if (!dryRun) auditor.expectRemoval();
     const removed = await retention.run({ cutoff: new Date(Date.now() - days * 86_400_000), dryRun, actor, reason });
@@ -441,6 +443,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
         merkle.close();
         await Promise.all([retention.idle(), redactor.idle()]);
         erasureConn.close();
+        retentionConn.close();
         internal.close();
         try {
           await engine.checkpoint();
