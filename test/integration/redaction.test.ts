@@ -2,18 +2,16 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { buildReceipt } from '../../src/ledger/receipt.js';
 import { Journal } from '../../src/ledger/journal.js';
 import { writeKeyFile } from '../../src/ledger/signing-key.js';
-import { createLogger } from '../../src/log/logger.js';
-import { startServer, type RunningServer } from '../../src/main.js';
 import { makeScramVerifier } from '../../src/session/scram.js';
 import { sqlstate } from '../fixtures/errors.js';
 import { offline } from '../fixtures/stoppable.js';
+import { serveSigned, type SignedServer } from '../fixtures/signed-server.js';
 
 /**
  * Redaction of one field of one step (cotwire/v2): the value is replaced by
@@ -37,31 +35,8 @@ const users = [
   { name: 'dpo', password, role: 'admin', agentId: null, orgId: null },
 ];
 
-interface Server {
-  readonly running: RunningServer;
-  as(user: string): Promise<pg.Client>;
-  stop(): Promise<void>;
-}
-
-async function serve(db: string): Promise<Server> {
-  const base = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
-  const config = { ...base, users, checkpoint: { keyFile, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [`${db}-checkpoints/`] } } as Config;
-  const running = await startServer(config, createLogger('silent', false));
-  const clients: pg.Client[] = [];
-  return {
-    running,
-    async as(user) {
-      const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user, password: 'pw', database: 'cotwire' });
-      await c.connect();
-      clients.push(c);
-      return c;
-    },
-    async stop() {
-      await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
-      await running.close();
-    },
-  };
-}
+type Server = SignedServer;
+const serve = (db: string): Promise<Server> => serveSigned(db, keyFile, users as Config['users']);
 
 /** The files beside the database that hold `planted`, by name. */
 function holding(dir: string, planted: string): string[] {
