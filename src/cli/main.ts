@@ -9,6 +9,7 @@ import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './
 import { readPassword } from './password.js';
 import { reembedCommand } from './embedding-commands.js';
 import { compactCommand, retainCommand } from './erasure-commands.js';
+import { initPostgresCommand } from './postgres-commands.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
@@ -35,7 +36,22 @@ function program(setCode: (code: number) => void): Command {
     .option('--tls-cert <file>', 'PEM certificate')
     .option('--metrics-port <port>', 'serve /healthz and /metrics on this port')
     .option('--checkpoint-key <file>', 'the checkpoint signing key file (from `cotwire keygen`)')
+    .option('--engine-url <url>', 'run on this PostgreSQL instead of the DuckDB file (postgres://...; COTWIRE_ENGINE_URL)')
     .action(async (opts: Record<string, string>) => setCode(await serve(opts)));
+
+  cli
+    .command('init-postgres')
+    .description("create cotwire's roles, ledgers, triggers and functions in a PostgreSQL database (idempotent; every start does it too)")
+    .option('--url <url>', 'postgres://USER[:PASSWORD]@HOST:PORT/DB, a role that may create roles (default: COTWIRE_ENGINE_URL)')
+    .option('--config <file>', 'configuration file (its engine.url and engine.rolePrefix)')
+    .action(async (opts: { url?: string; config?: string }) => {
+      const config = loadConfig({
+        argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.url === undefined ? {} : { 'engine-url': opts.url }) },
+        env: process.env,
+      });
+      if (config.engine.url === null) throw new UsageError('init-postgres needs --url (or COTWIRE_ENGINE_URL, or engine.url in --config)');
+      setCode(await initPostgresCommand({ url: config.engine.url, rolePrefix: config.engine.rolePrefix }, out));
+    });
 
   cli
     .command('passwd')
@@ -187,6 +203,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
     tlsCert: 'tls-cert',
     metricsPort: 'metrics-port',
     checkpointKey: 'checkpoint-key',
+    engineUrl: 'engine-url',
   };
   for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
   const config = loadConfig({ argv, env: process.env });

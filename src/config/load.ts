@@ -1,7 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseScramVerifier } from '../session/scram.js';
-import { AUTH_METHODS, BUILTIN_EMBEDDING_MODEL, DEFAULTS, EMBEDDING_PROVIDERS, LOG_LEVELS, ROLES, type Config, type UserConfig } from './schema.js';
+import {
+  AUTH_METHODS,
+  BUILTIN_EMBEDDING_MODEL,
+  DEFAULTS,
+  EMBEDDING_PROVIDERS,
+  ENGINE_KINDS,
+  LOG_LEVELS,
+  ROLES,
+  type Config,
+  type UserConfig,
+} from './schema.js';
 
 /** A configuration problem, reported as one line naming the key, the value and what is allowed. */
 export class ConfigError extends Error {}
@@ -212,11 +222,12 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'checkpoint', 'guard', 'embedding'];
+  const known = ['listen', 'database', 'engine', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'checkpoint', 'guard', 'embedding'];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
   const database = section(root, 'database', ['path', 'name', 'compression']);
+  const engine = section(root, 'engine', ['kind', 'url', 'rolePrefix']);
   const tls = section(root, 'tls', ['key', 'cert']);
   const auth = section(root, 'auth', ['method']);
   const limits = section(root, 'limits', [
@@ -261,6 +272,7 @@ export function loadConfig(sources: ConfigSources): Config {
       name: str(database.name, 'database.name', DEFAULTS.database.name),
       compression: oneOf(database.compression, 'database.compression', DEFAULTS.database.compression, ['fast-reads', 'small'] as const),
     },
+    engine: engineConfig(engine, pick(argv['engine-url'], env.COTWIRE_ENGINE_URL, engine.url), pick(argv.engine, env.COTWIRE_ENGINE, engine.kind)),
     tls: {
       key: optStr(pick(argv['tls-key'], env.COTWIRE_TLS_KEY, tls.key), 'tls.key'),
       cert: optStr(pick(argv['tls-cert'], env.COTWIRE_TLS_CERT, tls.cert), 'tls.cert'),
@@ -315,6 +327,28 @@ export function loadConfig(sources: ConfigSources): Config {
     fail('tls', config.tls, 'set both tls.key and tls.cert, or neither');
   }
   return deepFreeze(config);
+}
+
+/** A URL alone means PostgreSQL; PostgreSQL without a URL has nothing to connect to. */
+function engineConfig(section: Obj, urlValue: Json | undefined, kindValue: Json | undefined): Config['engine'] {
+  if (urlValue !== undefined && urlValue !== null && (typeof urlValue !== 'string' || urlValue === ''))
+    fail('engine.url', urlValue, 'expected a postgres:// URL');
+  const url = (urlValue ?? null) as string | null;
+  const kind = oneOf(kindValue ?? (url === null ? undefined : 'postgres'), 'engine.kind', DEFAULTS.engine.kind, ENGINE_KINDS);
+  if (kind === 'postgres' && url === null)
+    fail('engine.url', null, 'engine.kind is postgres: set engine.url (or COTWIRE_ENGINE_URL, --engine-url) to a postgres:// URL');
+  if (url !== null) {
+    if (kind === 'duckdb') fail('engine.url', url, 'engine.kind is duckdb, which takes no URL (its file is database.path)');
+    if (!/^postgres(ql)?:\/\//.test(url)) fail('engine.url', redactUrl(url), 'expected a postgres:// or postgresql:// URL');
+  }
+  const rolePrefix = str(section.rolePrefix, 'engine.rolePrefix', DEFAULTS.engine.rolePrefix);
+  if (!/^[a-z][a-z0-9_]{0,40}$/.test(rolePrefix)) fail('engine.rolePrefix', rolePrefix, 'expected a lower-case identifier of at most 41 characters');
+  return { kind, url, rolePrefix };
+}
+
+/** A URL as it may appear in a message or a log: without its password. */
+export function redactUrl(url: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@/]*@/, '$1:***@');
 }
 
 function deepFreeze<T>(v: T): T {

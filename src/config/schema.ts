@@ -32,6 +32,18 @@ export interface Config {
     /** `fast-reads`: rows read one by one (a session, a step) cost a fifth, the file about twice the disk; `small`: DuckDB's own compression. */
     readonly compression: 'fast-reads' | 'small';
   };
+  /**
+   * Where statements run: the embedded DuckDB file (`database.path`), or an
+   * existing PostgreSQL (docs/scaling.md), which several cotwire instances
+   * may share.
+   */
+  readonly engine: {
+    readonly kind: EngineKind;
+    /** For `postgres`: a connection URL whose role may create the cotwire roles (`cotwire init-postgres`) or is a member of the owner role. */
+    readonly url: string | null;
+    /** For `postgres`: the prefix of the roles cotwire creates (`<prefix>_owner`, `_writer`, `_client`); one per cotwire database in a cluster. */
+    readonly rolePrefix: string;
+  };
   readonly tls: { readonly key: string | null; readonly cert: string | null };
   readonly auth: { readonly method: AuthMethod };
   readonly users: readonly UserConfig[];
@@ -122,6 +134,9 @@ export interface Config {
   };
 }
 
+export type EngineKind = 'duckdb' | 'postgres';
+export const ENGINE_KINDS: readonly EngineKind[] = ['duckdb', 'postgres'];
+
 export type EmbeddingProvider = 'builtin' | 'openai';
 export const EMBEDDING_PROVIDERS: readonly EmbeddingProvider[] = ['builtin', 'openai'];
 /** The built-in embedder's model name (embedding/hashed.ts). */
@@ -130,6 +145,7 @@ export const BUILTIN_EMBEDDING_MODEL = 'cotwire-hashed-v1';
 export const DEFAULTS: Config = {
   listen: { host: '127.0.0.1', port: 5433 },
   database: { path: './data/cotwire.duckdb', name: 'cotwire', compression: 'fast-reads' },
+  engine: { kind: 'duckdb', url: null, rolePrefix: 'cotwire' },
   tls: { key: null, cert: null },
   auth: { method: 'scram-sha-256' },
   users: [],

@@ -1,6 +1,7 @@
 /**
  * What the rest of cotwire sees of the database engine. engine/duckdb is the
- * only implementation and the only code that imports @duckdb/node-api.
+ * only code that imports @duckdb/node-api, engine/postgres the only code
+ * that talks to a PostgreSQL engine (docs/scaling.md).
  */
 
 /** A result column as PostgreSQL describes it. */
@@ -127,16 +128,21 @@ export interface AppendColumn {
 /** One value for append(): text, a vector for a `floats` column, or null. */
 export type AppendValue = string | Float32Array | null;
 
-export interface EngineConnection {
+/** A connection the server runs its own SQL on, in the engine's dialect. */
+export interface SqlConnection {
+  /** Runs a statement text with no parameters and discards its result. */
+  run(sql: string): Promise<void>;
+  /** Runs a server-internal query with text parameters and returns its rows as plain values. */
+  query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]>;
+  close(): void;
+}
+
+export interface EngineConnection extends SqlConnection {
   /**
    * Prepares exactly one statement; several in one string are an error.
    * `declaredTypes` are the PostgreSQL OIDs a client gave in Parse (0 = infer).
    */
   prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement>;
-  /** Runs a statement text with no parameters and discards its result. */
-  run(sql: string): Promise<void>;
-  /** Runs a server-internal query with text parameters and returns its rows as plain values. */
-  query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]>;
   /**
    * Appends rows to a table in bulk, inside the connection's current
    * transaction. Each value is the text of the column's value (cast to the
@@ -146,7 +152,6 @@ export interface EngineConnection {
    */
   append(table: AppendTarget, columns: readonly AppendColumn[], rows: ReadonlyArray<ReadonlyArray<AppendValue>>): Promise<void>;
   interrupt(): void;
-  close(): void;
 }
 
 /**

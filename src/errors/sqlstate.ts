@@ -11,6 +11,7 @@ export const SqlState = {
   InFailedSqlTransaction: '25P02',
   ReadOnlySqlTransaction: '25006',
   ConnectionException: '08000',
+  ConnectionFailure: '08006',
   ProtocolViolation: '08P01',
   FeatureNotSupported: '0A000',
   InvalidTransactionState: '25000',

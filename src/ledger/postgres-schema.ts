@@ -1,0 +1,263 @@
+import { randomBytes } from 'node:crypto';
+import type { SqlConnection } from '../engine/port.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from './checkpoint-schema.js';
+import { NEW_LEDGER_HASH_VERSION } from './hash-version.js';
+import { REDACTIONS_DDL, REDACTIONS_TABLE } from './redactions.js';
+import { RETENTION_DDL, RETENTION_TABLE } from './retention-sql.js';
+import { quoteIdent, quoteLiteral, STEPS_DDL, STEPS_TABLE } from './schema.js';
+import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from './security-events.js';
+
+/**
+ * What cotwire keeps in a PostgreSQL engine, and the walls PostgreSQL itself
+ * puts around the ledgers (docs/scaling.md):
+ *
+ * - three roles: `<prefix>_owner` (no login) owns the ledgers and cotwire's
+ *   own schema; `<prefix>_writer` may INSERT into ledgers and nothing else
+ *   of them; `<prefix>_client`, which every client statement runs as, may
+ *   SELECT them and create tables of its own in `public`;
+ * - a statement-level trigger on every ledger that refuses UPDATE, DELETE
+ *   and TRUNCATE, whoever runs them;
+ * - unique indexes on each chain's (key, step_index) and on ledger_seq, so
+ *   that a fork or a reused sequence number cannot commit at all;
+ * - `cotwire.log_head`, the one row whose lock orders every append of every
+ *   instance into the global sequence, and `cotwire.log_nodes`, the global
+ *   Merkle log's complete subtrees.
+ *
+ * Every step is idempotent: it checks whether its object exists and creates
+ * it only if not, so init runs at every start and reports what it did.
+ */
+
+/** The schema that holds cotwire's own objects on a PostgreSQL engine. */
+export const PG_SCHEMA = 'cotwire';
+/** The schema ledgers live in: PostgreSQL's default, where clients look. */
+export const PG_LEDGER_SCHEMA = 'public';
+/** The oldest PostgreSQL whose extract(epoch) is exact (numeric) and that has sha256(). */
+export const PG_MIN_VERSION = 140000;
+
+export interface PgRoles {
+  readonly owner: string;
+  readonly writer: string;
+  readonly client: string;
+}
+
+export function pgRoles(prefix: string): PgRoles {
+  return { owner: `${prefix}_owner`, writer: `${prefix}_writer`, client: `${prefix}_client` };
+}
+
+/** The DuckDB DDL of a server ledger, in PostgreSQL's dialect and schema. */
+export function postgresLedgerDdl(duckDdl: string): string {
+  return duckDdl.replace(/\bmain\./, `${PG_LEDGER_SCHEMA}.`).replace(/\bDOUBLE\b/g, 'DOUBLE PRECISION');
+}
+
+/** The server's own ledgers, created by init in every PostgreSQL engine. */
+export const PG_SERVER_LEDGERS: ReadonlyArray<{ readonly name: string; readonly ddl: string; readonly chainKey: string | null }> = [
+  { name: STEPS_TABLE, ddl: STEPS_DDL, chainKey: 'session_id' },
+  { name: CHECKPOINTS_TABLE, ddl: CHECKPOINTS_DDL, chainKey: null },
+  { name: SECURITY_EVENTS_TABLE, ddl: SECURITY_EVENTS_DDL, chainKey: null },
+  { name: REDACTIONS_TABLE, ddl: REDACTIONS_DDL, chainKey: null },
+  { name: RETENTION_TABLE, ddl: RETENTION_DDL, chainKey: null },
+];
+
+const qualified = (name: string): string => `${PG_LEDGER_SCHEMA}.${quoteIdent(name)}`;
+
+/** The append-only wall PostgreSQL keeps around a ledger: its trigger, its unique indexes, its grants. */
+export function ledgerWallSql(name: string, chainKey: string | null, roles: PgRoles): string[] {
+  const table = qualified(name);
+  const chain = chainKey === null ? 'step_index' : `${quoteIdent(chainKey)}, step_index`;
+  return [
+    `ALTER TABLE ${table} OWNER TO ${quoteIdent(roles.owner)}`,
+    `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_chain`)} ON ${table} (${chain})`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_seq`)} ON ${table} (ledger_seq)`,
+    `REVOKE ALL ON ${table} FROM PUBLIC`,
+    `GRANT SELECT ON ${table} TO ${quoteIdent(roles.client)}`,
+    `GRANT SELECT, INSERT ON ${table} TO ${quoteIdent(roles.writer)}`,
+  ];
+}
+
+interface Step {
+  /** What it does, for the report. */
+  readonly does: string;
+  /** The role it creates, if any. */
+  readonly role?: string;
+  /** A query answering whether it is done already; absent for steps that always run and report nothing. */
+  readonly done?: string;
+  readonly sql: readonly string[];
+}
+
+const REFUSE_CHANGE = `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING
+    ERRCODE = '42501',
+    MESSAGE = format('cannot %s ledger table "%s": ledger tables are append-only', lower(TG_OP), TG_TABLE_NAME),
+    HINT = 'Ledger tables accept SELECT and INSERT only: rows are appended and chained by the server, and are never changed or removed.';
+END
+$$`;
+
+const roleExists = (role: string): string => `SELECT count(*) > 0 FROM pg_catalog.pg_roles WHERE rolname = ${quoteLiteral(role)}`;
+const tableExists = (schema: string, name: string): string =>
+  `SELECT count(*) > 0 FROM pg_catalog.pg_tables WHERE schemaname = ${quoteLiteral(schema)} AND tablename = ${quoteLiteral(name)}`;
+
+function steps(roles: PgRoles, database: string): Step[] {
+  const o = quoteIdent(roles.owner);
+  const w = quoteIdent(roles.writer);
+  const c = quoteIdent(roles.client);
+  const list: Step[] = [
+    { does: `created role ${roles.owner} (owns the ledgers; no login)`, done: roleExists(roles.owner), sql: [`CREATE ROLE ${o} NOLOGIN`] },
+    {
+      does: `created role ${roles.writer} (may only INSERT into ledgers)`,
+      role: roles.writer,
+      done: roleExists(roles.writer),
+      sql: [`CREATE ROLE ${w} LOGIN`],
+    },
+    {
+      does: `created role ${roles.client} (clients' statements: SELECT on ledgers)`,
+      role: roles.client,
+      done: roleExists(roles.client),
+      sql: [`CREATE ROLE ${c} LOGIN`],
+    },
+    {
+      does: `made the current user a member of ${roles.owner}`,
+      done: `SELECT pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.owner)}, 'MEMBER')`,
+      sql: [`GRANT ${o} TO CURRENT_USER`],
+    },
+    {
+      does: `granted ${roles.owner}, ${roles.writer} and ${roles.client} what they need of database ${database}`,
+      sql: [
+        `GRANT CONNECT, TEMPORARY ON DATABASE ${quoteIdent(database)} TO ${w}, ${c}`,
+        `GRANT CREATE ON DATABASE ${quoteIdent(database)} TO ${o}`,
+        `GRANT USAGE, CREATE ON SCHEMA ${PG_LEDGER_SCHEMA} TO ${o}, ${c}`,
+      ],
+    },
+    {
+      does: `created schema ${PG_SCHEMA}`,
+      done: `SELECT count(*) > 0 FROM pg_catalog.pg_namespace WHERE nspname = ${quoteLiteral(PG_SCHEMA)}`,
+      sql: [`CREATE SCHEMA ${PG_SCHEMA} AUTHORIZATION ${o}`],
+    },
+    {
+      does: 'the append-only trigger function',
+      sql: [`SET ROLE ${o}`, REFUSE_CHANGE, `REVOKE ALL ON SCHEMA ${PG_SCHEMA} FROM PUBLIC`, `GRANT USAGE ON SCHEMA ${PG_SCHEMA} TO ${w}, ${c}`],
+    },
+    {
+      does: `created ${PG_SCHEMA}.log_head (orders every instance's appends into the global sequence)`,
+      done: tableExists(PG_SCHEMA, 'log_head'),
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.log_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), size bigint NOT NULL CHECK (size >= 0))`,
+        `INSERT INTO ${PG_SCHEMA}.log_head (size) VALUES (0)`,
+        `CREATE OR REPLACE TRIGGER cotwire_one_row BEFORE DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_head FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
+        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head TO ${w}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_head TO ${c}`,
+      ],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'log_nodes'),
+      does: `created ${PG_SCHEMA}.log_nodes (the global Merkle log's complete subtrees)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.log_nodes (position bigint PRIMARY KEY, hash bytea NOT NULL CHECK (octet_length(hash) = 32))`,
+        `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_nodes FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
+        `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${w}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_nodes TO ${c}`,
+      ],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'secrets'),
+      does: `created ${PG_SCHEMA}.secrets (the writer's and the clients' passwords; readable by ${roles.owner} only)`,
+      sql: [`CREATE TABLE ${PG_SCHEMA}.secrets (name text PRIMARY KEY, value text NOT NULL)`, `REVOKE ALL ON ${PG_SCHEMA}.secrets FROM PUBLIC`],
+    },
+  ];
+  for (const ledger of PG_SERVER_LEDGERS) {
+    list.push({
+      does: `created ledger ${PG_LEDGER_SCHEMA}.${ledger.name} (${NEW_LEDGER_HASH_VERSION})`,
+      done: tableExists(PG_LEDGER_SCHEMA, ledger.name),
+      sql: [postgresLedgerDdl(ledger.ddl), `COMMENT ON TABLE ${qualified(ledger.name)} IS ${quoteLiteral(NEW_LEDGER_HASH_VERSION)}`],
+    });
+    list.push({ does: `the append-only wall of ${ledger.name}`, sql: ledgerWallSql(ledger.name, ledger.chainKey, roles) });
+  }
+  list.push({ does: 'steps are read by trace', sql: [`CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON ${qualified(STEPS_TABLE)} (trace_id)`] });
+  list.push({ does: 'back to the current user', sql: ['RESET ROLE'] });
+  return list;
+}
+
+/** What init did, step by step; empty when everything was in place. */
+export interface PgInstallReport {
+  readonly actions: readonly string[];
+  readonly serverVersion: string;
+}
+
+/**
+ * Creates whatever of cotwire's objects the database lacks, in one
+ * transaction under an advisory lock, so that instances starting together
+ * do not race. The connection's role must be able to create roles (the
+ * first time) or be a member of the owner role.
+ */
+export async function installPostgres(conn: SqlConnection, prefix: string): Promise<PgInstallReport> {
+  const [[versionNum, version, encoding, database]] = (await conn.query(
+    "SELECT current_setting('server_version_num')::int, current_setting('server_version'), pg_catalog.pg_encoding_to_char(encoding), current_database() FROM pg_catalog.pg_database WHERE datname = current_database()",
+  )) as [[number, string, string, string]];
+  if (versionNum < PG_MIN_VERSION) {
+    throw new PgError(SqlState.FeatureNotSupported, `cotwire needs PostgreSQL 14 or later as its engine; this server is ${version}`);
+  }
+  if (encoding !== 'UTF8') {
+    throw new PgError(SqlState.FeatureNotSupported, `cotwire needs a UTF8 database as its engine (hashes are over UTF-8 bytes); ${database} is ${encoding}`, {
+      hint: `CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0`,
+    });
+  }
+  const roles = pgRoles(prefix);
+  const actions: string[] = [];
+  const created = new Set<string>();
+  await conn.run('BEGIN');
+  try {
+    // Two instances starting at once would both find a role missing; the second waits here and then finds it.
+    await conn.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [`cotwire init ${prefix}`]);
+    for (const step of steps(roles, database)) {
+      if (step.done !== undefined) {
+        const [[done]] = (await conn.query(step.done)) as [[boolean]];
+        if (done) continue;
+      }
+      for (const sql of step.sql) await conn.run(sql);
+      if (step.done !== undefined) actions.push(step.does);
+      if (step.role !== undefined) created.add(step.role);
+    }
+    for (const role of [roles.writer, roles.client]) {
+      const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [role])) as Array<[string]>;
+      if (row !== undefined) continue;
+      if (!created.has(role)) {
+        // Roles belong to the cluster: resetting the password would lock out the database whose role it is.
+        throw new PgError(
+          SqlState.DuplicateObject,
+          `role ${role} exists, but this database holds no password for it: another cotwire database in this cluster uses it`,
+          {
+            hint: 'Give each cotwire database in a cluster its own engine.rolePrefix.',
+          },
+        );
+      }
+      // A password for each login role, kept where only the owner's members read it.
+      const password = randomBytes(24).toString('base64url');
+      await conn.run(`ALTER ROLE ${quoteIdent(role)} PASSWORD ${quoteLiteral(password)}`);
+      await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ($1, $2)`, [role, password]);
+      actions.push(`set a password for ${role} (kept in ${PG_SCHEMA}.secrets)`);
+    }
+    await conn.run('COMMIT');
+  } catch (err) {
+    await conn.run('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+  return { actions, serverVersion: version };
+}
+
+/** The passwords init set for the writer and client roles. */
+export async function rolePasswords(conn: SqlConnection, prefix: string): Promise<{ readonly writer: string; readonly client: string }> {
+  const roles = pgRoles(prefix);
+  const rows = (await conn.query(`SELECT name, value FROM ${PG_SCHEMA}.secrets WHERE name = ANY($1::text[])`, [`{${roles.writer},${roles.client}}`])) as Array<
+    [string, string]
+  >;
+  const get = (role: string): string => {
+    const row = rows.find((r) => r[0] === role);
+    if (row === undefined)
+      throw new PgError(SqlState.ObjectNotInPrerequisiteState, `the PostgreSQL engine has no password for ${role}: run \`cotwire init-postgres\``);
+    return row[1];
+  };
+  return { writer: get(roles.writer), client: get(roles.client) };
+}
