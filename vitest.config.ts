@@ -6,8 +6,8 @@ process.env.UV_THREADPOOL_SIZE ??= '64';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The compatibility suite needs a PostgreSQL server and real clients: npm run test:compat.
-    exclude: ['test/compat/**', 'node_modules/**'],
+    // The compatibility suite needs a PostgreSQL server and real clients: npm run test:compat; the PostgreSQL engine's, npm run test:postgres.
+    exclude: ['test/compat/**', 'test/postgres/**', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration tests each start a server with its own DuckDB; two cores do not gain from more workers.

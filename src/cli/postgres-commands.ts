@@ -1,6 +1,7 @@
 import { PgError } from '../errors/pg-error.js';
 import { PostgresConnection } from '../engine/postgres/connection.js';
-import { installPostgres, pgRoles } from '../ledger/postgres-schema.js';
+import { pgRoles } from '../ledger/pg-names.js';
+import { installPostgres } from '../ledger/postgres-schema.js';
 import { redactUrl } from '../config/load.js';
 
 /**

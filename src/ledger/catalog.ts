@@ -1,4 +1,4 @@
-import type { EngineConnection } from '../engine/port.js';
+import type { SqlConnection } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { REDACTIONS_TABLE } from './redactions.js';
@@ -6,6 +6,57 @@ import { RETENTION_TABLE } from './retention-sql.js';
 import { CHAIN_COLUMNS, HASH_VERSION_V2, qualifiedName, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
 import { hashVersionOf } from './hash-version.js';
 import { shapeChange, type LedgerShapes } from './shapes.js';
+
+/** A table whose name makes it a ledger, as the engine's catalog describes it. */
+export interface CatalogTable {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+  /** The SQL that names it in the engine, where that is not catalog.schema.name. */
+  readonly relation?: string;
+  readonly columns: LedgerColumn[];
+  readonly comment: string | null;
+  /** It has constraints the writer does not check itself (CHECK, UNIQUE, keys). */
+  readonly constrained: boolean;
+}
+
+/** Reads the tables with protected names, and the catalog that is the database itself. */
+export type CatalogSource = (
+  conn: SqlConnection,
+  isProtected: (name: string) => boolean,
+) => Promise<{ readonly mainCatalog: string; readonly tables: readonly CatalogTable[] }>;
+
+/** DuckDB's catalog: every attached database's tables. */
+export const readDuckdbTables: CatalogSource = async (conn, isProtected) => {
+  const [[mainCatalog]] = (await conn.query('SELECT current_database()')) as [[string]];
+  const rows = await conn.query(
+    `SELECT database_name, schema_name, table_name, column_name, data_type, column_default, NOT is_nullable
+     FROM system.main.duckdb_columns() WHERE NOT internal ORDER BY database_name, schema_name, table_name, column_index`,
+  );
+  const constrained = new Set<string>(
+    (await conn.query(`SELECT DISTINCT database_name, schema_name, table_name FROM system.main.duckdb_constraints() WHERE constraint_type <> 'NOT NULL'`)).map(
+      (r) => `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`,
+    ),
+  );
+  const comments = new Map<string, string | null>(
+    (await conn.query(`SELECT database_name, schema_name, table_name, comment FROM system.main.duckdb_tables() WHERE NOT internal`)).map((r) => [
+      `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`,
+      r[3] === null ? null : String(r[3]),
+    ]),
+  );
+  const byTable = new Map<string, CatalogTable>();
+  for (const [catalog, schema, name, column, type, def, notNull] of rows as Array<[string, string, string, string, string, string | null, boolean]>) {
+    if (!isProtected(name)) continue;
+    const key = `${catalog}\u0000${schema}\u0000${name}`;
+    let t = byTable.get(key);
+    if (t === undefined) {
+      t = { catalog, schema, name, columns: [], comment: comments.get(key) ?? null, constrained: constrained.has(key) };
+      byTable.set(key, t);
+    }
+    t.columns.push({ name: column, type, defaultSql: def, notNull });
+  }
+  return { mainCatalog, tables: [...byTable.values()] };
+};
 
 /** A ledger dropped or reshaped behind the server: it fails closed, and the audit reports it. */
 export interface LedgerDamage {
@@ -37,9 +88,11 @@ export class LedgerCatalog {
   version = 0;
 
   constructor(
-    private readonly conn: EngineConnection,
+    private readonly conn: SqlConnection,
     private readonly isProtected: (name: string) => boolean,
     private readonly shapes: LedgerShapes | null = null,
+    /** Where the tables are read from: DuckDB's catalog unless told otherwise (ledger/pg-catalog.ts). */
+    private readonly source: CatalogSource = readDuckdbTables,
   ) {}
 
   /**
@@ -96,35 +149,10 @@ export class LedgerCatalog {
   }
 
   private async read(): Promise<CatalogState> {
-    const [[mainCatalog]] = (await this.conn.query('SELECT current_database()')) as [[string]];
-    const rows = await this.conn.query(
-      `SELECT database_name, schema_name, table_name, column_name, data_type, column_default, NOT is_nullable
-       FROM system.main.duckdb_columns() WHERE NOT internal ORDER BY database_name, schema_name, table_name, column_index`,
-    );
-    // Tables with constraints the writer does not check itself (CHECK, UNIQUE, keys).
-    const constrained = new Set(
-      (
-        await this.conn.query(
-          `SELECT DISTINCT database_name, schema_name, table_name FROM system.main.duckdb_constraints() WHERE constraint_type <> 'NOT NULL'`,
-        )
-      ).map((r) => `${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`),
-    );
-    const comments = new Map(
-      (await this.conn.query(`SELECT database_name, schema_name, table_name, comment FROM system.main.duckdb_tables() WHERE NOT internal`)).map(
-        (r) => [`${String(r[0])}\u0000${String(r[1])}\u0000${String(r[2])}`, r[3] === null ? null : String(r[3])] as const,
-      ),
-    );
-    const byTable = new Map<string, { catalog: string; schema: string; name: string; columns: LedgerColumn[] }>();
-    for (const [catalog, schema, name, column, type, def, notNull] of rows as Array<[string, string, string, string, string, string | null, boolean]>) {
-      if (!this.isProtected(name)) continue;
-      const key = `${catalog}\u0000${schema}\u0000${name}`;
-      let t = byTable.get(key);
-      if (t === undefined) {
-        t = { catalog, schema, name, columns: [] };
-        byTable.set(key, t);
-      }
-      t.columns.push({ name: column, type, defaultSql: def, notNull });
-    }
+    const { mainCatalog, tables } = await this.source(this.conn, this.isProtected);
+    const byTable = new Map(tables.map((t) => [`${t.catalog}\u0000${t.schema}\u0000${t.name}`, t] as const));
+    const comments = new Map(tables.map((t) => [`${t.catalog}\u0000${t.schema}\u0000${t.name}`, t.comment] as const));
+    const constrained = new Set(tables.filter((t) => t.constrained).map((t) => `${t.catalog}\u0000${t.schema}\u0000${t.name}`));
     const ledgers: LedgerTable[] = [];
     const damaged: LedgerDamage[] = [];
     for (const t of byTable.values()) {
@@ -164,7 +192,11 @@ export class LedgerCatalog {
       // The reasoning-step rules apply to the steps ledger's own schema, not to any table of its name.
       const isSteps = t.name === STEPS_TABLE && t.schema === 'main' && names.has('step_type');
       ledgers.push({
-        ...t,
+        catalog: t.catalog,
+        schema: t.schema,
+        name: t.name,
+        columns: t.columns,
+        ...(t.relation === undefined ? {} : { relation: t.relation }),
         chainKey: names.has('session_id') ? 'session_id' : null,
         serverColumns: isSteps ? STEPS_SERVER_COLUMNS : new Set(CHAIN_COLUMNS.map((c) => c.name)),
         isSteps,

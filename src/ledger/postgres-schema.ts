@@ -3,6 +3,8 @@ import type { SqlConnection } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from './checkpoint-schema.js';
+import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './pg-names.js';
+import { DOUBLE_TEXT_FUNCTION } from './pg-verify-sql.js';
 import { NEW_LEDGER_HASH_VERSION } from './hash-version.js';
 import { REDACTIONS_DDL, REDACTIONS_TABLE } from './redactions.js';
 import { RETENTION_DDL, RETENTION_TABLE } from './retention-sql.js';
@@ -29,22 +31,8 @@ import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from './security-events.js
  * it only if not, so init runs at every start and reports what it did.
  */
 
-/** The schema that holds cotwire's own objects on a PostgreSQL engine. */
-export const PG_SCHEMA = 'cotwire';
-/** The schema ledgers live in: PostgreSQL's default, where clients look. */
-export const PG_LEDGER_SCHEMA = 'public';
 /** The oldest PostgreSQL whose extract(epoch) is exact (numeric) and that has sha256(). */
 export const PG_MIN_VERSION = 140000;
-
-export interface PgRoles {
-  readonly owner: string;
-  readonly writer: string;
-  readonly client: string;
-}
-
-export function pgRoles(prefix: string): PgRoles {
-  return { owner: `${prefix}_owner`, writer: `${prefix}_writer`, client: `${prefix}_client` };
-}
 
 /** The DuckDB DDL of a server ledger, in PostgreSQL's dialect and schema. */
 export function postgresLedgerDdl(duckDdl: string): string {
@@ -159,6 +147,29 @@ function steps(roles: PgRoles, database: string): Step[] {
         `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_nodes FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
         `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${w}`,
         `GRANT SELECT ON ${PG_SCHEMA}.log_nodes TO ${c}`,
+      ],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'chain_heads'),
+      does: `created ${PG_SCHEMA}.chain_heads (each chain's last step; its row lock orders the appends to the chain)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.chain_heads (ledger text NOT NULL, chain_key text NOT NULL, step_index integer NOT NULL, current_hash text NOT NULL, PRIMARY KEY (ledger, chain_key))`,
+        `GRANT SELECT, INSERT, UPDATE ON ${PG_SCHEMA}.chain_heads TO ${w}`,
+      ],
+    },
+    {
+      does: 'the log functions',
+      sql: [
+        DOUBLE_TEXT_FUNCTION,
+        `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${w}, ${c}`,
+        // The complete subtrees an append after `size` leaves may need as left siblings: (level, size/2^level - 1)
+        // for each bit set in size, at its position in the node order (ledger/merkle-log.ts, positionOf).
+        `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.frontier_positions(size bigint) RETURNS SETOF bigint LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT 2 * m - pg_catalog.bit_count(m::bit(64)) + l
+  FROM pg_catalog.generate_series(0, 62) AS l, LATERAL (SELECT ((size >> l) << l) - 1 AS m) AS x
+  WHERE (size >> l) & 1 = 1
+$$`,
+        `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.frontier_positions(bigint) TO ${w}, ${c}`,
       ],
     },
     {

@@ -81,6 +81,12 @@ export interface LedgerTable {
   readonly catalog: string;
   readonly schema: string;
   readonly name: string;
+  /**
+   * The SQL that names the table in the engine, where that is not
+   * catalog.schema.name: on PostgreSQL, ledgers live in `public` and keep
+   * the schema `main` in every hash and record (ledger/pg-catalog.ts).
+   */
+  readonly relation?: string;
   /** All columns in table order. */
   readonly columns: readonly LedgerColumn[];
   /** The column that partitions chains (`session_id`), or null when the whole table is one chain. */
@@ -108,7 +114,8 @@ export interface LedgerTable {
   readonly retention: string | null;
 }
 
-export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): string {
+export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name' | 'relation'>): string {
+  if (t.relation !== undefined) return t.relation;
   return `${quoteIdent(t.catalog)}.${quoteIdent(t.schema)}.${quoteIdent(t.name)}`;
 }
 

@@ -624,7 +624,7 @@ export class LedgerWriter {
 }
 
 /** Where a ledger's row texts go: computed once per table definition. */
-interface RowLayout {
+export interface RowLayout {
   readonly names: readonly string[];
   /** The table positions of the client columns, in order. */
   readonly client: readonly number[];
@@ -645,7 +645,7 @@ interface RowLayout {
 
 const rowLayouts = new WeakMap<LedgerTable, RowLayout>();
 
-function rowLayout(table: LedgerTable): RowLayout {
+export function rowLayout(table: LedgerTable): RowLayout {
   let layout = rowLayouts.get(table);
   if (layout === undefined) {
     const names = table.columns.map((c) => c.name);

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { PostgresConnection } from '../../src/engine/postgres/connection.js';
+import { rowHashFor } from '../../src/ledger/canonical.js';
+import { LedgerCatalog } from '../../src/ledger/catalog.js';
+import { leafPrefix, rowLeafHash } from '../../src/ledger/merkle-log.js';
+import { nodeHash, rootOf } from '../../src/ledger/merkle.js';
+import { positionOf } from '../../src/ledger/merkle-log.js';
+import { readPostgresTables } from '../../src/ledger/pg-catalog.js';
+import { PgLedgerWriter } from '../../src/ledger/pg-writer.js';
+import { canonicalPgTextSql } from '../../src/ledger/pg-verify-sql.js';
+import { usePgEngine } from '../fixtures/pg-engine.js';
+
+const ctx = usePgEngine();
+
+describe('the ledger writer on PostgreSQL', () => {
+  it('three writers appending to shared sessions at once leave every chain whole and the sequence without gaps', async () => {
+    const { engine } = ctx;
+    const writers: PgLedgerWriter[] = [];
+    const conns: PostgresConnection[] = [];
+    for (let i = 0; i < 3; i++) {
+      const conn = await PostgresConnection.open(engine.writerUrl);
+      conns.push(conn);
+      writers.push(await PgLedgerWriter.open(conn));
+    }
+    const catalog = new LedgerCatalog(conns[0] as PostgresConnection, (n) => n.startsWith('_cot'), null, readPostgresTables('cotwire'));
+    const steps = (await catalog.all()).find((t) => t.name === '_cot_steps');
+    expect(steps).toBeDefined();
+    if (steps === undefined) return;
+    const clientColumns = steps.columns.filter((c) => !steps.serverColumns.has(c.name)).map((c) => c.name);
+    const row = (session: string, n: number): (string | null)[] =>
+      clientColumns.map((c) =>
+        c === 'session_id'
+          ? session
+          : c === 'step_type'
+            ? 'Observation'
+            : c === 'content'
+              ? `step ${n} of ${session}: «é» "q"\n\\`
+              : c === 'confidence'
+                ? '0.5'
+                : null,
+      );
+    const sessions = ['s-a', 's-b', 's-c', 's-d'];
+    const appends: Promise<unknown>[] = [];
+    for (let n = 0; n < 300; n++) {
+      const w = writers[n % 3] as PgLedgerWriter;
+      const s = sessions[n % sessions.length] as string;
+      appends.push(w.append([{ table: steps, rows: n % 7 === 0 ? [row(s, n), row(s, n + 1000)] : [row(s, n)] }]));
+    }
+    await Promise.all(appends);
+    const admin = await engine.admin();
+    const names = steps.columns.map((c) => c.name);
+    const rows = (await admin.query(
+      `SELECT ${steps.columns.map((c) => `${canonicalPgTextSql(c.name, c.type)}`).join(', ')} FROM public._cot_steps s ORDER BY s.ledger_seq`,
+    )) as Array<Array<string | null>>;
+    expect(rows.length).toBe(300 + Math.ceil(300 / 7));
+    const at = (name: string): number => names.indexOf(name);
+    // Gap-free global sequence.
+    rows.forEach((r, i) => expect(r[at('ledger_seq')]).toBe(String(i + 1)));
+    // Every chain: contiguous indexes, each linked to the one before, each hash recomputed from its texts.
+    const heads = new Map<string, { index: number; hash: string }>();
+    const leaves: Buffer[] = [];
+    for (const r of rows) {
+      const key = r[at('session_id')] as string;
+      const head = heads.get(key);
+      expect(r[at('step_index')]).toBe(String(head === undefined ? 0 : head.index + 1));
+      expect(r[at('prev_hash')]).toBe(head?.hash ?? '');
+      expect(rowHashFor(steps.hashVersion, steps.name, names, r)).toBe(r[at('current_hash')]);
+      heads.set(key, { index: Number(r[at('step_index')]), hash: r[at('current_hash')] as string });
+      leaves.push(rowLeafHash(leafPrefix('main', '_cot_steps'), key, r[at('current_hash')] as string));
+    }
+    // The Merkle nodes the writers stored give the root of the leaves computed here.
+    const [[size]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
+    expect(Number(size)).toBe(rows.length);
+    const nodes = new Map(((await admin.query('SELECT position, hash FROM cotwire.log_nodes')) as Array<[bigint, Buffer]>).map(([p, h]) => [Number(p), h]));
+    const stored = rootOf(rows.length, (level, index) => nodes.get(positionOf(level, index)) as Buffer);
+    const expected = rootOf(rows.length, (level, index) => {
+      // Recompute the subtree from the leaves.
+      const sub = (l: number, i: number): Buffer => (l === 0 ? (leaves[i] as Buffer) : nodeHash(sub(l - 1, 2 * i), sub(l - 1, 2 * i + 1)));
+      return sub(level, index);
+    });
+    expect(stored.toString('hex')).toBe(expected.toString('hex'));
+    for (const w of writers) await w.close();
+    for (const c of conns) c.close();
+  });
+});
