@@ -86,11 +86,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       `invalid configuration: ledger.embeddingAlwaysTypes = ${JSON.stringify(config.ledger.embeddingAlwaysTypes)}; expected step types, each one of ${STEP_TYPES.join(', ')}`,
     );
   }
-  if (config.users.length === 0 && !isLoopbackHost(config.listen.host)) {
-    throw new StartupError(
-      `refusing to listen on ${config.listen.host} without authentication: no users are configured, so anyone who can reach the port could connect. Add users to the configuration file (see \`cotwire passwd\`), or listen on 127.0.0.1.`,
-    );
-  }
+  checkListenAuth(config);
   const secureContext = loadTls(config);
   // A rewrite that fails (a full disk) is logged and retried at the next stop: the erasure itself is done.
   if (config.database.path !== ':memory:') await rewriteIfErased(config.database.path, config.database.compression, log).catch(() => undefined);
@@ -288,18 +284,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   };
   const finished = await redactor.complete();
   if (finished > 0) log.warn({ redactions: finished }, `finished ${finished} redactions a stop had interrupted after their record was written`);
-  const auth = new AuthPolicy(
-    config.users.map((u) => ({
-      name: u.name,
-      verifier: parseScramVerifier(u.password) as ScramVerifier,
-      role: u.role,
-      identity: {
-        ...(u.agentId === null ? {} : { agent_id: u.agentId }),
-        ...(u.orgId === null ? {} : { org_id: u.orgId }),
-      },
-    })),
-    config.auth.method,
-  );
+  const auth = authPolicy(config);
   const server = new PgServer({
     host: config.listen.host,
     port: config.listen.port,
@@ -572,6 +557,31 @@ export interface ServerRuntime {
   readonly threadPoolSize: number;
 }
 
+/** The configured users, their SCRAM verifiers, roles and the identity stamped on their appends. */
+export function authPolicy(config: Config): AuthPolicy {
+  return new AuthPolicy(
+    config.users.map((u) => ({
+      name: u.name,
+      verifier: parseScramVerifier(u.password) as ScramVerifier,
+      role: u.role,
+      identity: {
+        ...(u.agentId === null ? {} : { agent_id: u.agentId }),
+        ...(u.orgId === null ? {} : { org_id: u.orgId }),
+      },
+    })),
+    config.auth.method,
+  );
+}
+
+/** Refuses to listen beyond the machine without users: anyone who reached the port could connect. */
+export function checkListenAuth(config: Config): void {
+  if (config.users.length === 0 && !isLoopbackHost(config.listen.host)) {
+    throw new StartupError(
+      `refusing to listen on ${config.listen.host} without authentication: no users are configured, so anyone who can reach the port could connect. Add users to the configuration file (see \`cotwire passwd\`), or listen on 127.0.0.1.`,
+    );
+  }
+}
+
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || isLoopback(host);
 }
@@ -592,7 +602,7 @@ async function openEngine(path: string, compression: EngineCompression): Promise
   }
 }
 
-function loadTls(config: Config): tls.SecureContext | null {
+export function loadTls(config: Config): tls.SecureContext | null {
   const { key, cert } = config.tls;
   if (key === null || cert === null) return null;
   try {

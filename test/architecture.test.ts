@@ -19,7 +19,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   embedding: [],
   config: ['session'],
   log: ['config'],
-  cli: ['config', 'log', 'main.ts', 'session', 'version.ts', 'engine', 'ledger', 'guard', 'mcp', 'embedding', 'observe'],
+  // The handler of a PostgreSQL engine: the guard's plan, then the client's backend or the writer.
+  proxy: ['engine', 'session', 'protocol', 'sql', 'errors', 'guard', 'ledger', 'observe'],
+  cli: ['config', 'log', 'main.ts', 'main-postgres.ts', 'session', 'errors', 'version.ts', 'engine', 'ledger', 'guard', 'mcp', 'embedding', 'observe'],
   // A client of the wire: never the engine, so it cannot open a database file.
   mcp: ['ledger', 'sql', 'version.ts'],
 };
@@ -123,8 +125,24 @@ describe('architecture', () => {
       for (const spec of imports(file)) {
         if (spec.startsWith('@duckdb/')) expect(rel.startsWith('engine/duckdb/'), rel).toBe(true);
         if (spec.includes('/duckdb/') && !rel.startsWith('engine/duckdb/')) expect(['main.ts', 'cli/database.ts'], spec).toContain(rel);
+        if (spec === 'pg' && !rel.startsWith('engine/postgres/')) expect(rel.startsWith('mcp/'), rel).toBe(true);
+        if (spec.includes('/postgres/') && !rel.startsWith('engine/postgres/')) expect(['main-postgres.ts', 'cli/postgres-commands.ts'], spec).toContain(rel);
       }
     }
+  });
+
+  it('decides access on a PostgreSQL engine in one module too: only proxy/access.ts imports the guard and the security event log', () => {
+    const importers: string[] = [];
+    for (const file of all) {
+      const rel = relative(SRC, file);
+      if (!rel.startsWith('proxy/')) continue;
+      for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
+        const target = relative(SRC, resolve(dirname(file), spec));
+        if (target.startsWith('guard/') || target === 'ledger/security-events.js') importers.push(`${rel} imports ${target}`);
+      }
+    }
+    expect(importers.length).toBeGreaterThan(0);
+    expect(importers.filter((i) => !i.startsWith('proxy/access.ts '))).toEqual([]);
   });
 
   it('decides access and records refusals in one handler module: only handler/access.ts imports the guard and the security event log', () => {

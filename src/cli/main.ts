@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError, loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig, redactUrl } from '../config/load.js';
+import { startPostgresServer } from '../main-postgres.js';
 import { createLogger } from '../log/logger.js';
 import { startServer, StartupError } from '../main.js';
 import { makeScramVerifier } from '../session/scram.js';
@@ -209,12 +210,19 @@ async function serve(flags: Record<string, string>): Promise<number> {
   const config = loadConfig({ argv, env: process.env });
   const log = createLogger(config.log.level, process.stdout.isTTY === true);
   // cli.ts sized libuv's pool before anything could start it (4 is libuv's own default).
-  const running = await startServer(config, log, { threadPoolSize: Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4 });
+  const running =
+    config.engine.kind === 'postgres'
+      ? await startPostgresServer(config, log)
+      : await startServer(config, log, { threadPoolSize: Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4 });
   const { address, port } = running.address;
   const host = address.includes(':') ? `[${address}]` : address;
   const user = config.users[0]?.name ?? 'cotwire';
   log.info(
-    { address: `${host}:${port}`, database: config.database.path, metrics: running.metricsAddress?.port ?? null },
+    {
+      address: `${host}:${port}`,
+      database: config.engine.url === null ? config.database.path : redactUrl(config.engine.url),
+      metrics: running.metricsAddress?.port ?? null,
+    },
     `cotwire ${COTWIRE_VERSION} listening on ${host}:${port}; connect with: psql -h ${address} -p ${port} -U ${user} ${config.database.name}`,
   );
   return new Promise<number>((resolve) => {

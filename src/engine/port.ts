@@ -1,3 +1,5 @@
+import type { PgError } from '../errors/pg-error.js';
+
 /**
  * What the rest of cotwire sees of the database engine. engine/duckdb is the
  * only code that imports @duckdb/node-api, engine/postgres the only code
@@ -178,5 +180,60 @@ export interface Engine {
   /** The engine's own setting names, lower case. */
   settingNames(): Promise<ReadonlySet<string>>;
   checkpoint(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// ---- A PostgreSQL engine: client statements relayed to a backend of their own (engine/postgres) ----
+
+export interface BackendField {
+  readonly name: string;
+  readonly tableID: number;
+  readonly columnID: number;
+  readonly dataTypeID: number;
+  readonly dataTypeSize: number;
+  readonly dataTypeModifier: number;
+}
+
+export type BackendStatus = 'I' | 'T' | 'E';
+
+export type FetchOutcome =
+  | { readonly kind: 'suspended' }
+  | { readonly kind: 'complete'; readonly tag: string }
+  | { readonly kind: 'empty' }
+  | { readonly kind: 'copy-in'; readonly columns: number }
+  | { readonly kind: 'copy-out'; readonly columns: number };
+
+/** A value for Bind: text, binary (a Buffer), or NULL. */
+export type BindValue = string | Buffer | null;
+
+/**
+ * One client connection's backend on a PostgreSQL engine: the extended
+ * protocol as the client speaks it, with the backend's Sync at the
+ * client's. Results come as text.
+ */
+export interface RelayBackend {
+  readonly status: BackendStatus;
+  readonly inExchange: boolean;
+  readonly failed: boolean;
+  onNotice: (notice: PgError) => void;
+  takeParameterChanges(): Array<[string, string]>;
+  reportedSettings(): Array<[string, string]>;
+  describe(sql: string, types: readonly number[]): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }>;
+  /** Parse, Bind (results in `resultFormats`, converted from text where binary) and Describe portal; throws 0A000 for a binary column it cannot convert. */
+  openPortal(
+    portal: string,
+    sql: string,
+    types: readonly number[],
+    values: readonly BindValue[],
+    resultFormats: readonly number[],
+  ): Promise<BackendField[] | null>;
+  fetch(portal: string, rows: number, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): Promise<FetchOutcome>;
+  copyOut(onData: (data: Buffer) => void): Promise<string>;
+  copyInData(data: Buffer): Promise<void>;
+  copyInDone(): Promise<string>;
+  copyInFail(message: string): Promise<void>;
+  closePortal(portal: string): Promise<void>;
+  sync(): Promise<BackendStatus>;
+  cancel(): void;
   close(): Promise<void>;
 }

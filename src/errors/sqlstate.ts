@@ -43,6 +43,7 @@ export const SqlState = {
   UndefinedParameter: '42P02',
   DuplicateTable: '42P07',
   DuplicateObject: '42710',
+  DuplicateColumn: '42701',
   DuplicateSchema: '42P06',
   DuplicatePreparedStatement: '42P05',
   DuplicateCursor: '42P03',

@@ -1,7 +1,7 @@
 import { checkpointText, signNote, type NoteSigner } from './note.js';
 import type { LedgerTable } from './schema.js';
 import type { MerkleLog } from './merkle-log.js';
-import type { LedgerWriter } from './writer.js';
+import type { LedgerAppender } from './writer.js';
 
 /** Where signed checkpoints go besides the database: a file, a directory, a webhook. */
 export interface CheckpointSink {
@@ -47,7 +47,7 @@ export class CheckpointIssuer {
   private closed = false;
 
   constructor(
-    private readonly writer: LedgerWriter,
+    private readonly writer: LedgerAppender,
     private readonly log: MerkleLog,
     /** Null while the checkpoint ledger is damaged: checkpoints still go to the sinks. */
     private readonly table: LedgerTable | null,

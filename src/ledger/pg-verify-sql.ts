@@ -65,7 +65,30 @@ $$`;
 
 /** The SQL expression of a column's canonical text (NULL stays NULL), from its DuckDB type name. */
 export function canonicalPgTextSql(column: string, type: string, alias = ''): string {
-  const ref = `${alias}${quoteIdent(column)}`;
+  return canonicalPgExprSql(`${alias}${quoteIdent(column)}`, type);
+}
+
+/** PostgreSQL's name of a ledger column type given by its DuckDB name. */
+export function pgTypeName(type: string): string {
+  const name = PG_TYPE[type];
+  if (name === undefined) throw new PgError(SqlState.FeatureNotSupported, `a ledger on PostgreSQL cannot hold a column of type ${type}`);
+  return name;
+}
+
+const PG_TYPE: Readonly<Record<string, string>> = {
+  VARCHAR: 'text',
+  JSON: 'json',
+  UUID: 'uuid',
+  SMALLINT: 'int2',
+  INTEGER: 'int4',
+  BIGINT: 'int8',
+  DOUBLE: 'float8',
+  BOOLEAN: 'boolean',
+  'TIMESTAMP WITH TIME ZONE': 'timestamptz',
+};
+
+/** The canonical text of a value expression of a ledger column's type. */
+export function canonicalPgExprSql(ref: string, type: string): string {
   switch (type) {
     case 'VARCHAR':
       return ref;

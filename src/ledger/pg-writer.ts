@@ -9,7 +9,7 @@ import { nodesForAppend } from './merkle.js';
 import { positionOf } from './merkle-log.js';
 import { PG_SCHEMA } from './pg-names.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from './schema.js';
-import { rowLayout, uuidv7, type AppendJob, type AppendResult } from './writer.js';
+import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from './writer.js';
 
 /**
  * The ledger writer on a PostgreSQL engine, which several cotwire instances
@@ -50,7 +50,7 @@ interface Head {
 }
 
 /** The text the writer inserts for each column, cast back to the column's type in PostgreSQL. */
-function fromCanonicalSql(ref: string, type: string): string {
+export function fromCanonicalSql(ref: string, type: string): string {
   switch (type) {
     case 'VARCHAR':
       return ref;
@@ -87,7 +87,7 @@ export interface PgWriterOptions {
   readonly embeddingSample?: EmbeddingSampleRule;
 }
 
-export class PgLedgerWriter {
+export class PgLedgerWriter implements LedgerAppender {
   private readonly queue: Unit[] = [];
   private running: Promise<void> | null = null;
   private lastMicros = 0n;
@@ -121,7 +121,7 @@ export class PgLedgerWriter {
   }
 
   /** Rows PostgreSQL holds are visible once acknowledged: a commit is both. */
-  visible(): null {
+  visible(_seq?: bigint): null {
     return null;
   }
 
@@ -254,6 +254,7 @@ export class PgLedgerWriter {
             rowsByLedger.set(ledger, out);
           }
           const first = seq + 1n;
+          const jobRows: (string | null)[][] = [];
           job.rows.forEach((clientRow, i) => {
             seq += 1n;
             const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
@@ -281,6 +282,7 @@ export class PgLedgerWriter {
             head.index = index;
             head.hash = hash;
             out.rows.push(texts);
+            jobRows.push(texts);
             for (const n of nodesForAppend(size, rowLeafHash(layout.leafPrefix, key, hash), read)) {
               const position = positionOf(n.level, n.index);
               nodes.set(position, n.hash);
@@ -288,7 +290,7 @@ export class PgLedgerWriter {
             }
             size++;
           });
-          unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
+          unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq, rows: jobRows });
         }
         results.push(unitResults);
       }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LedgerCatalog } from './catalog.js';
 import { CHAIN_COLUMNS, type LedgerTable } from './schema.js';
-import type { LedgerWriter } from './writer.js';
+import type { LedgerAppender } from './writer.js';
 
 /** One refused statement, as recorded in the security ledger. */
 export interface SecurityEvent {
@@ -45,14 +45,14 @@ export class SecurityEventLog {
   private queue: Promise<void> = Promise.resolve();
 
   private constructor(
-    private readonly writer: LedgerWriter,
+    private readonly writer: LedgerAppender,
     /** Null while the security ledger is damaged: each refusal is then reported through onError instead. */
     private readonly table: LedgerTable | null,
     private readonly onError: (err: unknown) => void,
   ) {}
 
   /** Over the security ledger (created by the caller); a damaged one fails closed, and refusals are still logged. */
-  static async open(catalog: LedgerCatalog, writer: LedgerWriter, onError: (err: unknown) => void): Promise<SecurityEventLog> {
+  static async open(catalog: LedgerCatalog, writer: LedgerAppender, onError: (err: unknown) => void): Promise<SecurityEventLog> {
     let table: LedgerTable | null;
     try {
       table = await catalog.find(['main', SECURITY_EVENTS_TABLE]);

@@ -33,6 +33,17 @@ export interface AppendResult {
   readonly count: number;
   readonly firstSeq: bigint;
   readonly lastSeq: bigint;
+  /** Every column's canonical text of each row, in table order, where the writer hands them back (on PostgreSQL). */
+  readonly rows?: ReadonlyArray<ReadonlyArray<string | null>>;
+}
+
+/** What appends to ledgers needs of a writer, on either engine. */
+export interface LedgerAppender {
+  append(jobs: readonly AppendJob[]): Promise<AppendResult[]>;
+  /** Resolves once the engine shows every append acknowledged so far (or `seq`); null when it already does. */
+  visible(seq?: bigint): Promise<void> | null;
+  /** Called after each commit with the global log's size. */
+  onIntegrated: (size: number) => void;
 }
 
 interface Unit {
@@ -99,7 +110,7 @@ export interface WriterOptions {
  * to DuckDB directly, after every journaled row before them, so DuckDB
  * always holds a prefix of the sequence.
  */
-export class LedgerWriter {
+export class LedgerWriter implements LedgerAppender {
   private readonly queue: Unit[] = [];
   private running = false;
   private readonly heads = new Map<string, Map<string, Head>>();

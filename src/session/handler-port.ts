@@ -104,6 +104,12 @@ export interface ConnectionHandler {
   closeStatement(statement: PreparedStatement): void;
   /** A cursor opened with DECLARE, which the protocol can Describe as a portal of the same name (psycopg 3 does). */
   cursorPortal(name: string): Portal | null;
+  /**
+   * Sync: the end of an extended-query exchange, before ReadyForQuery (an
+   * engine that is itself a PostgreSQL ends its implicit transaction here).
+   * An error it throws is reported before ReadyForQuery.
+   */
+  sync?(): Promise<void>;
   /** An error outside execute (for example in Bind) still fails an open transaction block. */
   failTransaction(): void;
   /** ParameterStatus changes since the last call, reported before ReadyForQuery. */

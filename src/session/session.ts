@@ -412,6 +412,14 @@ export class Session {
     }
     if (msg.kind === 'Sync') {
       this.ignoreTillSync = false;
+      if (this.handler?.sync !== undefined) {
+        try {
+          await this.handler.sync();
+        } catch (err) {
+          if (err instanceof PgError && err.isFatal) throw err;
+          this.report(err, false);
+        }
+      }
       this.readyForQuery();
       return;
     }

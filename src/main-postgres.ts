@@ -1,0 +1,195 @@
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config/schema.js';
+import { redactUrl } from './config/load.js';
+import { PgBackend } from './engine/postgres/backend.js';
+import { PostgresConnection, urlAs } from './engine/postgres/connection.js';
+import { PgError } from './errors/pg-error.js';
+import { SqlState } from './errors/sqlstate.js';
+import { ProtectedNames } from './guard/names.js';
+import { PostgresGuard } from './guard/postgres.js';
+import { ANALYTICS_FUNCTIONS } from './ledger/analytics-sql.js';
+import { AUDIT_SQL_FUNCTIONS } from './ledger/audit-sql.js';
+import { LedgerCatalog } from './ledger/catalog.js';
+import { readPostgresTables } from './ledger/pg-catalog.js';
+import { pgLedgerDdl } from './ledger/pg-ledger-create.js';
+import { pgRoles } from './ledger/pg-names.js';
+import { PgLedgerWriter } from './ledger/pg-writer.js';
+import { installPostgres, rolePasswords } from './ledger/postgres-schema.js';
+import { PROOF_SQL_FUNCTIONS } from './ledger/proof-sql.js';
+import { SEARCH_SQL_FUNCTIONS } from './ledger/search-sql.js';
+import { SecurityEventLog } from './ledger/security-events.js';
+import type { Logger } from './log/logger.js';
+import { authPolicy, checkListenAuth, loadTls, StartupError } from './main.js';
+import { OpsServer, PrometheusObserver } from './server/metrics.js';
+import { NO_OBSERVER } from './observe/observer.js';
+import { PgServer } from './server/server.js';
+import { ProxyHandlerFactory } from './proxy/factory.js';
+
+/**
+ * The composition root of a server whose engine is PostgreSQL
+ * (engine.kind: postgres). It shares the wire front, authentication, the
+ * roles and the writer's chain with the DuckDB server, and leaves the rest
+ * to PostgreSQL: each client connection gets a backend of its own, as a role
+ * that can read the ledgers and not change them (docs/scaling.md).
+ */
+
+export interface RunningPostgresServer {
+  readonly address: AddressInfo;
+  readonly metricsAddress: AddressInfo | null;
+  readonly server: PgServer;
+  readonly writer: PgLedgerWriter;
+  readonly ledgers: LedgerCatalog;
+  readonly securityLog: SecurityEventLog;
+  close(): Promise<void>;
+}
+
+export async function startPostgresServer(config: Config, log: Logger): Promise<RunningPostgresServer> {
+  checkListenAuth(config);
+  const url = config.engine.url;
+  if (url === null) throw new StartupError('engine.kind is postgres, but engine.url is not set');
+  const secureContext = loadTls(config);
+  const prefix = config.engine.rolePrefix;
+  const roles = pgRoles(prefix);
+  let admin: PostgresConnection;
+  try {
+    admin = await PostgresConnection.open(url, 'cotwire');
+  } catch (err) {
+    throw new StartupError(`cannot connect to the PostgreSQL engine at ${redactUrl(url)}: ${(err as Error).message}`);
+  }
+  const closers: Array<() => Promise<void> | void> = [() => admin.close()];
+  const closeAll = async (): Promise<void> => {
+    for (const c of closers.reverse()) await c();
+  };
+  try {
+    const report = await installPostgres(admin, prefix);
+    for (const action of report.actions) log.info({ engine: redactUrl(url) }, `init-postgres: ${action}`);
+    const passwords = await rolePasswords(admin, prefix);
+    const writerUrl = urlAs(url, roles.writer, passwords.writer);
+    const clientUrl = urlAs(url, roles.client, passwords.client);
+    const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
+    const observer = prometheus ?? NO_OBSERVER;
+    const names = new ProtectedNames(config.guard.protectedPrefixes);
+    const guard = new PostgresGuard(
+      names,
+      new Set([
+        'cot_verify',
+        'cot_verify_all',
+        'cot_replay',
+        'cot_trace',
+        'cot_sessions',
+        ...PROOF_SQL_FUNCTIONS,
+        ...ANALYTICS_FUNCTIONS,
+        ...AUDIT_SQL_FUNCTIONS,
+        ...SEARCH_SQL_FUNCTIONS,
+      ]),
+    );
+    await loadGuardParser();
+    const ledgers = new LedgerCatalog(admin, (n) => names.isProtected(n), null, readPostgresTables(prefix));
+    const writerConn = await PostgresConnection.open(writerUrl, 'cotwire writer');
+    closers.push(() => writerConn.close());
+    const writer = await PgLedgerWriter.open(writerConn, {
+      observer,
+      embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
+    });
+    closers.push(() => writer.close());
+    const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
+    closers.push(() => securityLog.close());
+    // The server's own DDL runs on a connection of its own, as the owner, one statement at a time.
+    const owner = await PostgresConnection.open(url, 'cotwire owner');
+    closers.push(() => owner.close());
+    let ddl: Promise<void> = Promise.resolve();
+    const createLedger = (create: Record<string, unknown>): Promise<void> => {
+      const run = ddl.then(async () => {
+        const made = pgLedgerDdl(create, roles);
+        const [[exists]] = (await owner.query(`SELECT to_regclass($1) IS NOT NULL`, [`public."${made.name.replaceAll('"', '""')}"`])) as [[boolean]];
+        if (exists) {
+          if (made.ifNotExists) return;
+          throw new PgError(SqlState.DuplicateTable, `relation "${made.name}" already exists`);
+        }
+        await owner.run('BEGIN');
+        try {
+          await owner.run(`SET LOCAL ROLE ${roles.owner}`);
+          for (const sql of made.statements) await owner.run(sql);
+          await owner.run('COMMIT');
+        } catch (err) {
+          await owner.run('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+        ledgers.created(made.name);
+      });
+      ddl = run.catch(() => undefined);
+      return run;
+    };
+    const server = new PgServer({
+      host: config.listen.host,
+      port: config.listen.port,
+      maxMessageSize: config.limits.maxMessageSize,
+      maxConnections: config.limits.maxConnections,
+      tls: secureContext,
+      auth: authPolicy(config),
+      observer,
+      slowStatementMs: config.log.slowStatementMs,
+      startupTimeoutMs: config.limits.startupTimeoutMs,
+      maxPreparedStatements: config.limits.maxPreparedStatements,
+      maxPortals: config.limits.maxPortals,
+      handlers: new ProxyHandlerFactory(
+        (applicationName) => PgBackend.open(clientUrl, applicationName === '' ? 'cotwire client' : applicationName),
+        { guard, securityLog, observer },
+        {
+          ledgers,
+          writer,
+          maxContentBytes: config.ledger.maxContentBytes,
+          maxAppendBytes: config.limits.maxAppendBytes,
+          query: (sql, params) => admin.query(sql, params),
+          createLedger,
+          idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
+        },
+      ),
+      log,
+    });
+    let address: AddressInfo;
+    try {
+      address = await server.listen();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE') {
+        throw new StartupError(
+          `port ${config.listen.port} on ${config.listen.host} is already in use; stop the other server or choose another port with --port`,
+        );
+      }
+      throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}`);
+    }
+    let ops: OpsServer | null = null;
+    let metricsAddress: AddressInfo | null = null;
+    if (prometheus !== null) {
+      ops = new OpsServer(prometheus, () => server.isListening);
+      metricsAddress = await ops.listen(config.metrics.host, config.metrics.port as number);
+    }
+    log.info({ engine: redactUrl(url), roles }, `the engine is PostgreSQL ${report.serverVersion}`);
+    let closing: Promise<void> | null = null;
+    return {
+      address,
+      metricsAddress,
+      server,
+      writer,
+      ledgers,
+      securityLog,
+      close: () => {
+        closing ??= (async () => {
+          await server.close(config.limits.shutdownGraceMs);
+          await ops?.close();
+          await closeAll();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+async function loadGuardParser(): Promise<void> {
+  const { loadModule } = await import('libpg-query');
+  await loadModule();
+}

@@ -1,0 +1,144 @@
+import type { Refusal } from '../guard/classify.js';
+import { fingerprint, GuardRefusal } from '../guard/guard.js';
+import type { PgStatement, PostgresGuard } from '../guard/postgres.js';
+
+export type { PgStatement };
+import type { SecurityEventLog } from '../ledger/security-events.js';
+import type { Observer } from '../observe/observer.js';
+import type { SessionInfo } from '../session/handler-port.js';
+
+/**
+ * Access on a PostgreSQL engine, in one place: the guard's plan of each
+ * statement, the roles (readers read, writers also append to ledgers,
+ * admins run whatever PostgreSQL lets the client role run), identity
+ * stamping, and the record of every refusal in `_cot_security_events`.
+ */
+
+/** Statements a reader or a writer may run besides appends: they read, or only change the session. */
+const READS = new Set([
+  'SelectStmt',
+  'ExplainStmt',
+  'VariableShowStmt',
+  'VariableSetStmt',
+  'TransactionStmt',
+  'DeclareCursorStmt',
+  'FetchStmt',
+  'ClosePortalStmt',
+  'DeallocateStmt',
+  'DiscardStmt',
+  'ListenStmt',
+  'UnlistenStmt',
+  'PrepareStmt',
+  'ExecuteStmt',
+  'CopyStmt',
+]);
+
+/** Settings that would lift a reader's read-only transactions. */
+const READ_ONLY_SETTINGS = new Set(['default_transaction_read_only', 'transaction_read_only', 'session_authorization', 'role']);
+
+export interface ProxyAccessServices {
+  readonly guard: PostgresGuard;
+  readonly securityLog: SecurityEventLog;
+  readonly observer: Observer;
+}
+
+export class ProxyAccess {
+  constructor(
+    private readonly services: ProxyAccessServices,
+    private readonly info: SessionInfo,
+    private readonly applicationName: () => string,
+  ) {}
+
+  /** The statements of a query string, each planned (PostgreSQL's syntax errors pass through). */
+  split(sql: string): PgStatement[] {
+    return this.services.guard.split(sql);
+  }
+
+  /** Throws (and records) the refusal of a statement: the guard's, or the role's. */
+  admit(statement: PgStatement): void {
+    const { plan } = statement;
+    if (plan.kind === 'refused') this.refuse(plan.refusal, statement.text);
+    const kind = Object.keys(statement.tree)[0] ?? '';
+    if (this.info.role === 'admin') return;
+    if (plan.kind === 'append') {
+      if (this.info.role === 'writer') return;
+      this.refuse(roleRefusal(this.info, 'INSERT', plan.ledger.join('.')), statement.text);
+    }
+    const node = (statement.tree as Record<string, Record<string, unknown>>)[kind] ?? {};
+    const reads =
+      READS.has(kind) &&
+      !(kind === 'SelectStmt' && node.intoClause !== undefined) &&
+      !(kind === 'CopyStmt' && node.is_from === true) &&
+      !(kind === 'ExplainStmt' && JSON.stringify(node.options ?? []).includes('"analyze"')) &&
+      !(kind === 'VariableSetStmt' && this.info.role === 'reader' && READ_ONLY_SETTINGS.has(String(node.name ?? '').toLowerCase())) &&
+      !(kind === 'PrepareStmt' && Object.keys((node.query as object | undefined) ?? {})[0] !== 'SelectStmt');
+    if (!reads) this.refuse(roleRefusal(this.info, operationOf(kind), ''), statement.text);
+  }
+
+  /** agent_id and org_id come from the authenticated identity: filled in where absent, refused where different. */
+  stampIdentity(clientColumns: readonly string[], rows: (string | null)[][], statement: string): void {
+    for (const [column, value] of Object.entries(this.info.identity)) {
+      const at = clientColumns.findIndex((c) => c.toLowerCase() === column.toLowerCase());
+      if (at < 0) continue;
+      for (const row of rows) {
+        const given = row[at] ?? null;
+        if (given === null) row[at] = value;
+        else if (given !== value) {
+          this.refuse(
+            {
+              reason: 'role',
+              operation: 'INSERT',
+              target: column,
+              message: `user "${this.info.user}" may append only as ${column} "${value}", not "${given}"`,
+              hint: `Leave ${column} out: the server fills it in from the authenticated identity.`,
+            },
+            statement,
+          );
+        }
+      }
+    }
+  }
+
+  /** Erasure on request: admins only, and PostgreSQL engines do not carry it out yet. */
+  isAdmin(): boolean {
+    return this.info.role === 'admin';
+  }
+
+  refuse(refusal: Refusal, statement: string): never {
+    const err = new GuardRefusal(refusal, fingerprint(statement));
+    this.services.observer.refusal(refusal.operation, refusal.reason);
+    this.services.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.applicationName(),
+      operation: refusal.operation,
+      target: refusal.target,
+      sqlstate: err.code,
+      reason: refusal.reason,
+      fingerprint: err.fingerprint,
+      statement,
+    });
+    throw err;
+  }
+}
+
+function roleRefusal(info: SessionInfo, operation: string, target: string): Refusal {
+  return {
+    reason: 'role',
+    operation,
+    target,
+    message: `permission denied: role "${info.role}" of user "${info.user}" may not ${operation}`,
+    hint:
+      info.role === 'reader'
+        ? 'A reader may only read: SELECT, SHOW and the like.'
+        : 'A writer may read, and append to ledger tables with INSERT or COPY FROM STDIN.',
+  };
+}
+
+/** "CreateTableAsStmt" → "CREATE TABLE AS", for messages. */
+function operationOf(kind: string): string {
+  return kind
+    .replace(/Stmt$/, '')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toUpperCase();
+}

@@ -1,0 +1,352 @@
+import type { BindValue, RelayBackend } from '../engine/port.js';
+import { PgError } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
+import type { LedgerCatalog } from '../ledger/catalog.js';
+import type { AppendJob, LedgerAppender } from '../ledger/writer.js';
+import type { TransactionStatus } from '../protocol/codes.js';
+import type { FieldDescription } from '../protocol/messages.js';
+import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../session/handler-port.js';
+import type { PgStatement, ProxyAccess } from './access.js';
+import { checkParents, checkRows, evaluateRows, planAppend, sendReturning, type LedgerAppendPlan } from './appends.js';
+
+/**
+ * A client connection on a PostgreSQL engine: every statement is planned by
+ * the guard (PostgreSQL's grammar), then relayed to the client's own backend
+ * as the client sent it, or, for an append to a ledger, evaluated and handed
+ * to the writer. The backend keeps PostgreSQL's semantics: transactions,
+ * savepoints, SET, cursors, catalogs, types and error codes are its own.
+ * What cotwire adds is the order of appends: inside a transaction block they
+ * wait for COMMIT (and go with ROLLBACK, or ROLLBACK TO a savepoint before
+ * them), and COMMIT commits the client's transaction only once the writer
+ * has made them durable.
+ */
+
+export interface ProxyServices {
+  readonly ledgers: LedgerCatalog;
+  readonly writer: LedgerAppender;
+  readonly maxContentBytes: number;
+  readonly maxAppendBytes: number;
+  /** A server-side read (parents of steps), outside the client's transaction. */
+  readonly query: (sql: string, params: string[]) => Promise<unknown[][]>;
+  /** CREATE TABLE of a ledger (its parse tree), carried out by the server as the ledgers' owner. */
+  readonly createLedger: (create: Record<string, unknown>) => Promise<void>;
+  readonly idleInTransactionTimeoutMs: number;
+}
+
+/** Rows fetched from the backend between two waits for the client's socket. */
+const BATCH_ROWS = 1000;
+
+class ProxyStatement implements PreparedStatement {
+  constructor(
+    readonly statement: PgStatement | null,
+    readonly paramTypes: readonly number[],
+    readonly fields: readonly FieldDescription[] | null,
+    /** The parameter types the client gave (0 where it left PostgreSQL to infer). */
+    readonly clientTypes: readonly number[],
+  ) {}
+}
+
+class ProxyPortal implements Portal {
+  done = false;
+  constructor(
+    readonly statement: ProxyStatement,
+    readonly name: string,
+    readonly fields: readonly FieldDescription[] | null,
+    readonly values: readonly BindValue[],
+    readonly resultFormats: readonly number[],
+    readonly append: LedgerAppendPlan | null,
+  ) {}
+}
+
+export class ProxyConnection implements ConnectionHandler {
+  readonly reportedParameters: ReadonlyArray<readonly [string, string]>;
+  private portals = 0;
+  /** A transaction block is open (BEGIN seen, COMMIT or ROLLBACK not yet). */
+  private inBlock = false;
+  /** The block failed: COMMIT will roll it back. */
+  private blockFailed = false;
+  /** Appends of the open block, in order, and where each savepoint began. */
+  private pending: AppendJob[] = [];
+  private savepoints: Array<{ readonly name: string; readonly at: number }> = [];
+
+  constructor(
+    private readonly backend: RelayBackend,
+    private readonly access: ProxyAccess,
+    private readonly services: ProxyServices,
+  ) {
+    this.reportedParameters = backend.reportedSettings().filter(([k]) => k !== 'session_authorization' && k !== 'is_superuser');
+  }
+
+  transactionStatus(): TransactionStatus {
+    return this.backend.status;
+  }
+
+  idleInTransactionTimeoutMs(): number {
+    return this.services.idleInTransactionTimeoutMs;
+  }
+
+  splitQuery(sql: string): readonly StatementSource[] {
+    return this.access.split(sql);
+  }
+
+  async beginQueryString(): Promise<void> {}
+
+  async endQueryString(): Promise<void> {
+    await this.sync();
+  }
+
+  async sync(): Promise<void> {
+    const status = await this.backend.sync();
+    this.inBlock = status !== 'I';
+    this.blockFailed = status === 'E';
+    if (!this.inBlock) this.endBlock();
+  }
+
+  async prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
+    let statement: PgStatement;
+    if (typeof sql === 'string') {
+      const all = this.access.split(sql);
+      if (all.length === 0) return new ProxyStatement(null, paramTypes, null, paramTypes);
+      if (all.length > 1) throw new PgError(SqlState.SyntaxError, 'cannot insert multiple commands into a prepared statement');
+      statement = all[0] as PgStatement;
+    } else {
+      statement = sql as PgStatement;
+    }
+    this.access.admit(statement);
+    if (typeof sql !== 'string') {
+      // A simple query's statement is described when it is bound, in one exchange with its execution.
+      return new ProxyStatement(statement, paramTypes, null, paramTypes);
+    }
+    // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it.
+    const described = await this.backend.describe(statement.text, paramTypes);
+    return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
+  }
+
+  async bind(
+    prepared: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+  ): Promise<Portal> {
+    const statement = prepared as ProxyStatement;
+    const values = params.map((p, i): BindValue => {
+      if (p === null) return null;
+      const format = paramFormats.length === 1 ? paramFormats[0] : (paramFormats[i] ?? 0);
+      return format === 1 ? p : p.toString('utf8');
+    });
+    const name = `cotwire_${++this.portals}`;
+    const s = statement.statement;
+    if (s === null) return new ProxyPortal(statement, name, null, values, resultFormats, null);
+    const formatOf = (i: number): 0 | 1 => ((resultFormats.length === 1 ? resultFormats[0] : (resultFormats[i] ?? 0)) === 1 ? 1 : 0);
+    switch (s.plan.kind) {
+      case 'append': {
+        const plan = await planAppend(this.services.ledgers, s.plan.ledger, s.text, s.plan.insert);
+        let fields = statement.fields;
+        if (fields === null && plan.pieces.returning !== null) {
+          fields = (await this.backend.describe(s.text, statement.clientTypes)).fields?.map((f) => field(f, 0)) ?? null;
+        }
+        return new ProxyPortal(statement, name, fields?.map((f, i) => ({ ...f, format: formatOf(i) })) ?? null, values, resultFormats, plan);
+      }
+      case 'create-ledger':
+        return new ProxyPortal(statement, name, null, values, resultFormats, null);
+      default: {
+        const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats);
+        return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
+      }
+    }
+  }
+
+  async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    const portal = p as ProxyPortal;
+    const s = portal.statement.statement;
+    if (s === null) return { done: true, tag: null };
+    this.backend.onNotice = (n) => sink.notice(n);
+    switch (s.plan.kind) {
+      case 'append':
+        return this.executeAppend(portal, s, sink);
+      case 'create-ledger':
+        return this.createLedger(s);
+      case 'transaction':
+        return this.executeTransaction(portal, s.plan.op, s.plan.savepoint, maxRows, sink);
+      default:
+        return this.relay(portal, maxRows, sink);
+    }
+  }
+
+  closePortal(p: Portal): void {
+    const portal = p as ProxyPortal;
+    if (!this.backend.inExchange || portal.append !== null) return;
+    void this.backend.closePortal(portal.name).catch(() => undefined);
+  }
+
+  closeStatement(): void {}
+
+  cursorPortal(): Portal | null {
+    return null;
+  }
+
+  failTransaction(): void {
+    if (this.inBlock) this.blockFailed = true;
+  }
+
+  takeParameterChanges(): ReadonlyArray<readonly [string, string]> {
+    return this.backend.takeParameterChanges();
+  }
+
+  cancel(): void {
+    this.backend.cancel();
+  }
+
+  async close(): Promise<void> {
+    this.endBlock();
+    await this.backend.close();
+  }
+
+  /** Rows from the backend to the client, a batch at a time, waiting for the client's socket between batches. */
+  private async relay(portal: ProxyPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    let left = maxRows;
+    for (;;) {
+      const want = maxRows > 0 ? Math.min(left, BATCH_ROWS) : BATCH_ROWS;
+      let got = 0;
+      const outcome = await this.backend.fetch(portal.name, want, (cells) => {
+        got++;
+        sink.row(cells);
+      });
+      switch (outcome.kind) {
+        case 'suspended':
+          left -= got;
+          if (maxRows > 0 && left <= 0) return { done: false };
+          await sink.flushIfFull();
+          continue;
+        case 'complete':
+          portal.done = true;
+          return { done: true, tag: outcome.tag };
+        case 'empty':
+          return { done: true, tag: null };
+        case 'copy-out': {
+          sink.copyOutStart(outcome.columns);
+          const tag = await this.backend.copyOut((data) => sink.copyData(data.toString('utf8')));
+          sink.copyDone();
+          return { done: true, tag };
+        }
+        case 'copy-in':
+          return { done: 'copy-in', copy: this.copyIn(outcome.columns) };
+      }
+    }
+  }
+
+  private copyIn(columns: number): CopyIn {
+    const backend = this.backend;
+    return {
+      columns,
+      write: (data) => backend.copyInData(data),
+      finish: () => backend.copyInDone(),
+      abort: () => backend.copyInFail('COPY from stdin failed'),
+    };
+  }
+
+  private async executeAppend(portal: ProxyPortal, s: PgStatement, sink: ResultSink): Promise<ExecuteOutcome> {
+    const plan = portal.append as LedgerAppendPlan;
+    portal.done = true;
+    const evaluated = await evaluateRows(this.backend, plan, portal.statement.paramTypes, portal.values, this.services.maxAppendBytes);
+    const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
+    await checkParents(plan, job.rows, this.services.query);
+    const tag = `INSERT 0 ${job.rows.length}`;
+    if (this.inBlock) {
+      if (plan.pieces.returning !== null) {
+        throw new PgError(
+          SqlState.FeatureNotSupported,
+          `RETURNING of an append to ledger table "${plan.table.name}" is not available inside a transaction block`,
+          {
+            hint: 'The server computes the chain columns at COMMIT. Append without RETURNING, and read the rows after COMMIT.',
+          },
+        );
+      }
+      this.pending.push(job);
+      return { done: true, tag };
+    }
+    const [result] = await this.services.writer.append([job]);
+    if (result?.rows !== undefined) await sendReturning(this.backend, plan, result.rows, portal.resultFormats, sink);
+    return { done: true, tag };
+  }
+
+  private async createLedger(s: PgStatement): Promise<ExecuteOutcome> {
+    if (this.inBlock) {
+      throw new PgError(SqlState.ActiveSqlTransaction, 'CREATE TABLE of a ledger cannot run inside a transaction block', {
+        hint: 'The server creates a ledger, with its chain columns and its walls, in a transaction of its own. Run it outside BEGIN ... COMMIT.',
+      });
+    }
+    if (s.plan.kind !== 'create-ledger') throw new PgError(SqlState.InternalError, 'not a ledger');
+    await this.services.createLedger(s.plan.create);
+    return { done: true, tag: 'CREATE TABLE' };
+  }
+
+  private async executeTransaction(portal: ProxyPortal, op: string, savepoint: string | null, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pending.length > 0) {
+      const jobs = this.pending;
+      this.pending = [];
+      try {
+        await this.services.writer.append(jobs);
+      } catch (err) {
+        // Nothing of the transaction may commit without its appends.
+        await this.backend.closePortal(portal.name);
+        await this.backend.openPortal(`${portal.name}_rollback`, 'ROLLBACK', [], [], []);
+        await this.backend.fetch(`${portal.name}_rollback`, 0, () => undefined);
+        this.endBlock();
+        throw err;
+      }
+    }
+    const outcome = await this.relay(portal, maxRows, sink);
+    switch (op) {
+      case 'begin':
+        this.inBlock = true;
+        this.blockFailed = false;
+        break;
+      case 'commit':
+      case 'rollback':
+      case 'prepare':
+        this.endBlock();
+        break;
+      case 'savepoint':
+        if (savepoint !== null) this.savepoints.push({ name: savepoint, at: this.pending.length });
+        break;
+      case 'release': {
+        const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
+        if (i >= 0) this.savepoints.length = i;
+        break;
+      }
+      case 'rollback_to': {
+        const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
+        if (i >= 0) {
+          this.pending.length = (this.savepoints[i] as { at: number }).at;
+          this.savepoints.length = i + 1;
+        }
+        this.blockFailed = false;
+        break;
+      }
+    }
+    return outcome;
+  }
+
+  private endBlock(): void {
+    this.inBlock = false;
+    this.blockFailed = false;
+    this.pending = [];
+    this.savepoints = [];
+  }
+}
+
+function field(
+  f: { name: string; tableID: number; columnID: number; dataTypeID: number; dataTypeSize: number; dataTypeModifier: number },
+  format: 0 | 1,
+): FieldDescription {
+  return {
+    name: f.name,
+    tableOid: f.tableID,
+    columnAttr: f.columnID,
+    typeOid: f.dataTypeID,
+    typeSize: f.dataTypeSize,
+    typeModifier: f.dataTypeModifier,
+    format,
+  };
+}

@@ -1,0 +1,105 @@
+import { scanSync } from 'libpg-query';
+
+/**
+ * An INSERT cut into the pieces cotwire evaluates itself when the target is
+ * a ledger on a PostgreSQL engine: its WITH clause, its rows' source, its
+ * RETURNING list. The cuts are made at PostgreSQL's own tokens (libpg-query's
+ * scanner) and at the parse tree's locations, never by searching the text.
+ */
+
+export interface InsertPieces {
+  /** `WITH ...` before INSERT, or ''. */
+  readonly withText: string;
+  /** The target columns as listed, or null when the INSERT lists none. */
+  readonly columns: readonly string[] | null;
+  /** The rows' source (VALUES ..., SELECT ..., (...)), DEFAULT in a VALUES list written as NULL; null for DEFAULT VALUES. */
+  readonly source: string | null;
+  /** The RETURNING list's text, or null. */
+  readonly returning: string | null;
+  /** The name RETURNING may qualify columns with: the alias, or the table's name. */
+  readonly alias: string;
+}
+
+interface Token {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+type Node = Record<string, unknown>;
+
+/** Byte locations of every DEFAULT inside a VALUES list. */
+function defaults(node: unknown, out: number[] = []): number[] {
+  if (Array.isArray(node)) for (const x of node) defaults(x, out);
+  else if (node !== null && typeof node === 'object') {
+    const d = (node as { SetToDefault?: { location?: number } }).SetToDefault;
+    if (d !== undefined && typeof d.location === 'number') out.push(d.location);
+    for (const v of Object.values(node)) defaults(v, out);
+  }
+  return out;
+}
+
+export function insertPieces(text: string, insert: Node): InsertPieces {
+  const bytes = Buffer.from(text, 'utf8');
+  const slice = (from: number, to: number): string => bytes.subarray(from, to).toString('utf8');
+  const tokens = (scanSync(text) as { tokens: Token[] }).tokens;
+  const relation = insert.relation as { relname: string; location: number; alias?: { aliasname?: string } };
+  let i = tokens.findIndex((t) => t.start === relation.location);
+  if (i < 0) throw new Error('the INSERT target is not where the parse tree puts it');
+  const insertToken = tokens.slice(0, i).findLastIndex((t) => t.text.toUpperCase() === 'INSERT');
+  const withText = insert.withClause === undefined || insertToken < 0 ? '' : slice(0, (tokens[insertToken] as Token).start).trim();
+  // The target's (qualified) name, its alias, its column list, OVERRIDING ... VALUE.
+  i++;
+  while (tokens[i]?.text === '.') i += 2;
+  const alias = relation.alias?.aliasname;
+  if (tokens[i]?.text.toUpperCase() === 'AS') i += 2;
+  else if (alias !== undefined) i += 1;
+  const cols = (insert.cols as Array<{ ResTarget: { name: string } }> | undefined)?.map((c) => c.ResTarget.name) ?? null;
+  if (cols !== null && tokens[i]?.text === '(') {
+    for (let depth = 0; i < tokens.length; i++) {
+      const t = (tokens[i] as Token).text;
+      if (t === '(') depth++;
+      else if (t === ')' && --depth === 0) {
+        i++;
+        break;
+      }
+    }
+  }
+  if (tokens[i]?.text.toUpperCase() === 'OVERRIDING') i += 3;
+  const returningList = (insert.returningList ?? (insert.returningClause as { exprs?: unknown } | undefined)?.exprs) as unknown[] | undefined;
+  let returningAt = -1;
+  if (returningList !== undefined && returningList.length > 0) {
+    for (let j = tokens.length - 1, depth = 0; j > i; j--) {
+      const t = (tokens[j] as Token).text;
+      if (t === ')') depth++;
+      else if (t === '(') depth--;
+      else if (depth === 0 && t.toUpperCase() === 'RETURNING') {
+        returningAt = j;
+        break;
+      }
+    }
+  }
+  const sourceStart = (tokens[i] as Token | undefined)?.start ?? bytes.length;
+  const sourceEnd = returningAt < 0 ? bytes.length : (tokens[returningAt] as Token).start;
+  let source: string | null = null;
+  if (insert.selectStmt !== undefined) {
+    // DEFAULT is the column's default, and a ledger's client columns default to NULL; a subquery has no DEFAULT.
+    const cuts = defaults(insert.selectStmt)
+      .filter((at) => at >= sourceStart && at < sourceEnd)
+      .sort((a, b) => a - b);
+    let out = '';
+    let from = sourceStart;
+    for (const at of cuts) {
+      out += `${slice(from, at)}NULL`;
+      from = at + 'DEFAULT'.length;
+    }
+    source = (out + slice(from, sourceEnd)).trim().replace(/;$/, '');
+  }
+  const returning =
+    returningAt < 0
+      ? null
+      : slice((tokens[returningAt] as Token).end, bytes.length)
+          .trim()
+          .replace(/;$/, '');
+  return { withText, columns: cols, source, returning, alias: alias ?? relation.relname };
+}
