@@ -146,7 +146,9 @@ export class PgLedgerWriter implements LedgerAppender {
       const units = this.queue.splice(0, UNITS_PER_COMMIT);
       try {
         const results = await this.commitRetrying(units);
-        units.forEach((u, i) => u.resolve(results[i] as AppendResult[]));
+        units.forEach((u, i) => {
+          u.resolve(results[i] as AppendResult[]);
+        });
       } catch {
         // One unit's failure (a NOT NULL column, a bad value) must not fail the others: each alone.
         for (const unit of units) {

@@ -55,7 +55,7 @@ describe('the ledger writer on PostgreSQL', () => {
     expect(rows.length).toBe(300 + Math.ceil(300 / 7));
     const at = (name: string): number => names.indexOf(name);
     // Gap-free global sequence.
-    rows.forEach((r, i) => expect(r[at('ledger_seq')]).toBe(String(i + 1)));
+    expect(rows.map((r) => r[at('ledger_seq')])).toEqual(rows.map((_, i) => String(i + 1)));
     // Every chain: contiguous indexes, each linked to the one before, each hash recomputed from its texts.
     const heads = new Map<string, { index: number; hash: string }>();
     const leaves: Buffer[] = [];
