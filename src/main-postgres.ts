@@ -12,6 +12,7 @@ import { AUDIT_SQL_FUNCTIONS } from './ledger/audit-sql.js';
 import { LedgerCatalog } from './ledger/catalog.js';
 import { readPostgresTables } from './ledger/pg-catalog.js';
 import { pgLedgerDdl } from './ledger/pg-ledger-create.js';
+import { pgLedgerFunctions } from './ledger/pg-verify-sql.js';
 import { pgRoles } from './ledger/pg-names.js';
 import { PgLedgerWriter } from './ledger/pg-writer.js';
 import { installPostgres, rolePasswords } from './ledger/postgres-schema.js';
@@ -61,14 +62,14 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
     for (const c of closers.reverse()) await c();
   };
   try {
-    const report = await installPostgres(admin, prefix);
+    const names = new ProtectedNames(config.guard.protectedPrefixes);
+    const report = await installPostgres(admin, prefix, (n) => names.isProtected(n));
     for (const action of report.actions) log.info({ engine: redactUrl(url) }, `init-postgres: ${action}`);
     const passwords = await rolePasswords(admin, prefix);
     const writerUrl = urlAs(url, roles.writer, passwords.writer);
     const clientUrl = urlAs(url, roles.client, passwords.client);
     const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
     const observer = prometheus ?? NO_OBSERVER;
-    const names = new ProtectedNames(config.guard.protectedPrefixes);
     const guard = new PostgresGuard(
       names,
       new Set([
@@ -110,6 +111,9 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
         try {
           await owner.run(`SET LOCAL ROLE ${roles.owner}`);
           for (const sql of made.statements) await owner.run(sql);
+          // Read in this transaction, which alone sees the new table yet.
+          const table = await new LedgerCatalog(owner, (n) => names.isProtected(n), null, readPostgresTables(prefix)).find(['main', made.name]);
+          if (table !== null) for (const sql of pgLedgerFunctions(table, roles)) await owner.run(sql);
           await owner.run('COMMIT');
         } catch (err) {
           await owner.run('ROLLBACK').catch(() => undefined);

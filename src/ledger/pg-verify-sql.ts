@@ -1,7 +1,10 @@
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
-import { PG_SCHEMA } from './pg-names.js';
-import { quoteIdent } from './schema.js';
+import { PG_SCHEMA, type PgRoles } from './pg-names.js';
+import { REDACTED_TEXT, unredactable } from './redactions.js';
+import { retainable } from './retention-sql.js';
+import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from './schema.js';
+import { verifyMacroName } from './verify-sql.js';
 
 /**
  * The README's hash specification in PostgreSQL's SQL: each column's
@@ -108,4 +111,157 @@ export function canonicalPgExprSql(ref: string, type: string): string {
     default:
       throw new PgError(SqlState.FeatureNotSupported, `a ledger on PostgreSQL cannot hash a column of type ${type}`);
   }
+}
+
+/** lp() of a constant, as a bytea literal: its length and bytes are known when the SQL is written. */
+function lpConst(s: string): string {
+  const bytes = Buffer.from(s, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64BE(BigInt(bytes.length));
+  return `'\\x${Buffer.concat([len, bytes]).toString('hex')}'::bytea`;
+}
+
+/** lp() of a text expression (the NULL mark for NULL). */
+function lpSql(text: string): string {
+  return `CASE WHEN ${text} IS NULL THEN '\\xffffffffffffffff'::bytea ELSE pg_catalog.int8send(pg_catalog.octet_length(pg_catalog.convert_to(${text}, 'UTF8'))::int8) || pg_catalog.convert_to(${text}, 'UTF8') END`;
+}
+
+/** A redacted column's marker as its canonical text (null: the column holds NULL), or undefined where none can be. */
+function markerText(column: LedgerColumn): string | null | undefined {
+  if (column.type === 'VARCHAR') return REDACTED_TEXT;
+  if (column.type === 'JSON') return JSON.stringify(REDACTED_TEXT);
+  return column.notNull ? undefined : null;
+}
+
+/**
+ * The expression that recomputes a row's current_hash, over the ledger's
+ * rows aliased `r` and, for v2, its redactions aliased `red` (one row per
+ * redacted row, `d_<column>` the recorded digest).
+ */
+export function pgHashSql(table: LedgerTable): string {
+  const v2 = table.hashVersion === HASH_VERSION_V2;
+  const parts = [lpConst(table.hashVersion), lpConst(table.name)];
+  for (const c of table.columns) {
+    if (c.name === 'current_hash') continue;
+    const text = canonicalPgTextSql(c.name, c.type, 'r.');
+    parts.push(lpConst(c.name));
+    if (!v2) {
+      parts.push(lpSql(text));
+      continue;
+    }
+    const computed = `pg_catalog.sha256(${lpSql(text)})`;
+    const marker = unredactable(table, c.name) === null ? markerText(c) : undefined;
+    if (marker === undefined) {
+      parts.push(computed);
+      continue;
+    }
+    const holds = marker === null ? `r.${quoteIdent(c.name)} IS NULL` : `${text} IS NOT DISTINCT FROM ${quoteLiteral(marker)}`;
+    const digest = `red.${quoteIdent(`d_${c.name}`)}`;
+    parts.push(`CASE WHEN ${digest} IS NOT NULL AND ${holds} THEN pg_catalog.decode(${digest}, 'hex') ELSE ${computed} END`);
+  }
+  return `pg_catalog.encode(pg_catalog.sha256(${parts.join(' || ')}), 'hex')`;
+}
+
+/**
+ * Every chain of a ledger, or one (`$1`, when `one`): whether it verifies,
+ * its steps, and where it first breaks. The same columns and the same
+ * verdicts as the DuckDB macros (verify-sql.ts), over the same records of
+ * redaction and retention, so a ledger moved between engines verifies alike.
+ */
+export function pgVerifySql(table: LedgerTable, one: boolean, where: string | null = null): string {
+  const key = table.chainKey === null ? `''` : `r.${quoteIdent(table.chainKey)}::text`;
+  const ledgerName = quoteLiteral(`${table.schema}.${table.name}`);
+  const from = `${table.relation ?? ''} AS r`;
+  const redactable =
+    table.hashVersion === HASH_VERSION_V2 ? table.columns.filter((c) => unredactable(table, c.name) === null && markerText(c) !== undefined) : [];
+  const redactions =
+    redactable.length === 0
+      ? ''
+      : `LEFT JOIN (SELECT target_seq, ${redactable
+          .map((c) => `max(value_digest) FILTER (WHERE column_name = ${quoteLiteral(c.name)}) AS ${quoteIdent(`d_${c.name}`)}`)
+          .join(
+            ', ',
+          )} FROM public._cot_redactions WHERE ledger = ${ledgerName}${one ? ' AND target_chain_key = $1' : ''} GROUP BY target_seq) AS red ON red.target_seq = r.ledger_seq`;
+  const retained =
+    table.chainKey === null || !retainable(table)
+      ? `LEFT JOIN (SELECT NULL::text AS chain_key, NULL::bigint AS steps, NULL::text AS hash) AS ret ON false`
+      : `LEFT JOIN (SELECT chain_key, max(last_step_index) + 1 AS steps, (array_agg(final_hash ORDER BY last_step_index DESC))[1] AS hash
+           FROM public._cot_retention WHERE ledger = ${ledgerName}${one ? ' AND chain_key = $1' : ''} GROUP BY chain_key) AS ret ON ret.chain_key = ${key}`;
+  const first = (expr: string): string => `(array_agg(${expr} ORDER BY position) FILTER (WHERE break_kind IS NOT NULL))[1]`;
+  return `
+WITH rows AS MATERIALIZED (
+  SELECT ${key} AS chain_key, r.step_index, r.prev_hash, r.current_hash, ${pgHashSql(table)} AS recomputed,
+    row_number() OVER w - 1 + coalesce(ret.steps, 0) AS position,
+    lag(r.current_hash, 1, coalesce(ret.hash, '')) OVER w AS expected_prev,
+    coalesce(r.step_index = lag(r.step_index) OVER w, false) OR coalesce(r.step_index = lead(r.step_index) OVER w, false) AS repeated_index
+  FROM ${from} ${redactions} ${retained}
+  ${one && table.chainKey !== null ? `WHERE ${key} = $1` : where === null ? '' : `WHERE ${where}`}
+  WINDOW w AS (PARTITION BY ${key} ORDER BY r.step_index, r.ledger_seq)
+),
+suspects AS (
+  SELECT r.chain_key, r.position, min(t.position) AS linked_position
+  FROM rows r JOIN rows t ON t.chain_key = r.chain_key AND t.current_hash = r.prev_hash
+  WHERE r.prev_hash <> r.expected_prev AND r.prev_hash <> ''
+  GROUP BY r.chain_key, r.position
+),
+checked AS (
+  SELECT r.*, s.linked_position, CASE
+    WHEN r.repeated_index THEN 'inserted'
+    WHEN r.step_index > r.position THEN 'deleted'
+    WHEN r.step_index < r.position THEN 'inserted'
+    WHEN r.recomputed <> r.current_hash AND r.prev_hash <> r.expected_prev AND s.linked_position > r.position THEN 'reordered'
+    WHEN r.recomputed <> r.current_hash THEN 'edited'
+    WHEN r.prev_hash <> r.expected_prev AND s.linked_position IS NOT NULL THEN 'reordered'
+    WHEN r.prev_hash <> r.expected_prev THEN 'inserted'
+  END AS break_kind
+  FROM rows r LEFT JOIN suspects s ON s.chain_key = r.chain_key AND s.position = r.position
+)
+SELECT chain_key,
+  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
+  count(*)::bigint AS step_count,
+  ${first(`CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END`)}::integer AS first_broken_index,
+  ${first('break_kind')} AS break_kind,
+  ${first(`CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END`)} AS expected_hash,
+  ${first(`CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END`)} AS actual_hash
+FROM checked
+GROUP BY chain_key
+ORDER BY chain_key`;
+}
+
+const VERIFY_COLUMNS = 'chain_key text, valid boolean, step_count bigint, first_broken_index integer, break_kind text, expected_hash text, actual_hash text';
+
+/** The SQL functions of one ledger in PostgreSQL: cot_verify[_name](chain) and cot_verify[_name]_all(), and for the steps the reads. */
+export function pgLedgerFunctions(table: LedgerTable, roles: PgRoles): string[] {
+  const name = verifyMacroName(table);
+  const fn = (fname: string, args: ReadonlyArray<readonly [string, string]>, returns: string, body: string): string[] => {
+    const types = `public.${fname}(${args.map(([, t]) => t).join(', ')})`;
+    return [
+      `CREATE OR REPLACE FUNCTION public.${fname}(${args.map(([a, t]) => `${a} ${t}`).join(', ')}) RETURNS ${returns} LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $cotwire$${body}$cotwire$`,
+      `REVOKE ALL ON FUNCTION ${types} FROM PUBLIC`,
+      `GRANT EXECUTE ON FUNCTION ${types} TO ${quoteIdent(roles.client)}, ${quoteIdent(roles.writer)}`,
+    ];
+  };
+  const out = [
+    ...fn(name, [['chain', 'text']], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, true)),
+    ...fn(`${name}_all`, [], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, false)),
+  ];
+  if (table.isSteps) {
+    const steps = table.relation ?? '';
+    out.push(
+      ...fn('cot_replay', [['session', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE session_id = $1 ORDER BY step_index`),
+      ...fn('cot_trace', [['trace', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE trace_id = $1::uuid`),
+      ...fn(
+        'cot_sessions',
+        [['agent', 'text']],
+        'TABLE (session_id text, step_count bigint, first_step_at timestamptz, last_step_at timestamptz, chain_valid boolean)',
+        // Only the agent's own sessions are verified, not every chain in the ledger.
+        `WITH v AS (${pgVerifySql(table, false, `r.session_id IN (SELECT session_id FROM ${steps} WHERE agent_id IS NOT DISTINCT FROM $1)`)})
+         SELECT s.session_id, count(*)::bigint, min(s.created_at), max(s.created_at), bool_and(v.valid)
+         FROM ${steps} s JOIN v ON v.chain_key = s.session_id
+         WHERE s.agent_id IS NOT DISTINCT FROM $1
+         GROUP BY s.session_id ORDER BY min(s.created_at)`,
+      ),
+    );
+  }
+  return out;
 }

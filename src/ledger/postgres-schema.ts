@@ -4,7 +4,10 @@ import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from './checkpoint-schema.js';
 import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './pg-names.js';
-import { DOUBLE_TEXT_FUNCTION } from './pg-verify-sql.js';
+import { LedgerCatalog } from './catalog.js';
+import { readPostgresTables } from './pg-catalog.js';
+import { DOUBLE_TEXT_FUNCTION, pgLedgerFunctions } from './pg-verify-sql.js';
+import { verifyMacroName } from './verify-sql.js';
 import { NEW_LEDGER_HASH_VERSION } from './hash-version.js';
 import { REDACTIONS_DDL, REDACTIONS_TABLE } from './redactions.js';
 import { RETENTION_DDL, RETENTION_TABLE } from './retention-sql.js';
@@ -203,7 +206,11 @@ export interface PgInstallReport {
  * do not race. The connection's role must be able to create roles (the
  * first time) or be a member of the owner role.
  */
-export async function installPostgres(conn: SqlConnection, prefix: string): Promise<PgInstallReport> {
+export async function installPostgres(
+  conn: SqlConnection,
+  prefix: string,
+  isProtected: (name: string) => boolean = (n) => n.toLowerCase().startsWith('_cot'),
+): Promise<PgInstallReport> {
   const [[versionNum, version, encoding, database]] = (await conn.query(
     "SELECT current_setting('server_version_num')::int, current_setting('server_version'), pg_catalog.pg_encoding_to_char(encoding), current_database() FROM pg_catalog.pg_database WHERE datname = current_database()",
   )) as [[number, string, string, string]];
@@ -231,6 +238,18 @@ export async function installPostgres(conn: SqlConnection, prefix: string): Prom
       if (step.done !== undefined) actions.push(step.does);
       if (step.role !== undefined) created.add(step.role);
     }
+    // The verification functions follow the ledgers' columns: written afresh at every start.
+    await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
+    for (const table of await new LedgerCatalog(conn, isProtected, null, readPostgresTables(prefix)).all()) {
+      const name = verifyMacroName(table);
+      const [[existed]] = (await conn.query(`SELECT to_regprocedure($1) IS NOT NULL`, [`public.${name}(text)`])) as [[boolean]];
+      for (const sql of pgLedgerFunctions(table, roles)) await conn.run(sql);
+      if (!existed)
+        actions.push(
+          `created ${name}() and ${name}_all()${table.isSteps ? ', cot_replay(), cot_trace() and cot_sessions()' : ''}, which verify ${table.name} in PostgreSQL`,
+        );
+    }
+    await conn.run('RESET ROLE');
     for (const role of [roles.writer, roles.client]) {
       const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [role])) as Array<[string]>;
       if (row !== undefined) continue;

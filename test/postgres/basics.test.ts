@@ -56,3 +56,48 @@ describe('cotwire on a PostgreSQL engine', () => {
     await expect(ctx.client.query('DROP TABLE _cot_tool_calls')).rejects.toMatchObject({ code: '42501' });
   });
 });
+
+describe('verification in PostgreSQL', () => {
+  it('cot_verify, cot_verify_all, cot_replay, cot_trace and cot_sessions answer over SQL', async () => {
+    const c = ctx.client;
+    await c.query(
+      "INSERT INTO _cot_steps (session_id, agent_id, step_type, content, confidence, metadata) VALUES ('v1', 'agent-a', 'Observation', 'x', 0.25, '{\"k\": [1, 2]}'), ('v1', 'agent-a', 'FinalAnswer', 'done', 1e-7, NULL)",
+    );
+    const v = await c.query("SELECT * FROM cot_verify('v1')");
+    expect(v.rows).toEqual([
+      { chain_key: 'v1', valid: true, step_count: '2', first_broken_index: null, break_kind: null, expected_hash: null, actual_hash: null },
+    ]);
+    const all = await c.query('SELECT chain_key, valid FROM cot_verify_all() ORDER BY chain_key');
+    expect(all.rows.every((r) => r.valid === true)).toBe(true);
+    expect(all.rows.map((r) => r.chain_key)).toContain('v1');
+    const replay = await c.query("SELECT step_index, content FROM cot_replay('v1')");
+    expect(replay.rows).toEqual([
+      { step_index: 0, content: 'x' },
+      { step_index: 1, content: 'done' },
+    ]);
+    const id = (await c.query("SELECT trace_id FROM _cot_steps WHERE session_id = 'v1' AND step_index = 1")).rows[0].trace_id as string;
+    expect((await c.query('SELECT content FROM cot_trace($1)', [id])).rows).toEqual([{ content: 'done' }]);
+    const sessions = await c.query("SELECT session_id, step_count, chain_valid FROM cot_sessions('agent-a')");
+    expect(sessions.rows).toEqual([{ session_id: 'v1', step_count: '2', chain_valid: true }]);
+  });
+
+  it('finds a row edited behind the server', async () => {
+    const admin = await ctx.engine.admin();
+    await ctx.client.query(
+      "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('e1', 'Observation', 'a'), ('e1', 'Observation', 'b'), ('e1', 'Observation', 'c')",
+    );
+    // Someone with the database's superuser disables the wall and edits a row.
+    await admin.run('ALTER TABLE public._cot_steps DISABLE TRIGGER cotwire_append_only');
+    await admin.run("UPDATE public._cot_steps SET content = 'B' WHERE session_id = 'e1' AND step_index = 1");
+    await admin.run('ALTER TABLE public._cot_steps ENABLE TRIGGER cotwire_append_only');
+    const v = await ctx.client.query("SELECT valid, first_broken_index, break_kind FROM cot_verify('e1')");
+    expect(v.rows).toEqual([{ valid: false, first_broken_index: 1, break_kind: 'edited' }]);
+  });
+
+  it('verifies a ledger a client created, with its own function', async () => {
+    await ctx.client.query('CREATE TABLE _cot_notes (session_id text NOT NULL, note text, n integer, at timestamptz, flag boolean, amount double precision)');
+    await ctx.client.query("INSERT INTO _cot_notes VALUES ('n', 'é\\n', 3, '2024-01-02 03:04:05.123456+02', false, 1e20), ('n', NULL, NULL, NULL, NULL, -0.0)");
+    const v = await ctx.client.query("SELECT valid, step_count FROM cot_verify_notes('n')");
+    expect(v.rows).toEqual([{ valid: true, step_count: '2' }]);
+  });
+});
