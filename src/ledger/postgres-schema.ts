@@ -6,6 +6,7 @@ import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from './checkpoint-schema.js';
 import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './pg-names.js';
 import { LedgerCatalog } from './catalog.js';
 import { readPostgresTables } from './pg-catalog.js';
+import { pgProofFunctions } from './pg-proof-sql.js';
 import { DOUBLE_TEXT_FUNCTION, pgLedgerFunctions } from './pg-verify-sql.js';
 import { verifyMacroName } from './verify-sql.js';
 import { NEW_LEDGER_HASH_VERSION } from './hash-version.js';
@@ -249,6 +250,12 @@ export async function installPostgres(
           `created ${name}() and ${name}_all()${table.isSteps ? ', cot_replay(), cot_trace() and cot_sessions()' : ''}, which verify ${table.name} in PostgreSQL`,
         );
     }
+    const [[proofs]] = (await conn.query(`SELECT to_regprocedure('public.cot_prove(text)') IS NOT NULL`)) as [[boolean]];
+    for (const sql of pgProofFunctions(roles)) await conn.run(sql);
+    if (!proofs)
+      actions.push(
+        "created cot_log_root(), cot_inclusion_proof(), cot_consistency_proof(), cot_checkpoint(), cot_prove() and cot_consistency(), the global log's proofs",
+      );
     await conn.run('RESET ROLE');
     for (const role of [roles.writer, roles.client]) {
       const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [role])) as Array<[string]>;

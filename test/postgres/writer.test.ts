@@ -3,7 +3,7 @@ import { PostgresConnection } from '../../src/engine/postgres/connection.js';
 import { rowHashFor } from '../../src/ledger/canonical.js';
 import { LedgerCatalog } from '../../src/ledger/catalog.js';
 import { leafPrefix, rowLeafHash } from '../../src/ledger/merkle-log.js';
-import { nodeHash, rootOf } from '../../src/ledger/merkle.js';
+import { consistencyProof, inclusionProof, nodeHash, rootOf } from '../../src/ledger/merkle.js';
 import { positionOf } from '../../src/ledger/merkle-log.js';
 import { readPostgresTables } from '../../src/ledger/pg-catalog.js';
 import { PgLedgerWriter } from '../../src/ledger/pg-writer.js';
@@ -81,5 +81,34 @@ describe('the ledger writer on PostgreSQL', () => {
     expect(stored.toString('hex')).toBe(expected.toString('hex'));
     for (const w of writers) await w.close();
     for (const c of conns) c.close();
+  });
+});
+
+describe("the global log's proofs in PostgreSQL", () => {
+  it('give the roots and proofs the tree code gives, for every size and leaf', async () => {
+    const admin = await ctx.engine.admin();
+    const [[size]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
+    const n = Number(size);
+    expect(n).toBeGreaterThan(100);
+    const nodes = new Map(((await admin.query('SELECT position, hash FROM cotwire.log_nodes')) as Array<[bigint, Buffer]>).map(([p, h]) => [Number(p), h]));
+    const read = (level: number, index: number): Buffer => nodes.get(positionOf(level, index)) as Buffer;
+    const b64 = (hs: readonly Buffer[]): string => hs.map((h) => h.toString('base64')).join(' ');
+    for (const size of [1, 2, 3, 7, 8, 64, 100, n]) {
+      const [[root]] = (await admin.query('SELECT cot_log_root($1)', [String(size)])) as [[string]];
+      expect(root).toBe(rootOf(size, read).toString('base64'));
+      for (const index of [0, 1, Math.floor(size / 2), size - 1]) {
+        if (index >= size) continue;
+        const [[proof]] = (await admin.query('SELECT cot_inclusion_proof($1, $2)', [String(index), String(size)])) as [[string]];
+        expect(proof).toBe(b64(inclusionProof(index, size, read)));
+      }
+      for (const older of [1, Math.floor(size / 3), size]) {
+        if (older < 1) continue;
+        const [[proof]] = (await admin.query('SELECT cot_consistency_proof($1, $2)', [String(older), String(size)])) as [[string]];
+        expect(proof).toBe(b64(consistencyProof(older, size, read)));
+      }
+    }
+    const [[beyond]] = (await admin.query('SELECT cot_log_root($1)', [String(n + 1)])) as [[string | null]];
+    expect(beyond).toBeNull();
+    await expect(admin.query('SELECT * FROM cot_consistency(5, $1)', [String(n + 1)])).rejects.toMatchObject({ code: '22023' });
   });
 });
