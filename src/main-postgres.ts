@@ -15,7 +15,15 @@ import { pgLedgerDdl } from './ledger/pg-ledger-create.js';
 import { pgLedgerFunctions } from './ledger/pg-verify-sql.js';
 import { pgRoles } from './ledger/pg-names.js';
 import { PgLedgerWriter } from './ledger/pg-writer.js';
-import { installPostgres, rolePasswords } from './ledger/postgres-schema.js';
+import { installPostgres, leadSigning, releaseSigning, rolePasswords, sharedSignerKey } from './ledger/postgres-schema.js';
+import { CHECKPOINTS_TABLE } from './ledger/checkpoint-schema.js';
+import { CheckpointIssuer } from './ledger/checkpoints.js';
+import { sinkFor } from './ledger/checkpoint-sinks.js';
+import { generateKey, parseSigner } from './ledger/note.js';
+import { PG_SCHEMA } from './ledger/pg-names.js';
+import { readKeyFile } from './ledger/signing-key.js';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { PROOF_SQL_FUNCTIONS } from './ledger/proof-sql.js';
 import { SEARCH_SQL_FUNCTIONS } from './ledger/search-sql.js';
 import { SecurityEventLog } from './ledger/security-events.js';
@@ -41,6 +49,9 @@ export interface RunningPostgresServer {
   readonly writer: PgLedgerWriter;
   readonly ledgers: LedgerCatalog;
   readonly securityLog: SecurityEventLog;
+  readonly checkpoints: CheckpointIssuer;
+  /** This instance's name in the signing lease. */
+  readonly instance: string;
   close(): Promise<void>;
 }
 
@@ -93,6 +104,45 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
     });
     closers.push(() => writer.close());
+    const signer =
+      config.checkpoint.keyFile !== null
+        ? readKeyFile(config.checkpoint.keyFile)
+        : parseSigner(await sharedSignerKey(admin, () => generateKey(`cotwire.local/${config.database.name}`).signerKey));
+    const leaseConn = await PostgresConnection.open(writerUrl, 'cotwire signer');
+    closers.push(() => leaseConn.close());
+    const instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const leaseMs = 2 * config.checkpoint.intervalSeconds * 1000 + 5000;
+    const checkpointTable = (await ledgers.all()).find((t) => t.name === CHECKPOINTS_TABLE) ?? null;
+    const checkpoints = new CheckpointIssuer(
+      writer,
+      {
+        size: async () => Number(((await leaseConn.query(`SELECT size FROM ${PG_SCHEMA}.log_head`)) as [[bigint]])[0][0]),
+        root: async (n) => Buffer.from(((await leaseConn.query('SELECT public.cot_log_root($1)', [String(n)])) as [[string]])[0][0], 'base64'),
+        // A commit in PostgreSQL is durable: its nodes with it.
+        sync: () => undefined,
+      },
+      checkpointTable,
+      signer,
+      config.checkpoint.sinks.map((t) => sinkFor(t)),
+      {
+        intervalMs: config.checkpoint.intervalSeconds * 1000,
+        maxLeaves: config.checkpoint.maxLeaves,
+        onSinkError: (sink, err, attempt) => log.warn({ err, sink, attempt }, 'writing a checkpoint to a sink failed; retrying'),
+        onIssueError: (err) => log.error({ err }, 'issuing a checkpoint failed'),
+        lead: async () => {
+          if (!(await leadSigning(leaseConn, instance, leaseMs))) return null;
+          const [last] = (await leaseConn.query(`SELECT tree_size, ledger_seq FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
+            [bigint, bigint]
+          >;
+          return last === undefined ? { size: 0, record: 0 } : { size: Number(last[0]), record: Number(last[1]) };
+        },
+      },
+      null,
+    );
+    closers.push(async () => {
+      await checkpoints.close(config.limits.shutdownGraceMs);
+      await releaseSigning(leaseConn, instance).catch(() => undefined);
+    });
     const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
     closers.push(() => securityLog.close());
     // The server's own DDL runs on a connection of its own, as the owner, one statement at a time.
@@ -169,7 +219,8 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
       ops = new OpsServer(prometheus, () => server.isListening);
       metricsAddress = await ops.listen(config.metrics.host, config.metrics.port as number);
     }
-    log.info({ engine: redactUrl(url), roles }, `the engine is PostgreSQL ${report.serverVersion}`);
+    checkpoints.start();
+    log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);
     let closing: Promise<void> | null = null;
     return {
       address,
@@ -178,6 +229,8 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
       writer,
       ledgers,
       securityLog,
+      checkpoints,
+      instance,
       close: () => {
         closing ??= (async () => {
           await server.close(config.limits.shutdownGraceMs);

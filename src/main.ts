@@ -241,7 +241,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       : ((await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<[bigint, bigint]>);
   const checkpoints = new CheckpointIssuer(
     writer,
-    merkle,
+    { size: () => merkle.size, root: (n) => merkle.root(n), sync: () => merkle.sync() },
     checkpointTable,
     signer,
     config.checkpoint.sinks.map((t) => sinkFor(t)),

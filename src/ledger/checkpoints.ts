@@ -1,7 +1,14 @@
 import { checkpointText, signNote, type NoteSigner } from './note.js';
 import type { LedgerTable } from './schema.js';
-import type { MerkleLog } from './merkle-log.js';
 import type { LedgerAppender } from './writer.js';
+
+/** The global log as the issuer signs it: its size, its root at a size, and the durability of its nodes. */
+export interface SignedLog {
+  size(): number | Promise<number>;
+  root(size: number): Buffer | Promise<Buffer>;
+  /** Makes the nodes behind a root durable before a signature vouches for them. */
+  sync(): void;
+}
 
 /** Where signed checkpoints go besides the database: a file, a directory, a webhook. */
 export interface CheckpointSink {
@@ -17,6 +24,12 @@ export interface IssuerOptions {
   readonly retryMs?: number;
   readonly onSinkError: (sink: string, err: unknown, attempt: number) => void;
   readonly onIssueError: (err: unknown) => void;
+  /**
+   * Where several instances share the log (a PostgreSQL engine): whether
+   * this one signs now, and if so the last checkpoint any of them issued
+   * (its size and its own record's ledger_seq); null when another signs.
+   */
+  readonly lead?: () => Promise<{ readonly size: number; readonly record: number } | null>;
 }
 
 export interface IssuedCheckpoint {
@@ -48,7 +61,7 @@ export class CheckpointIssuer {
 
   constructor(
     private readonly writer: LedgerAppender,
-    private readonly log: MerkleLog,
+    private readonly log: SignedLog,
     /** Null while the checkpoint ledger is damaged: checkpoints still go to the sinks. */
     private readonly table: LedgerTable | null,
     private readonly signer: NoteSigner,
@@ -114,12 +127,18 @@ export class CheckpointIssuer {
   }
 
   private async round(): Promise<IssuedCheckpoint | null> {
-    const size = this.log.size;
+    if (this.options.lead !== undefined) {
+      const last = await this.options.lead();
+      if (last === null) return null;
+      this.lastSize = last.size;
+      this.lastRecord = last.record;
+    }
+    const size = await this.log.size();
     // Its own last record is the only new leaf: nothing happened since.
-    if (size === 0 || size <= this.lastRecord) return null;
+    if (size === 0 || size <= this.lastRecord || size <= this.lastSize) return null;
     // The nodes behind the root reach the disk before a signature vouches for them.
     this.log.sync();
-    const root = this.log.root(size);
+    const root = await this.log.root(size);
     const note = signNote(checkpointText({ origin: this.signer.name, size, root }), this.signer);
     if (this.table === null) {
       this.lastSize = size;

@@ -224,15 +224,20 @@ export class PgLedgerWriter implements LedgerAppender {
         }
         m.set(key, { index: Number(index), hash });
       }
-      const reserved = (await this.conn.query(
-        `WITH h AS (UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size)
-         SELECT h.size, n.position, n.hash FROM h LEFT JOIN ${PG_SCHEMA}.log_nodes n ON n.position IN (SELECT ${PG_SCHEMA}.frontier_positions(h.size - $1::int8))`,
-        [String(total)],
-      )) as Array<[bigint, bigint | null, Buffer | null]>;
-      const after = Number(reserved[0]?.[0]);
+      // The row lock on log_head is the global sequence's one serialisation point: held until COMMIT. The
+      // frontier is read by a statement of its own, whose snapshot is taken after the lock was granted and
+      // so sees the nodes of every commit before.
+      const [[reservedTo]] = (await this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)])) as [[bigint]];
+      const after = Number(reservedTo);
       const before = after - total;
+      const frontier = frontierPositions(before);
       const nodes = new Map<number, Buffer>();
-      for (const [, position, hash] of reserved) if (position !== null && hash !== null) nodes.set(Number(position), hash);
+      if (frontier.length > 0) {
+        const rows = (await this.conn.query(`SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY($1::int8[])`, [
+          pgArray(frontier.map(String)),
+        ])) as Array<[bigint, Buffer]>;
+        for (const [position, hash] of rows) nodes.set(Number(position), hash);
+      }
       let seq = BigInt(before);
       let size = before;
       const newNodes: Array<{ position: number; hash: Buffer }> = [];
@@ -345,6 +350,7 @@ export class PgLedgerWriter implements LedgerAppender {
     }
   }
 
+  /** Inserts the missing head rows in key order: two instances adding the same new chains then wait for each other, never in a cycle. */
   private async ensureHeads(ledger: string, table: LedgerTable, keys: readonly string[]): Promise<void> {
     const where = table.chainKey === null ? 'true' : `r.${quoteIdent(table.chainKey)} = k.k`;
     await this.conn.query(
@@ -352,6 +358,7 @@ export class PgLedgerWriter implements LedgerAppender {
        SELECT $1, k.k, coalesce(last.step_index, -1), coalesce(last.current_hash, '')
        FROM unnest($2::text[]) AS k(k)
        LEFT JOIN LATERAL (SELECT r.step_index, r.current_hash FROM ${qualifiedName(table)} r WHERE ${where} ORDER BY r.step_index DESC LIMIT 1) last ON true
+       ORDER BY k.k
        ON CONFLICT DO NOTHING`,
       [ledger, pgArray(keys)],
     );
@@ -373,4 +380,13 @@ function ledgerKey(table: Pick<LedgerTable, 'schema' | 'name'>): string {
 /** A PostgreSQL array literal of texts (NULL for null), passed as one text parameter. */
 export function pgArray(values: ReadonlyArray<string | null>): string {
   return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`;
+}
+
+/** The complete subtrees an append after `size` leaves may need as left siblings: (level, size/2^level - 1) for each bit set. */
+function frontierPositions(size: number): number[] {
+  const out: number[] = [];
+  for (let level = 0; 2 ** level <= size; level++) {
+    if (Math.floor(size / 2 ** level) % 2 === 1) out.push(positionOf(level, Math.floor(size / 2 ** level) - 1));
+  }
+  return out;
 }

@@ -162,18 +162,17 @@ function steps(roles: PgRoles, database: string): Step[] {
       ],
     },
     {
-      does: 'the log functions',
+      does: 'the canonical text of a double',
+      sql: [DOUBLE_TEXT_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${w}, ${c}`],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'signer'),
+      does: `created ${PG_SCHEMA}.signer (the lease of the one instance that signs checkpoints)`,
       sql: [
-        DOUBLE_TEXT_FUNCTION,
-        `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${w}, ${c}`,
-        // The complete subtrees an append after `size` leaves may need as left siblings: (level, size/2^level - 1)
-        // for each bit set in size, at its position in the node order (ledger/merkle-log.ts, positionOf).
-        `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.frontier_positions(size bigint) RETURNS SETOF bigint LANGUAGE sql IMMUTABLE STRICT AS $$
-  SELECT 2 * m - pg_catalog.bit_count(m::bit(64)) + l
-  FROM pg_catalog.generate_series(0, 62) AS l, LATERAL (SELECT ((size >> l) << l) - 1 AS m) AS x
-  WHERE (size >> l) & 1 = 1
-$$`,
-        `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.frontier_positions(bigint) TO ${w}, ${c}`,
+        `CREATE TABLE ${PG_SCHEMA}.signer (one boolean PRIMARY KEY DEFAULT true CHECK (one), holder text, expires_at timestamptz NOT NULL)`,
+        `INSERT INTO ${PG_SCHEMA}.signer (holder, expires_at) VALUES (NULL, '-infinity')`,
+        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.signer TO ${w}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.signer TO ${c}`,
       ],
     },
     {
@@ -297,4 +296,33 @@ export async function rolePasswords(conn: SqlConnection, prefix: string): Promis
     return row[1];
   };
   return { writer: get(roles.writer), client: get(roles.client) };
+}
+
+/**
+ * The checkpoint signing key every instance shares when none is configured:
+ * made by the first instance to ask, kept in cotwire.secrets (readable by
+ * the owner role's members only).
+ */
+export async function sharedSignerKey(conn: SqlConnection, make: () => string): Promise<string> {
+  await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ('checkpoint_key', $1) ON CONFLICT (name) DO NOTHING`, [make()]);
+  const [[key]] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = 'checkpoint_key'`)) as [[string]];
+  return key;
+}
+
+/**
+ * The lease on signing: taken when free or expired, renewed by its holder,
+ * decided by PostgreSQL's clock. Answers whether `holder` signs now.
+ */
+export async function leadSigning(conn: SqlConnection, holder: string, leaseMs: number): Promise<boolean> {
+  const rows = await conn.query(
+    `UPDATE ${PG_SCHEMA}.signer SET holder = $1, expires_at = pg_catalog.now() + $2::interval
+     WHERE holder = $1 OR expires_at < pg_catalog.clock_timestamp() RETURNING 1`,
+    [holder, `${leaseMs} milliseconds`],
+  );
+  return rows.length > 0;
+}
+
+/** Gives the lease up at a clean stop, so another instance signs at once. */
+export async function releaseSigning(conn: SqlConnection, holder: string): Promise<void> {
+  await conn.query(`UPDATE ${PG_SCHEMA}.signer SET expires_at = '-infinity' WHERE holder = $1`, [holder]);
 }

@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { rowHashFor } from '../../src/ledger/canonical.js';
+import { LedgerCatalog } from '../../src/ledger/catalog.js';
+import { consistencyProof, nodeHash, rootOf, verifyConsistency } from '../../src/ledger/merkle.js';
+import { leafPrefix, positionOf, rowLeafHash } from '../../src/ledger/merkle-log.js';
+import { openNote, parseCheckpoint, parseSigner, parseVerifier, verifierKeyOf } from '../../src/ledger/note.js';
+import { readPostgresTables } from '../../src/ledger/pg-catalog.js';
+import { canonicalPgTextSql } from '../../src/ledger/pg-verify-sql.js';
+import { usePgEngine } from '../fixtures/pg-engine.js';
+import { spawnServer } from '../fixtures/server.js';
+
+const ctx = usePgEngine();
+const dir = mkdtempSync(join(tmpdir(), 'cotwire-instances-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const SESSIONS = ['shared-a', 'shared-b', 'shared-c', 'shared-d'];
+
+/** `count` clients appending to the shared sessions through one instance until stopped or the instance dies. */
+function load(port: number, name: string, count: number): { acknowledged: string[]; stop(): Promise<void> } {
+  const acknowledged: string[] = [];
+  let stopped = false;
+  const workers = Array.from({ length: count }, async (_, w) => {
+    const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
+    c.on('error', () => undefined);
+    await c.connect();
+    for (let i = 0; !stopped; i++) {
+      const content = `${name}-w${w}-${i}`;
+      try {
+        await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Action', $2)", [SESSIONS[(w + i) % SESSIONS.length], content]);
+        acknowledged.push(content);
+      } catch {
+        break;
+      }
+    }
+    await c.end().catch(() => undefined);
+  });
+  return {
+    acknowledged,
+    async stop() {
+      stopped = true;
+      await Promise.all(workers);
+    },
+  };
+}
+
+describe('three cotwire instances on one PostgreSQL', () => {
+  it('keep every acknowledged step, whole chains, one log and one checkpoint history when one is killed mid-load', async () => {
+    const config = join(dir, 'cotwire.yaml');
+    writeFileSync(config, `checkpoint:\n  intervalSeconds: 1\n  sinks: ["${join(dir, 'checkpoints')}/"]\nlog:\n  level: info\n`);
+    const instances = [];
+    for (let i = 0; i < 3; i++) instances.push(await spawnServer(['--config', config, '--engine-url', ctx.engine.url, '--db', join(dir, `i${i}.duckdb`)]));
+    const loads = instances.map((s, i) => load(s.port, `i${i}`, 16));
+    const admin = await ctx.engine.admin();
+    await new Promise((r) => setTimeout(r, 2500));
+    // Kill the instance that signs checkpoints, so that another has to take over.
+    const [[holder]] = (await admin.query('SELECT holder FROM cotwire.signer')) as [[string]];
+    const victim = instances.findIndex((s) => holder.includes(`:${s.child.pid}:`));
+    expect(victim).toBeGreaterThanOrEqual(0);
+    const [[sizeAtKill]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
+    instances[victim]?.child.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 9000));
+    for (const l of loads) await l.stop();
+    const survivors = instances.filter((_, i) => i !== victim);
+    for (const s of survivors) s.child.kill('SIGTERM');
+    await Promise.all(survivors.map((s) => new Promise((r) => (s.child.exitCode !== null ? r(null) : s.child.once('exit', r)))));
+
+    // Every acknowledged step is there, on all three instances' counts.
+    const acknowledged = loads.flatMap((l) => l.acknowledged);
+    expect(
+      loads.map((l) => l.acknowledged.length > 20),
+      JSON.stringify({ victim, counts: loads.map((l) => l.acknowledged.length) }),
+    ).toEqual([true, true, true]);
+    const stored = new Set(((await admin.query('SELECT content FROM public._cot_steps')) as Array<[string]>).map((r) => r[0]));
+    expect(acknowledged.filter((c) => !stored.has(c))).toEqual([]);
+
+    // Every chain verifies, in PostgreSQL and here.
+    const verdicts = (await admin.query('SELECT chain_key, valid FROM cot_verify_all()')) as Array<[string, boolean]>;
+    expect(verdicts.filter(([, valid]) => !valid)).toEqual([]);
+    const catalog = new LedgerCatalog(admin, (n) => n.startsWith('_cot'), null, readPostgresTables('cotwire'));
+    const ledgers = await catalog.all();
+    for (const t of ledgers) {
+      const [[ok]] = (await admin.query(
+        `SELECT coalesce(bool_and(valid), true) FROM public.${t.name === '_cot_steps' ? 'cot_verify_all' : `cot_verify_${t.name.slice(5)}_all`}()`,
+      )) as [[boolean]];
+      expect(ok, t.name).toBe(true);
+    }
+
+    // The log: ledger_seq 1..size across every ledger, no gap, and the stored tree is the tree of the rows.
+    const leaves: Array<[bigint, Buffer]> = [];
+    for (const t of ledgers) {
+      const names = t.columns.map((c) => c.name);
+      const rows = (await admin.query(`SELECT ${t.columns.map((c) => canonicalPgTextSql(c.name, c.type)).join(', ')} FROM ${t.relation}`)) as Array<
+        Array<string | null>
+      >;
+      for (const r of rows) {
+        const hash = r[names.indexOf('current_hash')] as string;
+        expect(rowHashFor(t.hashVersion, t.name, names, r)).toBe(hash);
+        const key = t.chainKey === null ? '' : (r[names.indexOf(t.chainKey)] as string);
+        leaves.push([BigInt(r[names.indexOf('ledger_seq')] as string), rowLeafHash(leafPrefix('main', t.name), key, hash)]);
+      }
+    }
+    leaves.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    const [[size]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
+    expect(leaves.map(([s]) => Number(s))).toEqual(Array.from({ length: Number(size) }, (_, i) => i + 1));
+    expect(Number(size)).toBeGreaterThan(Number(sizeAtKill));
+    const nodes = new Map(((await admin.query('SELECT position, hash FROM cotwire.log_nodes')) as Array<[bigint, Buffer]>).map(([p, h]) => [Number(p), h]));
+    const read = (level: number, index: number): Buffer => nodes.get(positionOf(level, index)) as Buffer;
+    const fromRows = (level: number, index: number): Buffer => {
+      const sub = (l: number, i: number): Buffer => (l === 0 ? (leaves[i]?.[1] as Buffer) : nodeHash(sub(l - 1, 2 * i), sub(l - 1, 2 * i + 1)));
+      return sub(level, index);
+    };
+    expect(rootOf(Number(size), read).equals(rootOf(Number(size), fromRows))).toBe(true);
+
+    // One checkpoint history: sizes only grow, each is signed by the shared key, each root is the log's, and each
+    // is consistent with the one before, across the takeover.
+    const checkpoints = (await admin.query('SELECT tree_size, root_hash, checkpoint FROM public._cot_checkpoints ORDER BY ledger_seq')) as Array<
+      [bigint, string, string]
+    >;
+    expect(checkpoints.length).toBeGreaterThan(3);
+    const [[key]] = (await admin.query("SELECT value FROM cotwire.secrets WHERE name = 'checkpoint_key'")) as [[string]];
+    const verifier = parseVerifier(verifierKeyOf(parseSigner(key)));
+    let before: { size: number; root: Buffer } | null = null;
+    for (const [treeSize, rootHash, note] of checkpoints) {
+      const n = Number(treeSize);
+      const root = Buffer.from(rootHash, 'base64');
+      const opened = openNote(note, [verifier]);
+      expect(opened.signedBy.length).toBe(1);
+      expect(parseCheckpoint(opened.text).size).toBe(n);
+      expect(root.equals(rootOf(n, read))).toBe(true);
+      if (before !== null) {
+        expect(n).toBeGreaterThanOrEqual(before.size);
+        if (n > before.size) expect(verifyConsistency(before.size, n, before.root, root, consistencyProof(before.size, n, read))).toBe(true);
+      }
+      before = { size: n, root };
+    }
+    expect(Number(checkpoints.at(-1)?.[0])).toBeGreaterThan(Number(sizeAtKill));
+  }, 120_000);
+});
