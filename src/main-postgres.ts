@@ -242,6 +242,9 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
     };
   } catch (err) {
     await closeAll();
+    // What the engine says (a role of another database, a missing privilege) is for the operator, in one line.
+    if (err instanceof PgError)
+      throw new StartupError(`the PostgreSQL engine at ${redactUrl(url)}: ${err.message}${err.hint === undefined ? '' : ` (${err.hint})`}`);
     throw err;
   }
 }

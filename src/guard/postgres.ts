@@ -4,6 +4,9 @@ import { SqlState } from '../errors/sqlstate.js';
 import type { Refusal } from './classify.js';
 import type { ProtectedNames } from './names.js';
 
+/** cotwire's own schema on a PostgreSQL engine (ledger/pg-names.ts). */
+const PG_SCHEMA = 'cotwire';
+
 /**
  * The guard on a PostgreSQL engine. PostgreSQL's own parser (libpg-query is
  * its grammar) splits and reads every statement, so what is decided here is
@@ -287,7 +290,9 @@ export class PostgresGuard {
     return ledgerRefusal(operation, target);
   }
 
+  /** A ledger's name, or anything in cotwire's own schema (the log, the chain heads, the signing lease). */
   private isProtected(parts: readonly string[]): boolean {
+    if (parts.length >= 2 && parts[parts.length - 2]?.toLowerCase() === PG_SCHEMA) return true;
     return parts.length > 0 && this.names.isProtected(parts[parts.length - 1]);
   }
 

@@ -249,6 +249,20 @@ export async function installPostgres(
           `created ${name}() and ${name}_all()${table.isSteps ? ', cot_replay(), cot_trace() and cot_sessions()' : ''}, which verify ${table.name} in PostgreSQL`,
         );
     }
+    await conn.run('RESET ROLE');
+    // An event trigger needs a superuser: where init runs as one, PostgreSQL itself also refuses any other role
+    // an object with a ledger's or a cotwire function's name (a client's overload of cot_verify would shadow it).
+    const [[superuser, hasTrigger]] = (await conn.query(
+      `SELECT rolsuper, EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger WHERE evtname = $1) FROM pg_catalog.pg_roles WHERE rolname = current_user`,
+      [`${prefix}_names`],
+    )) as [[boolean, boolean]];
+    if (superuser) {
+      for (const sql of namesEventTriggerSql(prefix, roles)) await conn.run(sql);
+      if (!hasTrigger) actions.push(`created event trigger ${prefix}_names: no role but ${roles.owner} may create objects named _cot* or cot_*`);
+    } else if (!hasTrigger) {
+      actions.push(`skipped the event trigger that reserves cotwire's names: it needs a superuser (the guard still refuses such DDL)`);
+    }
+    await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
     const [[proofs]] = (await conn.query(`SELECT to_regprocedure('public.cot_prove(text)') IS NOT NULL`)) as [[boolean]];
     for (const sql of pgProofFunctions(roles)) await conn.run(sql);
     if (!proofs)
@@ -325,4 +339,29 @@ export async function leadSigning(conn: SqlConnection, holder: string, leaseMs: 
 /** Gives the lease up at a clean stop, so another instance signs at once. */
 export async function releaseSigning(conn: SqlConnection, holder: string): Promise<void> {
   await conn.query(`UPDATE ${PG_SCHEMA}.signer SET expires_at = '-infinity' WHERE holder = $1`, [holder]);
+}
+
+/** The event trigger that refuses objects named like ledgers or cotwire's functions to every role but the owner. */
+function namesEventTriggerSql(prefix: string, roles: PgRoles): string[] {
+  const fn = `${PG_SCHEMA}.refuse_names_${prefix}`;
+  return [
+    `CREATE OR REPLACE FUNCTION ${fn}() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE
+  obj record;
+  name text;
+BEGIN
+  IF pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.owner)}, 'MEMBER') THEN RETURN; END IF;
+  FOR obj IN SELECT * FROM pg_catalog.pg_event_trigger_ddl_commands() LOOP
+    name := lower(pg_catalog.regexp_replace(pg_catalog.regexp_replace(obj.object_identity, '\\(.*$', ''), '^.*\\.', ''));
+    name := pg_catalog.btrim(name, '"');
+    IF name LIKE '\\_cot%' OR name LIKE 'cot\\_%' THEN
+      RAISE EXCEPTION USING ERRCODE = '42501',
+        MESSAGE = format('cannot create or change %s %s: the name is reserved for cotwire''s ledgers and functions', obj.object_type, obj.object_identity);
+    END IF;
+  END LOOP;
+END
+$$`,
+    `DROP EVENT TRIGGER IF EXISTS ${quoteIdent(`${prefix}_names`)}`,
+    `CREATE EVENT TRIGGER ${quoteIdent(`${prefix}_names`)} ON ddl_command_end EXECUTE FUNCTION ${fn}()`,
+  ];
 }

@@ -85,8 +85,11 @@ export class ProxyConnection implements ConnectionHandler {
     return this.services.idleInTransactionTimeoutMs;
   }
 
+  /** Every statement of a string is admitted before any runs: one refused refuses the string. */
   splitQuery(sql: string): readonly StatementSource[] {
-    return this.access.split(sql);
+    const statements = this.access.split(sql);
+    for (const s of statements) this.access.admit(s);
+    return statements;
   }
 
   async beginQueryString(): Promise<void> {}
@@ -112,7 +115,7 @@ export class ProxyConnection implements ConnectionHandler {
     } else {
       statement = sql as PgStatement;
     }
-    this.access.admit(statement);
+    if (typeof sql === 'string') this.access.admit(statement);
     if (typeof sql !== 'string') {
       // A simple query's statement is described when it is bound, in one exchange with its execution.
       return new ProxyStatement(statement, paramTypes, null, paramTypes);
