@@ -198,6 +198,7 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
           createLedger,
           idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
         },
+        config.limits.statementTimeoutMs,
       ),
       log,
     });

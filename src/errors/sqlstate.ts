@@ -44,6 +44,7 @@ export const SqlState = {
   DuplicateTable: '42P07',
   DuplicateObject: '42710',
   DuplicateColumn: '42701',
+  BadCopyFileFormat: '22P04',
   DuplicateSchema: '42P06',
   DuplicatePreparedStatement: '42P05',
   DuplicateCursor: '42P03',

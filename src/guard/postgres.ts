@@ -25,6 +25,7 @@ export type PgPlan =
   | { readonly kind: 'engine' }
   | { readonly kind: 'append'; readonly ledger: readonly string[]; readonly insert: Node }
   | { readonly kind: 'create-ledger'; readonly ledger: readonly string[]; readonly create: Node }
+  | { readonly kind: 'copy-ledger'; readonly ledger: readonly string[]; readonly copy: Node }
   | { readonly kind: 'transaction'; readonly op: TransactionOp; readonly savepoint: string | null }
   | { readonly kind: 'refused'; readonly refusal: Refusal };
 
@@ -128,7 +129,9 @@ export class PostgresGuard {
       const end = s.stmt_len === undefined || s.stmt_len === 0 ? bytes.length : start + s.stmt_len;
       const text = bytes.subarray(start, end).toString('utf8').trim();
       if (text === '') continue;
-      out.push({ text, offset: bytes.subarray(0, start).toString('utf8').length, tree: s.stmt, plan: this.plan(s.stmt) });
+      // Locations in the tree count from the start of the string: a statement of several gets a tree of its own text.
+      const stmt = (tree.stmts?.length ?? 0) > 1 ? ((parseSync(text) as typeof tree).stmts?.[0]?.stmt ?? s.stmt) : s.stmt;
+      out.push({ text, offset: bytes.subarray(0, start).toString('utf8').length, tree: stmt, plan: this.plan(stmt) });
     }
     return out;
   }
@@ -220,15 +223,7 @@ export class PostgresGuard {
             'Use COPY ... FROM STDIN or TO STDOUT.',
           );
         }
-        if (this.isProtected(target) && node.is_from === true) {
-          return refused(
-            'unsupported',
-            'COPY',
-            target.join('.'),
-            `COPY into ledger table "${target.join('.')}" is not supported on a PostgreSQL engine`,
-            'Append with INSERT (several rows per statement are one group commit).',
-          );
-        }
+        if (this.isProtected(target) && node.is_from === true) return { kind: 'copy-ledger', ledger: target, copy: node };
         return node.query === undefined ? { kind: 'engine' } : this.plan(node.query as Node);
       }
       case 'VariableSetStmt':

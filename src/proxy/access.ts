@@ -60,9 +60,9 @@ export class ProxyAccess {
     if (plan.kind === 'refused') this.refuse(plan.refusal, statement.text);
     const kind = Object.keys(statement.tree)[0] ?? '';
     if (this.info.role === 'admin') return;
-    if (plan.kind === 'append') {
+    if (plan.kind === 'append' || plan.kind === 'copy-ledger') {
       if (this.info.role === 'writer') return;
-      this.refuse(roleRefusal(this.info, 'INSERT', plan.ledger.join('.')), statement.text);
+      this.refuse(roleRefusal(this.info, plan.kind === 'append' ? 'INSERT' : 'COPY', plan.ledger.join('.')), statement.text);
     }
     const node = (statement.tree as Record<string, Record<string, unknown>>)[kind] ?? {};
     const reads =

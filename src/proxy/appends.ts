@@ -8,6 +8,7 @@ import { quoteIdent, type LedgerTable } from '../ledger/schema.js';
 import { validateSteps } from '../ledger/validate.js';
 import type { AppendJob } from '../ledger/writer.js';
 import type { ResultSink } from '../session/handler-port.js';
+import { parseCopyCsv, parseCopyText } from '../sql/copy.js';
 import { insertPieces, type InsertPieces } from '../sql/pg-insert.js';
 import type { ProxyAccess } from './access.js';
 
@@ -36,11 +37,27 @@ const EVAL_PORTAL = 'cotwire_eval';
 const RETURNING_PORTAL = 'cotwire_returning';
 
 export async function planAppend(ledgers: LedgerCatalog, ledger: readonly string[], text: string, insert: Record<string, unknown>): Promise<LedgerAppendPlan> {
+  return appendPlanOf(await ledgerNamed(ledgers, ledger), insertPieces(text, insert));
+}
+
+export async function ledgerNamed(ledgers: LedgerCatalog, ledger: readonly string[]): Promise<LedgerTable> {
   const table = await ledgers.find(ledger);
-  if (table === null) {
-    throw new PgError(SqlState.UndefinedTable, `relation "${ledger.join('.')}" does not exist`);
+  if (table === null) throw new PgError(SqlState.UndefinedTable, `relation "${ledger.join('.')}" does not exist`);
+  return table;
+}
+
+/** The plan of rows that come as COPY's texts: each one cast to its column's type, as COPY would read it. */
+export function copyPlan(table: LedgerTable, columns: readonly string[] | null): LedgerAppendPlan {
+  const clientColumns = table.columns.filter((c) => !table.serverColumns.has(c.name)).map((c) => c.name);
+  const listed = columns ?? clientColumns;
+  for (const name of listed) {
+    if (!table.columns.some((c) => c.name === name)) throw new PgError(SqlState.UndefinedColumn, `column "${name}" of relation "${table.name}" does not exist`);
   }
-  const pieces = insertPieces(text, insert);
+  const source = `SELECT * FROM unnest(${listed.map((_, i) => `$${i + 1}::text[]`).join(', ')})`;
+  return appendPlanOf(table, { withText: '', columns: listed, source, returning: null, alias: table.name });
+}
+
+function appendPlanOf(table: LedgerTable, pieces: InsertPieces): LedgerAppendPlan {
   const clientColumns = table.columns.filter((c) => !table.serverColumns.has(c.name));
   const byName = new Map(table.columns.map((c) => [c.name, c]));
   const provided = pieces.columns ?? clientColumns.map((c) => c.name);
@@ -65,6 +82,42 @@ export async function planAppend(ledgers: LedgerCatalog, ledger: readonly string
 }
 
 /** The rows' canonical texts, evaluated by the client's backend in its transaction. */
+/** COPY's rows, as PostgreSQL would read them (text or csv), into the arrays copyPlan's statement takes. */
+export function copyRows(data: string, copy: Record<string, unknown>, width: number): BindValue[] {
+  const option = (name: string): unknown => {
+    const d = ((copy.options as Array<{ DefElem: { defname: string; arg?: Record<string, unknown> } }> | undefined) ?? []).find(
+      (o) => o.DefElem.defname === name,
+    );
+    if (d === undefined) return undefined;
+    const arg = d.DefElem.arg;
+    if (arg === undefined) return true;
+    return (
+      (arg.String as { sval?: string } | undefined)?.sval ??
+      (arg.Boolean as { boolval?: boolean } | undefined)?.boolval ??
+      (arg.Integer as { ival?: number } | undefined)?.ival ??
+      true
+    );
+  };
+  const format = String(option('format') ?? 'text').toLowerCase();
+  if (format === 'binary')
+    throw new PgError(SqlState.FeatureNotSupported, 'COPY into a ledger in binary format is not supported', { hint: 'Use the text or csv format.' });
+  const csv = format === 'csv';
+  const delimiter = String(option('delimiter') ?? (csv ? ',' : '\t'));
+  const nullString = String(option('null') ?? (csv ? '' : '\\N'));
+  const quote = String(option('quote') ?? '"');
+  const escape = String(option('escape') ?? quote);
+  const header = option('header');
+  let rows = csv ? parseCopyCsv(data, delimiter, nullString, quote, escape) : parseCopyText(data, delimiter, nullString);
+  if (header === true || header === 'true' || header === 1 || header === 'match') rows = rows.slice(1);
+  for (const [i, r] of rows.entries()) {
+    if (r.length !== width)
+      throw new PgError(SqlState.BadCopyFileFormat, r.length < width ? 'missing data for column' : 'extra data after last expected column', {
+        detail: `COPY line ${i + 1}`,
+      });
+  }
+  return Array.from({ length: width }, (_, c) => pgArray(rows.map((r) => r[c] ?? null)));
+}
+
 export async function evaluateRows(
   backend: RelayBackend,
   plan: LedgerAppendPlan,

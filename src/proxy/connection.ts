@@ -7,7 +7,7 @@ import type { TransactionStatus } from '../protocol/codes.js';
 import type { FieldDescription } from '../protocol/messages.js';
 import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../session/handler-port.js';
 import type { PgStatement, ProxyAccess } from './access.js';
-import { checkParents, checkRows, evaluateRows, planAppend, sendReturning, type LedgerAppendPlan } from './appends.js';
+import { checkParents, checkRows, copyPlan, copyRows, evaluateRows, ledgerNamed, planAppend, sendReturning, type LedgerAppendPlan } from './appends.js';
 
 /**
  * A client connection on a PostgreSQL engine: every statement is planned by
@@ -68,6 +68,10 @@ export class ProxyConnection implements ConnectionHandler {
   /** Appends of the open block, in order, and where each savepoint began. */
   private pending: AppendJob[] = [];
   private savepoints: Array<{ readonly name: string; readonly at: number }> = [];
+  /** A statement of the exchange failed: its appends go with it. */
+  private exchangeFailed = false;
+  /** Backend portals to close before the next statement is bound. */
+  private toClose: string[] = [];
 
   constructor(
     private readonly backend: RelayBackend,
@@ -92,17 +96,49 @@ export class ProxyConnection implements ConnectionHandler {
     return statements;
   }
 
-  async beginQueryString(): Promise<void> {}
+  async beginQueryString(): Promise<void> {
+    // A string refused before it began (its statements are admitted whole) ended no exchange.
+    this.exchangeFailed = false;
+  }
 
   async endQueryString(): Promise<void> {
     await this.sync();
   }
 
+  /**
+   * The end of an exchange. Appends made outside a transaction block wait
+   * for it, as the statements around them do in PostgreSQL's implicit
+   * transaction: they reach the writer before the backend commits, and
+   * vanish with a failed exchange. If the writer fails, the backend's
+   * implicit transaction is rolled back with them.
+   */
   async sync(): Promise<void> {
+    let failure: unknown = null;
+    if (!this.inBlock && this.pending.length > 0) {
+      const jobs = this.pending;
+      this.pending = [];
+      if (!this.backend.failed && !this.exchangeFailed) {
+        try {
+          await this.services.writer.append(jobs);
+        } catch (err) {
+          failure = err;
+          await this.rollbackBackend();
+        }
+      }
+    }
+    this.exchangeFailed = false;
     const status = await this.backend.sync();
     this.inBlock = status !== 'I';
     this.blockFailed = status === 'E';
     if (!this.inBlock) this.endBlock();
+    if (failure !== null) throw failure;
+  }
+
+  /** ROLLBACK in the backend's current transaction, implicit or not: nothing of it commits. */
+  private async rollbackBackend(): Promise<void> {
+    const name = `cotwire_${++this.portals}`;
+    await this.backend.openPortal(name, 'ROLLBACK', [], [], []).catch(() => undefined);
+    await this.backend.fetch(name, 0, () => undefined).catch(() => undefined);
   }
 
   async prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
@@ -138,6 +174,8 @@ export class ProxyConnection implements ConnectionHandler {
       return format === 1 ? p : p.toString('utf8');
     });
     const name = `cotwire_${++this.portals}`;
+    if (this.backend.inExchange) for (const closed of this.toClose.splice(0)) await this.backend.closePortal(closed);
+    else this.toClose = [];
     const s = statement.statement;
     if (s === null) return new ProxyPortal(statement, name, null, values, resultFormats, null);
     const formatOf = (i: number): 0 | 1 => ((resultFormats.length === 1 ? resultFormats[0] : (resultFormats[i] ?? 0)) === 1 ? 1 : 0);
@@ -151,6 +189,7 @@ export class ProxyConnection implements ConnectionHandler {
         return new ProxyPortal(statement, name, fields?.map((f, i) => ({ ...f, format: formatOf(i) })) ?? null, values, resultFormats, plan);
       }
       case 'create-ledger':
+      case 'copy-ledger':
         return new ProxyPortal(statement, name, null, values, resultFormats, null);
       default: {
         const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats);
@@ -169,6 +208,8 @@ export class ProxyConnection implements ConnectionHandler {
         return this.executeAppend(portal, s, sink);
       case 'create-ledger':
         return this.createLedger(s);
+      case 'copy-ledger':
+        return { done: 'copy-in', copy: await this.copyIntoLedger(s) };
       case 'transaction':
         return this.executeTransaction(portal, s.plan.op, s.plan.savepoint, maxRows, sink);
       default:
@@ -176,10 +217,14 @@ export class ProxyConnection implements ConnectionHandler {
     }
   }
 
+  /**
+   * Closes the backend's portal with the next message the client sends that
+   * reaches the backend: the session closes a simple query's portal as soon
+   * as its COPY starts, when the backend reads nothing but copy data.
+   */
   closePortal(p: Portal): void {
     const portal = p as ProxyPortal;
-    if (!this.backend.inExchange || portal.append !== null) return;
-    void this.backend.closePortal(portal.name).catch(() => undefined);
+    if (portal.append === null) this.toClose.push(portal.name);
   }
 
   closeStatement(): void {}
@@ -189,6 +234,7 @@ export class ProxyConnection implements ConnectionHandler {
   }
 
   failTransaction(): void {
+    this.exchangeFailed = true;
     if (this.inBlock) this.blockFailed = true;
   }
 
@@ -255,22 +301,68 @@ export class ProxyConnection implements ConnectionHandler {
     const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
     await checkParents(plan, job.rows, this.services.query);
     const tag = `INSERT 0 ${job.rows.length}`;
-    if (this.inBlock) {
-      if (plan.pieces.returning !== null) {
-        throw new PgError(
-          SqlState.FeatureNotSupported,
-          `RETURNING of an append to ledger table "${plan.table.name}" is not available inside a transaction block`,
-          {
-            hint: 'The server computes the chain columns at COMMIT. Append without RETURNING, and read the rows after COMMIT.',
-          },
-        );
-      }
+    if (plan.pieces.returning === null) {
+      // Outside a block it waits for the end of the exchange, inside one for COMMIT (sync, executeTransaction).
       this.pending.push(job);
       return { done: true, tag };
     }
-    const [result] = await this.services.writer.append([job]);
+    if (this.inBlock) {
+      throw new PgError(
+        SqlState.FeatureNotSupported,
+        `RETURNING of an append to ledger table "${plan.table.name}" is not available inside a transaction block`,
+        {
+          hint: 'The server computes the chain columns at COMMIT. Append without RETURNING, and read the rows after COMMIT.',
+        },
+      );
+    }
+    // RETURNING needs the chained rows now: the appends waiting before it go first, in order, with it.
+    const jobs = [...this.pending, job];
+    this.pending = [];
+    const results = await this.services.writer.append(jobs);
+    const result = results[results.length - 1];
     if (result?.rows !== undefined) await sendReturning(this.backend, plan, result.rows, portal.resultFormats, sink);
     return { done: true, tag };
+  }
+
+  /** COPY ... FROM STDIN into a ledger: the data is read whole, then its rows go the way of an INSERT's. */
+  private async copyIntoLedger(s: PgStatement): Promise<CopyIn> {
+    if (s.plan.kind !== 'copy-ledger') throw new PgError(SqlState.InternalError, 'not a ledger COPY');
+    const copy = s.plan.copy;
+    const table = await ledgerNamed(this.services.ledgers, s.plan.ledger);
+    const columns = (copy.attlist as Array<{ String: { sval: string } }> | undefined)?.map((c) => c.String.sval) ?? null;
+    const plan = copyPlan(table, columns);
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    return {
+      columns: plan.pieces.columns?.length ?? 0,
+      write: async (data) => {
+        bytes += data.length;
+        if (bytes > this.services.maxAppendBytes) {
+          throw new PgError(
+            SqlState.OutOfMemory,
+            `the rows of this COPY need more than ${this.services.maxAppendBytes} bytes of server memory (limits.maxAppendBytes)`,
+          );
+        }
+        chunks.push(data);
+      },
+      finish: async () => {
+        const values = copyRows(Buffer.concat(chunks).toString('utf8'), copy, plan.pieces.columns?.length ?? 0);
+        const evaluated = await evaluateRows(
+          this.backend,
+          plan,
+          values.map(() => 0),
+          values,
+          this.services.maxAppendBytes,
+        );
+        const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
+        await checkParents(plan, job.rows, this.services.query);
+        this.pending.push(job);
+        return `COPY ${job.rows.length}`;
+      },
+      abort: async () => {
+        chunks.length = 0;
+      },
+    };
   }
 
   private async createLedger(s: PgStatement): Promise<ExecuteOutcome> {

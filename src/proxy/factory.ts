@@ -17,6 +17,8 @@ export class ProxyHandlerFactory implements HandlerFactory {
     private readonly openBackend: (applicationName: string) => Promise<RelayBackend>,
     private readonly access: ProxyAccessServices,
     private readonly services: ProxyServices,
+    /** limits.statementTimeoutMs: every backend's statement_timeout to begin with. */
+    private readonly statementTimeoutMs: number,
   ) {}
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
@@ -25,6 +27,7 @@ export class ProxyHandlerFactory implements HandlerFactory {
     try {
       const settings = [...info.startupParameters].filter(([k]) => !NOT_SETTINGS.has(k.toLowerCase()));
       if (info.role === 'reader') settings.push(['default_transaction_read_only', 'on']);
+      if (this.statementTimeoutMs > 0 && !info.startupParameters.has('statement_timeout')) settings.push(['statement_timeout', `${this.statementTimeoutMs}ms`]);
       for (const [name, value] of settings) {
         await backend.openPortal('', 'SELECT pg_catalog.set_config($1, $2, false)', [25, 25], [name, value], []);
         await backend.fetch('', 0, () => undefined);

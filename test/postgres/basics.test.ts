@@ -1,4 +1,7 @@
+import { serialize } from 'pg-protocol';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
+import { dataRowCells, WireClient } from '../fixtures/wire.js';
 import { usePgServer } from '../fixtures/pg-server.js';
 
 const ctx = usePgServer();
@@ -99,5 +102,48 @@ describe('verification in PostgreSQL', () => {
     await ctx.client.query("INSERT INTO _cot_notes VALUES ('n', 'é\\n', 3, '2024-01-02 03:04:05.123456+02', false, 1e20), ('n', NULL, NULL, NULL, NULL, -0.0)");
     const v = await ctx.client.query("SELECT valid, step_count FROM cot_verify_notes('n')");
     expect(v.rows).toEqual([{ valid: true, step_count: '2' }]);
+  });
+});
+
+describe('the wire on a PostgreSQL engine', () => {
+  it('sends binary results as PostgreSQL itself sends them, byte for byte', async () => {
+    const sql =
+      "SELECT 1::int2, 2::int4, 3::int8, 1.5::float4, -2.25::float8, 12.3400::numeric, true, 'x é'::text, '\\x00ff'::bytea, '2024-02-29'::date, '2024-02-29 13:14:15.123456+00'::timestamptz, '2024-02-29 13:14:15'::timestamp, '13:14:15.5'::time, '1 year 2 mons -3 days 04:05:06.7'::interval, '0190a4b2-0000-7000-8000-000000000001'::uuid, '{\"a\": 1}'::jsonb, '{\"a\": 1}'::json, 'infinity'::timestamptz";
+    const rowOf = async (port: number, user: string): Promise<(Buffer | null)[]> => {
+      const w = await WireClient.startup(port, { user, database: 'postgres' });
+      w.write(serialize.parse({ text: sql }));
+      w.write(serialize.bind({ binary: true }));
+      w.write(serialize.execute({}));
+      w.write(serialize.sync());
+      const got = await w.until('Z');
+      w.end();
+      const data = got.find((m) => m.type === 'D');
+      if (data === undefined) throw new Error(`no row: ${JSON.stringify(got.map((m) => [m.type, m.body.toString()]))}`);
+      return dataRowCells(data.body);
+    };
+    const direct = await rowOf(ctx.engine.pg.port, 'postgres');
+    const through = await rowOf(ctx.server.port, 'cotwire');
+    expect(through.map((b) => b?.toString('hex'))).toEqual(direct.map((b) => b?.toString('hex')));
+  });
+
+  it('COPY FROM STDIN into a ledger chains the rows; a failed string drops its appends', async () => {
+    const c = ctx.client;
+    const sql = postgres({ host: '127.0.0.1', port: ctx.server.port, user: 'cotwire', database: 'cotwire', max: 1 });
+    const writable = await sql`COPY _cot_steps (session_id, step_type, content) FROM STDIN WITH (FORMAT csv)`.writable();
+    await new Promise<void>((resolve, reject) => {
+      writable.on('error', reject);
+      writable.end('c1,Observation,"a, quoted"\nc1,Decision,plain\n', () => resolve());
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    await sql.end();
+    expect((await c.query("SELECT step_index, content FROM _cot_steps WHERE session_id = 'c1' ORDER BY step_index")).rows).toEqual([
+      { step_index: 0, content: 'a, quoted' },
+      { step_index: 1, content: 'plain' },
+    ]);
+    expect((await c.query("SELECT valid FROM cot_verify('c1')")).rows).toEqual([{ valid: true }]);
+    await expect(c.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('c2', 'Observation'); SELECT * FROM nope")).rejects.toMatchObject({
+      code: '42P01',
+    });
+    expect((await c.query("SELECT count(*)::int AS n FROM _cot_steps WHERE session_id = 'c2'")).rows).toEqual([{ n: 0 }]);
   });
 });

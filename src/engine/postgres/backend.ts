@@ -35,6 +35,7 @@ type Message =
   | { kind: 'copyInResponse'; columns: number }
   | { kind: 'copyOutResponse'; columns: number }
   | { kind: 'copyDone' }
+  | { kind: 'copyData'; data: Buffer }
   | { kind: 'error'; error: unknown };
 
 /** The node-postgres connection object's calls this module makes. */
@@ -64,7 +65,6 @@ class SyncGroup {
   private markDone: () => void = () => undefined;
   /** Rows go here while a fetch runs. */
   onRow: ((fields: ReadonlyArray<string | null>) => void) | null = null;
-  onCopyData: ((data: Buffer) => void) | null = null;
   /** The backend failed a statement: it ignores everything until Sync. */
   failed = false;
   private readonly listeners: Array<[string, (msg: unknown) => void]> = [
@@ -113,7 +113,8 @@ class SyncGroup {
     this.push({ kind: 'copyInResponse', columns: 0 });
   }
   handleCopyData(msg: { chunk: Buffer }): void {
-    this.onCopyData?.(msg.chunk);
+    // COPY TO STDOUT's data may all arrive before the caller asks for it: it waits in the inbox.
+    this.push({ kind: 'copyData', data: msg.chunk });
   }
   handleError(error: unknown): void {
     this.failed = true;
@@ -304,16 +305,11 @@ export class PgBackend implements RelayBackend {
   /** COPY TO STDOUT: the data as it comes, then the statement's tag. */
   async copyOut(onData: (data: Buffer) => void): Promise<string> {
     const group = await this.exchange();
-    group.onCopyData = onData;
-    try {
-      for (;;) {
-        const m = await group.next(ACKS);
-        if (m.kind === 'copyDone') continue;
-        if (m.kind === 'commandComplete') return m.tag;
-        throw unexpected(m, 'CopyDone');
-      }
-    } finally {
-      group.onCopyData = null;
+    for (;;) {
+      const m = await group.next(ACKS);
+      if (m.kind === 'copyData') onData(m.data);
+      else if (m.kind === 'commandComplete') return m.tag;
+      else if (m.kind !== 'copyDone') throw unexpected(m, 'CopyDone');
     }
   }
 
@@ -324,7 +320,10 @@ export class PgBackend implements RelayBackend {
 
   async copyInDone(): Promise<string> {
     const group = await this.exchange();
-    (await group.ready()).endCopyFrom();
+    const wire = await group.ready();
+    wire.endCopyFrom();
+    // In the extended protocol PostgreSQL holds its answer until a Flush or a Sync.
+    wire.flush();
     const m = await group.next(ACKS);
     if (m.kind !== 'commandComplete') throw unexpected(m, 'CommandComplete');
     return m.tag;
@@ -332,7 +331,9 @@ export class PgBackend implements RelayBackend {
 
   async copyInFail(message: string): Promise<void> {
     const group = await this.exchange();
-    (await group.ready()).sendFailToCopyFrom(message);
+    const wire = await group.ready();
+    wire.sendFailToCopyFrom(message);
+    wire.flush();
     await group.next(ACKS).catch(() => undefined);
   }
 
