@@ -127,11 +127,13 @@ export class PostgresGuard {
       // Locations are byte offsets into the UTF-8 string.
       const start = s.stmt_location ?? 0;
       const end = s.stmt_len === undefined || s.stmt_len === 0 ? bytes.length : start + s.stmt_len;
-      const text = bytes.subarray(start, end).toString('utf8').trim();
+      const raw = bytes.subarray(start, end).toString('utf8');
+      const text = raw.trim();
       if (text === '') continue;
+      const lead = raw.length - raw.trimStart().length;
       // Locations in the tree count from the start of the string: a statement of several gets a tree of its own text.
       const stmt = (tree.stmts?.length ?? 0) > 1 ? ((parseSync(text) as typeof tree).stmts?.[0]?.stmt ?? s.stmt) : s.stmt;
-      out.push({ text, offset: bytes.subarray(0, start).toString('utf8').length, tree: stmt, plan: this.plan(stmt) });
+      out.push({ text, offset: bytes.subarray(0, start).toString('utf8').length + lead, tree: stmt, plan: this.plan(stmt) });
     }
     return out;
   }

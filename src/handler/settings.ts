@@ -1,3 +1,4 @@
+import { parseOptions } from '../session/startup-options.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { SERVER_VERSION, SERVER_VERSION_NUM } from '../catalog/compat.js';
@@ -287,40 +288,7 @@ export function isKnownSetting(name: string): boolean {
   return SPEC_BY_NAME.has(name.toLowerCase());
 }
 
-/**
- * The startup `options` parameter, as libpq's PGOPTIONS: "-c name=value"
- * or "--name=value", separated by spaces, with backslash escapes.
- */
-export function parseOptions(options: string): Array<[string, string]> {
-  const words: string[] = [];
-  let current = '';
-  let escaped = false;
-  for (const ch of options) {
-    if (escaped) {
-      current += ch;
-      escaped = false;
-    } else if (ch === '\\') {
-      escaped = true;
-    } else if (/\s/.test(ch)) {
-      if (current !== '') words.push(current);
-      current = '';
-    } else {
-      current += ch;
-    }
-  }
-  if (current !== '') words.push(current);
-  const out: Array<[string, string]> = [];
-  for (let i = 0; i < words.length; i++) {
-    let w = words[i] as string;
-    if (w === '-c') w = words[++i] ?? '';
-    else if (w.startsWith('-c')) w = w.slice(2);
-    else if (w.startsWith('--')) w = w.slice(2);
-    else continue;
-    const eq = w.indexOf('=');
-    if (eq > 0) out.push([w.slice(0, eq).replaceAll('-', '_'), w.slice(eq + 1)]);
-  }
-  return out;
-}
+export { parseOptions };
 
 export class SessionSettings {
   private readonly values = new Map<string, string>();

@@ -62,7 +62,8 @@ export class ProxyAccess {
     if (this.info.role === 'admin') return;
     if (plan.kind === 'append' || plan.kind === 'copy-ledger') {
       if (this.info.role === 'writer') return;
-      this.refuse(roleRefusal(this.info, plan.kind === 'append' ? 'INSERT' : 'COPY', plan.ledger.join('.')), statement.text);
+      const ledger = plan.ledger.join('.');
+      this.refuse(roleRefusal(this.info, plan.kind === 'append' ? `INSERT INTO ${ledger}` : `COPY ${ledger} FROM STDIN`, ledger), statement.text);
     }
     const node = (statement.tree as Record<string, Record<string, unknown>>)[kind] ?? {};
     const reads =

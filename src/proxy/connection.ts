@@ -168,6 +168,19 @@ export class ProxyConnection implements ConnectionHandler {
     resultFormats: readonly number[],
   ): Promise<Portal> {
     const statement = prepared as ProxyStatement;
+    try {
+      return await this.bindStatement(statement, params, paramFormats, resultFormats);
+    } catch (err) {
+      throw inString(err, statement.statement);
+    }
+  }
+
+  private async bindStatement(
+    statement: ProxyStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+  ): Promise<Portal> {
     const values = params.map((p, i): BindValue => {
       if (p === null) return null;
       const format = paramFormats.length === 1 ? paramFormats[0] : (paramFormats[i] ?? 0);
@@ -199,7 +212,14 @@ export class ProxyConnection implements ConnectionHandler {
   }
 
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
-    const portal = p as ProxyPortal;
+    try {
+      return await this.executePortal(p as ProxyPortal, maxRows, sink);
+    } catch (err) {
+      throw inString(err, (p as ProxyPortal).statement.statement);
+    }
+  }
+
+  private async executePortal(portal: ProxyPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const s = portal.statement.statement;
     if (s === null) return { done: true, tag: null };
     this.backend.onNotice = (n) => sink.notice(n);
@@ -429,6 +449,26 @@ export class ProxyConnection implements ConnectionHandler {
     this.pending = [];
     this.savepoints = [];
   }
+}
+
+/** PostgreSQL saw one statement of the client's string: its error position counts from the string's start. */
+function inString(err: unknown, statement: PgStatement | null): unknown {
+  if (!(err instanceof PgError) || err.position === undefined || statement === null || statement.offset === 0) return err;
+  const moved = new PgError(
+    err.code,
+    err.message,
+    {
+      ...(err.detail === undefined ? {} : { detail: err.detail }),
+      ...(err.hint === undefined ? {} : { hint: err.hint }),
+      ...(err.schema === undefined ? {} : { schema: err.schema }),
+      ...(err.table === undefined ? {} : { table: err.table }),
+      ...(err.column === undefined ? {} : { column: err.column }),
+      ...(err.constraint === undefined ? {} : { constraint: err.constraint }),
+      position: err.position + statement.offset,
+    },
+    err.severity,
+  );
+  return moved;
 }
 
 function field(

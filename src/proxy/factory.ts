@@ -1,5 +1,6 @@
 import type { RelayBackend } from '../engine/port.js';
 import type { HandlerFactory, SessionInfo, ConnectionHandler } from '../session/handler-port.js';
+import { parseOptions } from '../session/startup-options.js';
 import { ProxyAccess, type ProxyAccessServices } from './access.js';
 import { ProxyConnection, type ProxyServices } from './connection.js';
 
@@ -26,6 +27,9 @@ export class ProxyHandlerFactory implements HandlerFactory {
     const backend = await this.openBackend(applicationName);
     try {
       const settings = [...info.startupParameters].filter(([k]) => !NOT_SETTINGS.has(k.toLowerCase()));
+      // `options` (libpq's PGOPTIONS: -c name=value) sets what PostgreSQL would set at its own start.
+      const options = info.startupParameters.get('options');
+      if (options !== undefined) settings.push(...parseOptions(options));
       if (info.role === 'reader') settings.push(['default_transaction_read_only', 'on']);
       if (this.statementTimeoutMs > 0 && !info.startupParameters.has('statement_timeout')) settings.push(['statement_timeout', `${this.statementTimeoutMs}ms`]);
       for (const [name, value] of settings) {

@@ -9,7 +9,7 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startTestServer();
   const c = await server.client();
-  await c.query('CREATE TABLE steps (id INTEGER, label VARCHAR, created_at TIMESTAMPTZ, score DOUBLE, ok BOOLEAN, raw BLOB, tags VARCHAR[])');
+  await c.query('CREATE TABLE steps (id INTEGER, label VARCHAR, created_at TIMESTAMPTZ, score DOUBLE PRECISION, ok BOOLEAN, raw BYTEA, tags VARCHAR[])');
   await c.query('CREATE TABLE inferred (id int PRIMARY KEY, customer text, amount numeric(10,2), big bigint, created timestamp)');
 });
 afterAll(async () => {
@@ -73,7 +73,9 @@ describe('extended query with node-postgres', () => {
   it('serves a Pool of 20 concurrent clients', async () => {
     const pool = new pg.Pool({ ...server.connectionOptions(), max: 20 });
     try {
-      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => pool.query('SELECT $1::INTEGER * 2 AS v, count(*) AS n FROM range(20000)', [i])));
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => pool.query('SELECT $1::INTEGER * 2 AS v, count(*) AS n FROM generate_series(1, 20000)', [i])),
+      );
       results.forEach((r, i) => {
         expect(r.rows[0]).toEqual({ v: i * 2, n: '20000' });
       });
@@ -119,7 +121,7 @@ describe('extended query on the wire', () => {
 
   it('keeps a read-only session’s suspended portal readable across Execute messages, and its transaction read-only', async () => {
     const c = await WireClient.startup(server.port, { options: '-c default_transaction_read_only=on' });
-    c.write(serialize.parse({ text: 'SELECT i FROM range(7) t(i)', name: '' }));
+    c.write(serialize.parse({ text: 'SELECT i FROM generate_series(0, 6) t(i)', name: '' }));
     c.write(serialize.bind({ statement: '', portal: 'p' }));
     c.write(serialize.execute({ portal: 'p', rows: 3 }));
     c.write(serialize.flush());
@@ -216,7 +218,7 @@ describe('extended query on the wire', () => {
     const c = await WireClient.startup(server.port);
     c.write(serialize.query('BEGIN'));
     await c.until('Z');
-    c.write(serialize.parse({ text: 'SELECT range AS n FROM range(5)' }));
+    c.write(serialize.parse({ text: 'SELECT g AS n FROM generate_series(0, 4) t(g)' }));
     c.write(serialize.bind({ portal: 'p' }));
     c.write(serialize.execute({ portal: 'p', rows: 2 }));
     c.write(serialize.execute({ portal: 'p', rows: 2 }));
@@ -234,8 +236,8 @@ describe('extended query on the wire', () => {
     const c = await WireClient.startup(server.port);
     c.write(serialize.query('BEGIN'));
     await c.until('Z');
-    c.write(serialize.parse({ text: 'SELECT range AS n FROM range(3)', name: 'a' }));
-    c.write(serialize.parse({ text: "SELECT 'x' || range AS n FROM range(3)", name: 'b' }));
+    c.write(serialize.parse({ text: 'SELECT g AS n FROM generate_series(0, 2) t(g)', name: 'a' }));
+    c.write(serialize.parse({ text: "SELECT 'x' || g AS n FROM generate_series(0, 2) t(g)", name: 'b' }));
     c.write(serialize.bind({ statement: 'a', portal: 'pa' }));
     c.write(serialize.bind({ statement: 'b', portal: 'pb' }));
     c.write(serialize.execute({ portal: 'pa', rows: 1 }));

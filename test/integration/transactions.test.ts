@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sqlstate } from '../fixtures/errors.js';
-import { psql, useTestServer } from '../fixtures/server.js';
+import { onPostgres, psql, useTestServer } from '../fixtures/server.js';
 
 // How a transaction's parts travel together: ledger appends wait for COMMIT,
 // COPY and CREATE of a ledger join the block they run in, and a failure
@@ -84,7 +84,9 @@ describe('COPY and CREATE inside a block', () => {
     expect(await count('_cot_steps', "session_id = 'tx-copy'")).toBe(2);
   });
 
-  it('creates a ledger inside a block: its chain columns commit with it, and ROLLBACK leaves no ledger', async () => {
+  // Over PostgreSQL the server creates a ledger as its owner, outside the client's transaction: in a block it is refused (25001), as
+  // test/postgres/basics.test.ts shows.
+  it.skipIf(onPostgres)('creates a ledger inside a block: its chain columns commit with it, and ROLLBACK leaves no ledger', async () => {
     const c = await ctx.server.client();
     await c.query('BEGIN');
     await c.query('CREATE TABLE _cot_tx_rolled (session_id VARCHAR, note VARCHAR)');
@@ -135,12 +137,12 @@ describe('the block’s access mode', () => {
   it('closes a cursor with its block, and a statement timeout names itself', async () => {
     const c = await ctx.server.client();
     await c.query('BEGIN');
-    await c.query('DECLARE tx_cur CURSOR FOR SELECT * FROM range(10)');
+    await c.query('DECLARE tx_cur CURSOR FOR SELECT * FROM generate_series(1, 10)');
     expect((await c.query('FETCH 3 FROM tx_cur')).rowCount).toBe(3);
     await c.query('COMMIT');
     expect(await sqlstate(c.query('FETCH 1 FROM tx_cur'))).toBe('34000');
     await c.query("SET statement_timeout = '50ms'");
-    const err = await c.query('SELECT count(*) FROM range(100000000000) a').then(
+    const err = await c.query('SELECT count(*) FROM generate_series(1, 100000000000) a').then(
       () => null,
       (e: { code?: string; message: string }) => e,
     );

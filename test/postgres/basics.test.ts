@@ -29,6 +29,11 @@ describe('cotwire on a PostgreSQL engine', () => {
     ]);
   });
 
+  it("places PostgreSQL's error positions in the client's whole string", async () => {
+    const sql = 'SELECT 1;\n  SELECT * FROM nope';
+    await expect(ctx.client.query(sql)).rejects.toMatchObject({ code: '42P01', position: String(sql.indexOf('nope') + 1) });
+  });
+
   it('refuses changes to a ledger, and PostgreSQL refuses them too', async () => {
     await expect(ctx.client.query("DELETE FROM _cot_steps WHERE session_id = 's1'")).rejects.toMatchObject({ code: '42501' });
     await expect(ctx.client.query("UPDATE _cot_steps SET content = 'x'")).rejects.toMatchObject({ code: '42501' });

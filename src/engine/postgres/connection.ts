@@ -33,6 +33,11 @@ export function engineError(err: unknown): unknown {
     return new PgError(e.code, e.message, {
       ...(e.detail === undefined ? {} : { detail: e.detail }),
       ...(e.hint === undefined ? {} : { hint: e.hint }),
+      ...(e.position === undefined ? {} : { position: Number(e.position) }),
+      ...(e.schema === undefined ? {} : { schema: e.schema }),
+      ...(e.table === undefined ? {} : { table: e.table }),
+      ...(e.column === undefined ? {} : { column: e.column }),
+      ...(e.constraint === undefined ? {} : { constraint: e.constraint }),
     });
   }
   if (err instanceof Error && !(err instanceof PgError)) {
