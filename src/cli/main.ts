@@ -10,7 +10,7 @@ import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './
 import { readPassword } from './password.js';
 import { reembedCommand } from './embedding-commands.js';
 import { compactCommand, retainCommand } from './erasure-commands.js';
-import { initPostgresCommand } from './postgres-commands.js';
+import { initPostgresCommand, verifyPostgresCommand } from './postgres-commands.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
@@ -63,14 +63,29 @@ function program(setCode: (code: number) => void): Command {
   cli
     .command('verify')
     .description('verify every chain offline; exit 0 when intact, 1 when any is broken')
-    .requiredOption('--db <file>', 'database file (the server need not run)')
+    .option('--db <file>', 'database file (the server need not run)')
+    .option('--url <url>', 'or a PostgreSQL engine: postgres://USER[:PASSWORD]@HOST:PORT/DB, a role that may read the ledgers')
+    .option('--role-prefix <prefix>', 'with --url: engine.rolePrefix (default cotwire)')
     .option('--session <id>', 'verify one chain key only')
     .option('--prefix <prefix>', 'an extra protected prefix, as in guard.protectedPrefixes')
     .option('--json', 'print the report as JSON')
     .option('--checkpoint <files...>', 'saved checkpoints (files or sink directories) to verify the global log against')
     .option('--key <verifier>', 'the verifier key that signs the checkpoints (the key text, or a file holding it)')
-    .action(async (opts: { db: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key?: string }) =>
-      setCode(await verifyCommand(opts, out)),
+    .action(
+      async (opts: {
+        db?: string;
+        url?: string;
+        rolePrefix?: string;
+        session?: string;
+        prefix?: string;
+        json?: boolean;
+        checkpoint?: string[];
+        key?: string;
+      }) => {
+        if ((opts.db === undefined) === (opts.url === undefined)) throw new UsageError('verify needs --db <file> or --url <postgres url>, one of them');
+        if (opts.url !== undefined) setCode(await verifyPostgresCommand({ ...opts, url: opts.url }, out));
+        else setCode(await verifyCommand({ ...opts, db: opts.db as string }, out));
+      },
     );
 
   cli

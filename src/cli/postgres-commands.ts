@@ -2,6 +2,13 @@ import { PgError } from '../errors/pg-error.js';
 import { PostgresConnection } from '../engine/postgres/connection.js';
 import { pgRoles } from '../ledger/pg-names.js';
 import { installPostgres } from '../ledger/postgres-schema.js';
+import { ProtectedNames } from '../guard/names.js';
+import { LedgerCatalog } from '../ledger/catalog.js';
+import { verifyLog } from '../ledger/log-verify.js';
+import { readPostgresTables } from '../ledger/pg-catalog.js';
+import { verifyPgLedgers } from '../ledger/verify.js';
+import { UsageError } from './database.js';
+import { printLogReport, readCheckpoints, readVerifier } from './log-commands.js';
 import { redactUrl } from '../config/load.js';
 
 /**
@@ -29,6 +36,63 @@ export async function initPostgresCommand(opts: { readonly url: string; readonly
     const e = err as Error;
     process.stderr.write(`cotwire: init-postgres failed: ${e.message}${err instanceof PgError && err.hint !== undefined ? `\nhint: ${err.hint}` : ''}\n`);
     return 1;
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * `cotwire verify --url`: every chain of a PostgreSQL engine, recomputed by
+ * PostgreSQL from the README's specification (the SQL, not the installed
+ * functions, which whoever can change the database could change too), and
+ * with --checkpoint and --key the global log rebuilt from the rows and held
+ * against saved signed checkpoints, as for a DuckDB file.
+ */
+export async function verifyPostgresCommand(
+  opts: { url: string; rolePrefix?: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key?: string },
+  out: (text: string) => void,
+): Promise<number> {
+  const checkpoints = opts.checkpoint ?? [];
+  if (checkpoints.length > 0 !== (opts.key !== undefined))
+    throw new UsageError('--checkpoint and --key go together: saved checkpoints and the verifier key that signed them');
+  let conn: PostgresConnection;
+  try {
+    conn = await PostgresConnection.open(opts.url, 'cotwire verify');
+  } catch (err) {
+    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
+    const catalog = new LedgerCatalog(conn, (n) => names.isProtected(n), null, readPostgresTables(opts.rolePrefix ?? 'cotwire'));
+    const verdicts = await verifyPgLedgers(conn, catalog, opts.session ?? null);
+    const broken = verdicts.filter((v) => !v.valid);
+    const log =
+      checkpoints.length === 0
+        ? null
+        : await verifyLog(
+            conn,
+            await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix ?? 'cotwire')).all(),
+            readCheckpoints(checkpoints),
+            readVerifier(opts.key as string),
+            null,
+          );
+    const valid = broken.length === 0 && (log === null || log.breaks.length === 0);
+    if (opts.json === true) {
+      out(`${JSON.stringify({ valid, chains: verdicts.length, broken, ...(log === null ? {} : { log }) }, null, 2)}\n`);
+    } else {
+      for (const v of broken) {
+        out(
+          `BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`,
+        );
+      }
+      if (log !== null) printLogReport(log, out);
+      const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
+      out(
+        `${valid ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken${log === null ? '' : `; log ${log.breaks.length === 0 ? 'intact' : 'BROKEN'}`}\n`,
+      );
+    }
+    return valid ? 0 : 1;
   } finally {
     conn.close();
   }

@@ -1,6 +1,6 @@
 import { retainedSeqs } from './reconcile.js';
 import type { RetainedSeqs } from './retention-sql.js';
-import type { EngineConnection } from '../engine/port.js';
+import type { SqlConnection } from '../engine/port.js';
 import { verifyConsistency } from './merkle.js';
 import { leafPrefix, MerkleLog, rowLeafHash } from './merkle-log.js';
 import { openNote, parseCheckpoint, type Checkpoint, type NoteVerifier } from './note.js';
@@ -87,7 +87,7 @@ export function splitNotes(text: string): string[] {
  * vouches for it, to name the exact first leaf that differs.
  */
 export async function verifyLog(
-  conn: EngineConnection,
+  conn: SqlConnection,
   ledgers: readonly LedgerTable[],
   sources: readonly CheckpointSource[],
   verifier: NoteVerifier,
@@ -213,7 +213,7 @@ function openCheckpoints(sources: readonly CheckpointSource[], verifier: NoteVer
 
 /** Every row's leaf, by ledger_seq - 1; gaps and repeats are recorded as breaks. */
 async function readLeaves(
-  conn: EngineConnection,
+  conn: SqlConnection,
   ledgers: readonly LedgerTable[],
   breaks: LogBreak[],
   retained: RetainedSeqs,

@@ -1,5 +1,5 @@
 import { decodeSeqs, RetainedSeqs, retainedSeqsSql } from './retention-sql.js';
-import type { EngineConnection } from '../engine/port.js';
+import type { EngineConnection, SqlConnection } from '../engine/port.js';
 import { leafHashSql, leafKeySql } from './log-resume.js';
 import { leafPrefix, rowLeafHash, type MerkleLog } from './merkle-log.js';
 import { qualifiedName, type LedgerTable } from './schema.js';
@@ -320,7 +320,7 @@ function breathe(): Promise<void> {
 }
 
 /** The ledger_seq values retention records account for (every ledger shares the one record ledger). */
-export async function retainedSeqs(conn: EngineConnection, ledgers: readonly LedgerTable[]): Promise<RetainedSeqs> {
+export async function retainedSeqs(conn: SqlConnection, ledgers: readonly LedgerTable[]): Promise<RetainedSeqs> {
   const sql = retainedSeqsSql(ledgers.find((t) => t.retention !== null)?.retention ?? null);
   if (sql === null) return new RetainedSeqs([]);
   const rows = (await conn.query(sql)) as Array<[string]>;

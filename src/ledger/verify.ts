@@ -1,4 +1,5 @@
-import type { EngineConnection } from '../engine/port.js';
+import type { EngineConnection, SqlConnection } from '../engine/port.js';
+import { pgVerifySql } from './pg-verify-sql.js';
 import type { LedgerCatalog } from './catalog.js';
 import { qualifiedName, type LedgerTable } from './schema.js';
 import { chainKeySql, verifySql } from './verify-sql.js';
@@ -19,6 +20,17 @@ export interface ChainVerdict {
  * Verifies every chain of every ledger (or one chain key) with the same SQL
  * that clients call, so the command line and SQL always agree.
  */
+/** Every chain of every ledger of a PostgreSQL engine, by the README's specification in PostgreSQL's SQL (pg-verify-sql.ts). */
+export async function verifyPgLedgers(conn: SqlConnection, catalog: LedgerCatalog, chainKey: string | null): Promise<ChainVerdict[]> {
+  const verdicts: ChainVerdict[] = [];
+  for (const table of await catalog.all()) {
+    if (chainKey !== null && table.chainKey === null) continue;
+    const rows = await conn.query(pgVerifySql(table, chainKey !== null), chainKey === null ? [] : [chainKey]);
+    for (const r of rows) verdicts.push(verdictOf(table, r));
+  }
+  return verdicts;
+}
+
 export async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatalog, chainKey: string | null, pacing?: Pacing): Promise<ChainVerdict[]> {
   const verdicts: ChainVerdict[] = [];
   for (const table of await catalog.all()) {
@@ -51,7 +63,11 @@ export interface Pacing {
 
 async function verifyTable(conn: EngineConnection, table: LedgerTable, where: string | null, chainKey: string | null): Promise<ChainVerdict[]> {
   const rows = await conn.query(verifySql(table, where, chainKey === null ? null : '$1'), chainKey === null ? [] : [chainKey]);
-  return rows.map((r) => ({
+  return rows.map((r) => verdictOf(table, r));
+}
+
+function verdictOf(table: LedgerTable, r: unknown[]): ChainVerdict {
+  return {
     table: `${table.schema}.${table.name}`,
     chainKey: String(r[0] ?? ''),
     valid: r[1] === true,
@@ -60,5 +76,5 @@ async function verifyTable(conn: EngineConnection, table: LedgerTable, where: st
     breakKind: (r[4] as string | null) ?? null,
     expectedHash: (r[5] as string | null) ?? null,
     actualHash: (r[6] as string | null) ?? null,
-  }));
+  };
 }

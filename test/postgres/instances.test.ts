@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,5 +139,22 @@ describe('three cotwire instances on one PostgreSQL', () => {
       before = { size: n, root };
     }
     expect(Number(checkpoints.at(-1)?.[0])).toBeGreaterThan(Number(sizeAtKill));
+
+    // cotwire verify against the PostgreSQL URL, with the checkpoints the instances delivered to their sink.
+    const verifierKey = verifierKeyOf(parseSigner(key));
+    const cli = (...args: string[]): { code: number; out: string } => {
+      const r = spawnSync(process.execPath, [join(import.meta.dirname, '../../dist/cli.js'), 'verify', '--url', ctx.engine.url, ...args], { encoding: 'utf8' });
+      return { code: r.status ?? -1, out: r.stdout + r.stderr };
+    };
+    const ok = cli('--checkpoint', join(dir, 'checkpoints'), '--key', verifierKey);
+    expect(ok.out).toMatch(/^OK: \d+ chains, \d+ steps, 0 broken; log intact/m);
+    expect(ok.code).toBe(0);
+    // Someone who owns the database edits a row behind the walls: the chain and the log both find it.
+    await admin.run('ALTER TABLE public._cot_steps DISABLE TRIGGER cotwire_append_only');
+    await admin.run("UPDATE public._cot_steps SET content = 'forged' WHERE ledger_seq = (SELECT min(ledger_seq) FROM public._cot_steps)");
+    await admin.run('ALTER TABLE public._cot_steps ENABLE TRIGGER cotwire_append_only');
+    const bad = cli('--checkpoint', join(dir, 'checkpoints'), '--key', verifierKey);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toMatch(/BROKEN main\._cot_steps chain "shared-\w" : step 0 edited|BROKEN main\._cot_steps chain "shared-\w": step 0 edited/);
   }, 120_000);
 });
