@@ -726,7 +726,10 @@ async function main(): Promise<void> {
   console.log(`\n${await searchBench(ROOT, QUICK ? SEARCH_SIZES.quick : SEARCH_SIZES.full)}`);
   // Retention and erasure (issue 20): cotwire/v2 against v1, and retaining out 1M of 10M steps; its own process, for its memory.
   const erasure = spawnSync(process.execPath, [join(import.meta.dirname, 'erasure.js'), ...(QUICK ? ['--quick'] : [])], { stdio: 'inherit' });
+  // cotwire on a PostgreSQL engine (issue 21): the proxy's cost and a second instance, in docs/benchmarks.md too.
+  const engine = spawnSync(process.execPath, [join(import.meta.dirname, 'postgres-engine.js'), ...(QUICK ? ['--quick'] : [])], { stdio: 'inherit' });
   if (erasure.status !== 0) throw new Error(`bench/erasure.ts failed with exit ${String(erasure.status)}`);
+  if (engine.status !== 0) throw new Error(`bench/postgres-engine.ts failed with exit ${String(engine.status)}`);
 }
 
 await main();

@@ -97,7 +97,7 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
     );
     await loadGuardParser();
     const ledgers = new LedgerCatalog(admin, (n) => names.isProtected(n), null, readPostgresTables(prefix));
-    const writerConn = await PostgresConnection.open(writerUrl, 'cotwire writer');
+    const writerConn = await PostgresConnection.open(writerUrl, 'cotwire writer', { pipeline: true, prepare: true });
     closers.push(() => writerConn.close());
     const writer = await PgLedgerWriter.open(writerConn, {
       observer,

@@ -228,6 +228,14 @@ export interface RelayBackend {
     resultFormats: readonly number[],
   ): Promise<BackendField[] | null>;
   fetch(portal: string, rows: number, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): Promise<FetchOutcome>;
+  /** A statement of the server's own, run whole in one round trip; its rows in text. Answers the tag. */
+  run(
+    portal: string,
+    sql: string,
+    types: readonly number[],
+    values: readonly BindValue[],
+    onRow: (cells: ReadonlyArray<string | null>) => void,
+  ): Promise<string>;
   copyOut(onData: (data: Buffer) => void): Promise<string>;
   copyInData(data: Buffer): Promise<void>;
   copyInDone(): Promise<string>;

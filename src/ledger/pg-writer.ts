@@ -207,14 +207,34 @@ export class PgLedgerWriter implements LedgerAppender {
         keysOfChains.push(k);
       }
     }
-    await this.conn.run('BEGIN');
-    try {
-      const headRows = (await this.conn.query(
+    // The first round trip: BEGIN, the chains' head rows locked in one order, ledger_seq reserved under the
+    // log_head row lock (the global sequence's one serialisation point, held until COMMIT), and the log's
+    // frontier, read by a statement of its own whose snapshot follows the lock and so sees every commit before.
+    const sent = [
+      this.conn.run('BEGIN'),
+      this.conn.query(
         `SELECT h.ledger, h.chain_key, h.step_index, h.current_hash FROM ${PG_SCHEMA}.chain_heads h
          JOIN unnest($1::text[], $2::text[]) AS c(ledger, chain_key) ON c.ledger = h.ledger AND c.chain_key = h.chain_key
          ORDER BY h.ledger, h.chain_key FOR UPDATE OF h`,
         [pgArray(ledgersOfChains), pgArray(keysOfChains)],
-      )) as Array<[string, string, number, string]>;
+      ),
+      this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)]),
+      this.conn.query(
+        `SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY (ARRAY(
+           SELECT 2 * m - bit_count(m::bit(64)) + l
+           FROM (SELECT size - $1::int8 AS s FROM ${PG_SCHEMA}.log_head) AS x, generate_series(0, 62) AS l, LATERAL (SELECT ((x.s >> l) << l) - 1 AS m) AS y
+           WHERE (x.s >> l) & 1 = 1))`,
+        [String(total)],
+      ),
+    ] as const;
+    const settled = await Promise.allSettled(sent);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as { code?: string }).code !== '25P02');
+    if (failed !== undefined || settled.some((r) => r.status === 'rejected')) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw failed?.reason ?? (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+    }
+    try {
+      const headRows = (settled[1] as PromiseFulfilledResult<unknown[][]>).value as Array<[string, string, number, string]>;
       const heads = new Map<string, Map<string, Head>>();
       for (const [ledger, key, index, hash] of headRows) {
         let m = heads.get(ledger);
@@ -224,20 +244,11 @@ export class PgLedgerWriter implements LedgerAppender {
         }
         m.set(key, { index: Number(index), hash });
       }
-      // The row lock on log_head is the global sequence's one serialisation point: held until COMMIT. The
-      // frontier is read by a statement of its own, whose snapshot is taken after the lock was granted and
-      // so sees the nodes of every commit before.
-      const [[reservedTo]] = (await this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)])) as [[bigint]];
+      const [[reservedTo]] = (settled[2] as PromiseFulfilledResult<unknown[][]>).value as [[bigint]];
       const after = Number(reservedTo);
       const before = after - total;
-      const frontier = frontierPositions(before);
       const nodes = new Map<number, Buffer>();
-      if (frontier.length > 0) {
-        const rows = (await this.conn.query(`SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY($1::int8[])`, [
-          pgArray(frontier.map(String)),
-        ])) as Array<[bigint, Buffer]>;
-        for (const [position, hash] of rows) nodes.set(Number(position), hash);
-      }
+      for (const [position, hash] of (settled[3] as PromiseFulfilledResult<unknown[][]>).value as Array<[bigint, Buffer]>) nodes.set(Number(position), hash);
       let seq = BigInt(before);
       let size = before;
       const newNodes: Array<{ position: number; hash: Buffer }> = [];
@@ -337,8 +348,14 @@ export class PgLedgerWriter implements LedgerAppender {
          FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[]) AS x(l, k, i, h)
          WHERE t.ledger = x.l AND t.chain_key = x.k`,
       );
-      await this.conn.query(`WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params);
-      await this.conn.run('COMMIT');
+      // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
+      // ROLLBACK if the statement failed).
+      const [written, committed] = await Promise.allSettled([
+        this.conn.query(`WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params),
+        this.conn.run('COMMIT'),
+      ]);
+      if (written.status === 'rejected') throw written.reason;
+      if (committed.status === 'rejected') throw committed.reason;
       for (const [ledger, m] of heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
       this.size = size;
       this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
@@ -380,13 +397,4 @@ function ledgerKey(table: Pick<LedgerTable, 'schema' | 'name'>): string {
 /** A PostgreSQL array literal of texts (NULL for null), passed as one text parameter. */
 export function pgArray(values: ReadonlyArray<string | null>): string {
   return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`;
-}
-
-/** The complete subtrees an append after `size` leaves may need as left siblings: (level, size/2^level - 1) for each bit set. */
-function frontierPositions(size: number): number[] {
-  const out: number[] = [];
-  for (let level = 0; 2 ** level <= size; level++) {
-    if (Math.floor(size / 2 ** level) % 2 === 1) out.push(positionOf(level, Math.floor(size / 2 ** level) - 1));
-  }
-  return out;
 }

@@ -127,14 +127,11 @@ export async function evaluateRows(
 ): Promise<(string | null)[][]> {
   const rows: (string | null)[][] = [];
   let bytes = 0;
-  await backend.openPortal(EVAL_PORTAL, plan.evaluate, paramTypes, values, []);
-  const outcome = await backend.fetch(EVAL_PORTAL, 0, (cells) => {
-    const row = cells as (string | null)[];
+  await backend.run(EVAL_PORTAL, plan.evaluate, paramTypes, values, (cells) => {
+    const row = [...cells];
     for (const v of row) bytes += v === null ? 1 : v.length;
     rows.push(row);
   });
-  await backend.closePortal(EVAL_PORTAL);
-  if (outcome.kind !== 'complete') throw new PgError(SqlState.InternalError, 'evaluating the rows of a ledger append did not complete');
   if (bytes > maxBytes) {
     throw new PgError(SqlState.OutOfMemory, `the rows of this ledger statement need more than ${maxBytes} bytes of server memory (limits.maxAppendBytes)`);
   }

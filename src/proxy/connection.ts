@@ -1,4 +1,4 @@
-import type { BindValue, RelayBackend } from '../engine/port.js';
+import type { BackendField, BindValue, RelayBackend } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import type { LedgerCatalog } from '../ledger/catalog.js';
@@ -32,6 +32,9 @@ export interface ProxyServices {
   readonly createLedger: (create: Record<string, unknown>) => Promise<void>;
   readonly idleInTransactionTimeoutMs: number;
 }
+
+/** Ledger INSERT texts whose plans a connection keeps. */
+const PLAN_CACHE_SIZE = 256;
 
 /** Rows fetched from the backend between two waits for the client's socket. */
 const BATCH_ROWS = 1000;
@@ -68,6 +71,9 @@ export class ProxyConnection implements ConnectionHandler {
   /** Appends of the open block, in order, and where each savepoint began. */
   private pending: AppendJob[] = [];
   private savepoints: Array<{ readonly name: string; readonly at: number }> = [];
+  /** What PostgreSQL described of each ledger INSERT, and each one's plan, by text: kept, as a ledger's shape never changes. */
+  private readonly appendsDescribed = new Map<string, { readonly paramTypes: number[]; readonly fields: BackendField[] | null }>();
+  private readonly appendPlans = new Map<string, LedgerAppendPlan>();
   /** A statement of the exchange failed: its appends go with it. */
   private exchangeFailed = false;
   /** Backend portals to close before the next statement is bound. */
@@ -156,8 +162,15 @@ export class ProxyConnection implements ConnectionHandler {
       // A simple query's statement is described when it is bound, in one exchange with its execution.
       return new ProxyStatement(statement, paramTypes, null, paramTypes);
     }
-    // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it.
-    const described = await this.backend.describe(statement.text, paramTypes);
+    // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it. An append's
+    // answer is kept: a ledger's columns never change, and drivers send the same INSERT as a new statement.
+    const key = `${paramTypes.join(',')}\u0000${statement.text}`;
+    const cached = statement.plan.kind === 'append' ? this.appendsDescribed.get(key) : undefined;
+    const described = cached ?? (await this.backend.describe(statement.text, paramTypes));
+    if (statement.plan.kind === 'append' && cached === undefined) {
+      if (this.appendsDescribed.size >= PLAN_CACHE_SIZE) this.appendsDescribed.clear();
+      this.appendsDescribed.set(key, described);
+    }
     return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
   }
 
@@ -194,7 +207,12 @@ export class ProxyConnection implements ConnectionHandler {
     const formatOf = (i: number): 0 | 1 => ((resultFormats.length === 1 ? resultFormats[0] : (resultFormats[i] ?? 0)) === 1 ? 1 : 0);
     switch (s.plan.kind) {
       case 'append': {
-        const plan = await planAppend(this.services.ledgers, s.plan.ledger, s.text, s.plan.insert);
+        let plan = this.appendPlans.get(s.text);
+        if (plan === undefined) {
+          plan = await planAppend(this.services.ledgers, s.plan.ledger, s.text, s.plan.insert);
+          if (this.appendPlans.size >= PLAN_CACHE_SIZE) this.appendPlans.clear();
+          this.appendPlans.set(s.text, plan);
+        }
         let fields = statement.fields;
         if (fields === null && plan.pieces.returning !== null) {
           fields = (await this.backend.describe(s.text, statement.clientTypes)).fields?.map((f) => field(f, 0)) ?? null;
@@ -274,6 +292,7 @@ export class ProxyConnection implements ConnectionHandler {
   /** Rows from the backend to the client, a batch at a time, waiting for the client's socket between batches. */
   private async relay(portal: ProxyPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     let left = maxRows;
+    let sent = 0;
     for (;;) {
       const want = maxRows > 0 ? Math.min(left, BATCH_ROWS) : BATCH_ROWS;
       let got = 0;
@@ -281,6 +300,7 @@ export class ProxyConnection implements ConnectionHandler {
         got++;
         sink.row(cells);
       });
+      sent += got;
       switch (outcome.kind) {
         case 'suspended':
           left -= got;
@@ -289,7 +309,8 @@ export class ProxyConnection implements ConnectionHandler {
           continue;
         case 'complete':
           portal.done = true;
-          return { done: true, tag: outcome.tag };
+          // PostgreSQL counts a SELECT's rows per Execute; the client's one Execute was several here.
+          return { done: true, tag: outcome.tag.startsWith('SELECT ') ? `SELECT ${sent}` : outcome.tag };
         case 'empty':
           return { done: true, tag: null };
         case 'copy-out': {

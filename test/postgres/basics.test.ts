@@ -29,6 +29,12 @@ describe('cotwire on a PostgreSQL engine', () => {
     ]);
   });
 
+  it('counts a large SELECT whole in its command tag, though it came in batches', async () => {
+    const r = await ctx.client.query('SELECT g FROM generate_series(1, 5432) g');
+    expect(r.rowCount).toBe(5432);
+    expect(r.rows.at(-1)).toEqual({ g: 5432 });
+  });
+
   it("places PostgreSQL's error positions in the client's whole string", async () => {
     const sql = 'SELECT 1;\n  SELECT * FROM nope';
     await expect(ctx.client.query(sql)).rejects.toMatchObject({ code: '42P01', position: String(sql.indexOf('nope') + 1) });

@@ -18,7 +18,7 @@ describe('the ledger writer on PostgreSQL', () => {
     const writers: PgLedgerWriter[] = [];
     const conns: PostgresConnection[] = [];
     for (let i = 0; i < 3; i++) {
-      const conn = await PostgresConnection.open(engine.writerUrl);
+      const conn = await PostgresConnection.open(engine.writerUrl, 'writer', { pipeline: true });
       conns.push(conn);
       writers.push(await PgLedgerWriter.open(conn));
     }

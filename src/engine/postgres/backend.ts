@@ -302,6 +302,35 @@ export class PgBackend implements RelayBackend {
     }
   }
 
+  /**
+   * A statement of the server's own in the client's exchange (a ledger
+   * INSERT's rows, evaluated): Parse, Bind, Execute and Close sent together,
+   * one round trip; its rows (text) go to `onRow`. Answers the tag.
+   */
+  async run(
+    portal: string,
+    sql: string,
+    types: readonly number[],
+    values: readonly BindValue[],
+    onRow: (cells: ReadonlyArray<string | null>) => void,
+  ): Promise<string> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    group.onRow = onRow;
+    try {
+      wire.parse({ text: sql, types: [...types] });
+      wire.bind({ portal, values: [...values] });
+      wire.execute({ portal, rows: 0 });
+      wire.close({ type: 'P', name: portal });
+      wire.flush();
+      const m = await group.next(ACKS);
+      if (m.kind !== 'commandComplete') throw unexpected(m, 'CommandComplete');
+      return m.tag;
+    } finally {
+      group.onRow = null;
+    }
+  }
+
   /** COPY TO STDOUT: the data as it comes, then the statement's tag. */
   async copyOut(onData: (data: Buffer) => void): Promise<string> {
     const group = await this.exchange();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
@@ -47,10 +48,24 @@ export function engineError(err: unknown): unknown {
 }
 
 export class PostgresConnection implements SqlConnection {
-  private constructor(private readonly client: pg.Client) {}
+  private readonly names = new Map<string, string>();
 
-  static async open(url: string, applicationName = 'cotwire'): Promise<PostgresConnection> {
-    const client = new pg.Client({ connectionString: url, types, application_name: applicationName });
+  private constructor(
+    private readonly client: pg.Client,
+    private readonly prepares: boolean,
+  ) {}
+
+  /**
+   * `pipeline`: calls made without waiting are sent at once, in order, and
+   * answered in order (node-postgres' pipeline mode): a transaction's
+   * statements that need no answer of each other cost one round trip.
+   */
+  static async open(
+    url: string,
+    applicationName = 'cotwire',
+    options: { readonly pipeline?: boolean; readonly prepare?: boolean } = {},
+  ): Promise<PostgresConnection> {
+    const client = new pg.Client({ connectionString: url, types, application_name: applicationName, ...(options.pipeline === true ? { pipeline: true } : {}) });
     // A connection that breaks fails the call in flight; without a listener the process would die.
     client.on('error', () => undefined);
     try {
@@ -59,7 +74,7 @@ export class PostgresConnection implements SqlConnection {
       await client.end().catch(() => undefined);
       throw engineError(err);
     }
-    return new PostgresConnection(client);
+    return new PostgresConnection(client, options.prepare === true);
   }
 
   /** The backend's process id, which pg_stat_activity and pg_terminate_backend() know. */
@@ -77,7 +92,7 @@ export class PostgresConnection implements SqlConnection {
 
   async query(sql: string, params: readonly (string | null)[] = []): Promise<unknown[][]> {
     try {
-      const r = await this.client.query({ text: sql, values: params as (string | null)[], rowMode: 'array' });
+      const r = await this.client.query({ text: sql, values: params as (string | null)[], rowMode: 'array', ...this.named(sql) });
       return r.rows as unknown[][];
     } catch (err) {
       throw engineError(err);
@@ -86,5 +101,17 @@ export class PostgresConnection implements SqlConnection {
 
   close(): void {
     void this.client.end().catch(() => undefined);
+  }
+
+  /** Statements the server runs again and again are parsed and planned once per connection (a named statement). */
+  private named(sql: string): { name?: string } {
+    if (!this.prepares) return {};
+    let name = this.names.get(sql);
+    if (name === undefined) {
+      if (this.names.size >= 512) return {};
+      name = `cotwire_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+      this.names.set(sql, name);
+    }
+    return { name };
   }
 }

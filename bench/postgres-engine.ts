@@ -1,0 +1,264 @@
+/**
+ * cotwire on a PostgreSQL engine (issue 21), against the same statements
+ * sent to that PostgreSQL directly: what the proxy costs on reads and on
+ * appends, and what a second instance adds. One durable PostgreSQL
+ * (Debian's, fsync on) serves three databases: `engine`, which cotwire
+ * instances run on; `plain`, the same INSERTs into a table of the same
+ * shape with no chain; `anchor`, the same INSERTs chained by a trigger
+ * under a per-session lock (bench/dataset.ts). The systems alternate, each
+ * measured `runs` times; medians are reported, with the ratio.
+ *
+ *   npm run bench:postgres [-- --quick]
+ *
+ * Results go to docs/benchmarks.md between the bench-postgres markers.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { anchorSchema, postgresSchema, STEP_COLUMNS, stepRow } from './dataset.js';
+import { startPostgres } from '../test/fixtures/postgres.js';
+
+const QUICK = process.argv.includes('--quick');
+const RUNS = QUICK ? 3 : 5;
+const SINGLE = QUICK ? 300 : 2_000;
+const POINTS = QUICK ? 300 : 2_000;
+const STREAM = QUICK ? 50_000 : 500_000;
+const CLIENTS = 16;
+
+const tmp = mkdtempSync(join(tmpdir(), 'cotwire-bench-pg-'));
+const postgres = await startPostgres({ durable: true });
+const url = (db: string): string => `postgres://postgres@127.0.0.1:${postgres.port}/${db}`;
+const admin = new pg.Client({ connectionString: url('postgres') });
+await admin.connect();
+for (const db of ['engine', 'plain', 'anchor']) await admin.query(`CREATE DATABASE ${db}`);
+await admin.end();
+
+async function connect(port: number, user: string, database: string, n: number): Promise<pg.Client[]> {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user, database });
+      c.on('error', () => undefined);
+      await c.connect();
+      return c;
+    }),
+  );
+}
+
+async function startInstance(): Promise<{ child: ChildProcess; port: number }> {
+  // dist-bench/bench → the built CLI in dist/; checkpoints go nowhere but the database.
+  const child = spawn(
+    process.execPath,
+    [
+      join(import.meta.dirname, '../../dist/cli.js'),
+      'serve',
+      '--port',
+      '0',
+      '--engine-url',
+      url('engine'),
+      '--db',
+      join(tmp, 'unused.duckdb'),
+      '--log-level',
+      'info',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m !== null) {
+        clearInterval(timer);
+        resolve(Number(m[1]));
+      }
+    }, 20);
+    child.once('exit', () => {
+      clearInterval(timer);
+      reject(new Error(`cotwire exited: ${out}`));
+    });
+  });
+  return { child, port };
+}
+
+const first = await startInstance();
+const second = await startInstance();
+const plain = await connect(postgres.port, 'postgres', 'plain', CLIENTS);
+await plain[0]?.query(postgresSchema().replace('trace_id uuid PRIMARY KEY', 'trace_id uuid PRIMARY KEY DEFAULT gen_random_uuid()'));
+await plain[0]?.query(
+  "ALTER TABLE _cot_steps ALTER COLUMN step_index SET DEFAULT 0, ALTER COLUMN prev_hash SET DEFAULT '', ALTER COLUMN current_hash SET DEFAULT '', ALTER COLUMN ledger_seq SET DEFAULT 0",
+);
+const anchor = await connect(postgres.port, 'postgres', 'anchor', CLIENTS);
+await anchor[0]?.query(anchorSchema());
+const cot = await connect(first.port, 'cotwire', 'cotwire', CLIENTS);
+const cot2 = await connect(second.port, 'cotwire', 'cotwire', CLIENTS / 2);
+
+const INSERT = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+type System = 'cotwire' | 'plain' | 'trigger';
+const clientsOf = (s: System): pg.Client[] => (s === 'cotwire' ? cot : s === 'plain' ? plain : anchor);
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+let batch = 0;
+/** Appends per second: `n` single-row INSERTs spread over `clients`, each client on its own sessions. */
+async function appends(clients: readonly pg.Client[], n: number): Promise<number> {
+  const tag = `b${++batch}`;
+  const per = Math.ceil(n / clients.length);
+  const t = performance.now();
+  await Promise.all(
+    clients.map(async (c, k) => {
+      for (let i = 0; i < per; i++) await c.query(INSERT, stepRow(`${tag}-s${k % 8}`, i));
+    }),
+  );
+  return (per * clients.length) / ((performance.now() - t) / 1000);
+}
+
+async function p50(c: pg.Client, n: number, query: (i: number) => Promise<unknown>): Promise<number> {
+  const latencies: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await query(i);
+    latencies.push(performance.now() - t);
+  }
+  void c;
+  return median(latencies);
+}
+
+interface Result {
+  readonly name: string;
+  readonly unit: string;
+  readonly values: Record<string, number>;
+  readonly ratio: number;
+  readonly against: string;
+}
+const results: Result[] = [];
+
+async function compare(
+  name: string,
+  unit: string,
+  better: 'higher' | 'lower',
+  systems: readonly System[],
+  measure: (s: System) => Promise<number>,
+): Promise<void> {
+  const runs: Record<string, number[]> = {};
+  for (let r = 0; r < RUNS; r++) {
+    for (let k = 0; k < systems.length; k++) {
+      const s = systems[(r + k) % systems.length] as System;
+      (runs[s] ??= []).push(await measure(s));
+    }
+  }
+  const values = Object.fromEntries(Object.entries(runs).map(([s, xs]) => [s, median(xs)]));
+  const cotM = values.cotwire as number;
+  const against = systems.includes('plain') ? 'plain' : (systems[1] as string);
+  const other = values[against] as number;
+  const ratio = better === 'higher' ? cotM / other : other / cotM;
+  results.push({ name, unit, values, ratio, against });
+  console.log(
+    `${name}: ${Object.entries(values)
+      .map(([s, v]) => `${s} ${v.toFixed(2)}`)
+      .join(', ')} ${unit}; cotwire ÷ ${against} ${ratio.toFixed(2)}×`,
+  );
+}
+
+// Seed rows for the reads (through cotwire, so that they are chained), and a table to stream.
+for (let i = 0; i < 50; i++) await cot[0]?.query(INSERT, stepRow('read-session', i));
+await plain[0]?.query(
+  `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) SELECT 'read-session', 'agent', 'Observation', 'x', '{}', '{}', 0.5, 1, 1, 'm', '{}' FROM generate_series(1, 50)`,
+);
+for (const c of [cot[0], plain[0]]) {
+  await c?.query('CREATE TABLE stream (id bigint, body text, at timestamptz, score double precision)');
+  await c?.query(`INSERT INTO stream SELECT i, repeat('x', 40), now(), i / 3.0 FROM generate_series(1, ${STREAM}) i`);
+}
+
+const readers: Record<'cotwire' | 'plain', pg.Client> = { cotwire: cot[0] as pg.Client, plain: plain[0] as pg.Client };
+await compare('SELECT 1, one client (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
+  p50(readers[s as 'cotwire' | 'plain'], POINTS, () => readers[s as 'cotwire' | 'plain'].query('SELECT 1')),
+);
+await compare('a point read by key, prepared (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
+  p50(readers[s as 'cotwire' | 'plain'], POINTS, (i) =>
+    readers[s as 'cotwire' | 'plain'].query({ name: 'point', text: 'SELECT * FROM stream WHERE id = $1', values: [1 + (i % 1000)] }),
+  ),
+);
+await compare('one session replayed, 50 steps (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
+  p50(readers[s as 'cotwire' | 'plain'], POINTS / 4, () =>
+    readers[s as 'cotwire' | 'plain'].query("SELECT * FROM _cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
+  ),
+);
+await compare(`SELECT * of ${STREAM.toLocaleString('en')} rows to a client`, 'rows/s', 'higher', ['cotwire', 'plain'], async (s) => {
+  const t = performance.now();
+  const r = await readers[s as 'cotwire' | 'plain'].query('SELECT * FROM stream');
+  return r.rowCount === null ? 0 : r.rowCount / ((performance.now() - t) / 1000);
+});
+await compare('single-row INSERT, 1 client', 'rows/s', 'higher', ['cotwire', 'plain', 'trigger'], (s) => appends(clientsOf(s).slice(0, 1), SINGLE / 4));
+await compare(`single-row INSERT, ${CLIENTS} clients`, 'rows/s', 'higher', ['cotwire', 'plain', 'trigger'], (s) => appends(clientsOf(s), SINGLE));
+
+// A second instance: the same 16 clients, split over two instances, against all on one.
+const runsTwo: number[] = [];
+const runsOne: number[] = [];
+for (let r = 0; r < RUNS; r++) {
+  runsOne.push(await appends(cot, SINGLE));
+  runsTwo.push(await appends([...cot.slice(0, CLIENTS / 2), ...cot2], SINGLE));
+}
+const one = median(runsOne);
+const two = median(runsTwo);
+results.push({
+  name: `single-row INSERT, ${CLIENTS} clients over two instances`,
+  unit: 'rows/s',
+  values: { 'one instance': one, 'two instances': two },
+  ratio: two / one,
+  against: 'one instance',
+});
+console.log(`two instances: ${two.toFixed(0)} rows/s against ${one.toFixed(0)} on one (${(two / one).toFixed(2)}×)`);
+
+// Verification of one session by the functions init installed, against the trigger chain's own check.
+const verifyP50 = median(
+  await Promise.all([0].map(() => p50(cot[0] as pg.Client, POINTS / 4, () => (cot[0] as pg.Client).query("SELECT * FROM cot_verify('read-session')")))),
+);
+const anchorVerify = await p50(anchor[0] as pg.Client, POINTS / 4, () => (anchor[0] as pg.Client).query("SELECT * FROM cot_verify('b1-s0')"));
+results.push({
+  name: 'one session verified in SQL (p50)',
+  unit: 'ms',
+  values: { cotwire: verifyP50, trigger: anchorVerify },
+  ratio: anchorVerify / verifyP50,
+  against: 'trigger',
+});
+
+for (const c of [...cot, ...cot2, ...plain, ...anchor]) await c.end().catch(() => undefined);
+first.child.kill('SIGTERM');
+second.child.kill('SIGTERM');
+await new Promise((r) => setTimeout(r, 1000));
+postgres.stop();
+rmSync(tmp, { recursive: true, force: true });
+
+const fmt = (v: number): string => (v >= 100 ? v.toFixed(0) : v.toFixed(2));
+const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}`;
+const section = `<!-- bench-postgres:start -->
+Measured by \`npm run bench:postgres\`${QUICK ? ' (--quick)' : ''} on ${machine}, ${new Date().toISOString().slice(0, 10)}, against one durable PostgreSQL (fsync on). \`cotwire\` is cotwire with \`engine.kind: postgres\` on that PostgreSQL; \`plain\` the same statements sent to it directly, into a table of the same shape without a chain; \`trigger\` the same INSERTs chained by a trigger under a per-session lock. The ratio is cotwire's speed ÷ the other's (above 1: cotwire is faster).
+
+| workload | results (median of ${RUNS}) | ratio |
+|---|---|---|
+${results
+  .map(
+    (r) =>
+      `| ${r.name} | ${Object.entries(r.values)
+        .map(([s, v]) => `${s} ${fmt(v)} ${r.unit}`)
+        .join('; ')} | ${r.ratio.toFixed(2)}× against ${r.against} |`,
+  )
+  .join('\n')}
+<!-- bench-postgres:end -->`;
+const docs = join(import.meta.dirname, '../../docs/benchmarks.md');
+const text = readFileSync(docs, 'utf8');
+const start = text.indexOf('<!-- bench-postgres:start -->');
+const end = text.indexOf('<!-- bench-postgres:end -->');
+writeFileSync(
+  docs,
+  start >= 0 && end > start
+    ? `${text.slice(0, start)}${section}${text.slice(end + '<!-- bench-postgres:end -->'.length)}`
+    : `${text.trimEnd()}\n\n${section}\n`,
+);
