@@ -10,7 +10,7 @@ import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './
 import { readPassword } from './password.js';
 import { reembedCommand } from './embedding-commands.js';
 import { compactCommand, retainCommand } from './erasure-commands.js';
-import { initPostgresCommand, verifyPostgresCommand } from './postgres-commands.js';
+import { importCommand, initPostgresCommand, verifyPostgresCommand } from './postgres-commands.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
@@ -39,6 +39,21 @@ function program(setCode: (code: number) => void): Command {
     .option('--checkpoint-key <file>', 'the checkpoint signing key file (from `cotwire keygen`)')
     .option('--engine-url <url>', 'run on this PostgreSQL instead of the DuckDB file (postgres://...; COTWIRE_ENGINE_URL)')
     .action(async (opts: Record<string, string>) => setCode(await serve(opts)));
+
+  cli
+    .command('import')
+    .description("copy every ledger of a stopped server's DuckDB file into an empty PostgreSQL engine, keeping every hash, the log and the chains' heads")
+    .requiredOption('--db <file>', 'the DuckDB file (stop its server first)')
+    .option('--url <url>', 'the PostgreSQL engine (default: COTWIRE_ENGINE_URL)')
+    .option('--config <file>', 'configuration file (its engine.url and engine.rolePrefix)')
+    .action(async (opts: { db: string; url?: string; config?: string }) => {
+      const config = loadConfig({
+        argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.url === undefined ? {} : { 'engine-url': opts.url }) },
+        env: process.env,
+      });
+      if (config.engine.url === null) throw new UsageError('import needs --url (or COTWIRE_ENGINE_URL, or engine.url in --config)');
+      setCode(await importCommand({ db: opts.db, url: config.engine.url, rolePrefix: config.engine.rolePrefix }, out));
+    });
 
   cli
     .command('init-postgres')

@@ -7,7 +7,10 @@ import { LedgerCatalog } from '../ledger/catalog.js';
 import { verifyLog } from '../ledger/log-verify.js';
 import { readPostgresTables } from '../ledger/pg-catalog.js';
 import { verifyPgLedgers } from '../ledger/verify.js';
-import { UsageError } from './database.js';
+import { existsSync } from 'node:fs';
+import { MerkleLog } from '../ledger/merkle-log.js';
+import { importIntoPostgres } from '../ledger/pg-import.js';
+import { UsageError, withDatabase } from './database.js';
 import { printLogReport, readCheckpoints, readVerifier } from './log-commands.js';
 import { redactUrl } from '../config/load.js';
 
@@ -93,6 +96,55 @@ export async function verifyPostgresCommand(
       );
     }
     return valid ? 0 : 1;
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * `cotwire import --db <file> --url <url>`: every ledger of a stopped
+ * server's DuckDB file into an empty PostgreSQL engine, with every hash,
+ * the global log and the chains' heads as they were (ledger/pg-import.ts);
+ * then PostgreSQL verifies every chain it now holds.
+ */
+export async function importCommand(
+  opts: { readonly db: string; readonly url: string; readonly rolePrefix: string },
+  out: (text: string) => void,
+): Promise<number> {
+  let conn: PostgresConnection;
+  try {
+    conn = await PostgresConnection.open(opts.url, 'cotwire import');
+  } catch (err) {
+    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    await installPostgres(conn, opts.rolePrefix);
+    const roles = pgRoles(opts.rolePrefix);
+    const targetLedgers = await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)).all();
+    const report = await withDatabase(opts.db, false, async (duck) => {
+      const nodeFile = existsSync(MerkleLog.pathFor(opts.db)) ? MerkleLog.openFile(MerkleLog.pathFor(opts.db), true) : null;
+      try {
+        // Every table with the chain columns is a ledger, whatever the server's prefixes were.
+        return await importIntoPostgres(duck, await new LedgerCatalog(duck, () => true).all(), nodeFile, conn, targetLedgers, roles);
+      } finally {
+        nodeFile?.close();
+      }
+    });
+    for (const l of report.ledgers) out(`${l.created ? 'created' : 'filled'} ${l.name}: ${l.rows} rows\n`);
+    const verdicts = await verifyPgLedgers(conn, new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)), null);
+    const broken = verdicts.filter((v) => !v.valid);
+    for (const v of broken) out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}\n`);
+    out(
+      `${broken.length === 0 ? 'OK' : 'FAILED'}: ${report.leaves} leaves, log root ${report.root}; ${verdicts.length} chains verified by PostgreSQL, ${broken.length} broken\n`,
+    );
+    return broken.length === 0 ? 0 : 1;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    process.stderr.write(
+      `cotwire: import failed, nothing was imported: ${(err as Error).message}${err instanceof PgError && err.hint !== undefined ? `\nhint: ${err.hint}` : ''}\n`,
+    );
+    return 1;
   } finally {
     conn.close();
   }

@@ -20,6 +20,9 @@ export function hashVersionOf(comment: string | null | undefined): HashVersion |
 }
 
 /** The statement that records a new ledger's version; run in the transaction that creates it. */
-export function recordHashVersionSql(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>, version: HashVersion = NEW_LEDGER_HASH_VERSION): string {
+export function recordHashVersionSql(
+  table: Pick<LedgerTable, 'catalog' | 'schema' | 'name' | 'relation'>,
+  version: HashVersion = NEW_LEDGER_HASH_VERSION,
+): string {
   return `COMMENT ON TABLE ${qualifiedName(table)} IS ${quoteLiteral(version)}`;
 }

@@ -14,10 +14,15 @@ import { verifyMacroName } from './verify-sql.js';
  */
 
 /**
- * A double as Python's repr() writes it, from PostgreSQL's shortest exact
- * text (extra_float_digits = 1, fixed for the function): the same digits,
+ * A double as Python's repr() writes it (the text DuckDB gives it and the
+ * writer hashes): the shortest digits that read back as the same double,
  * placed by repr()'s rule (scientific below 1e-4 and from 1e16, `.0` on
- * whole numbers, at least two exponent digits).
+ * whole numbers, at least two exponent digits). PostgreSQL's own shortest
+ * text (extra_float_digits = 1, fixed for the function) leaves out a
+ * candidate that lies exactly on the rounding boundary, which Python and
+ * DuckDB take (1e23 is 9.999999999999999e+22 to PostgreSQL): so one digit
+ * fewer is tried, rounded down and up, for as long as it still reads back
+ * as the same double.
  */
 export const DOUBLE_TEXT_FUNCTION = `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.double_text(x float8) RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT SET extra_float_digits = 1 AS $$
@@ -31,6 +36,10 @@ DECLARE
   digits text;
   point int;
   exp10 int;
+  n int;
+  down text;
+  up text;
+  up_point int;
 BEGIN
   IF s = 'NaN' THEN RETURN 'nan'; END IF;
   IF s = 'Infinity' THEN RETURN 'inf'; END IF;
@@ -52,10 +61,27 @@ BEGIN
   END LOOP;
   digits := rtrim(digits, '0');
   IF digits = '' THEN RETURN sign || '0.0'; END IF;
+  -- The value is 0.<digits> x 10^point.
+  LOOP
+    EXIT WHEN length(digits) <= 1;
+    n := length(digits) - 1;
+    down := left(digits, n);
+    up := (down::numeric + 1)::text;
+    up_point := point + length(up) - n;
+    -- Past the largest double a candidate would not read back at all: only the one below can.
+    IF up_point <= 308 AND (sign || '0.' || up || 'e' || up_point)::float8 = x THEN
+      digits := rtrim(up, '0');
+      point := up_point;
+    ELSIF (sign || '0.' || down || 'e' || point)::float8 = x THEN
+      digits := rtrim(down, '0');
+    ELSE
+      EXIT;
+    END IF;
+  END LOOP;
   exp10 := point - 1;
   IF exp10 < -4 OR exp10 >= 16 THEN
     RETURN sign || left(digits, 1) || CASE WHEN length(digits) > 1 THEN '.' || substr(digits, 2) ELSE '' END
-      || 'e' || CASE WHEN exp10 < 0 THEN '-' ELSE '+' END || lpad(abs(exp10)::text, 2, '0');
+      || 'e' || CASE WHEN exp10 < 0 THEN '-' ELSE '+' END || CASE WHEN abs(exp10) < 10 THEN '0' ELSE '' END || abs(exp10)::text;
   ELSIF point <= 0 THEN
     RETURN sign || '0.' || repeat('0', -point) || digits;
   ELSIF point >= length(digits) THEN
