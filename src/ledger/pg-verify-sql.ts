@@ -5,6 +5,7 @@ import { REDACTED_TEXT, unredactable } from './redactions.js';
 import { retainable } from './retention-sql.js';
 import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from './schema.js';
 import { verifyMacroName } from './verify-sql.js';
+import { pgAnalyticsFunctions } from './pg-analytics-sql.js';
 
 /**
  * The README's hash specification in PostgreSQL's SQL: each column's
@@ -272,6 +273,7 @@ export function pgLedgerFunctions(table: LedgerTable, roles: PgRoles): string[] 
     ...fn(`${name}_all`, [], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, false)),
   ];
   if (table.isSteps) {
+    out.push(...pgAnalyticsFunctions(table, roles));
     const steps = table.relation ?? '';
     out.push(
       ...fn('cot_replay', [['session', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE session_id = $1 ORDER BY step_index`),

@@ -95,6 +95,39 @@ describe('verification in PostgreSQL', () => {
     expect(sessions.rows).toEqual([{ session_id: 'v1', step_count: '2', chain_valid: true }]);
   });
 
+  it('answers the analytics functions as on DuckDB', async () => {
+    const c = ctx.client;
+    await c.query(
+      `INSERT INTO _cot_steps (session_id, agent_id, model, step_type, confidence, duration_ms, token_count) VALUES
+       ('an1', 'planner', 'm1', 'Observation', 0.2, 10, 5), ('an1', 'planner', 'm1', 'Reasoning', 0.4, 20, 5),
+       ('an1', 'planner', 'm1', 'Decision', 0.6, 30, 5), ('an1', 'planner', 'm1', 'FinalAnswer', 0.9, 40, 5)`,
+    );
+    const summary = await c.query(
+      "SELECT agent_id, model, step_count, duration_ms, token_total, observation_steps, decision_steps, final_answer_steps, reached_final_answer, final_confidence, first_observation_index, first_decision_index, steps_to_decision FROM cot_session_summary() WHERE session_id = 'an1'",
+    );
+    expect(summary.rows).toEqual([
+      {
+        agent_id: 'planner',
+        model: 'm1',
+        step_count: '4',
+        duration_ms: '100',
+        token_total: '20',
+        observation_steps: '1',
+        decision_steps: '1',
+        final_answer_steps: '1',
+        reached_final_answer: true,
+        final_confidence: 0.9,
+        first_observation_index: 0,
+        first_decision_index: 2,
+        steps_to_decision: 2,
+      },
+    ]);
+    expect((await c.query("SELECT steps_to_decision FROM cot_convergence() WHERE session_id = 'an1'")).rows).toEqual([{ steps_to_decision: 2 }]);
+    const agents = await c.query("SELECT sessions, steps, mean_duration_ms, p95_duration_ms, tokens FROM cot_agent_stats() WHERE agent_id = 'planner'");
+    expect(agents.rows).toEqual([{ sessions: '1', steps: '4', mean_duration_ms: 25, p95_duration_ms: 38.5, tokens: '20' }]);
+    expect((await c.query("SELECT steps FROM cot_model_stats(since := now() - interval '1 day') WHERE model = 'm1'")).rows).toEqual([{ steps: '4' }]);
+  });
+
   it('finds a row edited behind the server', async () => {
     const admin = await ctx.engine.admin();
     await ctx.client.query(
