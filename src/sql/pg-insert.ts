@@ -42,12 +42,16 @@ function defaults(node: unknown, out: number[] = []): number[] {
 export function insertPieces(text: string, insert: Node): InsertPieces {
   const bytes = Buffer.from(text, 'utf8');
   const slice = (from: number, to: number): string => bytes.subarray(from, to).toString('utf8');
-  const tokens = (scanSync(text) as { tokens: Token[] }).tokens;
+  const tokens = (scanSync(text) as { tokens: Array<Token & { tokenName?: string }> }).tokens.filter(
+    (t) => t.tokenName !== 'SQL_COMMENT' && t.tokenName !== 'C_COMMENT',
+  );
   const relation = insert.relation as { relname: string; location: number; alias?: { aliasname?: string } };
   let i = tokens.findIndex((t) => t.start === relation.location);
   if (i < 0) throw new Error('the INSERT target is not where the parse tree puts it');
   const insertToken = tokens.slice(0, i).findLastIndex((t) => t.text.toUpperCase() === 'INSERT');
-  const withText = insert.withClause === undefined || insertToken < 0 ? '' : slice(0, (tokens[insertToken] as Token).start).trim();
+  // Every piece ends at its last token, not at the text after it: a trailing `--` comment would swallow what cotwire writes after it.
+  const endOfTokenBefore = (index: number): number => (index > 0 ? (tokens[index - 1] as Token).end : 0);
+  const withText = insert.withClause === undefined || insertToken < 0 ? '' : slice(0, endOfTokenBefore(insertToken)).trim();
   // The target's (qualified) name, its alias, its column list, OVERRIDING ... VALUE.
   i++;
   while (tokens[i]?.text === '.') i += 2;
@@ -80,7 +84,8 @@ export function insertPieces(text: string, insert: Node): InsertPieces {
     }
   }
   const sourceStart = (tokens[i] as Token | undefined)?.start ?? bytes.length;
-  const sourceEnd = returningAt < 0 ? bytes.length : (tokens[returningAt] as Token).start;
+  const lastToken = tokens.findLastIndex((t) => t.text !== ';');
+  const sourceEnd = returningAt < 0 ? ((tokens[lastToken] as Token | undefined)?.end ?? bytes.length) : endOfTokenBefore(returningAt);
   let source: string | null = null;
   if (insert.selectStmt !== undefined) {
     // DEFAULT is the column's default, and a ledger's client columns default to NULL; a subquery has no DEFAULT.
@@ -95,11 +100,6 @@ export function insertPieces(text: string, insert: Node): InsertPieces {
     }
     source = (out + slice(from, sourceEnd)).trim().replace(/;$/, '');
   }
-  const returning =
-    returningAt < 0
-      ? null
-      : slice((tokens[returningAt] as Token).end, bytes.length)
-          .trim()
-          .replace(/;$/, '');
+  const returning = returningAt < 0 ? null : slice((tokens[returningAt] as Token).end, (tokens[lastToken] as Token).end).trim();
   return { withText, columns: cols, source, returning, alias: alias ?? relation.relname };
 }

@@ -1,0 +1,39 @@
+import { loadModule, parseSync } from 'libpg-query';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { insertPieces } from '../../../src/sql/pg-insert.js';
+
+beforeAll(async () => {
+  await loadModule();
+});
+
+const pieces = (sql: string): ReturnType<typeof insertPieces> =>
+  insertPieces(
+    sql,
+    (parseSync(sql) as { stmts: Array<{ stmt: { InsertStmt: Record<string, unknown> } }> }).stmts[0]?.stmt.InsertStmt as Record<string, unknown>,
+  );
+
+describe('an INSERT cut at PostgreSQL tokens', () => {
+  it('finds the WITH clause, the columns, the source and RETURNING', () => {
+    expect(
+      pieces('WITH x AS (SELECT 1 AS a) INSERT INTO public._cot_steps AS t (session_id, "step_type") SELECT \'s\', $1 FROM x RETURNING *, t.trace_id'),
+    ).toEqual({
+      withText: 'WITH x AS (SELECT 1 AS a)',
+      columns: ['session_id', 'step_type'],
+      source: "SELECT 's', $1 FROM x",
+      returning: '*, t.trace_id',
+      alias: 't',
+    });
+  });
+
+  it('leaves comments out of every piece, so that what cotwire writes after one is not swallowed', () => {
+    expect(pieces("WITH x AS (SELECT 1) -- a note\nINSERT INTO _cot_steps (session_id) VALUES ('a') -- trailing\n")).toMatchObject({
+      withText: 'WITH x AS (SELECT 1)',
+      source: "VALUES ('a')",
+    });
+    expect(pieces("INSERT INTO _cot_steps VALUES ('a', DEFAULT) RETURNING step_index -- done")).toMatchObject({
+      source: "VALUES ('a', NULL)",
+      returning: 'step_index',
+    });
+    expect(pieces('INSERT INTO _cot_steps DEFAULT VALUES;')).toMatchObject({ source: null, columns: null });
+  });
+});
