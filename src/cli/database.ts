@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { DuckDBEngine } from '../engine/duckdb/engine.js';
 import type { EngineConnection } from '../engine/port.js';
 import { Journal } from '../ledger/journal.js';
@@ -50,5 +50,30 @@ async function applyJournal(path: string): Promise<void> {
     }
   } finally {
     await engine.close();
+  }
+}
+
+/**
+ * Creates a new database file (refused when one exists) and runs `fn` on
+ * it, with the server's compression; the file is removed if `fn` fails, so
+ * a failed import leaves nothing half-written.
+ */
+export async function withNewDatabase<T>(path: string, compression: 'fast-reads' | 'small', fn: (conn: EngineConnection) => Promise<T>): Promise<T> {
+  if (existsSync(path)) throw new UsageError(`${path} exists: the import makes a new database file`);
+  const engine = await DuckDBEngine.open({ path, compression });
+  let ok = false;
+  try {
+    const conn = await engine.connect();
+    try {
+      const result = await fn(conn);
+      ok = true;
+      return result;
+    } finally {
+      conn.close();
+    }
+  } finally {
+    await engine.checkpoint().catch(() => undefined);
+    await engine.close();
+    if (!ok) for (const f of [path, `${path}.wal`]) rmSync(f, { force: true });
   }
 }

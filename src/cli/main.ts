@@ -10,7 +10,7 @@ import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './
 import { readPassword } from './password.js';
 import { reembedCommand } from './embedding-commands.js';
 import { compactCommand, retainCommand } from './erasure-commands.js';
-import { importCommand, initPostgresCommand, verifyPostgresCommand } from './postgres-commands.js';
+import { importCommand, importIntoFileCommand, initPostgresCommand, verifyPostgresCommand } from './postgres-commands.js';
 import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
 
 const out = (t: string): void => {
@@ -42,17 +42,29 @@ function program(setCode: (code: number) => void): Command {
 
   cli
     .command('import')
-    .description("copy every ledger of a stopped server's DuckDB file into an empty PostgreSQL engine, keeping every hash, the log and the chains' heads")
-    .requiredOption('--db <file>', 'the DuckDB file (stop its server first)')
+    .description(
+      "copy every ledger of a stopped server's DuckDB file into an empty PostgreSQL engine (--db), or of a PostgreSQL engine into a new DuckDB file (--into), keeping every hash, the log and the chains' heads",
+    )
+    .option('--db <file>', 'the DuckDB file to copy from (stop its server first)')
+    .option('--into <file>', 'or the new DuckDB file to copy the PostgreSQL engine into')
     .option('--url <url>', 'the PostgreSQL engine (default: COTWIRE_ENGINE_URL)')
-    .option('--config <file>', 'configuration file (its engine.url and engine.rolePrefix)')
-    .action(async (opts: { db: string; url?: string; config?: string }) => {
+    .option('--config <file>', 'configuration file (its engine.url, engine.rolePrefix and database.compression)')
+    .action(async (opts: { db?: string; into?: string; url?: string; config?: string }) => {
+      if ((opts.db === undefined) === (opts.into === undefined))
+        throw new UsageError('import needs --db <file> (into PostgreSQL) or --into <file> (from PostgreSQL), one of them');
       const config = loadConfig({
         argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.url === undefined ? {} : { 'engine-url': opts.url }) },
         env: process.env,
       });
       if (config.engine.url === null) throw new UsageError('import needs --url (or COTWIRE_ENGINE_URL, or engine.url in --config)');
-      setCode(await importCommand({ db: opts.db, url: config.engine.url, rolePrefix: config.engine.rolePrefix }, out));
+      if (opts.into !== undefined) {
+        setCode(
+          await importIntoFileCommand(
+            { url: config.engine.url, into: opts.into, rolePrefix: config.engine.rolePrefix, compression: config.database.compression },
+            out,
+          ),
+        );
+      } else setCode(await importCommand({ db: opts.db as string, url: config.engine.url, rolePrefix: config.engine.rolePrefix }, out));
     });
 
   cli

@@ -6,11 +6,12 @@ import { ProtectedNames } from '../guard/names.js';
 import { LedgerCatalog } from '../ledger/catalog.js';
 import { verifyLog } from '../ledger/log-verify.js';
 import { readPostgresTables } from '../ledger/pg-catalog.js';
-import { verifyPgLedgers } from '../ledger/verify.js';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { MerkleLog } from '../ledger/merkle-log.js';
 import { importIntoPostgres } from '../ledger/pg-import.js';
-import { UsageError, withDatabase } from './database.js';
+import { UsageError, withDatabase, withNewDatabase } from './database.js';
+import { importIntoDuckdb } from '../ledger/duckdb-import.js';
+import { verifyLedgers, verifyPgLedgers } from '../ledger/verify.js';
 import { printLogReport, readCheckpoints, readVerifier } from './log-commands.js';
 import { redactUrl } from '../config/load.js';
 
@@ -144,6 +145,55 @@ export async function importCommand(
     process.stderr.write(
       `cotwire: import failed, nothing was imported: ${(err as Error).message}${err instanceof PgError && err.hint !== undefined ? `\nhint: ${err.hint}` : ''}\n`,
     );
+    return 1;
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * `cotwire import --url <url> --into <file>`: the way back, every ledger of
+ * a PostgreSQL engine into a new DuckDB file, with its node file
+ * (ledger/duckdb-import.ts); then the file's chains are verified by DuckDB.
+ */
+export async function importIntoFileCommand(
+  opts: { readonly url: string; readonly into: string; readonly rolePrefix: string; readonly compression: 'fast-reads' | 'small' },
+  out: (text: string) => void,
+): Promise<number> {
+  let conn: PostgresConnection;
+  try {
+    conn = await PostgresConnection.open(opts.url, 'cotwire import');
+  } catch (err) {
+    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    const ledgers = await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)).all();
+    const nodePath = MerkleLog.pathFor(opts.into);
+    if (existsSync(nodePath)) throw new UsageError(`${nodePath} exists: the import makes a new database file and its node file`);
+    const report = await withNewDatabase(opts.into, opts.compression, async (duck) => {
+      const log = MerkleLog.openFile(nodePath);
+      let done = false;
+      try {
+        const imported = await importIntoDuckdb(conn, ledgers, duck, log);
+        done = true;
+        return imported;
+      } finally {
+        log.close();
+        if (!done) rmSync(nodePath, { force: true });
+      }
+    });
+    for (const l of report.ledgers) out(`created ${l.name}: ${l.rows} rows\n`);
+    const verdicts = await withDatabase(opts.into, false, (duck) => verifyLedgers(duck, new LedgerCatalog(duck, () => true), null));
+    const broken = verdicts.filter((v) => !v.valid);
+    for (const v of broken) out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}\n`);
+    out(
+      `${broken.length === 0 ? 'OK' : 'FAILED'}: ${report.leaves} leaves in ${nodePath}; ${verdicts.length} chains verified by DuckDB, ${broken.length} broken\n`,
+    );
+    return broken.length === 0 ? 0 : 1;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    process.stderr.write(`cotwire: import failed, nothing was imported: ${(err as Error).message}\n`);
     return 1;
   } finally {
     conn.close();

@@ -72,6 +72,25 @@ describe('moving from an embedded DuckDB file to a PostgreSQL engine', () => {
       } finally {
         await server.close();
       }
+
+      // And back: the engine into a new DuckDB file, whose log the first checkpoints still vouch for.
+      const back = join(dir, 'back.duckdb');
+      const returned = cli('import', '--url', engine.url, '--into', back);
+      expect(returned.out).toMatch(/^OK: \d+ leaves in .*back\.duckdb\.merkle; \d+ chains verified by DuckDB, 0 broken$/m);
+      expect(returned.code).toBe(0);
+      const offline = cli('verify', '--db', back, '--checkpoint', sinks, '--key', verifierKey);
+      expect(offline.out).toMatch(/^OK: .* 0 broken; log intact$/m);
+      expect(offline.code).toBe(0);
+      const home = await start(back, { checkpoint: { keyFile, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [`${sinks}/`] } });
+      try {
+        const d = await home.connect();
+        const r = await d.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('a', 'Summary', 'back home') RETURNING step_index");
+        expect(r.rows).toEqual([{ step_index: 4 }]);
+        expect((await d.query("SELECT valid, step_count FROM cot_verify('a')")).rows).toEqual([{ valid: true, step_count: '5' }]);
+        expect((await d.query('SELECT bool_and(valid) AS ok FROM cot_verify_notes_all()')).rows).toEqual([{ ok: true }]);
+      } finally {
+        await home.stop();
+      }
     } finally {
       engine.stop();
     }

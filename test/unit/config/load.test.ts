@@ -89,7 +89,7 @@ describe('loadConfig', () => {
     ['- just\n- a list\n', 'invalid configuration: (root) = ["just","a list"]; expected a mapping'],
     [
       'nope: 1\n',
-      'invalid configuration: nope = 1; unknown key; known keys are listen, database, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard, embedding',
+      'invalid configuration: nope = 1; unknown key; known keys are listen, database, engine, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard, embedding',
     ],
     [
       'embedding:\n  provider: openai\n',
