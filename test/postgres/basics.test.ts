@@ -128,6 +128,34 @@ describe('verification in PostgreSQL', () => {
     expect((await c.query("SELECT steps FROM cot_model_stats(since := now() - interval '1 day') WHERE model = 'm1'")).rows).toEqual([{ steps: '4' }]);
   });
 
+  it("writes hashes the README's Python recomputes", async () => {
+    const admin = await ctx.engine.admin();
+    await ctx.client.query(
+      "INSERT INTO _cot_steps (session_id, step_type, content, confidence, metadata) VALUES ('py', 'Observation', 'é\n\"q\"', 1e-23, '{\"k\": 1}')",
+    );
+    const columns = (await admin.query(
+      "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'public._cot_steps'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+    )) as Array<[string, string]>;
+    const { duckdbTypeOf } = await import('../../src/ledger/pg-catalog.js');
+    const { canonicalPgTextSql } = await import('../../src/ledger/pg-verify-sql.js');
+    const [row] = (await admin.query(
+      `SELECT ${columns.map(([n, t]) => canonicalPgTextSql(n, duckdbTypeOf(t))).join(', ')} FROM public._cot_steps s WHERE session_id = 'py'`,
+    )) as Array<Array<string | null>>;
+    const program = [
+      'import hashlib, struct, json, sys',
+      'def lp(x):',
+      '    if x is None: return b"\\xff" * 8',
+      '    b = x.encode("utf-8"); return struct.pack(">Q", len(b)) + b',
+      'd = lambda v: hashlib.sha256(lp(v)).digest()',
+      'cols, vals = json.load(sys.stdin)',
+      'pre = lp("cotwire/v2") + lp("_cot_steps") + b"".join(lp(c) + d(v) for c, v in zip(cols, vals) if c != "current_hash")',
+      'print(hashlib.sha256(pre).hexdigest())',
+    ].join('\n');
+    const { execFileSync } = await import('node:child_process');
+    const out = execFileSync('python3', ['-c', program], { input: JSON.stringify([columns.map(([n]) => n), row]), encoding: 'utf8' }).trim();
+    expect(out).toBe(row?.[columns.findIndex(([n]) => n === 'current_hash')]);
+  });
+
   it('finds a row edited behind the server', async () => {
     const admin = await ctx.engine.admin();
     await ctx.client.query(
