@@ -4,7 +4,7 @@ import { PG_SCHEMA, type PgRoles } from './pg-names.js';
 import { REDACTED_TEXT, unredactable } from './redactions.js';
 import { retainable } from './retention-sql.js';
 import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from './schema.js';
-import { verifyMacroName } from './verify-sql.js';
+import { BREAK_CTES, verifyMacroName } from './verify-sql.js';
 import { pgAnalyticsFunctions } from './pg-analytics-sql.js';
 
 /**
@@ -225,24 +225,7 @@ WITH rows AS MATERIALIZED (
   ${one && table.chainKey !== null ? `WHERE ${key} = $1` : where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY r.step_index, r.ledger_seq)
 ),
-suspects AS (
-  SELECT r.chain_key, r.position, min(t.position) AS linked_position
-  FROM rows r JOIN rows t ON t.chain_key = r.chain_key AND t.current_hash = r.prev_hash
-  WHERE r.prev_hash <> r.expected_prev AND r.prev_hash <> ''
-  GROUP BY r.chain_key, r.position
-),
-checked AS (
-  SELECT r.*, s.linked_position, CASE
-    WHEN r.repeated_index THEN 'inserted'
-    WHEN r.step_index > r.position THEN 'deleted'
-    WHEN r.step_index < r.position THEN 'inserted'
-    WHEN r.recomputed <> r.current_hash AND r.prev_hash <> r.expected_prev AND s.linked_position > r.position THEN 'reordered'
-    WHEN r.recomputed <> r.current_hash THEN 'edited'
-    WHEN r.prev_hash <> r.expected_prev AND s.linked_position IS NOT NULL THEN 'reordered'
-    WHEN r.prev_hash <> r.expected_prev THEN 'inserted'
-  END AS break_kind
-  FROM rows r LEFT JOIN suspects s ON s.chain_key = r.chain_key AND s.position = r.position
-)
+${BREAK_CTES}
 SELECT chain_key,
   count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
   count(*)::bigint AS step_count,

@@ -76,7 +76,26 @@ WITH rows AS MATERIALIZED (
   ${where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
 ),
--- Where in its chain the hash a row links to stands, to tell a reordered row (it links to a row that
+${BREAK_CTES}
+SELECT chain_key,
+  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
+  count(*)::BIGINT AS step_count,
+  CAST(arg_min(CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END, position) FILTER (WHERE break_kind IS NOT NULL) AS INTEGER) AS first_broken_index,
+  arg_min(break_kind, position) FILTER (WHERE break_kind IS NOT NULL) AS break_kind,
+  arg_min(CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END, position) FILTER (WHERE break_kind IS NOT NULL) AS expected_hash,
+  arg_min(CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END, position) FILTER (WHERE break_kind IS NOT NULL) AS actual_hash
+FROM checked
+GROUP BY chain_key
+ORDER BY chain_key`;
+}
+
+/**
+ * After `rows` (each row's position in its chain, the hash it should link
+ * to, its recomputed hash): how each row breaks, if it does. Plain SQL, the
+ * same on DuckDB and PostgreSQL (pg-verify-sql.ts), so both engines give a
+ * broken chain the same verdict.
+ */
+export const BREAK_CTES = `-- Where in its chain the hash a row links to stands, to tell a reordered row (it links to a row that
 -- comes later) from an inserted one (it links to nothing in the chain). Only a row that does not link
 -- to its predecessor needs to know, so an intact chain costs no join.
 suspects AS (
@@ -96,18 +115,7 @@ checked AS (
     WHEN r.prev_hash <> r.expected_prev THEN 'inserted'
   END AS break_kind
   FROM rows r LEFT JOIN suspects s ON s.chain_key = r.chain_key AND s.position = r.position
-)
-SELECT chain_key,
-  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
-  count(*)::BIGINT AS step_count,
-  CAST(arg_min(CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END, position) FILTER (WHERE break_kind IS NOT NULL) AS INTEGER) AS first_broken_index,
-  arg_min(break_kind, position) FILTER (WHERE break_kind IS NOT NULL) AS break_kind,
-  arg_min(CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END, position) FILTER (WHERE break_kind IS NOT NULL) AS expected_hash,
-  arg_min(CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END, position) FILTER (WHERE break_kind IS NOT NULL) AS actual_hash
-FROM checked
-GROUP BY chain_key
-ORDER BY chain_key`;
-}
+)`;
 
 /** The chain key as SQL over the ledger's rows: its session_id column, or one chain for the whole table. */
 export function chainKeySql(table: LedgerTable): string {
