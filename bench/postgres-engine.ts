@@ -150,7 +150,8 @@ async function compare(
   for (let r = 0; r < RUNS; r++) {
     for (let k = 0; k < systems.length; k++) {
       const s = systems[(r + k) % systems.length] as System;
-      (runs[s] ??= []).push(await measure(s));
+      const value = await measure(s);
+      runs[s] = [...(runs[s] ?? []), value];
     }
   }
   const values = Object.fromEntries(Object.entries(runs).map(([s, xs]) => [s, median(xs)]));

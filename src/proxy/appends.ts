@@ -105,9 +105,9 @@ export function copyRows(data: string, copy: Record<string, unknown>, width: num
   const delimiter = String(option('delimiter') ?? (csv ? ',' : '\t'));
   const nullString = String(option('null') ?? (csv ? '' : '\\N'));
   const quote = String(option('quote') ?? '"');
-  const escape = String(option('escape') ?? quote);
+  const escapeChar = String(option('escape') ?? quote);
   const header = option('header');
-  let rows = csv ? parseCopyCsv(data, delimiter, nullString, quote, escape) : parseCopyText(data, delimiter, nullString);
+  let rows = csv ? parseCopyCsv(data, delimiter, nullString, quote, escapeChar) : parseCopyText(data, delimiter, nullString);
   if (header === true || header === 'true' || header === 1 || header === 'match') rows = rows.slice(1);
   for (const [i, r] of rows.entries()) {
     if (r.length !== width)
