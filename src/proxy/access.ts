@@ -33,8 +33,27 @@ const READS = new Set([
   'CopyStmt',
 ]);
 
-/** Settings that would lift a reader's read-only transactions. */
-const READ_ONLY_SETTINGS = new Set(['default_transaction_read_only', 'transaction_read_only', 'session_authorization', 'role']);
+/** Settings that would lift a reader's read-only transactions (SET TRANSACTION and SET SESSION CHARACTERISTICS included). */
+const READ_ONLY_SETTINGS = new Set([
+  'default_transaction_read_only',
+  'transaction_read_only',
+  'session_authorization',
+  'role',
+  'transaction',
+  'session characteristics',
+]);
+
+/**
+ * Whether a statement could make a reader's transactions writable: setting
+ * or resetting the read-only settings, or a transaction begun READ WRITE.
+ * (RESET ALL and DISCARD ALL restore the defaults; the connection sets
+ * read-only again after them: connection.ts.)
+ */
+function liftsReadOnly(kind: string, node: Record<string, unknown>): boolean {
+  if (kind === 'VariableSetStmt') return READ_ONLY_SETTINGS.has(String(node.name ?? '').toLowerCase());
+  if (kind === 'TransactionStmt') return JSON.stringify(node.options ?? []).includes('"transaction_read_only"');
+  return false;
+}
 
 export interface ProxyAccessServices {
   readonly guard: PostgresGuard;
@@ -71,7 +90,7 @@ export class ProxyAccess {
       !(kind === 'SelectStmt' && node.intoClause !== undefined) &&
       !(kind === 'CopyStmt' && node.is_from === true) &&
       !(kind === 'ExplainStmt' && JSON.stringify(node.options ?? []).includes('"analyze"')) &&
-      !(kind === 'VariableSetStmt' && this.info.role === 'reader' && READ_ONLY_SETTINGS.has(String(node.name ?? '').toLowerCase())) &&
+      !(this.info.role === 'reader' && liftsReadOnly(kind, node)) &&
       !(kind === 'PrepareStmt' && Object.keys((node.query as object | undefined) ?? {})[0] !== 'SelectStmt');
     if (!reads) this.refuse(roleRefusal(this.info, operationOf(kind), ''), statement.text);
   }
@@ -100,9 +119,9 @@ export class ProxyAccess {
     }
   }
 
-  /** Erasure on request: admins only, and PostgreSQL engines do not carry it out yet. */
-  isAdmin(): boolean {
-    return this.info.role === 'admin';
+  /** A reader's transactions are read-only in PostgreSQL too. */
+  get readOnly(): boolean {
+    return this.info.role === 'reader';
   }
 
   refuse(refusal: Refusal, statement: string): never {

@@ -250,8 +250,14 @@ export class ProxyConnection implements ConnectionHandler {
         return { done: 'copy-in', copy: await this.copyIntoLedger(s) };
       case 'transaction':
         return this.executeTransaction(portal, s.plan.op, s.plan.savepoint, maxRows, sink);
-      default:
-        return this.relay(portal, maxRows, sink);
+      default: {
+        const outcome = await this.relay(portal, maxRows, sink);
+        if (this.access.readOnly && resetsSettings(s)) {
+          // RESET ALL and DISCARD ALL restored the defaults, a reader's read-only one among them.
+          await this.backend.run('cotwire_read_only', "SELECT pg_catalog.set_config('default_transaction_read_only', 'on', false)", [], [], () => undefined);
+        }
+        return outcome;
+      }
     }
   }
 
@@ -470,6 +476,13 @@ export class ProxyConnection implements ConnectionHandler {
     this.pending = [];
     this.savepoints = [];
   }
+}
+
+/** RESET ALL, or DISCARD ALL: the session's settings go back to their defaults. */
+function resetsSettings(s: PgStatement): boolean {
+  const set = (s.tree as { VariableSetStmt?: { kind?: string } }).VariableSetStmt;
+  const discard = (s.tree as { DiscardStmt?: { target?: string } }).DiscardStmt;
+  return set?.kind === 'VAR_RESET_ALL' || discard?.target === 'DISCARD_ALL';
 }
 
 /** PostgreSQL saw one statement of the client's string: its error position counts from the string's start. */
