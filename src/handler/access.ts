@@ -6,6 +6,7 @@ import type { SecurityEventLog } from '../ledger/security-events.js';
 import type { Observer } from '../observe/observer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 import type { Token } from '../sql/lexer.js';
+import { identityRefusal, stampIdentity } from '../ledger/validate.js';
 import { commandTag } from './command-tag.js';
 
 /**
@@ -181,28 +182,11 @@ export class AccessControl {
    * without regard to case, as DuckDB matches them.
    */
   stampIdentity(clientColumns: readonly string[], rows: (string | null)[][], statement: string): void {
-    for (const [column, value] of Object.entries(this.info.identity)) {
-      const at = clientColumns.findIndex((c) => c.toLowerCase() === column.toLowerCase());
-      if (at < 0) continue;
-      for (const row of rows) {
-        const given = row[at] ?? null;
-        if (given === null) row[at] = value;
-        else if (given !== value) {
-          const refusal = new GuardRefusal(
-            {
-              reason: 'role',
-              operation: 'INSERT',
-              target: column,
-              message: `user "${this.info.user}" may append only as ${column} "${value}", not "${given}"`,
-              hint: `Leave ${column} out: the server fills it in from the authenticated identity.`,
-            },
-            fingerprint(statement),
-          );
-          this.record(refusal, statement);
-          throw refusal;
-        }
-      }
-    }
+    const other = stampIdentity(this.info.identity, clientColumns, rows);
+    if (other === null) return;
+    const refusal = new GuardRefusal(identityRefusal(this.info.user, other), fingerprint(statement));
+    this.record(refusal, statement);
+    throw refusal;
   }
 
   /** Redaction and retention on request: admins only; a refusal is recorded as every refusal is. */

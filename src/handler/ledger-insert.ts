@@ -1,3 +1,4 @@
+import { serverColumnsLeftToServer as leftToServer } from '../ledger/validate.js';
 import type { EngineConnection, EngineStatement, RowSink, WireParam } from '../engine/port.js';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
@@ -137,25 +138,9 @@ export async function planLedgerInsert(
   return { table, clientColumns: clientColumns.map((c) => c.name), evaluate, returning: parts.returning, fields, direct, serverProvided };
 }
 
-/**
- * The evaluated rows without the server columns the client listed, each of
- * which must be NULL (DEFAULT is NULL here): any other value is the
- * client's attempt to set what only the server computes.
- */
+/** The evaluated rows without the server columns the client listed, each of which must be NULL (ledger/validate.ts). */
 export function serverColumnsLeftToServer(plan: LedgerInsertPlan, rows: (string | null)[][]): (string | null)[][] {
-  if (plan.serverProvided.length === 0) return rows;
-  const width = plan.clientColumns.length;
-  for (const row of rows) {
-    const given = row.findIndex((v, i) => i >= width && v !== null);
-    if (given >= 0) {
-      const column = plan.serverProvided[given - width] as string;
-      throw new PgError('428C9', `cannot insert a non-DEFAULT value into column "${column}"`, {
-        detail: `Column "${column}" of ledger table "${plan.table.name}" is computed by the server.`,
-        hint: 'Leave it out of the INSERT, or give DEFAULT or NULL; RETURNING shows the value the server computed.',
-      });
-    }
-  }
-  return rows.map((row) => row.slice(0, width));
+  return leftToServer(plan.table, plan.clientColumns.length, plan.serverProvided, rows);
 }
 
 /** Parameter types whose text a client sends as the value itself. */

@@ -63,3 +63,65 @@ export function validateSteps(
     return new PgError(SqlState.CheckViolation, message, { table: table.name, column, constraint: column });
   }
 }
+
+/**
+ * An INSERT's evaluated rows without the server columns it listed (after
+ * the client columns), each of which must be NULL (DEFAULT is NULL here):
+ * any other value is the client's attempt to set what only the server
+ * computes.
+ */
+export function serverColumnsLeftToServer(
+  table: Pick<LedgerTable, 'name'>,
+  width: number,
+  serverProvided: readonly string[],
+  rows: (string | null)[][],
+): (string | null)[][] {
+  if (serverProvided.length === 0) return rows;
+  for (const row of rows) {
+    const given = row.findIndex((v, i) => i >= width && v !== null);
+    if (given >= 0) {
+      const column = serverProvided[given - width] as string;
+      throw new PgError('428C9', `cannot insert a non-DEFAULT value into column "${column}"`, {
+        detail: `Column "${column}" of ledger table "${table.name}" is computed by the server.`,
+        hint: 'Leave it out of the INSERT, or give DEFAULT or NULL; RETURNING shows the value the server computed.',
+      });
+    }
+  }
+  return rows.map((row) => row.slice(0, width));
+}
+
+/**
+ * Stamps a writer's identity (agent_id, org_id) on rows where the column is
+ * NULL; answers the first row that gives another value, which the caller
+ * refuses and records, or null.
+ */
+export function stampIdentity(
+  identity: Readonly<Record<string, string>>,
+  clientColumns: readonly string[],
+  rows: (string | null)[][],
+): { readonly column: string; readonly value: string; readonly given: string } | null {
+  for (const [column, value] of Object.entries(identity)) {
+    const at = clientColumns.findIndex((c) => c.toLowerCase() === column.toLowerCase());
+    if (at < 0) continue;
+    for (const row of rows) {
+      const given = row[at] ?? null;
+      if (given === null) row[at] = value;
+      else if (given !== value) return { column, value, given };
+    }
+  }
+  return null;
+}
+
+/** What a writer is told who gave another identity than its own. */
+export function identityRefusal(
+  user: string,
+  other: { readonly column: string; readonly value: string; readonly given: string },
+): { reason: 'role'; operation: string; target: string; message: string; hint: string } {
+  return {
+    reason: 'role',
+    operation: 'INSERT',
+    target: other.column,
+    message: `user "${user}" may append only as ${other.column} "${other.value}", not "${other.given}"`,
+    hint: `Leave ${other.column} out: the server fills it in from the authenticated identity.`,
+  };
+}

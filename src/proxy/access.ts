@@ -4,6 +4,7 @@ import type { PgStatement, PostgresGuard } from '../guard/postgres.js';
 
 export type { PgStatement };
 import type { SecurityEventLog } from '../ledger/security-events.js';
+import { identityRefusal, stampIdentity } from '../ledger/validate.js';
 import type { Observer } from '../observe/observer.js';
 import type { SessionInfo } from '../session/handler-port.js';
 
@@ -97,26 +98,8 @@ export class ProxyAccess {
 
   /** agent_id and org_id come from the authenticated identity: filled in where absent, refused where different. */
   stampIdentity(clientColumns: readonly string[], rows: (string | null)[][], statement: string): void {
-    for (const [column, value] of Object.entries(this.info.identity)) {
-      const at = clientColumns.findIndex((c) => c.toLowerCase() === column.toLowerCase());
-      if (at < 0) continue;
-      for (const row of rows) {
-        const given = row[at] ?? null;
-        if (given === null) row[at] = value;
-        else if (given !== value) {
-          this.refuse(
-            {
-              reason: 'role',
-              operation: 'INSERT',
-              target: column,
-              message: `user "${this.info.user}" may append only as ${column} "${value}", not "${given}"`,
-              hint: `Leave ${column} out: the server fills it in from the authenticated identity.`,
-            },
-            statement,
-          );
-        }
-      }
-    }
+    const other = stampIdentity(this.info.identity, clientColumns, rows);
+    if (other !== null) this.refuse(identityRefusal(this.info.user, other), statement);
   }
 
   /** A reader's transactions are read-only in PostgreSQL too. */

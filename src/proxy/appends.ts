@@ -5,7 +5,7 @@ import type { LedgerCatalog } from '../ledger/catalog.js';
 import { canonicalPgExprSql, pgTypeName } from '../ledger/pg-verify-sql.js';
 import { fromCanonicalSql, pgArray } from '../ledger/pg-writer.js';
 import { quoteIdent, type LedgerTable } from '../ledger/schema.js';
-import { validateSteps } from '../ledger/validate.js';
+import { serverColumnsLeftToServer, validateSteps } from '../ledger/validate.js';
 import type { AppendJob } from '../ledger/writer.js';
 import type { ResultSink } from '../session/handler-port.js';
 import { parseCopyCsv, parseCopyText } from '../sql/copy.js';
@@ -135,18 +135,7 @@ export async function evaluateRows(
   if (bytes > maxBytes) {
     throw new PgError(SqlState.OutOfMemory, `the rows of this ledger statement need more than ${maxBytes} bytes of server memory (limits.maxAppendBytes)`);
   }
-  const width = plan.clientColumns.length;
-  for (const row of rows) {
-    const given = row.findIndex((v, i) => i >= width && v !== null);
-    if (given >= 0) {
-      const column = plan.serverProvided[given - width] as string;
-      throw new PgError('428C9', `cannot insert a non-DEFAULT value into column "${column}"`, {
-        detail: `Column "${column}" of ledger table "${plan.table.name}" is computed by the server.`,
-        hint: 'Leave it out of the INSERT, or give DEFAULT or NULL; RETURNING shows the value the server computed.',
-      });
-    }
-  }
-  return rows.map((r) => r.slice(0, width));
+  return serverColumnsLeftToServer(plan.table, plan.clientColumns.length, plan.serverProvided, rows);
 }
 
 /** Stamps the identity and applies the reasoning-step rules; parents are checked by `parentsExist`. */
