@@ -15,19 +15,24 @@ import { verifyLedgers, verifyPgLedgers } from '../ledger/verify.js';
 import { printLogReport, readCheckpoints, readVerifier } from './log-commands.js';
 import { redactUrl } from '../config/load.js';
 
+/** A connection to the engine, or null once the reason it failed is printed in one line. */
+async function connectOrSay(url: string, applicationName: string): Promise<PostgresConnection | null> {
+  try {
+    return await PostgresConnection.open(url, applicationName);
+  } catch (err) {
+    process.stderr.write(`cotwire: cannot connect to ${redactUrl(url)}: ${(err as Error).message}\n`);
+    return null;
+  }
+}
+
 /**
  * `cotwire init-postgres`: creates cotwire's roles, ledgers, triggers and
  * functions in a PostgreSQL database, and says what it did. Running it again
  * does nothing and says so; every start of a server does the same.
  */
 export async function initPostgresCommand(opts: { readonly url: string; readonly rolePrefix: string }, out: (text: string) => void): Promise<number> {
-  let conn: PostgresConnection;
-  try {
-    conn = await PostgresConnection.open(opts.url, 'cotwire init-postgres');
-  } catch (err) {
-    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
-    return 1;
-  }
+  const conn = await connectOrSay(opts.url, 'cotwire init-postgres');
+  if (conn === null) return 1;
   try {
     const report = await installPostgres(conn, opts.rolePrefix);
     out(`PostgreSQL ${report.serverVersion} at ${redactUrl(opts.url)}\n`);
@@ -59,13 +64,8 @@ export async function verifyPostgresCommand(
   const checkpoints = opts.checkpoint ?? [];
   if (checkpoints.length > 0 !== (opts.key !== undefined))
     throw new UsageError('--checkpoint and --key go together: saved checkpoints and the verifier key that signed them');
-  let conn: PostgresConnection;
-  try {
-    conn = await PostgresConnection.open(opts.url, 'cotwire verify');
-  } catch (err) {
-    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
-    return 1;
-  }
+  const conn = await connectOrSay(opts.url, 'cotwire verify');
+  if (conn === null) return 1;
   try {
     const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
     const catalog = new LedgerCatalog(conn, (n) => names.isProtected(n), null, readPostgresTables(opts.rolePrefix ?? 'cotwire'));
@@ -112,13 +112,8 @@ export async function importCommand(
   opts: { readonly db: string; readonly url: string; readonly rolePrefix: string },
   out: (text: string) => void,
 ): Promise<number> {
-  let conn: PostgresConnection;
-  try {
-    conn = await PostgresConnection.open(opts.url, 'cotwire import');
-  } catch (err) {
-    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
-    return 1;
-  }
+  const conn = await connectOrSay(opts.url, 'cotwire import');
+  if (conn === null) return 1;
   try {
     await installPostgres(conn, opts.rolePrefix);
     const roles = pgRoles(opts.rolePrefix);
@@ -160,13 +155,8 @@ export async function importIntoFileCommand(
   opts: { readonly url: string; readonly into: string; readonly rolePrefix: string; readonly compression: 'fast-reads' | 'small' },
   out: (text: string) => void,
 ): Promise<number> {
-  let conn: PostgresConnection;
-  try {
-    conn = await PostgresConnection.open(opts.url, 'cotwire import');
-  } catch (err) {
-    process.stderr.write(`cotwire: cannot connect to ${redactUrl(opts.url)}: ${(err as Error).message}\n`);
-    return 1;
-  }
+  const conn = await connectOrSay(opts.url, 'cotwire import');
+  if (conn === null) return 1;
   try {
     const ledgers = await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)).all();
     const nodePath = MerkleLog.pathFor(opts.into);

@@ -95,7 +95,11 @@ const OPERATION: Readonly<Record<string, string>> = {
   MergeStmt: 'MERGE INTO',
 };
 
+const CACHE_LIMIT = 10_000;
+
 export class PostgresGuard {
+  private readonly cache = new Map<string, readonly PgStatement[]>();
+
   constructor(
     private readonly names: ProtectedNames,
     /** Function names no client may create or replace (cotwire's own). */
@@ -107,7 +111,17 @@ export class PostgresGuard {
    * with its plan. A string PostgreSQL cannot parse is answered with its
    * syntax error, as PostgreSQL would.
    */
-  split(sql: string): PgStatement[] {
+  split(sql: string): readonly PgStatement[] {
+    const cached = this.cache.get(sql);
+    if (cached !== undefined) return cached;
+    const statements = this.parse(sql);
+    // Drivers send the same texts again and again: a plan, like the DuckDB guard's decision, is kept by text.
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+    this.cache.set(sql, statements);
+    return statements;
+  }
+
+  private parse(sql: string): readonly PgStatement[] {
     let tree: { stmts?: Array<{ stmt: Node; stmt_location?: number; stmt_len?: number }> };
     try {
       tree = parseSync(sql) as typeof tree;

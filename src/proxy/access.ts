@@ -70,7 +70,7 @@ export class ProxyAccess {
   ) {}
 
   /** The statements of a query string, each planned (PostgreSQL's syntax errors pass through). */
-  split(sql: string): PgStatement[] {
+  split(sql: string): readonly PgStatement[] {
     return this.services.guard.split(sql);
   }
 

@@ -80,9 +80,11 @@ async function logSize(): Promise<bigint> {
   return size;
 }
 
-async function runAs(client: pg.Client, attack: PgAttack): Promise<unknown> {
+/** Runs an attack, by the simple query protocol (or the extended one, when it has parameters or `extended`); answers its error, or null. */
+async function runAs(client: pg.Client, attack: PgAttack, extended = false): Promise<unknown> {
   try {
-    await (attack.params === undefined ? client.query(attack.sql) : client.query(attack.sql, attack.params as unknown[]));
+    if (extended) await client.query({ text: attack.sql, values: (attack.params ?? []) as unknown[], queryMode: 'extended' } as pg.QueryConfig);
+    else await (attack.params === undefined ? client.query(attack.sql) : client.query(attack.sql, attack.params as unknown[]));
     return null;
   } catch (err) {
     // A failed statement may leave the session in a transaction block.
@@ -191,6 +193,8 @@ describe('attacks on a PostgreSQL engine', () => {
         total++;
         const err = (await runAs(through, attack)) as { code?: string } | null;
         if (err === null) changed.push(`accepted: ${JSON.stringify(attack.sql)}`);
+        // And by the extended protocol (Parse, Bind, Execute), which reaches the guard another way.
+        if ((await runAs(through, attack, true)) === null) changed.push(`accepted (extended): ${JSON.stringify(attack.sql)}`);
         // What the guard can read it refuses itself; only code PostgreSQL runs later (a DO block, a function body) meets PostgreSQL's permissions.
         if (
           !['dynamic', 'function', 'procedure'].includes(base.technique) &&
