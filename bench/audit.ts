@@ -2,18 +2,20 @@ import type pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
-import { LedgerAuditor } from '../src/ledger/auditor.js';
-import { LedgerCatalog } from '../src/ledger/catalog.js';
-import { Journal } from '../src/ledger/journal.js';
-import { MerkleLog } from '../src/ledger/merkle-log.js';
-import { reconcile } from '../src/ledger/reconcile.js';
-import { observeFingerprint } from '../src/ledger/fingerprint.js';
-import { STEPS_DDL, type LedgerTable } from '../src/ledger/schema.js';
-import { verifyLedgers } from '../src/ledger/verify.js';
-import { LedgerWriter } from '../src/ledger/writer.js';
+import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
+import { LedgerAuditor } from '../src/engines/duckdb/log/auditor.js';
+import type { LedgerCatalog } from '../src/ledger/chain/catalog.js';
+import { Journal } from '../src/engines/duckdb/ledger/journal.js';
+import type { MerkleLog } from '../src/ledger/log/merkle-log.js';
+import { reconcile } from '../src/engines/duckdb/log/reconcile.js';
+import { observeFingerprint } from '../src/engines/duckdb/ledger/fingerprint.js';
+import { STEPS_DDL, type LedgerTable } from '../src/ledger/chain/schema.js';
+import { chainVerifier } from '../src/engines/duckdb/dialect/verify.js';
+import { LedgerWriter } from '../src/engines/duckdb/ledger/writer.js';
 import { NO_OBSERVER } from '../src/observe/observer.js';
 import { writerRow } from './dataset.js';
+import { openNodeFile, nodeFilePath } from '../src/engines/duckdb/log/node-file.js';
+import { duckdbLedgers } from '../src/engines/duckdb/ledger/catalog-source.js';
 
 /** A step's client columns, in the table order of `_cot_steps` (the server's left out). */
 function clientRow(i: number): Array<string | null> {
@@ -36,10 +38,10 @@ async function ledgerOf(steps: number): Promise<Ledger> {
   const engine = await DuckDBEngine.open({ path });
   const conn = await engine.connect();
   await conn.run(STEPS_DDL);
-  const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+  const catalog = duckdbLedgers(conn, (name) => name.startsWith('_cot'));
   const table = await catalog.find(['_cot_steps']);
   if (table === null) throw new Error('no _cot_steps');
-  const log = MerkleLog.openFile(MerkleLog.pathFor(path));
+  const log = openNodeFile(nodeFilePath(path));
   const writer = await LedgerWriter.open(engine, catalog, { journalPath: Journal.pathFor(path), log });
   const BATCH = 20_000;
   for (let i = 0; i < steps; i += BATCH) {
@@ -88,7 +90,7 @@ export async function auditCost(steps: number): Promise<AuditCost> {
     });
     const reconcileSeconds = (performance.now() - r0) / 1000;
     const c0 = performance.now();
-    const verdicts = await verifyLedgers(conn, ledger.catalog, null);
+    const verdicts = await chainVerifier(conn, ledger.catalog).verify(null);
     const chainsSeconds = (performance.now() - c0) / 1000;
     await conn.run('ROLLBACK');
     const w0 = performance.now();

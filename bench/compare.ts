@@ -23,11 +23,11 @@ import { appendRatesWhileAuditing, auditCost, startupAudit } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { SEARCH_SIZES, searchBench } from './search.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
-import { Guard } from '../src/guard/guard.js';
+import { Guard } from '../src/engines/duckdb/guard/guard.js';
 import { tokenize } from '../src/sql/lexer.js';
 
 const run = promisify(execFile);
-// The same guard the server builds (main.ts), for timing its cached decision in this process.
+// The same guard the server builds (engines/duckdb/start.ts), for timing its cached decision in this process.
 const guardForBench = await Guard.create({ prefixes: ['_cot'], reservedFunctions: new Set(), engineSettings: new Set() });
 const QUICK = process.argv.includes('--quick');
 const ROOT = join(import.meta.dirname, '..', '..');

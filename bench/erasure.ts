@@ -1,19 +1,20 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
+import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
 import type { EngineConnection } from '../src/engine/port.js';
-import { chainRowsSql, checkChain, storedLinks } from '../src/ledger/chain-check.js';
-import { loadColumnHasher, rowHash, rowHashV2 } from '../src/ledger/canonical.js';
-import { LedgerCatalog } from '../src/ledger/catalog.js';
-import { recordHashVersionSql } from '../src/ledger/hash-version.js';
-import { REDACTIONS_DDL } from '../src/ledger/redactions.js';
-import { RETENTION_DDL, RETENTION_INDEX_DDL } from '../src/ledger/retention-sql.js';
-import { Retention } from '../src/ledger/retention.js';
-import { HASH_VERSION, HASH_VERSION_V2, STEPS_DDL, STEPS_INDEX_DDL, type HashVersion } from '../src/ledger/schema.js';
-import { verifyLedgers } from '../src/ledger/verify.js';
-import { LedgerWriter } from '../src/ledger/writer.js';
+import { chainRowsSql, checkChain, storedLinks } from '../src/ledger/chain/chain-check.js';
+import { loadColumnHasher, rowHash, rowHashV2 } from '../src/ledger/chain/canonical.js';
+import type { LedgerCatalog } from '../src/ledger/chain/catalog.js';
+import { recordHashVersionSql } from '../src/ledger/chain/hash-version.js';
+import { REDACTIONS_DDL } from '../src/ledger/erasure/redactions.js';
+import { RETENTION_DDL, RETENTION_INDEX_DDL } from '../src/ledger/erasure/retention-sql.js';
+import { Retention } from '../src/engines/duckdb/erasure/retention.js';
+import { HASH_VERSION, HASH_VERSION_V2, STEPS_DDL, STEPS_INDEX_DDL, type HashVersion } from '../src/ledger/chain/schema.js';
+import { chainVerifier } from '../src/engines/duckdb/dialect/verify.js';
+import { LedgerWriter } from '../src/engines/duckdb/ledger/writer.js';
 import { writerRow } from './dataset.js';
+import { duckdbLedgers } from '../src/engines/duckdb/ledger/catalog-source.js';
 
 /**
  * The cost of cotwire/v2 against v1 (issue 20), and of retention:
@@ -48,7 +49,7 @@ async function openLedger(path: string, version: HashVersion): Promise<Ledger> {
   for (const ddl of [REDACTIONS_DDL, RETENTION_DDL]) await conn.run(ddl);
   await conn.run(recordHashVersionSql({ catalog: 'x', schema: 'main', name: '_cot_retention' }).replace('"x".', ''));
   await conn.run(RETENTION_INDEX_DDL);
-  const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+  const catalog = duckdbLedgers(conn, (name) => name.startsWith('_cot'));
   const writer = await LedgerWriter.open(engine, catalog, { journalPath: null });
   return { engine, conn, catalog, writer };
 }
@@ -169,7 +170,7 @@ const record = (line: string): void => {
       rates[version] = await append(l, size, (i) => `s-${i % sessions}`);
       await l.writer.visible();
       const t = performance.now();
-      const verdicts = await verifyLedgers(l.conn, l.catalog, null, { rowsPerSlice: 1_000_000, pause: async () => undefined });
+      const verdicts = await chainVerifier(l.conn, l.catalog, { rowsPerSlice: 1_000_000, pause: async () => undefined }).verify(null);
       verifyAll[version] = (performance.now() - t) / 1000;
       if (verdicts.some((v) => !v.valid)) throw new Error(`${version}: a chain does not verify`);
       const table = await l.catalog.find(['_cot_steps']);
@@ -223,12 +224,12 @@ let retention = '';
     const steps = removed.reduce((n, s) => n + s.stepCount, 0);
     if (steps !== old) throw new Error(`retention removed ${steps} steps, not ${old}`);
     const t2 = performance.now();
-    const verdicts = await verifyLedgers(l.conn, l.catalog, null, { rowsPerSlice: 1_000_000, pause: async () => undefined });
+    const verdicts = await chainVerifier(l.conn, l.catalog, { rowsPerSlice: 1_000_000, pause: async () => undefined }).verify(null);
     const verifySeconds = (performance.now() - t2) / 1000;
     if (verdicts.some((v) => !v.valid)) throw new Error('a chain does not verify after retention');
     await closeLedger(l);
     const t3 = performance.now();
-    const { bytesAfter } = await (await import('../src/engine/duckdb/engine.js')).rewriteDatabaseFile(path, 'fast-reads');
+    const { bytesAfter } = await (await import('../src/engines/duckdb/adapter/engine.js')).rewriteDatabaseFile(path, 'fast-reads');
     const rewriteSeconds = (performance.now() - t3) / 1000;
     retention = [
       `| Retain out ${old.toLocaleString('en')} of ${total.toLocaleString('en')} steps (${removed.length.toLocaleString('en')} sessions): records, then deletes | ${seconds.toFixed(1)} s | ${Math.round(steps / seconds).toLocaleString('en')} steps/s |`,

@@ -1,5 +1,5 @@
 import { bench, describe } from 'vitest';
-import { Guard } from '../src/guard/guard.js';
+import { Guard } from '../src/engines/duckdb/guard/guard.js';
 import type { StatementKind } from '../src/engine/port.js';
 import { splitStatements } from '../src/sql/lexer.js';
 

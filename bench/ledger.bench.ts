@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, bench, describe } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log/logger.js';
-import { startServer } from '../src/main.js';
+import { startServer } from '../src/engines/duckdb/start.js';
 
 /**
  * Ledger throughput against a file-backed database: appends (one row per

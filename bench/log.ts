@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
-import { LedgerCatalog } from '../src/ledger/catalog.js';
-import { Journal } from '../src/ledger/journal.js';
-import { leafHash } from '../src/ledger/merkle.js';
-import { MerkleLog } from '../src/ledger/merkle-log.js';
-import { STEPS_DDL } from '../src/ledger/schema.js';
-import { LedgerWriter } from '../src/ledger/writer.js';
+import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
+import { Journal } from '../src/engines/duckdb/ledger/journal.js';
+import { leafHash } from '../src/ledger/log/merkle.js';
+import { STEPS_DDL } from '../src/ledger/chain/schema.js';
+import { LedgerWriter } from '../src/engines/duckdb/ledger/writer.js';
 import { writerRow } from './dataset.js';
+import { openNodeFile, nodeFilePath } from '../src/engines/duckdb/log/node-file.js';
+import { duckdbLedgers } from '../src/engines/duckdb/ledger/catalog-source.js';
 
 /**
  * The global log's cost on the append path: the same appends through the
@@ -21,10 +21,10 @@ export async function appendRate(withLog: boolean, steps: number): Promise<numbe
   const path = join(dir, 'log.duckdb');
   const engine = await DuckDBEngine.open({ path });
   const conn = await engine.connect();
-  const log = withLog ? MerkleLog.openFile(MerkleLog.pathFor(path)) : undefined;
+  const log = withLog ? openNodeFile(nodeFilePath(path)) : undefined;
   try {
     await conn.run(STEPS_DDL);
-    const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+    const catalog = duckdbLedgers(conn, (name) => name.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');
     const writer = await LedgerWriter.open(engine, catalog, { journalPath: Journal.pathFor(path), ...(log === undefined ? {} : { log }) });
@@ -50,7 +50,7 @@ export async function appendRate(withLog: boolean, steps: number): Promise<numbe
 /** Proofs from the node file at `leaves` leaves: median microseconds of an inclusion and of a consistency proof. */
 export function proofMicros(leaves: number, samples: number): { inclusion: number; consistency: number; buildSeconds: number } {
   const dir = mkdtempSync(join(tmpdir(), 'cotwire-bench-proof-'));
-  const log = MerkleLog.openFile(join(dir, 'proof.merkle'));
+  const log = openNodeFile(join(dir, 'proof.merkle'));
   try {
     const t = performance.now();
     const BATCH = 10_000;

@@ -10,14 +10,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
+import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
 import { HashedEmbedder } from '../src/embedding/hashed.js';
-import { LedgerCatalog } from '../src/ledger/catalog.js';
-import { STEPS_DDL, STEPS_INDEX_DDL } from '../src/ledger/schema.js';
-import { LedgerWriter } from '../src/ledger/writer.js';
+import { STEPS_DDL, STEPS_INDEX_DDL } from '../src/ledger/chain/schema.js';
+import { LedgerWriter } from '../src/engines/duckdb/ledger/writer.js';
 import { startupAudit } from './audit.js';
 import { startCotwire, type CotwireProcess } from './cotwire.js';
 import { STEP_COLUMNS, stepRow } from './dataset.js';
+import { duckdbLedgers } from '../src/engines/duckdb/ledger/catalog-source.js';
 
 const START = '<!-- bench-search:start -->';
 const END = '<!-- bench-search:end -->';
@@ -72,7 +72,7 @@ async function seedSelected(path: string, from: number, count: number): Promise<
   try {
     await conn.run(STEPS_DDL);
     for (const ddl of STEPS_INDEX_DDL) await conn.run(ddl);
-    const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+    const catalog = duckdbLedgers(conn, (name) => name.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');
     const writer = await LedgerWriter.open(engine, catalog, { journalPath: null, embeddingSample: { rate: 1, alwaysTypes: new Set() } });

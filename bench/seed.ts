@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import { DuckDBEngine } from '../src/engine/duckdb/engine.js';
-import { LedgerCatalog } from '../src/ledger/catalog.js';
-import { STEPS_DDL, STEPS_INDEX_DDL } from '../src/ledger/schema.js';
-import { LedgerWriter } from '../src/ledger/writer.js';
+import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
+import { STEPS_DDL, STEPS_INDEX_DDL } from '../src/ledger/chain/schema.js';
+import { LedgerWriter } from '../src/engines/duckdb/ledger/writer.js';
 import { SESSION_STEPS, seededStep, stepRow, writerRow } from './dataset.js';
+import { duckdbLedgers } from '../src/engines/duckdb/ledger/catalog-source.js';
 
 /**
  * The read benchmarks' datasets. cotwire's is appended by its own ledger
@@ -17,7 +17,7 @@ export async function seedCotwire(path: string, size: number): Promise<number> {
   try {
     await conn.run(STEPS_DDL);
     for (const ddl of STEPS_INDEX_DDL) await conn.run(ddl);
-    const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+    const catalog = duckdbLedgers(conn, (name) => name.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');
     // Offline and in large units: straight into DuckDB, without the server's journal.

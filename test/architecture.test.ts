@@ -10,8 +10,6 @@ const ALLOWED: Record<string, readonly string[]> = {
   session: ['protocol', 'errors'],
   server: ['session', 'protocol', 'errors', 'config', 'log', 'observe'],
   engine: ['errors', 'protocol', 'sql'],
-  catalog: ['version.ts', 'protocol', 'sql'],
-  handler: ['engine', 'session', 'protocol', 'sql', 'catalog', 'errors', 'guard', 'ledger', 'observe'],
   observe: [],
   guard: ['errors', 'sql', 'engine'],
   ledger: ['errors', 'engine', 'observe', 'embedding'],
@@ -19,9 +17,22 @@ const ALLOWED: Record<string, readonly string[]> = {
   embedding: [],
   config: ['session'],
   log: ['config'],
-  // The handler of a PostgreSQL engine: the guard's plan, then the client's backend or the writer.
-  proxy: ['engine', 'session', 'protocol', 'sql', 'errors', 'guard', 'ledger', 'observe'],
-  cli: ['config', 'log', 'main.ts', 'main-postgres.ts', 'session', 'errors', 'version.ts', 'engine', 'ledger', 'guard', 'mcp', 'embedding', 'observe'],
+  cli: [
+    'config',
+    'log',
+    'server',
+    'engines/duckdb',
+    'engines/postgres',
+    'session',
+    'errors',
+    'version.ts',
+    'engine',
+    'ledger',
+    'guard',
+    'mcp',
+    'embedding',
+    'observe',
+  ],
   // A client of the wire: never the engine, so it cannot open a database file.
   mcp: ['ledger', 'sql', 'version.ts'],
 };
@@ -86,6 +97,8 @@ const HANDLER: Record<string, readonly string[]> = {
 };
 
 const SRC = resolve(import.meta.dirname, '../src');
+/** The DuckDB wing's statement pipeline. */
+const HANDLER_DIR = 'engines/duckdb/handler';
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -99,19 +112,49 @@ function imports(file: string): string[] {
   return [...text.matchAll(/^(?:import|export)[^'"]*from\s+'([^']+)'/gm), ...text.matchAll(/import\('([^']+)'\)/g)].map((m) => m[1] as string);
 }
 
+/** A source file's place: a wing (`engines/duckdb`, `engines/postgres`), a core folder, or a file at the top. */
+function area(rel: string): string {
+  return rel.startsWith('engines/') ? rel.split('/').slice(0, 2).join('/') : (rel.split('/')[0] as string);
+}
+
 describe('architecture', () => {
   const all = files(SRC);
+
+  it('keeps each engine in its wing: nothing outside a wing imports it but engines/duckdb/start.ts and cli/, neither wing imports the other, the core imports no wing', () => {
+    const wings = ['engines/duckdb', 'engines/postgres'];
+    const seen = new Set<string>();
+    const violations: string[] = [];
+    for (const file of all) {
+      const rel = relative(SRC, file);
+      const from = area(rel);
+      seen.add(from);
+      for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
+        const to = area(relative(SRC, resolve(dirname(file), spec)));
+        if (to === from || !wings.includes(to)) continue;
+        if (from === 'engines/duckdb/start.ts' || from === 'cli') continue;
+        violations.push(`${rel} imports ${to}: ${spec}`);
+      }
+    }
+    expect(wings.every((w) => seen.has(w))).toBe(true);
+    expect(violations).toEqual([]);
+  });
+
+  it('keeps the core small enough to read: no folder holds more than 30 source files directly', () => {
+    const counts = new Map<string, number>();
+    for (const file of all) counts.set(dirname(relative(SRC, file)), (counts.get(dirname(relative(SRC, file))) ?? 0) + 1);
+    expect([...counts].filter(([, n]) => n > 30)).toEqual([]);
+  });
 
   it('keeps imports one-way between folders', () => {
     const violations: string[] = [];
     for (const file of all) {
       const rel = relative(SRC, file);
-      const folder = rel.split('/')[0] as string;
+      const folder = area(rel);
       const allowed = ALLOWED[folder];
       if (allowed === undefined) continue;
       for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
         const target = relative(SRC, resolve(dirname(file), spec)).replace(/\.js$/, '.ts');
-        const targetFolder = target.split('/')[0] as string;
+        const targetFolder = area(target);
         if (targetFolder === folder) continue;
         if (!allowed.includes(targetFolder)) violations.push(`${rel} imports ${target}`);
       }
@@ -119,55 +162,55 @@ describe('architecture', () => {
     expect(violations).toEqual([]);
   });
 
-  it('lets only engine/duckdb import @duckdb/node-api, and nothing import engine/duckdb but the composition roots (main.ts, the offline commands)', () => {
+  it("lets only the DuckDB wing's adapter import @duckdb/node-api, and only the PostgreSQL wing's adapter (and the MCP client) import pg", () => {
     for (const file of all) {
       const rel = relative(SRC, file);
       for (const spec of imports(file)) {
-        if (spec.startsWith('@duckdb/')) expect(rel.startsWith('engine/duckdb/'), rel).toBe(true);
-        if (spec.includes('/duckdb/') && !rel.startsWith('engine/duckdb/')) expect(['main.ts', 'cli/database.ts'], spec).toContain(rel);
-        if (spec === 'pg' && !rel.startsWith('engine/postgres/')) expect(rel.startsWith('mcp/'), rel).toBe(true);
-        if (spec.includes('/postgres/') && !rel.startsWith('engine/postgres/')) expect(['main-postgres.ts', 'cli/postgres-commands.ts'], spec).toContain(rel);
+        if (spec.startsWith('@duckdb/')) expect(rel.startsWith('engines/duckdb/adapter/'), rel).toBe(true);
+        if (spec === 'pg' && !rel.startsWith('engines/postgres/adapter/')) expect(rel.startsWith('mcp/'), rel).toBe(true);
       }
     }
   });
 
-  it('decides access on a PostgreSQL engine in one module too: only proxy/access.ts imports the guard and the security event log', () => {
+  it('decides access on a PostgreSQL engine in one module too: only its engines/duckdb/handler/access.ts imports the guard and the security event log', () => {
     const importers: string[] = [];
     for (const file of all) {
       const rel = relative(SRC, file);
-      if (!rel.startsWith('proxy/')) continue;
+      if (!rel.startsWith('engines/postgres/handler/')) continue;
       for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
         const target = relative(SRC, resolve(dirname(file), spec));
-        if (target.startsWith('guard/') || target === 'ledger/security-events.js') importers.push(`${rel} imports ${target}`);
+        if (target.startsWith('guard/') || target === 'engines/postgres/guard.js' || target === 'ledger/security-events.js')
+          importers.push(`${rel} imports ${target}`);
       }
     }
     expect(importers.length).toBeGreaterThan(0);
-    expect(importers.filter((i) => !i.startsWith('proxy/access.ts '))).toEqual([]);
+    expect(importers.filter((i) => !i.startsWith('engines/postgres/handler/access.ts '))).toEqual([]);
   });
 
-  it('decides access and records refusals in one handler module: only handler/access.ts imports the guard and the security event log', () => {
+  it('decides access and records refusals in one handler module: only engines/duckdb/handler/access.ts imports the guard and the security event log', () => {
     const importers: string[] = [];
     for (const file of all) {
       const rel = relative(SRC, file);
-      if (!rel.startsWith('handler/')) continue;
+      if (!rel.startsWith('engines/duckdb/handler/')) continue;
       for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
         const target = relative(SRC, resolve(dirname(file), spec));
-        if (target.startsWith('guard/') || target === 'ledger/security-events.js') importers.push(`${rel} imports ${target}`);
+        if (target.startsWith('guard/') || target.startsWith('engines/duckdb/guard/') || target === 'ledger/security-events.js')
+          importers.push(`${rel} imports ${target}`);
       }
     }
     expect(importers.length).toBeGreaterThan(0);
-    expect(importers.filter((i) => !i.startsWith('handler/access.ts '))).toEqual([]);
+    expect(importers.filter((i) => !i.startsWith('engines/duckdb/handler/access.ts '))).toEqual([]);
   });
 
   it('keeps the handler a pipeline: each module imports only the stages below it, and only the factory reaches the facade', () => {
-    const handlerFiles = all.filter((f) => relative(SRC, f).startsWith('handler/')).map((f) => relative(join(SRC, 'handler'), f));
+    const handlerFiles = all.filter((f) => relative(SRC, f).startsWith(`${HANDLER_DIR}/`)).map((f) => relative(join(SRC, HANDLER_DIR), f));
     expect(handlerFiles.sort()).toEqual(Object.keys(HANDLER).sort());
     const violations: string[] = [];
     for (const name of handlerFiles) {
-      const file = join(SRC, 'handler', name);
+      const file = join(SRC, HANDLER_DIR, name);
       for (const spec of imports(file).filter((s) => s.startsWith('./'))) {
         const target = spec.slice(2).replace(/\.js$/, '.ts');
-        if (!(HANDLER[name] ?? []).includes(target)) violations.push(`handler/${name} imports handler/${target}`);
+        if (!(HANDLER[name] ?? []).includes(target)) violations.push(`${HANDLER_DIR}/${name} imports ${target}`);
       }
     }
     expect(violations).toEqual([]);
@@ -187,20 +230,20 @@ describe('architecture', () => {
     expect(documented).toEqual(expected);
   });
 
-  it('lets only handler/transaction.ts begin and end engine transactions', () => {
+  it("lets only the DuckDB handler's transaction.ts begin and end engine transactions", () => {
     const starts: string[] = [];
     for (const file of all) {
       const rel = relative(SRC, file);
-      if (!rel.startsWith('handler/') || rel === 'handler/transaction.ts') continue;
+      if (!rel.startsWith(`${HANDLER_DIR}/`) || rel === `${HANDLER_DIR}/transaction.ts`) continue;
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/\.run\(\s*['`"](BEGIN|START|COMMIT|END|ROLLBACK|ABORT)\b/gi)) starts.push(`${rel}: ${m[0]}`);
     }
     expect(starts).toEqual([]);
-    expect(readFileSync(join(SRC, 'handler/transaction.ts'), 'utf8')).toMatch(/\.run\('COMMIT'\)/);
+    expect(readFileSync(join(SRC, HANDLER_DIR, 'transaction.ts'), 'utf8')).toMatch(/\.run\('COMMIT'\)/);
   });
 
-  it('keeps handler/connection.ts a facade of a few hundred lines over the pipeline', () => {
-    const lines = readFileSync(join(SRC, 'handler/connection.ts'), 'utf8').split('\n').length;
+  it("keeps the DuckDB handler's connection.ts a facade of a few hundred lines over the pipeline", () => {
+    const lines = readFileSync(join(SRC, HANDLER_DIR, 'connection.ts'), 'utf8').split('\n').length;
     expect(lines).toBeLessThanOrEqual(300);
   });
 

@@ -1,9 +1,9 @@
 import { existsSync, rmSync } from 'node:fs';
-import { DuckDBEngine } from '../engine/duckdb/engine.js';
+import { DuckDBEngine } from '../engines/duckdb/adapter/engine.js';
 import type { EngineConnection } from '../engine/port.js';
-import { Journal } from '../ledger/journal.js';
-import { LedgerCatalog } from '../ledger/catalog.js';
-import { LedgerWriter } from '../ledger/writer.js';
+import { Journal } from '../engines/duckdb/ledger/journal.js';
+import { LedgerWriter } from '../engines/duckdb/ledger/writer.js';
+import { duckdbLedgers } from '../engines/duckdb/ledger/catalog-source.js';
 
 export class UsageError extends Error {}
 
@@ -43,7 +43,11 @@ async function applyJournal(path: string): Promise<void> {
     const conn = await engine.connect();
     try {
       // Any table with the chain columns is a ledger the journal may name, whatever the server's prefixes were.
-      const writer = await LedgerWriter.open(engine, new LedgerCatalog(conn, () => true), { journalPath });
+      const writer = await LedgerWriter.open(
+        engine,
+        duckdbLedgers(conn, () => true),
+        { journalPath },
+      );
       await writer.close();
     } finally {
       conn.close();

@@ -1,7 +1,7 @@
 import type { Config } from '../config/schema.js';
-import { embeddersFor } from '../main.js';
-import { openVectorTable, rebuildVectorTable, vectorMismatch } from '../ledger/embeddings.js';
-import { EmbeddingWorker } from '../ledger/embedding-worker.js';
+import { embeddersFor } from '../engines/duckdb/start.js';
+import { openVectorTable, rebuildVectorTable, vectorMismatch } from '../engines/duckdb/search/embeddings.js';
+import { EmbeddingWorker } from '../engines/duckdb/search/embedding-worker.js';
 import { EmbeddingError } from '../embedding/provider.js';
 import { NO_OBSERVER } from '../observe/observer.js';
 import { withDatabase } from './database.js';

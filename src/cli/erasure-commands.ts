@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../log/logger.js';
-import { compactDatabaseFile, startServer } from '../main.js';
+import { compactDatabaseFile, startServer } from '../engines/duckdb/start.js';
 import { UsageError } from './database.js';
 
 type Out = (s: string) => void;

@@ -1,12 +1,13 @@
 import { UsageError, withDatabase } from './database.js';
 import { ProtectedNames } from '../guard/names.js';
-import { LedgerCatalog } from '../ledger/catalog.js';
 import type { EngineConnection } from '../engine/port.js';
-import { REDACTIONS_TABLE } from '../ledger/redactions.js';
-import { quoteLiteral, STEPS_TABLE } from '../ledger/schema.js';
-import { verifyLedgers } from '../ledger/verify.js';
-import { verifySql } from '../ledger/verify-sql.js';
-import { printLogReport, verifyLogOffline } from './log-commands.js';
+import { REDACTIONS_TABLE } from '../ledger/erasure/redactions.js';
+import { quoteLiteral, STEPS_TABLE } from '../ledger/chain/schema.js';
+import { chainVerifier } from '../engines/duckdb/dialect/verify.js';
+import { verifySql } from '../engines/duckdb/dialect/verify-sql.js';
+import { verifyLogOffline } from './log-commands.js';
+import { printVerifyReport, type RedactionListing } from './verify-report.js';
+import { duckdbLedgers } from '../engines/duckdb/ledger/catalog-source.js';
 
 /**
  * A large ledger is verified in slices of whole chains, as the audit does, without its pauses:
@@ -32,31 +33,13 @@ export async function verifyCommand(
     throw new UsageError('--key needs --checkpoint: the checkpoint files or directories to verify against');
   return withDatabase(opts.db, false, async (conn) => {
     const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
-    const verdicts = await verifyLedgers(conn, new LedgerCatalog(conn, (n) => names.isProtected(n)), opts.session ?? null, WHOLE_CHAINS_IN_SLICES);
-    const broken = verdicts.filter((v) => !v.valid);
+    const verdicts = await chainVerifier(
+      conn,
+      duckdbLedgers(conn, (n) => names.isProtected(n)),
+      WHOLE_CHAINS_IN_SLICES,
+    ).verify(opts.session ?? null);
     const log = checkpoints.length === 0 ? null : await verifyLogOffline(conn, opts.db, checkpoints, opts.key as string);
-    const valid = broken.length === 0 && (log === null || log.breaks.length === 0);
-    const redactions = await redactionsOf(conn, opts.session ?? null);
-    if (opts.json === true) {
-      out(`${JSON.stringify({ valid, chains: verdicts.length, broken, redactions, ...(log === null ? {} : { log }) }, null, 2)}\n`);
-    } else {
-      for (const r of redactions) {
-        out(
-          `REDACTED ${r.ledger} chain "${r.chainKey}" step ${r.stepIndex} ${r.column}: ${r.reason} (by ${r.redactedBy} at ${r.redactedAt}, record ${r.redactionId})\n`,
-        );
-      }
-      for (const v of broken) {
-        out(
-          `BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`,
-        );
-      }
-      if (log !== null) printLogReport(log, out);
-      const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
-      out(
-        `${valid ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken${log === null ? '' : `; log ${log.breaks.length === 0 ? 'intact' : 'BROKEN'}`}\n`,
-      );
-    }
-    return valid ? 0 : 1;
+    return printVerifyReport({ verdicts, log, redactions: await redactionsOf(conn, opts.session ?? null) }, opts.json === true, out);
   });
 }
 
@@ -83,17 +66,6 @@ async function redactionsOf(conn: EngineConnection, chainKey: string | null): Pr
   }));
 }
 
-interface RedactionListing {
-  readonly ledger: string;
-  readonly chainKey: string;
-  readonly stepIndex: number;
-  readonly column: string;
-  readonly redactionId: string;
-  readonly reason: string;
-  readonly redactedBy: string;
-  readonly redactedAt: string;
-}
-
 /** `cotwire replay`: a session's steps, readably; exit 1 when it has none. */
 export async function replayCommand(opts: { db: string; session: string }, out: Out): Promise<number> {
   return withDatabase(opts.db, false, async (conn) => {
@@ -118,7 +90,7 @@ export async function replayCommand(opts: { db: string; session: string }, out: 
 /** `cotwire sessions`: one line per session with its step count, time span and chain status. */
 export async function sessionsCommand(opts: { db: string; agent?: string; json?: boolean }, out: Out): Promise<number> {
   return withDatabase(opts.db, false, async (conn) => {
-    const catalog = new LedgerCatalog(conn, (n) => new ProtectedNames().isProtected(n));
+    const catalog = duckdbLedgers(conn, (n) => new ProtectedNames().isProtected(n));
     const steps = (await catalog.all()).find((t) => t.isSteps);
     if (steps === undefined) throw new UsageError(`${opts.db} has no ${STEPS_TABLE} ledger`);
     const rows = await conn.query(

@@ -1,13 +1,14 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineConnection } from '../engine/port.js';
-import { LedgerCatalog } from '../ledger/catalog.js';
-import { verifyLog, type CheckpointSource, type LogReport } from '../ledger/log-verify.js';
-import { MerkleLog } from '../ledger/merkle-log.js';
-import { parseVerifier, type NoteVerifier } from '../ledger/note.js';
-import { buildReceipt, checkReceipt, ReceiptError } from '../ledger/receipt.js';
-import { writeKeyFile } from '../ledger/signing-key.js';
+import { verifyLog, type CheckpointSource, type LogReport } from '../ledger/log/log-verify.js';
+import type { MerkleLog } from '../ledger/log/merkle-log.js';
+import { parseVerifier, type NoteVerifier } from '../ledger/log/note.js';
+import { buildReceipt, checkReceipt, ReceiptError } from '../engines/duckdb/log/receipt.js';
+import { writeKeyFile } from '../ledger/log/signing-key.js';
 import { UsageError, withDatabase } from './database.js';
+import { openNodeFile, nodeFilePath } from '../engines/duckdb/log/node-file.js';
+import { duckdbLedgers } from '../engines/duckdb/ledger/catalog-source.js';
 
 type Out = (s: string) => void;
 
@@ -61,10 +62,10 @@ export function readCheckpoints(paths: readonly string[]): CheckpointSource[] {
 
 /** The node file beside a database, opened read-only, when there is one. */
 function nodeFileOf(db: string): MerkleLog | null {
-  const path = MerkleLog.pathFor(db);
+  const path = nodeFilePath(db);
   if (!existsSync(path)) return null;
   try {
-    return MerkleLog.openFile(path, true);
+    return openNodeFile(path, true);
   } catch {
     // Unreadable or not ours: verification goes on without it.
     return null;
@@ -78,7 +79,7 @@ export async function verifyLogOffline(conn: EngineConnection, db: string, check
   const nodeFile = nodeFileOf(db);
   try {
     // Every table with the chain columns is part of the log, whatever the server's prefixes were.
-    return await verifyLog(conn, await new LedgerCatalog(conn, () => true).all(), sources, verifier, nodeFile);
+    return await verifyLog(conn, await duckdbLedgers(conn, () => true).all(), sources, verifier, nodeFile);
   } finally {
     nodeFile?.close();
   }
@@ -96,7 +97,7 @@ export async function proveCommand(opts: { db: string; trace: string; out?: stri
   return withDatabase(opts.db, false, async (conn) => {
     const nodeFile = nodeFileOf(opts.db);
     try {
-      const receipt = await buildReceipt(conn, await new LedgerCatalog(conn, () => true).all(), opts.trace, nodeFile);
+      const receipt = await buildReceipt(conn, await duckdbLedgers(conn, () => true).all(), opts.trace, nodeFile);
       const text = `${JSON.stringify(receipt, null, 2)}\n`;
       if (opts.out === undefined) out(text);
       else {

@@ -1,8 +1,9 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, redactUrl } from '../config/load.js';
-import { startPostgresServer } from '../main-postgres.js';
+import { startPostgresServer } from '../engines/postgres/start.js';
 import { createLogger } from '../log/logger.js';
-import { startServer, StartupError } from '../main.js';
+import { startServer } from '../engines/duckdb/start.js';
+import { StartupError } from '../server/startup.js';
 import { makeScramVerifier } from '../session/scram.js';
 import { COTWIRE_VERSION } from '../version.js';
 import { UsageError } from './database.js';

@@ -1,19 +1,24 @@
 import { PgError } from '../errors/pg-error.js';
-import { PostgresConnection } from '../engine/postgres/connection.js';
-import { pgRoles } from '../ledger/pg-names.js';
-import { installPostgres } from '../ledger/postgres-schema.js';
+import { PostgresConnection } from '../engines/postgres/adapter/connection.js';
+import { pgRoles } from '../engines/postgres/ledger/names.js';
+import { installPostgres } from '../engines/postgres/ledger/install.js';
 import { ProtectedNames } from '../guard/names.js';
-import { LedgerCatalog } from '../ledger/catalog.js';
-import { verifyLog } from '../ledger/log-verify.js';
-import { readPostgresTables } from '../ledger/pg-catalog.js';
+import { LedgerCatalog } from '../ledger/chain/catalog.js';
+import { verifyLog } from '../ledger/log/log-verify.js';
+import { readPostgresTables } from '../engines/postgres/ledger/catalog.js';
 import { existsSync, rmSync } from 'node:fs';
-import { MerkleLog } from '../ledger/merkle-log.js';
-import { importIntoPostgres } from '../ledger/pg-import.js';
+import { importIntoPostgres } from '../engines/postgres/dialect/import.js';
 import { UsageError, withDatabase, withNewDatabase } from './database.js';
-import { importIntoDuckdb } from '../ledger/duckdb-import.js';
-import { verifyLedgers, verifyPgLedgers } from '../ledger/verify.js';
-import { printLogReport, readCheckpoints, readVerifier } from './log-commands.js';
+import { importIntoDuckdb } from '../engines/duckdb/dialect/import.js';
+import { duckdbExport } from '../engines/duckdb/dialect/export.js';
+import { postgresExport } from '../engines/postgres/dialect/export.js';
+import { chainVerifier as duckdbChainVerifier } from '../engines/duckdb/dialect/verify.js';
+import { chainVerifier as pgChainVerifier } from '../engines/postgres/dialect/verify.js';
+import { readCheckpoints, readVerifier } from './log-commands.js';
+import { printImportVerdict, printVerifyReport } from './verify-report.js';
 import { redactUrl } from '../config/load.js';
+import { openNodeFile, nodeFilePath } from '../engines/duckdb/log/node-file.js';
+import { duckdbLedgers } from '../engines/duckdb/ledger/catalog-source.js';
 
 /** A connection to the engine, or null once the reason it failed is printed in one line. */
 async function connectOrSay(url: string, applicationName: string): Promise<PostgresConnection | null> {
@@ -69,8 +74,7 @@ export async function verifyPostgresCommand(
   try {
     const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
     const catalog = new LedgerCatalog(conn, (n) => names.isProtected(n), null, readPostgresTables(opts.rolePrefix ?? 'cotwire'));
-    const verdicts = await verifyPgLedgers(conn, catalog, opts.session ?? null);
-    const broken = verdicts.filter((v) => !v.valid);
+    const verdicts = await pgChainVerifier(conn, catalog).verify(opts.session ?? null);
     const log =
       checkpoints.length === 0
         ? null
@@ -81,22 +85,7 @@ export async function verifyPostgresCommand(
             readVerifier(opts.key as string),
             null,
           );
-    const valid = broken.length === 0 && (log === null || log.breaks.length === 0);
-    if (opts.json === true) {
-      out(`${JSON.stringify({ valid, chains: verdicts.length, broken, ...(log === null ? {} : { log }) }, null, 2)}\n`);
-    } else {
-      for (const v of broken) {
-        out(
-          `BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}; expected ${v.expectedHash ?? ''}, found ${v.actualHash ?? ''}\n`,
-        );
-      }
-      if (log !== null) printLogReport(log, out);
-      const steps = verdicts.reduce((n, v) => n + v.stepCount, 0);
-      out(
-        `${valid ? 'OK' : 'FAILED'}: ${verdicts.length} chains, ${steps} steps, ${broken.length} broken${log === null ? '' : `; log ${log.breaks.length === 0 ? 'intact' : 'BROKEN'}`}\n`,
-      );
-    }
-    return valid ? 0 : 1;
+    return printVerifyReport({ verdicts, log, redactions: null }, opts.json === true, out);
   } finally {
     conn.close();
   }
@@ -105,7 +94,7 @@ export async function verifyPostgresCommand(
 /**
  * `cotwire import --db <file> --url <url>`: every ledger of a stopped
  * server's DuckDB file into an empty PostgreSQL engine, with every hash,
- * the global log and the chains' heads as they were (ledger/pg-import.ts);
+ * the global log and the chains' heads as they were (engines/postgres/dialect/import.ts);
  * then PostgreSQL verifies every chain it now holds.
  */
 export async function importCommand(
@@ -119,22 +108,21 @@ export async function importCommand(
     const roles = pgRoles(opts.rolePrefix);
     const targetLedgers = await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)).all();
     const report = await withDatabase(opts.db, false, async (duck) => {
-      const nodeFile = existsSync(MerkleLog.pathFor(opts.db)) ? MerkleLog.openFile(MerkleLog.pathFor(opts.db), true) : null;
+      const nodeFile = existsSync(nodeFilePath(opts.db)) ? openNodeFile(nodeFilePath(opts.db), true) : null;
       try {
         // Every table with the chain columns is a ledger, whatever the server's prefixes were.
-        return await importIntoPostgres(duck, await new LedgerCatalog(duck, () => true).all(), nodeFile, conn, targetLedgers, roles);
+        return await importIntoPostgres(duckdbExport(duck, await duckdbLedgers(duck, () => true).all(), nodeFile), conn, targetLedgers, roles);
       } finally {
         nodeFile?.close();
       }
     });
     for (const l of report.ledgers) out(`${l.created ? 'created' : 'filled'} ${l.name}: ${l.rows} rows\n`);
-    const verdicts = await verifyPgLedgers(conn, new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)), null);
-    const broken = verdicts.filter((v) => !v.valid);
-    for (const v of broken) out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}\n`);
-    out(
-      `${broken.length === 0 ? 'OK' : 'FAILED'}: ${report.leaves} leaves, log root ${report.root}; ${verdicts.length} chains verified by PostgreSQL, ${broken.length} broken\n`,
+    const verdicts = await pgChainVerifier(conn, new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix))).verify(null);
+    return printImportVerdict(
+      verdicts,
+      (chains, broken) => `${report.leaves} leaves, log root ${report.root}; ${chains} chains verified by PostgreSQL, ${broken} broken`,
+      out,
     );
-    return broken.length === 0 ? 0 : 1;
   } catch (err) {
     if (err instanceof UsageError) throw err;
     process.stderr.write(
@@ -149,7 +137,7 @@ export async function importCommand(
 /**
  * `cotwire import --url <url> --into <file>`: the way back, every ledger of
  * a PostgreSQL engine into a new DuckDB file, with its node file
- * (ledger/duckdb-import.ts); then the file's chains are verified by DuckDB.
+ * (engines/duckdb/dialect/import.ts); then the file's chains are verified by DuckDB.
  */
 export async function importIntoFileCommand(
   opts: { readonly url: string; readonly into: string; readonly rolePrefix: string; readonly compression: 'fast-reads' | 'small' },
@@ -159,13 +147,13 @@ export async function importIntoFileCommand(
   if (conn === null) return 1;
   try {
     const ledgers = await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix)).all();
-    const nodePath = MerkleLog.pathFor(opts.into);
+    const nodePath = nodeFilePath(opts.into);
     if (existsSync(nodePath)) throw new UsageError(`${nodePath} exists: the import makes a new database file and its node file`);
     const report = await withNewDatabase(opts.into, opts.compression, async (duck) => {
-      const log = MerkleLog.openFile(nodePath);
+      const log = openNodeFile(nodePath);
       let done = false;
       try {
-        const imported = await importIntoDuckdb(conn, ledgers, duck, log);
+        const imported = await importIntoDuckdb(postgresExport(conn, ledgers), duck, log);
         done = true;
         return imported;
       } finally {
@@ -174,13 +162,17 @@ export async function importIntoFileCommand(
       }
     });
     for (const l of report.ledgers) out(`created ${l.name}: ${l.rows} rows\n`);
-    const verdicts = await withDatabase(opts.into, false, (duck) => verifyLedgers(duck, new LedgerCatalog(duck, () => true), null));
-    const broken = verdicts.filter((v) => !v.valid);
-    for (const v of broken) out(`BROKEN ${v.table} chain "${v.chainKey}": step ${v.firstBrokenIndex ?? '?'} ${v.breakKind ?? ''}\n`);
-    out(
-      `${broken.length === 0 ? 'OK' : 'FAILED'}: ${report.leaves} leaves in ${nodePath}; ${verdicts.length} chains verified by DuckDB, ${broken.length} broken\n`,
+    const verdicts = await withDatabase(opts.into, false, (duck) =>
+      duckdbChainVerifier(
+        duck,
+        duckdbLedgers(duck, () => true),
+      ).verify(null),
     );
-    return broken.length === 0 ? 0 : 1;
+    return printImportVerdict(
+      verdicts,
+      (chains, broken) => `${report.leaves} leaves in ${nodePath}; ${chains} chains verified by DuckDB, ${broken} broken`,
+      out,
+    );
   } catch (err) {
     if (err instanceof UsageError) throw err;
     process.stderr.write(`cotwire: import failed, nothing was imported: ${(err as Error).message}\n`);

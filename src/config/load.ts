@@ -145,7 +145,7 @@ function prefixes(v: Json | undefined): string[] {
   return [...new Set(['_cot', ...(v as string[]).map((p) => p.toLowerCase())])];
 }
 
-/** A list of step type names; the server holds them to _cot_steps' types when it starts (main.ts). */
+/** A list of step type names; the server holds them to _cot_steps' types when it starts (engines/duckdb/start.ts). */
 function stepTypes(v: Json | undefined, path: string, def: readonly string[]): string[] {
   if (v === undefined || v === null) return [...def];
   if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || !/^[A-Za-z]+$/.test(t))) {

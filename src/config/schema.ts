@@ -78,7 +78,7 @@ export interface Config {
     readonly enabled: boolean;
     /** The largest `content` of a reasoning step, in bytes. */
     readonly maxContentBytes: number;
-    /** The share of the other steps selected for an embedding (ledger/embedding-sample.ts). */
+    /** The share of the other steps selected for an embedding (ledger/chain/embedding-sample.ts). */
     readonly embeddingSampleRate: number;
     /** Step types always selected for an embedding. */
     readonly embeddingAlwaysTypes: readonly string[];

@@ -94,7 +94,7 @@ export interface EngineStatement {
   /**
    * The statement itself waits, where it reads the engine, until the engine
    * holds every acknowledged ledger append; the handler otherwise waits
-   * before every read (handler/context.ts, appendsVisible).
+   * before every read (engines/duckdb/handler/context.ts, appendsVisible).
    */
   readonly waitsForAppends?: boolean;
   close(): void;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { LedgerCatalog } from './catalog.js';
-import { CHAIN_COLUMNS, type LedgerTable } from './schema.js';
-import type { LedgerAppender } from './writer.js';
+import type { LedgerCatalog } from './chain/catalog.js';
+import { CHAIN_COLUMNS, type LedgerTable } from './chain/schema.js';
+import type { LedgerAppender } from './chain/append.js';
 
 /** One refused statement, as recorded in the security ledger. */
 export interface SecurityEvent {

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { STEP_TYPES } from '../ledger/schema.js';
+import { STEP_TYPES } from '../ledger/chain/schema.js';
 import { ToolError } from './tool-error.js';
 import type { Json, TraceStore } from './trace-store.js';
 

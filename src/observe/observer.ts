@@ -12,7 +12,7 @@ export interface Observer {
   refusal(operation: string, reason: string): void;
   /** The writer committed a group: how many units and rows, and how long the oldest unit waited. */
   appendsCommitted(units: number, rows: number, seconds: number): void;
-  /** An audit recomputed `chains` chains and found these problems (ledger/reconcile.ts names the kinds). */
+  /** An audit recomputed `chains` chains and found these problems (engines/duckdb/log/reconcile.ts names the kinds). */
   audited(chains: number, findings: ReadonlyArray<{ readonly kind: string }>): void;
   /** Steps selected for an embedding that have no vector yet. */
   embeddingQueue(depth: number): void;

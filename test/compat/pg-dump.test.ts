@@ -101,7 +101,7 @@ describe('pg_dump and pg_restore', () => {
       { table_name: 'orders', column_name: 'meta', data_type: 'jsonb', column_default: null, is_nullable: 'YES' },
       { table_name: 'orders', column_name: 'paid', data_type: 'boolean', column_default: 'false', is_nullable: 'YES' },
     ]);
-    // varchar(n) and jsonb as declared (cotwire keeps what DuckDB does not: catalog/declared.ts).
+    // varchar(n) and jsonb as declared (cotwire keeps what DuckDB does not: engines/duckdb/catalog/declared.ts).
     expect(
       await rows('schema_only', "SELECT character_maximum_length AS n FROM information_schema.columns WHERE table_name = 'customers' AND column_name = 'name'"),
     ).toEqual([{ n: 80 }]);

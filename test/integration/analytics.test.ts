@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { STEP_TYPES } from '../../src/ledger/schema.js';
+import { STEP_TYPES } from '../../src/ledger/chain/schema.js';
 import { sqlstate } from '../fixtures/errors.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 

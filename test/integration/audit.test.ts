@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { DEFAULTS } from '../../src/config/schema.js';
 import type { EngineConnection } from '../../src/engine/port.js';
-import { hashSql } from '../../src/ledger/verify-sql.js';
-import type { LedgerTable } from '../../src/ledger/schema.js';
+import { hashSql } from '../../src/engines/duckdb/dialect/verify-sql.js';
+import type { LedgerTable } from '../../src/ledger/chain/schema.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 
 /**

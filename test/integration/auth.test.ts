@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { makeScramVerifier } from '../../src/session/scram.js';
-import { StartupError } from '../../src/main.js';
+import { StartupError } from '../../src/server/startup.js';
 import { startTestServer } from '../fixtures/server.js';
 import { errorFields, WireClient } from '../fixtures/wire.js';
 

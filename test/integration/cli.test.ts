@@ -94,7 +94,7 @@ describe('the ledger commands', () => {
     const db = join(dir, 'ledger', 'cli.duckdb');
     const { loadConfig } = await import('../../src/config/load.js');
     const { createLogger } = await import('../../src/log/logger.js');
-    const { startServer } = await import('../../src/main.js');
+    const { startServer } = await import('../../src/engines/duckdb/start.js');
     const running = await startServer(loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} }), createLogger('silent', false));
     const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
     await c.connect();

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { DEFAULTS, type Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
-import { startServer, type RunningServer } from '../../src/main.js';
+import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
 
 const DIMENSIONS = 8;
 

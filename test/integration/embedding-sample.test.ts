@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/config/schema.js';
-import { samplePoint } from '../../src/ledger/embedding-sample.js';
-import { STEP_TYPES } from '../../src/ledger/schema.js';
+import { samplePoint } from '../../src/ledger/chain/embedding-sample.js';
+import { STEP_TYPES } from '../../src/ledger/chain/schema.js';
 import { startTestServer } from '../fixtures/server.js';
 
 describe('has_embedding, chosen by the writer', () => {

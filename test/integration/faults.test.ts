@@ -6,9 +6,9 @@ import { PassThrough } from 'node:stream';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { Journal } from '../../src/ledger/journal.js';
+import { Journal } from '../../src/engines/duckdb/ledger/journal.js';
 import { createLogger } from '../../src/log/logger.js';
-import { startServer, type RunningServer } from '../../src/main.js';
+import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
 import { crashBeforeApply } from '../fixtures/crash.js';
 import { appendUnderLoad, spawnServer } from '../fixtures/server.js';
 

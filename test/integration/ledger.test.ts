@@ -7,7 +7,7 @@ import type { EngineConnection } from '../../src/engine/port.js';
 import { sqlstate } from '../fixtures/errors.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 import { checkChains, recomputeSql, versionSql, type Column } from '../fixtures/independent-verifier.js';
-import { samplePoint } from '../../src/ledger/embedding-sample.js';
+import { samplePoint } from '../../src/ledger/chain/embedding-sample.js';
 
 const run = promisify(execFile);
 let server: TestServer;
@@ -68,7 +68,7 @@ describe('appending reasoning steps', () => {
     expect(first.step_index).toBe(0);
     expect(first.prev_hash).toBe('');
     expect(first.current_hash).toMatch(/^[0-9a-f]{64}$/);
-    // An Observation is embedded only when its sample point falls under the default rate (ledger/embedding-sample.ts).
+    // An Observation is embedded only when its sample point falls under the default rate (ledger/chain/embedding-sample.ts).
     expect(first.has_embedding).toBe(samplePoint(first.trace_id) < 0.1);
     const r2 = await client.query(
       "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('a1', 'Reasoning', 'so it is day'), ('a1', 'Decision', 'go out') RETURNING step_index, prev_hash, current_hash, ledger_seq",

@@ -9,9 +9,9 @@ import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
 import { spawnServer } from '../fixtures/server.js';
-import { startServer, type RunningServer } from '../../src/main.js';
-import { writeKeyFile } from '../../src/ledger/signing-key.js';
-import { rowHashV2 } from '../../src/ledger/canonical.js';
+import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
+import { writeKeyFile } from '../../src/ledger/log/signing-key.js';
+import { rowHashV2 } from '../../src/ledger/chain/canonical.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const root = mkdtempSync(join(tmpdir(), 'cotwire-logtamper-'));

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
-import { startServer, type RunningServer } from '../../src/main.js';
+import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
 import { makeScramVerifier } from '../../src/session/scram.js';
 
 /**

@@ -8,8 +8,8 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log/logger.js';
 import { appendUnderLoad, spawnServer } from '../fixtures/server.js';
-import { startServer } from '../../src/main.js';
-import { Journal } from '../../src/ledger/journal.js';
+import { startServer } from '../../src/engines/duckdb/start.js';
+import { Journal } from '../../src/engines/duckdb/ledger/journal.js';
 import { checkChains, recomputeSql, versionSql } from '../fixtures/independent-verifier.js';
 import { crashBeforeApply } from '../fixtures/crash.js';
 

@@ -136,8 +136,8 @@ describe('verification in PostgreSQL', () => {
     const columns = (await admin.query(
       "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'public._cot_steps'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
     )) as Array<[string, string]>;
-    const { duckdbTypeOf } = await import('../../src/ledger/pg-catalog.js');
-    const { canonicalPgTextSql } = await import('../../src/ledger/pg-verify-sql.js');
+    const { duckdbTypeOf } = await import('../../src/engines/postgres/ledger/catalog.js');
+    const { canonicalPgTextSql } = await import('../../src/engines/postgres/dialect/verify-sql.js');
     const [row] = (await admin.query(
       `SELECT ${columns.map(([n, t]) => canonicalPgTextSql(n, duckdbTypeOf(t))).join(', ')} FROM public._cot_steps s WHERE session_id = 'py'`,
     )) as Array<Array<string | null>>;

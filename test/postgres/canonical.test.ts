@@ -1,6 +1,6 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { canonicalPgExprSql } from '../../src/ledger/pg-verify-sql.js';
+import { canonicalPgExprSql } from '../../src/engines/postgres/dialect/verify-sql.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
 
 const ctx = usePgEngine();

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeKeyFile } from '../../src/ledger/signing-key.js';
+import { writeKeyFile } from '../../src/ledger/log/signing-key.js';
 import { startPgEngine } from '../fixtures/pg-engine.js';
 import { startPgTestServer } from '../fixtures/pg-server.js';
 import { start } from '../fixtures/stoppable.js';

@@ -2,8 +2,8 @@ import { existsSync, rmSync } from 'node:fs';
 import { loadModule, parseSync } from 'libpg-query';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresConnection } from '../../src/engine/postgres/connection.js';
-import { installPostgres } from '../../src/ledger/postgres-schema.js';
+import { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
+import { installPostgres } from '../../src/engines/postgres/ledger/install.js';
 import { DEFAULTS } from '../../src/config/schema.js';
 
 const loadDefaults = (): typeof DEFAULTS => DEFAULTS;

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { PostgresConnection } from '../../src/engine/postgres/connection.js';
-import { rowHashFor } from '../../src/ledger/canonical.js';
-import { LedgerCatalog } from '../../src/ledger/catalog.js';
-import { leafPrefix, rowLeafHash } from '../../src/ledger/merkle-log.js';
-import { consistencyProof, inclusionProof, nodeHash, rootOf } from '../../src/ledger/merkle.js';
-import { positionOf } from '../../src/ledger/merkle-log.js';
-import { readPostgresTables } from '../../src/ledger/pg-catalog.js';
-import { PgLedgerWriter } from '../../src/ledger/pg-writer.js';
-import { canonicalPgTextSql } from '../../src/ledger/pg-verify-sql.js';
+import { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
+import { rowHashFor } from '../../src/ledger/chain/canonical.js';
+import { LedgerCatalog } from '../../src/ledger/chain/catalog.js';
+import { leafPrefix, rowLeafHash } from '../../src/ledger/log/leaf.js';
+import { consistencyProof, inclusionProof, nodeHash, rootOf } from '../../src/ledger/log/merkle.js';
+import { positionOf } from '../../src/ledger/log/leaf.js';
+import { readPostgresTables } from '../../src/engines/postgres/ledger/catalog.js';
+import { PgLedgerWriter } from '../../src/engines/postgres/ledger/writer.js';
+import { canonicalPgTextSql } from '../../src/engines/postgres/dialect/verify-sql.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
 
 const ctx = usePgEngine();

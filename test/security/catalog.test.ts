@@ -1,8 +1,8 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { engineSetup } from '../../src/catalog/compat.js';
-import { registerEngineClock } from '../../src/engine/duckdb/engine.js';
+import { engineSetup } from '../../src/engines/duckdb/catalog/compat.js';
+import { registerEngineClock } from '../../src/engines/duckdb/adapter/engine.js';
 import { useTestServer } from '../fixtures/server.js';
 
 /**

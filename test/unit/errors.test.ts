@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fromDuckDBError, MAPPED_SQLSTATES, sqlStateFor } from '../../src/engine/duckdb/errors.js';
+import { fromDuckDBError, MAPPED_SQLSTATES, sqlStateFor } from '../../src/engines/duckdb/adapter/errors.js';
 import { SqlState } from '../../src/errors/sqlstate.js';
 
 const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');

@@ -112,7 +112,7 @@ const TABLE_TEMPLATES: readonly string[] = [
   'SELECT * FROM {T}',
   'SELECT {C} FROM {T} WHERE {K} = 1',
   'SELECT count(*) FROM {T}',
-  // Statements cotwire carries out itself or translates (handler/table-create.ts, catalog/serial.ts, rewrite.ts).
+  // Statements cotwire carries out itself or translates (engines/duckdb/handler/table-create.ts, engines/duckdb/catalog/serial.ts, rewrite.ts).
   'ALTER TABLE {T} ADD CONSTRAINT fz FOREIGN KEY ({K}) REFERENCES notes (id)',
   'ALTER TABLE ONLY {T} ADD FOREIGN KEY ({K}) REFERENCES notes (id) ON DELETE CASCADE',
   'ALTER TABLE {T} ADD CONSTRAINT fz_u UNIQUE ({C})',
@@ -124,7 +124,7 @@ const TABLE_TEMPLATES: readonly string[] = [
   'SELECT * FROM {T} FOR UPDATE',
   'DELETE FROM {T} WHERE {K} IN (SELECT {K} FROM {T} FOR UPDATE)',
   'UPDATE {T} SET {C} = {S} WHERE {K} = ANY(ARRAY[1, 2])',
-  // Rewrites that type results (catalog/type-witness.ts, result-types.ts) and read literals, around writes.
+  // Rewrites that type results (engines/duckdb/catalog/type-witness.ts, result-types.ts) and read literals, around writes.
   'UPDATE {T} SET {K} = {K} - 1',
   'DELETE FROM {T} WHERE {K} / 2 = 0',
   'UPDATE {T} SET {C} = {S} WHERE {K} = (SELECT sum({K}) - avg({K}) FROM {T})',

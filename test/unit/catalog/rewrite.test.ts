@@ -1,6 +1,6 @@
 import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompatRewriter, mayNeedRewrite, partialPattern, pgArrayToList, pgBoolean } from '../../../src/catalog/rewrite.js';
+import { CompatRewriter, mayNeedRewrite, partialPattern, pgArrayToList, pgBoolean } from '../../../src/engines/duckdb/catalog/rewrite.js';
 import { tokenize } from '../../../src/sql/lexer.js';
 
 const P = 'cotwire_pg.pg';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DuckDBEngine, type EngineCompression } from '../../../src/engine/duckdb/engine.js';
+import { DuckDBEngine, type EngineCompression } from '../../../src/engines/duckdb/adapter/engine.js';
 import { loadConfig } from '../../../src/config/load.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-compression-'));

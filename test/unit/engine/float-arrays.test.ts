@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DuckDBEngine } from '../../../src/engine/duckdb/engine.js';
+import { DuckDBEngine } from '../../../src/engines/duckdb/adapter/engine.js';
 
 describe('append() of FLOAT[n] columns from Float32Arrays', () => {
   it('stores every float of every row, across chunk boundaries, beside text and timestamp columns', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { limitParams } from '../../../src/engine/duckdb/limit-params.js';
+import { limitParams } from '../../../src/engines/duckdb/adapter/limit-params.js';
 
 describe('LIMIT and OFFSET parameters written in as literals', () => {
   it('finds them, writes the values in and renumbers the other parameters', () => {

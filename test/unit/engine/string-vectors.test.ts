@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringColumn } from '../../../src/engine/duckdb/string-vectors.js';
+import { stringColumn } from '../../../src/engines/duckdb/adapter/string-vectors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-strings-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { classify, explainExecutes, type Decision } from '../../../src/guard/classify.js';
+import { classify, explainExecutes, type Decision } from '../../../src/engines/duckdb/guard/classify.js';
 import { ProtectedNames } from '../../../src/guard/names.js';
 import type { StatementKind } from '../../../src/engine/port.js';
 import { lexStatement } from '../../../src/sql/lexer.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recognizeCommand } from '../../../src/handler/commands.js';
+import { recognizeCommand } from '../../../src/engines/duckdb/handler/commands.js';
 import { tokenize } from '../../../src/sql/lexer.js';
 
 const recognize = (sql: string): ReturnType<typeof recognizeCommand> => recognizeCommand(tokenize(sql), sql);

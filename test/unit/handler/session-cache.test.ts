@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SessionCache, type Cells } from '../../../src/handler/session-cache.js';
-import type { LedgerTable } from '../../../src/ledger/schema.js';
+import { SessionCache, type Cells } from '../../../src/engines/duckdb/handler/session-cache.js';
+import type { LedgerTable } from '../../../src/ledger/chain/schema.js';
 
 const columns = ['trace_id', 'session_id', 'step_index', 'content', 'ledger_seq'];
 const steps = {

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineConnection } from '../../../src/engine/port.js';
 import { PgError } from '../../../src/errors/pg-error.js';
-import type { AppendJob, LedgerWriter } from '../../../src/ledger/writer.js';
+import type { LedgerWriter } from '../../../src/engines/duckdb/ledger/writer.js';
+import type { AppendJob } from '../../../src/ledger/chain/append.js';
 import type { ResultSink } from '../../../src/session/handler-port.js';
-import { SessionSettings } from '../../../src/handler/settings.js';
-import { TransactionState } from '../../../src/handler/transaction.js';
+import { SessionSettings } from '../../../src/engines/duckdb/handler/settings.js';
+import { TransactionState } from '../../../src/engines/duckdb/handler/transaction.js';
 
 // The transaction object on its own, against an engine and a writer that
 // record what they are asked: what reaches DuckDB, and what reaches the

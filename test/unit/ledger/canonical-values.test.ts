@@ -1,6 +1,6 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalConverter, doubleText } from '../../../src/ledger/canonical-values.js';
+import { canonicalConverter, doubleText } from '../../../src/ledger/chain/canonical-values.js';
 
 /**
  * The JavaScript conversions stand in for DuckDB's casts in the hash

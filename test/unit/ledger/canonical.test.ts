@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { columnDigest, loadColumnHasher, lp, preimage, preimageV2, rowHash, rowHashV2 } from '../../../src/ledger/canonical.js';
-import { canonicalTextSql } from '../../../src/ledger/schema.js';
-import { hashSqlV2 } from '../../../src/ledger/verify-sql.js';
+import { columnDigest, loadColumnHasher, lp, preimage, preimageV2, rowHash, rowHashV2 } from '../../../src/ledger/chain/canonical.js';
+import { canonicalTextSql } from '../../../src/ledger/chain/schema.js';
+import { hashSqlV2 } from '../../../src/engines/duckdb/dialect/verify-sql.js';
 
 /** The worked example in the README's hash specification. */
 const COLUMNS = ['session_id', 'note', 'extra', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq'];

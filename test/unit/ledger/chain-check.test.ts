@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDBEngine } from '../../../src/engine/duckdb/engine.js';
+import { DuckDBEngine } from '../../../src/engines/duckdb/adapter/engine.js';
 import type { EngineConnection } from '../../../src/engine/port.js';
-import { LedgerCatalog } from '../../../src/ledger/catalog.js';
-import { chainRowsSql, checkChain, storedLinks } from '../../../src/ledger/chain-check.js';
-import { STEPS_DDL, type LedgerTable } from '../../../src/ledger/schema.js';
-import { verifySql } from '../../../src/ledger/verify-sql.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { chainRowsSql, checkChain, storedLinks } from '../../../src/ledger/chain/chain-check.js';
+import { STEPS_DDL, type LedgerTable } from '../../../src/ledger/chain/schema.js';
+import { verifySql } from '../../../src/engines/duckdb/dialect/verify-sql.js';
+import { LedgerWriter } from '../../../src/engines/duckdb/ledger/writer.js';
+import { duckdbLedgers } from '../../../src/engines/duckdb/ledger/catalog-source.js';
 
 /**
  * The server's verification of one chain against the SQL verification it
@@ -26,7 +26,7 @@ beforeAll(async () => {
   engine = await DuckDBEngine.open({ path: ':memory:' });
   conn = await engine.connect();
   await conn.run(STEPS_DDL);
-  const catalog = new LedgerCatalog(conn, (name) => name.startsWith('_cot'));
+  const catalog = duckdbLedgers(conn, (name) => name.startsWith('_cot'));
   table = (await catalog.find(['_cot_steps'])) as LedgerTable;
   const writer = await LedgerWriter.open(engine, catalog, { journalPath: null });
   const rows: Array<Array<string | null>> = [];

@@ -1,8 +1,8 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { type EmbeddingSampleRule, samplePoint, selectedForEmbedding } from '../../../src/ledger/embedding-sample.js';
-import { STEP_TYPES } from '../../../src/ledger/schema.js';
-import { uuidv7 } from '../../../src/ledger/writer.js';
+import { type EmbeddingSampleRule, samplePoint, selectedForEmbedding } from '../../../src/ledger/chain/embedding-sample.js';
+import { STEP_TYPES } from '../../../src/ledger/chain/schema.js';
+import { uuidv7 } from '../../../src/ledger/chain/append.js';
 
 const CRITICAL = new Set(['Decision', 'Action', 'Error', 'Correction', 'FinalAnswer']);
 const rule = (rate: number, alwaysTypes: ReadonlySet<string> = CRITICAL): EmbeddingSampleRule => ({ rate, alwaysTypes });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { EmbeddingError, type Embedder } from '../../../src/embedding/provider.js';
-import { DuckDBEngine } from '../../../src/engine/duckdb/engine.js';
-import { LedgerCatalog } from '../../../src/ledger/catalog.js';
-import { EmbeddingWorker } from '../../../src/ledger/embedding-worker.js';
-import { openVectorTable } from '../../../src/ledger/embeddings.js';
-import { STEPS_DDL } from '../../../src/ledger/schema.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { DuckDBEngine } from '../../../src/engines/duckdb/adapter/engine.js';
+import { EmbeddingWorker } from '../../../src/engines/duckdb/search/embedding-worker.js';
+import { openVectorTable } from '../../../src/engines/duckdb/search/embeddings.js';
+import { STEPS_DDL } from '../../../src/ledger/chain/schema.js';
+import { LedgerWriter } from '../../../src/engines/duckdb/ledger/writer.js';
 import { NO_OBSERVER } from '../../../src/observe/observer.js';
+import { duckdbLedgers } from '../../../src/engines/duckdb/ledger/catalog-source.js';
 
 /** An embedder that counts what it is given, and fails while `down`. */
 class Scripted implements Embedder {
@@ -37,7 +37,7 @@ describe('the embedding worker', () => {
     const workerConn = await engine.connect();
     await conn.run(STEPS_DDL);
     await openVectorTable(conn, 4);
-    const catalog = new LedgerCatalog(conn, (n) => n.startsWith('_cot'));
+    const catalog = duckdbLedgers(conn, (n) => n.startsWith('_cot'));
     const table = await catalog.find(['_cot_steps']);
     if (table === null) throw new Error('no _cot_steps');
     const writer = await LedgerWriter.open(engine, catalog, { journalPath: null, embeddingSample: { rate: 0, alwaysTypes: new Set(['Decision']) } });

@@ -2,7 +2,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, trunc
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Journal, type JournalRecord } from '../../../src/ledger/journal.js';
+import { Journal, type JournalRecord } from '../../../src/engines/duckdb/ledger/journal.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-journal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

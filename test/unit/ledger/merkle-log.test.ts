@@ -3,8 +3,10 @@ import { mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { leafHash, rootOf, verifyConsistency, verifyInclusion } from '../../../src/ledger/merkle.js';
-import { leavesIn, MerkleLog, nodesFor, positionOf } from '../../../src/ledger/merkle-log.js';
+import { leafHash, rootOf, verifyConsistency, verifyInclusion } from '../../../src/ledger/log/merkle.js';
+import { MerkleLog } from '../../../src/ledger/log/merkle-log.js';
+import { leavesIn, nodesFor, positionOf } from '../../../src/ledger/log/leaf.js';
+import { openNodeFile } from '../../../src/engines/duckdb/log/node-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-merkle-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,7 +76,7 @@ describe('MerkleLog', () => {
 
   it('keeps its nodes in a file: reopened, cut to a torn append, it gives the same roots and goes on', () => {
     const path = join(dir, 'a.merkle');
-    const log = MerkleLog.openFile(path);
+    const log = openNodeFile(path);
     const leaves = Array.from({ length: 1000 }, (_, i) => leaf(i));
     log.append(leaves.slice(0, 700));
     log.append(leaves.slice(700, 777));
@@ -83,7 +85,7 @@ describe('MerkleLog', () => {
     expect(statSync(path).size).toBe(16 + 32 * nodesFor(777));
     // A crash in the middle of an append leaves part of its nodes.
     truncateSync(path, 16 + 32 * nodesFor(777) + 40);
-    const reopened = MerkleLog.openFile(path);
+    const reopened = openNodeFile(path);
     expect(reopened.size).toBe(777);
     expect(reopened.root().equals(root777)).toBe(true);
     reopened.append(leaves.slice(777));
@@ -97,14 +99,14 @@ describe('MerkleLog', () => {
   it('refuses a file that is not its own', () => {
     const path = join(dir, 'other.merkle');
     writeFileSync(path, 'not a merkle file at all');
-    expect(() => MerkleLog.openFile(path)).toThrow(/not a cotwire Merkle node file/);
+    expect(() => openNodeFile(path)).toThrow(/not a cotwire Merkle node file/);
   });
 });
 
 describe("the README's examples", () => {
   it('leaf hash of the worked example row, and its one-leaf checkpoint signed with the example key', async () => {
-    const { leafPrefix, rowLeafHash } = await import('../../../src/ledger/merkle-log.js');
-    const { checkpointText, parseSigner, signNote, verifierKeyOf } = await import('../../../src/ledger/note.js');
+    const { leafPrefix, rowLeafHash } = await import('../../../src/ledger/log/leaf.js');
+    const { checkpointText, parseSigner, signNote, verifierKeyOf } = await import('../../../src/ledger/log/note.js');
     const leaf = rowLeafHash(leafPrefix('main', '_cot_example'), 's-1', '00c49badb311d08a95e5c0fac77c4c4d60d5864742b1b3a836d1d373557fcbb9');
     expect(leaf.toString('hex')).toBe('ece3c18466cb4d2f0b850bde2d58592efcaa7bc3c03b3336327138dbff9c817f');
     // The example key's seed is 32 bytes of 0x07.

@@ -12,7 +12,7 @@ import {
   verifyInclusion,
   type Hash,
   type SubtreeReader,
-} from '../../../src/ledger/merkle.js';
+} from '../../../src/ledger/log/merkle.js';
 
 /** The Certificate Transparency test vectors (RFC 6962's tree over these eight entries). */
 const ENTRIES = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'].map((h) => Buffer.from(h, 'hex'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkpointText, generateKey, openNote, parseCheckpoint, parseSigner, parseVerifier, signNote, verifierKeyOf } from '../../../src/ledger/note.js';
+import { checkpointText, generateKey, openNote, parseCheckpoint, parseSigner, parseVerifier, signNote, verifierKeyOf } from '../../../src/ledger/log/note.js';
 
 /** The example keys and note of Go's golang.org/x/mod/sumdb/note, and of the C2SP signed-note spec. */
 const GO_SIGNER = 'PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz';

@@ -1,0 +1,205 @@
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+
+/**
+ * DuckDB reports errors as text: "<Type> Error: <message>", optionally
+ * followed by suggestions and a "LINE n:" excerpt with a caret. This table
+ * maps the type (and, where one type covers several PostgreSQL conditions,
+ * the message) to a SQLSTATE. XX000 is the last resort.
+ */
+interface Rule {
+  readonly type: string;
+  readonly match?: RegExp;
+  readonly code: string;
+}
+
+const RULES: readonly Rule[] = [
+  // A full disk, whichever layer noticed it: the message names the file.
+  { type: 'IO', match: /No space left on device|disk is full|not enough space/i, code: SqlState.DiskFull },
+  { type: 'TransactionContext', match: /No space left on device|disk is full|not enough space/i, code: SqlState.DiskFull },
+  { type: 'Catalog', match: /^(Table|View) with name .* does not exist/i, code: SqlState.UndefinedTable },
+  { type: 'Catalog', match: /^Schema with name .* does not exist/i, code: SqlState.InvalidSchemaName },
+  { type: 'Catalog', match: /^Catalog .* does not exist/i, code: SqlState.InvalidCatalogName },
+  { type: 'Catalog', match: /Function with name .* does not exist/i, code: SqlState.UndefinedFunction },
+  { type: 'Catalog', match: /^Schema with name .* already exists/i, code: SqlState.DuplicateSchema },
+  { type: 'Catalog', match: /^(Table|View) with name .* already exists/i, code: SqlState.DuplicateTable },
+  { type: 'Catalog', match: /already exists/i, code: SqlState.DuplicateObject },
+  { type: 'Catalog', match: /unrecognized configuration parameter/i, code: SqlState.UndefinedObject },
+  { type: 'Catalog', code: SqlState.UndefinedObject },
+  {
+    type: 'Binder',
+    match: /Referenced column .* not found|column .* (does not exist|not found)|Referenced table .* not found|does not have a column/i,
+    code: SqlState.UndefinedColumn,
+  },
+  { type: 'Binder', match: /Ambiguous reference to column/i, code: SqlState.AmbiguousColumn },
+  { type: 'Binder', match: /No function matches|does not exist/i, code: SqlState.UndefinedFunction },
+  { type: 'Binder', match: /Could not choose a best candidate/i, code: SqlState.AmbiguousFunction },
+  { type: 'Binder', match: /UNNEST not supported here/i, code: SqlState.FeatureNotSupported },
+  { type: 'Binder', match: /GROUP BY|aggregate/i, code: '42803' },
+  { type: 'Binder', match: /columns but \d+ values were supplied|expressions than target columns/i, code: SqlState.SyntaxError },
+  { type: 'Binder', match: /Cannot compare values|cannot be cast|Cannot mix/i, code: SqlState.DatatypeMismatch },
+  { type: 'Binder', match: /Cannot change the value of|read-only|in read-only mode/i, code: SqlState.InsufficientPrivilege },
+  { type: 'Binder', code: '42000' },
+  { type: 'Parser', code: SqlState.SyntaxError },
+  { type: 'Syntax', code: SqlState.SyntaxError },
+  { type: 'Conversion', match: /(date|time|timestamp)\S* field value out of range/i, code: SqlState.DatetimeFieldOverflow },
+  { type: 'Conversion', match: /out of range|overflow/i, code: SqlState.NumericValueOutOfRange },
+  { type: 'Conversion', code: SqlState.InvalidTextRepresentation },
+  { type: 'Constraint', match: /duplicate key|primary key|unique/i, code: SqlState.UniqueViolation },
+  { type: 'Constraint', match: /NOT NULL/i, code: SqlState.NotNullViolation },
+  { type: 'Constraint', match: /CHECK constraint/i, code: SqlState.CheckViolation },
+  { type: 'Constraint', match: /foreign key/i, code: SqlState.ForeignKeyViolation },
+  { type: 'Constraint', code: SqlState.IntegrityConstraintViolation },
+  { type: 'Out of Range', code: SqlState.NumericValueOutOfRange },
+  { type: 'Invalid Input', match: /division by zero/i, code: SqlState.DivisionByZero },
+  { type: 'Invalid Input', match: /could not obtain lock/i, code: '55P03' },
+  { type: 'Invalid Input', match: /Cannot prepare multiple statements/i, code: SqlState.SyntaxError },
+  { type: 'Invalid Input', match: /configuration has been locked|Cannot change configuration/i, code: SqlState.InsufficientPrivilege },
+  { type: 'Invalid Input', match: /Could not (parse|convert)|invalid .*(format|syntax)|Malformed JSON/i, code: SqlState.InvalidTextRepresentation },
+  { type: 'Invalid Input', code: SqlState.InvalidParameterValue },
+  { type: 'INTERRUPT', code: SqlState.QueryCanceled },
+  { type: 'Interrupt', code: SqlState.QueryCanceled },
+  { type: 'Not implemented', code: SqlState.FeatureNotSupported },
+  { type: 'Permission', code: SqlState.InsufficientPrivilege },
+  { type: 'IO', code: SqlState.IoError },
+  { type: 'Transaction', match: /aborted/i, code: SqlState.InFailedSqlTransaction },
+  { type: 'Transaction', match: /conflict/i, code: SqlState.SerializationFailure },
+  { type: 'Transaction', code: SqlState.InvalidTransactionState },
+  { type: 'TransactionContext', match: /launched in read-only mode/i, code: SqlState.ReadOnlySqlTransaction },
+  { type: 'TransactionContext', match: /aborted/i, code: SqlState.InFailedSqlTransaction },
+  { type: 'TransactionContext', match: /within a transaction/i, code: SqlState.ActiveSqlTransaction },
+  { type: 'TransactionContext', match: /no transaction is active/i, code: SqlState.NoActiveSqlTransaction },
+  { type: 'TransactionContext', match: /conflict/i, code: SqlState.SerializationFailure },
+  { type: 'TransactionContext', code: SqlState.InvalidTransactionState },
+  { type: 'Dependency', code: '2BP01' },
+  { type: 'Out of Memory', code: SqlState.OutOfMemory },
+  { type: 'Mismatch Type', code: SqlState.DatatypeMismatch },
+  { type: 'Type Mismatch', code: SqlState.DatatypeMismatch },
+  { type: 'Invalid type', code: SqlState.DatatypeMismatch },
+  { type: 'Parameter Not Resolved', code: '42P18' },
+  { type: 'Parameter Not Allowed', code: SqlState.FeatureNotSupported },
+  { type: 'Sequence', code: SqlState.ObjectNotInPrerequisiteState },
+  { type: 'Missing Extension', code: SqlState.FeatureNotSupported },
+  { type: 'Extension Autoloading', code: SqlState.FeatureNotSupported },
+  { type: 'Invalid Configuration', code: SqlState.InvalidParameterValue },
+];
+
+/** Every SQLSTATE the table can produce; the README documents each. */
+export const MAPPED_SQLSTATES: readonly string[] = [...new Set(RULES.map((r) => r.code).concat(SqlState.InternalError))];
+
+const HEADER = /^([A-Za-z][A-Za-z -]*?) Error: ([\s\S]*)$/;
+
+/** The SQLSTATE for a DuckDB error type and message, per the table above. */
+export function sqlStateFor(type: string, message: string): string {
+  for (const rule of RULES) {
+    if (rule.type.toLowerCase() === type.toLowerCase() && (rule.match === undefined || rule.match.test(message))) {
+      return rule.code;
+    }
+  }
+  return SqlState.InternalError;
+}
+
+/** Errors of these types mean something is wrong inside DuckDB, not in the statement. */
+export function isEngineFault(code: string): boolean {
+  return code === SqlState.InternalError;
+}
+
+/**
+ * Turns a DuckDB error into a PgError. `sql` is the statement text that was
+ * given to DuckDB and `offset` its start inside the client's query string,
+ * so that the position points into what the client sent.
+ */
+export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError {
+  if (err instanceof PgError) return err;
+  const raw = err instanceof Error ? err.message : String(err);
+  const text = raw.replace(/^Failed to (extract statements|prepare|execute[^:]*): /, '');
+  const m = HEADER.exec(text);
+  const type = m?.[1] ?? '';
+  let body = m === null ? text : text;
+  let position: number | undefined;
+  const lineAt = body.search(/\n+LINE \d+: /);
+  if (lineAt >= 0) {
+    position = caretPosition(body.slice(lineAt), sql);
+    body = body.slice(0, lineAt);
+  }
+  let hint: string | undefined;
+  const suggestion = body.search(/\n(Did you mean|Candidate)/);
+  if (suggestion >= 0) {
+    hint = body.slice(suggestion + 1).trim();
+    body = body.slice(0, suggestion);
+  }
+  const code = m === null ? SqlState.InternalError : sqlStateFor(type, m[2] as string);
+  let message = body.trim();
+  if (code === SqlState.QueryCanceled) message = 'canceling statement due to user request';
+  if (code === SqlState.SyntaxError && /Cannot prepare multiple statements/i.test(message)) {
+    // DuckDB turns a PIVOT without an IN list into several statements (one
+    // reads the pivoted values first); the client sent one.
+    if (sql !== undefined && /\bPIVOT\b/i.test(sql)) {
+      return new PgError(SqlState.FeatureNotSupported, 'PIVOT without an IN list is not supported', {
+        hint: "Name the values to pivot on: PIVOT t ON col IN ('a', 'b') USING count(*) ...",
+        cause: err,
+      });
+    }
+    message = 'cannot insert multiple commands into a prepared statement';
+  }
+  const fields: { hint?: string; position?: number; detail?: string; cause: unknown } = { cause: err };
+  if (hint !== undefined) fields.hint = hint;
+  // CHECK (length(col) <= n), the rewrite's stand-in for varchar(n): PostgreSQL's error for a value too long.
+  const tooLong = code === SqlState.CheckViolation ? /with expression CHECK\(\(length\((rtrim\()?[^()]*\)?\) <= (\d+)\)\)/.exec(message) : null;
+  if (tooLong !== null) {
+    // char(n)'s check reads rtrim(col): PostgreSQL names the type character(n).
+    return new PgError('22001', `value too long for type ${tooLong[1] === undefined ? 'character varying' : 'character'}(${tooLong[2]})`, { cause: err });
+  }
+  const duplicate = code === SqlState.UniqueViolation ? duplicateKeyDetail(message) : null;
+  if (duplicate !== null) {
+    // PostgreSQL's wording, and its detail, which ORMs parse for the columns at fault (Sequelize's UniqueConstraintError).
+    message = 'duplicate key value violates unique constraint';
+    fields.detail = duplicate;
+  }
+  if (code === SqlState.FeatureNotSupported && /UNNEST not supported here/i.test(message)) {
+    // PostgreSQL groups the rows a set-returning function makes; DuckDB cannot in the same query level.
+    message = 'a set-returning function (unnest, generate_series) cannot be used here together with GROUP BY or an aggregate';
+    fields.hint = 'Expand it in a subquery and group the subquery: SELECT tag, count(*) FROM (SELECT unnest(tags) AS tag FROM t) s GROUP BY tag';
+  }
+  if (position !== undefined) fields.position = position + offset;
+  return new PgError(code, message, fields);
+}
+
+/** `Duplicate key "a: 1, b: x" violates ...` as PostgreSQL's detail, `Key (a, b)=(1, x) already exists.` */
+function duplicateKeyDetail(message: string): string | null {
+  const m = /Duplicate key "(.*)" violates (?:unique|primary key) constraint/i.exec(message);
+  if (m === null) return null;
+  const pairs = (m[1] as string).split(/, (?=[^\s:,]+: )/).map((p) => {
+    const at = p.indexOf(': ');
+    return at < 0 ? null : ([p.slice(0, at), p.slice(at + 2)] as const);
+  });
+  if (pairs.some((p) => p === null)) return null;
+  const kv = pairs as Array<readonly [string, string]>;
+  return `Key (${kv.map(([k]) => k).join(', ')})=(${kv.map(([, v]) => v).join(', ')}) already exists.`;
+}
+
+/**
+ * DuckDB prints the offending line (shortened with "..." when long) and a
+ * caret under the error. The 1-based character position is recovered by
+ * finding that excerpt in the statement text.
+ */
+function caretPosition(context: string, sql: string | undefined): number | undefined {
+  const m = /LINE (\d+): (.*)\n( *)\^/.exec(context);
+  if (m === null || sql === undefined) return undefined;
+  const lineNo = Number(m[1]);
+  let excerpt = m[2] as string;
+  const prefix = `LINE ${lineNo}: `.length;
+  let caret = (m[3] as string).length - prefix;
+  if (excerpt.startsWith('...')) {
+    excerpt = excerpt.slice(3);
+    caret -= 3;
+  }
+  if (excerpt.endsWith('...')) excerpt = excerpt.slice(0, -3);
+  const lines = sql.split('\n');
+  let lineStart = 0;
+  for (let i = 0; i < lineNo - 1 && i < lines.length; i++) lineStart += (lines[i] as string).length + 1;
+  const line = lines[lineNo - 1] ?? '';
+  const at = line.indexOf(excerpt);
+  if (at < 0 || caret < 0) return undefined;
+  return lineStart + at + caret + 1;
+}

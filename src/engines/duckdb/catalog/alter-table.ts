@@ -1,0 +1,161 @@
+import { quoteIdentifier } from '../../../sql/identifiers.js';
+import { parseOne, strings } from '../../../sql/pg-tree.js';
+import type { Token } from '../../../sql/lexer.js';
+
+/**
+ * `ALTER TABLE [ONLY] t ADD [CONSTRAINT name] FOREIGN KEY (...) REFERENCES
+ * ...`, which DuckDB cannot do to an existing table (Knex, TypeORM, Drizzle
+ * and pg_dump's output all add foreign keys this way). The handler rebuilds
+ * the table with the key instead (engines/duckdb/handler/table-create.ts); this reads the
+ * statement.
+ */
+
+type Node = Record<string, unknown>;
+
+export interface ForeignKeyAddition {
+  readonly schema: string | null;
+  readonly table: string;
+  /** `FOREIGN KEY (a) REFERENCES t (b)`, as the statement wrote it. */
+  readonly constraint: string;
+}
+
+export function translateAddForeignKey(text: string, tokens: readonly Token[]): ForeignKeyAddition | null {
+  if (tokens[0]?.text.toLowerCase() !== 'alter' || !tokens.some((t) => t.kind === 'word' && t.text.toLowerCase() === 'foreign')) return null;
+  const stmt = parseOne(text)?.AlterTableStmt as Node | undefined;
+  const cmds = stmt?.cmds as Node[] | undefined;
+  const cmd = cmds?.length === 1 ? (cmds[0]?.AlterTableCmd as Node | undefined) : undefined;
+  const constraint = (cmd?.def as Node | undefined)?.Constraint as Node | undefined;
+  const relation = stmt?.relation as Node | undefined;
+  if (stmt?.objtype !== 'OBJECT_TABLE' || cmd?.subtype !== 'AT_AddConstraint' || constraint?.contype !== 'CONSTR_FOREIGN') return null;
+  if (typeof relation?.relname !== 'string') return null;
+  const first = tokens.findIndex((t) => t.kind === 'word' && t.text.toLowerCase() === 'foreign');
+  let last = tokens.length - 1;
+  while (tokens[last]?.kind === 'semicolon') last--;
+  // NOT VALID skips checking the rows already there; the rebuild checks them all, which is stricter.
+  if (tokens[last]?.text.toLowerCase() === 'valid' && tokens[last - 1]?.text.toLowerCase() === 'not') last -= 2;
+  const from = tokens[first];
+  const to = tokens[last];
+  if (from === undefined || to === undefined || last < first) return null;
+  return {
+    schema: typeof relation.schemaname === 'string' ? relation.schemaname : null,
+    table: relation.relname,
+    constraint: text.slice(from.start, to.end),
+  };
+}
+
+/** A table's CREATE TABLE (as DuckDB prints it in duckdb_tables().sql), named `target`, with one more constraint if given. */
+export function withConstraint(createSql: string, target: string, constraint: string | null): string | null {
+  const name = /^CREATE TABLE ((?:"(?:[^"]|"")*"|[^\s(."]+)(?:\.(?:"(?:[^"]|"")*"|[^\s(."]+))*)\(/.exec(createSql);
+  const end = createSql.lastIndexOf(')');
+  if (name === null || end < 0) return null;
+  return `CREATE TABLE ${target}(${createSql.slice(name[0].length, end)}${constraint === null ? '' : `, ${constraint}`})`;
+}
+
+/** ALTER TABLE that DuckDB refuses while an index depends on a column it touches: which columns it drops or renames. */
+export interface ColumnAlter {
+  /** The statement, as the engine runs it once the indexes are set aside. */
+  readonly sql: string;
+  readonly schema: string | null;
+  readonly table: string;
+  readonly dropped: readonly string[];
+  readonly renamed: { readonly from: string; readonly to: string } | null;
+  /**
+   * Columns added or retyped, with the length their new type allows
+   * (varchar(n)), or null for none: DuckDB has one unbounded string type, and
+   * cotwire keeps varchar(n) as a CHECK on the length, which an added column
+   * must gain and which blocks a change of the column's type.
+   */
+  readonly lengths: ReadonlyArray<{ readonly column: string; readonly length: number | null; readonly padded: boolean; readonly added: boolean }>;
+}
+
+/** n of a varchar(n) or char(n) type name, and whether it is char(n); null for any other type. */
+function boundedLength(typeName: Node | undefined): { readonly n: number; readonly padded: boolean } | null {
+  const n = (((typeName?.typmods as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival;
+  const type = strings(typeName?.names).at(-1);
+  if ((type !== 'varchar' && type !== 'bpchar') || n === undefined || Array.isArray(typeName?.arrayBounds)) return null;
+  return { n, padded: type === 'bpchar' };
+}
+
+/**
+ * The CHECK that stands for a varchar(n) or char(n) column's length (the
+ * rewrite adds the same to CREATE TABLE). char(n) takes trailing spaces past
+ * n, as PostgreSQL's does (which drops them).
+ */
+export function lengthCheck(column: string, length: number, padded = false): string {
+  const col = quoteIdentifier(column);
+  return `CHECK (length(${padded ? `rtrim(${col})` : col}) <= ${length})`;
+}
+
+const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The length checks of a column in a CREATE TABLE as DuckDB prints it: CHECK((length("c") <= 5)), CHECK((length(rtrim(c)) <= 3)). */
+const lengthChecks = (column: string): RegExp => {
+  const name = `(?:${escaped(column)}|"${escaped(column.replaceAll('"', '""'))}")`;
+  return new RegExp(`,\\s*CHECK\\(\\(length\\((?:${name}|rtrim\\(${name}\\))\\) <= \\d+\\)\\)`, 'gi');
+};
+
+/** Whether a table's CREATE TABLE (duckdb_tables().sql) holds a length check on one of the columns. */
+export function hasLengthCheck(createSql: string, columns: readonly string[]): boolean {
+  return columns.some((c) => lengthChecks(c).test(createSql));
+}
+
+/** A table's CREATE TABLE without the length checks of the columns. */
+export function withoutLengthChecks(createSql: string, columns: readonly string[]): string {
+  return columns.reduce((sql, c) => sql.replace(lengthChecks(c), ''), createSql);
+}
+
+/** DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN: the statements an index on the column blocks in DuckDB. */
+export function translateColumnAlter(text: string, tokens: readonly Token[]): ColumnAlter | null {
+  if (tokens[0]?.text.toLowerCase() !== 'alter' || tokens[1]?.text.toLowerCase() !== 'table') return null;
+  const stmt = parseOne(text) ?? undefined;
+  const rename = stmt?.RenameStmt as Node | undefined;
+  const alter = stmt?.AlterTableStmt as Node | undefined;
+  const relation = (rename ?? alter)?.relation as Node | undefined;
+  if (typeof relation?.relname !== 'string') return null;
+  const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
+  if (rename !== undefined) {
+    if (rename.renameType !== 'OBJECT_COLUMN' || typeof rename.subname !== 'string' || typeof rename.newname !== 'string') return null;
+    return { sql: text, schema, table: relation.relname, dropped: [], renamed: { from: rename.subname, to: rename.newname }, lengths: [] };
+  }
+  const cmds = ((alter?.cmds as Node[] | undefined) ?? []).map((c) => c.AlterTableCmd as Node | undefined);
+  const touching = cmds.filter((c) => c?.subtype === 'AT_DropColumn' || c?.subtype === 'AT_AlterColumnType');
+  const lengths = cmds.flatMap((c) => {
+    const def = (c?.def as Node | undefined)?.ColumnDef as Node | undefined;
+    const added = c?.subtype === 'AT_AddColumn';
+    const column = added ? def?.colname : c?.name;
+    const bounded = boundedLength(def?.typeName as Node | undefined);
+    if ((!added && c?.subtype !== 'AT_AlterColumnType') || typeof column !== 'string' || (added && bounded === null)) return [];
+    return [{ column, length: bounded?.n ?? null, padded: bounded?.padded ?? false, added }];
+  });
+  if (alter?.objtype !== 'OBJECT_TABLE' || (touching.length === 0 && lengths.length === 0)) return null;
+  const dropped = cmds.filter((c) => c?.subtype === 'AT_DropColumn').map((c) => String(c?.name));
+  return { sql: text, schema, table: relation.relname, dropped, renamed: null, lengths };
+}
+
+/** The column list of an index's CREATE INDEX (as duckdb_indexes().sql prints it). */
+function indexColumns(indexSql: string): { readonly at: number; readonly list: string } | null {
+  const on = /\sON\s+(?:"(?:[^"]|"")*"|[^\s(."]+)(?:\.(?:"(?:[^"]|"")*"|[^\s(."]+))*\s*\(/i.exec(indexSql);
+  const end = indexSql.lastIndexOf(')');
+  if (on === null || end < 0) return null;
+  const at = on.index + on[0].length;
+  return { at, list: indexSql.slice(at, end) };
+}
+
+/** A column's name in an index's column list, bare or quoted, not inside another identifier. */
+const mentions = (column: string): RegExp =>
+  new RegExp(`(^|[^A-Za-z0-9_$"])(${escaped(column)}|"${escaped(column.replaceAll('"', '""'))}")(?![A-Za-z0-9_$"])`, 'gi');
+
+/**
+ * An index as it is recreated after the ALTER: null when it was on a dropped
+ * column (PostgreSQL drops such an index with the column), and with the new
+ * name where a column was renamed.
+ */
+export function indexAfterAlter(indexSql: string, alter: ColumnAlter): string | null {
+  const cols = indexColumns(indexSql);
+  if (cols === null) return indexSql;
+  if (alter.dropped.some((c) => mentions(c).test(cols.list))) return null;
+  if (alter.renamed === null) return indexSql;
+  const to = /^[a-z_][a-z0-9_$]*$/.test(alter.renamed.to) ? alter.renamed.to : `"${alter.renamed.to.replaceAll('"', '""')}"`;
+  const list = cols.list.replace(mentions(alter.renamed.from), (_m, before: string) => `${before}${to}`);
+  return indexSql.slice(0, cols.at) + list + indexSql.slice(cols.at + cols.list.length);
+}

@@ -1,0 +1,80 @@
+import { ADVISORY_FUNCTIONS, advisoryKeySql } from '../../../sql/advisory.js';
+import { COTWIRE_VERSION } from '../../../version.js';
+import { catalogSetup } from './pg-catalog.js';
+import { quoteLiteral as quote } from '../../../sql/identifiers.js';
+
+export { COMPAT_CATALOG } from './pg-catalog.js';
+export { CompatRewriter, type Rewritten, type TargetColumns } from './rewrite.js';
+
+/** The PostgreSQL version cotwire presents (ParameterStatus, version(), the catalog). */
+export const SERVER_VERSION = '15.0';
+export const SERVER_VERSION_NUM = '150000';
+
+/** What version() returns: PostgreSQL's shape, naming cotwire and the engine. */
+export function versionString(engineVersion: string): string {
+  return `PostgreSQL ${SERVER_VERSION} (cotwire ${COTWIRE_VERSION}, ${engineVersion}) on ${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-pc-linux-gnu, 64-bit`;
+}
+
+/** cotwire's own SQL functions: no client macro may take their names. */
+export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database', 'cot_role', 'cot_agent_id'];
+
+/**
+ * Statements run on each new engine connection to give it PostgreSQL's
+ * face. They create TEMP objects, which live in the connection's own
+ * catalog, so nothing is written to the database file and no other
+ * connection is affected.
+ */
+export function connectionSetup(
+  engineVersion: string,
+  user: string,
+  database: string,
+  role: string,
+  agentId: string | null = null,
+  /** The session's id and secret, for its advisory locks; null on the set-up connection, which takes none. */
+  session: { readonly id: number; readonly secret: string } | null = null,
+): string[] {
+  return [
+    ...(session === null ? [] : advisoryLockMacros(session.id, session.secret)),
+    // The catalog views (pg-catalog.ts) read the connection's role through this macro.
+    `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
+    // The agent_id the server stamps on this user's appends (users[].agent_id), or NULL.
+    `CREATE OR REPLACE TEMP MACRO cot_agent_id() AS ${agentId === null ? 'CAST(NULL AS VARCHAR)' : quote(agentId)}`,
+    `CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`,
+    // current_user, session_user and user: the authenticated user, not the engine's.
+    `CREATE OR REPLACE TEMP MACRO current_user() AS ${quote(user)}`,
+    `CREATE OR REPLACE TEMP MACRO session_user() AS ${quote(user)}`,
+    `CREATE OR REPLACE TEMP MACRO current_database() AS ${quote(database)}`,
+  ];
+}
+
+/**
+ * Statements run once when the engine opens: the PostgreSQL catalog
+ * (pg-catalog.ts). Its views are bound at creation, so the per-connection
+ * macros they use are defined first, on the set-up connection only.
+ */
+export function engineSetup(): string[] {
+  return [...connectionSetup('DuckDB', 'cotwire', 'cotwire', 'admin'), ...catalogSetup()];
+}
+
+/**
+ * pg_advisory_lock and its kin for one session: each calls the engine
+ * function cot_advisory (the handler's lock table) with the session's id.
+ */
+function advisoryLockMacros(session: number, secret: string): string[] {
+  const macros = Object.entries(ADVISORY_FUNCTIONS).map(([name, fn]) => {
+    const overload = (params: string[]): string => {
+      const call = `cot_advisory('${fn.op}', ${session}, ${quote(secret)}, ${advisoryKeySql(params)})`;
+      const body =
+        fn.returns === 'boolean'
+          ? `${call} = 't'`
+          : `CASE ${call} WHEN 't' THEN '' WHEN 'busy' THEN CAST(error('could not obtain lock on advisory lock: another session holds it') AS VARCHAR)
+             ELSE CAST(error('advisory lock function called outside its session') AS VARCHAR) END`;
+      return `(${params.join(', ')}) AS ${body}`;
+    };
+    return `CREATE OR REPLACE TEMP MACRO ${name}${overload(['cot_key'])}, ${overload(['cot_key1', 'cot_key2'])}`;
+  });
+  macros.push(
+    `CREATE OR REPLACE TEMP MACRO pg_advisory_unlock_all() AS CASE cot_advisory('unlock_all', ${session}, ${quote(secret)}, '') WHEN 't' THEN '' END`,
+  );
+  return macros;
+}

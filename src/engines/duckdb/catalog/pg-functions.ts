@@ -1,0 +1,431 @@
+import { OID, P, SETTING_VALUE } from './catalog-sql.js';
+import { RESULT_TYPE_MACROS } from './result-types.js';
+
+/** A macro and its overloads: [parameters, body]. */
+export type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly [params: string, body: string]>];
+
+/** The functions clients call, by the name they call them (with or without pg_catalog.). */
+export const MACROS: readonly MacroDef[] = [
+  ['pg_get_userbyid', [['roleid', `current_user()`]]],
+  [
+    'format_type',
+    [
+      [
+        'type_oid, typemod',
+        `CASE
+       WHEN type_oid IS NULL THEN NULL
+       WHEN type_oid = 1700 AND typemod > 4 THEN 'numeric(' || ((typemod - 4) // 65536) || ',' || ((typemod - 4) % 65536) || ')'
+       WHEN type_oid = 1043 AND typemod > 4 THEN 'character varying(' || (typemod - 4) || ')'
+       WHEN type_oid = 1042 AND typemod > 4 THEN 'character(' || (typemod - 4) || ')'
+       ELSE coalesce((SELECT cot_t.display FROM ${P}.cot_types cot_t WHERE cot_t.oid = type_oid), '???') END`,
+      ],
+    ],
+  ],
+  [
+    'pg_get_expr',
+    [
+      ['expr, relid', `expr`],
+      ['expr, relid, pretty', `expr`],
+    ],
+  ],
+  [
+    'pg_get_indexdef',
+    [
+      ['index_oid', `(SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)`],
+      [
+        'index_oid, col, pretty',
+        `CASE WHEN col = 0 OR col IS NULL
+       THEN (SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
+       ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN duckdb_columns() cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
+             WHERE cot_i.indexrelid = index_oid) END`,
+      ],
+    ],
+  ],
+  [
+    'pg_get_constraintdef',
+    [
+      ['constraint_oid', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`],
+      ['constraint_oid, pretty', `(SELECT cot_k.condef FROM ${P}.cot_constraints cot_k WHERE cot_k.oid = constraint_oid)`],
+    ],
+  ],
+  [
+    'pg_get_viewdef',
+    [
+      ['v_oid', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+      ['v_oid, pretty', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+    ],
+  ],
+  ['pg_table_is_visible', [['rel_oid', `true`]]],
+  ['pg_type_is_visible', [['type_oid', `true`]]],
+  ['pg_function_is_visible', [['fn_oid', `true`]]],
+  [
+    'obj_description',
+    [
+      ['obj_oid', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`],
+      ['obj_oid, catalog_name', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`],
+    ],
+  ],
+  [
+    'col_description',
+    [
+      [
+        'table_oid, column_number',
+        `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = table_oid AND cot_d.objsubid = column_number)`,
+      ],
+    ],
+  ],
+  ['shobj_description', [['obj_oid, catalog_name', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_encoding_to_char', [['encoding', `CASE WHEN encoding = 6 THEN 'UTF8' ELSE 'SQL_ASCII' END`]]],
+  [
+    'pg_get_function_result',
+    [
+      [
+        'fn_oid',
+        `(SELECT CASE WHEN cot_f.function_type LIKE 'table%' THEN 'SETOF record'
+       WHEN cot_f.return_type IS NULL THEN 'anyelement' ELSE coalesce(cot_t.display, lower(cot_f.return_type)) END
+       FROM ${P}.cot_functions cot_f LEFT JOIN ${P}.cot_type_map cot_m ON cot_m.type_key = ${P}.cot_type_key(cot_f.return_type)
+         LEFT JOIN ${P}.cot_types cot_t ON cot_t.oid = cot_m.oid WHERE cot_f.oid = fn_oid)`,
+      ],
+    ],
+  ],
+  [
+    'pg_get_function_arguments',
+    [
+      [
+        'fn_oid',
+        `(SELECT array_to_string(list_transform(list_zip(cot_f.parameters, cot_f.parameter_types),
+       p -> p[1] || CASE WHEN p[2] IS NULL THEN '' ELSE ' ' || lower(p[2]) END), ', ') FROM ${P}.cot_functions cot_f WHERE cot_f.oid = fn_oid)`,
+      ],
+    ],
+  ],
+  ['pg_get_function_identity_arguments', [['fn_oid', `${P}.pg_get_function_arguments(fn_oid)`]]],
+  ['pg_get_statisticsobjdef_columns', [['stat_oid', `CAST(NULL AS VARCHAR)`]]],
+  ['pg_relation_is_publishable', [['rel_oid', `false`]]],
+  // PostgreSQL's units and rounding (bytes, kB, MB, GB, TB; each step taken at 10 units of the next).
+  // The divisor of / and %: zero raises division_by_zero (22012), as in PostgreSQL.
+  // jsonb's ? ?| ?& operators: a key of an object, or a string in an array, or the string itself.
+  [
+    'cot_jsonb_exists',
+    [
+      [
+        'j, k',
+        `CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN list_contains(json_keys(CAST(j AS JSON)), k)
+           WHEN 'ARRAY' THEN list_contains(list_transform(CAST(CAST(j AS JSON) AS JSON[]), cot_e -> CASE json_type(cot_e) WHEN 'VARCHAR' THEN json_extract_string(cot_e, '$') END), k)
+           WHEN 'VARCHAR' THEN json_extract_string(CAST(j AS JSON), '$') = k ELSE false END`,
+      ],
+    ],
+  ],
+  // SELECT set_config(...) on its own is a session command (engines/duckdb/handler/commands.ts). Inside a query it
+  // cannot reach the session's settings: it binds (pg_dump's query over zero rows runs) and refuses a row.
+  [
+    'set_config',
+    [
+      [
+        'setting_name, new_value, is_local',
+        `CAST(error('set_config() changes a setting only as a statement of its own: SELECT set_config(name, value, is_local)') AS VARCHAR)`,
+      ],
+    ],
+  ],
+  ['cot_json_contained', [['a, b', 'json_contains(b, a)']]],
+  ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
+  ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
+  ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
+  ...RESULT_TYPE_MACROS,
+  [
+    'pg_size_pretty',
+    [
+      [
+        'size_bytes',
+        `CASE
+       WHEN abs(size_bytes) < 10240 THEN CAST(size_bytes AS BIGINT) || ' bytes'
+       WHEN abs(size_bytes // 512) < 20479 THEN CAST(((size_bytes // 512) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' kB'
+       WHEN abs(size_bytes // 524288) < 20479 THEN CAST(((size_bytes // 524288) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' MB'
+       WHEN abs(size_bytes // 536870912) < 20479 THEN CAST(((size_bytes // 536870912) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' GB'
+       ELSE CAST(((size_bytes // 549755813888) + CASE WHEN size_bytes < 0 THEN -1 ELSE 1 END) // 2 AS BIGINT) || ' TB' END`,
+      ],
+    ],
+  ],
+  ['pg_table_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  ['pg_total_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  ['pg_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  ['pg_database_size', [['db', `CAST((SELECT sum(total_blocks * block_size) FROM pragma_database_size()) AS BIGINT)`]]],
+  ['pg_backend_pid', [['', `CAST(0 AS INTEGER)`]]],
+  [
+    'has_database_privilege',
+    [
+      ['db, priv', `true`],
+      ['u, db, priv', `true`],
+    ],
+  ],
+  [
+    'has_schema_privilege',
+    [
+      ['s, priv', `true`],
+      ['u, s, priv', `true`],
+    ],
+  ],
+  [
+    'has_table_privilege',
+    [
+      ['t, priv', `true`],
+      ['u, t, priv', `true`],
+    ],
+  ],
+  [
+    'has_column_privilege',
+    [
+      ['t, c, priv', `true`],
+      ['u, t, c, priv', `true`],
+    ],
+  ],
+  [
+    'has_function_privilege',
+    [
+      ['f, priv', `true`],
+      ['u, f, priv', `true`],
+    ],
+  ],
+  ['has_sequence_privilege', [['s, priv', `true`]]],
+  ['has_any_column_privilege', [['t, priv', `true`]]],
+  [
+    'pg_has_role',
+    [
+      ['r, priv', `true`],
+      ['u, r, priv', `true`],
+    ],
+  ],
+  ['array_upper', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
+  ['array_lower', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN 1 END`]]],
+  ['array_length', [['arr, dim', `CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END`]]],
+  // Lower-case hex digits, and an integer's 32 bits (DuckDB's hex() prints upper case and sign-extends to 64).
+  [
+    'to_hex',
+    [
+      ['x INTEGER', `lower(hex(CAST(x AS BIGINT) & 4294967295))`],
+      ['x BIGINT', `lower(hex(x))`],
+    ],
+  ],
+  // A string's bytes; DuckDB's octet_length() takes only blobs and bit strings.
+  [
+    'octet_length',
+    [
+      ['x VARCHAR', `strlen(x)`],
+      ['x BLOB', `system.main.octet_length(x)`],
+    ],
+  ],
+  // Every element of a (one-dimensional) array; DuckDB's cardinality() takes only maps.
+  ['cardinality', [['arr', `CAST(len(arr) AS INTEGER)`]]],
+  ['current_schema', [['', `(SELECT CASE WHEN cot_s = 'main' THEN 'public' ELSE cot_s END FROM (SELECT system.main.current_schema() AS cot_s))`]]],
+  [
+    'current_schemas',
+    [
+      [
+        'include_implicit',
+        `list_transform(CASE WHEN include_implicit THEN system.main.current_schemas(true) ELSE system.main.current_schemas(false) END, s -> CASE WHEN s = 'main' THEN 'public' ELSE s END)`,
+      ],
+    ],
+  ],
+  // No subquery: clients call it inside table functions' arguments (Grafana's generate_series over the search_path).
+  [
+    'current_setting',
+    [
+      ['setting_name', SETTING_VALUE],
+      ['setting_name, missing_ok', SETTING_VALUE],
+    ],
+  ],
+  ['pg_postmaster_start_time', [['', `CAST(get_current_timestamp() AS TIMESTAMPTZ)`]]],
+  ['txid_current', [['', `CAST(1 AS BIGINT)`]]],
+  ['pg_is_in_recovery', [['', `false`]]],
+  ['quote_ident', [['s', `CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s ELSE '"' || replace(s, '"', '""') || '"' END`]]],
+  // PostgreSQL's format(): %s, %I (identifier) and %L (literal), for up to four arguments (Metabase's %I.%I).
+  [
+    'cot_format_arg',
+    [
+      [
+        'fmt, k, v',
+        `CASE regexp_extract_all(fmt, '%([sIL])', 1)[k]
+       WHEN 'I' THEN ${P}.quote_ident(CAST(v AS VARCHAR))
+       WHEN 'L' THEN CASE WHEN v IS NULL THEN 'NULL' ELSE '''' || replace(CAST(v AS VARCHAR), '''', '''''') || '''' END
+       ELSE coalesce(CAST(v AS VARCHAR), '') END`,
+      ],
+    ],
+  ],
+  [
+    'format',
+    [
+      ['fmt', 'fmt'],
+      ['fmt, a1', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1))`],
+      ['fmt, a1, a2', `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2))`],
+      [
+        'fmt, a1, a2, a3',
+        `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3))`,
+      ],
+      [
+        'fmt, a1, a2, a3, a4',
+        `printf(regexp_replace(fmt, '%[sIL]', '%s', 'g'), ${P}.cot_format_arg(fmt, 1, a1), ${P}.cot_format_arg(fmt, 2, a2), ${P}.cot_format_arg(fmt, 3, a3), ${P}.cot_format_arg(fmt, 4, a4))`,
+      ],
+    ],
+  ],
+  [
+    'parse_ident',
+    [['qualified', `list_transform(string_split(qualified, '.'), cot_p -> CASE WHEN cot_p LIKE '"%' THEN trim(cot_p, '"') ELSE lower(cot_p) END)`]],
+  ],
+  [
+    // The sequence a column's default draws from (a serial or identity column), schema-qualified.
+    'pg_get_serial_sequence',
+    [
+      [
+        'tbl, col',
+        `(SELECT CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
+              THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
+              ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END
+          FROM duckdb_columns() c
+          WHERE c.column_default LIKE 'nextval(%' AND c.column_name = col
+            AND lower(c.table_name) = lower(${P}.parse_ident(tbl)[-1])
+            AND (len(${P}.parse_ident(tbl)) = 1 OR c.schema_name = CASE ${P}.parse_ident(tbl)[-2] WHEN 'public' THEN 'main' ELSE ${P}.parse_ident(tbl)[-2] END)
+          ORDER BY c.database_name = 'temp' DESC LIMIT 1)`,
+      ],
+    ],
+  ],
+  ['pg_get_partkeydef', [['rel_oid', `CAST(NULL AS VARCHAR)`]]],
+  // cotwire keeps no ACLs: every object has its owner's default privileges, which pg_dump then leaves out.
+  [
+    'pg_options_to_table',
+    [
+      [
+        'opts',
+        `TABLE SELECT split_part(cot_o, '=', 1) AS option_name, substr(cot_o, strpos(cot_o, '=') + 1) AS option_value FROM (SELECT unnest(opts) AS cot_o)`,
+      ],
+    ],
+  ],
+  // quote_literal: E'' when the text holds a backslash, as PostgreSQL writes it.
+  [
+    'quote_literal',
+    [
+      [
+        'v',
+        `CASE WHEN CAST(v AS VARCHAR) IS NULL THEN NULL WHEN strpos(CAST(v AS VARCHAR), '\\') > 0
+           THEN 'E''' || replace(replace(CAST(v AS VARCHAR), '\\', '\\\\'), '''', '''''') || ''''
+           ELSE '''' || replace(CAST(v AS VARCHAR), '''', '''''') || '''' END`,
+      ],
+    ],
+  ],
+  // No table is partitioned: a relation's only ancestor is itself (psql 15's \d asks for foreign keys this way).
+  ['pg_partition_ancestors', [['rel', `CAST(rel AS BIGINT)`]]],
+  ['pg_partition_root', [['rel', `CAST(rel AS BIGINT)`]]],
+  ['array_remove', [['arr, elem', `list_filter(arr, cot_x -> cot_x IS DISTINCT FROM elem)`]]],
+  ['acldefault', [['objtype, owner_oid', `CAST(NULL AS VARCHAR[])`]]],
+  [
+    'pg_get_triggerdef',
+    [
+      ['trigger_oid', `CAST(NULL AS VARCHAR)`],
+      ['trigger_oid, pretty', `CAST(NULL AS VARCHAR)`],
+    ],
+  ],
+  [
+    'pg_get_ruledef',
+    [
+      ['rule_oid', `CAST(NULL AS VARCHAR)`],
+      ['rule_oid, pretty', `CAST(NULL AS VARCHAR)`],
+    ],
+  ],
+  ['pg_tablespace_location', [['ts_oid', `''`]]],
+  [
+    'cot_regclass_in',
+    [
+      [
+        'rel',
+        `(SELECT first(cot_c.oid) FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
+       WHERE (CASE WHEN contains(CAST(rel AS VARCHAR), '.') THEN cot_n.nspname = lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"'))
+                   AND cot_c.relname = trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
+              ELSE cot_c.relname = CASE WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END END))`,
+      ],
+    ],
+  ],
+  ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
+  // A type's name as regtype reads it: pg_catalog. and quotes dropped ('"pg_catalog"."bool"', TypeORM's), the grammar's aliases resolved.
+  [
+    'cot_type_name',
+    [
+      [
+        't',
+        `CASE replace(regexp_replace(lower(trim(CAST(t AS VARCHAR))), '^"?pg_catalog"?\\s*\\.\\s*', ''), '"', '')
+           WHEN 'int' THEN 'int4' WHEN 'smallint' THEN 'int2' WHEN 'bigint' THEN 'int8' WHEN 'decimal' THEN 'numeric'
+           WHEN 'float' THEN 'float8' WHEN 'float4' THEN 'float4' WHEN 'char' THEN 'bpchar'
+           ELSE replace(regexp_replace(lower(trim(CAST(t AS VARCHAR))), '^"?pg_catalog"?\\s*\\.\\s*', ''), '"', '') END`,
+      ],
+    ],
+  ],
+  [
+    'jsonb_typeof',
+    [
+      [
+        'j',
+        `CASE WHEN j IS NULL THEN NULL ELSE CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN 'object' WHEN 'ARRAY' THEN 'array'
+           WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean' WHEN 'NULL' THEN 'null' ELSE 'number' END END`,
+      ],
+    ],
+  ],
+  ['json_typeof', [['j', `${P}.jsonb_typeof(j)`]]],
+  [
+    'cot_regtype_in',
+    [
+      [
+        'type_name',
+        `(SELECT first(cot_t.oid) FROM ${P}.cot_types cot_t WHERE cot_t.typname = ${P}.cot_type_name(type_name) OR cot_t.display = ${P}.cot_type_name(type_name))`,
+      ],
+    ],
+  ],
+  ['cot_regtype_out', [['type_oid', `${P}.format_type(type_oid, -1)`]]],
+  // pg_type's regproc columns (typinput ...) hold function names, so a regproc is compared as its name.
+  ['cot_regproc_in', [['fn', `lower(CAST(fn AS VARCHAR))`]]],
+  [
+    'cot_regproc_out',
+    [
+      [
+        'fn_oid',
+        `CASE WHEN try_cast(fn_oid AS BIGINT) IS NULL THEN CAST(fn_oid AS VARCHAR)
+       ELSE (SELECT first(cot_f.function_name) FROM ${P}.cot_functions cot_f WHERE cot_f.oid = try_cast(fn_oid AS BIGINT)) END`,
+      ],
+    ],
+  ],
+  ['cot_regnamespace_in', [['nsp', `(SELECT first(cot_n.oid) FROM ${P}.pg_namespace cot_n WHERE cot_n.nspname = CAST(nsp AS VARCHAR))`]]],
+  ['cot_regnamespace_out', [['nsp_oid', `(SELECT first(cot_n.nspname) FROM ${P}.pg_namespace cot_n WHERE cot_n.oid = nsp_oid)`]]],
+  ['cot_regrole_in', [['r', `CAST(${OID.owner} AS BIGINT)`]]],
+  ['cot_regrole_out', [['r', `current_user()`]]],
+  ['_pg_expandarray', [['arr', `list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i})`]]],
+  // PostgreSQL's: each word's first letter upper case, the rest lower; words are runs of letters and digits.
+  [
+    'initcap',
+    [
+      [
+        's',
+        `CASE WHEN s IS NULL THEN NULL ELSE array_to_string(list_transform(range(length(CAST(s AS VARCHAR))), cot_i ->
+         CASE WHEN cot_i = 0 OR NOT regexp_matches(CAST(s AS VARCHAR)[cot_i], '^[\\pL\\pN]$')
+           THEN upper(CAST(s AS VARCHAR)[cot_i + 1]) ELSE lower(CAST(s AS VARCHAR)[cot_i + 1]) END), '') END`,
+      ],
+    ],
+  ],
+  // The wall clock, read at each call (now() and current_timestamp are the transaction's start);
+  // cot_clock_micros is registered by the engine (engines/duckdb/adapter/engine.ts).
+  ['clock_timestamp', [['', `CAST(system.main.make_timestamp(CAST(system.main.cot_clock_micros() AS BIGINT)) AS TIMESTAMPTZ)`]]],
+  // date_bin(stride, source, origin): DuckDB's time_bucket bins the same way from the same origin (without one, from 2001-01-01, as time_bucket does).
+  [
+    'date_bin',
+    [
+      ['stride, source', `time_bucket(stride, source, TIMESTAMP '2001-01-01 00:00:00')`],
+      ['stride, source, origin', `time_bucket(stride, source, origin)`],
+    ],
+  ],
+];
+
+export function createMacro([name, overloads]: MacroDef): string {
+  return `CREATE MACRO ${P}.${name}${overloads.map(([params, body]) => `(${params}) AS ${body}`).join(', ')}`;
+}
+
+/** Macros whose bodies read catalog views are created after the views; the rest before, for the views to use. */
+export const readsViews = (m: MacroDef): boolean =>
+  m[1].some(([, body]) => [`${P}.pg_`, `${P}.cot_functions`, `${P}.cot_indexes`, `${P}.cot_constraints`].some((v) => body.includes(v)));
+
+/** Functions of the catalog layer, by name: a client's call to one of them (qualified or not) reaches cotwire's. */
+export const CATALOG_FUNCTIONS: ReadonlySet<string> = new Set(MACROS.map(([name]) => name).filter((n) => !n.startsWith('cot_')));

@@ -1,0 +1,83 @@
+import { P } from './catalog-sql.js';
+import type { MacroDef } from './pg-functions.js';
+
+/**
+ * Results typed as PostgreSQL types them where DuckDB's differ: numeric
+ * division and avg() of integers and numerics (double in DuckDB), sum() of
+ * int2 and int4 (int8; int128 in DuckDB), date - date (integer; bigint).
+ * Each macro's overload is chosen by the type of a witness argument
+ * (engines/duckdb/catalog/type-witness.ts), which no body evaluates.
+ */
+
+/** The types whose division and average are numeric in PostgreSQL, as DuckDB holds them. */
+const EXACT_TYPES = ['SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'DECIMAL(38,9)'];
+
+/**
+ * A double as numeric with 15 significant digits, all a double carries
+ * (a plain cast to DECIMAL would print its binary noise: 33.5033333333333374).
+ */
+const NUMERIC_OF_DOUBLE = `CASE WHEN q = 0 OR NOT isfinite(q) THEN CAST(q AS DECIMAL(38,16))
+  ELSE CAST(round(q * power(10, least(16, 15 - CAST(ceil(log10(abs(q))) AS INTEGER)))) AS DECIMAL(38,0))
+     * CAST(power(10, -least(16, 15 - CAST(ceil(log10(abs(q))) AS INTEGER))) AS DECIMAL(38,16)) END`;
+
+const OWN_DIVISION = `a / ${P}.cot_divisor(b)`;
+const NUMERIC_DIVISION = `${P}.cot_numeric(CAST(a AS DOUBLE) / CAST(${P}.cot_divisor(b) AS DOUBLE))`;
+
+export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
+  ['cot_numeric', [['q', NUMERIC_OF_DOUBLE]]],
+  // a / b, chosen by the witnesses' types: numeric for integers and numerics mixed, or int128 (a sum of
+  // bigints, numeric in PostgreSQL); DuckDB's own for integers (integer_division), doubles and the rest.
+  [
+    'cot_div',
+    [
+      ['a, b, wa DECIMAL(38,9), wb DECIMAL(38,9)', NUMERIC_DIVISION],
+      ['a, b, wa HUGEINT, wb HUGEINT', NUMERIC_DIVISION],
+      // An interval divided by a number (integer_division makes DuckDB's / an integer division, which intervals lack).
+      ['a, b, wa INTERVAL, wb DOUBLE', `a * (1 / CAST(${P}.cot_divisor(b) AS DOUBLE))`],
+      ['a, b, wa DOUBLE, wb DOUBLE', OWN_DIVISION],
+      ['a, b, wa BIGINT, wb BIGINT', OWN_DIVISION],
+      ['a, b, wa INTEGER, wb INTEGER', OWN_DIVISION],
+      ['a, b, wa SMALLINT, wb SMALLINT', OWN_DIVISION],
+      ['a, b, wa, wb', OWN_DIVISION],
+    ],
+  ],
+  // date - date is a count of days, integer in PostgreSQL (bigint in DuckDB); the rest is DuckDB's own.
+  [
+    'cot_minus',
+    [
+      ['a, b, wa DATE, wb DATE', 'CAST(a - b AS INTEGER)'],
+      ['a, b, wa, wb', 'a - b'],
+    ],
+  ],
+  // round(x) of a double: half to even, as PostgreSQL's rint.
+  [
+    'cot_round',
+    [
+      ['x, w DOUBLE', 'round_even(x, 0)'],
+      // Overloads of their own, or DuckDB would cast these witnesses to double.
+      ...EXACT_TYPES.map((t) => [`x, w ${t}`, 'round(x)'] as const),
+      ['x, w', 'round(x)'],
+    ],
+  ],
+  // sum(int2) and sum(int4) are int8.
+  [
+    'cot_sum_as',
+    [
+      ['s, w SMALLINT', 'CAST(s AS BIGINT)'],
+      ['s, w INTEGER', 'CAST(s AS BIGINT)'],
+      ['s, w', 's'],
+    ],
+  ],
+  ['cot_avg_as', [...EXACT_TYPES.map((t) => [`a, w ${t}`, `${P}.cot_numeric(a)`] as const), ['a, w', 'a']]],
+  // Witnesses of sum(x) and avg(x) for a division around them: the type each returns once rewritten.
+  [
+    'cot_sum_witness',
+    [
+      ['w SMALLINT', 'CAST(1 AS BIGINT)'],
+      ['w INTEGER', 'CAST(1 AS BIGINT)'],
+      ['w BIGINT', 'CAST(1 AS HUGEINT)'],
+      ['w', 'w'],
+    ],
+  ],
+  ['cot_avg_witness', [...EXACT_TYPES.map((t) => [`w ${t}`, 'CAST(1 AS DECIMAL(38,16))'] as const), ['w', 'w']]],
+];

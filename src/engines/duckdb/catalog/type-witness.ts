@@ -1,0 +1,170 @@
+import { quoteIdentifier, quoteLiteral } from '../../../sql/identifiers.js';
+import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { strings } from '../../../sql/pg-tree.js';
+import { PG_SCHEMA } from './catalog-sql.js';
+
+/**
+ * A type witness: an expression with the DuckDB type that a client's
+ * expression will have once rewritten, but none of its aggregates.
+ *
+ * PostgreSQL's numeric division and avg() return numeric, DuckDB's return
+ * double; sum(int4) returns int8 in PostgreSQL and int128 in DuckDB. Which
+ * answer is right depends on the operands' types, which only the engine
+ * knows. DuckDB picks a macro's overload by the types of its arguments, but
+ * not when an argument is an aggregate or a window function (it cannot type
+ * those while expanding the macro), so the rewrite passes the macro a
+ * witness of each operand beside the operand itself: the overload is chosen
+ * on the witness, and the body uses the operand. A witness is never
+ * evaluated: no overload's body names it.
+ *
+ * Only the expressions whose type is certain are witnessed (columns,
+ * literals, casts to built-in types, arithmetic, CASE, the common
+ * aggregates and window functions); anything else gives null, and the
+ * expression keeps DuckDB's types.
+ */
+
+type Node = Record<string, unknown>;
+
+/** PostgreSQL's type names, as the rewrite spells them for DuckDB. */
+const CAST_TYPES: Readonly<Record<string, string>> = {
+  int2: 'SMALLINT',
+  smallint: 'SMALLINT',
+  int4: 'INTEGER',
+  int: 'INTEGER',
+  integer: 'INTEGER',
+  int8: 'BIGINT',
+  bigint: 'BIGINT',
+  float8: 'DOUBLE',
+  float4: 'FLOAT',
+  real: 'FLOAT',
+  text: 'VARCHAR',
+  varchar: 'VARCHAR',
+  bool: 'BOOLEAN',
+  date: 'DATE',
+  timestamp: 'TIMESTAMP',
+  timestamptz: 'TIMESTAMPTZ',
+  interval: 'INTERVAL',
+};
+
+/** Aggregates and window functions whose result has their argument's type. */
+const SAME_TYPE_AGGREGATES = new Set(['min', 'max', 'first_value', 'last_value', 'lag', 'lead', 'nth_value', 'any_value']);
+
+/** Window functions that count: bigint. */
+const COUNTING_FUNCTIONS = new Set(['count', 'row_number', 'rank', 'dense_rank']);
+
+/** Scalar functions whose result has their first argument's type. */
+const SAME_TYPE_FUNCTIONS = new Set(['abs', 'round', 'trunc', 'ceil', 'ceiling', 'floor']);
+
+// Typed ones, not NULLs: DuckDB folds arithmetic on a NULL into an untyped NULL.
+/** System columns the rewrite replaces (pg_dump's tableoid): a witness could not name them. */
+const SYSTEM_COLUMNS = new Set(['tableoid', 'ctid', 'xmin', 'xmax', 'cmin', 'cmax']);
+
+const BIGINT_ONE = 'CAST(1 AS BIGINT)';
+
+function constant(c: Node): string | null {
+  if (c.isnull === true) return 'NULL';
+  const ival = c.ival as { ival?: number } | undefined;
+  if (ival !== undefined) return String(ival.ival ?? 0);
+  const fval = (c.fval as { fval?: string } | undefined)?.fval;
+  if (fval !== undefined) return /^[0-9.eE+-]+$/.test(fval) ? fval : null;
+  const sval = (c.sval as { sval?: string } | undefined)?.sval;
+  if (sval !== undefined) return quoteLiteral(sval);
+  const boolval = c.boolval as { boolval?: boolean } | undefined;
+  if (boolval !== undefined) return boolval.boolval === true ? 'true' : 'false';
+  return null;
+}
+
+function castType(typeName: Node | undefined): string | null {
+  if (typeName === undefined || typeName.arrayBounds !== undefined) return null;
+  const name = strings(typeName.names).at(-1);
+  if (name === 'numeric' || name === 'decimal') {
+    const mods = ((typeName.typmods as Node[] | undefined) ?? []).map(
+      (m) => ((m.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival ?? 0,
+    );
+    if (mods.length === 0) return UNCONSTRAINED_NUMERIC;
+    return `DECIMAL(${mods[0]},${mods[1] ?? 0})`;
+  }
+  return name === undefined ? null : (CAST_TYPES[name] ?? null);
+}
+
+function call(node: Node): string | null {
+  const parts = strings(node.funcname);
+  if (parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog')) return null;
+  const fn = parts.at(-1) ?? '';
+  const args = (node.args as Node[] | undefined) ?? [];
+  const first = args[0] === undefined ? null : typeWitness(args[0]);
+  if (COUNTING_FUNCTIONS.has(fn)) return BIGINT_ONE;
+  if (fn === 'sum') return first === null ? null : `${PG_SCHEMA}.cot_sum_witness(${first})`;
+  if (fn === 'avg') return first === null ? null : `${PG_SCHEMA}.cot_avg_witness(${first})`;
+  if (fn === 'percent_rank' || fn === 'cume_dist') return 'CAST(1 AS DOUBLE)';
+  if (fn === 'ntile') return 'CAST(1 AS INTEGER)';
+  if (SAME_TYPE_AGGREGATES.has(fn)) return first;
+  // A scalar function in an aggregate's place would be one of its own: only plain calls.
+  if (node.over !== undefined || node.agg_filter !== undefined || node.agg_star === true || node.agg_distinct === true) return null;
+  if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
+  return null;
+}
+
+function list(nodes: unknown): string[] | null {
+  const out: string[] = [];
+  for (const n of (nodes as Node[] | undefined) ?? []) {
+    const w = typeWitness(n);
+    if (w === null) return null;
+    out.push(w);
+  }
+  return out;
+}
+
+/** The witness of an expression (see above), or null when its type is not certain. */
+export function typeWitness(node: Node | undefined): string | null {
+  if (node === undefined) return null;
+  const [kind, value] = Object.entries(node)[0] ?? [];
+  const n = (value ?? {}) as Node;
+  switch (kind) {
+    case 'ColumnRef': {
+      const fields = (n.fields as Node[] | undefined) ?? [];
+      const names = fields.map((f) => (f.String as { sval?: string } | undefined)?.sval);
+      if (names.length === 0 || names.length > 2 || names.some((x) => x === undefined || SYSTEM_COLUMNS.has(x))) return null;
+      return names.map((x) => quoteIdentifier(x as string)).join('.');
+    }
+    case 'A_Const':
+      return constant(n);
+    case 'TypeCast': {
+      const arg = typeWitness(n.arg as Node | undefined);
+      const type = castType(n.typeName as Node | undefined);
+      return arg === null || type === null ? null : `CAST(${arg} AS ${type})`;
+    }
+    case 'A_Expr': {
+      if (n.kind === 'AEXPR_NULLIF') return typeWitness(n.lexpr as Node | undefined);
+      const op = strings(n.name);
+      if (n.kind !== 'AEXPR_OP' || op.length !== 1) return null;
+      const right = typeWitness(n.rexpr as Node | undefined);
+      if (right === null) return null;
+      if (n.lexpr === undefined) return op[0] === '-' || op[0] === '+' ? `(${op[0]}${right})` : null;
+      const left = typeWitness(n.lexpr as Node | undefined);
+      if (left === null) return null;
+      // Division and subtraction are rewritten with their macros, whose result types the witness must have.
+      if (op[0] === '/') return `${PG_SCHEMA}.cot_div(${left}, ${right}, ${left}, ${right})`;
+      if (op[0] === '-') return `${PG_SCHEMA}.cot_minus(${left}, ${right}, ${left}, ${right})`;
+      return op[0] === '+' || op[0] === '*' || op[0] === '%' ? `(${left} ${op[0]} ${right})` : null;
+    }
+    case 'FuncCall':
+      return call(n);
+    case 'CaseExpr': {
+      const results = list(((n.args as Node[] | undefined) ?? []).map((w) => (w.CaseWhen as Node | undefined)?.result));
+      const otherwise = n.defresult === undefined ? null : typeWitness(n.defresult as Node);
+      if (results === null || (n.defresult !== undefined && otherwise === null)) return null;
+      return `CASE ${results.map((r) => `WHEN true THEN ${r}`).join(' ')}${otherwise === null ? '' : ` ELSE ${otherwise}`} END`;
+    }
+    case 'CoalesceExpr': {
+      const args = list(n.args);
+      return args === null ? null : `coalesce(${args.join(', ')})`;
+    }
+    case 'MinMaxExpr': {
+      const args = list(n.args);
+      return args === null ? null : `${n.op === 'IS_LEAST' ? 'least' : 'greatest'}(${args.join(', ')})`;
+    }
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,131 @@
+import { withAuditFindings } from './audit-sql.js';
+import { columnDigestSql, withRedactedDigests } from '../../../ledger/erasure/redactions.js';
+import { RETAINED_HASH, RETAINED_STEPS, withRetainedPrefix } from '../../../ledger/erasure/retention-sql.js';
+import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { BREAK_CTES, chainKeySql, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
+
+/**
+ * The SQL side of verification: macros any client can call, written so that
+ * they recompute every hash from the README's specification with DuckDB's
+ * own sha256(). Built-in functions are called by their qualified names, so
+ * that no user object could change what verification answers.
+ */
+
+const fn = (name: string): string => `system.main.${name}`;
+
+/** lp(s) of a constant, as hex: its length and bytes are known when the SQL is written. */
+function lpHex(s: string): string {
+  const bytes = Buffer.from(s, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64BE(BigInt(bytes.length));
+  return Buffer.concat([len, bytes]).toString('hex');
+}
+
+/**
+ * The expression that recomputes a row's current_hash. The pre-image is
+ * built as one hex string with a single concat() and decoded once: chaining
+ * BLOB || per column copied the growing pre-image forty times per row.
+ */
+export function hashSql(table: LedgerTable, redacted = false): string {
+  if (table.hashVersion === HASH_VERSION_V2) return hashSqlV2(table, redacted);
+  const parts = [`'${lpHex(HASH_VERSION)}${lpHex(table.name)}'`];
+  for (const c of table.columns) {
+    if (c.name === 'current_hash') continue;
+    parts.push(`'${lpHex(c.name)}'`, lpValueHex(canonicalTextSql(c.name, c.type)));
+  }
+  return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
+}
+
+/** lp(v) of a canonical text expression, as hex (the NULL mark for NULL). */
+function lpValueHex(v: string): string {
+  return `CASE WHEN ${v} IS NULL THEN 'ffffffffffffffff' ELSE ${fn('lpad')}(${fn('to_hex')}(${fn('octet_length')}(${fn('encode')}(${v}))), 16, '0') || ${fn('hex')}(${fn('encode')}(${v})) END`;
+}
+
+/**
+ * The `cotwire/v2` form: each column enters as the hex of SHA-256(lp(text))
+ * (canonical.ts, preimageV2). `redacted`: over rows joined
+ * withRedactedDigests, whose recorded digests stand in for redacted values.
+ */
+export function hashSqlV2(table: LedgerTable, redacted = false): string {
+  const parts = [`'${lpHex(HASH_VERSION_V2)}${lpHex(table.name)}'`];
+  for (const c of table.columns) {
+    if (c.name === 'current_hash') continue;
+    const digest = (text: string): string => `${fn('sha256')}(${fn('unhex')}(${lpValueHex(text)}))`;
+    parts.push(`'${lpHex(c.name)}'`, redacted ? columnDigestSql(table, c, digest) : digest(canonicalTextSql(c.name, c.type)));
+  }
+  return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
+}
+
+/**
+ * One row per chain (`chain`, the SQL of one chain's key, when `where` keeps only it): whether it verifies, how many steps it has, and where
+ * it first breaks (step_index, kind, expected and actual hash). `where` is a
+ * SQL condition on the ledger's rows that keeps whole chains (for example
+ * `chainKeySql(table) = $1`), or null for every chain.
+ */
+export function verifySql(table: LedgerTable, where: string | null, chain: string | null = null): string {
+  const key = chainKeySql(table);
+  const from = `${quoteIdent(table.catalog)}.${quoteIdent(table.schema)}.${quoteIdent(table.name)}`;
+  return `
+WITH rows AS MATERIALIZED (
+  SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table, true)} AS recomputed,
+    -- A chain whose first steps retention removed starts at the step after them, linked to the last one.
+    row_number() OVER w - 1 + coalesce(${RETAINED_STEPS}, 0) AS position,
+    lag(current_hash, 1, coalesce(${RETAINED_HASH}, '')) OVER w AS expected_prev,
+    -- Ordered by step_index, two rows with the same index are neighbours.
+    coalesce(step_index = lag(step_index) OVER w, false) OR coalesce(step_index = lead(step_index) OVER w, false) AS repeated_index
+  FROM ${withRetainedPrefix(table, withRedactedDigests(table, from, chain), key, chain)}
+  ${where === null ? '' : `WHERE ${where}`}
+  WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
+),
+${BREAK_CTES}
+SELECT chain_key,
+  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
+  count(*)::BIGINT AS step_count,
+  CAST(arg_min(CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END, position) FILTER (WHERE break_kind IS NOT NULL) AS INTEGER) AS first_broken_index,
+  arg_min(break_kind, position) FILTER (WHERE break_kind IS NOT NULL) AS break_kind,
+  arg_min(CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END, position) FILTER (WHERE break_kind IS NOT NULL) AS expected_hash,
+  arg_min(CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END, position) FILTER (WHERE break_kind IS NOT NULL) AS actual_hash
+FROM checked
+GROUP BY chain_key
+ORDER BY chain_key`;
+}
+
+/** The verification macros for one ledger: NAME(key) for one chain, NAME_all() for every chain. */
+export function verifyMacros(table: LedgerTable): string[] {
+  const name = verifyMacroName(table);
+  return [
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE ${withAuditFindings(table, verifySql(table, `${chainKeySql(table)} = chain`, 'chain'), 'chain')}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE ${withAuditFindings(table, verifySql(table, null), null)}`,
+  ];
+}
+
+/**
+ * A damaged ledger's verification macros (ledger/chain/catalog.ts): they say why
+ * instead of verifying, since every row would read as edited against a
+ * changed shape, and a dropped ledger has no rows to read.
+ */
+export function damagedVerifyMacros(ledger: Pick<LedgerTable, 'schema' | 'name'>, reason: string): string[] {
+  const name = verifyMacroName(ledger);
+  const message = quoteLiteral(`ledger "${ledger.schema}.${ledger.name}" is damaged: ${reason}; SELECT * FROM cot_audit() lists what the audit found`);
+  return [
+    `CREATE OR REPLACE TEMP MACRO ${name}(chain) AS TABLE SELECT system.main.error(${message}) AS valid`,
+    `CREATE OR REPLACE TEMP MACRO ${name}_all() AS TABLE SELECT system.main.error(${message}) AS valid`,
+  ];
+}
+
+/** Reading macros for the default ledger. */
+export function stepsReadMacros(steps: LedgerTable): string[] {
+  const from = `main.${STEPS_TABLE}`;
+  return [
+    `CREATE OR REPLACE TEMP MACRO cot_replay(session) AS TABLE SELECT * FROM ${from} WHERE session_id = session ORDER BY step_index`,
+    `CREATE OR REPLACE TEMP MACRO cot_trace(trace) AS TABLE SELECT * FROM ${from} WHERE trace_id = CAST(trace AS UUID)`,
+    // Only the agent's own sessions are verified, not every chain in the ledger.
+    `CREATE OR REPLACE TEMP MACRO cot_sessions(agent) AS TABLE
+     WITH v AS (${verifySql(steps, `session_id IN (SELECT session_id FROM ${from} WHERE agent_id IS NOT DISTINCT FROM agent)`)})
+     SELECT s.session_id, count(*)::BIGINT AS step_count, min(s.created_at) AS first_step_at, max(s.created_at) AS last_step_at,
+            any_value(v.valid) AS chain_valid
+     FROM ${from} s JOIN v ON v.chain_key = s.session_id
+     WHERE s.agent_id IS NOT DISTINCT FROM agent
+     GROUP BY s.session_id ORDER BY first_step_at`,
+  ];
+}

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import type { EngineConnection } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import { columnDigest } from '../../../ledger/chain/canonical.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import { markerOf, REDACTIONS_TABLE, unredactable } from '../../../ledger/erasure/redactions.js';
+import { canonicalTextSql, qualifiedName, quoteIdent, STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+
+/** Which value to redact: a step of `_cot_steps` by trace_id, or a row of any ledger by its ledger_seq. */
+export type RedactionTarget = { readonly traceId: string } | { readonly ledger: string; readonly seq: string };
+
+export interface RedactionRequest {
+  readonly target: RedactionTarget;
+  readonly column: string;
+  readonly reason: string;
+  /** Who asks: the role and user, as the record names them. */
+  readonly actor: string;
+}
+
+/** One redaction as its record holds it. */
+export interface RedactionRecord {
+  readonly redactionId: string;
+  readonly ledger: string;
+  readonly targetSeq: string;
+  readonly chainKey: string;
+  readonly stepIndex: number;
+  readonly traceId: string | null;
+  readonly column: string;
+  readonly valueDigest: string;
+  readonly reason: string;
+  readonly redactedBy: string;
+  /** The record's own ledger_seq, which the global log and the next checkpoint cover. */
+  readonly recordSeq: string;
+  /** False when the value had already been redacted by this record. */
+  readonly applied: boolean;
+}
+
+export interface RedactorHooks {
+  /** A chain's rows changed: caches of it are stale. */
+  changed(table: LedgerTable, chainKey: string): void;
+  /** Values left the ledgers: their bytes go at the next rewrite of the database file. */
+  erased(): void;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Carries out redactions, one at a time: the record is appended (chained,
+ * in the global log) and in the engine before the value is replaced, so a
+ * crash in between leaves a row that still holds its value and verifies,
+ * and the next start finishes the redaction (complete()).
+ */
+export class Redactor {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  /** Resolves once the runs asked for so far have ended. */
+  async idle(): Promise<void> {
+    await this.queue;
+  }
+
+  constructor(
+    private readonly conn: EngineConnection,
+    private readonly catalog: LedgerCatalog,
+    private readonly writer: LedgerWriter,
+    private readonly hooks: RedactorHooks,
+  ) {}
+
+  redact(request: RedactionRequest): Promise<RedactionRecord> {
+    const run = this.queue.then(() => this.redactOne(request));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async redactOne(request: RedactionRequest): Promise<RedactionRecord> {
+    const { column } = request;
+    const reason = request.reason.trim();
+    if (reason === '')
+      throw new PgError(SqlState.InvalidParameterValue, 'a redaction needs a reason', {
+        hint: 'Say why, for the record: cot_redact(trace_id, column, reason).',
+      });
+    const table = await this.ledgerOf(request.target);
+    const refusal = unredactable(table, column);
+    if (refusal !== null) {
+      const code = table.columns.some((c) => c.name === column) ? SqlState.FeatureNotSupported : SqlState.UndefinedColumn;
+      throw new PgError(code, `cannot redact ${table.schema}.${table.name}.${column}: ${refusal}`);
+    }
+    const records = await this.records();
+    // The target row must be in the engine, not only in the writer's journal.
+    await this.writer.visible();
+    const where = 'traceId' in request.target ? 'trace_id = CAST($1 AS UUID)' : 'ledger_seq = CAST($1 AS BIGINT)';
+    const key = table.chainKey === null ? `''` : `CAST(${quoteIdent(table.chainKey)} AS VARCHAR)`;
+    const traceId = table.columns.some((c) => c.name === 'trace_id') ? 'CAST(trace_id AS VARCHAR)' : 'NULL';
+    const c = table.columns.find((x) => x.name === column);
+    const rows = (await this.conn.query(
+      `SELECT CAST(ledger_seq AS VARCHAR), ${key}, step_index, ${traceId}, ${canonicalTextSql(column, c?.type ?? 'VARCHAR')} FROM ${qualifiedName(table)} WHERE ${where}`,
+      ['traceId' in request.target ? request.target.traceId : request.target.seq],
+    )) as Array<[string, string, number, string | null, string | null]>;
+    const row = rows[0];
+    if (row === undefined || rows.length > 1) {
+      throw new PgError(
+        'P0002',
+        `no row of ${table.schema}.${table.name} has ${'traceId' in request.target ? `trace_id ${request.target.traceId}` : `ledger_seq ${request.target.seq}`}`,
+      );
+    }
+    const [seq, chainKey, stepIndex, trace, text] = row;
+    const ledger = `${table.schema}.${table.name}`;
+    const [existing] = (await this.conn.query(
+      `SELECT CAST(redaction_id AS VARCHAR), value_digest, reason, redacted_by, CAST(ledger_seq AS VARCHAR) FROM ${qualifiedName(records)}
+       WHERE ledger = $1 AND target_seq = CAST($2 AS BIGINT) AND column_name = $3 ORDER BY ledger_seq LIMIT 1`,
+      [ledger, seq, column],
+    )) as Array<[string, string, string, string, string]>;
+    const base = { ledger, targetSeq: seq, chainKey, stepIndex: Number(stepIndex), traceId: trace, column };
+    if (existing !== undefined) {
+      await this.apply(table, seq, column, chainKey, trace);
+      return {
+        ...base,
+        redactionId: existing[0],
+        valueDigest: existing[1],
+        reason: existing[2],
+        redactedBy: existing[3],
+        recordSeq: existing[4],
+        applied: false,
+      };
+    }
+    if (text === null) throw new PgError(SqlState.InvalidParameterValue, `${ledger}.${column} is NULL there: there is nothing to redact`);
+    const marker = markerOf(c as NonNullable<typeof c>);
+    if (marker !== null && text === marker.text) {
+      throw new PgError(SqlState.InvalidParameterValue, `${ledger}.${column} there holds the redaction marker itself, with no redaction record`, {
+        hint: 'A value written as the marker is not a redacted one; there is nothing to redact.',
+      });
+    }
+    const redactionId = randomUUID();
+    const valueDigest = columnDigest(text).toString('hex');
+    const [appended] = await this.writer.append([
+      { table: records, rows: [[redactionId, ledger, seq, chainKey, String(stepIndex), trace, column, valueDigest, reason, request.actor]] },
+    ]);
+    await this.writer.visible();
+    await this.apply(table, seq, column, chainKey, trace);
+    return { ...base, redactionId, valueDigest, reason, redactedBy: request.actor, recordSeq: String(appended?.firstSeq ?? ''), applied: true };
+  }
+
+  /**
+   * Finishes redactions whose record was appended but whose value was not
+   * replaced (a crash in between); returns how many.
+   */
+  async complete(): Promise<number> {
+    const records = await this.catalog.find(['main', REDACTIONS_TABLE]);
+    if (records === null) return 0;
+    const pending = (await this.conn.query(`SELECT DISTINCT ledger, CAST(target_seq AS VARCHAR), column_name FROM ${qualifiedName(records)}`)) as Array<
+      [string, string, string]
+    >;
+    let done = 0;
+    for (const [ledger, seq, column] of pending) {
+      const [schema, name] = ledger.split('.') as [string, string];
+      const table = await this.catalog.find([schema, name]).catch(() => null);
+      const c = table?.columns.find((x) => x.name === column);
+      const marker = c === undefined ? null : markerOf(c);
+      if (table === null || table === undefined || marker === null) continue;
+      const [[holds]] = (await this.conn.query(
+        `SELECT count(*) FILTER (WHERE ${canonicalTextSql(column, (c as NonNullable<typeof c>).type)} IS DISTINCT FROM $2) FROM ${qualifiedName(table)} WHERE ledger_seq = CAST($1 AS BIGINT)`,
+        [seq, marker.text],
+      )) as [[bigint]];
+      if (Number(holds) === 0) continue;
+      await this.apply(table, seq, column, null, null);
+      done++;
+    }
+    return done;
+  }
+
+  /** Replaces the value with its marker, and what was derived from it. */
+  private async apply(table: LedgerTable, seq: string, column: string, chainKey: string | null, traceId: string | null): Promise<void> {
+    const c = table.columns.find((x) => x.name === column);
+    const marker = c === undefined ? null : markerOf(c);
+    if (marker === null) return;
+    await this.conn.run('BEGIN');
+    try {
+      await this.conn.query(`UPDATE ${qualifiedName(table)} SET ${quoteIdent(column)} = ${marker.sql} WHERE ledger_seq = CAST($1 AS BIGINT)`, [seq]);
+      // A vector computed from the value says something about it.
+      if (table.isSteps && traceId !== null && (await this.hasTable('_cot_embeddings'))) {
+        await this.conn.query('DELETE FROM main._cot_embeddings WHERE trace_id = CAST($1 AS UUID)', [traceId]);
+      }
+      await this.conn.run('COMMIT');
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    if (chainKey !== null) this.hooks.changed(table, chainKey);
+    this.hooks.erased();
+  }
+
+  private async hasTable(name: string): Promise<boolean> {
+    const [[n]] = (await this.conn.query(
+      `SELECT count(*) FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = $1`,
+      [name],
+    )) as [[bigint]];
+    return Number(n) > 0;
+  }
+
+  private async records(): Promise<LedgerTable> {
+    const records = await this.catalog.find(['main', REDACTIONS_TABLE]);
+    if (records === null) throw new PgError(SqlState.FeatureNotSupported, `the database has no ${REDACTIONS_TABLE} ledger to record redactions in`);
+    return records;
+  }
+
+  private async ledgerOf(target: RedactionTarget): Promise<LedgerTable> {
+    if ('traceId' in target) {
+      if (!UUID.test(target.traceId)) throw new PgError(SqlState.InvalidTextRepresentation, `invalid input syntax for type uuid: "${target.traceId}"`);
+      const steps = await this.catalog.find(['main', STEPS_TABLE]);
+      if (steps === null) throw new PgError(SqlState.UndefinedTable, `relation "${STEPS_TABLE}" does not exist`);
+      return steps;
+    }
+    if (!/^[0-9]{1,19}$/.test(target.seq)) throw new PgError(SqlState.InvalidTextRepresentation, `invalid input syntax for type bigint: "${target.seq}"`);
+    const parts = target.ledger.split('.');
+    const table = await this.catalog.find(parts);
+    if (table === null) throw new PgError(SqlState.UndefinedTable, `ledger "${target.ledger}" does not exist`);
+    return table;
+  }
+}

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import type { EngineConnection } from '../../../engine/port.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import { encodeSeqs, retainable, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
+import { qualifiedName, quoteIdent, quoteLiteral, type LedgerTable } from '../../../ledger/chain/schema.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+
+/** One session that retention removes (or, in a dry run, would remove). */
+export interface RetainedSession {
+  readonly ledger: string;
+  readonly chainKey: string;
+  readonly stepCount: number;
+  readonly firstSeq: string;
+  readonly lastSeq: string;
+  readonly lastStepAt: Date;
+  readonly finalHash: string;
+  /** The record's id; null in a dry run. */
+  readonly retentionId: string | null;
+}
+
+export interface RetentionRun {
+  /** Sessions whose last step is older than this are removed. */
+  readonly cutoff: Date;
+  readonly dryRun: boolean;
+  readonly reason: string;
+  /** Who or what runs it: the job, a CLI user, an admin over SQL. */
+  readonly actor: string;
+}
+
+export interface RetentionHooks {
+  changed(table: LedgerTable, chainKey: string): void;
+  erased(): void;
+}
+
+/** Sessions per batch: one append of their records, then one DELETE. */
+const BATCH = 1000;
+
+interface Candidate {
+  readonly key: string;
+  readonly count: number;
+  readonly firstIndex: number;
+  readonly lastIndex: number;
+  readonly firstSeq: bigint;
+  readonly lastSeq: bigint;
+  readonly lastAtMicros: bigint;
+  readonly finalHash: string;
+  readonly seqs: bigint[];
+}
+
+/**
+ * Removes whole sessions older than the cutoff, ledger by ledger. The
+ * records are appended (chained, in the global log, and durable in the
+ * engine) before the rows go, so a crash in between leaves sessions that
+ * are both recorded and present, which verify as they are; the next run
+ * removes them under the records already written.
+ */
+export class Retention {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  /** Resolves once the runs asked for so far have ended. */
+  async idle(): Promise<void> {
+    await this.queue;
+  }
+
+  constructor(
+    private readonly conn: EngineConnection,
+    private readonly catalog: LedgerCatalog,
+    private readonly writer: LedgerWriter,
+    private readonly hooks: RetentionHooks,
+  ) {}
+
+  run(run: RetentionRun): Promise<RetainedSession[]> {
+    const next = this.queue.then(() => this.runOnce(run));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async runOnce(run: RetentionRun): Promise<RetainedSession[]> {
+    const records = await this.catalog.find(['main', RETENTION_TABLE]);
+    if (records === null) throw new Error(`the database has no ${RETENTION_TABLE} ledger to record retention in`);
+    await this.writer.visible();
+    const out: RetainedSession[] = [];
+    for (const table of (await this.catalog.all()).filter((t) => retainable(t) && t.catalog === records.catalog)) {
+      const candidates = await this.candidates(table, run.cutoff);
+      for (let i = 0; i < candidates.length; i += BATCH) {
+        const batch = candidates.slice(i, i + BATCH);
+        out.push(...(run.dryRun ? batch.map((c) => session(table, c, null)) : await this.remove(table, records, batch, run)));
+      }
+    }
+    if (!run.dryRun && out.length > 0) {
+      await this.writer.scrubJournal();
+      this.hooks.erased();
+    }
+    return out;
+  }
+
+  /** Sessions whose last step is older than the cutoff, with what their records say. */
+  private async candidates(table: LedgerTable, cutoff: Date): Promise<Candidate[]> {
+    const key = `CAST(${quoteIdent(table.chainKey as string)} AS VARCHAR)`;
+    const rows = (await this.conn.query(
+      `SELECT ${key} AS k, count(*), min(step_index), max(step_index), min(ledger_seq), max(ledger_seq), epoch_us(max(created_at)),
+              arg_max(current_hash, step_index), string_agg(CAST(ledger_seq AS VARCHAR), ',' ORDER BY ledger_seq)
+       FROM ${qualifiedName(table)} GROUP BY k HAVING max(created_at) < CAST($1 AS TIMESTAMPTZ) ORDER BY min(ledger_seq)`,
+      [cutoff.toISOString()],
+    )) as Array<[string | null, bigint, number, number, bigint, bigint, bigint, string, string]>;
+    return rows
+      .filter((r) => r[0] !== null)
+      .map(([k, count, firstIndex, lastIndex, firstSeq, lastSeq, lastAt, finalHash, seqs]) => ({
+        key: k as string,
+        count: Number(count),
+        firstIndex: Number(firstIndex),
+        lastIndex: Number(lastIndex),
+        firstSeq: BigInt(firstSeq),
+        lastSeq: BigInt(lastSeq),
+        lastAtMicros: BigInt(lastAt),
+        finalHash,
+        seqs: seqs.split(',').map((s) => BigInt(s)),
+      }));
+  }
+
+  private async remove(table: LedgerTable, records: LedgerTable, batch: readonly Candidate[], run: RetentionRun): Promise<RetainedSession[]> {
+    const ledger = `${table.schema}.${table.name}`;
+    const ids = batch.map(() => randomUUID());
+    await this.writer.append([
+      {
+        table: records,
+        rows: batch.map((c, i) => [
+          ids[i] as string,
+          ledger,
+          c.key,
+          String(c.count),
+          String(c.firstIndex),
+          String(c.lastIndex),
+          String(c.firstSeq),
+          String(c.lastSeq),
+          encodeSeqs(c.seqs),
+          String(c.lastAtMicros),
+          c.finalHash,
+          run.reason,
+          run.actor,
+        ]),
+      },
+    ]);
+    await this.writer.visible();
+    // Only the recorded rows go: a step appended to one of these sessions since has a higher ledger_seq.
+    const bounds = batch.map((c) => `(${quoteLiteral(c.key)}, ${String(c.lastSeq)})`).join(', ');
+    const target = qualifiedName(table);
+    const key = quoteIdent(table.chainKey as string);
+    const matched = `EXISTS (SELECT 1 FROM (VALUES ${bounds}) AS cot_r(k, s) WHERE cot_r.k = CAST(${target}.${key} AS VARCHAR) AND ${target}.ledger_seq <= cot_r.s)`;
+    await this.conn.run('BEGIN');
+    try {
+      if (table.isSteps && (await this.hasVectors())) {
+        await this.conn.run(`DELETE FROM main._cot_embeddings WHERE trace_id IN (SELECT trace_id FROM ${target} WHERE ${matched})`);
+      }
+      await this.conn.run(`DELETE FROM ${target} WHERE ${matched}`);
+      await this.conn.run('COMMIT');
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    for (const c of batch) this.hooks.changed(table, c.key);
+    return batch.map((c, i) => session(table, c, ids[i] as string));
+  }
+
+  private async hasVectors(): Promise<boolean> {
+    const [[n]] = (await this.conn.query(
+      `SELECT count(*) FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = '_cot_embeddings'`,
+    )) as [[bigint]];
+    return Number(n) > 0;
+  }
+}
+
+function session(table: LedgerTable, c: Candidate, retentionId: string | null): RetainedSession {
+  return {
+    ledger: `${table.schema}.${table.name}`,
+    chainKey: c.key,
+    stepCount: c.count,
+    firstSeq: String(c.firstSeq),
+    lastSeq: String(c.lastSeq),
+    lastStepAt: new Date(Number(c.lastAtMicros / 1000n)),
+    finalHash: c.finalHash,
+    retentionId,
+  };
+}
+
+/** ledger.retentionDays at work: a run shortly after the start, then one an hour. */
+export class RetentionJob {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly runOnce: () => Promise<unknown>,
+    private readonly onError: (err: unknown) => void,
+    private readonly intervalMs = 3_600_000,
+    private readonly firstAfterMs = 10_000,
+  ) {}
+
+  start(): void {
+    this.schedule(this.firstAfterMs);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch(this.onError)
+        .finally(() => this.schedule(this.intervalMs));
+    }, ms);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running;
+  }
+}

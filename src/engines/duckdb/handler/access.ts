@@ -1,0 +1,279 @@
+import type { EngineConnection, StatementKind } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { explainExecutes } from '../guard/classify.js';
+import type { Guard, GuardCatalog } from '../guard/guard.js';
+import { fingerprint, GuardRefusal } from '../../../guard/refusal.js';
+import type { SecurityEventLog } from '../../../ledger/security-events.js';
+import type { Observer } from '../../../observe/observer.js';
+import type { SessionInfo } from '../../../session/handler-port.js';
+import type { Token } from '../../../sql/lexer.js';
+import { identityRefusal, stampIdentity } from '../../../ledger/chain/validate.js';
+import { commandTag } from './command-tag.js';
+
+/**
+ * The one place in the handler where access is decided and refusals are
+ * recorded: the guard's verdicts, the roles, the ledger writer's monopoly
+ * on appends, engine settings, identity stamping. Every refusal of every
+ * path (statements, COPY, SET, appends) is counted, logged and appended to
+ * `_cot_security_events` here, the same way, and thrown.
+ */
+
+const EVERYONE: readonly string[] = ['reader', 'writer', 'admin'];
+export const WRITERS: readonly string[] = ['writer', 'admin'];
+export const ADMINS: readonly string[] = ['admin'];
+
+/** Which roles may run a statement of this kind: reads for everyone, everything else for admins. */
+export function rolesFor(kind: StatementKind, tokens: readonly Token[]): readonly string[] {
+  const first = tokens[0]?.text.toUpperCase();
+  switch (kind) {
+    case 'SELECT':
+    case 'RELATION':
+    case 'PRAGMA':
+    case 'CALL':
+      // PRAGMA and CALL reach this point only when the guard found them read-only.
+      return first === 'CHECKPOINT' || first === 'FORCE' ? ADMINS : EVERYONE;
+    case 'EXPLAIN':
+      return explainExecutes(tokens) ? ADMINS : EVERYONE;
+    case 'VARIABLE_SET':
+      return first === 'SET' || first === 'RESET' ? EVERYONE : ADMINS;
+    case 'DROP':
+      return first === 'DEALLOCATE' ? EVERYONE : ADMINS;
+    default:
+      return ADMINS;
+  }
+}
+
+/** The operation, as a refusal names it: "UPDATE", "CREATE TABLE" ... */
+export function operationName(kind: StatementKind, tokens: readonly Token[]): string {
+  return commandTag(kind, tokens, 0).replace(/( \d+)+$/, '');
+}
+
+/** The guard's catalog questions, asked of the client's own engine connection (its view of the catalog). */
+function engineCatalog(engine: EngineConnection): GuardCatalog {
+  const column = (rows: unknown[][]): string[] => rows.map((r) => String(r[0]));
+  return {
+    tablesInSchema: async (schema) =>
+      column(await engine.query('SELECT table_name FROM system.main.duckdb_tables() WHERE lower(schema_name) = lower($1)', [schema])),
+    tableOfIndex: async (index) =>
+      column(await engine.query('SELECT table_name FROM system.main.duckdb_indexes() WHERE lower(index_name) = lower($1)', [index]))[0] ?? null,
+    schemasWithTable: async (name) =>
+      column(await engine.query('SELECT schema_name FROM system.main.duckdb_tables() WHERE lower(table_name) = lower($1)', [name])),
+    currentSchema: async () => column(await engine.query('SELECT system.main.current_schema()'))[0] ?? 'main',
+  };
+}
+
+/** What every connection's access control shares. */
+export interface AccessServices {
+  readonly guard: Guard;
+  readonly securityLog: SecurityEventLog;
+  readonly observer: Observer;
+}
+
+export class AccessControl {
+  private readonly catalog: GuardCatalog;
+
+  private readonly guard: Guard;
+  private readonly securityLog: SecurityEventLog;
+  private readonly observer: Observer;
+
+  constructor(
+    services: AccessServices,
+    private readonly info: SessionInfo,
+    engine: EngineConnection,
+    private readonly applicationName: () => string,
+  ) {
+    this.guard = services.guard;
+    this.securityLog = services.securityLog;
+    this.observer = services.observer;
+    this.catalog = engineCatalog(engine);
+  }
+
+  /** Whether a name is a ledger's (the CREATE TABLE that makes one gets the chain columns). */
+  isLedgerName(name: string | undefined): boolean {
+    return this.guard.names.isProtected(name);
+  }
+
+  /** Whether only the server writes a table of this name (access.ts's guard knows). */
+  isServerOnly(name: string | undefined): boolean {
+    return this.guard.names.isServerOnly(name);
+  }
+
+  /** Names only the server may use (its catalog database), refused before anything else. */
+  reservedNames(text: string, tokens: readonly Token[]): void {
+    this.recorded(text, () => this.guard.refuseReservedNames(text, tokens));
+  }
+
+  /** What needs no engine to refuse (files, network, extensions), before DuckDB binds anything. */
+  beforePrepare(text: string, tokens: readonly Token[]): void {
+    this.recorded(text, () => this.guard.precheck(text, tokens));
+  }
+
+  /**
+   * A statement DuckDB could not prepare: the refusal the guard would give
+   * it, recorded, or null (the engine's error stands).
+   */
+  unprepared(err: unknown, text: string, tokens: readonly Token[]): GuardRefusal | null {
+    const refusal = err instanceof GuardRefusal ? err : this.guard.refusalWithoutEngine(text, tokens, err instanceof PgError ? err.code : undefined);
+    if (refusal !== null) this.record(refusal, text);
+    return refusal;
+  }
+
+  /**
+   * A prepared statement bound for the engine: the guard's verdict on what
+   * DuckDB says it is, never an append to a ledger (only the writer
+   * appends), and the role's.
+   */
+  async engineStatement(text: string, tokens: readonly Token[], kind: StatementKind): Promise<void> {
+    await this.recordedAsync(text, async () => {
+      const allowed = await this.guard.check({ text, tokens, kind }, this.catalog);
+      if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, text, tokens);
+    });
+    this.authorize(operationName(kind, tokens), rolesFor(kind, tokens), text);
+  }
+
+  /** An INSERT the ledger writer will append. */
+  async ledgerAppend(text: string, tokens: readonly Token[], ledger: string): Promise<void> {
+    await this.recordedAsync(text, async () => {
+      this.guard.precheck(text, tokens);
+      await this.guard.check({ text, tokens, kind: 'INSERT' }, this.catalog);
+    });
+    this.authorize(`INSERT INTO ${ledger}`, WRITERS, text);
+  }
+
+  /** COPY ... FROM STDIN into a table: the role's, and never into a ledger only the server appends to. */
+  copyInto(targetText: string, ledger: string | null): void {
+    const statement = `COPY ${targetText} FROM STDIN`;
+    this.authorize(`COPY into ${targetText}`, ledger !== null ? WRITERS : ADMINS, statement);
+    if (ledger !== null && this.guard.names.isServerOnly(ledger)) {
+      const refusal = new GuardRefusal(
+        {
+          reason: 'ledger',
+          operation: 'COPY into',
+          target: ledger,
+          message: `cannot COPY into ledger table "${ledger}": only the server appends to it`,
+          hint: 'Clients may read it.',
+        },
+        fingerprint(statement),
+      );
+      this.record(refusal, statement);
+      throw refusal;
+    }
+  }
+
+  /** One INSERT of COPY rows into an ordinary table, as the guard sees it. */
+  async copyRows(sql: string, tokens: readonly Token[], targetText: string): Promise<void> {
+    await this.recordedAsync(`COPY ${targetText} FROM STDIN`, async () => {
+      const allowed = await this.guard.check({ text: sql, tokens, kind: 'INSERT' }, this.catalog);
+      if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, sql, tokens);
+    });
+  }
+
+  /** SET of a name that is not a PostgreSQL parameter: the engine's settings are everyone's. */
+  engineSetting(name: string, value: string | null): void {
+    const refusal = this.guard.refuseEngineSetting(name, `SET ${name}`);
+    if (refusal === null) return;
+    this.record(refusal, `SET ${name} = ${value ?? 'DEFAULT'}`);
+    throw refusal;
+  }
+
+  /**
+   * A writer's identity is stamped on its appends: an omitted agent_id or
+   * org_id takes the authenticated value, and a different one is refused,
+   * so that no agent writes steps in another's name. Columns match
+   * without regard to case, as DuckDB matches them.
+   */
+  stampIdentity(clientColumns: readonly string[], rows: (string | null)[][], statement: string): void {
+    const other = stampIdentity(this.info.identity, clientColumns, rows);
+    if (other === null) return;
+    const refusal = new GuardRefusal(identityRefusal(this.info.user, other), fingerprint(statement));
+    this.record(refusal, statement);
+    throw refusal;
+  }
+
+  /** Redaction and retention on request: admins only; a refusal is recorded as every refusal is. */
+  erasure(operation: string, target: string, statement: string): void {
+    this.authorize(`${operation} ${target}`.trim(), ADMINS, statement);
+  }
+
+  /** An erasure carried out: recorded too, beside the refusals, so that every attempt leaves a trace. */
+  erasureDone(operation: string, target: string, statement: string, outcome: string): void {
+    this.recordAttempt(operation, target, '00000', outcome, statement);
+  }
+
+  /** An erasure an admin asked for that failed (no such row, a column that cannot be redacted). */
+  erasureFailed(operation: string, target: string, statement: string, err: unknown): void {
+    const code = err instanceof PgError ? err.code : 'XX000';
+    this.recordAttempt(operation, target, code, 'erasure failed', statement);
+  }
+
+  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string): void {
+    this.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.applicationName(),
+      operation,
+      target,
+      sqlstate,
+      reason,
+      fingerprint: fingerprint(statement),
+      statement,
+    });
+  }
+
+  /**
+   * Least privilege by role: readers read, writers also append to ledgers,
+   * admins run everything the guard allows.
+   */
+  private authorize(operation: string, allowed: readonly string[], statement: string): void {
+    const { role, user } = this.info;
+    if (allowed.includes(role)) return;
+    const err = new GuardRefusal(
+      {
+        reason: 'role',
+        operation,
+        target: '',
+        message: `permission denied: role "${role}" of user "${user}" may not ${operation}`,
+        hint:
+          role === 'reader'
+            ? 'A reader may only read: SELECT, SHOW and the like.'
+            : 'A writer may read, and append to ledger tables with INSERT or COPY FROM STDIN.',
+      },
+      fingerprint(statement),
+    );
+    this.record(err, statement);
+    throw err;
+  }
+
+  private recorded(statement: string, decide: () => void): void {
+    try {
+      decide();
+    } catch (err) {
+      if (err instanceof GuardRefusal) this.record(err, statement);
+      throw err;
+    }
+  }
+
+  private async recordedAsync(statement: string, decide: () => Promise<void>): Promise<void> {
+    try {
+      await decide();
+    } catch (err) {
+      if (err instanceof GuardRefusal) this.record(err, statement);
+      throw err;
+    }
+  }
+
+  private record(err: GuardRefusal, statement: string): void {
+    this.observer.refusal(err.refusal.operation, err.refusal.reason);
+    this.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.applicationName(),
+      operation: err.refusal.operation,
+      target: err.refusal.target,
+      sqlstate: err.code,
+      reason: err.refusal.reason,
+      fingerprint: err.fingerprint,
+      statement,
+    });
+  }
+}

@@ -1,0 +1,83 @@
+import type { CompatRewriter } from '../catalog/compat.js';
+import type { DeclaredStore } from '../catalog/declared.js';
+import type { EngineConnection } from '../../../engine/port.js';
+import type { AuditReport } from '../log/auditor.js';
+import type { RedactionRecord, RedactionRequest } from '../erasure/redactor.js';
+import type { RetainedSession } from '../erasure/retention.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+import type { SessionInfo } from '../../../session/handler-port.js';
+import type { AccessControl, AccessServices } from './access.js';
+import type { QueryVectors } from '../search/search-sql.js';
+import type { AdvisoryLocks } from './advisory-locks.js';
+import type { SessionCache } from './session-cache.js';
+import type { EngineCalls, EngineSlots } from './engine-calls.js';
+import type { ConnectionPortal, Statement } from './plan.js';
+import type { SessionSettings } from './settings.js';
+import type { TransactionState } from './transaction.js';
+
+/** What every connection shares: the guard, the ledgers and their writer. */
+export interface ConnectionServices extends AccessServices {
+  readonly ledgers: LedgerCatalog;
+  readonly writer: LedgerWriter;
+  /** PostgreSQL-only syntax onto the engine's (the catalog layer's rewrites). */
+  readonly rewriter: CompatRewriter;
+  readonly maxContentBytes: number;
+  /** statement_timeout for new connections, in milliseconds. */
+  readonly statementTimeoutMs: number;
+  /** idle_in_transaction_session_timeout for new connections, in milliseconds. */
+  readonly idleInTransactionTimeoutMs: number;
+  /** The engine threads clients' calls may hold at once. */
+  readonly engineSlots: EngineSlots;
+  /** The most bytes of rows one ledger statement may hold in the server while they are checked and chained. */
+  readonly maxAppendBytes: number;
+  /** The sessions' advisory locks (pg_advisory_lock and its kin). */
+  readonly advisoryLocks: AdvisoryLocks;
+  /** What DDL declared that DuckDB does not keep (varchar(n), jsonb, constraint names), for the catalog. */
+  readonly declared: DeclaredStore;
+  /** The latest background audit (null before the first): its findings count against a chain's verification. */
+  readonly auditReport: () => AuditReport | null;
+  /** Recently read sessions of _cot_steps (ledger.sessionCacheMB), or null when it is off. */
+  readonly sessionCache: SessionCache | null;
+  /** cot_search()'s query vectors, and the search macros each connection defines. */
+  readonly search: { readonly vectors: QueryVectors; readonly macros: readonly string[] };
+  /** Redaction on an admin's behalf (cot_redact); the server runs it, not the client's engine connection. */
+  readonly erasure: {
+    redact(request: RedactionRequest): Promise<RedactionRecord>;
+    /** Retention now, by ledger.retentionDays (a dry run only lists what would go). */
+    retain(dryRun: boolean, actor: string): Promise<RetainedSession[]>;
+  };
+}
+
+/** One connection's parts, as the pipeline's stages share them. */
+export interface HandlerContext {
+  readonly engine: EngineConnection;
+  readonly info: SessionInfo;
+  readonly services: ConnectionServices;
+  readonly settings: SessionSettings;
+  /** Every access decision, and the record of every refusal. */
+  readonly access: AccessControl;
+  readonly tx: TransactionState;
+  /** Every engine call of a client's statement: under statement_timeout, and cancellable. */
+  readonly calls: EngineCalls;
+  /** The session's emulated temporary functions (Sequelize's findOrCreate): each one's INSERT. */
+  readonly tempFunctions: Map<string, string>;
+}
+
+/** The connection's portals, for stages that run a query of their own (COPY's, a cursor's). */
+export interface StatementHost {
+  /** A portal over a statement without parameters, with these result formats. */
+  bindPortal(statement: Statement, resultFormats: readonly number[]): Promise<ConnectionPortal>;
+  closePortal(portal: ConnectionPortal): void;
+  closeStatement(statement: Statement): void;
+}
+
+/**
+ * Waits until the engine holds every ledger row acknowledged so far (the
+ * writer acknowledges from its journal, engines/duckdb/ledger/writer.ts): a statement, or
+ * a transaction's snapshot, then sees every append that came before it.
+ */
+export async function appendsVisible(ctx: HandlerContext, seq?: bigint): Promise<void> {
+  const wait = ctx.services.writer.visible(seq);
+  if (wait !== null) await wait;
+}

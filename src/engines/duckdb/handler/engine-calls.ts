@@ -1,0 +1,144 @@
+import type { EngineConnection } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+
+export type CancelReason = 'user' | 'timeout';
+
+/**
+ * The engine's threads that clients' calls may hold at once, shared by every
+ * connection. DuckDB runs each call on one of libuv's threads, which the
+ * writer's journal and the applier also need: clients get all of them but a
+ * reserve, and a call beyond waits here, in JavaScript, holding nothing.
+ */
+export class EngineSlots {
+  private inUse = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly size: number) {}
+
+  acquire(): Promise<void> {
+    if (this.inUse < this.size) {
+      this.inUse++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next();
+    else this.inUse--;
+  }
+}
+
+/**
+ * How long an interrupted engine call may take to stop before the client is
+ * answered without it. DuckDB checks for an interrupt between operators and
+ * chunks, not inside one function call: a constant folded while preparing
+ * (levenshtein over long strings) runs to its end whatever is asked.
+ */
+const STOP_GRACE_MS = 250;
+
+/**
+ * Every engine call a client's statement makes (preparing, a ledger
+ * INSERT's evaluation, execution, fetching) runs through here, one at a
+ * time: under the session's statement_timeout, and interruptible by
+ * CancelRequest. A call that does not stop when interrupted is abandoned:
+ * the client gets 57014 at its deadline, and the connection's next call
+ * waits (under its own timeout) until the engine lets go. So a connection
+ * never holds more than one of the engine's threads.
+ */
+export class EngineCalls {
+  private current: { reason: CancelReason | null; abort: (reason: CancelReason) => void } | null = null;
+  /** A call the client was answered for while the engine still runs it. */
+  private abandoned: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly engine: EngineConnection,
+    private readonly slots: EngineSlots,
+    private readonly timeoutMs: () => number,
+  ) {}
+
+  /** Runs one engine call; an interrupted one fails with 57014 and the reason. */
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    // A call made inside another (a ledger's CREATE inside its execution) is covered by the outer one.
+    if (this.current !== null) return work();
+    const before = this.abandoned;
+    let inEngine = false;
+    const state: { reason: CancelReason | null; abort: (reason: CancelReason) => void } = { reason: null, abort: () => undefined };
+    const call = (async () => {
+      if (before !== null) await before;
+      await this.slots.acquire();
+      try {
+        // Stopped while it waited: it never reaches the engine.
+        if (state.reason !== null) throw canceled(state.reason);
+        inEngine = true;
+        return await work();
+      } finally {
+        this.slots.release();
+      }
+    })();
+    const stopped = new Promise<never>((_, reject) => {
+      let grace: NodeJS.Timeout | null = null;
+      state.abort = (reason) => {
+        if (state.reason !== null) return;
+        state.reason = reason;
+        // Only a call inside the engine is interrupted: an interrupt with nothing running would stop the next statement.
+        if (inEngine) this.engine.interrupt();
+        grace = setTimeout(() => reject(canceled(reason)), STOP_GRACE_MS);
+      };
+      const settled = (): void => {
+        if (grace !== null) clearTimeout(grace);
+      };
+      call.then(settled, settled);
+    });
+    this.current = state;
+    const ms = this.timeoutMs();
+    const timer = ms > 0 ? setTimeout(() => state.abort('timeout'), ms) : null;
+    try {
+      const result = await Promise.race([call, stopped]);
+      // An interrupted stream ends early without an error: its result is not the statement's.
+      if (state.reason !== null) throw canceled(state.reason);
+      return result;
+    } catch (err) {
+      if (state.reason !== null) {
+        // The engine still holds the call: the connection's next one waits for it.
+        const settled = call.then(
+          () => undefined,
+          () => undefined,
+        );
+        this.abandoned = settled;
+        void settled.then(() => {
+          if (this.abandoned === settled) this.abandoned = null;
+        });
+        throw canceledFrom(err, state.reason);
+      }
+      throw err;
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+      this.current = null;
+    }
+  }
+
+  /** CancelRequest: stops the call in progress, if any. */
+  cancel(): void {
+    this.current?.abort('user');
+  }
+
+  /** Stops the call in progress and waits until the engine has let go of the connection. */
+  async stop(): Promise<void> {
+    this.current?.abort('user');
+    const pending = this.abandoned;
+    if (pending !== null) await pending;
+  }
+}
+
+function canceled(reason: CancelReason): PgError {
+  return new PgError(SqlState.QueryCanceled, `canceling statement due to ${reason === 'timeout' ? 'statement timeout' : 'user request'}`);
+}
+
+/** An error that ends an interrupted call is reported as the cancel, whatever the engine said. */
+function canceledFrom(err: unknown, reason: CancelReason): unknown {
+  if (err instanceof PgError && err.code !== SqlState.QueryCanceled) return err;
+  return canceled(reason);
+}

@@ -1,0 +1,240 @@
+import type { EngineCursor, EngineStatement, RowSink, WireParam } from '../../../engine/port.js';
+import type { AuditReport } from '../log/auditor.js';
+import { LOG_KINDS } from '../dialect/audit-sql.js';
+import { CHAIN_START, chainRowsSql, checkChain, storedLinks } from '../../../ledger/chain/chain-check.js';
+import { retainedPrefixSql } from '../../../ledger/erasure/retention-sql.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import type { LedgerTable } from '../../../ledger/chain/schema.js';
+import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
+import { TypeOid } from '../../../protocol/type-oids.js';
+import type { Token } from '../../../sql/lexer.js';
+
+/**
+ * The reads an agent or an auditor makes of one chain, answered by the
+ * handler instead of the engine's macro: `SELECT * FROM cot_verify($1)`
+ * (or a list of its columns). The stored rows are still read from the
+ * engine, inside the client's own transaction, through the ledger's index;
+ * only the recomputation moves into the server, where fifty SHA-256 cost
+ * well under a millisecond (docs/benchmarks.md). Anything else about the
+ * call, a result format or a column type it cannot render, falls back to
+ * the macro, which answers the same.
+ */
+
+/** The call's one argument: a parameter ($n, 1-based) or a string literal. */
+export type ReadArg = { readonly param: number } | { readonly literal: string };
+
+/** A parameter or a plain string literal token as a ReadArg, or null. */
+export function readArg(token: Token | undefined): ReadArg | null {
+  if (token?.kind === 'param') return { param: Number(token.text.slice(1)) };
+  const literal = token?.kind === 'string' ? STRING_LITERAL.exec(token.text) : null;
+  return literal === null || literal === undefined ? null : { literal: (literal[1] as string).replaceAll("''", "'") };
+}
+
+/**
+ * The argument's value as text: null for SQL NULL, undefined when it is a
+ * binary value of a type other than text, which the handler does not read.
+ */
+export function argumentText(arg: ReadArg, params: readonly WireParam[], paramTypes: readonly number[]): string | null | undefined {
+  if ('literal' in arg) return arg.literal;
+  const p = params[arg.param - 1];
+  if (p === undefined) return undefined;
+  if (p.value === null) return null;
+  const type = paramTypes[arg.param - 1] ?? TypeOid.unspecified;
+  const textual = type === TypeOid.text || type === TypeOid.varchar || type === TypeOid.unspecified || type === TypeOid.unknown;
+  return p.format === 0 || textual ? p.value.toString('utf8') : undefined;
+}
+
+export interface ChainVerifyRead {
+  /** The verification macro called: cot_verify, or cot_verify_<ledger>. */
+  readonly macro: string;
+  /** The output columns selected, in order. */
+  readonly columns: readonly string[];
+  readonly arg: ReadArg;
+}
+
+/** The columns of a chain verification (verify-sql.ts, withAuditFindings), in order. */
+const VERIFY_COLUMNS = ['chain_key', 'valid', 'step_count', 'first_broken_index', 'break_kind', 'expected_hash', 'actual_hash'] as const;
+
+const STRING_LITERAL = /^'((?:[^']|'')*)'$/;
+
+/**
+ * `SELECT * | col, ... FROM cot_verify[_ledger](arg)`, nothing more: the
+ * statement shape the handler answers itself, or null.
+ */
+export function recognizeChainVerify(tokens: readonly Token[]): ChainVerifyRead | null {
+  const t = tokens.length > 0 && tokens[tokens.length - 1]?.kind === 'semicolon' ? tokens.slice(0, -1) : tokens;
+  const word = (i: number): string | null => (t[i]?.kind === 'word' ? (t[i] as Token).text.toLowerCase() : null);
+  if (word(0) !== 'select') return null;
+  let i = 1;
+  const columns: string[] = [];
+  if (t[i]?.text === '*') {
+    columns.push(...VERIFY_COLUMNS);
+    i++;
+  } else {
+    for (;;) {
+      const name = word(i);
+      if (name === null || !(VERIFY_COLUMNS as readonly string[]).includes(name)) return null;
+      columns.push(name);
+      i++;
+      if (t[i]?.text !== ',') break;
+      i++;
+    }
+  }
+  if (word(i) !== 'from') return null;
+  const macro = word(i + 1);
+  if (macro === null || !/^cot_verify(_[a-z0-9_]+)?$/.test(macro) || macro.endsWith('_all')) return null;
+  if (t[i + 2]?.text !== '(' || t[i + 4]?.text !== ')' || t.length !== i + 5) return null;
+  const arg = readArg(t[i + 3]);
+  return arg === null ? null : { macro, columns, arg };
+}
+
+/** What a served verification needs from the server. */
+export interface ChainVerifySources {
+  readonly ledgers: LedgerCatalog;
+  /** The latest audit, whose findings about a chain count against it as in the SQL. */
+  readonly auditReport: () => AuditReport | null;
+  /** Runs a query on the client's own engine connection (its transaction and snapshot), with text parameters; rows of text cells. */
+  query(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>>;
+}
+
+type Cell = string | boolean | bigint | number | null;
+
+/** The result types a served read renders itself; any other falls back to the engine. */
+const RENDERED = new Set<number>([TypeOid.text, TypeOid.varchar, TypeOid.bool, TypeOid.int8, TypeOid.int4]);
+
+/**
+ * The engine statement of the macro call, answered by the handler when it
+ * can be: the statement keeps its description, parameters and fallback.
+ */
+export class ServedChainVerify implements EngineStatement {
+  readonly kind = 'SELECT';
+  private params: readonly WireParam[] = [];
+
+  constructor(
+    private readonly inner: EngineStatement,
+    private readonly read: ChainVerifyRead,
+    private readonly sources: ChainVerifySources,
+  ) {}
+
+  get paramTypes(): readonly number[] {
+    return this.inner.paramTypes;
+  }
+
+  get columns(): EngineStatement['columns'] {
+    return this.inner.columns;
+  }
+
+  /** Whether this statement's description is one the handler can render: otherwise the engine always answers. */
+  static applies(inner: EngineStatement, read: ChainVerifyRead): boolean {
+    const columns = inner.columns;
+    return (
+      inner.kind === 'SELECT' &&
+      columns !== null &&
+      columns.length === read.columns.length &&
+      columns.every((c, i) => c.name === read.columns[i] && RENDERED.has(c.typeOid))
+    );
+  }
+
+  bind(params: readonly WireParam[]): void {
+    this.params = params;
+    this.inner.bind(params);
+  }
+
+  async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
+    const key = argumentText(this.read.arg, this.params, this.inner.paramTypes);
+    const table = key === undefined ? undefined : (await this.sources.ledgers.all()).find((l) => verifyMacroName(l) === this.read.macro);
+    if (key === undefined || table === undefined) return this.inner.execute(options);
+    const rows = key === null ? [] : await this.verdict(table, key);
+    return new ValuesCursor(
+      rows,
+      (this.inner.columns ?? []).map((c) => c.typeOid),
+    );
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+
+  /** The one row verifySql and withAuditFindings give for this chain, projected; none for a chain that never was. */
+  private async verdict(table: LedgerTable, key: string): Promise<Cell[][]> {
+    const stored = await this.sources.query(chainRowsSql(table), [key]);
+    const prefixSql = retainedPrefixSql(table);
+    const [prefix] = prefixSql === null ? [] : ((await this.sources.query(prefixSql, [key])) as Array<[bigint | number, string]>);
+    const check = checkChain(storedLinks(table, stored), prefix === undefined ? CHAIN_START : { index: Number(prefix[0]), hash: String(prefix[1]) });
+    const finding = auditFinding(this.sources.auditReport(), table, key);
+    if (check.stepCount === 0 && finding === null) return [];
+    const b = check.firstBreak;
+    const row: Record<(typeof VERIFY_COLUMNS)[number], Cell> = {
+      chain_key: key,
+      valid: b === null && finding === null,
+      step_count: BigInt(check.stepCount),
+      first_broken_index: b?.firstBrokenIndex ?? null,
+      break_kind: b?.kind ?? finding,
+      expected_hash: b?.expectedHash ?? null,
+      actual_hash: b?.actualHash ?? null,
+    };
+    return [this.read.columns.map((c) => row[c as keyof typeof row])];
+  }
+}
+
+/** The kind of the audit's first finding (by ledger_seq) held against the global log for this chain, or null. */
+function auditFinding(report: AuditReport | null, table: LedgerTable, key: string): string | null {
+  const ledger = `${table.schema}.${table.name}`;
+  let first: { kind: string; seq: number } | null = null;
+  for (const f of report?.findings ?? []) {
+    if (f.ledger !== ledger || !LOG_KINDS.includes(f.kind)) continue;
+    if (table.chainKey !== null && f.chainKey === null) continue;
+    if ((f.chainKey ?? '') !== key) continue;
+    const seq = f.firstSeq ?? 0;
+    if (first === null || seq < first.seq) first = { kind: f.kind, seq };
+  }
+  return first?.kind ?? null;
+}
+
+/** Rows computed in the server, rendered in the protocol's text or binary format. */
+class ValuesCursor implements EngineCursor {
+  readonly rowsChanged = 0;
+  readonly returnsRows = true;
+  private next = 0;
+
+  constructor(
+    private readonly rows: readonly Cell[][],
+    private readonly types: readonly number[],
+  ) {}
+
+  async fetch(maxRows: number, formats: readonly (0 | 1)[], sink: RowSink): Promise<{ rows: number; done: boolean }> {
+    const end = maxRows === 0 ? this.rows.length : Math.min(this.rows.length, this.next + maxRows);
+    const start = this.next;
+    for (; this.next < end; this.next++) {
+      const row = this.rows[this.next] as Cell[];
+      sink.row(row.map((v, c) => render(v, this.types[c] ?? TypeOid.text, formats[c] === 1)));
+    }
+    await sink.flushIfFull();
+    return { rows: end - start, done: this.next >= this.rows.length };
+  }
+
+  close(): void {
+    this.next = this.rows.length;
+  }
+}
+
+function render(v: Cell, type: number, binary: boolean): string | Uint8Array | null {
+  if (v === null) return null;
+  if (!binary) return typeof v === 'boolean' ? (v ? 't' : 'f') : String(v);
+  switch (type) {
+    case TypeOid.bool:
+      return Uint8Array.of(v === true ? 1 : 0);
+    case TypeOid.int8: {
+      const b = Buffer.alloc(8);
+      b.writeBigInt64BE(BigInt(v));
+      return b;
+    }
+    case TypeOid.int4: {
+      const b = Buffer.alloc(4);
+      b.writeInt32BE(Number(v));
+      return b;
+    }
+    default:
+      return Buffer.from(String(v), 'utf8');
+  }
+}

@@ -1,0 +1,479 @@
+import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
+import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
+import { declaredChanges } from '../catalog/declared.js';
+import { translateSerial } from '../catalog/serial.js';
+import { advisoryWaits } from '../../../sql/advisory.js';
+import { searchArgs } from '../../../sql/search-args.js';
+import { parseOne, type PgNode } from '../../../sql/pg-tree.js';
+import type { EngineStatement } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import { ANALYTICS_MACROS } from '../dialect/analytics-sql.js';
+import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
+import { PROOF_MACROS } from '../dialect/proof-sql.js';
+import { AUDIT_MACROS } from '../dialect/audit-sql.js';
+import { damagedVerifyMacros, stepsReadMacros, verifyMacros } from '../dialect/verify-sql.js';
+import type { FieldDescription } from '../../../protocol/messages.js';
+import { ArrayOidOf, TypeOid } from '../../../protocol/type-oids.js';
+import type { StatementSource } from '../../../session/handler-port.js';
+import { hasComputedNames, nameArrayColumns, postgresColumnNames } from '../../../sql/column-names.js';
+import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../../../sql/copy.js';
+import { lexStatement, splitStatements, type StatementText, type Token } from '../../../sql/lexer.js';
+import { recognizeCommand } from './commands.js';
+import { appendsVisible, type HandlerContext, type StatementHost } from './context.js';
+import type { LedgerAppends } from './ledger-append.js';
+import { createdLedgerName } from './ledger-create.js';
+import { HandledStatement } from './table-create.js';
+import { recognizeChainVerify, ServedChainVerify } from './ledger-reads.js';
+import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
+import { describeSources } from './result-sources.js';
+import { erasureFields, erasureParamTypes } from './erasure.js';
+import { type ErasureCall, ErasureCallError, erasureCall } from '../../../sql/erasure-call.js';
+import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
+
+/** The erasure call a statement is; one that calls an erasure function in another shape is refused. */
+function erasureOf(text: string): ErasureCall | null {
+  try {
+    return erasureCall(text);
+  } catch (err) {
+    if (err instanceof ErasureCallError) throw new PgError(SqlState.FeatureNotSupported, err.message);
+    throw err;
+  }
+}
+
+/** Rewritten statements that read the connection's settings through the catalog. */
+const READS_SETTINGS = /\.(pg_settings|current_setting)\b/;
+
+const textField = (name: string): FieldDescription => ({
+  name,
+  tableOid: 0,
+  columnAttr: 0,
+  typeOid: TypeOid.text,
+  typeSize: -1,
+  typeModifier: -1,
+  format: 0,
+});
+
+/** name[]: the text form of a text[], under PostgreSQL's type for catalog names. */
+const NAME_ARRAY_OID = 1003;
+
+/** PostgreSQL's names for computed columns, when DuckDB's differ. */
+function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
+  return hasComputedNames(engineNames) ? postgresColumnNames(sql, engineNames.length) : null;
+}
+
+/**
+ * The pipeline's first stage: what a statement becomes. A session command
+ * is answered by the handler; anything else is rewritten for the engine,
+ * then planned as COPY, a ledger append (for the writer) or an engine
+ * statement, each with its access decided on the text that will run.
+ */
+export class Planner {
+  /** The ledger catalog's version this connection's macros were defined for. */
+  private macrosVersion = -1;
+  /** The served reads' own queries, prepared on this connection (readRows). */
+  private readonly serverStatements = new Map<string, EngineStatement>();
+  private publishedSettings = '';
+
+  constructor(
+    private readonly ctx: HandlerContext,
+    private readonly appends: LedgerAppends,
+    private readonly host: StatementHost,
+    /** The columns a FETCH from this cursor returns. */
+    private readonly cursorFields: (name: string) => readonly FieldDescription[] | null,
+  ) {}
+
+  async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<Statement> {
+    const { ctx } = this;
+    let statement: EngineText;
+    if (typeof source === 'string') {
+      const parts = splitStatements(source);
+      if (parts.length > 1) {
+        throw new PgError(SqlState.SyntaxError, 'cannot insert multiple commands into a prepared statement');
+      }
+      if (parts.length === 0) return new Statement({ kind: 'empty' }, paramTypes, null);
+      statement = parts[0] as StatementText;
+    } else {
+      statement = source as StatementText;
+    }
+    const command = recognizeCommand(statement.tokens, statement.text);
+    if (command !== null) {
+      const fields =
+        command.kind === 'show'
+          ? command.name === 'all'
+            ? ['name', 'setting', 'description'].map(textField)
+            : [textField(ctx.settings.canonicalName(command.name))]
+          : command.kind === 'fetch' && !command.move
+            ? this.cursorFields(command.name)
+            : command.kind === 'set-config'
+              ? [textField('set_config')]
+              : null;
+      return new Statement({ kind: 'command', command }, [], fields);
+    }
+    ctx.tx.checkNotFailed();
+    const erasure = erasureOf(statement.text);
+    if (erasure !== null)
+      return new Statement({ kind: 'erasure', call: erasure, text: statement.text }, erasureParamTypes(erasure, paramTypes), erasureFields(erasure));
+    statement = this.tempFunctionCall(statement);
+    await this.identityAlways(statement);
+    const clientText = statement.text;
+    statement = await this.forEngine(statement);
+    if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
+    const copy = parseCopyFromStdin(statement.text, statement.tokens);
+    if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
+    const copyOut = parseCopyToStdout(statement.text, statement.tokens);
+    if (copyOut !== null) return this.prepareCopyOut(statement, copyOut);
+    await this.refreshLedgerMacros(statement.tokens);
+    const ledgerInsert = await this.appends.prepare(statement, paramTypes);
+    if (ledgerInsert !== null) return ledgerInsert;
+    return this.prepareEngine(statement, clientText, paramTypes);
+  }
+
+  /**
+   * A value for a GENERATED ALWAYS identity column is refused, as PostgreSQL
+   * refuses it (DuckDB's column has a default and would take any value):
+   * INSERT needs DEFAULT there or OVERRIDING SYSTEM VALUE, UPDATE only DEFAULT.
+   */
+  private async identityAlways(statement: StatementText): Promise<void> {
+    const first = statement.tokens[0]?.text.toLowerCase();
+    if ((first !== 'insert' && first !== 'update') || !this.ctx.services.declared.anyIdentityAlways()) return;
+    const stmt = parseOne(statement.text);
+    const target = (stmt?.InsertStmt ?? stmt?.UpdateStmt) as PgNode | undefined;
+    const relation = target?.relation as PgNode | undefined;
+    if (target === undefined || typeof relation?.relname !== 'string') return;
+    const schema = typeof relation.schemaname === 'string' && relation.schemaname !== 'public' ? relation.schemaname : 'main';
+    const always = this.ctx.services.declared.identityAlways(schema, relation.relname);
+    if (always === undefined) return;
+    const refuse = (column: string, update: boolean): never => {
+      throw new PgError('428C9', update ? `column "${column}" can only be updated to DEFAULT` : `cannot insert a non-DEFAULT value into column "${column}"`, {
+        detail: `Column "${column}" is an identity column defined as GENERATED ALWAYS.`,
+        ...(update ? {} : { hint: 'Use OVERRIDING SYSTEM VALUE to override.' }),
+      });
+    };
+    const isDefault = (e: unknown): boolean => (e as PgNode | undefined)?.SetToDefault !== undefined;
+    if (stmt?.UpdateStmt !== undefined) {
+      for (const t of (target.targetList as PgNode[] | undefined) ?? []) {
+        const res = t.ResTarget as PgNode;
+        if (always.has(String(res.name).toLowerCase()) && !isDefault(res.val)) refuse(String(res.name), true);
+      }
+      return;
+    }
+    if (target.override === 'OVERRIDING_SYSTEM_VALUE') return;
+    let columns = ((target.cols as PgNode[] | undefined) ?? []).map((c) => String((c.ResTarget as PgNode).name).toLowerCase());
+    if (columns.length === 0) {
+      const rows = await this.ctx.engine.query(
+        `SELECT lower(column_name) FROM system.main.duckdb_columns() WHERE lower(table_name) = lower($1) AND schema_name = $2 AND database_name <> 'temp' ORDER BY column_index`,
+        [relation.relname, schema],
+      );
+      columns = rows.map((r) => String(r[0]));
+    }
+    const select = (target.selectStmt as PgNode | undefined)?.SelectStmt as PgNode | undefined;
+    const rows = select?.valuesLists as PgNode[] | undefined;
+    columns.forEach((column, k) => {
+      if (!always.has(column)) return;
+      // A query's rows (INSERT ... SELECT) are values for the column; VALUES may say DEFAULT there.
+      if (rows === undefined || rows.some((r) => !isDefault(((r.List as PgNode).items as unknown[])[k]))) refuse(column, false);
+    });
+  }
+
+  /**
+   * `SELECT (testfunc.response)."id", ..., testfunc.sequelize_caught_exception
+   * FROM pg_temp.testfunc()`: the call of a function the session keeps
+   * (commands.ts) is its INSERT, returning the same columns. A unique
+   * violation is the error itself, where the function would catch it and
+   * answer it in sequelize_caught_exception (docs/compatibility.md).
+   */
+  private tempFunctionCall(statement: StatementText): StatementText {
+    if (this.ctx.tempFunctions.size === 0) return statement;
+    const m = /^SELECT\s+([\s\S]+?)\s+FROM\s+pg_temp\.(\w+)\s*\(\s*\)\s*;?\s*$/i.exec(statement.text.trim());
+    const insert = m === null ? undefined : this.ctx.tempFunctions.get((m[2] as string).toLowerCase());
+    if (m === null || insert === undefined) return statement;
+    const name = (m[2] as string).toLowerCase();
+    const columns = (m[1] as string).split(',').map((c) => c.trim());
+    const returning = columns.map((c) => {
+      const field = new RegExp(`^\\(${name}\\.response\\)\\.(.+)$`, 'i').exec(c);
+      if (field !== null) return field[1] as string;
+      if (c.toLowerCase() === `${name}.sequelize_caught_exception`) return 'CAST(NULL AS VARCHAR) AS sequelize_caught_exception';
+      return null;
+    });
+    if (returning.includes(null)) return statement;
+    const scanned = lexStatement(`${insert} RETURNING ${returning.join(', ')}`);
+    // One INSERT, as the function's body held: anything more is not Sequelize's function, and is not run.
+    if (scanned.tokens.some((t) => t.kind === 'semicolon') || scanned.tokens[0]?.text.toLowerCase() !== 'insert') return statement;
+    return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset };
+  }
+
+  /**
+   * The SQL verification and reading macros, for the ledgers that exist now.
+   * A ledger dropped or reshaped behind the server since the catalog was read
+   * must not keep a connection from opening: the catalog is read again, and
+   * what still fails is left undefined, one ledger at a time.
+   */
+  async defineLedgerMacros(): Promise<void> {
+    const { services, engine } = this.ctx;
+    try {
+      await engine.run((await this.ledgerMacros()).flat().join(';\n'));
+      return;
+    } catch {
+      services.ledgers.invalidate();
+    }
+    for (const group of await this.ledgerMacros()) await engine.run(group.join(';\n')).catch(() => undefined);
+  }
+
+  /** The macros in groups that stand alone: one group per ledger, and the steps ledger's readers. */
+  private async ledgerMacros(): Promise<string[][]> {
+    const { services } = this.ctx;
+    this.macrosVersion = services.ledgers.version;
+    const ledgers = await services.ledgers.all();
+    const groups: string[][] = [[...AUDIT_MACROS]];
+    for (const t of ledgers) groups.push(verifyMacros(t));
+    for (const d of await services.ledgers.damaged()) groups.push(damagedVerifyMacros(d, d.reason));
+    const steps = ledgers.find((t) => t.isSteps);
+    if (steps !== undefined) groups.push([...stepsReadMacros(steps), ...ANALYTICS_MACROS]);
+    if (steps !== undefined) groups.push([...services.search.macros]);
+    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push([...PROOF_MACROS]);
+    return groups;
+  }
+
+  private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {
+    const { access, engine } = this.ctx;
+    let engineStatement: EngineStatement;
+    const foreignKey = translateAddForeignKey(statement.text, statement.tokens);
+    const columnAlter = foreignKey === null ? translateColumnAlter(statement.text, statement.tokens) : null;
+    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, clientText, foreignKey, columnAlter);
+    const serial = translateSerial(statement.text, statement.tokens);
+    if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
+      throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
+        hint: "The writer numbers each session's steps (step_index) and the whole ledger (ledger_seq) itself.",
+      });
+    }
+    // A serial column's sequence must exist before its CREATE TABLE can be prepared: the table
+    // without the defaults is prepared and checked here, and the real one runs at Execute.
+    const text = serial?.probe ?? statement.text;
+    const search = searchArgs(statement.text);
+    try {
+      access.beforePrepare(text, statement.tokens);
+      // DuckDB folds a literal query text's vector into the plan as it prepares it.
+      if (search.searches) await this.ctx.services.search.vectors.prepare(search.literals);
+      engineStatement = await this.ctx.calls.run(() => engine.prepare(text, paramTypes));
+    } catch (err) {
+      // A statement that would be refused is refused as such, even when it does not bind either:
+      // the client learns the rule, and the attempt is recorded.
+      throw access.unprepared(err, statement.text, statement.tokens) ?? clientError(err, statement.offset, statement.clientPosition);
+    }
+    // The statement that the guard classifies is the one that runs: it is
+    // already prepared, and only this object is ever executed.
+    try {
+      await access.engineStatement(statement.text, statement.tokens, engineStatement.kind);
+    } catch (err) {
+      engineStatement.close();
+      throw err;
+    }
+    engineStatement = this.served(engineStatement, statement.tokens);
+    const columns = engineStatement.columns;
+    const names =
+      columns === null
+        ? null
+        : pgNames(
+            clientText,
+            columns.map((c) => c.name),
+          );
+    const nameArrays = columns === null ? null : nameArrayColumns(clientText);
+    const engineFields =
+      columns?.map((c, i) => ({
+        name: names?.[i] ?? c.name,
+        tableOid: 0,
+        columnAttr: 0,
+        typeOid: nameArrays?.has(i) === true && c.typeOid === ArrayOidOf.get(TypeOid.text) ? NAME_ARRAY_OID : c.typeOid,
+        typeSize: c.typeSize,
+        typeModifier: c.typeModifier,
+        format: 0 as const,
+      })) ?? null;
+    const fields = engineFields === null ? null : await this.ctx.calls.run(() => describeSources(this.ctx, clientText, engineFields));
+    const types = [...engineStatement.paramTypes];
+    for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
+    return new Statement(
+      {
+        kind: 'engine',
+        statement: engineStatement,
+        tokens: statement.tokens,
+        offset: statement.offset,
+        clientPosition: statement.clientPosition ?? SAME_POSITION,
+        createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
+        createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
+        addsForeignKey: null,
+        altersIndexedColumns: null,
+        declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(clientText) : [],
+        advisoryWaits: advisoryWaits(statement.text),
+        searchParams: search.params,
+      },
+      types,
+      fields,
+    );
+  }
+
+  /**
+   * An agent's read of one chain or one step, which the handler answers
+   * itself where it can (ledger-reads.ts, steps-reads.ts); the engine's
+   * statement stays its description and its fallback.
+   */
+  private served(engineStatement: EngineStatement, tokens: readonly Token[]): EngineStatement {
+    const { services, tx } = this.ctx;
+    const verify = recognizeChainVerify(tokens);
+    if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
+      return new ServedChainVerify(engineStatement, verify, {
+        ledgers: services.ledgers,
+        auditReport: services.auditReport,
+        query: (sql, params) => this.readRows(sql, params),
+      });
+    }
+    const cache = services.sessionCache;
+    const steps = cache === null ? null : recognizeStepsRead(tokens);
+    if (cache !== null && steps !== null && ServedStepsRead.applies(engineStatement, cache)) {
+      return new ServedStepsRead(engineStatement, steps, {
+        cache,
+        writer: services.writer,
+        autocommit: () => tx.status === 'I' && !tx.implicitOpen,
+        appendsVisible: () => appendsVisible(this.ctx),
+      });
+    }
+    return engineStatement;
+  }
+
+  /**
+   * A server query's rows as text, through a statement prepared once per
+   * connection and text (the served reads run the same few queries often,
+   * and preparing costs more than running them).
+   */
+  private async readRows(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>> {
+    let statement = this.serverStatements.get(sql);
+    if (statement === undefined) {
+      statement = await this.ctx.engine.prepare(sql, []);
+      this.serverStatements.set(sql, statement);
+    }
+    statement.bind(params.map((p) => ({ value: Buffer.from(p, 'utf8'), format: 0, typeOid: 0 })));
+    const rows: Array<ReadonlyArray<string | null>> = [];
+    const cursor = await statement.execute({ materialize: true });
+    try {
+      const sink = {
+        row: (cells: readonly (string | Uint8Array | null)[]) =>
+          rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
+        flushIfFull: () => Promise.resolve(),
+      };
+      await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
+    } finally {
+      cursor.close();
+    }
+    return rows;
+  }
+
+  /**
+   * ALTER TABLE ... ADD FOREIGN KEY, and the column changes an index blocks,
+   * which DuckDB cannot prepare or run as they are: the guard and the roles
+   * decide on the statement as an ALTER, and the handler carries it out at
+   * Execute (table-create.ts).
+   */
+  private async prepareHandledAlter(
+    statement: EngineText,
+    clientText: string,
+    foreignKey: ForeignKeyAddition | null,
+    columnAlter: ColumnAlter | null,
+  ): Promise<Statement> {
+    const { access } = this.ctx;
+    access.beforePrepare(statement.text, statement.tokens);
+    await access.engineStatement(statement.text, statement.tokens, 'ALTER');
+    return new Statement(
+      {
+        kind: 'engine',
+        statement: new HandledStatement('ALTER'),
+        tokens: statement.tokens,
+        offset: statement.offset,
+        clientPosition: statement.clientPosition ?? SAME_POSITION,
+        createsLedger: null,
+        createsSequences: null,
+        addsForeignKey: foreignKey,
+        altersIndexedColumns: columnAlter,
+        // What the client declared, before the rewrite spelled its types for the engine.
+        declares: declaredChanges(clientText),
+        advisoryWaits: [],
+        searchParams: [],
+      },
+      [],
+      null,
+    );
+  }
+
+  /**
+   * The statement with PostgreSQL-only syntax rewritten for the engine
+   * (engines/duckdb/catalog/rewrite.ts). Everything after this point, the guard included,
+   * sees the rewritten text, so what is checked is what runs.
+   */
+  private async forEngine(statement: StatementText): Promise<EngineText> {
+    this.ctx.access.reservedNames(statement.text, statement.tokens);
+    const rewriter = this.ctx.services.rewriter;
+    const target = rewriter.insertTarget(statement.text, statement.tokens);
+    const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
+    const rewritten = rewriter.rewriteMapped(statement.text, statement.tokens, columns);
+    if (rewritten.text === statement.text) return statement;
+    const scanned = lexStatement(rewritten.text);
+    return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset, clientPosition: (p) => rewritten.clientPosition(p) };
+  }
+
+  /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */
+  private async tableColumns(schema: string | null, table: string): Promise<TargetColumns | null> {
+    const rows = await this.ctx.engine.query(
+      `SELECT database_name, schema_name, column_name, data_type FROM system.main.duckdb_columns()
+       WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND database_name NOT IN ('system', '${COMPAT_CATALOG}')
+       ORDER BY database_name <> 'temp', schema_name <> 'main', database_name, schema_name, column_index`,
+      [table, schema],
+    );
+    const first = rows[0];
+    if (first === undefined) return null;
+    return rows
+      .filter((r) => r[0] === first[0] && r[1] === first[1])
+      .map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']'), temporal: String(r[3]).startsWith('TIMESTAMP') }));
+  }
+
+  /**
+   * The catalog's pg_settings and current_setting() read the connection's
+   * PostgreSQL settings, which live in the handler, from an engine variable:
+   * it is brought up to date before a statement that reads them is prepared.
+   */
+  private async publishSettings(): Promise<void> {
+    const rows = this.ctx.settings.all();
+    const key = JSON.stringify(rows);
+    if (key === this.publishedSettings) return;
+    const q = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+    const list = rows.map(([name, setting, description]) => `{'name': ${q(name)}, 'setting': ${q(setting)}, 'description': ${q(description)}}`);
+    const values = rows.map(([name, setting]) => `${q(name.toLowerCase())}: ${q(setting)}`);
+    await this.ctx.engine.run(`SET VARIABLE cot_settings = [${list.join(', ')}]`);
+    await this.ctx.engine.run(`SET VARIABLE cot_setting_values = MAP {${values.join(', ')}}`);
+    this.publishedSettings = key;
+  }
+
+  private async prepareCopyOut(statement: StatementText, copy: CopyToStdout): Promise<Statement> {
+    if (copy.format === 'binary') {
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY TO STDOUT in binary format is not supported', { hint: 'Use FORMAT text or FORMAT csv.' });
+    }
+    const parts = splitStatements(copy.query);
+    const part = parts[0];
+    if (part === undefined || parts.length > 1) {
+      throw new PgError(SqlState.SyntaxError, 'COPY (query) TO STDOUT takes exactly one query', { position: statement.offset + 1 });
+    }
+    const query = await this.prepare({ ...part, offset: statement.offset + copy.queryOffset } as StatementText, []);
+    if (query.plan.kind !== 'engine' || query.fields === null || !READ_KINDS.has(query.plan.statement.kind)) {
+      this.host.closeStatement(query);
+      throw new PgError(SqlState.FeatureNotSupported, 'COPY (query) TO STDOUT supports only queries that read rows', {
+        hint: 'Use SELECT, VALUES, TABLE or WITH ... SELECT inside the parentheses.',
+      });
+    }
+    return new Statement({ kind: 'copy-out', copy, query }, [], null);
+  }
+
+  /** Macros for ledgers created since this connection defined its own, before a statement that may call them. */
+  private async refreshLedgerMacros(tokens: readonly Token[]): Promise<void> {
+    if (this.macrosVersion === this.ctx.services.ledgers.version) return;
+    if (!tokens.some((t) => t.kind === 'word' && t.text.toLowerCase().startsWith('cot_'))) return;
+    await this.defineLedgerMacros();
+  }
+}

@@ -1,0 +1,223 @@
+import type { ColumnInfo, EngineCursor, EngineStatement, RenderSettings, RowSink, WireParam } from '../../../engine/port.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+import type { Token } from '../../../sql/lexer.js';
+import { argumentText, readArg, type ReadArg } from './ledger-reads.js';
+import type { Cells, SessionCache } from './session-cache.js';
+
+/**
+ * An agent's reads of its own history, answered from the session cache
+ * (session-cache.ts) when it holds what the engine would answer:
+ *
+ *   SELECT * FROM cot_replay(session)
+ *   SELECT * FROM cot_trace(trace_id)
+ *   SELECT * FROM _cot_steps WHERE trace_id = $1
+ *
+ * A replay the cache cannot answer runs in the engine, and its rows fill
+ * the cache on the way to the client. Only statements outside a transaction
+ * block, with every column in text format, are served: inside a block the
+ * engine's snapshot decides what is visible, and binary rows are not kept.
+ */
+
+export interface StepsRead {
+  readonly kind: 'replay' | 'trace';
+  readonly arg: ReadArg;
+}
+
+/** The statement shapes served, or null. */
+export function recognizeStepsRead(tokens: readonly Token[]): StepsRead | null {
+  const t = tokens.length > 0 && tokens[tokens.length - 1]?.kind === 'semicolon' ? tokens.slice(0, -1) : tokens;
+  const word = (i: number): string | null => (t[i]?.kind === 'word' ? (t[i] as Token).text.toLowerCase() : null);
+  if (word(0) !== 'select' || t[1]?.text !== '*' || word(2) !== 'from') return null;
+  const name = word(3);
+  if ((name === 'cot_replay' || name === 'cot_trace') && t[4]?.text === '(' && t[6]?.text === ')' && t.length === 7) {
+    const arg = readArg(t[5]);
+    return arg === null ? null : { kind: name === 'cot_replay' ? 'replay' : 'trace', arg };
+  }
+  if (name === '_cot_steps' && word(4) === 'where' && word(5) === 'trace_id' && t[6]?.text === '=' && t.length === 8) {
+    const arg = readArg(t[7]);
+    return arg === null ? null : { kind: 'trace', arg };
+  }
+  return null;
+}
+
+export interface StepsReadSources {
+  readonly cache: SessionCache;
+  readonly writer: Pick<LedgerWriter, 'chainLength'>;
+  /** Waits until the engine holds every acknowledged append: before any read of the engine. */
+  readonly appendsVisible: () => Promise<void>;
+  /** No transaction block is open: the statement sees every committed row. */
+  readonly autocommit: () => boolean;
+}
+
+/** The result columns' names and types, which cached rows must have been rendered for. */
+function layoutOf(columns: readonly ColumnInfo[] | null): string {
+  return (columns ?? []).map((c) => `${c.name}:${c.typeOid}:${c.typeModifier}`).join(',');
+}
+
+/** The engine statement of one of those reads; the engine still answers whatever the cache cannot. */
+export class ServedStepsRead implements EngineStatement {
+  readonly kind = 'SELECT';
+  /** The cache answers with every acknowledged append (the writer reports each before it is acknowledged); the engine only once it holds them. */
+  readonly waitsForAppends = true;
+  private params: readonly WireParam[] = [];
+  private readonly layout: string;
+
+  constructor(
+    private readonly inner: EngineStatement,
+    private readonly read: StepsRead,
+    private readonly sources: StepsReadSources,
+  ) {
+    this.layout = layoutOf(inner.columns);
+  }
+
+  /** The statement returns `_cot_steps`'s columns in table order, as the cache keeps rows. */
+  static applies(inner: EngineStatement, cache: SessionCache): boolean {
+    const columns = inner.columns;
+    return inner.kind === 'SELECT' && columns !== null && columns.map((c) => c.name).join(',') === cache.steps.columns.map((c) => c.name).join(',');
+  }
+
+  get paramTypes(): readonly number[] {
+    return this.inner.paramTypes;
+  }
+
+  get columns(): EngineStatement['columns'] {
+    return this.inner.columns;
+  }
+
+  bind(params: readonly WireParam[]): void {
+    this.params = params;
+    this.inner.bind(params);
+  }
+
+  async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
+    const key = argumentText(this.read.arg, this.params, this.inner.paramTypes);
+    if (key === null || key === undefined || !this.sources.autocommit()) {
+      await this.sources.appendsVisible();
+      return this.inner.execute(options);
+    }
+    return new StepsCursor(this, key);
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+
+  /** The rows the engine would answer, from the cache, or null when it cannot tell. */
+  async cached(key: string, zone: string): Promise<Cells[] | null> {
+    const { cache } = this.sources;
+    if (this.read.kind === 'trace') {
+      const hit = cache.step(key);
+      if (hit === undefined || hit.session.zone !== zone || hit.session.layout !== this.layout) return null;
+      cache.stats.hits++;
+      return [hit.cells];
+    }
+    const session = cache.session(key);
+    if (session === undefined) return null;
+    if (session.rows.length === 0 && session.zone === '') {
+      // Born in the cache at its first step: its first reader decides how its rows are rendered.
+      session.zone = zone;
+      session.layout = this.layout;
+    }
+    if (session.zone !== zone || session.layout !== this.layout) return null;
+    const acknowledged = this.sources.writer.chainLength(cache.steps, key);
+    if (acknowledged !== null && session.rows.length + session.pending.length !== acknowledged) {
+      // An append the cache did not hear of: it reads the session afresh next time.
+      cache.drop(key);
+      cache.stats.dropped++;
+      return null;
+    }
+    // Every acknowledged append, rendered from the writer's texts by the engine's own codecs: it need
+    // not have reached the engine yet.
+    if (session.pending.length > 0) {
+      const cells = this.inner.renderCanonical?.(
+        session.pending.map((p) => p.texts),
+        { timeZone: zone },
+      );
+      if (cells === null || cells === undefined) return null;
+      cache.extend(session, cells);
+    }
+    cache.stats.hits++;
+    // A copy: a portal read in parts must not see rows added to the session after it started.
+    return session.rows.slice();
+  }
+
+  /** A replay the engine runs; its rows fill the cache when the client reads them all in text. */
+  async fromEngine(key: string): Promise<{ readonly cursor: EngineCursor; readonly fill: boolean }> {
+    await this.sources.appendsVisible();
+    const fill = this.read.kind === 'replay';
+    if (fill) this.sources.cache.startLoad(key);
+    try {
+      return { cursor: await this.inner.execute(), fill };
+    } catch (err) {
+      if (fill) this.sources.cache.abortLoad(key);
+      throw err;
+    }
+  }
+
+  finishFill(key: string, zone: string, rows: Cells[] | null): void {
+    if (rows === null) this.sources.cache.abortLoad(key);
+    else this.sources.cache.finishLoad(key, zone, this.layout, rows);
+  }
+}
+
+/** A sink that keeps a copy of every row (the engine's cells may be views of memory it reuses), and passes it on. */
+function keeping(rows: Cells[], next: RowSink | null): RowSink {
+  return {
+    row(cells) {
+      rows.push(cells.map((c) => (c instanceof Uint8Array ? Buffer.from(c) : c)));
+      next?.row(cells);
+    },
+    flushIfFull: () => next?.flushIfFull() ?? Promise.resolve(),
+  };
+}
+
+/** Decides at the first fetch, when the formats and the time zone are known, where the rows come from. */
+class StepsCursor implements EngineCursor {
+  readonly rowsChanged = 0;
+  readonly returnsRows = true;
+  private rows: Cells[] | null = null;
+  private next = 0;
+  private engine: EngineCursor | null = null;
+  /** The rows of an engine replay that fill the cache, with the zone they were rendered in. */
+  private filling: { readonly rows: Cells[]; readonly zone: string } | null = null;
+
+  constructor(
+    private readonly statement: ServedStepsRead,
+    private readonly key: string,
+  ) {}
+
+  async fetch(maxRows: number, formats: readonly (0 | 1)[], sink: RowSink, settings: RenderSettings): Promise<{ rows: number; done: boolean }> {
+    const text = !formats.includes(1);
+    if (this.rows === null && this.engine === null) {
+      this.rows = text ? await this.statement.cached(this.key, settings.timeZone) : null;
+      if (this.rows === null) {
+        const { cursor, fill } = await this.statement.fromEngine(this.key);
+        this.engine = cursor;
+        if (fill && text && maxRows === 0) this.filling = { rows: [], zone: settings.timeZone };
+        else if (fill) this.statement.finishFill(this.key, settings.timeZone, null);
+      }
+    }
+    if (this.engine !== null) {
+      const filling = this.filling;
+      const result = await this.engine.fetch(maxRows, formats, filling === null ? sink : keeping(filling.rows, sink), settings);
+      if (filling !== null && result.done) {
+        this.filling = null;
+        this.statement.finishFill(this.key, filling.zone, filling.rows);
+      }
+      return result;
+    }
+    const rows = this.rows as Cells[];
+    const end = maxRows === 0 ? rows.length : Math.min(rows.length, this.next + maxRows);
+    const start = this.next;
+    for (; this.next < end; this.next++) sink.row(rows[this.next] as Cells);
+    await sink.flushIfFull();
+    return { rows: end - start, done: this.next >= rows.length };
+  }
+
+  close(): void {
+    if (this.filling !== null) this.statement.finishFill(this.key, this.filling.zone, null);
+    this.filling = null;
+    this.engine?.close();
+    this.next = this.rows?.length ?? 0;
+  }
+}

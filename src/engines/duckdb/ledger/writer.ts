@@ -1,0 +1,715 @@
+import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
+import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { loadColumnHasher, rowHashFor } from '../../../ledger/chain/canonical.js';
+import { retainable } from '../../../ledger/erasure/retention-sql.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { NO_OBSERVER, type Observer } from '../../../observe/observer.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import { appendRows, inTransaction, LedgerApplier, type TableRows } from './applier.js';
+import { Journal, type JournalRecord, type JournalTail } from './journal.js';
+import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
+import { rowLeafHash } from '../../../ledger/log/leaf.js';
+import { resumeLog } from '../log/log-resume.js';
+import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
+import { Quarantine } from './quarantine.js';
+import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
+import { type EmbeddingSampleRule, selectedForEmbedding } from '../../../ledger/chain/embedding-sample.js';
+
+interface Unit {
+  readonly jobs: readonly AppendJob[];
+  /** When it reached the writer (performance.now()). */
+  readonly queued: number;
+  readonly resolve: (r: AppendResult[]) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+interface Head {
+  readonly index: number;
+  readonly hash: string;
+}
+
+/** Rows per INSERT statement: enough to amortise the statement, few enough for its parameters. */
+const ROWS_PER_STATEMENT = 100;
+/** From this many rows in one group commit, the writer appends through the engine's appender. */
+const APPENDER_MIN_ROWS = 32;
+/** Units taken into one group commit at most. */
+const UNITS_PER_COMMIT = 512;
+/** Larger group commits go to the engine directly: one record of the journal must stay a modest buffer. */
+const JOURNAL_MAX_ROWS = 10_000;
+/** Commits whose fingerprints are kept for the audit's watch at most. */
+const MAX_FINGERPRINTS = 1_000_000;
+/** Journaled rows DuckDB may lag behind by before appends wait for it. */
+const MAX_BACKLOG = 100_000;
+
+export interface WriterOptions {
+  /** The append journal's file; null keeps no journal (an in-memory database). */
+  readonly journalPath: string | null;
+  readonly observer?: Observer;
+  /** Applying journaled rows to the engine failed; it is retried. */
+  readonly onApplyError?: (err: unknown) => void;
+  /** The global log's tree: brought up to the committed rows at open, then extended by every commit. */
+  readonly log?: MerkleLog;
+  /** Where journaled rows go whose ledger was dropped or reshaped behind the server; none in memory. */
+  readonly quarantine?: Quarantine;
+  /**
+   * The journal did not end cleanly (engines/duckdb/ledger/journal.ts): what was read is
+   * applied; `missing` counts the acknowledged ledger_seq in the damaged
+   * stretch that the database does not hold either.
+   */
+  readonly onJournalDamage?: (tail: JournalTail, path: string, missing: number) => void;
+  /** Rows were set aside in the quarantine (their ledger is damaged). */
+  readonly onQuarantine?: (ledgers: readonly string[], rows: number, reason: string, path: string | null) => void;
+  /** Which steps of `_cot_steps` get `has_embedding` (embedding-sample.ts); none without a rule. */
+  readonly embeddingSample?: EmbeddingSampleRule;
+}
+
+/**
+ * The only code that writes ledger rows. It serialises every chain: units of
+ * appends (one client statement, or one client transaction's appends) queue
+ * here, and the units that arrive together are made durable together (group
+ * commit). Each unit's chain values (step_index, prev_hash, current_hash,
+ * created_at, ledger_seq, and trace_id for _cot_steps) are computed here, in
+ * queue order, from chain heads kept in memory; a caller is answered only
+ * once its rows are durable.
+ *
+ * Durable means one of two things. Rows of a journaled ledger (schema.ts)
+ * are written to the append journal with one synchronous write, and reach
+ * DuckDB shortly after through the applier; readers wait for them
+ * (`visible`). Rows of other ledgers, and very large units, are committed
+ * to DuckDB directly, after every journaled row before them, so DuckDB
+ * always holds a prefix of the sequence.
+ */
+export class LedgerWriter implements LedgerAppender {
+  private readonly queue: Unit[] = [];
+  private running = false;
+  private readonly heads = new Map<string, Map<string, Head>>();
+  /** The table each entry of `heads` belongs to. */
+  private readonly headTables = new Map<string, LedgerTable>();
+  /** Ledgers found damaged while their rows were applied: their appends are refused. */
+  private readonly damaged = new Map<string, LedgerDamage>();
+  /** The group commit in flight, if any. */
+  private committing: Promise<unknown> | null = null;
+  /** Callers of scrubJournal() waiting for the journal to be zeroed. */
+  private readonly scrubWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  private seq = 0n;
+  private lastMicros = 0n;
+  private closed = false;
+  private idle: Promise<void> = Promise.resolve();
+  /** Prepared INSERTs by text: preparing costs more than running a small one. */
+  private readonly inserts = new Map<string, EngineStatement>();
+  private markIdle: () => void = () => undefined;
+  private applier: LedgerApplier | null = null;
+  /** Why the global log stopped growing (the ledgers were altered outside the server), or null. */
+  logFrozen: string | null = null;
+  /** Called after each commit with the log's new size. */
+  onIntegrated: (size: number) => void = () => undefined;
+  /** Writing the log's node file failed; its leaves are kept and written with the next commit. */
+  onLogError: (err: unknown) => void = () => undefined;
+  /**
+   * Called with each group commit's rows (every column's text, in table
+   * order) once they are durable and acknowledged, before any reader can
+   * see them in the engine: the session cache learns which of its sessions
+   * grew.
+   */
+  onDurable: (tables: readonly TableRows[]) => void = () => undefined;
+  /** Leaves of durable commits that the node file could not take yet. */
+  private unintegrated: Buffer[] = [];
+  /**
+   * Each durable commit's fingerprint per ledger (engines/duckdb/ledger/fingerprint.ts),
+   * kept while the audit's watch asks for them and until it folds them into
+   * its baseline; null when nobody asks, or after too many went unclaimed.
+   */
+  private commitFingerprints: Array<{ readonly lastSeq: bigint; readonly byTable: ReadonlyMap<string, Fingerprint> }> | null = null;
+  /** Commits up to this ledger_seq may be missing from `commitFingerprints`. */
+  private fingerprintsLostAt = 0n;
+
+  private constructor(
+    private readonly conn: EngineConnection,
+    private readonly catalog: LedgerCatalog,
+    private readonly observer: Observer,
+    private readonly journal: Journal | null,
+    readonly log: MerkleLog | null,
+    private readonly embeddingSample: EmbeddingSampleRule | null,
+  ) {}
+
+  /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
+  static async open(engine: Engine, catalog: LedgerCatalog, options: WriterOptions): Promise<LedgerWriter> {
+    await loadColumnHasher();
+    const conn = await engine.connect();
+    const applyConn = await engine.connect();
+    let journal: Journal | null = null;
+    try {
+      const quarantine = options.quarantine ?? Quarantine.at(null);
+      const onQuarantine = options.onQuarantine ?? (() => undefined);
+      if (options.journalPath !== null) {
+        const opened = Journal.open(options.journalPath);
+        journal = opened.journal;
+        await replayRecords(conn, catalog, opened.records, options.journalPath, quarantine, onQuarantine);
+        if (opened.tail.kind !== 'clean') {
+          options.onJournalDamage?.(opened.tail, options.journalPath, await missingBetween(conn, catalog, opened.tail));
+        }
+      }
+      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null, options.embeddingSample ?? null);
+      await writer.loadSequence();
+      if (writer.log !== null) {
+        writer.logFrozen = await resumeLog(conn, catalog, writer.log, Number(writer.seq));
+        // Rows cut from the end of the sequence leave leaves the rows no longer reach: the next
+        // append comes after them, so that the log keeps them and the audit reports them missing.
+        if (BigInt(writer.log.size) > writer.seq) writer.seq = BigInt(writer.log.size);
+      }
+      writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined), {
+        quarantine,
+        triage: (_err, tables) => writer.triage(tables),
+        onSetAside: (parts, reason) =>
+          onQuarantine(
+            [...new Set(parts.map((p) => `${p.table.schema}.${p.table.name}`))],
+            parts.reduce((n, p) => n + p.rows.length, 0),
+            reason,
+            quarantine.path,
+          ),
+      });
+      return writer;
+    } catch (err) {
+      journal?.close(false);
+      applyConn.close();
+      conn.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Null when DuckDB holds every row acknowledged so far (or up to `seq`);
+   * otherwise a promise that settles when it does. A read waits on it so
+   * that it sees every append that was acknowledged before it started.
+   */
+  visible(seq?: bigint): Promise<void> | null {
+    return this.applier?.visible(seq) ?? null;
+  }
+
+  /**
+   * Asks the catalog afresh whether any of `tables` was dropped or reshaped
+   * behind the server (after applying their rows failed): those fail closed
+   * from now on.
+   */
+  async triage(tables: readonly LedgerTable[]): Promise<{ names: ReadonlySet<string>; reason: string } | null> {
+    this.catalog.invalidate();
+    const damage = await this.catalog.damaged();
+    const names = new Set<string>();
+    const reasons: string[] = [];
+    for (const t of tables) {
+      const d = damage.find((x) => x.schema === t.schema && x.name === t.name);
+      if (d === undefined || names.has(qualifiedName(t))) continue;
+      names.add(qualifiedName(t));
+      reasons.push(`ledger "${d.schema}.${d.name}" ${d.reason}`);
+      this.damaged.set(qualifiedName(t), d);
+      this.forget(t);
+    }
+    return names.size === 0 ? null : { names, reason: reasons.join('; ') };
+  }
+
+  /** The ledger_seq up to which the engine holds every acknowledged row. */
+  get appliedSeq(): number {
+    return Number(this.applier?.appliedSeq ?? this.seq);
+  }
+
+  /** Once the commit in flight (if any) has settled: the last ledger_seq acknowledged, and the log's size. */
+  async settledSeq(): Promise<{ readonly acknowledged: number; readonly logged: number }> {
+    await this.committing?.catch(() => undefined);
+    return { acknowledged: Number(this.seq), logged: this.log?.size ?? Number(this.seq) };
+  }
+
+  /** Starts keeping each commit's fingerprints, for the audit's watch. */
+  trackFingerprints(): void {
+    this.commitFingerprints ??= [];
+  }
+
+  /**
+   * The fingerprints of the commits with their last ledger_seq in (from, to],
+   * by qualified ledger name; null when they were not all kept.
+   */
+  fingerprintsBetween(from: number, to: number): Map<string, Fingerprint> | null {
+    if (this.commitFingerprints === null || BigInt(from) < this.fingerprintsLostAt) return null;
+    const out = new Map<string, Fingerprint>();
+    for (const c of this.commitFingerprints) {
+      if (c.lastSeq <= BigInt(from) || c.lastSeq > BigInt(to)) continue;
+      for (const [name, f] of c.byTable) out.set(name, addFingerprints(out.get(name) ?? NO_ROWS, f));
+    }
+    return out;
+  }
+
+  /** Forgets the fingerprints of commits up to `seq`: the audit's baseline holds them. */
+  forgetFingerprints(seq: number): void {
+    if (this.commitFingerprints === null) return;
+    this.commitFingerprints = this.commitFingerprints.filter((c) => c.lastSeq > BigInt(seq));
+  }
+
+  /** Every chain head the writer holds in memory (the ledgers appended to since the start). */
+  *knownHeads(): Iterable<{ readonly table: LedgerTable; readonly key: string; readonly hash: string }> {
+    for (const [name, heads] of this.heads) {
+      const table = this.headTables.get(name);
+      if (table === undefined) continue;
+      for (const [key, head] of heads) yield { table, key, hash: head.hash };
+    }
+  }
+
+  /** Appends the jobs atomically: all their rows commit together, or none does. */
+  /**
+   * How many rows a chain holds, counting every acknowledged append; null
+   * when the writer has not read the ledger's chain heads, which means that
+   * nothing was appended to it since the server started.
+   */
+  chainLength(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>, key: string): number | null {
+    const heads = this.heads.get(qualifiedName(table));
+    if (heads === undefined) return null;
+    const head = heads.get(key);
+    return head === undefined ? 0 : head.index + 1;
+  }
+
+  append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
+    if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: -1n })));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ jobs, resolve, reject, queued: performance.now() });
+      if (!this.running) void this.run();
+    });
+  }
+
+  /**
+   * Zeroes the append journal once DuckDB holds every row it recorded, so
+   * that a value redacted or retained out in the engine has no copy left in
+   * it. Appends go on: a group commit that finds a request zeroes the file
+   * before it writes its own record.
+   */
+  scrubJournal(): Promise<void> {
+    if (this.journal === null) return Promise.resolve();
+    const done = new Promise<void>((resolve, reject) => this.scrubWaiters.push({ resolve, reject }));
+    if (!this.running) void this.scrubWhenIdle();
+    return done;
+  }
+
+  private async scrubWhenIdle(): Promise<void> {
+    try {
+      await this.applier?.drain();
+    } catch (err) {
+      for (const w of this.scrubWaiters.splice(0)) w.reject(err);
+      return;
+    }
+    // A group commit that started meanwhile scrubs before its record, or its run's end calls here again.
+    if (!this.running) this.scrubNow();
+  }
+
+  /** Only when no group commit is between writing its record and DuckDB taking it. */
+  private scrubNow(): void {
+    const waiters = this.scrubWaiters.splice(0);
+    if (waiters.length === 0) return;
+    try {
+      this.journal?.scrub();
+      for (const w of waiters) w.resolve();
+    } catch (err) {
+      for (const w of waiters) w.reject(err);
+    }
+  }
+
+  /** Waits for queued units, then closes the writer's connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.idle;
+    let applied = true;
+    try {
+      await this.applier?.drain();
+    } catch {
+      // The journal keeps what DuckDB did not take; the next start applies it.
+      applied = false;
+    }
+    this.applier?.close();
+    this.journal?.close(applied);
+    // A journal DuckDB took whole is deleted, which erases it as well as zeroing.
+    for (const w of this.scrubWaiters.splice(0)) applied ? w.resolve() : w.reject(new Error('the ledger writer closed with rows DuckDB does not hold'));
+    for (const s of this.inserts.values()) s.close();
+    this.conn.close();
+  }
+
+  /** A new ledger table starts empty; forget what was cached about a table that was (re)created. */
+  forget(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): void {
+    this.heads.delete(qualifiedName(table));
+    this.headTables.delete(qualifiedName(table));
+  }
+
+  private async loadSequence(): Promise<void> {
+    let max = 0n;
+    for (const t of await this.catalog.all()) {
+      const [[v]] = (await this.conn.query(`SELECT max(ledger_seq) FROM ${qualifiedName(t)}`)) as [[bigint | null]];
+      if (v !== null && BigInt(v) > max) max = BigInt(v);
+    }
+    this.seq = max;
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    this.idle = new Promise((resolve) => {
+      this.markIdle = resolve;
+    });
+    try {
+      while (this.queue.length > 0) {
+        const units = this.queue.splice(0, UNITS_PER_COMMIT);
+        try {
+          const results = await this.tracked(this.commit(units));
+          units.forEach((u, i) => {
+            u.resolve(results[i] as AppendResult[]);
+          });
+        } catch {
+          // One unit's failure must not fail the others: retry each alone.
+          for (const unit of units) {
+            try {
+              const [result] = await this.tracked(this.commit([unit]));
+              unit.resolve(result as AppendResult[]);
+            } catch (err) {
+              unit.reject(err);
+            }
+          }
+        }
+      }
+    } finally {
+      this.committing = null;
+      this.running = false;
+      this.markIdle();
+      if (this.scrubWaiters.length > 0) void this.scrubWhenIdle();
+    }
+  }
+
+  /**
+   * Adds a durable commit's leaves to the global log. The node file is
+   * derived data: when it cannot be written (a full disk), the leaves wait
+   * in memory and go with the next commit, and the rows stay acknowledged.
+   */
+  private integrate(leaves: readonly Buffer[]): void {
+    const log = this.log as MerkleLog;
+    // A loop, not push(...): one INSERT ... SELECT may chain more rows than a call takes arguments.
+    for (const leaf of leaves) this.unintegrated.push(leaf);
+    try {
+      log.append(this.unintegrated);
+    } catch (err) {
+      this.onLogError(err);
+      return;
+    }
+    this.unintegrated = [];
+    this.onIntegrated(log.size);
+  }
+
+  private tracked<T>(commit: Promise<T>): Promise<T> {
+    this.committing = commit;
+    return commit;
+  }
+
+  /** One durable write for all the units; chain heads advance only once it is durable. */
+  private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
+    const applier = this.applier as LedgerApplier;
+    const full = applier.diskFull;
+    if (full !== null) {
+      // Journaled rows wait for space; more would only lengthen the wait. Nothing of this unit is written.
+      throw new PgError(SqlState.DiskFull, `could not append: ${full.message.replace(/^[A-Za-z ]+ Error: (Failed to commit: )?/, '')}`, {
+        hint: 'Free space on the disk that holds the database; appends resume by themselves once the server can write again.',
+      });
+    }
+    const journaled =
+      this.journal !== null &&
+      units.every((u) => u.jobs.every((j) => j.table.journaled)) &&
+      units.reduce((n, u) => n + u.jobs.reduce((m, j) => m + j.rows.length, 0), 0) <= JOURNAL_MAX_ROWS;
+    // A direct commit comes after every journaled row; the journal waits when DuckDB lags too far.
+    if (!journaled || applier.backlog > MAX_BACKLOG) await applier.drain();
+    const pending = new Map<string, Map<string, Head>>();
+    let seq = this.seq;
+    const byTable = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
+    const results: AppendResult[][] = [];
+    const leaves: Buffer[] = [];
+    for (const unit of units) {
+      const unitResults: AppendResult[] = [];
+      for (const job of unit.jobs) {
+        const name = qualifiedName(job.table);
+        const damage = this.damaged.get(name);
+        if (damage !== undefined) throw damagedLedgerError(damage);
+        const heads = await this.headsOf(job.table);
+        let tentative = pending.get(name);
+        if (tentative === undefined) {
+          tentative = new Map();
+          pending.set(name, tentative);
+        }
+        let entry = byTable.get(name);
+        if (entry === undefined) {
+          entry = { table: job.table, rows: [] };
+          byTable.set(name, entry);
+        }
+        const first = seq + 1n;
+        job.rows.forEach((clientRow, i) => {
+          seq += 1n;
+          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq, leaves, job.traceIds?.[i]));
+        });
+        unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
+      }
+      results.push(unitResults);
+    }
+    const tables = [...byTable.values()];
+    if (journaled) {
+      for (const t of tables) checkNotNull(t.table, t.rows);
+      if (this.scrubWaiters.length > 0) {
+        await applier.drain();
+        this.scrubNow();
+      } else if (applier.backlog === 0) this.journal?.reuseIfLarge();
+      await (this.journal as Journal).append(journalRecord(this.seq + 1n, seq, tables));
+    } else {
+      await this.write(tables);
+    }
+    // Durable: the tentative heads are now the truth.
+    for (const [name, tentative] of pending) {
+      const heads = this.heads.get(name);
+      if (heads === undefined) continue;
+      for (const [key, head] of tentative) heads.set(key, head);
+    }
+    this.seq = seq;
+    this.onDurable(tables);
+    if (this.commitFingerprints !== null) {
+      if (this.commitFingerprints.length >= MAX_FINGERPRINTS) {
+        // Nobody folded them for too long: the watch waits for the next full audit's baseline.
+        this.commitFingerprints = [];
+        this.fingerprintsLostAt = seq;
+      }
+      this.commitFingerprints.push({ lastSeq: seq, byTable: new Map(tables.map((t) => [qualifiedName(t.table), fingerprintOf(t.table, t.rows)])) });
+    }
+    if (journaled) applier.enqueue(tables, seq);
+    else applier.committedDirectly(seq);
+    if (this.log !== null && this.logFrozen === null) this.integrate(leaves);
+    const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
+    this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
+    return results;
+  }
+
+  /** Writes the chained rows atomically, by the cheapest path for their number. */
+  private async write(byTable: ReadonlyArray<{ table: LedgerTable; rows: (string | null)[][] }>): Promise<void> {
+    const total = byTable.reduce((n, t) => n + t.rows.length, 0);
+    if (total >= APPENDER_MIN_ROWS) {
+      // Large units go through the engine's appender, inside one transaction: at these sizes it is
+      // an order of magnitude faster than multi-row INSERTs (docs/benchmarks.md).
+      await inTransaction(this.conn, async () => {
+        for (const { table, rows } of byTable) await appendRows(this.conn, table, rows);
+      });
+      return;
+    }
+    const statements: Array<{ sql: string; values: (string | null)[] }> = [];
+    for (const { table, rows } of byTable) {
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        statements.push({ sql: insertSql(table, chunk.length), values: chunk.flat() });
+      }
+    }
+    const [only] = statements;
+    if (statements.length === 1 && only !== undefined) {
+      // One statement is atomic on its own: its autocommit saves the two statements of an
+      // explicit transaction, which cost more than the insert itself (docs/benchmarks.md).
+      await this.insert(only.sql, only.values);
+      return;
+    }
+    await inTransaction(this.conn, async () => {
+      for (const { sql, values } of statements) await this.insert(sql, values);
+    });
+  }
+
+  private async insert(sql: string, values: readonly (string | null)[]): Promise<void> {
+    let statement = this.inserts.get(sql);
+    if (statement === undefined) {
+      if (this.inserts.size >= 64) {
+        for (const s of this.inserts.values()) s.close();
+        this.inserts.clear();
+      }
+      statement = await this.conn.prepare(sql, []);
+      this.inserts.set(sql, statement);
+    }
+    statement.bind(values.map((v) => ({ value: v === null ? null : Buffer.from(v, 'utf8'), format: 0, typeOid: 25 })));
+    const cursor = await statement.execute();
+    cursor.close();
+  }
+
+  /** Completes one row with its chain values and hash; returns the texts of every column in table order. */
+  private chainRow(
+    table: LedgerTable,
+    clientRow: ReadonlyArray<string | null>,
+    heads: Map<string, Head>,
+    tentative: Map<string, Head>,
+    seq: bigint,
+    leaves: Buffer[],
+    traceId?: string,
+  ): (string | null)[] {
+    const layout = rowLayout(table);
+    const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+    for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+    const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
+    const head = tentative.get(key) ?? heads.get(key);
+    const micros = this.nextMicros();
+    const index = head === undefined ? 0 : head.index + 1;
+    texts[layout.stepIndex] = String(index);
+    texts[layout.prevHash] = head?.hash ?? '';
+    texts[layout.createdAt] = String(micros);
+    texts[layout.ledgerSeq] = String(seq);
+    if (layout.traceId >= 0) texts[layout.traceId] = traceId ?? uuidv7(Number(micros / 1000n));
+    if (layout.hasEmbedding >= 0) {
+      const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
+      const selected =
+        this.embeddingSample !== null &&
+        id != null &&
+        selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
+      texts[layout.hasEmbedding] = selected ? 'true' : 'false';
+    }
+    const hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
+    texts[layout.currentHash] = hash;
+    tentative.set(key, { index, hash });
+    if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, key, hash));
+    return texts;
+  }
+
+  /** Microseconds since the epoch, strictly increasing, so created_at orders appends. */
+  private nextMicros(): bigint {
+    const now = BigInt(Date.now()) * 1000n;
+    this.lastMicros = now > this.lastMicros ? now : this.lastMicros + 1n;
+    return this.lastMicros;
+  }
+
+  private async headsOf(table: LedgerTable): Promise<Map<string, Head>> {
+    const name = qualifiedName(table);
+    let heads = this.heads.get(name);
+    if (heads !== undefined) return heads;
+    // The heads are read from DuckDB: it must hold every row.
+    await this.applier?.drain();
+    heads = new Map();
+    const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
+    const rows = (await this.conn.query(`SELECT ${key}, max(step_index), arg_max(current_hash, step_index) FROM ${name} GROUP BY ALL`)) as Array<
+      [string, number, string]
+    >;
+    for (const [k, index, hash] of rows) {
+      // An empty table still yields one row of NULLs for the whole-table chain.
+      if (index !== null) heads.set(k ?? '', { index: Number(index), hash });
+    }
+    // A chain whose steps retention removed goes on from the last of them.
+    if (table.retention !== null && retainable(table)) {
+      const retained = (await this.conn.query(
+        `SELECT chain_key, max(last_step_index), arg_max(final_hash, last_step_index) FROM ${table.retention} WHERE ledger = $1 GROUP BY ALL`,
+        [`${table.schema}.${table.name}`],
+      )) as Array<[string, number, string]>;
+      for (const [k, index, hash] of retained) {
+        if ((heads.get(k)?.index ?? -1) < Number(index)) heads.set(k, { index: Number(index), hash });
+      }
+    }
+    this.heads.set(name, heads);
+    this.headTables.set(name, table);
+    return heads;
+  }
+}
+
+function journalRecord(firstSeq: bigint, lastSeq: bigint, tables: readonly TableRows[]): JournalRecord {
+  return { firstSeq, lastSeq, tables: tables.map(({ table, rows }) => ({ schema: table.schema, name: table.name, rows })) };
+}
+
+/** The engine checks NOT NULL on a direct commit; a journaled row is checked before it is acknowledged. */
+function checkNotNull(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): void {
+  table.columns.forEach((c, i) => {
+    if (!c.notNull) return;
+    if (rows.some((r) => r[i] === null)) {
+      throw new PgError(SqlState.NotNullViolation, `null value in column "${c.name}" of relation "${table.name}" violates not-null constraint`, {
+        table: table.name,
+        column: c.name,
+      });
+    }
+  });
+}
+
+/**
+ * After a crash: the journal's rows that DuckDB does not hold (each ledger
+ * holds a prefix of its journaled rows, as the applier commits in sequence
+ * order) are appended, all in one transaction.
+ */
+export async function replayRecords(
+  conn: EngineConnection,
+  catalog: LedgerCatalog,
+  records: readonly JournalRecord[],
+  path: string,
+  quarantine: Quarantine = Quarantine.at(null),
+  onQuarantine: NonNullable<WriterOptions['onQuarantine']> = () => undefined,
+): Promise<number> {
+  if (records.length === 0) return 0;
+  const ledgers = (await catalog.all()).filter((t) => t.journaled);
+  const missing = new Map<string, { table: LedgerTable; after: bigint; rows: Array<ReadonlyArray<string | null>> }>();
+  const homeless = new Map<string, { schema: string; name: string; rows: Array<ReadonlyArray<string | null>> }>();
+  for (const record of records) {
+    for (const part of record.tables) {
+      const key = `${part.schema}\u0000${part.name}`;
+      let entry = missing.get(key);
+      if (entry === undefined) {
+        const table = ledgers.find((t) => t.schema === part.schema && t.name === part.name);
+        if (table === undefined) {
+          // Its ledger is gone or reshaped: the rows cannot be applied, and must not be lost.
+          const kept = homeless.get(key) ?? { schema: part.schema, name: part.name, rows: [] };
+          for (const row of part.rows) kept.rows.push(row);
+          homeless.set(key, kept);
+          continue;
+        }
+        const [[max]] = (await conn.query(`SELECT coalesce(max(ledger_seq), 0) FROM ${qualifiedName(table)}`)) as [[bigint | number]];
+        entry = { table, after: BigInt(max), rows: [] };
+        missing.set(key, entry);
+      }
+      const at = entry.table.columns.findIndex((c) => c.name === 'ledger_seq');
+      for (const row of part.rows) if (BigInt(row[at] ?? 0) > entry.after) entry.rows.push(row);
+    }
+  }
+  if (homeless.size > 0) {
+    const reason = `the journal ${path} holds acknowledged rows of ledgers that are not in this database as they were recorded (dropped or reshaped behind the server, or the database file was replaced)`;
+    quarantine.keep([...homeless.values()], reason);
+    onQuarantine(
+      [...homeless.values()].map((h) => `${h.schema}.${h.name}`),
+      [...homeless.values()].reduce((n, h) => n + h.rows.length, 0),
+      reason,
+      quarantine.path,
+    );
+  }
+  const parts = [...missing.values()].filter((m) => m.rows.length > 0);
+  await inTransaction(conn, async () => {
+    for (const { table, rows } of parts) await appendRows(conn, table, rows);
+  });
+  return parts.reduce((n, p) => n + p.rows.length, 0);
+}
+
+/** How many ledger_seq in a journal's damaged stretch no ledger holds. */
+async function missingBetween(conn: EngineConnection, catalog: LedgerCatalog, tail: JournalTail): Promise<number> {
+  if (tail.lost === null) return 0;
+  const { afterSeq, beforeSeq } = tail.lost;
+  let present = 0;
+  for (const t of await catalog.all()) {
+    const [[n]] = (await conn.query(`SELECT count(*) FROM ${qualifiedName(t)} WHERE ledger_seq > ${afterSeq} AND ledger_seq < ${beforeSeq}`)) as [[bigint]];
+    present += Number(n);
+  }
+  return Number(beforeSeq - afterSeq - 1n) - present;
+}
+
+const insertCache = new Map<string, string>();
+
+/** INSERT of `n` rows given as text parameters, each cast back to its column's type. */
+function insertSql(table: LedgerTable, n: number): string {
+  const cacheKey = `${qualifiedName(table)}\u0000${n}`;
+  const hit = insertCache.get(cacheKey);
+  if (hit !== undefined) return hit;
+  const cols = table.columns;
+  let p = 0;
+  const tuple = (): string =>
+    `(${cols
+      .map((c) => {
+        p++;
+        return c.type.toUpperCase() === 'TIMESTAMP WITH TIME ZONE'
+          ? `CAST(system.main.make_timestamp(CAST($${p} AS BIGINT)) AS TIMESTAMPTZ)`
+          : `CAST($${p} AS ${c.type})`;
+      })
+      .join(', ')})`;
+  const tuples = Array.from({ length: n }, tuple).join(', ');
+  const sql = `INSERT INTO ${qualifiedName(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) VALUES ${tuples}`;
+  if (insertCache.size > 1000) insertCache.clear();
+  insertCache.set(cacheKey, sql);
+  return sql;
+}

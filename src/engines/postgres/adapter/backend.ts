@@ -1,0 +1,449 @@
+import { connect as netConnect } from 'node:net';
+import pg from 'pg';
+import { PgError, type Severity } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import type { BackendField, BackendStatus, BindValue, FetchOutcome, RelayBackend } from '../../../engine/port.js';
+import { binaryEncoder, type BinaryEncoder } from './binary.js';
+import { engineError } from './connection.js';
+
+/**
+ * One client connection's own PostgreSQL backend, as the client role,
+ * through node-postgres. The extended protocol is spoken as the client
+ * speaks it: each Parse, Bind, Describe and Execute goes to the backend in
+ * turn, and the backend's Sync comes with the client's, so a string of
+ * statements and an implicit transaction end where PostgreSQL would end
+ * them. Between two Syncs the exchange is one node-postgres query object
+ * (`SyncGroup`): node-postgres connects, authenticates and parses, and
+ * hands every backend message of the group to it.
+ *
+ * Results come in text: node-postgres reads no other format. Rows are
+ * fetched in batches (Execute with a row limit), each handed on before the
+ * next is asked for, so a large result waits for a slow client instead of
+ * filling memory.
+ */
+
+type Message =
+  | { kind: 'parseComplete' }
+  | { kind: 'bindComplete' }
+  | { kind: 'closeComplete' }
+  | { kind: 'noData' }
+  | { kind: 'parameterDescription'; types: number[] }
+  | { kind: 'rowDescription'; fields: BackendField[] }
+  | { kind: 'portalSuspended' }
+  | { kind: 'commandComplete'; tag: string }
+  | { kind: 'emptyQuery' }
+  | { kind: 'copyInResponse'; columns: number }
+  | { kind: 'copyOutResponse'; columns: number }
+  | { kind: 'copyDone' }
+  | { kind: 'copyData'; data: Buffer }
+  | { kind: 'error'; error: unknown };
+
+/** The node-postgres connection object's calls this module makes. */
+interface Wire {
+  parse(config: { name?: string; text: string; types?: number[] }): void;
+  bind(config: { portal?: string; statement?: string; values?: BindValue[] }): void;
+  describe(config: { type: 'S' | 'P'; name?: string }): void;
+  execute(config: { portal?: string; rows?: number }): void;
+  close(config: { type: 'S' | 'P'; name?: string }): void;
+  flush(): void;
+  sync(): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+  sendFailToCopyFrom(message: string): void;
+  on(event: string, listener: (msg: unknown) => void): void;
+  removeListener(event: string, listener: (msg: unknown) => void): void;
+}
+
+/** The backend messages of one exchange between two Syncs, in order. */
+class SyncGroup {
+  private wire: Wire | null = null;
+  private readonly inbox: Message[] = [];
+  private waiter: (() => void) | null = null;
+  private readonly submitted: Promise<void>;
+  private markSubmitted: () => void = () => undefined;
+  private readonly done: Promise<void>;
+  private markDone: () => void = () => undefined;
+  /** Rows go here while a fetch runs. */
+  onRow: ((fields: ReadonlyArray<string | null>) => void) | null = null;
+  /** The backend failed a statement: it ignores everything until Sync. */
+  failed = false;
+  private readonly listeners: Array<[string, (msg: unknown) => void]> = [
+    ['parseComplete', () => this.push({ kind: 'parseComplete' })],
+    ['bindComplete', () => this.push({ kind: 'bindComplete' })],
+    ['closeComplete', () => this.push({ kind: 'closeComplete' })],
+    ['noData', () => this.push({ kind: 'noData' })],
+    ['parameterDescription', (m) => this.push({ kind: 'parameterDescription', types: (m as { dataTypeIDs: number[] }).dataTypeIDs })],
+    ['copyOutResponse', (m) => this.push({ kind: 'copyOutResponse', columns: (m as { columnTypes: number[] }).columnTypes.length })],
+    ['copyDone', () => this.push({ kind: 'copyDone' })],
+    // Heard on the connection itself: after an ErrorResponse node-postgres stops passing messages to the query.
+    ['readyForQuery', () => this.finish()],
+  ];
+
+  constructor() {
+    this.submitted = new Promise((resolve) => {
+      this.markSubmitted = resolve;
+    });
+    this.done = new Promise((resolve) => {
+      this.markDone = resolve;
+    });
+  }
+
+  // ---- node-postgres' query interface (Submittable) ----
+  submit(connection: unknown): void {
+    this.wire = connection as Wire;
+    for (const [event, fn] of this.listeners) this.wire.on(event, fn);
+    this.markSubmitted();
+  }
+  handleRowDescription(msg: { fields: BackendField[] }): void {
+    this.push({ kind: 'rowDescription', fields: msg.fields });
+  }
+  handleDataRow(msg: { fields: Array<string | null> }): void {
+    this.onRow?.(msg.fields);
+  }
+  handlePortalSuspended(): void {
+    this.push({ kind: 'portalSuspended' });
+  }
+  handleCommandComplete(msg: { text: string }): void {
+    this.push({ kind: 'commandComplete', tag: msg.text });
+  }
+  handleEmptyQuery(): void {
+    this.push({ kind: 'emptyQuery' });
+  }
+  handleCopyInResponse(): void {
+    this.push({ kind: 'copyInResponse', columns: 0 });
+  }
+  handleCopyData(msg: { chunk: Buffer }): void {
+    // COPY TO STDOUT's data may all arrive before the caller asks for it: it waits in the inbox.
+    this.push({ kind: 'copyData', data: msg.chunk });
+  }
+  handleError(error: unknown): void {
+    this.failed = true;
+    this.push({ kind: 'error', error });
+  }
+  handleReadyForQuery(): void {
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.wire !== null) for (const [event, fn] of this.listeners) this.wire.removeListener(event, fn);
+    this.markDone();
+  }
+
+  // ---- for the backend ----
+  async ready(): Promise<Wire> {
+    await this.submitted;
+    return this.wire as Wire;
+  }
+
+  ended(): Promise<void> {
+    return this.done;
+  }
+
+  /** The next message, skipping those in `skip`; an ErrorResponse rejects. */
+  async next(skip: ReadonlySet<Message['kind']> = NONE): Promise<Message> {
+    for (;;) {
+      while (this.inbox.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.waiter = resolve;
+        });
+      }
+      const m = this.inbox.shift() as Message;
+      if (m.kind === 'error') throw engineError(m.error);
+      if (!skip.has(m.kind)) return m;
+    }
+  }
+
+  private push(m: Message): void {
+    this.inbox.push(m);
+    const w = this.waiter;
+    this.waiter = null;
+    w?.();
+  }
+}
+
+const NONE: ReadonlySet<Message['kind']> = new Set();
+const ACKS: ReadonlySet<Message['kind']> = new Set(['parseComplete', 'bindComplete', 'closeComplete']);
+
+const TEXT = { getTypeParser: () => (v: string) => v };
+
+export class PgBackend implements RelayBackend {
+  private group: SyncGroup | null = null;
+  private lastStatus: BackendStatus = 'I';
+  private readonly parameterChanges: Array<[string, string]> = [];
+  /** The backend's reported settings (DateStyle, IntervalStyle, ...), as ParameterStatus gave them. */
+  private readonly settings = new Map<string, string>();
+  /** Per open portal: how each result column is sent (null: as text). */
+  private readonly encoders = new Map<string, ReadonlyArray<BinaryEncoder | null>>();
+  /** Notices the backend sent, for the statement that caused them. */
+  onNotice: (notice: PgError) => void = () => undefined;
+  /** The connection broke: the client's session cannot go on. */
+  broken: Error | null = null;
+
+  private constructor(
+    private readonly client: pg.Client,
+    private readonly target: { readonly host: string; readonly port: number },
+  ) {
+    client.on('notice', (n: Notice) => this.onNotice(noticeOf(n)));
+    client.on('error', (err: Error) => {
+      this.broken = err;
+    });
+    (client as unknown as { connection: Wire }).connection.on('parameterStatus', (m) => {
+      const { parameterName, parameterValue } = m as { parameterName: string; parameterValue: string };
+      this.parameterChanges.push([parameterName, parameterValue]);
+      this.settings.set(parameterName, parameterValue);
+    });
+  }
+
+  static async open(url: string, applicationName: string): Promise<PgBackend> {
+    const client = new pg.Client({ connectionString: url, types: TEXT, application_name: applicationName });
+    client.on('error', () => undefined);
+    const u = new URL(url);
+    const backend = new PgBackend(client, { host: u.hostname || 'localhost', port: Number(u.port || 5432) });
+    try {
+      await client.connect();
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw new PgError(SqlState.ConnectionFailure, `cannot reach the PostgreSQL engine: ${(err as Error).message}`);
+    }
+    // The start-up's own ParameterStatus values are the backend's, not news for the client.
+    backend.parameterChanges.length = 0;
+    return backend;
+  }
+
+  /** The status of the last ReadyForQuery. */
+  get status(): BackendStatus {
+    return this.lastStatus;
+  }
+
+  /** Whether an exchange is open (messages sent since the last Sync). */
+  get inExchange(): boolean {
+    return this.group !== null;
+  }
+
+  takeParameterChanges(): Array<[string, string]> {
+    return this.parameterChanges.splice(0);
+  }
+
+  /** The statement's parameter types and result columns (Parse, Describe statement). */
+  async describe(sql: string, types: readonly number[]): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    wire.parse({ text: sql, types: [...types] });
+    wire.describe({ type: 'S' });
+    wire.flush();
+    const params = await group.next(ACKS);
+    if (params.kind !== 'parameterDescription') throw unexpected(params, 'ParameterDescription');
+    const result = await group.next(ACKS);
+    if (result.kind === 'noData') return { paramTypes: params.types, fields: null };
+    if (result.kind !== 'rowDescription') throw unexpected(result, 'RowDescription');
+    return { paramTypes: params.types, fields: result.fields };
+  }
+
+  /** Parse and Bind into a named portal; answers its result columns (Describe portal). */
+  async openPortal(
+    portal: string,
+    sql: string,
+    types: readonly number[],
+    values: readonly BindValue[],
+    resultFormats: readonly number[],
+  ): Promise<BackendField[] | null> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    wire.parse({ text: sql, types: [...types] });
+    wire.bind({ portal, values: [...values] });
+    wire.describe({ type: 'P', name: portal });
+    wire.flush();
+    const m = await group.next(ACKS);
+    if (m.kind === 'noData') {
+      this.encoders.delete(portal);
+      return null;
+    }
+    if (m.kind !== 'rowDescription') throw unexpected(m, 'RowDescription');
+    // Bind's result formats: none (all text), one for all, or one per column.
+    const formatOf = (i: number): number => (resultFormats.length === 1 ? (resultFormats[0] as number) : (resultFormats[i] ?? 0));
+    const dateStyle = this.settings.get('DateStyle') ?? 'ISO, MDY';
+    const intervalStyle = this.settings.get('IntervalStyle') ?? 'postgres';
+    this.encoders.set(
+      portal,
+      m.fields.map((f, i) => (formatOf(i) === 1 ? binaryEncoder(f.dataTypeID, dateStyle, intervalStyle) : null)),
+    );
+    return m.fields;
+  }
+
+  /** Execute with a row limit (0: all); each row goes to `onRow` as it arrives. */
+  async fetch(portal: string, rows: number, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): Promise<FetchOutcome> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    const encoders = this.encoders.get(portal);
+    group.onRow =
+      encoders === undefined || encoders.every((e) => e === null)
+        ? onRow
+        : (fields) => onRow(fields.map((v, i) => (v === null ? null : (encoders[i]?.(v) ?? v))));
+    try {
+      wire.execute({ portal, rows });
+      wire.flush();
+      const m = await group.next(ACKS);
+      switch (m.kind) {
+        case 'portalSuspended':
+          return { kind: 'suspended' };
+        case 'commandComplete':
+          return { kind: 'complete', tag: m.tag };
+        case 'emptyQuery':
+          return { kind: 'empty' };
+        case 'copyInResponse':
+          return { kind: 'copy-in', columns: m.columns };
+        case 'copyOutResponse':
+          return { kind: 'copy-out', columns: m.columns };
+        default:
+          throw unexpected(m, 'the end of a result');
+      }
+    } finally {
+      group.onRow = null;
+    }
+  }
+
+  /**
+   * A statement of the server's own in the client's exchange (a ledger
+   * INSERT's rows, evaluated): Parse, Bind, Execute and Close sent together,
+   * one round trip; its rows (text) go to `onRow`. Answers the tag.
+   */
+  async run(
+    portal: string,
+    sql: string,
+    types: readonly number[],
+    values: readonly BindValue[],
+    onRow: (cells: ReadonlyArray<string | null>) => void,
+  ): Promise<string> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    group.onRow = onRow;
+    try {
+      wire.parse({ text: sql, types: [...types] });
+      wire.bind({ portal, values: [...values] });
+      wire.execute({ portal, rows: 0 });
+      wire.close({ type: 'P', name: portal });
+      wire.flush();
+      const m = await group.next(ACKS);
+      if (m.kind !== 'commandComplete') throw unexpected(m, 'CommandComplete');
+      return m.tag;
+    } finally {
+      group.onRow = null;
+    }
+  }
+
+  /** COPY TO STDOUT: the data as it comes, then the statement's tag. */
+  async copyOut(onData: (data: Buffer) => void): Promise<string> {
+    const group = await this.exchange();
+    for (;;) {
+      const m = await group.next(ACKS);
+      if (m.kind === 'copyData') onData(m.data);
+      else if (m.kind === 'commandComplete') return m.tag;
+      else if (m.kind !== 'copyDone') throw unexpected(m, 'CopyDone');
+    }
+  }
+
+  async copyInData(data: Buffer): Promise<void> {
+    const wire = await (await this.exchange()).ready();
+    wire.sendCopyFromChunk(data);
+  }
+
+  async copyInDone(): Promise<string> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    wire.endCopyFrom();
+    // In the extended protocol PostgreSQL holds its answer until a Flush or a Sync.
+    wire.flush();
+    const m = await group.next(ACKS);
+    if (m.kind !== 'commandComplete') throw unexpected(m, 'CommandComplete');
+    return m.tag;
+  }
+
+  async copyInFail(message: string): Promise<void> {
+    const group = await this.exchange();
+    const wire = await group.ready();
+    wire.sendFailToCopyFrom(message);
+    wire.flush();
+    await group.next(ACKS).catch(() => undefined);
+  }
+
+  /** Close portal; its CloseComplete is skipped when it comes. */
+  async closePortal(portal: string): Promise<void> {
+    this.encoders.delete(portal);
+    const group = this.group;
+    if (group === null || group.failed) return;
+    const wire = await group.ready();
+    wire.close({ type: 'P', name: portal });
+    wire.flush();
+  }
+
+  /** The backend's reported settings now (server_version, DateStyle, TimeZone, ...). */
+  reportedSettings(): Array<[string, string]> {
+    return [...this.settings];
+  }
+
+  /** Ends the exchange (Sync) and answers the transaction status. */
+  async sync(): Promise<BackendStatus> {
+    const group = this.group;
+    if (group === null) return this.lastStatus;
+    const wire = await group.ready();
+    wire.sync();
+    await group.ended();
+    this.group = null;
+    this.lastStatus = ((this.client as unknown as { _txStatus: BackendStatus | null })._txStatus ?? 'I') as BackendStatus;
+    return this.lastStatus;
+  }
+
+  /** Whether the open exchange has failed (the backend waits for Sync). */
+  get failed(): boolean {
+    return this.group?.failed ?? false;
+  }
+
+  /** PostgreSQL's CancelRequest for whatever this backend runs. */
+  cancel(): void {
+    const c = this.client as unknown as { processID: number | null; secretKey: number | null };
+    if (c.processID === null || c.secretKey === null) return;
+    const msg = Buffer.alloc(16);
+    msg.writeInt32BE(16, 0);
+    msg.writeInt32BE(80877102, 4);
+    msg.writeInt32BE(c.processID, 8);
+    msg.writeInt32BE(c.secretKey, 12);
+    const socket = netConnect(this.target.port, this.target.host, () => socket.end(msg));
+    socket.on('error', () => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.client.end().catch(() => undefined);
+  }
+
+  private async exchange(): Promise<SyncGroup> {
+    if (this.broken !== null)
+      throw new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine broke: ${this.broken.message}`, {}, 'FATAL');
+    if (this.group === null) {
+      this.group = new SyncGroup();
+      void this.client.query(this.group as unknown as pg.QueryConfig);
+    }
+    return this.group;
+  }
+}
+
+function unexpected(m: Message, wanted: string): PgError {
+  return new PgError(SqlState.ProtocolViolation, `the PostgreSQL engine answered ${m.kind} where ${wanted} was due`);
+}
+
+/** A NoticeResponse as node-postgres parses it. */
+interface Notice {
+  readonly message?: string;
+  readonly code?: string;
+  readonly severity?: string;
+  readonly detail?: string;
+  readonly hint?: string;
+}
+
+function noticeOf(n: Notice): PgError {
+  return new PgError(
+    n.code ?? '00000',
+    n.message ?? '',
+    { ...(n.detail === undefined ? {} : { detail: n.detail }), ...(n.hint === undefined ? {} : { hint: n.hint }) },
+    (n.severity ?? 'NOTICE') as Severity,
+  );
+}

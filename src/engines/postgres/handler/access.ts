@@ -1,0 +1,147 @@
+import type { Refusal } from '../../../guard/refusal.js';
+import { fingerprint, GuardRefusal } from '../../../guard/refusal.js';
+import type { PgStatement, PostgresGuard } from '../guard.js';
+
+export type { PgStatement };
+import type { SecurityEventLog } from '../../../ledger/security-events.js';
+import { identityRefusal, stampIdentity } from '../../../ledger/chain/validate.js';
+import type { Observer } from '../../../observe/observer.js';
+import type { SessionInfo } from '../../../session/handler-port.js';
+
+/**
+ * Access on a PostgreSQL engine, in one place: the guard's plan of each
+ * statement, the roles (readers read, writers also append to ledgers,
+ * admins run whatever PostgreSQL lets the client role run), identity
+ * stamping, and the record of every refusal in `_cot_security_events`.
+ */
+
+/** Statements a reader or a writer may run besides appends: they read, or only change the session. */
+const READS = new Set([
+  'SelectStmt',
+  'ExplainStmt',
+  'VariableShowStmt',
+  'VariableSetStmt',
+  'TransactionStmt',
+  'DeclareCursorStmt',
+  'FetchStmt',
+  'ClosePortalStmt',
+  'DeallocateStmt',
+  'DiscardStmt',
+  'ListenStmt',
+  'UnlistenStmt',
+  'PrepareStmt',
+  'ExecuteStmt',
+  'CopyStmt',
+]);
+
+/** Settings that would lift a reader's read-only transactions (SET TRANSACTION and SET SESSION CHARACTERISTICS included). */
+const READ_ONLY_SETTINGS = new Set([
+  'default_transaction_read_only',
+  'transaction_read_only',
+  'session_authorization',
+  'role',
+  'transaction',
+  'session characteristics',
+]);
+
+/**
+ * Whether a statement could make a reader's transactions writable: setting
+ * or resetting the read-only settings, or a transaction begun READ WRITE.
+ * (RESET ALL and DISCARD ALL restore the defaults; the connection sets
+ * read-only again after them: connection.ts.)
+ */
+function liftsReadOnly(kind: string, node: Record<string, unknown>): boolean {
+  if (kind === 'VariableSetStmt') return READ_ONLY_SETTINGS.has(String(node.name ?? '').toLowerCase());
+  if (kind === 'TransactionStmt') return JSON.stringify(node.options ?? []).includes('"transaction_read_only"');
+  return false;
+}
+
+export interface ProxyAccessServices {
+  readonly guard: PostgresGuard;
+  readonly securityLog: SecurityEventLog;
+  readonly observer: Observer;
+}
+
+export class ProxyAccess {
+  constructor(
+    private readonly services: ProxyAccessServices,
+    private readonly info: SessionInfo,
+    private readonly applicationName: () => string,
+  ) {}
+
+  /** The statements of a query string, each planned (PostgreSQL's syntax errors pass through). */
+  split(sql: string): readonly PgStatement[] {
+    return this.services.guard.split(sql);
+  }
+
+  /** Throws (and records) the refusal of a statement: the guard's, or the role's. */
+  admit(statement: PgStatement): void {
+    const { plan } = statement;
+    if (plan.kind === 'refused') this.refuse(plan.refusal, statement.text);
+    const kind = Object.keys(statement.tree)[0] ?? '';
+    if (this.info.role === 'admin') return;
+    if (plan.kind === 'append' || plan.kind === 'copy-ledger') {
+      if (this.info.role === 'writer') return;
+      const ledger = plan.ledger.join('.');
+      this.refuse(roleRefusal(this.info, plan.kind === 'append' ? `INSERT INTO ${ledger}` : `COPY ${ledger} FROM STDIN`, ledger), statement.text);
+    }
+    const node = (statement.tree as Record<string, Record<string, unknown>>)[kind] ?? {};
+    const reads =
+      READS.has(kind) &&
+      !(kind === 'SelectStmt' && node.intoClause !== undefined) &&
+      !(kind === 'CopyStmt' && node.is_from === true) &&
+      !(kind === 'ExplainStmt' && JSON.stringify(node.options ?? []).includes('"analyze"')) &&
+      !(this.info.role === 'reader' && liftsReadOnly(kind, node)) &&
+      !(kind === 'PrepareStmt' && Object.keys((node.query as object | undefined) ?? {})[0] !== 'SelectStmt');
+    if (!reads) this.refuse(roleRefusal(this.info, operationOf(kind), ''), statement.text);
+  }
+
+  /** agent_id and org_id come from the authenticated identity: filled in where absent, refused where different. */
+  stampIdentity(clientColumns: readonly string[], rows: (string | null)[][], statement: string): void {
+    const other = stampIdentity(this.info.identity, clientColumns, rows);
+    if (other !== null) this.refuse(identityRefusal(this.info.user, other), statement);
+  }
+
+  /** A reader's transactions are read-only in PostgreSQL too. */
+  get readOnly(): boolean {
+    return this.info.role === 'reader';
+  }
+
+  refuse(refusal: Refusal, statement: string): never {
+    const err = new GuardRefusal(refusal, fingerprint(statement));
+    this.services.observer.refusal(refusal.operation, refusal.reason);
+    this.services.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.applicationName(),
+      operation: refusal.operation,
+      target: refusal.target,
+      sqlstate: err.code,
+      reason: refusal.reason,
+      fingerprint: err.fingerprint,
+      statement,
+    });
+    throw err;
+  }
+}
+
+function roleRefusal(info: SessionInfo, operation: string, target: string): Refusal {
+  return {
+    reason: 'role',
+    operation,
+    target,
+    message: `permission denied: role "${info.role}" of user "${info.user}" may not ${operation}`,
+    hint:
+      info.role === 'reader'
+        ? 'A reader may only read: SELECT, SHOW and the like.'
+        : 'A writer may read, and append to ledger tables with INSERT or COPY FROM STDIN.',
+  };
+}
+
+/** "CreateTableAsStmt" → "CREATE TABLE AS", for messages. */
+function operationOf(kind: string): string {
+  return kind
+    .replace(/Stmt$/, '')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toUpperCase();
+}

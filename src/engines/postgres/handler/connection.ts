@@ -1,0 +1,521 @@
+import type { BackendField, BindValue, RelayBackend } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import type { AppendJob, LedgerAppender } from '../../../ledger/chain/append.js';
+import type { TransactionStatus } from '../../../protocol/codes.js';
+import type { FieldDescription } from '../../../protocol/messages.js';
+import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../../../session/handler-port.js';
+import type { PgStatement, ProxyAccess } from './access.js';
+import { checkParents, checkRows, copyPlan, copyRows, evaluateRows, ledgerNamed, planAppend, sendReturning, type LedgerAppendPlan } from './appends.js';
+
+/**
+ * A client connection on a PostgreSQL engine: every statement is planned by
+ * the guard (PostgreSQL's grammar), then relayed to the client's own backend
+ * as the client sent it, or, for an append to a ledger, evaluated and handed
+ * to the writer. The backend keeps PostgreSQL's semantics: transactions,
+ * savepoints, SET, cursors, catalogs, types and error codes are its own.
+ * What cotwire adds is the order of appends: inside a transaction block they
+ * wait for COMMIT (and go with ROLLBACK, or ROLLBACK TO a savepoint before
+ * them), and COMMIT commits the client's transaction only once the writer
+ * has made them durable.
+ */
+
+export interface ProxyServices {
+  readonly ledgers: LedgerCatalog;
+  readonly writer: LedgerAppender;
+  readonly maxContentBytes: number;
+  readonly maxAppendBytes: number;
+  /** A server-side read (parents of steps), outside the client's transaction. */
+  readonly query: (sql: string, params: string[]) => Promise<unknown[][]>;
+  /** CREATE TABLE of a ledger (its parse tree), carried out by the server as the ledgers' owner. */
+  readonly createLedger: (create: Record<string, unknown>) => Promise<void>;
+  readonly idleInTransactionTimeoutMs: number;
+}
+
+/** Ledger INSERT texts whose plans a connection keeps. */
+const PLAN_CACHE_SIZE = 256;
+
+/** Rows fetched from the backend between two waits for the client's socket. */
+const BATCH_ROWS = 1000;
+
+class ProxyStatement implements PreparedStatement {
+  constructor(
+    readonly statement: PgStatement | null,
+    readonly paramTypes: readonly number[],
+    readonly fields: readonly FieldDescription[] | null,
+    /** The parameter types the client gave (0 where it left PostgreSQL to infer). */
+    readonly clientTypes: readonly number[],
+  ) {}
+}
+
+class ProxyPortal implements Portal {
+  done = false;
+  constructor(
+    readonly statement: ProxyStatement,
+    readonly name: string,
+    readonly fields: readonly FieldDescription[] | null,
+    readonly values: readonly BindValue[],
+    readonly resultFormats: readonly number[],
+    readonly append: LedgerAppendPlan | null,
+  ) {}
+}
+
+export class ProxyConnection implements ConnectionHandler {
+  readonly reportedParameters: ReadonlyArray<readonly [string, string]>;
+  private portals = 0;
+  /** A transaction block is open (BEGIN seen, COMMIT or ROLLBACK not yet). */
+  private inBlock = false;
+  /** The block failed: COMMIT will roll it back. */
+  private blockFailed = false;
+  /** Appends of the open block, in order, and where each savepoint began. */
+  private pending: AppendJob[] = [];
+  private savepoints: Array<{ readonly name: string; readonly at: number }> = [];
+  /** What PostgreSQL described of each ledger INSERT, and each one's plan, by text: kept, as a ledger's shape never changes. */
+  private readonly appendsDescribed = new Map<string, { readonly paramTypes: number[]; readonly fields: BackendField[] | null }>();
+  private readonly appendPlans = new Map<string, LedgerAppendPlan>();
+  /** A statement of the exchange failed: its appends go with it. */
+  private exchangeFailed = false;
+  /** Backend portals to close before the next statement is bound. */
+  private toClose: string[] = [];
+
+  constructor(
+    private readonly backend: RelayBackend,
+    private readonly access: ProxyAccess,
+    private readonly services: ProxyServices,
+  ) {
+    this.reportedParameters = backend.reportedSettings().filter(([k]) => k !== 'session_authorization' && k !== 'is_superuser');
+  }
+
+  transactionStatus(): TransactionStatus {
+    return this.backend.status;
+  }
+
+  idleInTransactionTimeoutMs(): number {
+    return this.services.idleInTransactionTimeoutMs;
+  }
+
+  /** Every statement of a string is admitted before any runs: one refused refuses the string. */
+  splitQuery(sql: string): readonly StatementSource[] {
+    const statements = this.access.split(sql);
+    for (const s of statements) this.access.admit(s);
+    return statements;
+  }
+
+  async beginQueryString(): Promise<void> {
+    // A string refused before it began (its statements are admitted whole) ended no exchange.
+    this.exchangeFailed = false;
+  }
+
+  async endQueryString(): Promise<void> {
+    await this.sync();
+  }
+
+  /**
+   * The end of an exchange. Appends made outside a transaction block wait
+   * for it, as the statements around them do in PostgreSQL's implicit
+   * transaction: they reach the writer before the backend commits, and
+   * vanish with a failed exchange. If the writer fails, the backend's
+   * implicit transaction is rolled back with them.
+   */
+  async sync(): Promise<void> {
+    let failure: unknown = null;
+    if (!this.inBlock && this.pending.length > 0) {
+      const jobs = this.pending;
+      this.pending = [];
+      if (!this.backend.failed && !this.exchangeFailed) {
+        try {
+          await this.services.writer.append(jobs);
+        } catch (err) {
+          failure = err;
+          await this.rollbackBackend();
+        }
+      }
+    }
+    this.exchangeFailed = false;
+    const status = await this.backend.sync();
+    this.inBlock = status !== 'I';
+    this.blockFailed = status === 'E';
+    if (!this.inBlock) this.endBlock();
+    if (failure !== null) throw failure;
+  }
+
+  /** ROLLBACK in the backend's current transaction, implicit or not: nothing of it commits. */
+  private async rollbackBackend(): Promise<void> {
+    const name = `cotwire_${++this.portals}`;
+    await this.backend.openPortal(name, 'ROLLBACK', [], [], []).catch(() => undefined);
+    await this.backend.fetch(name, 0, () => undefined).catch(() => undefined);
+  }
+
+  async prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
+    let statement: PgStatement;
+    if (typeof sql === 'string') {
+      const all = this.access.split(sql);
+      if (all.length === 0) return new ProxyStatement(null, paramTypes, null, paramTypes);
+      if (all.length > 1) throw new PgError(SqlState.SyntaxError, 'cannot insert multiple commands into a prepared statement');
+      statement = all[0] as PgStatement;
+    } else {
+      statement = sql as PgStatement;
+    }
+    if (typeof sql === 'string') this.access.admit(statement);
+    if (typeof sql !== 'string') {
+      // A simple query's statement is described when it is bound, in one exchange with its execution.
+      return new ProxyStatement(statement, paramTypes, null, paramTypes);
+    }
+    // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it. An append's
+    // answer is kept: a ledger's columns never change, and drivers send the same INSERT as a new statement.
+    const key = `${paramTypes.join(',')}\u0000${statement.text}`;
+    const cached = statement.plan.kind === 'append' ? this.appendsDescribed.get(key) : undefined;
+    const described = cached ?? (await this.backend.describe(statement.text, paramTypes));
+    if (statement.plan.kind === 'append' && cached === undefined) {
+      if (this.appendsDescribed.size >= PLAN_CACHE_SIZE) this.appendsDescribed.clear();
+      this.appendsDescribed.set(key, described);
+    }
+    return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
+  }
+
+  async bind(
+    prepared: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+  ): Promise<Portal> {
+    const statement = prepared as ProxyStatement;
+    try {
+      return await this.bindStatement(statement, params, paramFormats, resultFormats);
+    } catch (err) {
+      throw inString(err, statement.statement);
+    }
+  }
+
+  private async bindStatement(
+    statement: ProxyStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+  ): Promise<Portal> {
+    const values = params.map((p, i): BindValue => {
+      if (p === null) return null;
+      const format = paramFormats.length === 1 ? paramFormats[0] : (paramFormats[i] ?? 0);
+      return format === 1 ? p : p.toString('utf8');
+    });
+    const name = `cotwire_${++this.portals}`;
+    if (this.backend.inExchange) for (const closed of this.toClose.splice(0)) await this.backend.closePortal(closed);
+    else this.toClose = [];
+    const s = statement.statement;
+    if (s === null) return new ProxyPortal(statement, name, null, values, resultFormats, null);
+    const formatOf = (i: number): 0 | 1 => ((resultFormats.length === 1 ? resultFormats[0] : (resultFormats[i] ?? 0)) === 1 ? 1 : 0);
+    switch (s.plan.kind) {
+      case 'append': {
+        let plan = this.appendPlans.get(s.text);
+        if (plan === undefined) {
+          plan = await planAppend(this.services.ledgers, s.plan.ledger, s.text, s.plan.insert);
+          if (this.appendPlans.size >= PLAN_CACHE_SIZE) this.appendPlans.clear();
+          this.appendPlans.set(s.text, plan);
+        }
+        let fields = statement.fields;
+        if (fields === null && plan.pieces.returning !== null) {
+          fields = (await this.backend.describe(s.text, statement.clientTypes)).fields?.map((f) => field(f, 0)) ?? null;
+        }
+        return new ProxyPortal(statement, name, fields?.map((f, i) => ({ ...f, format: formatOf(i) })) ?? null, values, resultFormats, plan);
+      }
+      case 'create-ledger':
+      case 'copy-ledger':
+        return new ProxyPortal(statement, name, null, values, resultFormats, null);
+      default: {
+        const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats);
+        return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
+      }
+    }
+  }
+
+  async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    try {
+      return await this.executePortal(p as ProxyPortal, maxRows, sink);
+    } catch (err) {
+      throw inString(err, (p as ProxyPortal).statement.statement);
+    }
+  }
+
+  private async executePortal(portal: ProxyPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    const s = portal.statement.statement;
+    if (s === null) return { done: true, tag: null };
+    this.backend.onNotice = (n) => sink.notice(n);
+    switch (s.plan.kind) {
+      case 'append':
+        return this.executeAppend(portal, s, sink);
+      case 'create-ledger':
+        return this.createLedger(s);
+      case 'copy-ledger':
+        return { done: 'copy-in', copy: await this.copyIntoLedger(s) };
+      case 'transaction':
+        return this.executeTransaction(portal, s.plan.op, s.plan.savepoint, maxRows, sink);
+      default: {
+        const outcome = await this.relay(portal, maxRows, sink);
+        if (this.access.readOnly && resetsSettings(s)) {
+          // RESET ALL and DISCARD ALL restored the defaults, a reader's read-only one among them.
+          await this.backend.run('cotwire_read_only', "SELECT pg_catalog.set_config('default_transaction_read_only', 'on', false)", [], [], () => undefined);
+        }
+        return outcome;
+      }
+    }
+  }
+
+  /**
+   * Closes the backend's portal with the next message the client sends that
+   * reaches the backend: the session closes a simple query's portal as soon
+   * as its COPY starts, when the backend reads nothing but copy data.
+   */
+  closePortal(p: Portal): void {
+    const portal = p as ProxyPortal;
+    if (portal.append === null) this.toClose.push(portal.name);
+  }
+
+  closeStatement(): void {}
+
+  cursorPortal(): Portal | null {
+    return null;
+  }
+
+  failTransaction(): void {
+    this.exchangeFailed = true;
+    if (this.inBlock) this.blockFailed = true;
+  }
+
+  takeParameterChanges(): ReadonlyArray<readonly [string, string]> {
+    return this.backend.takeParameterChanges();
+  }
+
+  cancel(): void {
+    this.backend.cancel();
+  }
+
+  async close(): Promise<void> {
+    this.endBlock();
+    await this.backend.close();
+  }
+
+  /** Rows from the backend to the client, a batch at a time, waiting for the client's socket between batches. */
+  private async relay(portal: ProxyPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    let left = maxRows;
+    let sent = 0;
+    for (;;) {
+      const want = maxRows > 0 ? Math.min(left, BATCH_ROWS) : BATCH_ROWS;
+      let got = 0;
+      const outcome = await this.backend.fetch(portal.name, want, (cells) => {
+        got++;
+        sink.row(cells);
+      });
+      sent += got;
+      switch (outcome.kind) {
+        case 'suspended':
+          left -= got;
+          if (maxRows > 0 && left <= 0) return { done: false };
+          await sink.flushIfFull();
+          continue;
+        case 'complete':
+          portal.done = true;
+          // PostgreSQL counts a SELECT's rows per Execute; the client's one Execute was several here.
+          return { done: true, tag: outcome.tag.startsWith('SELECT ') ? `SELECT ${sent}` : outcome.tag };
+        case 'empty':
+          return { done: true, tag: null };
+        case 'copy-out': {
+          sink.copyOutStart(outcome.columns);
+          const tag = await this.backend.copyOut((data) => sink.copyData(data.toString('utf8')));
+          sink.copyDone();
+          return { done: true, tag };
+        }
+        case 'copy-in':
+          return { done: 'copy-in', copy: this.copyIn(outcome.columns) };
+      }
+    }
+  }
+
+  private copyIn(columns: number): CopyIn {
+    const backend = this.backend;
+    return {
+      columns,
+      write: (data) => backend.copyInData(data),
+      finish: () => backend.copyInDone(),
+      abort: () => backend.copyInFail('COPY from stdin failed'),
+    };
+  }
+
+  private async executeAppend(portal: ProxyPortal, s: PgStatement, sink: ResultSink): Promise<ExecuteOutcome> {
+    const plan = portal.append as LedgerAppendPlan;
+    portal.done = true;
+    const evaluated = await evaluateRows(this.backend, plan, portal.statement.paramTypes, portal.values, this.services.maxAppendBytes);
+    const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
+    await checkParents(plan, job.rows, this.services.query);
+    const tag = `INSERT 0 ${job.rows.length}`;
+    if (plan.pieces.returning === null) {
+      // Outside a block it waits for the end of the exchange, inside one for COMMIT (sync, executeTransaction).
+      this.pending.push(job);
+      return { done: true, tag };
+    }
+    if (this.inBlock) {
+      throw new PgError(
+        SqlState.FeatureNotSupported,
+        `RETURNING of an append to ledger table "${plan.table.name}" is not available inside a transaction block`,
+        {
+          hint: 'The server computes the chain columns at COMMIT. Append without RETURNING, and read the rows after COMMIT.',
+        },
+      );
+    }
+    // RETURNING needs the chained rows now: the appends waiting before it go first, in order, with it.
+    const jobs = [...this.pending, job];
+    this.pending = [];
+    const results = await this.services.writer.append(jobs);
+    const result = results[results.length - 1];
+    if (result?.rows !== undefined) await sendReturning(this.backend, plan, result.rows, portal.resultFormats, sink);
+    return { done: true, tag };
+  }
+
+  /** COPY ... FROM STDIN into a ledger: the data is read whole, then its rows go the way of an INSERT's. */
+  private async copyIntoLedger(s: PgStatement): Promise<CopyIn> {
+    if (s.plan.kind !== 'copy-ledger') throw new PgError(SqlState.InternalError, 'not a ledger COPY');
+    const copy = s.plan.copy;
+    const table = await ledgerNamed(this.services.ledgers, s.plan.ledger);
+    const columns = (copy.attlist as Array<{ String: { sval: string } }> | undefined)?.map((c) => c.String.sval) ?? null;
+    const plan = copyPlan(table, columns);
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    return {
+      columns: plan.pieces.columns?.length ?? 0,
+      write: async (data) => {
+        bytes += data.length;
+        if (bytes > this.services.maxAppendBytes) {
+          throw new PgError(
+            SqlState.OutOfMemory,
+            `the rows of this COPY need more than ${this.services.maxAppendBytes} bytes of server memory (limits.maxAppendBytes)`,
+          );
+        }
+        chunks.push(data);
+      },
+      finish: async () => {
+        const values = copyRows(Buffer.concat(chunks).toString('utf8'), copy, plan.pieces.columns?.length ?? 0);
+        const evaluated = await evaluateRows(
+          this.backend,
+          plan,
+          values.map(() => 0),
+          values,
+          this.services.maxAppendBytes,
+        );
+        const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
+        await checkParents(plan, job.rows, this.services.query);
+        this.pending.push(job);
+        return `COPY ${job.rows.length}`;
+      },
+      abort: async () => {
+        chunks.length = 0;
+      },
+    };
+  }
+
+  private async createLedger(s: PgStatement): Promise<ExecuteOutcome> {
+    if (this.inBlock) {
+      throw new PgError(SqlState.ActiveSqlTransaction, 'CREATE TABLE of a ledger cannot run inside a transaction block', {
+        hint: 'The server creates a ledger, with its chain columns and its walls, in a transaction of its own. Run it outside BEGIN ... COMMIT.',
+      });
+    }
+    if (s.plan.kind !== 'create-ledger') throw new PgError(SqlState.InternalError, 'not a ledger');
+    await this.services.createLedger(s.plan.create);
+    return { done: true, tag: 'CREATE TABLE' };
+  }
+
+  private async executeTransaction(portal: ProxyPortal, op: string, savepoint: string | null, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pending.length > 0) {
+      const jobs = this.pending;
+      this.pending = [];
+      try {
+        await this.services.writer.append(jobs);
+      } catch (err) {
+        // Nothing of the transaction may commit without its appends.
+        await this.backend.closePortal(portal.name);
+        await this.backend.openPortal(`${portal.name}_rollback`, 'ROLLBACK', [], [], []);
+        await this.backend.fetch(`${portal.name}_rollback`, 0, () => undefined);
+        this.endBlock();
+        throw err;
+      }
+    }
+    const outcome = await this.relay(portal, maxRows, sink);
+    switch (op) {
+      case 'begin':
+        this.inBlock = true;
+        this.blockFailed = false;
+        break;
+      case 'commit':
+      case 'rollback':
+      case 'prepare':
+        this.endBlock();
+        break;
+      case 'savepoint':
+        if (savepoint !== null) this.savepoints.push({ name: savepoint, at: this.pending.length });
+        break;
+      case 'release': {
+        const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
+        if (i >= 0) this.savepoints.length = i;
+        break;
+      }
+      case 'rollback_to': {
+        const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
+        if (i >= 0) {
+          this.pending.length = (this.savepoints[i] as { at: number }).at;
+          this.savepoints.length = i + 1;
+        }
+        this.blockFailed = false;
+        break;
+      }
+    }
+    return outcome;
+  }
+
+  private endBlock(): void {
+    this.inBlock = false;
+    this.blockFailed = false;
+    this.pending = [];
+    this.savepoints = [];
+  }
+}
+
+/** RESET ALL, or DISCARD ALL: the session's settings go back to their defaults. */
+function resetsSettings(s: PgStatement): boolean {
+  const set = (s.tree as { VariableSetStmt?: { kind?: string } }).VariableSetStmt;
+  const discard = (s.tree as { DiscardStmt?: { target?: string } }).DiscardStmt;
+  return set?.kind === 'VAR_RESET_ALL' || discard?.target === 'DISCARD_ALL';
+}
+
+/** PostgreSQL saw one statement of the client's string: its error position counts from the string's start. */
+function inString(err: unknown, statement: PgStatement | null): unknown {
+  if (!(err instanceof PgError) || err.position === undefined || statement === null || statement.offset === 0) return err;
+  const moved = new PgError(
+    err.code,
+    err.message,
+    {
+      ...(err.detail === undefined ? {} : { detail: err.detail }),
+      ...(err.hint === undefined ? {} : { hint: err.hint }),
+      ...(err.schema === undefined ? {} : { schema: err.schema }),
+      ...(err.table === undefined ? {} : { table: err.table }),
+      ...(err.column === undefined ? {} : { column: err.column }),
+      ...(err.constraint === undefined ? {} : { constraint: err.constraint }),
+      position: err.position + statement.offset,
+    },
+    err.severity,
+  );
+  return moved;
+}
+
+function field(
+  f: { name: string; tableID: number; columnID: number; dataTypeID: number; dataTypeSize: number; dataTypeModifier: number },
+  format: 0 | 1,
+): FieldDescription {
+  return {
+    name: f.name,
+    tableOid: f.tableID,
+    columnAttr: f.columnID,
+    typeOid: f.dataTypeID,
+    typeSize: f.dataTypeSize,
+    typeModifier: f.dataTypeModifier,
+    format,
+  };
+}

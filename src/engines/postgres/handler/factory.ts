@@ -1,0 +1,50 @@
+import type { RelayBackend } from '../../../engine/port.js';
+import type { HandlerFactory, SessionInfo, ConnectionHandler } from '../../../session/handler-port.js';
+import { parseOptions } from '../../../session/startup-options.js';
+import { ProxyAccess, type ProxyAccessServices } from './access.js';
+import { ProxyConnection, type ProxyServices } from './connection.js';
+
+/** Startup parameters that are PostgreSQL settings of the session, passed on to its backend. */
+const NOT_SETTINGS = new Set(['user', 'database', 'replication', 'options', 'application_name']);
+
+/**
+ * Opens one backend per client connection, as the client role, with the
+ * client's startup settings (DateStyle, TimeZone, extra_float_digits, ...)
+ * applied as PostgreSQL would apply them; a reader's transactions are
+ * read-only in PostgreSQL too.
+ */
+export class ProxyHandlerFactory implements HandlerFactory {
+  constructor(
+    private readonly openBackend: (applicationName: string) => Promise<RelayBackend>,
+    private readonly access: ProxyAccessServices,
+    private readonly services: ProxyServices,
+    /** limits.statementTimeoutMs: every backend's statement_timeout to begin with. */
+    private readonly statementTimeoutMs: number,
+  ) {}
+
+  async open(info: SessionInfo): Promise<ConnectionHandler> {
+    const applicationName = info.startupParameters.get('application_name') ?? '';
+    const backend = await this.openBackend(applicationName);
+    try {
+      const settings = [...info.startupParameters].filter(([k]) => !NOT_SETTINGS.has(k.toLowerCase()));
+      // `options` (libpq's PGOPTIONS: -c name=value) sets what PostgreSQL would set at its own start.
+      const options = info.startupParameters.get('options');
+      if (options !== undefined) settings.push(...parseOptions(options));
+      if (info.role === 'reader') settings.push(['default_transaction_read_only', 'on']);
+      if (this.statementTimeoutMs > 0 && !info.startupParameters.has('statement_timeout')) settings.push(['statement_timeout', `${this.statementTimeoutMs}ms`]);
+      for (const [name, value] of settings) {
+        await backend.openPortal('', 'SELECT pg_catalog.set_config($1, $2, false)', [25, 25], [name, value], []);
+        await backend.fetch('', 0, () => undefined);
+      }
+      if (settings.length > 0) await backend.sync();
+      backend.takeParameterChanges();
+    } catch (err) {
+      await backend.sync().catch(() => undefined);
+      await backend.close();
+      throw err;
+    }
+    // The refusals record the application as it names itself now (SET application_name is reported).
+    const currentName = (): string => backend.reportedSettings().find(([k]) => k === 'application_name')?.[1] ?? applicationName;
+    return new ProxyConnection(backend, new ProxyAccess(this.access, info, currentName), this.services);
+  }
+}

@@ -1,0 +1,367 @@
+import { randomBytes } from 'node:crypto';
+import type { SqlConnection } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
+import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './names.js';
+import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import { readPostgresTables } from './catalog.js';
+import { pgProofFunctions } from '../dialect/proof-sql.js';
+import { DOUBLE_TEXT_FUNCTION, pgLedgerFunctions } from '../dialect/verify-sql.js';
+import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
+import { NEW_LEDGER_HASH_VERSION } from '../../../ledger/chain/hash-version.js';
+import { REDACTIONS_DDL, REDACTIONS_TABLE } from '../../../ledger/erasure/redactions.js';
+import { RETENTION_DDL, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
+import { quoteIdent, quoteLiteral, STEPS_DDL, STEPS_TABLE } from '../../../ledger/chain/schema.js';
+import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from '../../../ledger/security-events.js';
+
+/**
+ * What cotwire keeps in a PostgreSQL engine, and the walls PostgreSQL itself
+ * puts around the ledgers (docs/scaling.md):
+ *
+ * - three roles: `<prefix>_owner` (no login) owns the ledgers and cotwire's
+ *   own schema; `<prefix>_writer` may INSERT into ledgers and nothing else
+ *   of them; `<prefix>_client`, which every client statement runs as, may
+ *   SELECT them and create tables of its own in `public`;
+ * - a statement-level trigger on every ledger that refuses UPDATE, DELETE
+ *   and TRUNCATE, whoever runs them;
+ * - unique indexes on each chain's (key, step_index) and on ledger_seq, so
+ *   that a fork or a reused sequence number cannot commit at all;
+ * - `cotwire.log_head`, the one row whose lock orders every append of every
+ *   instance into the global sequence, and `cotwire.log_nodes`, the global
+ *   Merkle log's complete subtrees.
+ *
+ * Every step is idempotent: it checks whether its object exists and creates
+ * it only if not, so init runs at every start and reports what it did.
+ */
+
+/** The oldest PostgreSQL whose extract(epoch) is exact (numeric) and that has sha256(). */
+export const PG_MIN_VERSION = 140000;
+
+/** The DuckDB DDL of a server ledger, in PostgreSQL's dialect and schema. */
+export function postgresLedgerDdl(duckDdl: string): string {
+  return duckDdl.replace(/\bmain\./, `${PG_LEDGER_SCHEMA}.`).replace(/\bDOUBLE\b/g, 'DOUBLE PRECISION');
+}
+
+/** The server's own ledgers, created by init in every PostgreSQL engine. */
+export const PG_SERVER_LEDGERS: ReadonlyArray<{ readonly name: string; readonly ddl: string; readonly chainKey: string | null }> = [
+  { name: STEPS_TABLE, ddl: STEPS_DDL, chainKey: 'session_id' },
+  { name: CHECKPOINTS_TABLE, ddl: CHECKPOINTS_DDL, chainKey: null },
+  { name: SECURITY_EVENTS_TABLE, ddl: SECURITY_EVENTS_DDL, chainKey: null },
+  { name: REDACTIONS_TABLE, ddl: REDACTIONS_DDL, chainKey: null },
+  { name: RETENTION_TABLE, ddl: RETENTION_DDL, chainKey: null },
+];
+
+const qualified = (name: string): string => `${PG_LEDGER_SCHEMA}.${quoteIdent(name)}`;
+
+/** The append-only wall PostgreSQL keeps around a ledger: its trigger, its unique indexes, its grants. */
+export function ledgerWallSql(name: string, chainKey: string | null, roles: PgRoles): string[] {
+  const table = qualified(name);
+  const chain = chainKey === null ? 'step_index' : `${quoteIdent(chainKey)}, step_index`;
+  return [
+    `ALTER TABLE ${table} OWNER TO ${quoteIdent(roles.owner)}`,
+    `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_chain`)} ON ${table} (${chain})`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_seq`)} ON ${table} (ledger_seq)`,
+    `REVOKE ALL ON ${table} FROM PUBLIC`,
+    `GRANT SELECT ON ${table} TO ${quoteIdent(roles.client)}`,
+    `GRANT SELECT, INSERT ON ${table} TO ${quoteIdent(roles.writer)}`,
+  ];
+}
+
+interface Step {
+  /** What it does, for the report. */
+  readonly does: string;
+  /** The role it creates, if any. */
+  readonly role?: string;
+  /** A query answering whether it is done already; absent for steps that always run and report nothing. */
+  readonly done?: string;
+  readonly sql: readonly string[];
+}
+
+const REFUSE_CHANGE = `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING
+    ERRCODE = '42501',
+    MESSAGE = format('cannot %s ledger table "%s": ledger tables are append-only', lower(TG_OP), TG_TABLE_NAME),
+    HINT = 'Ledger tables accept SELECT and INSERT only: rows are appended and chained by the server, and are never changed or removed.';
+END
+$$`;
+
+const roleExists = (role: string): string => `SELECT count(*) > 0 FROM pg_catalog.pg_roles WHERE rolname = ${quoteLiteral(role)}`;
+const tableExists = (schema: string, name: string): string =>
+  `SELECT count(*) > 0 FROM pg_catalog.pg_tables WHERE schemaname = ${quoteLiteral(schema)} AND tablename = ${quoteLiteral(name)}`;
+
+function steps(roles: PgRoles, database: string): Step[] {
+  const o = quoteIdent(roles.owner);
+  const w = quoteIdent(roles.writer);
+  const c = quoteIdent(roles.client);
+  const list: Step[] = [
+    { does: `created role ${roles.owner} (owns the ledgers; no login)`, done: roleExists(roles.owner), sql: [`CREATE ROLE ${o} NOLOGIN`] },
+    {
+      does: `created role ${roles.writer} (may only INSERT into ledgers)`,
+      role: roles.writer,
+      done: roleExists(roles.writer),
+      sql: [`CREATE ROLE ${w} LOGIN`],
+    },
+    {
+      does: `created role ${roles.client} (clients' statements: SELECT on ledgers)`,
+      role: roles.client,
+      done: roleExists(roles.client),
+      sql: [`CREATE ROLE ${c} LOGIN`],
+    },
+    {
+      does: `made the current user a member of ${roles.owner}`,
+      done: `SELECT pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.owner)}, 'MEMBER')`,
+      sql: [`GRANT ${o} TO CURRENT_USER`],
+    },
+    {
+      does: `granted ${roles.owner}, ${roles.writer} and ${roles.client} what they need of database ${database}`,
+      sql: [
+        `GRANT CONNECT, TEMPORARY ON DATABASE ${quoteIdent(database)} TO ${w}, ${c}`,
+        `GRANT CREATE ON DATABASE ${quoteIdent(database)} TO ${o}`,
+        `GRANT USAGE, CREATE ON SCHEMA ${PG_LEDGER_SCHEMA} TO ${o}, ${c}`,
+      ],
+    },
+    {
+      does: `created schema ${PG_SCHEMA}`,
+      done: `SELECT count(*) > 0 FROM pg_catalog.pg_namespace WHERE nspname = ${quoteLiteral(PG_SCHEMA)}`,
+      sql: [`CREATE SCHEMA ${PG_SCHEMA} AUTHORIZATION ${o}`],
+    },
+    {
+      does: 'the append-only trigger function',
+      sql: [`SET ROLE ${o}`, REFUSE_CHANGE, `REVOKE ALL ON SCHEMA ${PG_SCHEMA} FROM PUBLIC`, `GRANT USAGE ON SCHEMA ${PG_SCHEMA} TO ${w}, ${c}`],
+    },
+    {
+      does: `created ${PG_SCHEMA}.log_head (orders every instance's appends into the global sequence)`,
+      done: tableExists(PG_SCHEMA, 'log_head'),
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.log_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), size bigint NOT NULL CHECK (size >= 0))`,
+        `INSERT INTO ${PG_SCHEMA}.log_head (size) VALUES (0)`,
+        `CREATE OR REPLACE TRIGGER cotwire_one_row BEFORE DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_head FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
+        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head TO ${w}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_head TO ${c}`,
+      ],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'log_nodes'),
+      does: `created ${PG_SCHEMA}.log_nodes (the global Merkle log's complete subtrees)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.log_nodes (position bigint PRIMARY KEY, hash bytea NOT NULL CHECK (octet_length(hash) = 32))`,
+        `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_nodes FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
+        `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${w}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_nodes TO ${c}`,
+      ],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'chain_heads'),
+      does: `created ${PG_SCHEMA}.chain_heads (each chain's last step; its row lock orders the appends to the chain)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.chain_heads (ledger text NOT NULL, chain_key text NOT NULL, step_index integer NOT NULL, current_hash text NOT NULL, PRIMARY KEY (ledger, chain_key))`,
+        `GRANT SELECT, INSERT, UPDATE ON ${PG_SCHEMA}.chain_heads TO ${w}`,
+      ],
+    },
+    {
+      does: 'the canonical text of a double',
+      sql: [DOUBLE_TEXT_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${w}, ${c}`],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'signer'),
+      does: `created ${PG_SCHEMA}.signer (the lease of the one instance that signs checkpoints)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.signer (one boolean PRIMARY KEY DEFAULT true CHECK (one), holder text, expires_at timestamptz NOT NULL)`,
+        `INSERT INTO ${PG_SCHEMA}.signer (holder, expires_at) VALUES (NULL, '-infinity')`,
+        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.signer TO ${w}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.signer TO ${c}`,
+      ],
+    },
+    {
+      done: tableExists(PG_SCHEMA, 'secrets'),
+      does: `created ${PG_SCHEMA}.secrets (the writer's and the clients' passwords; readable by ${roles.owner} only)`,
+      sql: [`CREATE TABLE ${PG_SCHEMA}.secrets (name text PRIMARY KEY, value text NOT NULL)`, `REVOKE ALL ON ${PG_SCHEMA}.secrets FROM PUBLIC`],
+    },
+  ];
+  for (const ledger of PG_SERVER_LEDGERS) {
+    list.push({
+      does: `created ledger ${PG_LEDGER_SCHEMA}.${ledger.name} (${NEW_LEDGER_HASH_VERSION})`,
+      done: tableExists(PG_LEDGER_SCHEMA, ledger.name),
+      sql: [postgresLedgerDdl(ledger.ddl), `COMMENT ON TABLE ${qualified(ledger.name)} IS ${quoteLiteral(NEW_LEDGER_HASH_VERSION)}`],
+    });
+    list.push({ does: `the append-only wall of ${ledger.name}`, sql: ledgerWallSql(ledger.name, ledger.chainKey, roles) });
+  }
+  list.push({ does: 'steps are read by trace', sql: [`CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON ${qualified(STEPS_TABLE)} (trace_id)`] });
+  list.push({ does: 'back to the current user', sql: ['RESET ROLE'] });
+  return list;
+}
+
+/** What init did, step by step; empty when everything was in place. */
+export interface PgInstallReport {
+  readonly actions: readonly string[];
+  readonly serverVersion: string;
+}
+
+/**
+ * Creates whatever of cotwire's objects the database lacks, in one
+ * transaction under an advisory lock, so that instances starting together
+ * do not race. The connection's role must be able to create roles (the
+ * first time) or be a member of the owner role.
+ */
+export async function installPostgres(
+  conn: SqlConnection,
+  prefix: string,
+  isProtected: (name: string) => boolean = (n) => n.toLowerCase().startsWith('_cot'),
+): Promise<PgInstallReport> {
+  const [[versionNum, version, encoding, database]] = (await conn.query(
+    "SELECT current_setting('server_version_num')::int, current_setting('server_version'), pg_catalog.pg_encoding_to_char(encoding), current_database() FROM pg_catalog.pg_database WHERE datname = current_database()",
+  )) as [[number, string, string, string]];
+  if (versionNum < PG_MIN_VERSION) {
+    throw new PgError(SqlState.FeatureNotSupported, `cotwire needs PostgreSQL 14 or later as its engine; this server is ${version}`);
+  }
+  if (encoding !== 'UTF8') {
+    throw new PgError(SqlState.FeatureNotSupported, `cotwire needs a UTF8 database as its engine (hashes are over UTF-8 bytes); ${database} is ${encoding}`, {
+      hint: `CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0`,
+    });
+  }
+  const roles = pgRoles(prefix);
+  const actions: string[] = [];
+  const created = new Set<string>();
+  await conn.run('BEGIN');
+  try {
+    // Two instances starting at once would both find a role missing; the second waits here and then finds it.
+    await conn.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [`cotwire init ${prefix}`]);
+    for (const step of steps(roles, database)) {
+      if (step.done !== undefined) {
+        const [[done]] = (await conn.query(step.done)) as [[boolean]];
+        if (done) continue;
+      }
+      for (const sql of step.sql) await conn.run(sql);
+      if (step.done !== undefined) actions.push(step.does);
+      if (step.role !== undefined) created.add(step.role);
+    }
+    // The verification functions follow the ledgers' columns: written afresh at every start.
+    await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
+    for (const table of await new LedgerCatalog(conn, isProtected, null, readPostgresTables(prefix)).all()) {
+      const name = verifyMacroName(table);
+      const [[existed]] = (await conn.query(`SELECT to_regprocedure($1) IS NOT NULL`, [`public.${name}(text)`])) as [[boolean]];
+      for (const sql of pgLedgerFunctions(table, roles)) await conn.run(sql);
+      if (!existed)
+        actions.push(
+          `created ${name}() and ${name}_all()${table.isSteps ? ', cot_replay(), cot_trace() and cot_sessions()' : ''}, which verify ${table.name} in PostgreSQL`,
+        );
+    }
+    await conn.run('RESET ROLE');
+    // An event trigger needs a superuser: where init runs as one, PostgreSQL itself also refuses any other role
+    // an object with a ledger's or a cotwire function's name (a client's overload of cot_verify would shadow it).
+    const [[superuser, hasTrigger]] = (await conn.query(
+      `SELECT rolsuper, EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger WHERE evtname = $1) FROM pg_catalog.pg_roles WHERE rolname = current_user`,
+      [`${prefix}_names`],
+    )) as [[boolean, boolean]];
+    if (superuser) {
+      for (const sql of namesEventTriggerSql(prefix, roles)) await conn.run(sql);
+      if (!hasTrigger) actions.push(`created event trigger ${prefix}_names: no role but ${roles.owner} may create objects named _cot* or cot_*`);
+    } else if (!hasTrigger) {
+      actions.push(`skipped the event trigger that reserves cotwire's names: it needs a superuser (the guard still refuses such DDL)`);
+    }
+    await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
+    const [[proofs]] = (await conn.query(`SELECT to_regprocedure('public.cot_prove(text)') IS NOT NULL`)) as [[boolean]];
+    for (const sql of pgProofFunctions(roles)) await conn.run(sql);
+    if (!proofs)
+      actions.push(
+        "created cot_log_root(), cot_inclusion_proof(), cot_consistency_proof(), cot_checkpoint(), cot_prove() and cot_consistency(), the global log's proofs",
+      );
+    await conn.run('RESET ROLE');
+    for (const role of [roles.writer, roles.client]) {
+      const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [role])) as Array<[string]>;
+      if (row !== undefined) continue;
+      if (!created.has(role)) {
+        // Roles belong to the cluster: resetting the password would lock out the database whose role it is.
+        throw new PgError(
+          SqlState.DuplicateObject,
+          `role ${role} exists, but this database holds no password for it: another cotwire database in this cluster uses it`,
+          {
+            hint: 'Give each cotwire database in a cluster its own engine.rolePrefix.',
+          },
+        );
+      }
+      // A password for each login role, kept where only the owner's members read it.
+      const password = randomBytes(24).toString('base64url');
+      await conn.run(`ALTER ROLE ${quoteIdent(role)} PASSWORD ${quoteLiteral(password)}`);
+      await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ($1, $2)`, [role, password]);
+      actions.push(`set a password for ${role} (kept in ${PG_SCHEMA}.secrets)`);
+    }
+    await conn.run('COMMIT');
+  } catch (err) {
+    await conn.run('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+  return { actions, serverVersion: version };
+}
+
+/** The passwords init set for the writer and client roles. */
+export async function rolePasswords(conn: SqlConnection, prefix: string): Promise<{ readonly writer: string; readonly client: string }> {
+  const roles = pgRoles(prefix);
+  const rows = (await conn.query(`SELECT name, value FROM ${PG_SCHEMA}.secrets WHERE name = ANY($1::text[])`, [`{${roles.writer},${roles.client}}`])) as Array<
+    [string, string]
+  >;
+  const get = (role: string): string => {
+    const row = rows.find((r) => r[0] === role);
+    if (row === undefined)
+      throw new PgError(SqlState.ObjectNotInPrerequisiteState, `the PostgreSQL engine has no password for ${role}: run \`cotwire init-postgres\``);
+    return row[1];
+  };
+  return { writer: get(roles.writer), client: get(roles.client) };
+}
+
+/**
+ * The checkpoint signing key every instance shares when none is configured:
+ * made by the first instance to ask, kept in cotwire.secrets (readable by
+ * the owner role's members only).
+ */
+export async function sharedSignerKey(conn: SqlConnection, make: () => string): Promise<string> {
+  await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ('checkpoint_key', $1) ON CONFLICT (name) DO NOTHING`, [make()]);
+  const [[key]] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = 'checkpoint_key'`)) as [[string]];
+  return key;
+}
+
+/**
+ * The lease on signing: taken when free or expired, renewed by its holder,
+ * decided by PostgreSQL's clock. Answers whether `holder` signs now.
+ */
+export async function leadSigning(conn: SqlConnection, holder: string, leaseMs: number): Promise<boolean> {
+  const rows = await conn.query(
+    `UPDATE ${PG_SCHEMA}.signer SET holder = $1, expires_at = pg_catalog.now() + $2::interval
+     WHERE holder = $1 OR expires_at < pg_catalog.clock_timestamp() RETURNING 1`,
+    [holder, `${leaseMs} milliseconds`],
+  );
+  return rows.length > 0;
+}
+
+/** Gives the lease up at a clean stop, so another instance signs at once. */
+export async function releaseSigning(conn: SqlConnection, holder: string): Promise<void> {
+  await conn.query(`UPDATE ${PG_SCHEMA}.signer SET expires_at = '-infinity' WHERE holder = $1`, [holder]);
+}
+
+/** The event trigger that refuses objects named like ledgers or cotwire's functions to every role but the owner. */
+function namesEventTriggerSql(prefix: string, roles: PgRoles): string[] {
+  const fn = `${PG_SCHEMA}.refuse_names_${prefix}`;
+  return [
+    `CREATE OR REPLACE FUNCTION ${fn}() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE
+  obj record;
+  name text;
+BEGIN
+  IF pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.owner)}, 'MEMBER') THEN RETURN; END IF;
+  FOR obj IN SELECT * FROM pg_catalog.pg_event_trigger_ddl_commands() LOOP
+    name := lower(pg_catalog.regexp_replace(pg_catalog.regexp_replace(obj.object_identity, '\\(.*$', ''), '^.*\\.', ''));
+    name := pg_catalog.btrim(name, '"');
+    IF name LIKE '\\_cot%' OR name LIKE 'cot\\_%' THEN
+      RAISE EXCEPTION USING ERRCODE = '42501',
+        MESSAGE = format('cannot create or change %s %s: the name is reserved for cotwire''s ledgers and functions', obj.object_type, obj.object_identity);
+    END IF;
+  END LOOP;
+END
+$$`,
+    `DROP EVENT TRIGGER IF EXISTS ${quoteIdent(`${prefix}_names`)}`,
+    `CREATE EVENT TRIGGER ${quoteIdent(`${prefix}_names`)} ON ddl_command_end EXECUTE FUNCTION ${fn}()`,
+  ];
+}

@@ -1,0 +1,400 @@
+import type { SqlConnection } from '../../../engine/port.js';
+import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import { NO_OBSERVER, type Observer } from '../../../observe/observer.js';
+import { loadColumnHasher, rowHashFor } from '../../../ledger/chain/canonical.js';
+import { selectedForEmbedding, type EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
+import { rowLeafHash } from '../../../ledger/log/leaf.js';
+import { nodesForAppend } from '../../../ledger/log/merkle.js';
+import { positionOf } from '../../../ledger/log/leaf.js';
+import { PG_SCHEMA } from './names.js';
+import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
+
+/**
+ * The ledger writer on a PostgreSQL engine, which several cotwire instances
+ * may share. Nothing that orders the ledgers is kept in memory: each group
+ * commit is one PostgreSQL transaction that
+ *
+ * 1. locks the head row of every chain it extends (`cotwire.chain_heads`,
+ *    FOR UPDATE, in one order for every instance, so two never deadlock),
+ *    and reads where each chain stands;
+ * 2. advances `cotwire.log_head` by its row count: the row lock held until
+ *    COMMIT is the one serialisation point of the global sequence, so
+ *    ledger_seq values are given out without gaps, in commit order, and
+ *    the log's frontier read with it is the tree every earlier commit left;
+ * 3. inserts the chained rows, the Merkle nodes they complete and the new
+ *    heads in one statement, and commits.
+ *
+ * A commit that fails leaves nothing behind, so an instance that dies at
+ * any point costs only its unacknowledged appends; the unique indexes on
+ * (chain, step_index) and ledger_seq make a fork or a reused number fail to
+ * commit even if this code were wrong.
+ */
+
+/** Units taken into one group commit at most. */
+const UNITS_PER_COMMIT = 512;
+/** Retries of a group commit that PostgreSQL aborted to break a deadlock or a serialisation conflict. */
+const CONFLICT_RETRIES = 20;
+
+interface Unit {
+  readonly jobs: readonly AppendJob[];
+  readonly queued: number;
+  readonly resolve: (r: AppendResult[]) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+interface Head {
+  index: number;
+  hash: string;
+}
+
+/** The text the writer inserts for each column, cast back to the column's type in PostgreSQL. */
+export function fromCanonicalSql(ref: string, type: string): string {
+  switch (type) {
+    case 'VARCHAR':
+      return ref;
+    case 'JSON':
+      return `${ref}::json`;
+    case 'UUID':
+      return `${ref}::uuid`;
+    case 'SMALLINT':
+      return `${ref}::int2`;
+    case 'INTEGER':
+      return `${ref}::int4`;
+    case 'BIGINT':
+      return `${ref}::int8`;
+    case 'DOUBLE':
+      return `${ref}::float8`;
+    case 'BOOLEAN':
+      return `${ref}::boolean`;
+    case 'TIMESTAMP WITH TIME ZONE':
+      // Microseconds since the epoch, exactly: whole seconds and the rest, each well inside a double's precision.
+      return `(pg_catalog.to_timestamp((${ref}::int8 / 1000000)::float8) + (${ref}::int8 % 1000000) * interval '1 microsecond')`;
+    default:
+      throw new PgError(SqlState.FeatureNotSupported, `a ledger on PostgreSQL cannot hold a column of type ${type}`);
+  }
+}
+
+/** Whether PostgreSQL gave up the transaction to let another go on: it is tried again. */
+function isConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
+}
+
+export interface PgWriterOptions {
+  readonly observer?: Observer;
+  readonly embeddingSample?: EmbeddingSampleRule;
+}
+
+export class PgLedgerWriter implements LedgerAppender {
+  private readonly queue: Unit[] = [];
+  private running: Promise<void> | null = null;
+  private lastMicros = 0n;
+  private closed = false;
+  private readonly observer: Observer;
+  private readonly embeddingSample: EmbeddingSampleRule | null;
+  /** Called after each commit with the log's size after it. */
+  onIntegrated: (size: number) => void = () => undefined;
+  /** The log's size after this instance's last commit (other instances' commits may follow it). */
+  size = 0;
+  /** Chains known to have a head row: rows of chain_heads are never removed, so this stays true. */
+  private readonly knownHeads = new Set<string>();
+
+  private constructor(
+    private readonly conn: SqlConnection,
+    options: PgWriterOptions,
+  ) {
+    this.observer = options.observer ?? NO_OBSERVER;
+    this.embeddingSample = options.embeddingSample ?? null;
+  }
+
+  /** `conn` is a connection as the writer role, used by nothing else. */
+  static async open(conn: SqlConnection, options: PgWriterOptions = {}): Promise<PgLedgerWriter> {
+    await loadColumnHasher();
+    // Names the writer's SQL leaves unqualified (unnest) resolve in pg_catalog, never to a client's object.
+    await conn.run('SET search_path = pg_catalog, pg_temp');
+    const writer = new PgLedgerWriter(conn, options);
+    const [[size]] = (await conn.query(`SELECT size FROM ${PG_SCHEMA}.log_head`)) as [[bigint]];
+    writer.size = Number(size);
+    return writer;
+  }
+
+  /** Rows PostgreSQL holds are visible once acknowledged: a commit is both. */
+  visible(_seq?: bigint): null {
+    return null;
+  }
+
+  append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new PgError(SqlState.AdminShutdown, 'the server is shutting down; the append was not made'));
+    if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: 0n })));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ jobs, queued: performance.now(), resolve, reject });
+      this.running ??= this.run().finally(() => {
+        this.running = null;
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    while (this.queue.length > 0) {
+      const units = this.queue.splice(0, UNITS_PER_COMMIT);
+      try {
+        const results = await this.commitRetrying(units);
+        units.forEach((u, i) => {
+          u.resolve(results[i] as AppendResult[]);
+        });
+      } catch {
+        // One unit's failure (a NOT NULL column, a bad value) must not fail the others: each alone.
+        for (const unit of units) {
+          try {
+            const [result] = await this.commitRetrying([unit]);
+            unit.resolve(result as AppendResult[]);
+          } catch (err) {
+            unit.reject(err);
+          }
+        }
+      }
+    }
+  }
+
+  private async commitRetrying(units: readonly Unit[]): Promise<AppendResult[][]> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.commit(units);
+      } catch (err) {
+        if (!isConflict(err) || attempt >= CONFLICT_RETRIES) throw err;
+      }
+    }
+  }
+
+  private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
+    // Every chain this commit extends, by ledger.
+    const chains = new Map<string, { table: LedgerTable; keys: Set<string> }>();
+    let total = 0;
+    for (const u of units) {
+      for (const job of u.jobs) {
+        const layout = rowLayout(job.table);
+        const ledger = ledgerKey(job.table);
+        let entry = chains.get(ledger);
+        if (entry === undefined) {
+          entry = { table: job.table, keys: new Set() };
+          chains.set(ledger, entry);
+        }
+        for (const row of job.rows) {
+          const at = layout.client.indexOf(layout.chainKey);
+          entry.keys.add(layout.chainKey < 0 ? '' : (row[at] ?? ''));
+        }
+        total += job.rows.length;
+      }
+    }
+    // A chain's head row exists before any transaction locks it; a new one starts where its ledger's rows end
+    // (rows moved in from another engine have no head row yet).
+    for (const [ledger, { table, keys }] of chains) {
+      const missing = [...keys].filter((k) => !this.knownHeads.has(`${ledger}\u0000${k}`));
+      if (missing.length > 0) await this.ensureHeads(ledger, table, missing);
+    }
+    const ledgersOfChains: string[] = [];
+    const keysOfChains: string[] = [];
+    for (const [ledger, { keys }] of chains) {
+      for (const k of keys) {
+        ledgersOfChains.push(ledger);
+        keysOfChains.push(k);
+      }
+    }
+    // The first round trip: BEGIN, the chains' head rows locked in one order, ledger_seq reserved under the
+    // log_head row lock (the global sequence's one serialisation point, held until COMMIT), and the log's
+    // frontier, read by a statement of its own whose snapshot follows the lock and so sees every commit before.
+    const sent = [
+      this.conn.run('BEGIN'),
+      this.conn.query(
+        `SELECT h.ledger, h.chain_key, h.step_index, h.current_hash FROM ${PG_SCHEMA}.chain_heads h
+         JOIN unnest($1::text[], $2::text[]) AS c(ledger, chain_key) ON c.ledger = h.ledger AND c.chain_key = h.chain_key
+         ORDER BY h.ledger, h.chain_key FOR UPDATE OF h`,
+        [pgArray(ledgersOfChains), pgArray(keysOfChains)],
+      ),
+      this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)]),
+      this.conn.query(
+        `SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY (ARRAY(
+           SELECT 2 * m - bit_count(m::bit(64)) + l
+           FROM (SELECT size - $1::int8 AS s FROM ${PG_SCHEMA}.log_head) AS x, generate_series(0, 62) AS l, LATERAL (SELECT ((x.s >> l) << l) - 1 AS m) AS y
+           WHERE (x.s >> l) & 1 = 1))`,
+        [String(total)],
+      ),
+    ] as const;
+    const settled = await Promise.allSettled(sent);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as { code?: string }).code !== '25P02');
+    if (failed !== undefined || settled.some((r) => r.status === 'rejected')) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw failed?.reason ?? (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+    }
+    try {
+      const headRows = (settled[1] as PromiseFulfilledResult<unknown[][]>).value as Array<[string, string, number, string]>;
+      const heads = new Map<string, Map<string, Head>>();
+      for (const [ledger, key, index, hash] of headRows) {
+        let m = heads.get(ledger);
+        if (m === undefined) {
+          m = new Map();
+          heads.set(ledger, m);
+        }
+        m.set(key, { index: Number(index), hash });
+      }
+      const [[reservedTo]] = (settled[2] as PromiseFulfilledResult<unknown[][]>).value as [[bigint]];
+      const after = Number(reservedTo);
+      const before = after - total;
+      const nodes = new Map<number, Buffer>();
+      for (const [position, hash] of (settled[3] as PromiseFulfilledResult<unknown[][]>).value as Array<[bigint, Buffer]>) nodes.set(Number(position), hash);
+      let seq = BigInt(before);
+      let size = before;
+      const newNodes: Array<{ position: number; hash: Buffer }> = [];
+      const read = (level: number, index: number): Buffer => {
+        const h = nodes.get(positionOf(level, index));
+        if (h === undefined)
+          throw new PgError(SqlState.DataCorrupted, `the global log lacks its node (${level}, ${index}): cotwire.log_nodes was changed behind the server`);
+        return h;
+      };
+      const rowsByLedger = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
+      const results: AppendResult[][] = [];
+      for (const unit of units) {
+        const unitResults: AppendResult[] = [];
+        for (const job of unit.jobs) {
+          const ledger = ledgerKey(job.table);
+          const layout = rowLayout(job.table);
+          const chainHeads = heads.get(ledger);
+          let out = rowsByLedger.get(ledger);
+          if (out === undefined) {
+            out = { table: job.table, rows: [] };
+            rowsByLedger.set(ledger, out);
+          }
+          const first = seq + 1n;
+          const jobRows: (string | null)[][] = [];
+          job.rows.forEach((clientRow, i) => {
+            seq += 1n;
+            const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+            for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+            const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
+            const head = chainHeads?.get(key);
+            if (head === undefined) throw new PgError(SqlState.InternalError, `chain ${JSON.stringify(key)} of ${ledger} has no head row`);
+            const micros = this.nextMicros();
+            const index = head.index + 1;
+            texts[layout.stepIndex] = String(index);
+            texts[layout.prevHash] = head.hash;
+            texts[layout.createdAt] = String(micros);
+            texts[layout.ledgerSeq] = String(seq);
+            if (layout.traceId >= 0) texts[layout.traceId] = job.traceIds?.[i] ?? uuidv7(Number(micros / 1000n));
+            if (layout.hasEmbedding >= 0) {
+              const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
+              const selected =
+                this.embeddingSample !== null &&
+                id != null &&
+                selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
+              texts[layout.hasEmbedding] = selected ? 'true' : 'false';
+            }
+            const hash = rowHashFor(job.table.hashVersion, job.table.name, layout.names, texts);
+            texts[layout.currentHash] = hash;
+            head.index = index;
+            head.hash = hash;
+            out.rows.push(texts);
+            jobRows.push(texts);
+            for (const n of nodesForAppend(size, rowLeafHash(layout.leafPrefix, key, hash), read)) {
+              const position = positionOf(n.level, n.index);
+              nodes.set(position, n.hash);
+              newNodes.push({ position, hash: n.hash });
+            }
+            size++;
+          });
+          unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq, rows: jobRows });
+        }
+        results.push(unitResults);
+      }
+      const params: string[] = [];
+      const param = (v: string): string => {
+        params.push(v);
+        return `$${params.length}`;
+      };
+      const ctes: string[] = [];
+      for (const { table, rows } of rowsByLedger.values()) {
+        const cols = table.columns.map((_, i) => `c${i}`);
+        const arrays = table.columns.map((_, i) => `${param(pgArray(rows.map((r) => r[i] ?? null)))}::text[]`);
+        ctes.push(
+          `INSERT INTO ${qualifiedName(table)} (${table.columns.map((c) => quoteIdent(c.name)).join(', ')})
+           SELECT ${table.columns.map((c, i) => fromCanonicalSql(`u.${cols[i]}`, c.type)).join(', ')}
+           FROM unnest(${arrays.join(', ')}) AS u(${cols.join(', ')})`,
+        );
+      }
+      ctes.push(
+        `INSERT INTO ${PG_SCHEMA}.log_nodes (position, hash)
+         SELECT p, pg_catalog.decode(h, 'hex') FROM unnest(${param(pgArray(newNodes.map((n) => String(n.position))))}::int8[], ${param(pgArray(newNodes.map((n) => n.hash.toString('hex'))))}::text[]) AS x(p, h)`,
+      );
+      const hl: string[] = [];
+      const hk: string[] = [];
+      const hi: string[] = [];
+      const hh: string[] = [];
+      for (const [ledger, m] of heads) {
+        for (const [key, head] of m) {
+          hl.push(ledger);
+          hk.push(key);
+          hi.push(String(head.index));
+          hh.push(head.hash);
+        }
+      }
+      ctes.push(
+        `UPDATE ${PG_SCHEMA}.chain_heads AS t SET step_index = x.i, current_hash = x.h
+         FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[]) AS x(l, k, i, h)
+         WHERE t.ledger = x.l AND t.chain_key = x.k`,
+      );
+      // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
+      // ROLLBACK if the statement failed).
+      const [written, committed] = await Promise.allSettled([
+        this.conn.query(`WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params),
+        this.conn.run('COMMIT'),
+      ]);
+      if (written.status === 'rejected') throw written.reason;
+      if (committed.status === 'rejected') throw committed.reason;
+      for (const [ledger, m] of heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+      this.size = size;
+      this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
+      this.onIntegrated(size);
+      return results;
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Inserts the missing head rows in key order: two instances adding the same new chains then wait for each other, never in a cycle. */
+  private async ensureHeads(ledger: string, table: LedgerTable, keys: readonly string[]): Promise<void> {
+    const where = table.chainKey === null ? 'true' : `r.${quoteIdent(table.chainKey)} = k.k`;
+    await this.conn.query(
+      `INSERT INTO ${PG_SCHEMA}.chain_heads (ledger, chain_key, step_index, current_hash)
+       SELECT $1, k.k, coalesce(last.step_index, -1), coalesce(last.current_hash, '')
+       FROM unnest($2::text[]) AS k(k)
+       LEFT JOIN LATERAL (SELECT r.step_index, r.current_hash FROM ${qualifiedName(table)} r WHERE ${where} ORDER BY r.step_index DESC LIMIT 1) last ON true
+       ORDER BY k.k
+       ON CONFLICT DO NOTHING`,
+      [ledger, pgArray(keys)],
+    );
+  }
+
+  /** Microseconds since the epoch, strictly increasing within this instance. */
+  private nextMicros(): bigint {
+    const now = BigInt(Date.now()) * 1000n;
+    this.lastMicros = now > this.lastMicros ? now : this.lastMicros + 1n;
+    return this.lastMicros;
+  }
+}
+
+/** A ledger as chain_heads names it: the schema and name its records use (main.<name>). */
+function ledgerKey(table: Pick<LedgerTable, 'schema' | 'name'>): string {
+  return `${table.schema}.${table.name}`;
+}
+
+/** A PostgreSQL array literal of texts (NULL for null), passed as one text parameter. */
+export function pgArray(values: ReadonlyArray<string | null>): string {
+  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`;
+}

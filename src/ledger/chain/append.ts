@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { leafPrefix } from '../log/leaf.js';
+import type { LedgerTable } from './schema.js';
+
+/** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
+export interface AppendJob {
+  readonly table: LedgerTable;
+  readonly rows: ReadonlyArray<ReadonlyArray<string | null>>;
+  /**
+   * Each row's trace_id, given when the INSERT was answered before the
+   * commit (RETURNING inside a transaction block); otherwise the writer
+   * draws one.
+   */
+  readonly traceIds?: readonly string[];
+}
+
+/** Where a job's rows landed: their global sequence numbers, first to last. */
+export interface AppendResult {
+  readonly count: number;
+  readonly firstSeq: bigint;
+  readonly lastSeq: bigint;
+  /** Every column's canonical text of each row, in table order, where the writer hands them back (on PostgreSQL). */
+  readonly rows?: ReadonlyArray<ReadonlyArray<string | null>>;
+}
+
+/** What appends to ledgers needs of a writer, on either engine. */
+export interface LedgerAppender {
+  append(jobs: readonly AppendJob[]): Promise<AppendResult[]>;
+  /** Resolves once the engine shows every append acknowledged so far (or `seq`); null when it already does. */
+  visible(seq?: bigint): Promise<void> | null;
+  /** Called after each commit with the global log's size. */
+  onIntegrated: (size: number) => void;
+}
+
+/** Where a ledger's row texts go: computed once per table definition. */
+export interface RowLayout {
+  readonly names: readonly string[];
+  /** The table positions of the client columns, in order. */
+  readonly client: readonly number[];
+  readonly chainKey: number;
+  readonly stepIndex: number;
+  readonly prevHash: number;
+  readonly currentHash: number;
+  readonly createdAt: number;
+  readonly ledgerSeq: number;
+  /** -1 where the server does not compute it. */
+  readonly traceId: number;
+  readonly hasEmbedding: number;
+  /** -1 in a ledger without step types. */
+  readonly stepType: number;
+  /** The table's part of every leaf's data in the global log. */
+  readonly leafPrefix: Buffer;
+}
+
+const rowLayouts = new WeakMap<LedgerTable, RowLayout>();
+
+export function rowLayout(table: LedgerTable): RowLayout {
+  let layout = rowLayouts.get(table);
+  if (layout === undefined) {
+    const names = table.columns.map((c) => c.name);
+    const server = (name: string): number => (table.serverColumns.has(name) ? names.indexOf(name) : -1);
+    layout = {
+      names,
+      client: names.flatMap((n, i) => (table.serverColumns.has(n) ? [] : [i])),
+      chainKey: table.chainKey === null ? -1 : names.indexOf(table.chainKey),
+      stepIndex: names.indexOf('step_index'),
+      prevHash: names.indexOf('prev_hash'),
+      currentHash: names.indexOf('current_hash'),
+      createdAt: names.indexOf('created_at'),
+      ledgerSeq: names.indexOf('ledger_seq'),
+      traceId: server('trace_id'),
+      hasEmbedding: server('has_embedding'),
+      stepType: names.indexOf('step_type'),
+      leafPrefix: leafPrefix(table.schema, table.name),
+    };
+    rowLayouts.set(table, layout);
+  }
+  return layout;
+}
+
+/** Random bytes drawn in bulk: one call per UUID costs more than the rest of the UUID. */
+const RANDOM_POOL = 16 * 1024;
+let pool = Buffer.alloc(0);
+let poolAt = RANDOM_POOL;
+
+/** A time-ordered UUID (version 7): 48 bits of milliseconds, then random bits. */
+export function uuidv7(ms: number): string {
+  if (poolAt + 16 > pool.length) {
+    pool = randomBytes(RANDOM_POOL);
+    poolAt = 0;
+  }
+  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16));
+  poolAt += 16;
+  b.writeUIntBE(ms, 0, 6);
+  b[6] = ((b[6] as number) & 0x0f) | 0x70;
+  b[8] = ((b[8] as number) & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

@@ -1,0 +1,153 @@
+/**
+ * Ledger tables: the default `_cot_steps`, and the chain columns the server
+ * adds to every other ledger. The hash pre-image and the verification SQL
+ * are both derived from these definitions.
+ */
+
+export const STEP_TYPES = [
+  'Observation',
+  'Hypothesis',
+  'ToolCall',
+  'ToolResult',
+  'Reasoning',
+  'Decision',
+  'Action',
+  'Error',
+  'Correction',
+  'Summary',
+  'PlanStep',
+  'FinalAnswer',
+] as const;
+
+export const STEPS_TABLE = '_cot_steps';
+
+/** The columns the server computes on every ledger; a client that supplies one gets an error. */
+export const CHAIN_COLUMNS: ReadonlyArray<{ readonly name: string; readonly type: string }> = [
+  { name: 'step_index', type: 'INTEGER' },
+  { name: 'prev_hash', type: 'VARCHAR' },
+  { name: 'current_hash', type: 'VARCHAR' },
+  { name: 'created_at', type: 'TIMESTAMP WITH TIME ZONE' },
+  { name: 'ledger_seq', type: 'BIGINT' },
+];
+
+/** `_cot_steps` computes these too. */
+export const STEPS_SERVER_COLUMNS = new Set(['trace_id', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq', 'has_embedding']);
+
+export const STEPS_DDL = `CREATE TABLE IF NOT EXISTS main.${STEPS_TABLE} (
+  trace_id UUID NOT NULL,
+  org_id VARCHAR,
+  agent_id VARCHAR,
+  session_id VARCHAR NOT NULL,
+  step_index INTEGER NOT NULL,
+  step_type VARCHAR NOT NULL,
+  content VARCHAR,
+  input_data JSON,
+  output_data JSON,
+  confidence DOUBLE,
+  duration_ms BIGINT,
+  token_count INTEGER,
+  model VARCHAR,
+  metadata JSON,
+  prev_hash VARCHAR NOT NULL,
+  current_hash VARCHAR NOT NULL,
+  has_embedding BOOLEAN NOT NULL,
+  created_at TIMESTAMP WITH TIME ZONE NOT NULL,
+  parent_trace_id UUID,
+  ledger_seq BIGINT NOT NULL
+)`;
+
+/**
+ * Steps are read back by trace_id (cot_trace(), receipts, drivers' point
+ * reads) and by session (cot_replay(), cot_verify(), the MCP tools): without
+ * these indexes each such read scans the whole ledger, so it costs what the
+ * ledger holds rather than what the session holds (docs/benchmarks.md).
+ */
+export const STEPS_INDEX_DDL: readonly string[] = [
+  `CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON main.${STEPS_TABLE} (trace_id)`,
+  `CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_session_id ON main.${STEPS_TABLE} (session_id)`,
+];
+
+export interface LedgerColumn {
+  readonly name: string;
+  /** DuckDB's type name, as duckdb_columns() reports it. */
+  readonly type: string;
+  /** The column's default expression, or null. */
+  readonly defaultSql: string | null;
+  readonly notNull: boolean;
+}
+
+/** What the writer and the verifier know about one ledger table. */
+export interface LedgerTable {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+  /**
+   * The SQL that names the table in the engine, where that is not
+   * catalog.schema.name: on PostgreSQL, ledgers live in `public` and keep
+   * the schema `main` in every hash and record (engines/postgres/ledger/catalog.ts).
+   */
+  readonly relation?: string;
+  /** All columns in table order. */
+  readonly columns: readonly LedgerColumn[];
+  /** The column that partitions chains (`session_id`), or null when the whole table is one chain. */
+  readonly chainKey: string | null;
+  /** Columns the server computes; clients may not supply them. */
+  readonly serverColumns: ReadonlySet<string>;
+  /** `_cot_steps` gets the reasoning-step checks. */
+  readonly isSteps: boolean;
+  /**
+   * Appends may be acknowledged from the writer's journal before the engine
+   * has them: the table is in the database file, and its only constraints
+   * are NOT NULL, which the writer checks itself. Rows of other ledgers are
+   * committed to the engine before they are acknowledged.
+   */
+  readonly journaled: boolean;
+  /** The hash specification its rows are chained with, recorded as the table's comment (ledger/chain/hash-version.ts). */
+  readonly hashVersion: HashVersion;
+  /**
+   * The qualified name of the ledger of redactions whose digests stand in
+   * for this ledger's redacted values (ledger/erasure/redactions.ts); null for a
+   * v1 ledger, or where the database has none.
+   */
+  readonly redactions: string | null;
+  /** The qualified name of the ledger of retention records that account for removed sessions (ledger/erasure/retention-sql.ts), or null. */
+  readonly retention: string | null;
+}
+
+export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name' | 'relation'>): string {
+  if (t.relation !== undefined) return t.relation;
+  return `${quoteIdent(t.catalog)}.${quoteIdent(t.schema)}.${quoteIdent(t.name)}`;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+export function quoteLiteral(s: string): string {
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+const TIMESTAMPTZ = 'TIMESTAMP WITH TIME ZONE';
+
+/**
+ * The SQL expression for a column's canonical text in the hash pre-image:
+ * its VARCHAR cast, except timestamps with time zone, which are hashed as
+ * microseconds since the epoch so that no time zone setting can change
+ * them. NULL stays NULL (the pre-image marks it).
+ */
+export function canonicalTextSql(column: string, type: string): string {
+  const ref = quoteIdent(column);
+  if (type.toUpperCase() === TIMESTAMPTZ) return `CAST(epoch_us(${ref}) AS VARCHAR)`;
+  return `CAST(${ref} AS VARCHAR)`;
+}
+
+export const HASH_VERSION = 'cotwire/v1';
+
+/**
+ * `cotwire/v2` hashes each column's digest instead of its text, so that a
+ * redacted value can be stood for by its digest (canonical.ts). Ledgers
+ * created by this version use it; ledgers created before keep v1.
+ */
+export const HASH_VERSION_V2 = 'cotwire/v2';
+
+export type HashVersion = typeof HASH_VERSION | typeof HASH_VERSION_V2;
