@@ -101,7 +101,7 @@ describe('MerkleLog', () => {
   });
 });
 
-describe("the README's examples", () => {
+describe("docs/transparency-log.md's examples", () => {
   it('leaf hash of the worked example row, and its one-leaf checkpoint signed with the example key', async () => {
     const { leafPrefix, rowLeafHash } = await import('../../../src/ledger/merkle-log.js');
     const { checkpointText, parseSigner, signNote, verifierKeyOf } = await import('../../../src/ledger/note.js');
