@@ -91,7 +91,7 @@ export interface Config {
     /** Memory for recently read sessions, from which replays and step reads are answered; 0 = off. */
     readonly sessionCacheMB: number;
   };
-  /** Signed checkpoints of the global Merkle log (README, "Checkpoints"). */
+  /** Signed checkpoints of the global Merkle log (docs/transparency-log.md, "Checkpoints"). */
   readonly checkpoint: {
     /**
      * The signing key file from `cotwire keygen`; keep it off the database's disk. Unset: a key
@@ -111,7 +111,7 @@ export interface Config {
     /** Table-name prefixes that make a table a ledger; `_cot` is always one of them. */
     readonly protectedPrefixes: readonly string[];
   };
-  /** Vectors of the steps selected for an embedding, and cot_search() over them (README, "Searching reasoning"). */
+  /** Vectors of the steps selected for an embedding, and cot_search() over them (docs/search.md). */
   readonly embedding: {
     /** Whether selected steps are embedded in the background and cot_search() answers. */
     readonly enabled: boolean;

@@ -5,7 +5,9 @@ import { fromDuckDBError, MAPPED_SQLSTATES, sqlStateFor } from '../../src/engine
 import { SqlState } from '../../src/errors/sqlstate.js';
 
 const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
-const errorTable = readme.slice(readme.indexOf('## Error codes'));
+const errorsAt = readme.indexOf('## Error codes');
+/** The README's "Error codes" section, up to the next section. */
+const errorTable = readme.slice(errorsAt, readme.indexOf('\n## ', errorsAt + 5));
 
 describe('error codes', () => {
   it('documents in the README every SQLSTATE that DuckDB errors map to', () => {

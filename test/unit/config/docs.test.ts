@@ -13,15 +13,25 @@ function flatten(v: unknown, prefix = ''): string[] {
   return [prefix];
 }
 
-/** Keys from the configuration table of the README: the backticked names in the first column. */
-function readmeKeys(): string[] {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5));
-  return section
+/** The backticked names in the first column of a markdown table's rows, users[] entries aside. */
+function tableKeys(text: string): string[] {
+  return text
     .split('\n')
     .filter((l) => l.startsWith('| `'))
     .flatMap((l) => [...(l.split('|')[1] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1] as string))
     .filter((k) => !k.startsWith('users[]'));
+}
+
+/** Keys from the full configuration table, docs/configuration.md. */
+function documentedKeys(): string[] {
+  return tableKeys(readFileSync(join(root, 'docs/configuration.md'), 'utf8'));
+}
+
+/** Keys from the README's short table of the keys used most. */
+function readmeKeys(): string[] {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const start = readme.indexOf('## Configuration');
+  return tableKeys(readme.slice(start, readme.indexOf('\n## ', start + 5)));
 }
 
 describe('configuration reference', () => {
@@ -37,7 +47,21 @@ describe('configuration reference', () => {
     expect(example).toEqual(schema);
   });
 
-  it('lists in the README exactly the keys of config/cotwire.example.yaml', () => {
-    expect(readmeKeys().sort()).toEqual(example);
+  it('lists in docs/configuration.md exactly the keys of config/cotwire.example.yaml', () => {
+    expect(documentedKeys().sort()).toEqual(example);
+  });
+
+  it("lists in the README's short table only keys of config/cotwire.example.yaml, with the full table's rows", () => {
+    const keys = readmeKeys();
+    expect(keys.length).toBeGreaterThan(0);
+    for (const k of keys) expect(example).toContain(k);
+    const full = readFileSync(join(root, 'docs/configuration.md'), 'utf8');
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    for (const k of keys) {
+      const row = readme.split('\n').find((l) => l.startsWith(`| \`${k}\` |`));
+      const fullRow = full.split('\n').find((l) => l.startsWith(`| \`${k}\` |`));
+      // Same default and flags; the meaning may differ only in where its links point.
+      expect(row?.split('|').slice(1, 4), k).toEqual(fullRow?.split('|').slice(1, 4));
+    }
   });
 });

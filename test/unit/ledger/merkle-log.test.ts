@@ -103,7 +103,7 @@ describe('MerkleLog', () => {
   });
 });
 
-describe("the README's examples", () => {
+describe("docs/transparency-log.md's examples", () => {
   it('leaf hash of the worked example row, and its one-leaf checkpoint signed with the example key', async () => {
     const { leafPrefix, rowLeafHash } = await import('../../../src/ledger/log/leaf.js');
     const { checkpointText, parseSigner, signNote, verifierKeyOf } = await import('../../../src/ledger/log/note.js');

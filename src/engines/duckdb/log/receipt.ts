@@ -21,7 +21,7 @@ export const RECEIPT_FORMAT = 'cotwire-receipt/v1';
 
 /**
  * A self-contained proof that one step is in the log a signed checkpoint
- * describes (README, "Receipts"): the row's canonical texts, its leaf
+ * describes (docs/transparency-log.md, "Receipts"): the row's canonical texts, its leaf
  * index, the inclusion proof and the signed checkpoint.
  */
 export interface Receipt {
