@@ -4,8 +4,7 @@ import type { EngineConnection } from '../engine/port.js';
 import { Journal } from '../engines/duckdb/ledger/journal.js';
 import { LedgerWriter } from '../engines/duckdb/ledger/writer.js';
 import { duckdbLedgers } from '../engines/duckdb/ledger/catalog-source.js';
-
-export class UsageError extends Error {}
+import { UsageError } from './usage.js';
 
 /**
  * Opens a stopped server's file, read-only unless `writable` (the derived

@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../log/logger.js';
 import { compactDatabaseFile, startServer } from '../engines/duckdb/start.js';
-import { UsageError } from './database.js';
+import { UsageError } from './usage.js';
 
 type Out = (s: string) => void;
 

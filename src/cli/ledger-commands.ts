@@ -1,4 +1,5 @@
-import { UsageError, withDatabase } from './database.js';
+import { withDatabase } from './database.js';
+import { UsageError } from './usage.js';
 import { ProtectedNames } from '../guard/names.js';
 import type { EngineConnection } from '../engine/port.js';
 import { REDACTIONS_TABLE } from '../ledger/erasure/redactions.js';

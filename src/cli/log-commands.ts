@@ -6,7 +6,8 @@ import type { MerkleLog } from '../ledger/log/merkle-log.js';
 import { parseVerifier, type NoteVerifier } from '../ledger/log/note.js';
 import { buildReceipt, checkReceipt, ReceiptError } from '../engines/duckdb/log/receipt.js';
 import { writeKeyFile } from '../ledger/log/signing-key.js';
-import { UsageError, withDatabase } from './database.js';
+import { withDatabase } from './database.js';
+import { UsageError } from './usage.js';
 import { openNodeFile, nodeFilePath } from '../engines/duckdb/log/node-file.js';
 import { duckdbLedgers } from '../engines/duckdb/ledger/catalog-source.js';
 

@@ -1,18 +1,11 @@
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError, loadConfig, redactUrl } from '../config/load.js';
-import { startPostgresServer } from '../engines/postgres/start.js';
-import { createLogger } from '../log/logger.js';
-import { startServer } from '../engines/duckdb/start.js';
-import { StartupError } from '../server/startup.js';
-import { makeScramVerifier } from '../session/scram.js';
 import { COTWIRE_VERSION } from '../version.js';
-import { UsageError } from './database.js';
-import { exportCommand, replayCommand, sessionsCommand, verifyCommand } from './ledger-commands.js';
-import { readPassword } from './password.js';
-import { reembedCommand } from './embedding-commands.js';
-import { compactCommand, retainCommand } from './erasure-commands.js';
-import { importCommand, importIntoFileCommand, initPostgresCommand, verifyPostgresCommand } from './postgres-commands.js';
-import { checkReceiptCommand, keygenCommand, proveCommand } from './log-commands.js';
+import { UsageError } from './usage.js';
+
+/*
+ * Each command loads what it needs when it runs: `cotwire --version` and
+ * `--help` load neither engine, nor the SQL parser, nor the server.
+ */
 
 const out = (t: string): void => {
   process.stdout.write(t);
@@ -53,6 +46,8 @@ function program(setCode: (code: number) => void): Command {
     .action(async (opts: { db?: string; into?: string; url?: string; config?: string }) => {
       if ((opts.db === undefined) === (opts.into === undefined))
         throw new UsageError('import needs --db <file> (into PostgreSQL) or --into <file> (from PostgreSQL), one of them');
+      const { loadConfig } = await import('../config/load.js');
+      const { importCommand, importIntoFileCommand } = await import('./postgres-commands.js');
       const config = loadConfig({
         argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.url === undefined ? {} : { 'engine-url': opts.url }) },
         env: process.env,
@@ -74,6 +69,8 @@ function program(setCode: (code: number) => void): Command {
     .option('--url <url>', 'postgres://USER[:PASSWORD]@HOST:PORT/DB, a role that may create roles (default: COTWIRE_ENGINE_URL)')
     .option('--config <file>', 'configuration file (its engine.url and engine.rolePrefix)')
     .action(async (opts: { url?: string; config?: string }) => {
+      const { loadConfig } = await import('../config/load.js');
+      const { initPostgresCommand } = await import('./postgres-commands.js');
       const config = loadConfig({
         argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.url === undefined ? {} : { 'engine-url': opts.url }) },
         env: process.env,
@@ -111,8 +108,13 @@ function program(setCode: (code: number) => void): Command {
         key?: string;
       }) => {
         if ((opts.db === undefined) === (opts.url === undefined)) throw new UsageError('verify needs --db <file> or --url <postgres url>, one of them');
-        if (opts.url !== undefined) setCode(await verifyPostgresCommand({ ...opts, url: opts.url }, out));
-        else setCode(await verifyCommand({ ...opts, db: opts.db as string }, out));
+        if (opts.url !== undefined) {
+          const { verifyPostgresCommand } = await import('./postgres-commands.js');
+          setCode(await verifyPostgresCommand({ ...opts, url: opts.url }, out));
+        } else {
+          const { verifyCommand } = await import('./ledger-commands.js');
+          setCode(await verifyCommand({ ...opts, db: opts.db as string }, out));
+        }
       },
     );
 
@@ -121,7 +123,7 @@ function program(setCode: (code: number) => void): Command {
     .description('create a checkpoint signing key file and print its verifier key')
     .requiredOption('--name <name>', "the key name, which is also the checkpoints' origin (for example example.com/agents)")
     .requiredOption('--out <file>', 'the key file to create (never overwritten; keep it off the database disk)')
-    .action((opts: { name: string; out: string }) => setCode(keygenCommand(opts, out)));
+    .action(async (opts: { name: string; out: string }) => setCode((await import('./log-commands.js')).keygenCommand(opts, out)));
 
   cli
     .command('prove')
@@ -129,21 +131,23 @@ function program(setCode: (code: number) => void): Command {
     .requiredOption('--db <file>', 'database file (the server need not run)')
     .requiredOption('--trace <id>', "the step's trace_id")
     .option('--out <file>', 'write the receipt here instead of to standard output')
-    .action(async (opts: { db: string; trace: string; out?: string }) => setCode(await proveCommand(opts, out)));
+    .action(async (opts: { db: string; trace: string; out?: string }) => setCode(await (await import('./log-commands.js')).proveCommand(opts, out)));
 
   cli
     .command('check-receipt')
     .description('verify a receipt offline, with no database; exit 0 when it verifies, 1 when not')
     .argument('<receipt>', 'the receipt file from `cotwire prove`')
     .requiredOption('--key <verifier>', 'the verifier key (the key text, or a file holding it)')
-    .action((receipt: string, opts: { key: string }) => setCode(checkReceiptCommand({ receipt, key: opts.key }, out)));
+    .action(async (receipt: string, opts: { key: string }) =>
+      setCode((await import('./log-commands.js')).checkReceiptCommand({ receipt, key: opts.key }, out)),
+    );
 
   cli
     .command('replay')
     .description("print a session's steps, in order")
     .requiredOption('--db <file>', 'database file')
     .requiredOption('--session <id>', 'the session')
-    .action(async (opts: { db: string; session: string }) => setCode(await replayCommand(opts, out)));
+    .action(async (opts: { db: string; session: string }) => setCode(await (await import('./ledger-commands.js')).replayCommand(opts, out)));
 
   cli
     .command('sessions')
@@ -151,7 +155,7 @@ function program(setCode: (code: number) => void): Command {
     .requiredOption('--db <file>', 'database file')
     .option('--agent <id>', 'only this agent_id')
     .option('--json', 'print JSON')
-    .action(async (opts: { db: string; agent?: string; json?: boolean }) => setCode(await sessionsCommand(opts, out)));
+    .action(async (opts: { db: string; agent?: string; json?: boolean }) => setCode(await (await import('./ledger-commands.js')).sessionsCommand(opts, out)));
 
   cli
     .command('export')
@@ -160,7 +164,9 @@ function program(setCode: (code: number) => void): Command {
     .addOption(new Option('--format <format>', 'output format').choices(['parquet', 'csv', 'jsonl']).makeOptionMandatory())
     .requiredOption('--out <path>', 'the file to write')
     .option('--session <id>', 'one session only')
-    .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) => setCode(await exportCommand(opts, out)));
+    .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) =>
+      setCode(await (await import('./ledger-commands.js')).exportCommand(opts, out)),
+    );
   cli
     .command('retain')
     .description('remove the sessions whose last step is older than --days (or ledger.retentionDays), recording each one; stop the server first')
@@ -170,6 +176,8 @@ function program(setCode: (code: number) => void): Command {
     .option('--dry-run', 'only list what would be removed')
     .option('--json', 'print JSON')
     .action(async (opts: { db: string; config?: string; days?: string; dryRun?: boolean; json?: boolean }) => {
+      const { loadConfig } = await import('../config/load.js');
+      const { retainCommand } = await import('./erasure-commands.js');
       const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env: process.env });
       setCode(await retainCommand(config, opts, out));
     });
@@ -179,6 +187,8 @@ function program(setCode: (code: number) => void): Command {
     .requiredOption('--db <file>', 'database file (stop the server first)')
     .option('--config <file>', 'configuration file (its database.compression)')
     .action(async (opts: { db: string; config?: string }) => {
+      const { loadConfig } = await import('../config/load.js');
+      const { compactCommand } = await import('./erasure-commands.js');
       const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env: process.env });
       setCode(await compactCommand(config, out));
     });
@@ -198,6 +208,8 @@ function program(setCode: (code: number) => void): Command {
       if (opts.url !== undefined) env.COTWIRE_EMBEDDING_URL = opts.url;
       if (opts.model !== undefined) env.COTWIRE_EMBEDDING_MODEL = opts.model;
       if (opts.dimensions !== undefined) env.COTWIRE_EMBEDDING_DIMENSIONS = opts.dimensions;
+      const { loadConfig } = await import('../config/load.js');
+      const { reembedCommand } = await import('./embedding-commands.js');
       const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env });
       setCode(await reembedCommand(opts.db, config.embedding, opts.force === true, out));
     });
@@ -231,6 +243,8 @@ export async function main(args: readonly string[]): Promise<number> {
       process.stderr.write(`cotwire: ${err.message}\n`);
       return 2;
     }
+    // Loaded only on an error: --version and --help need neither.
+    const [{ ConfigError }, { StartupError }] = await Promise.all([import('../config/load.js'), import('../server/startup.js')]);
     if (err instanceof ConfigError || err instanceof StartupError) {
       process.stderr.write(`cotwire: ${err.message}\n`);
       return 1;
@@ -250,13 +264,15 @@ async function serve(flags: Record<string, string>): Promise<number> {
     engineUrl: 'engine-url',
   };
   for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
+  const [{ loadConfig, redactUrl }, { createLogger }, { startServer }] = await Promise.all([
+    import('../config/load.js'),
+    import('../log/logger.js'),
+    import('../main.js'),
+  ]);
   const config = loadConfig({ argv, env: process.env });
   const log = createLogger(config.log.level, process.stdout.isTTY === true);
   // cli.ts sized libuv's pool before anything could start it (4 is libuv's own default).
-  const running =
-    config.engine.kind === 'postgres'
-      ? await startPostgresServer(config, log)
-      : await startServer(config, log, { threadPoolSize: Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4 });
+  const running = await startServer(config, log, { threadPoolSize: Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4 });
   const { address, port } = running.address;
   const host = address.includes(':') ? `[${address}]` : address;
   const user = config.users[0]?.name ?? 'cotwire';
@@ -294,6 +310,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
 }
 
 async function passwd(user: string): Promise<number> {
+  const [{ readPassword }, { makeScramVerifier }] = await Promise.all([import('./password.js'), import('../session/scram.js')]);
   const password = await readPassword(`Password for ${user}: `);
   if (password === '') {
     process.stderr.write('cotwire: the password is empty\n');

@@ -1,8 +1,8 @@
 import type { PgError } from '../errors/pg-error.js';
 
 /**
- * What the rest of cotwire sees of the database engine. engine/duckdb is the
- * only code that imports @duckdb/node-api, engine/postgres the only code
+ * What the rest of cotwire sees of the database engine. The DuckDB wing's adapter is the
+ * only code that imports @duckdb/node-api, the PostgreSQL wing's the only code
  * that talks to a PostgreSQL engine (docs/scaling.md).
  */
 
@@ -183,7 +183,7 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-// ---- A PostgreSQL engine: client statements relayed to a backend of their own (engine/postgres) ----
+// ---- A PostgreSQL engine: client statements relayed to a backend of their own (the PostgreSQL wing) ----
 
 export interface BackendField {
   readonly name: string;

@@ -27,7 +27,7 @@ beforeAll(async () => {
     logs,
   );
   client = await server.client();
-  bypass = await server.running.engine.connect();
+  bypass = await server.duckdb.engine.connect();
   steps = (await server.running.ledgers.find(['main', '_cot_steps'])) as LedgerTable;
 });
 afterAll(async () => {
@@ -91,7 +91,7 @@ async function rechain(session: string, from: number): Promise<void> {
 describe('the online audit holds the rows against the global log', () => {
   it('starts healthy', async () => {
     await append('intact', 3);
-    await server.running.auditor.audit();
+    await server.duckdb.auditor.audit();
     expect((await client.query('SELECT * FROM cot_audit()')).rows).toEqual([]);
     expect((await client.query("SELECT valid FROM cot_verify('intact')")).rows).toEqual([{ valid: true }]);
   });
@@ -99,7 +99,7 @@ describe('the online audit holds the rows against the global log', () => {
   it('reports rows deleted from the middle of a session, naming the session and the ledger_seq range', async () => {
     await append('deleted', 5);
     const seqs = await seqsOf('deleted');
-    await server.running.auditor.audit();
+    await server.duckdb.auditor.audit();
     await bypass.run("DELETE FROM _cot_steps WHERE session_id = 'deleted' AND step_index IN (1, 2)");
     const f = await findingFor('deleted', 'missing');
     expect(f).toMatchObject({ ledger: 'main._cot_steps', first_seq: String(seqs[2]), last_seq: String(seqs[2]) });
@@ -112,7 +112,7 @@ describe('the online audit holds the rows against the global log', () => {
   it('reports a cut tail, which the chain alone cannot show', async () => {
     await append('tail', 4);
     const seqs = await seqsOf('tail');
-    await server.running.auditor.audit();
+    await server.duckdb.auditor.audit();
     await bypass.run("DELETE FROM _cot_steps WHERE session_id = 'tail' AND step_index >= 2");
     // What is left is a valid chain of two steps.
     expect((await bypass.query("SELECT count(*) FROM _cot_steps WHERE session_id = 'tail'"))[0]).toEqual([2n]);
@@ -124,7 +124,7 @@ describe('the online audit holds the rows against the global log', () => {
 
   it('reports a whole session deleted: cot_verify_all() lists it instead of leaving it out', async () => {
     await append('gone', 2);
-    await server.running.auditor.audit();
+    await server.duckdb.auditor.audit();
     await bypass.run("DELETE FROM _cot_steps WHERE session_id = 'gone'");
     await findingFor('gone', 'missing');
     expect((await client.query("SELECT valid, step_count, break_kind FROM cot_verify_all() WHERE chain_key = 'gone'")).rows).toEqual([
@@ -165,7 +165,7 @@ describe('the online audit holds the rows against the global log', () => {
 
   it('keeps appending while it audits, and the untouched sessions stay valid', async () => {
     await append('intact', 2);
-    const report = await server.running.auditor.audit();
+    const report = await server.duckdb.auditor.audit();
     expect(report.findings.some((f) => f.chainKey === 'intact')).toBe(false);
     expect((await client.query("SELECT valid, step_count FROM cot_verify('intact')")).rows).toEqual([{ valid: true, step_count: '5' }]);
   });
@@ -181,7 +181,7 @@ describe('the watch between full audits', () => {
       sink,
     );
     const c = await s.client();
-    const direct = await s.running.engine.connect();
+    const direct = await s.duckdb.engine.connect();
     try {
       // Appends in several commits, with the watch looking between them: no false alarm.
       for (let i = 0; i < 20; i++) {

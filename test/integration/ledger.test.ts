@@ -17,7 +17,7 @@ let internal: EngineConnection;
 beforeAll(async () => {
   server = await startTestServer();
   client = await server.client();
-  internal = await server.running.engine.connect();
+  internal = await server.duckdb.engine.connect();
 });
 afterAll(async () => {
   internal.close();

@@ -20,7 +20,7 @@ const raw = { getTypeParser: () => (v: unknown) => v } as unknown as pg.CustomTy
 beforeAll(async () => {
   server = await startTestServer();
   client = await server.client({ types: raw });
-  internal = await server.running.engine.connect();
+  internal = await server.duckdb.engine.connect();
 });
 afterAll(async () => {
   internal.close();
@@ -46,7 +46,7 @@ async function both(c: pg.Client, session: string, binary = false): Promise<{ ca
 describe('the session cache', () => {
   it('answers a replay with the engine’s bytes, and follows the session as it grows from its first step', async () => {
     for (let i = 0; i < 3; i++) await append(client, 'grow', `step ${i} é ✓`);
-    const stats = server.running.sessionCache?.stats ?? { hits: 0, fills: 0, appendsRead: 0, dropped: 0 };
+    const stats = server.duckdb.sessionCache?.stats ?? { hits: 0, fills: 0, appendsRead: 0, dropped: 0 };
     const [hits, fills, appendsRead, dropped] = [stats.hits, stats.fills, stats.appendsRead, stats.dropped];
     for (let i = 3; i < 15; i++) {
       const { cached, engine } = await both(client, 'grow');
@@ -61,7 +61,7 @@ describe('the session cache', () => {
     expect(stats.appendsRead - appendsRead).toBe(14);
     expect(stats.dropped - dropped).toBe(0);
     // A session the cache let go of is read whole from the engine by its next replay, which fills it again.
-    server.running.sessionCache?.drop('grow');
+    server.duckdb.sessionCache?.drop('grow');
     const refill = await both(client, 'grow');
     expect(refill.cached).toEqual(refill.engine);
     expect(stats.fills - fills).toBe(1);
@@ -73,7 +73,7 @@ describe('the session cache', () => {
   });
 
   it('prints the writer’s rows of a new session exactly as the engine prints the stored rows, whatever their values', async () => {
-    const stats = server.running.sessionCache?.stats ?? { fills: 0 };
+    const stats = server.duckdb.sessionCache?.stats ?? { fills: 0 };
     const fills = stats.fills;
     for (const zone of ['UTC', 'America/St_Johns', 'Asia/Kathmandu']) {
       // A session begun in this zone: its first replay prints every row from the writer's texts.

@@ -142,7 +142,7 @@ export async function startFixtureServer(
 ): Promise<{ server: TestServer; internal: EngineConnection }> {
   // No checkpoint during the attacks: the checkpoint ledger is part of the state they must not change.
   const server = await startTestServer({ checkpoint: { keyFile: null, intervalSeconds: 86_400, maxLeaves: 100_000_000, sinks: [] }, ...overrides });
-  const internal = await server.running.engine.connect();
+  const internal = await server.duckdb.engine.connect();
   // The security fixture brings its own _cot_steps. Through cotwire its ledgers are real
   // ones: created by the server (which adds the chain columns) and appended by the writer.
   await internal.run('DROP TABLE main._cot_steps');

@@ -56,6 +56,7 @@ import { openNodeFile, nodeFilePath } from './log/node-file.js';
 import { duckdbLedgers } from './ledger/catalog-source.js';
 
 export interface RunningServer {
+  readonly kind: 'duckdb';
   /** Removes (or, dry, lists) the sessions whose last step is older than `days`, as the retention job does. */
   retain(days: number, dryRun: boolean, actor: string): Promise<RetainedSession[]>;
   readonly address: AddressInfo;
@@ -399,6 +400,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   }
   let closing: Promise<void> | null = null;
   return {
+    kind: 'duckdb',
     address,
     metricsAddress,
     server,

@@ -43,6 +43,7 @@ import { ProxyHandlerFactory } from './handler/factory.js';
  */
 
 export interface RunningPostgresServer {
+  readonly kind: 'postgres';
   readonly address: AddressInfo;
   readonly metricsAddress: AddressInfo | null;
   readonly server: PgServer;
@@ -224,6 +225,7 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
     log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);
     let closing: Promise<void> | null = null;
     return {
+      kind: 'postgres',
       address,
       metricsAddress,
       server,
