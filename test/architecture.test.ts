@@ -21,6 +21,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'config',
     'log',
     'server',
+    'main.ts',
     'engines/duckdb',
     'engines/postgres',
     'session',
