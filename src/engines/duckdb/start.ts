@@ -353,10 +353,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     if (code === 'EADDRINUSE') {
       throw new StartupError(`port ${config.listen.port} on ${config.listen.host} is already in use; stop the other server or choose another port with --port`);
     }
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EACCES') {
-      throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}`);
-    }
-    throw err;
+    throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}`);
   }
   auditor.start(config.ledger.verifyIntervalSeconds * 1000, config.ledger.watchIntervalSeconds * 1000);
   const retentionJob =

@@ -219,7 +219,12 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
     let metricsAddress: AddressInfo | null = null;
     if (prometheus !== null) {
       ops = new OpsServer(prometheus, () => server.isListening);
-      metricsAddress = await ops.listen(config.metrics.host, config.metrics.port as number);
+      try {
+        metricsAddress = await ops.listen(config.metrics.host, config.metrics.port as number);
+      } catch (err) {
+        await server.close(0);
+        throw new StartupError(`cannot listen for metrics on ${config.metrics.host}:${String(config.metrics.port)}: ${(err as Error).message}`);
+      }
     }
     checkpoints.start();
     log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);
