@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { Config } from '../config/schema.js';
 import { AuthPolicy, isLoopback } from '../session/auth.js';
 import { parseScramVerifier, type ScramVerifier } from '../session/scram.js';
+import type { DisposeStack } from './dispose-stack.js';
+import { OpsServer, type PrometheusObserver } from './metrics.js';
+import type { PgServer } from './server.js';
 
 /** What both engines' start-ups share before they listen: the checks of the listener's configuration, its TLS and its users. */
 
@@ -45,5 +49,34 @@ export function loadTls(config: Config): tls.SecureContext | null {
     return tls.createSecureContext({ key: readFileSync(key), cert: readFileSync(cert) });
   } catch (err) {
     throw new StartupError(`cannot load the TLS key and certificate (${key}, ${cert}): ${(err as Error).message}`);
+  }
+}
+
+/** Listens on the wire, or says in one line why it cannot; the listener is closed at the unwind. */
+export async function listenOrExplain(server: PgServer, config: Config, stack: DisposeStack): Promise<AddressInfo> {
+  let address: AddressInfo;
+  try {
+    address = await server.listen();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new StartupError(`port ${config.listen.port} on ${config.listen.host} is already in use; stop the other server or choose another port with --port`);
+    }
+    throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}`);
+  }
+  stack.defer((graceMs) => server.close(graceMs));
+  return address;
+}
+
+/** /healthz and /metrics, when metrics.port is set; closed at the unwind. */
+export async function openOps(prometheus: PrometheusObserver | null, server: PgServer, config: Config, stack: DisposeStack): Promise<AddressInfo | null> {
+  if (prometheus === null) return null;
+  const ops = new OpsServer(prometheus, () => server.isListening);
+  try {
+    const address = await ops.listen(config.metrics.host, config.metrics.port as number);
+    stack.defer(() => ops.close());
+    return address;
+  } catch (err) {
+    throw new StartupError(`cannot listen for metrics on ${config.metrics.host}:${String(config.metrics.port)}: ${(err as Error).message}`);
   }
 }

@@ -1,0 +1,96 @@
+import type { Config } from '../../../config/schema.js';
+import type { Engine, EngineConnection } from '../../../engine/port.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import { CheckpointIssuer } from '../../../ledger/log/checkpoints.js';
+import { sinkFor } from '../../../ledger/log/checkpoint-sinks.js';
+import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
+import type { Logger } from '../../../log/logger.js';
+import type { Observer } from '../../../observe/observer.js';
+import type { DisposeStack } from '../../../server/dispose-stack.js';
+import { auditFunctions } from '../dialect/audit-sql.js';
+import { LedgerAuditor } from '../log/auditor.js';
+import type { Log } from './log.js';
+
+/**
+ * The audit, on a connection of its own beside the writer's and the
+ * clients', holding the rows against the log; cot_audit() reads its latest
+ * report. It starts once the server listens (`startAudit`).
+ */
+export async function openAudit(
+  engine: Engine,
+  ledgers: LedgerCatalog,
+  { merkle, writer }: Log,
+  observer: Observer,
+  log: Logger,
+  stack: DisposeStack,
+): Promise<LedgerAuditor> {
+  const auditConn = stack.use(await engine.connect(), (c) => c.close());
+  const auditor = new LedgerAuditor(
+    auditConn,
+    ledgers,
+    {
+      log: merkle,
+      appliedSeq: () => writer.appliedSeq,
+      integratedSeq: () => writer.settledSeq(),
+      knownHeads: () => writer.knownHeads(),
+      logStopped: () => writer.logFrozen,
+      fingerprints: {
+        track: () => writer.trackFingerprints(),
+        between: (from, to) => writer.fingerprintsBetween(from, to),
+        forget: (seq) => writer.forgetFingerprints(seq),
+      },
+    },
+    observer,
+    (f) =>
+      log.error(
+        { kind: f.kind, ledger: f.ledger, chain: f.chainKey, firstSeq: f.firstSeq, lastSeq: f.lastSeq, rows: f.rows },
+        `ledger audit: ${f.kind}${f.ledger === null ? '' : ` in ${f.ledger}`}${f.chainKey === null ? '' : ` chain ${JSON.stringify(f.chainKey)}`}${f.firstSeq === null ? '' : ` ledger_seq ${f.firstSeq}..${String(f.lastSeq)}`}: ${f.detail}`,
+      ),
+    (err) => log.error({ err }, 'ledger audit failed'),
+    (changed) => log.warn({ ledgers: changed }, `${changed.join(', ')} changed without the writer (the watch saw it); a full audit runs now`),
+  );
+  for (const f of auditFunctions(() => auditor.latest)) await engine.registerFunction(f);
+  return auditor;
+}
+
+/** Starts the audit's rounds and its watch; they stop first at the unwind. */
+export function startAudit(auditor: LedgerAuditor, config: Config, stack: DisposeStack): void {
+  auditor.start(config.ledger.verifyIntervalSeconds * 1000, config.ledger.watchIntervalSeconds * 1000);
+  stack.defer(() => auditor.stop());
+}
+
+/**
+ * The checkpoint issuer, which signs the log's root and appends each
+ * checkpoint through the writer, from where the last one left off. At the
+ * stop it signs the last one before the writer drains.
+ */
+export async function openCheckpoints(
+  config: Config,
+  log: Logger,
+  internal: EngineConnection,
+  ledgers: LedgerCatalog,
+  { signer, merkle, writer }: Log,
+  stack: DisposeStack,
+): Promise<CheckpointIssuer> {
+  const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]).catch(() => null);
+  const [lastCheckpoint] =
+    checkpointTable === null
+      ? []
+      : ((await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<[bigint, bigint]>);
+  const checkpoints = new CheckpointIssuer(
+    writer,
+    { size: () => merkle.size, root: (n) => merkle.root(n), sync: () => merkle.sync() },
+    checkpointTable,
+    signer,
+    config.checkpoint.sinks.map((t) => sinkFor(t)),
+    {
+      intervalMs: config.checkpoint.intervalSeconds * 1000,
+      maxLeaves: config.checkpoint.maxLeaves,
+      onSinkError: (sink, err, attempt) => log.warn({ err, sink, attempt }, 'writing a checkpoint to a sink failed; retrying'),
+      onIssueError: (err) => log.error({ err }, 'issuing a checkpoint failed'),
+    },
+    lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
+  );
+  stack.defer((graceMs) => checkpoints.close(graceMs));
+  return checkpoints;
+}

@@ -1,0 +1,80 @@
+import type tls from 'node:tls';
+import type { Config } from '../../../config/schema.js';
+import type { Engine } from '../../../engine/port.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import type { SecurityEventLog } from '../../../ledger/security-events.js';
+import type { Logger } from '../../../log/logger.js';
+import type { Observer } from '../../../observe/observer.js';
+import { PgServer } from '../../../server/server.js';
+import { authPolicy } from '../../../server/startup.js';
+import { CompatRewriter } from '../catalog/compat.js';
+import type { DeclaredStore } from '../catalog/declared.js';
+import type { Guard } from '../guard/guard.js';
+import type { AdvisoryLocks } from '../handler/advisory-locks.js';
+import type { ConnectionServices } from '../handler/context.js';
+import { EngineSlots } from '../handler/engine-calls.js';
+import { EngineHandlerFactory } from '../handler/factory.js';
+import type { SessionCache } from '../handler/session-cache.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+import type { LedgerAuditor } from '../log/auditor.js';
+import type { Search } from './search.js';
+
+/** Threads kept for the writer's journal, the applier, the audit and the server's own queries. */
+const RESERVED_ENGINE_THREADS = 8;
+
+/** What the wire's handlers are given: every part the statement pipeline reaches. */
+export interface ListenerParts {
+  /** The wire's TLS, loaded before anything else opened. */
+  readonly tls: tls.SecureContext | null;
+  readonly engine: Engine;
+  readonly guard: Guard;
+  readonly securityLog: SecurityEventLog;
+  readonly ledgers: LedgerCatalog;
+  readonly writer: LedgerWriter;
+  readonly advisoryLocks: AdvisoryLocks;
+  readonly declared: DeclaredStore;
+  readonly auditor: LedgerAuditor;
+  readonly sessionCache: SessionCache | null;
+  readonly search: Search;
+  readonly erasure: ConnectionServices['erasure'];
+  /** libuv's thread pool, which DuckDB's calls run on. */
+  readonly threadPoolSize: number;
+}
+
+/** The wire: one handler pipeline per client connection over its own engine connection (not listening yet). */
+export function wireServer(config: Config, log: Logger, observer: Observer, parts: ListenerParts): PgServer {
+  return new PgServer({
+    host: config.listen.host,
+    port: config.listen.port,
+    maxMessageSize: config.limits.maxMessageSize,
+    maxConnections: config.limits.maxConnections,
+    tls: parts.tls,
+    auth: authPolicy(config),
+    observer,
+    slowStatementMs: config.log.slowStatementMs,
+    startupTimeoutMs: config.limits.startupTimeoutMs,
+    maxPreparedStatements: config.limits.maxPreparedStatements,
+    maxPortals: config.limits.maxPortals,
+    handlers: new EngineHandlerFactory(parts.engine, config.database.name, {
+      observer,
+      guard: parts.guard,
+      securityLog: parts.securityLog,
+      ledgers: parts.ledgers,
+      writer: parts.writer,
+      rewriter: new CompatRewriter(config.database.name),
+      maxContentBytes: config.ledger.maxContentBytes,
+      statementTimeoutMs: config.limits.statementTimeoutMs,
+      maxAppendBytes: config.limits.maxAppendBytes,
+      advisoryLocks: parts.advisoryLocks,
+      declared: parts.declared,
+      auditReport: () => parts.auditor.latest,
+      sessionCache: parts.sessionCache,
+      search: { vectors: parts.search.vectors, macros: parts.search.macros },
+      erasure: parts.erasure,
+      idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
+      // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
+      engineSlots: new EngineSlots(Math.max(1, parts.threadPoolSize - RESERVED_ENGINE_THREADS)),
+    }),
+    log,
+  });
+}
