@@ -11,7 +11,7 @@ process.env.UV_THREADPOOL_SIZE ??= '64';
  */
 export default defineConfig({
   test: {
-    include: ['test/postgres/**/*.test.ts', 'test/integration/{extended,clients,roles,copy,transactions,mcp}.test.ts'],
+    include: ['test/postgres/**/*.test.ts', 'test/integration/{extended,clients,roles,copy,transactions,mcp}.test.ts', 'test/conformance/**/*.test.ts'],
     env: { COTWIRE_TEST_ENGINE: 'postgres' },
     testTimeout: 120_000,
     hookTimeout: 120_000,
