@@ -158,10 +158,7 @@ describe('the server’s own ledgers', () => {
     ['_cot_redactions', 'ledger, column_name', "'main._cot_steps', 'content'"],
     ['_cot_retention', 'ledger', "'main._cot_steps'"],
   ] as const) {
-    gap(
-      'postgres',
-      `a client INSERT into ${table} is not refused by the guard: it goes to the writer${table === '_cot_checkpoints' ? ', and a forged checkpoint is appended and served by cot_checkpoint()' : ': only a NOT NULL constraint stops it (23502)'}`,
-    )(`take no client appends to ${table}: 42501, and nothing is written`, async () => {
+    it(`take no client appends to ${table}: 42501, and nothing is written`, async () => {
       const boss = await s.as('boss');
       const before = await countOf(boss, `SELECT count(*) FROM ${table} WHERE ${columns.split(',')[0]} = ${values.split(',')[0]}`);
       const err = (await boss.query(`INSERT INTO ${table} (${columns}) VALUES (${values})`).catch((e: unknown) => e)) as { code?: string; message?: string };

@@ -49,6 +49,16 @@ function ledgerRefusal(operation: string, table: string): PgPlan {
   return refused('ledger', operation, table, `cannot ${operation} ledger table "${table}": ledger tables are append-only`, LEDGER_HINT);
 }
 
+function serverOnlyRefusal(table: string): PgPlan {
+  return refused(
+    'ledger',
+    'INSERT INTO',
+    table,
+    `cannot INSERT INTO ledger table "${table}": only the server appends to it`,
+    'It records what the server did (checkpoints, refusals, erasure); clients may read it.',
+  );
+}
+
 function unwrap(node: unknown): [string, Node] | null {
   if (node === null || typeof node !== 'object') return null;
   const key = Object.keys(node)[0];
@@ -178,6 +188,7 @@ export class PostgresGuard {
       case 'InsertStmt': {
         const target = nameParts(node.relation as RangeVar);
         if (!this.isProtected(target)) return { kind: 'engine' };
+        if (this.isServerOnly(target)) return serverOnlyRefusal(target.join('.'));
         if (node.onConflictClause !== undefined) return ledgerRefusal('INSERT ... ON CONFLICT into', target.join('.'));
         return { kind: 'append', ledger: target, insert: node };
       }
@@ -239,7 +250,9 @@ export class PostgresGuard {
             'Use COPY ... FROM STDIN or TO STDOUT.',
           );
         }
-        if (this.isProtected(target) && node.is_from === true) return { kind: 'copy-ledger', ledger: target, copy: node };
+        if (this.isProtected(target) && node.is_from === true) {
+          return this.isServerOnly(target) ? serverOnlyRefusal(target.join('.')) : { kind: 'copy-ledger', ledger: target, copy: node };
+        }
         return node.query === undefined ? { kind: 'engine' } : this.plan(node.query as Node);
       }
       case 'VariableSetStmt':
@@ -302,6 +315,11 @@ export class PostgresGuard {
   }
 
   /** A ledger's name, or anything in cotwire's own schema (the log, the chain heads, the signing lease). */
+  /** The server's own records (checkpoints, refusals, erasure): only the server appends to them. */
+  private isServerOnly(parts: readonly string[]): boolean {
+    return parts.length > 0 && this.names.isServerOnly(parts[parts.length - 1] as string);
+  }
+
   private isProtected(parts: readonly string[]): boolean {
     if (parts.length >= 2 && parts[parts.length - 2]?.toLowerCase() === PG_SCHEMA) return true;
     return parts.length > 0 && this.names.isProtected(parts[parts.length - 1]);
