@@ -35,7 +35,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'observe',
   ],
   // A client of the wire: never the engine, so it cannot open a database file.
-  mcp: ['ledger', 'sql', 'version.ts'],
+  mcp: ['ledger', 'sql', 'errors', 'version.ts'],
 };
 
 /**

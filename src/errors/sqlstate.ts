@@ -77,5 +77,9 @@ export const SqlState = {
   IndeterminateDatatype: '42P18',
   DiskFull: '53100',
   IdleInTransactionSessionTimeout: '25P03',
+  /** A server-computed (generated) column given a value other than DEFAULT. */
+  GeneratedAlways: '428C9',
+  /** PL/pgSQL's no_data_found: the row asked for does not exist. */
+  NoDataFound: 'P0002',
 } as const;
 export type SqlState = (typeof SqlState)[keyof typeof SqlState];

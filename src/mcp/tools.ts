@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { STEP_TYPES } from '../ledger/chain/schema.js';
 import { ToolError } from './tool-error.js';
 import type { Json, TraceStore } from './trace-store.js';
+import { SqlState } from '../errors/sqlstate.js';
 
 /**
  * The reasoning-trace tools. Each input schema is checked by the SDK before
@@ -36,7 +37,7 @@ function tool<A>(fn: (args: A) => Promise<Record<string, Json>>): (args: A) => P
 }
 
 const noSession = (id: string): ToolError =>
-  new ToolError('P0002', `session "${id}" has no steps`, "Session ids are case-sensitive; get_session_history lists an agent's sessions.");
+  new ToolError(SqlState.NoDataFound, `session "${id}" has no steps`, "Session ids are case-sensitive; get_session_history lists an agent's sessions.");
 
 export function registerTools(server: McpServer, store: TraceStore): void {
   server.registerTool(
@@ -110,7 +111,7 @@ export function registerTools(server: McpServer, store: TraceStore): void {
     },
     tool(async ({ trace_id }) => {
       const step = await store.step(trace_id);
-      if (step === null) throw new ToolError('P0002', `no step has trace_id ${trace_id}`);
+      if (step === null) throw new ToolError(SqlState.NoDataFound, `no step has trace_id ${trace_id}`);
       return step;
     }),
   );

@@ -3,6 +3,7 @@ import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { leadingWords, tokenize } from '../sql/lexer.js';
 import { toToolError, ToolError } from './tool-error.js';
+import { SqlState } from '../errors/sqlstate.js';
 
 /**
  * The MCP tools' view of cotwire: plain SQL over a Postgres connection pool,
@@ -264,7 +265,7 @@ export class TraceStore {
       seen.add(next);
       const step = await this.step(next);
       if (step === null) {
-        if (path.length === 0) throw new ToolError('P0002', `no step has trace_id ${traceId}`);
+        if (path.length === 0) throw new ToolError(SqlState.NoDataFound, `no step has trace_id ${traceId}`);
         // The parent was named but is not in the ledger: the trail is what can be shown.
         return { trail: path.reverse(), complete: false, missing_parent: next };
       }

@@ -81,7 +81,7 @@ export function serverColumnsLeftToServer(
     const given = row.findIndex((v, i) => i >= width && v !== null);
     if (given >= 0) {
       const column = serverProvided[given - width] as string;
-      throw new PgError('428C9', `cannot insert a non-DEFAULT value into column "${column}"`, {
+      throw new PgError(SqlState.GeneratedAlways, `cannot insert a non-DEFAULT value into column "${column}"`, {
         detail: `Column "${column}" of ledger table "${table.name}" is computed by the server.`,
         hint: 'Leave it out of the INSERT, or give DEFAULT or NULL; RETURNING shows the value the server computed.',
       });

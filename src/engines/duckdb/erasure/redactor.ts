@@ -100,7 +100,7 @@ export class Redactor {
     const row = rows[0];
     if (row === undefined || rows.length > 1) {
       throw new PgError(
-        'P0002',
+        SqlState.NoDataFound,
         `no row of ${table.schema}.${table.name} has ${'traceId' in request.target ? `trace_id ${request.target.traceId}` : `ledger_seq ${request.target.seq}`}`,
       );
     }

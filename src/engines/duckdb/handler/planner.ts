@@ -145,10 +145,14 @@ export class Planner {
     const always = this.ctx.services.declared.identityAlways(schema, relation.relname);
     if (always === undefined) return;
     const refuse = (column: string, update: boolean): never => {
-      throw new PgError('428C9', update ? `column "${column}" can only be updated to DEFAULT` : `cannot insert a non-DEFAULT value into column "${column}"`, {
-        detail: `Column "${column}" is an identity column defined as GENERATED ALWAYS.`,
-        ...(update ? {} : { hint: 'Use OVERRIDING SYSTEM VALUE to override.' }),
-      });
+      throw new PgError(
+        SqlState.GeneratedAlways,
+        update ? `column "${column}" can only be updated to DEFAULT` : `cannot insert a non-DEFAULT value into column "${column}"`,
+        {
+          detail: `Column "${column}" is an identity column defined as GENERATED ALWAYS.`,
+          ...(update ? {} : { hint: 'Use OVERRIDING SYSTEM VALUE to override.' }),
+        },
+      );
     };
     const isDefault = (e: unknown): boolean => (e as PgNode | undefined)?.SetToDefault !== undefined;
     if (stmt?.UpdateStmt !== undefined) {
