@@ -18,7 +18,14 @@ function program(setCode: (code: number) => void): Command {
     .version(COTWIRE_VERSION, '-v, --version')
     .exitOverride()
     .configureOutput({ writeErr: (t) => process.stderr.write(t) });
+  addServerCommands(cli, setCode);
+  addVerifyCommands(cli, setCode);
+  addFileCommands(cli, setCode);
+  return cli;
+}
 
+/** Running the server, setting up its PostgreSQL engine, moving ledgers between the engines, and the users' verifiers. */
+function addServerCommands(cli: Command, setCode: (code: number) => void): void {
   cli
     .command('serve')
     .description('run the server (environment: COTWIRE_HOST, COTWIRE_PORT, COTWIRE_DB, COTWIRE_CONFIG, ...)')
@@ -84,7 +91,10 @@ function program(setCode: (code: number) => void): Command {
     .description('print a SCRAM-SHA-256 verifier for a user, to paste into the configuration')
     .argument('<user>', 'the user name')
     .action(async (user: string) => setCode(await passwd(user)));
+}
 
+/** Verification offline, and the keys and receipts it rests on. */
+function addVerifyCommands(cli: Command, setCode: (code: number) => void): void {
   cli
     .command('verify')
     .description('verify every chain offline; exit 0 when intact, 1 when any is broken')
@@ -141,7 +151,10 @@ function program(setCode: (code: number) => void): Command {
     .action(async (receipt: string, opts: { key: string }) =>
       setCode((await import('./log-commands.js')).checkReceiptCommand({ receipt, key: opts.key }, out)),
     );
+}
 
+/** Reading and maintaining a stopped server's database file, and the MCP bridge for agents. */
+function addFileCommands(cli: Command, setCode: (code: number) => void): void {
   cli
     .command('replay')
     .description("print a session's steps, in order")
@@ -167,6 +180,7 @@ function program(setCode: (code: number) => void): Command {
     .action(async (opts: { db: string; format: 'parquet' | 'csv' | 'jsonl'; out: string; session?: string }) =>
       setCode(await (await import('./ledger-commands.js')).exportCommand(opts, out)),
     );
+
   cli
     .command('retain')
     .description('remove the sessions whose last step is older than --days (or ledger.retentionDays), recording each one; stop the server first')
@@ -181,6 +195,7 @@ function program(setCode: (code: number) => void): Command {
       const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env: process.env });
       setCode(await retainCommand(config, opts, out));
     });
+
   cli
     .command('compact')
     .description('rewrite the database file so that no redacted value or removed row survives in its free blocks; stop the server first')
@@ -192,6 +207,7 @@ function program(setCode: (code: number) => void): Command {
       const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env: process.env });
       setCode(await compactCommand(config, out));
     });
+
   cli
     .command('reembed')
     .description('make the vectors of the steps selected for an embedding again, offline, with another model (or fill in the missing ones)')
@@ -213,12 +229,12 @@ function program(setCode: (code: number) => void): Command {
       const config = loadConfig({ argv: { ...(opts.config === undefined ? {} : { config: opts.config }), db: opts.db }, env });
       setCode(await reembedCommand(opts.db, config.embedding, opts.force === true, out));
     });
+
   cli
     .command('mcp')
     .description('serve the reasoning-trace tools to an agent over MCP (stdio), as a client of a running cotwire')
     .requiredOption('--url <url>', 'postgres://USER[:PASSWORD]@HOST:PORT/DB of the running cotwire (PGPASSWORD works too)')
     .action(async (opts: { url: string }) => setCode(await mcp(opts.url)));
-  return cli;
 }
 
 /** Runs a command; returns the exit code. User errors print one line, never a stack trace. */

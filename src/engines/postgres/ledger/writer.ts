@@ -174,31 +174,39 @@ export class PgLedgerWriter implements LedgerAppender {
   }
 
   private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
-    // Every chain this commit extends, by ledger.
-    const chains = new Map<string, { table: LedgerTable; keys: Set<string> }>();
-    let total = 0;
-    for (const u of units) {
-      for (const job of u.jobs) {
-        const layout = rowLayout(job.table);
-        const ledger = ledgerKey(job.table);
-        let entry = chains.get(ledger);
-        if (entry === undefined) {
-          entry = { table: job.table, keys: new Set() };
-          chains.set(ledger, entry);
-        }
-        for (const row of job.rows) {
-          const at = layout.client.indexOf(layout.chainKey);
-          entry.keys.add(layout.chainKey < 0 ? '' : (row[at] ?? ''));
-        }
-        total += job.rows.length;
-      }
-    }
+    const { chains, total } = chainsOf(units);
     // A chain's head row exists before any transaction locks it; a new one starts where its ledger's rows end
     // (rows moved in from another engine have no head row yet).
     for (const [ledger, { table, keys }] of chains) {
       const missing = [...keys].filter((k) => !this.knownHeads.has(`${ledger}\u0000${k}`));
       if (missing.length > 0) await this.ensureHeads(ledger, table, missing);
     }
+    const reserved = await this.lockAndReserve(chains, total);
+    try {
+      const { results, rowsByLedger, newNodes, size } = this.chainRows(units, reserved);
+      const { sql, params } = writeStatement(rowsByLedger, newNodes, reserved.heads);
+      // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
+      // ROLLBACK if the statement failed).
+      const [written, committed] = await Promise.allSettled([this.conn.query(sql, params), this.conn.run('COMMIT')]);
+      if (written.status === 'rejected') throw written.reason;
+      if (committed.status === 'rejected') throw committed.reason;
+      for (const [ledger, m] of reserved.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+      this.size = size;
+      this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
+      this.onIntegrated(size);
+      return results;
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * The first round trip: BEGIN, the chains' head rows locked in one order, ledger_seq reserved under the
+   * log_head row lock (the global sequence's one serialisation point, held until COMMIT), and the log's
+   * frontier, read by a statement of its own whose snapshot follows the lock and so sees every commit before.
+   */
+  private async lockAndReserve(chains: Chains, total: number): Promise<Reserved> {
     const ledgersOfChains: string[] = [];
     const keysOfChains: string[] = [];
     for (const [ledger, { keys }] of chains) {
@@ -207,9 +215,6 @@ export class PgLedgerWriter implements LedgerAppender {
         keysOfChains.push(k);
       }
     }
-    // The first round trip: BEGIN, the chains' head rows locked in one order, ledger_seq reserved under the
-    // log_head row lock (the global sequence's one serialisation point, held until COMMIT), and the log's
-    // frontier, read by a statement of its own whose snapshot follows the lock and so sees every commit before.
     const sent = [
       this.conn.run('BEGIN'),
       this.conn.query(
@@ -246,125 +251,81 @@ export class PgLedgerWriter implements LedgerAppender {
       }
       const [[reservedTo]] = (settled[2] as PromiseFulfilledResult<unknown[][]>).value as [[bigint]];
       const after = Number(reservedTo);
-      const before = after - total;
       const nodes = new Map<number, Buffer>();
       for (const [position, hash] of (settled[3] as PromiseFulfilledResult<unknown[][]>).value as Array<[bigint, Buffer]>) nodes.set(Number(position), hash);
-      let seq = BigInt(before);
-      let size = before;
-      const newNodes: Array<{ position: number; hash: Buffer }> = [];
-      const read = (level: number, index: number): Buffer => {
-        const h = nodes.get(positionOf(level, index));
-        if (h === undefined)
-          throw new PgError(SqlState.DataCorrupted, `the global log lacks its node (${level}, ${index}): cotwire.log_nodes was changed behind the server`);
-        return h;
-      };
-      const rowsByLedger = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
-      const results: AppendResult[][] = [];
-      for (const unit of units) {
-        const unitResults: AppendResult[] = [];
-        for (const job of unit.jobs) {
-          const ledger = ledgerKey(job.table);
-          const layout = rowLayout(job.table);
-          const chainHeads = heads.get(ledger);
-          let out = rowsByLedger.get(ledger);
-          if (out === undefined) {
-            out = { table: job.table, rows: [] };
-            rowsByLedger.set(ledger, out);
-          }
-          const first = seq + 1n;
-          const jobRows: (string | null)[][] = [];
-          job.rows.forEach((clientRow, i) => {
-            seq += 1n;
-            const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
-            for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
-            const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
-            const head = chainHeads?.get(key);
-            if (head === undefined) throw new PgError(SqlState.InternalError, `chain ${JSON.stringify(key)} of ${ledger} has no head row`);
-            const micros = this.nextMicros();
-            const index = head.index + 1;
-            texts[layout.stepIndex] = String(index);
-            texts[layout.prevHash] = head.hash;
-            texts[layout.createdAt] = String(micros);
-            texts[layout.ledgerSeq] = String(seq);
-            if (layout.traceId >= 0) texts[layout.traceId] = job.traceIds?.[i] ?? uuidv7(Number(micros / 1000n));
-            if (layout.hasEmbedding >= 0) {
-              const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
-              const selected =
-                this.embeddingSample !== null &&
-                id != null &&
-                selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
-              texts[layout.hasEmbedding] = selected ? 'true' : 'false';
-            }
-            const hash = rowHashFor(job.table.hashVersion, job.table.name, layout.names, texts);
-            texts[layout.currentHash] = hash;
-            head.index = index;
-            head.hash = hash;
-            out.rows.push(texts);
-            jobRows.push(texts);
-            for (const n of nodesForAppend(size, rowLeafHash(layout.leafPrefix, key, hash), read)) {
-              const position = positionOf(n.level, n.index);
-              nodes.set(position, n.hash);
-              newNodes.push({ position, hash: n.hash });
-            }
-            size++;
-          });
-          unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq, rows: jobRows });
-        }
-        results.push(unitResults);
-      }
-      const params: string[] = [];
-      const param = (v: string): string => {
-        params.push(v);
-        return `$${params.length}`;
-      };
-      const ctes: string[] = [];
-      for (const { table, rows } of rowsByLedger.values()) {
-        const cols = table.columns.map((_, i) => `c${i}`);
-        const arrays = table.columns.map((_, i) => `${param(pgArray(rows.map((r) => r[i] ?? null)))}::text[]`);
-        ctes.push(
-          `INSERT INTO ${qualifiedName(table)} (${table.columns.map((c) => quoteIdent(c.name)).join(', ')})
-           SELECT ${table.columns.map((c, i) => fromCanonicalSql(`u.${cols[i]}`, c.type)).join(', ')}
-           FROM unnest(${arrays.join(', ')}) AS u(${cols.join(', ')})`,
-        );
-      }
-      ctes.push(
-        `INSERT INTO ${PG_SCHEMA}.log_nodes (position, hash)
-         SELECT p, pg_catalog.decode(h, 'hex') FROM unnest(${param(pgArray(newNodes.map((n) => String(n.position))))}::int8[], ${param(pgArray(newNodes.map((n) => n.hash.toString('hex'))))}::text[]) AS x(p, h)`,
-      );
-      const hl: string[] = [];
-      const hk: string[] = [];
-      const hi: string[] = [];
-      const hh: string[] = [];
-      for (const [ledger, m] of heads) {
-        for (const [key, head] of m) {
-          hl.push(ledger);
-          hk.push(key);
-          hi.push(String(head.index));
-          hh.push(head.hash);
-        }
-      }
-      ctes.push(
-        `UPDATE ${PG_SCHEMA}.chain_heads AS t SET step_index = x.i, current_hash = x.h
-         FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[]) AS x(l, k, i, h)
-         WHERE t.ledger = x.l AND t.chain_key = x.k`,
-      );
-      // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
-      // ROLLBACK if the statement failed).
-      const [written, committed] = await Promise.allSettled([
-        this.conn.query(`WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params),
-        this.conn.run('COMMIT'),
-      ]);
-      if (written.status === 'rejected') throw written.reason;
-      if (committed.status === 'rejected') throw committed.reason;
-      for (const [ledger, m] of heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
-      this.size = size;
-      this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
-      this.onIntegrated(size);
-      return results;
+      return { heads, before: after - total, nodes };
     } catch (err) {
       await this.conn.run('ROLLBACK').catch(() => undefined);
       throw err;
     }
+  }
+
+  /** Each row's chain columns and hash, from its chain's head, and the log's nodes its leaf completes. */
+  private chainRows(units: readonly Unit[], { heads, before, nodes }: Reserved): ChainedRows {
+    let seq = BigInt(before);
+    let size = before;
+    const newNodes: Array<{ position: number; hash: Buffer }> = [];
+    const read = (level: number, index: number): Buffer => {
+      const h = nodes.get(positionOf(level, index));
+      if (h === undefined)
+        throw new PgError(SqlState.DataCorrupted, `the global log lacks its node (${level}, ${index}): cotwire.log_nodes was changed behind the server`);
+      return h;
+    };
+    const rowsByLedger = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
+    const results: AppendResult[][] = [];
+    for (const unit of units) {
+      const unitResults: AppendResult[] = [];
+      for (const job of unit.jobs) {
+        const ledger = ledgerKey(job.table);
+        const layout = rowLayout(job.table);
+        const chainHeads = heads.get(ledger);
+        let out = rowsByLedger.get(ledger);
+        if (out === undefined) {
+          out = { table: job.table, rows: [] };
+          rowsByLedger.set(ledger, out);
+        }
+        const first = seq + 1n;
+        const jobRows: (string | null)[][] = [];
+        job.rows.forEach((clientRow, i) => {
+          seq += 1n;
+          const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+          for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+          const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
+          const head = chainHeads?.get(key);
+          if (head === undefined) throw new PgError(SqlState.InternalError, `chain ${JSON.stringify(key)} of ${ledger} has no head row`);
+          const micros = this.nextMicros();
+          const index = head.index + 1;
+          texts[layout.stepIndex] = String(index);
+          texts[layout.prevHash] = head.hash;
+          texts[layout.createdAt] = String(micros);
+          texts[layout.ledgerSeq] = String(seq);
+          if (layout.traceId >= 0) texts[layout.traceId] = job.traceIds?.[i] ?? uuidv7(Number(micros / 1000n));
+          if (layout.hasEmbedding >= 0) {
+            const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
+            const selected =
+              this.embeddingSample !== null &&
+              id != null &&
+              selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
+            texts[layout.hasEmbedding] = selected ? 'true' : 'false';
+          }
+          const hash = rowHashFor(job.table.hashVersion, job.table.name, layout.names, texts);
+          texts[layout.currentHash] = hash;
+          head.index = index;
+          head.hash = hash;
+          out.rows.push(texts);
+          jobRows.push(texts);
+          for (const n of nodesForAppend(size, rowLeafHash(layout.leafPrefix, key, hash), read)) {
+            const position = positionOf(n.level, n.index);
+            nodes.set(position, n.hash);
+            newNodes.push({ position, hash: n.hash });
+          }
+          size++;
+        });
+        unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq, rows: jobRows });
+      }
+      results.push(unitResults);
+    }
+    return { results, rowsByLedger, newNodes, size };
   }
 
   /** Inserts the missing head rows in key order: two instances adding the same new chains then wait for each other, never in a cycle. */
@@ -397,4 +358,89 @@ function ledgerKey(table: Pick<LedgerTable, 'schema' | 'name'>): string {
 /** A PostgreSQL array literal of texts (NULL for null), passed as one text parameter. */
 export function pgArray(values: ReadonlyArray<string | null>): string {
   return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`;
+}
+
+type Chains = Map<string, { table: LedgerTable; keys: Set<string> }>;
+
+/** What the first round trip locked and reserved: the chains' heads, the ledger_seq before this commit's, the log's frontier. */
+interface Reserved {
+  readonly heads: Map<string, Map<string, Head>>;
+  readonly before: number;
+  readonly nodes: Map<number, Buffer>;
+}
+
+interface ChainedRows {
+  readonly results: AppendResult[][];
+  readonly rowsByLedger: Map<string, { table: LedgerTable; rows: (string | null)[][] }>;
+  readonly newNodes: Array<{ position: number; hash: Buffer }>;
+  /** The log's size after this commit. */
+  readonly size: number;
+}
+
+/** Every chain a commit extends, by ledger, and how many rows it appends. */
+function chainsOf(units: readonly Unit[]): { chains: Chains; total: number } {
+  const chains = new Map<string, { table: LedgerTable; keys: Set<string> }>();
+  let total = 0;
+  for (const u of units) {
+    for (const job of u.jobs) {
+      const layout = rowLayout(job.table);
+      const ledger = ledgerKey(job.table);
+      let entry = chains.get(ledger);
+      if (entry === undefined) {
+        entry = { table: job.table, keys: new Set() };
+        chains.set(ledger, entry);
+      }
+      for (const row of job.rows) {
+        const at = layout.client.indexOf(layout.chainKey);
+        entry.keys.add(layout.chainKey < 0 ? '' : (row[at] ?? ''));
+      }
+      total += job.rows.length;
+    }
+  }
+  return { chains, total };
+}
+
+/** The second round trip's statement: the rows of every ledger, the log's new nodes and the chains' new heads, in one. */
+function writeStatement(
+  rowsByLedger: ChainedRows['rowsByLedger'],
+  newNodes: ChainedRows['newNodes'],
+  heads: Reserved['heads'],
+): { sql: string; params: string[] } {
+  const params: string[] = [];
+  const param = (v: string): string => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const ctes: string[] = [];
+  for (const { table, rows } of rowsByLedger.values()) {
+    const cols = table.columns.map((_, i) => `c${i}`);
+    const arrays = table.columns.map((_, i) => `${param(pgArray(rows.map((r) => r[i] ?? null)))}::text[]`);
+    ctes.push(
+      `INSERT INTO ${qualifiedName(table)} (${table.columns.map((c) => quoteIdent(c.name)).join(', ')})
+       SELECT ${table.columns.map((c, i) => fromCanonicalSql(`u.${cols[i]}`, c.type)).join(', ')}
+       FROM unnest(${arrays.join(', ')}) AS u(${cols.join(', ')})`,
+    );
+  }
+  ctes.push(
+    `INSERT INTO ${PG_SCHEMA}.log_nodes (position, hash)
+     SELECT p, pg_catalog.decode(h, 'hex') FROM unnest(${param(pgArray(newNodes.map((n) => String(n.position))))}::int8[], ${param(pgArray(newNodes.map((n) => n.hash.toString('hex'))))}::text[]) AS x(p, h)`,
+  );
+  const hl: string[] = [];
+  const hk: string[] = [];
+  const hi: string[] = [];
+  const hh: string[] = [];
+  for (const [ledger, m] of heads) {
+    for (const [key, head] of m) {
+      hl.push(ledger);
+      hk.push(key);
+      hi.push(String(head.index));
+      hh.push(head.hash);
+    }
+  }
+  ctes.push(
+    `UPDATE ${PG_SCHEMA}.chain_heads AS t SET step_index = x.i, current_hash = x.h
+     FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[]) AS x(l, k, i, h)
+     WHERE t.ledger = x.l AND t.chain_key = x.k`,
+  );
+  return { sql: `WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params };
 }
