@@ -26,3 +26,14 @@ export class GuardRefusal extends PgError {
 export function fingerprint(sql: string): string {
   return createHash('sha256').update(sql.replace(/\s+/g, ' ').trim()).digest('hex');
 }
+
+/** A client's append to one of the server's own records (checkpoints, refusals, erasure): only the server appends to them. */
+export function serverOnlyRefusal(table: string): Refusal {
+  return {
+    reason: 'ledger',
+    operation: 'INSERT INTO',
+    target: table,
+    message: `cannot INSERT INTO ledger table "${table}": only the server appends to it`,
+    hint: 'It records statements the server refused; clients may read it.',
+  };
+}

@@ -6,7 +6,7 @@ import { AuthPolicy, isLoopback } from '../session/auth.js';
 import { parseScramVerifier, type ScramVerifier } from '../session/scram.js';
 import type { DisposeStack } from './dispose-stack.js';
 import { OpsServer, type PrometheusObserver } from './metrics.js';
-import type { PgServer } from './server.js';
+import type { PgServer, ServerOptions } from './server.js';
 
 /** What both engines' start-ups share before they listen: the checks of the listener's configuration, its TLS and its users. */
 
@@ -79,4 +79,24 @@ export async function openOps(prometheus: PrometheusObserver | null, server: PgS
   } catch (err) {
     throw new StartupError(`cannot listen for metrics on ${config.metrics.host}:${String(config.metrics.port)}: ${(err as Error).message}`);
   }
+}
+
+/** The wire's options from the configuration, the same for both engines; each adds its TLS, observer, handlers and logger. */
+export function wireOptions(
+  config: Config,
+): Pick<
+  ServerOptions,
+  'host' | 'port' | 'maxMessageSize' | 'maxConnections' | 'auth' | 'slowStatementMs' | 'startupTimeoutMs' | 'maxPreparedStatements' | 'maxPortals'
+> {
+  return {
+    host: config.listen.host,
+    port: config.listen.port,
+    maxMessageSize: config.limits.maxMessageSize,
+    maxConnections: config.limits.maxConnections,
+    auth: authPolicy(config),
+    slowStatementMs: config.log.slowStatementMs,
+    startupTimeoutMs: config.limits.startupTimeoutMs,
+    maxPreparedStatements: config.limits.maxPreparedStatements,
+    maxPortals: config.limits.maxPortals,
+  };
 }

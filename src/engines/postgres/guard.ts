@@ -1,7 +1,7 @@
 import { parseSync } from 'libpg-query';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
-import type { Refusal } from '../../guard/refusal.js';
+import { serverOnlyRefusal as serverOnly, type Refusal } from '../../guard/refusal.js';
 import type { ProtectedNames } from '../../guard/names.js';
 
 /** cotwire's own schema on a PostgreSQL engine (engines/postgres/ledger/names.ts). */
@@ -50,13 +50,7 @@ function ledgerRefusal(operation: string, table: string): PgPlan {
 }
 
 function serverOnlyRefusal(table: string): PgPlan {
-  return refused(
-    'ledger',
-    'INSERT INTO',
-    table,
-    `cannot INSERT INTO ledger table "${table}": only the server appends to it`,
-    'It records what the server did (checkpoints, refusals, erasure); clients may read it.',
-  );
+  return { kind: 'refused', refusal: serverOnly(table) };
 }
 
 function unwrap(node: unknown): [string, Node] | null {

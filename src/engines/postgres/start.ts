@@ -12,7 +12,7 @@ import { NO_OBSERVER } from '../../observe/observer.js';
 import { startParts, type DisposeStack } from '../../server/dispose-stack.js';
 import { PrometheusObserver } from '../../server/metrics.js';
 import { PgServer } from '../../server/server.js';
-import { authPolicy, checkListenAuth, listenOrExplain, loadTls, openOps, StartupError } from '../../server/startup.js';
+import { checkListenAuth, listenOrExplain, loadTls, openOps, StartupError, wireOptions } from '../../server/startup.js';
 import { PgBackend } from './adapter/backend.js';
 import { PostgresConnection, urlAs } from './adapter/connection.js';
 import { PostgresGuard } from './guard.js';
@@ -121,17 +121,9 @@ async function openParts(
   );
   const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack);
   const server = new PgServer({
-    host: config.listen.host,
-    port: config.listen.port,
-    maxMessageSize: config.limits.maxMessageSize,
-    maxConnections: config.limits.maxConnections,
+    ...wireOptions(config),
     tls,
-    auth: authPolicy(config),
     observer,
-    slowStatementMs: config.log.slowStatementMs,
-    startupTimeoutMs: config.limits.startupTimeoutMs,
-    maxPreparedStatements: config.limits.maxPreparedStatements,
-    maxPortals: config.limits.maxPortals,
     handlers: new ProxyHandlerFactory(
       (applicationName) => PgBackend.open(clientUrl, applicationName === '' ? 'cotwire client' : applicationName),
       { guard, securityLog, observer },

@@ -23,6 +23,15 @@ export interface AppendResult {
   readonly rows?: ReadonlyArray<ReadonlyArray<string | null>>;
 }
 
+/** One caller's jobs, waiting in a writer's queue for the group commit that takes them. */
+export interface AppendUnit {
+  readonly jobs: readonly AppendJob[];
+  /** When it reached the writer (performance.now()). */
+  readonly queued: number;
+  readonly resolve: (r: AppendResult[]) => void;
+  readonly reject: (err: unknown) => void;
+}
+
 /** What appends to ledgers needs of a writer, on either engine. */
 export interface LedgerAppender {
   append(jobs: readonly AppendJob[]): Promise<AppendResult[]>;

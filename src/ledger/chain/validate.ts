@@ -125,3 +125,29 @@ export function identityRefusal(
     hint: `Leave ${other.column} out: the server fills it in from the authenticated identity.`,
   };
 }
+
+/**
+ * parent_trace_id must name a step that exists, as a foreign key would
+ * require: `lookup` answers which of the given trace_ids the steps ledger
+ * holds, in the engine's own SQL.
+ */
+export async function checkParents(
+  table: LedgerTable,
+  clientColumns: readonly string[],
+  rows: ReadonlyArray<ReadonlyArray<string | null>>,
+  lookup: (traceIds: readonly string[]) => Promise<Iterable<string>>,
+): Promise<void> {
+  if (!table.isSteps) return;
+  const at = clientColumns.indexOf('parent_trace_id');
+  const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
+  if (parents.length === 0) return;
+  const known = new Set(await lookup(parents));
+  const missing = parents.find((p) => !known.has(p));
+  if (missing !== undefined) {
+    throw new PgError(SqlState.ForeignKeyViolation, `insert or update on table "${table.name}" violates foreign key constraint "parent_trace_id"`, {
+      detail: `Key (parent_trace_id)=(${missing}) is not present in table "${table.name}".`,
+      table: table.name,
+      constraint: 'parent_trace_id',
+    });
+  }
+}

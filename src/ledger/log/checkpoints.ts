@@ -32,6 +32,25 @@ export interface IssuerOptions {
   readonly lead?: () => Promise<{ readonly size: number; readonly record: number } | null>;
 }
 
+/** What reports an issuer's failures: the server's logger, or anything shaped like it. */
+export interface IssuerLog {
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/** The schedule and the failure reports of an issuer, as either engine's server configures them. */
+export function issuerSchedule(
+  checkpoint: { readonly intervalSeconds: number; readonly maxLeaves: number },
+  log: IssuerLog,
+): Pick<IssuerOptions, 'intervalMs' | 'maxLeaves' | 'onSinkError' | 'onIssueError'> {
+  return {
+    intervalMs: checkpoint.intervalSeconds * 1000,
+    maxLeaves: checkpoint.maxLeaves,
+    onSinkError: (sink, err, attempt) => log.warn({ err, sink, attempt }, 'writing a checkpoint to a sink failed; retrying'),
+    onIssueError: (err) => log.error({ err }, 'issuing a checkpoint failed'),
+  };
+}
+
 export interface IssuedCheckpoint {
   readonly size: number;
   readonly root: Buffer;

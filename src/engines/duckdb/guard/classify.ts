@@ -3,7 +3,7 @@ import type { StatementKind } from '../../../engine/port.js';
 import type { Token } from '../../../sql/lexer.js';
 import { identifierText, type ProtectedNames } from '../../../guard/names.js';
 import { nameText } from '../../../sql/identifiers.js';
-import type { Refusal } from '../../../guard/refusal.js';
+import { serverOnlyRefusal as serverOnly, type Refusal } from '../../../guard/refusal.js';
 import { HOST_FUNCTIONS, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from '../../../guard/policy.js';
 
 /** A question about the catalog that a verdict depends on; answered at each execution, never cached. */
@@ -291,13 +291,7 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
 }
 
 function serverOnlyRefusal(table: string): Decision {
-  return refuse(
-    'ledger',
-    'INSERT INTO',
-    table,
-    `cannot INSERT INTO ledger table "${table}": only the server appends to it`,
-    'It records statements the server refused; clients may read it.',
-  );
+  return { allow: false, refusal: serverOnly(table) };
 }
 
 function shadowRefusal(what: string, name: string): Decision {

@@ -2,7 +2,7 @@ import type { WireParam } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { validateSteps } from '../../../ledger/chain/validate.js';
+import { checkParents, validateSteps } from '../../../ledger/chain/validate.js';
 import { TypeOid } from '../../../protocol/type-oids.js';
 import type { ExecuteOutcome, ResultSink } from '../../../session/handler-port.js';
 import type { CopyFromStdin } from '../../../sql/copy.js';
@@ -250,23 +250,13 @@ export class LedgerAppends {
 
   /** parent_trace_id must name a step that exists. */
   private async checkParents(plan: LedgerInsertPlan, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
-    if (!plan.table.isSteps) return;
-    const at = plan.clientColumns.indexOf('parent_trace_id');
-    const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
-    if (parents.length === 0) return;
-    await appendsVisible(this.ctx);
-    const found = await this.ctx.engine.query(
-      `SELECT CAST(trace_id AS VARCHAR) FROM ${qualifiedName(plan.table)} WHERE trace_id IN (SELECT CAST(unnest(string_split($1, ',')) AS UUID))`,
-      [parents.join(',')],
-    );
-    const known = new Set(found.map((r) => String(r[0])));
-    const missing = parents.find((p) => !known.has(p));
-    if (missing !== undefined) {
-      throw new PgError(SqlState.ForeignKeyViolation, `insert or update on table "${plan.table.name}" violates foreign key constraint "parent_trace_id"`, {
-        detail: `Key (parent_trace_id)=(${missing}) is not present in table "${plan.table.name}".`,
-        table: plan.table.name,
-        constraint: 'parent_trace_id',
-      });
-    }
+    await checkParents(plan.table, plan.clientColumns, rows, async (parents) => {
+      await appendsVisible(this.ctx);
+      const found = await this.ctx.engine.query(
+        `SELECT CAST(trace_id AS VARCHAR) FROM ${qualifiedName(plan.table)} WHERE trace_id IN (SELECT CAST(unnest(string_split($1, ',')) AS UUID))`,
+        [parents.join(',')],
+      );
+      return found.map((r) => String(r[0]));
+    });
   }
 }

@@ -1,5 +1,5 @@
 import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
-import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 import { loadColumnHasher, rowHashFor } from '../../../ledger/chain/canonical.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
@@ -16,14 +16,6 @@ import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/cat
 import { Quarantine } from './quarantine.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
 import { type EmbeddingSampleRule, selectedForEmbedding } from '../../../ledger/chain/embedding-sample.js';
-
-interface Unit {
-  readonly jobs: readonly AppendJob[];
-  /** When it reached the writer (performance.now()). */
-  readonly queued: number;
-  readonly resolve: (r: AppendResult[]) => void;
-  readonly reject: (err: unknown) => void;
-}
 
 interface Head {
   readonly index: number;
@@ -82,7 +74,7 @@ export interface WriterOptions {
  * always holds a prefix of the sequence.
  */
 export class LedgerWriter implements LedgerAppender {
-  private readonly queue: Unit[] = [];
+  private readonly queue: AppendUnit[] = [];
   private running = false;
   private readonly heads = new Map<string, Map<string, Head>>();
   /** The table each entry of `heads` belongs to. */
@@ -404,7 +396,7 @@ export class LedgerWriter implements LedgerAppender {
   }
 
   /** One durable write for all the units; chain heads advance only once it is durable. */
-  private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
+  private async commit(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
     const applier = this.applier as LedgerApplier;
     const full = applier.diskFull;
     if (full !== null) {

@@ -1,7 +1,7 @@
 import type { Config } from '../../../config/schema.js';
 import type { Engine, EngineConnection } from '../../../engine/port.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import { CheckpointIssuer } from '../../../ledger/log/checkpoints.js';
+import { CheckpointIssuer, issuerSchedule } from '../../../ledger/log/checkpoints.js';
 import { sinkFor } from '../../../ledger/log/checkpoint-sinks.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import type { Logger } from '../../../log/logger.js';
@@ -83,12 +83,7 @@ export async function openCheckpoints(
     checkpointTable,
     signer,
     config.checkpoint.sinks.map((t) => sinkFor(t)),
-    {
-      intervalMs: config.checkpoint.intervalSeconds * 1000,
-      maxLeaves: config.checkpoint.maxLeaves,
-      onSinkError: (sink, err, attempt) => log.warn({ err, sink, attempt }, 'writing a checkpoint to a sink failed; retrying'),
-      onIssueError: (err) => log.error({ err }, 'issuing a checkpoint failed'),
-    },
+    issuerSchedule(config.checkpoint, log),
     lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
   );
   stack.defer((graceMs) => checkpoints.close(graceMs));

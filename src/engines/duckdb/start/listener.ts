@@ -6,7 +6,7 @@ import type { SecurityEventLog } from '../../../ledger/security-events.js';
 import type { Logger } from '../../../log/logger.js';
 import type { Observer } from '../../../observe/observer.js';
 import { PgServer } from '../../../server/server.js';
-import { authPolicy } from '../../../server/startup.js';
+import { wireOptions } from '../../../server/startup.js';
 import { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { Guard } from '../guard/guard.js';
@@ -44,17 +44,9 @@ export interface ListenerParts {
 /** The wire: one handler pipeline per client connection over its own engine connection (not listening yet). */
 export function wireServer(config: Config, log: Logger, observer: Observer, parts: ListenerParts): PgServer {
   return new PgServer({
-    host: config.listen.host,
-    port: config.listen.port,
-    maxMessageSize: config.limits.maxMessageSize,
-    maxConnections: config.limits.maxConnections,
+    ...wireOptions(config),
     tls: parts.tls,
-    auth: authPolicy(config),
     observer,
-    slowStatementMs: config.log.slowStatementMs,
-    startupTimeoutMs: config.limits.startupTimeoutMs,
-    maxPreparedStatements: config.limits.maxPreparedStatements,
-    maxPortals: config.limits.maxPortals,
     handlers: new EngineHandlerFactory(parts.engine, config.database.name, {
       observer,
       guard: parts.guard,

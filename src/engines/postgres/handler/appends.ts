@@ -5,7 +5,7 @@ import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { canonicalPgExprSql, pgTypeName } from '../dialect/verify-sql.js';
 import { fromCanonicalSql, pgArray } from '../ledger/writer.js';
 import { quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { serverColumnsLeftToServer, validateSteps } from '../../../ledger/chain/validate.js';
+import { checkParents as checkParentsExist, serverColumnsLeftToServer, validateSteps } from '../../../ledger/chain/validate.js';
 import type { AppendJob } from '../../../ledger/chain/append.js';
 import type { ResultSink } from '../../../session/handler-port.js';
 import { parseCopyCsv, parseCopyText } from '../../../sql/copy.js';
@@ -151,20 +151,11 @@ export async function checkParents(
   rows: ReadonlyArray<ReadonlyArray<string | null>>,
   query: (sql: string, params: string[]) => Promise<unknown[][]>,
 ): Promise<void> {
-  if (!plan.table.isSteps) return;
-  const at = plan.clientColumns.indexOf('parent_trace_id');
-  const parents = [...new Set(rows.map((r) => r[at] ?? null).filter((p): p is string => p !== null))];
-  if (parents.length === 0) return;
-  const found = await query(`SELECT trace_id::text FROM ${plan.table.relation ?? ''} WHERE trace_id = ANY($1::uuid[])`, [`{${parents.join(',')}}`]);
-  const known = new Set(found.map((r) => String(r[0])));
-  const missing = parents.find((p) => !known.has(p));
-  if (missing !== undefined) {
-    throw new PgError(SqlState.ForeignKeyViolation, `insert or update on table "${plan.table.name}" violates foreign key constraint "parent_trace_id"`, {
-      detail: `Key (parent_trace_id)=(${missing}) is not present in table "${plan.table.name}".`,
-      table: plan.table.name,
-      constraint: 'parent_trace_id',
-    });
-  }
+  await checkParentsExist(plan.table, plan.clientColumns, rows, async (parents) =>
+    (await query(`SELECT trace_id::text FROM ${plan.table.relation ?? ''} WHERE trace_id = ANY($1::uuid[])`, [`{${parents.join(',')}}`])).map((r) =>
+      String(r[0]),
+    ),
+  );
 }
 
 /** RETURNING over rows the writer wrote (every column's canonical text), evaluated by PostgreSQL in the client's session. */

@@ -9,7 +9,7 @@ import { nodesForAppend } from '../../../ledger/log/merkle.js';
 import { positionOf } from '../../../ledger/log/leaf.js';
 import { PG_SCHEMA } from './names.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 
 /**
  * The ledger writer on a PostgreSQL engine, which several cotwire instances
@@ -36,13 +36,6 @@ import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppend
 const UNITS_PER_COMMIT = 512;
 /** Retries of a group commit that PostgreSQL aborted to break a deadlock or a serialisation conflict. */
 const CONFLICT_RETRIES = 20;
-
-interface Unit {
-  readonly jobs: readonly AppendJob[];
-  readonly queued: number;
-  readonly resolve: (r: AppendResult[]) => void;
-  readonly reject: (err: unknown) => void;
-}
 
 interface Head {
   index: number;
@@ -88,7 +81,7 @@ export interface PgWriterOptions {
 }
 
 export class PgLedgerWriter implements LedgerAppender {
-  private readonly queue: Unit[] = [];
+  private readonly queue: AppendUnit[] = [];
   private running: Promise<void> | null = null;
   private lastMicros = 0n;
   private closed = false;
@@ -163,7 +156,7 @@ export class PgLedgerWriter implements LedgerAppender {
     }
   }
 
-  private async commitRetrying(units: readonly Unit[]): Promise<AppendResult[][]> {
+  private async commitRetrying(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.commit(units);
@@ -173,7 +166,7 @@ export class PgLedgerWriter implements LedgerAppender {
     }
   }
 
-  private async commit(units: readonly Unit[]): Promise<AppendResult[][]> {
+  private async commit(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
     const { chains, total } = chainsOf(units);
     // A chain's head row exists before any transaction locks it; a new one starts where its ledger's rows end
     // (rows moved in from another engine have no head row yet).
@@ -261,7 +254,7 @@ export class PgLedgerWriter implements LedgerAppender {
   }
 
   /** Each row's chain columns and hash, from its chain's head, and the log's nodes its leaf completes. */
-  private chainRows(units: readonly Unit[], { heads, before, nodes }: Reserved): ChainedRows {
+  private chainRows(units: readonly AppendUnit[], { heads, before, nodes }: Reserved): ChainedRows {
     let seq = BigInt(before);
     let size = before;
     const newNodes: Array<{ position: number; hash: Buffer }> = [];
@@ -378,7 +371,7 @@ interface ChainedRows {
 }
 
 /** Every chain a commit extends, by ledger, and how many rows it appends. */
-function chainsOf(units: readonly Unit[]): { chains: Chains; total: number } {
+function chainsOf(units: readonly AppendUnit[]): { chains: Chains; total: number } {
   const chains = new Map<string, { table: LedgerTable; keys: Set<string> }>();
   let total = 0;
   for (const u of units) {

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../../../config/schema.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { CheckpointIssuer } from '../../../ledger/log/checkpoints.js';
+import { CheckpointIssuer, issuerSchedule } from '../../../ledger/log/checkpoints.js';
 import { sinkFor } from '../../../ledger/log/checkpoint-sinks.js';
 import { generateKey, parseSigner } from '../../../ledger/log/note.js';
 import { readKeyFile } from '../../../ledger/log/signing-key.js';
@@ -49,10 +49,7 @@ export async function openCheckpoints(
     signer,
     config.checkpoint.sinks.map((t) => sinkFor(t)),
     {
-      intervalMs: config.checkpoint.intervalSeconds * 1000,
-      maxLeaves: config.checkpoint.maxLeaves,
-      onSinkError: (sink, err, attempt) => log.warn({ err, sink, attempt }, 'writing a checkpoint to a sink failed; retrying'),
-      onIssueError: (err) => log.error({ err }, 'issuing a checkpoint failed'),
+      ...issuerSchedule(config.checkpoint, log),
       lead: async () => {
         if (!(await leadSigning(leaseConn, instance, leaseMs))) return null;
         const [last] = (await leaseConn.query(`SELECT tree_size, ledger_seq FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
