@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, dirname, resolve } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 /** Which src folders each folder may import from (DESIGN.md's one-way dependencies). */
@@ -140,6 +141,50 @@ describe('architecture', () => {
     expect(violations).toEqual([]);
   });
 
+  it('keeps main.ts a chooser of at most 80 lines', () => {
+    expect(readFileSync(join(SRC, 'main.ts'), 'utf8').split('\n').length).toBeLessThanOrEqual(80);
+  });
+
+  it('loads nothing but commander for cotwire --version and --help: the CLI imports each command statically from nowhere', () => {
+    // Static imports only: a command's modules are import()ed when it runs.
+    const staticImports = (file: string): string[] =>
+      [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)(?!\s+type\b)[^'"]*from\s+'([^']+)'/gm)].map((m) => m[1] as string);
+    const reached = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string): void => {
+      if (reached.has(file)) return;
+      reached.add(file);
+      for (const spec of staticImports(file)) {
+        if (spec.startsWith('.')) visit(resolve(dirname(file), spec).replace(/\.js$/, '.ts'));
+        else if (!spec.startsWith('node:')) packages.add(spec);
+      }
+    };
+    // cli.ts sizes libuv's pool first, then always loads cli/main.ts.
+    visit(join(SRC, 'cli.ts'));
+    visit(join(SRC, 'cli/main.ts'));
+    expect([...reached].map((f) => relative(SRC, f)).sort()).toEqual(['cli.ts', 'cli/main.ts', 'cli/usage.ts', 'version.ts']);
+    expect([...packages]).toEqual(['commander']);
+  });
+
+  it('keeps functions short: at most two in src/ run past 150 lines, and those hold declarative text', () => {
+    const long: string[] = [];
+    for (const file of all) {
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+      const visit = (node: ts.Node): void => {
+        if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
+          const from = source.getLineAndCharacterOfPosition(node.getStart()).line;
+          const to = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+          const name = (node as ts.FunctionLikeDeclaration).name?.getText(source) ?? '(anonymous)';
+          if (to - from + 1 > 150) long.push(`${relative(SRC, file)}:${name}`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    // The catalog's views and the MCP tools' definitions: SQL text and tool declarations, one after another.
+    expect(long.sort()).toEqual(['engines/duckdb/catalog/pg-catalog.ts:catalogViews', 'mcp/tools.ts:registerTools']);
+  });
+
   it('keeps the core small enough to read: no folder holds more than 30 source files directly', () => {
     const counts = new Map<string, number>();
     for (const file of all) counts.set(dirname(relative(SRC, file)), (counts.get(dirname(relative(SRC, file))) ?? 0) + 1);
@@ -173,7 +218,7 @@ describe('architecture', () => {
     }
   });
 
-  it('decides access on a PostgreSQL engine in one module too: only its engines/duckdb/handler/access.ts imports the guard and the security event log', () => {
+  it('decides access on a PostgreSQL engine in one module too: only its handler/access.ts imports the guard and the security event log', () => {
     const importers: string[] = [];
     for (const file of all) {
       const rel = relative(SRC, file);
@@ -188,7 +233,7 @@ describe('architecture', () => {
     expect(importers.filter((i) => !i.startsWith('engines/postgres/handler/access.ts '))).toEqual([]);
   });
 
-  it('decides access and records refusals in one handler module: only engines/duckdb/handler/access.ts imports the guard and the security event log', () => {
+  it('decides access and records refusals in one DuckDB handler module: only its handler/access.ts imports the guard and the security event log', () => {
     const importers: string[] = [];
     for (const file of all) {
       const rel = relative(SRC, file);

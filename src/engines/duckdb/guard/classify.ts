@@ -164,6 +164,36 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
       }
       return ALLOW;
     }
+    case 'ExplainStmt': {
+      // EXPLAIN ANALYZE runs the statement it explains. DuckDB lower-cases each option's name,
+      // so ("ANALYZE") counts; ANALYSE is PostgreSQL's other spelling.
+      const options = ((body.options as Array<{ DefElem?: { defname?: string } }>) ?? []).map((o) => (o.DefElem?.defname ?? '').toLowerCase());
+      if (!options.some((o) => ANALYZE_SPELLINGS.has(o))) return ALLOW;
+      return classifyTree(body.query as Node, policy);
+    }
+    case 'PrepareStmt':
+      return classifyTree(body.query as Node, policy);
+    case 'ExecuteStmt':
+    case 'DeallocateStmt':
+    case 'VariableShowStmt':
+      return ALLOW;
+    default:
+      return (
+        classifyDefinition(type, body, names) ??
+        refuse(
+          'unsupported',
+          'run this statement',
+          '',
+          'cannot run this statement: cotwire does not allow it for clients',
+          'See the security model in the README for what clients may run.',
+        )
+      );
+  }
+}
+
+/** DDL: creating, renaming, altering, commenting on and dropping objects; null for any other kind of statement. */
+function classifyDefinition(type: string, body: Record<string, unknown>, names: ProtectedNames): Decision | null {
+  switch (type) {
     case 'CreateStmt': {
       const rel = body.relation as RangeVar;
       if (!names.isProtected(rel.relname)) return ALLOW;
@@ -266,27 +296,8 @@ function classifyTree(stmt: Node, policy: GuardPolicy): Decision {
     }
     case 'CreateSchemaStmt':
       return ALLOW;
-    case 'ExplainStmt': {
-      // EXPLAIN ANALYZE runs the statement it explains. DuckDB lower-cases each option's name,
-      // so ("ANALYZE") counts; ANALYSE is PostgreSQL's other spelling.
-      const options = ((body.options as Array<{ DefElem?: { defname?: string } }>) ?? []).map((o) => (o.DefElem?.defname ?? '').toLowerCase());
-      if (!options.some((o) => ANALYZE_SPELLINGS.has(o))) return ALLOW;
-      return classifyTree(body.query as Node, policy);
-    }
-    case 'PrepareStmt':
-      return classifyTree(body.query as Node, policy);
-    case 'ExecuteStmt':
-    case 'DeallocateStmt':
-    case 'VariableShowStmt':
-      return ALLOW;
     default:
-      return refuse(
-        'unsupported',
-        'run this statement',
-        '',
-        'cannot run this statement: cotwire does not allow it for clients',
-        'See the security model in the README for what clients may run.',
-      );
+      return null;
   }
 }
 
