@@ -164,14 +164,23 @@ export class ProxyConnection implements ConnectionHandler {
     }
     // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it. An append's
     // answer is kept: a ledger's columns never change, and drivers send the same INSERT as a new statement.
-    const key = `${paramTypes.join(',')}\u0000${statement.text}`;
-    const cached = statement.plan.kind === 'append' ? this.appendsDescribed.get(key) : undefined;
-    const described = cached ?? (await this.backend.describe(statement.text, paramTypes));
-    if (statement.plan.kind === 'append' && cached === undefined) {
-      if (this.appendsDescribed.size >= PLAN_CACHE_SIZE) this.appendsDescribed.clear();
-      this.appendsDescribed.set(key, described);
-    }
+    const described =
+      statement.plan.kind === 'append' ? await this.describeAppend(statement.text, paramTypes) : await this.backend.describe(statement.text, paramTypes);
     return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
+  }
+
+  /** What PostgreSQL says of a ledger INSERT as the client's own statement: kept by text, as a ledger's columns never change. */
+  private async describeAppend(
+    text: string,
+    paramTypes: readonly number[],
+  ): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }> {
+    const key = `${paramTypes.join(',')}\u0000${text}`;
+    const cached = this.appendsDescribed.get(key);
+    if (cached !== undefined) return cached;
+    const described = await this.backend.describe(text, paramTypes);
+    if (this.appendsDescribed.size >= PLAN_CACHE_SIZE) this.appendsDescribed.clear();
+    this.appendsDescribed.set(key, described);
+    return described;
   }
 
   async bind(
@@ -213,10 +222,10 @@ export class ProxyConnection implements ConnectionHandler {
           if (this.appendPlans.size >= PLAN_CACHE_SIZE) this.appendPlans.clear();
           this.appendPlans.set(s.text, plan);
         }
-        let fields = statement.fields;
-        if (fields === null && plan.pieces.returning !== null) {
-          fields = (await this.backend.describe(s.text, statement.clientTypes)).fields?.map((f) => field(f, 0)) ?? null;
-        }
+        // A simple query's INSERT is described here, in its exchange: PostgreSQL checks its columns and the count of
+        // its values as it describes it, which the evaluation of its rows alone does not.
+        const described = await this.describeAppend(s.text, statement.clientTypes);
+        const fields = statement.fields ?? (plan.pieces.returning === null ? null : (described.fields?.map((f) => field(f, 0)) ?? null));
         return new ProxyPortal(statement, name, fields?.map((f, i) => ({ ...f, format: formatOf(i) })) ?? null, values, resultFormats, plan);
       }
       case 'create-ledger':
