@@ -86,18 +86,15 @@ describe('appends in a transaction block', () => {
     expect(await stepsOf('tx-checked')).toBe(0);
   });
 
-  gap('postgres', 'a statement cotwire refuses inside a block leaves the block open, and its other appends commit')(
-    'fail the block when one of its statements is refused: COMMIT answers ROLLBACK and nothing is appended',
-    async () => {
-      const a = await s.fresh();
-      await a.query('BEGIN');
-      await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-refused', 'Observation')");
-      expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-refused', 'Musing')"))).toBe('23514');
-      const end = await a.query('COMMIT');
-      expect(await stepsOf('tx-refused')).toBe(0);
-      expect(end.command).toBe('ROLLBACK');
-    },
-  );
+  it('fail the block when one of its statements is refused: COMMIT answers ROLLBACK and nothing is appended', async () => {
+    const a = await s.fresh();
+    await a.query('BEGIN');
+    await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-refused', 'Observation')");
+    expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-refused', 'Musing')"))).toBe('23514');
+    const end = await a.query('COMMIT');
+    expect(await stepsOf('tx-refused')).toBe(0);
+    expect(end.command).toBe('ROLLBACK');
+  });
 
   it('refuse RETURNING of a chain column inside the block with 0A000, and return it outside one', async () => {
     const a = await s.fresh();

@@ -76,6 +76,8 @@ export class ProxyConnection implements ConnectionHandler {
   private readonly appendPlans = new Map<string, LedgerAppendPlan>();
   /** A statement of the exchange failed: its appends go with it. */
   private exchangeFailed = false;
+  /** cotwire itself refused a statement of the open block, which the backend never saw fail. */
+  private refusedInBlock = false;
   /** Backend portals to close before the next statement is bound. */
   private toClose: string[] = [];
 
@@ -103,8 +105,14 @@ export class ProxyConnection implements ConnectionHandler {
   }
 
   async beginQueryString(): Promise<void> {
-    // A string refused before it began (its statements are admitted whole) ended no exchange.
+    // A string refused before it began (its statements are admitted whole) ended no exchange: if it was refused
+    // inside a block, the block fails now, before anything of this string runs.
     this.exchangeFailed = false;
+    if (this.refusedInBlock && this.inBlock && !this.backend.failed) {
+      await this.failBackend();
+      this.blockFailed = (await this.backend.sync()) === 'E';
+    }
+    this.refusedInBlock = false;
   }
 
   async endQueryString(): Promise<void> {
@@ -132,12 +140,28 @@ export class ProxyConnection implements ConnectionHandler {
         }
       }
     }
+    // PostgreSQL fails a block at its first error: one cotwire refused must fail the backend's block too, so that
+    // what follows gets PostgreSQL's own 25P02 and COMMIT rolls the block back, appends and all.
+    if (this.refusedInBlock && this.inBlock && !this.backend.failed) await this.failBackend();
+    this.refusedInBlock = false;
     this.exchangeFailed = false;
     const status = await this.backend.sync();
     this.inBlock = status !== 'I';
     this.blockFailed = status === 'E';
     if (!this.inBlock) this.endBlock();
     if (failure !== null) throw failure;
+  }
+
+  /** A statement that fails in the backend's open exchange; its error is cotwire's to swallow, the client has its own. */
+  private async failBackend(): Promise<void> {
+    const name = `cotwire_${++this.portals}`;
+    try {
+      // PostgreSQL folds 1 / 0 as it plans, at Bind: the exchange fails there, and nothing after it is answered before Sync.
+      await this.backend.openPortal(name, 'SELECT 1 / 0', [], [], []);
+      await this.backend.fetch(name, 0, () => undefined);
+    } catch {
+      // The failure is the point.
+    }
   }
 
   /** ROLLBACK in the backend's current transaction, implicit or not: nothing of it commits. */
@@ -288,7 +312,10 @@ export class ProxyConnection implements ConnectionHandler {
 
   failTransaction(): void {
     this.exchangeFailed = true;
-    if (this.inBlock) this.blockFailed = true;
+    if (this.inBlock) {
+      this.blockFailed = true;
+      this.refusedInBlock = true;
+    }
   }
 
   takeParameterChanges(): ReadonlyArray<readonly [string, string]> {
