@@ -1,5 +1,6 @@
 import { parseArrayLiteral, type ArrayItem } from '../../../sql/array-literal.js';
 import type { Token } from '../../../sql/lexer.js';
+import { ParsedStatement } from '../../../sql/parsed.js';
 import { parseOne, strings } from '../../../sql/pg-tree.js';
 import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { toCharSql } from './to-char.js';
@@ -1725,19 +1726,20 @@ export class CompatRewriter {
 
   /** The statement as DuckDB should run it; the same text when nothing needs rewriting. */
   rewrite(text: string, tokens: readonly Token[], target: TargetColumns | null = null): string {
-    return this.rewriteMapped(text, tokens, target).text;
+    return this.rewriteMapped(new ParsedStatement(text, tokens), target).text;
   }
 
   /**
    * The statement as DuckDB should run it, with the map from its positions
    * back to the client's. `target` describes an INSERT's table (see insertTarget).
    */
-  rewriteMapped(text: string, tokens: readonly Token[], target: TargetColumns | null = null): Rewritten {
+  rewriteMapped(statement: ParsedStatement, target: TargetColumns | null = null): Rewritten {
+    const { text, tokens } = statement;
     if (target === null && !mayNeedRewrite(tokens)) return UNCHANGED(text);
     const hit = target === null ? this.cache.get(text) : undefined;
     if (hit !== undefined) return hit;
     let out = UNCHANGED(text);
-    const stmt = parseOne(text);
+    const stmt = statement.tree;
     if (stmt !== null) {
       const rewriter = new Rewriter(text, tokens, target, this.database);
       try {
@@ -1758,14 +1760,15 @@ export class CompatRewriter {
    * ('{a,b}', which is how psycopg2 sends an empty list): the target table,
    * whose column types decide which literals are arrays. Null otherwise.
    */
-  insertTarget(text: string, tokens: readonly Token[]): { readonly schema: string | null; readonly table: string } | null {
+  insertTarget(statement: ParsedStatement): { readonly schema: string | null; readonly table: string } | null {
+    const { tokens } = statement;
     // A JSON object ('{"k": 1}') is not an array literal; '{}' may be either, and the column decides.
     const arrayLike = (t: Token): boolean =>
       t.kind === 'string' && t.text.startsWith("'{") && pgArrayToList(t.text.slice(1, -1).replaceAll("''", "'")) !== null;
     const spaced = (t: Token): boolean => t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1));
     const first = wordOf(tokens[0]);
     if (!((first === 'insert' && tokens.some((t) => arrayLike(t) || spaced(t))) || (first === 'update' && tokens.some(spaced)))) return null;
-    const stmt = parseOne(text);
+    const stmt = statement.tree;
     const relation = ((stmt?.InsertStmt ?? stmt?.UpdateStmt) as Node | undefined)?.relation as Node | undefined;
     if (typeof relation?.relname !== 'string') return null;
     const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
