@@ -1,4 +1,5 @@
 import type { PgError } from '../errors/pg-error.js';
+import type { ParsedStatement } from '../sql/parsed.js';
 
 /**
  * What the rest of cotwire sees of the database engine. The DuckDB wing's adapter is the
@@ -143,8 +144,9 @@ export interface EngineConnection extends SqlConnection {
   /**
    * Prepares exactly one statement; several in one string are an error.
    * `declaredTypes` are the PostgreSQL OIDs a client gave in Parse (0 = infer).
+   * `parsed`, the caller's parsed form of `sql`, spares the engine a parse of its own.
    */
-  prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement>;
+  prepare(sql: string, declaredTypes: readonly number[], parsed?: ParsedStatement): Promise<EngineStatement>;
   /**
    * Appends rows to a table in bulk, inside the connection's current
    * transaction. Each value is the text of the column's value (cast to the

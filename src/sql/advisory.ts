@@ -1,4 +1,4 @@
-import { functionCalls } from './pg-tree.js';
+import { parsedOf, type SqlSource, textOf } from './parsed.js';
 
 /**
  * PostgreSQL's advisory-lock functions, as cotwire serves them (the
@@ -61,10 +61,10 @@ const integer = (e: Node | undefined): string | null => {
 };
 
 /** The locks a statement takes with the blocking functions on constant keys: it waits for them before it runs. */
-export function advisoryWaits(sql: string): AdvisoryWait[] {
-  if (!/advisory/i.test(sql)) return [];
+export function advisoryWaits(sql: SqlSource): AdvisoryWait[] {
+  if (!/advisory/i.test(textOf(sql))) return [];
   const out: AdvisoryWait[] = [];
-  for (const call of functionCalls(sql) ?? []) {
+  for (const call of parsedOf(sql).calls ?? []) {
     const fn = ADVISORY_FUNCTIONS[call.name];
     const args = call.args.map(integer);
     if (fn?.waits === true && args.length >= 1 && args.length <= 2 && !args.includes(null)) {

@@ -1,4 +1,5 @@
-import { type PgNode, parseOne, strings } from './pg-tree.js';
+import { parsedOf, type SqlSource, textOf } from './parsed.js';
+import { type PgNode, strings } from './pg-tree.js';
 
 /**
  * PostgreSQL names an unaliased result column after what it computes
@@ -154,10 +155,10 @@ const cache = new Map<string, readonly (string | null)[] | null>();
  * statement cannot be analysed (DuckDB-only syntax, `*`) or has another
  * number of columns, so that the engine's names stand.
  */
-export function postgresColumnNames(sql: string, columnCount: number): readonly (string | null)[] | null {
-  const key = `${columnCount}\u0000${sql}`;
+export function postgresColumnNames(sql: SqlSource, columnCount: number): readonly (string | null)[] | null {
+  const key = `${columnCount}\u0000${textOf(sql)}`;
   if (cache.has(key)) return cache.get(key) ?? null;
-  const stmt = parseOne(sql);
+  const stmt = parsedOf(sql).tree;
   const figured = stmt === null ? null : statementNames(stmt);
   const names = figured !== null && figured.length === columnCount ? figured : null;
   if (cache.size >= 2000) cache.clear();
@@ -182,10 +183,11 @@ const CATALOG_NAME_COLUMNS = new Set(['attname', 'relname', 'nspname', 'typname'
  * in PostgreSQL (Sequelize's index query reads one as text, '{a,b}', which
  * is how node-postgres leaves a name[]), text[] in the engine.
  */
-export function nameArrayColumns(sql: string): ReadonlySet<number> {
+export function nameArrayColumns(sql: SqlSource): ReadonlySet<number> {
   const out = new Set<number>();
-  if (!/array_agg/i.test(sql) || !/\bpg_/i.test(sql)) return out;
-  const stmt = parseOne(sql);
+  const text = textOf(sql);
+  if (!/array_agg/i.test(text) || !/\bpg_/i.test(text)) return out;
+  const stmt = parsedOf(sql).tree;
   let select = stmt?.SelectStmt as PgNode | undefined;
   while (select !== undefined && select.op !== undefined && select.op !== 'SETOP_NONE')
     select = (select.larg as PgNode | undefined)?.SelectStmt as PgNode | undefined;

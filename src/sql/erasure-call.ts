@@ -1,4 +1,5 @@
-import { functionCalls, parseOne, strings, type PgNode } from './pg-tree.js';
+import { parsedOf, type SqlSource, textOf } from './parsed.js';
+import { strings, type PgNode } from './pg-tree.js';
 
 /**
  * The server's erasure functions, which change ledgers on an admin's behalf
@@ -40,16 +41,17 @@ export class ErasureCallError extends Error {}
  * that mentions one in any other shape (nested, with other columns, with a
  * computed argument) is refused rather than sent to DuckDB.
  */
-export function erasureCall(sql: string): ErasureCall | null {
-  if (!NAMES.test(sql)) return null;
-  const calls = functionCalls(sql);
+export function erasureCall(sql: SqlSource): ErasureCall | null {
+  if (!NAMES.test(textOf(sql))) return null;
+  const statement = parsedOf(sql);
+  const calls = statement.calls;
   if (calls === null) return null;
   const named = calls.filter((c) => isErasure(c.name.toLowerCase()));
   if (named.length === 0) return null;
   const shape = new ErasureCallError(
     `${named[0]?.name.toLowerCase() ?? 'cot_redact'}() must be called alone, as SELECT ${named[0]?.name.toLowerCase() ?? 'cot_redact'}(...) or SELECT * FROM ${named[0]?.name.toLowerCase() ?? 'cot_redact'}(...), with constants or parameters as arguments`,
   );
-  const select = parseOne(sql)?.SelectStmt as PgNode | undefined;
+  const select = statement.tree?.SelectStmt as PgNode | undefined;
   if (select === undefined || named.length !== 1 || calls.length !== 1) throw shape;
   const onlyKeys = Object.keys(select).filter((k) => k !== 'targetList' && k !== 'fromClause' && k !== 'limitOption' && k !== 'op');
   if (onlyKeys.length > 0 || select.op !== 'SETOP_NONE') throw shape;

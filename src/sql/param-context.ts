@@ -1,5 +1,6 @@
 import { UNCONSTRAINED_NUMERIC } from './numeric.js';
-import { parseOne, strings } from './pg-tree.js';
+import { parsedOf, type SqlSource } from './parsed.js';
+import { strings } from './pg-tree.js';
 
 /**
  * Where PostgreSQL would type a parameter that DuckDB leaves untyped. In
@@ -132,10 +133,10 @@ function hintOf(k: Known, array: boolean): ParamHint | null {
  * the tables whose columns those hints may name. Empty when the statement
  * is not PostgreSQL.
  */
-export function paramContext(sql: string): ParamContext {
+export function paramContext(sql: SqlSource): ParamContext {
   const hints = new Map<number, ParamHint>();
   const relations: RelationRef[] = [];
-  const stmt = parseOne(sql);
+  const stmt = parsedOf(sql).tree;
   if (stmt === null) return { hints, relations };
   const note = (n: number | null, hint: ParamHint | null): void => {
     if (n !== null && hint !== null && !hints.has(n)) hints.set(n, hint);

@@ -6,14 +6,31 @@ import { parseSync } from 'libpg-query';
  */
 export type PgNode = Record<string, unknown>;
 
-/** The statement's parse tree, or null when the text is not one PostgreSQL statement (DuckDB-only syntax, several statements). */
-export function parseOne(text: string): PgNode | null {
+/** What libpg-query makes of a text: its statements, or null when PostgreSQL cannot parse it. */
+export interface PgParse {
+  readonly stmts: readonly PgNode[];
+  /** The whole result, every statement's tree under it, for walks that look at all of them. */
+  readonly raw: unknown;
+}
+
+/** The one call of libpg-query's parser behind every reading of a client's statement (sql/parsed.ts). */
+export function parseStatements(text: string): PgParse | null {
   try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: PgNode }> };
-    return tree.stmts?.length === 1 ? (tree.stmts[0]?.stmt ?? null) : null;
+    const raw = parseSync(text) as { stmts?: Array<{ stmt: PgNode }> };
+    return { stmts: (raw.stmts ?? []).map((s) => s.stmt), raw };
   } catch {
     return null;
   }
+}
+
+/** The statement's parse tree, or null when the text is not one PostgreSQL statement (DuckDB-only syntax, several statements). */
+export function parseOne(text: string): PgNode | null {
+  return onlyStatement(parseStatements(text));
+}
+
+/** The one statement of a parse, or null for none, several, or a text PostgreSQL cannot parse. */
+export function onlyStatement(parse: PgParse | null): PgNode | null {
+  return parse?.stmts.length === 1 ? (parse.stmts[0] ?? null) : null;
 }
 
 /** A list of String nodes (a qualified name, a column list) as its strings. */
@@ -27,14 +44,9 @@ export interface FunctionCall {
   readonly args: readonly PgNode[];
 }
 
-/** Every function call in a statement's parse tree, at any depth; null when PostgreSQL cannot parse the text. */
-export function functionCalls(sql: string): FunctionCall[] | null {
-  let tree: unknown;
-  try {
-    tree = parseSync(sql);
-  } catch {
-    return null;
-  }
+/** Every function call in a parse, at any depth of any of its statements; null when PostgreSQL cannot parse the text. */
+export function callsIn(parse: PgParse | null): FunctionCall[] | null {
+  if (parse === null) return null;
   const out: FunctionCall[] = [];
   const visit = (v: unknown): void => {
     if (Array.isArray(v)) v.forEach(visit);
@@ -47,6 +59,6 @@ export function functionCalls(sql: string): FunctionCall[] | null {
       for (const x of Object.values(v as PgNode)) visit(x);
     }
   };
-  visit(tree);
+  visit(parse.raw);
   return out;
 }

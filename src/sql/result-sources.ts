@@ -1,5 +1,6 @@
 import { targetNames } from './column-names.js';
-import { type PgNode, parseOne, strings } from './pg-tree.js';
+import { parsedOf, type SqlSource } from './parsed.js';
+import { type PgNode, strings } from './pg-tree.js';
 
 /**
  * Where a query's result columns come from, on PostgreSQL's parse tree: a
@@ -128,8 +129,8 @@ function selectSourcesOf(stmt: PgNode): SelectSources | null {
 }
 
 /** The sources of a query's result columns; null for anything but one plain SELECT. */
-export function selectSources(sql: string): SelectSources | null {
-  const stmt = parseOne(sql);
+export function selectSources(sql: SqlSource): SelectSources | null {
+  const stmt = parsedOf(sql).tree;
   return stmt === null ? null : selectSourcesOf(stmt);
 }
 

@@ -1,4 +1,4 @@
-import { functionCalls } from './pg-tree.js';
+import { parsedOf, type SqlSource, textOf } from './parsed.js';
 
 /** The query texts of a statement's cot_search() calls: literal strings, and parameters by number. */
 export interface SearchArgs {
@@ -31,9 +31,9 @@ function queryArg(e: Node | undefined, literals: string[], params: number[]): vo
  * is not found here; DuckDB then asks for a vector nobody fetched, and the
  * macro says so.
  */
-export function searchArgs(sql: string): SearchArgs {
-  if (!/cot_search/i.test(sql)) return NO_SEARCH;
-  const calls = functionCalls(sql);
+export function searchArgs(sql: SqlSource): SearchArgs {
+  if (!/cot_search/i.test(textOf(sql))) return NO_SEARCH;
+  const calls = parsedOf(sql).calls;
   if (calls === null) return { searches: true, literals: [], params: [] };
   const literals: string[] = [];
   const params: number[] = [];

@@ -2,6 +2,7 @@ import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CompatRewriter, mayNeedRewrite, partialPattern, pgArrayToList, pgBoolean } from '../../../src/engines/duckdb/catalog/rewrite.js';
 import { tokenize } from '../../../src/sql/lexer.js';
+import { ParsedStatement } from '../../../src/sql/parsed.js';
 
 const P = 'cotwire_pg.pg';
 const rewriter = new CompatRewriter();
@@ -120,9 +121,9 @@ describe('PostgreSQL array literals', () => {
       { name: 'tags', list: true },
     ];
     expect(rewriter.rewrite(sql, tokenize(sql), target)).toBe("INSERT INTO t (tags, doc) VALUES ([], '{}'), (['a'], '{\"k\": 1}')");
-    expect(rewriter.insertTarget(sql, tokenize(sql))).toEqual({ schema: null, table: 't' });
+    expect(rewriter.insertTarget(new ParsedStatement(sql, tokenize(sql)))).toEqual({ schema: null, table: 't' });
     const json = `INSERT INTO _cot_steps (metadata) VALUES ('{"k": 1}')`;
-    expect(rewriter.insertTarget(json, tokenize(json))).toBeNull();
+    expect(rewriter.insertTarget(new ParsedStatement(json, tokenize(json)))).toBeNull();
   });
 });
 
@@ -227,7 +228,7 @@ describe('PostgreSQL’s result types', () => {
 describe('positions', () => {
   it('maps a position in the rewritten text back to the client’s', () => {
     const sql = 'SELECT a / b FROM t WHERE zz';
-    const out = rewriter.rewriteMapped(sql, tokenize(sql));
+    const out = rewriter.rewriteMapped(new ParsedStatement(sql, tokenize(sql)));
     const at = (text: string, word: string): number => text.indexOf(word) + 1;
     expect(out.clientPosition(at(out.text, 'zz'))).toBe(at(sql, 'zz'));
     expect(out.clientPosition(at(out.text, 'cot_div'))).toBe(at(sql, 'a'));

@@ -25,6 +25,7 @@ import { ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import { replaceParams, type Token, tokenize } from '../../../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { paramContext } from '../../../sql/param-context.js';
+import type { ParsedStatement, SqlSource } from '../../../sql/parsed.js';
 import { TimeZoneOffsets } from '../../../engine/pg-format.js';
 import type {
   AppendColumn,
@@ -351,9 +352,9 @@ class DuckDBSession implements EngineConnection {
 
   constructor(private readonly conn: DuckDBConnection) {}
 
-  async prepare(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement> {
+  async prepare(sql: string, declaredTypes: readonly number[], parsed?: ParsedStatement): Promise<EngineStatement> {
     try {
-      return await this.prepareOne(sql, declaredTypes);
+      return await this.prepareOne(sql, declaredTypes, parsed?.text === sql ? parsed : undefined);
     } catch (err) {
       // LIMIT $1 in a correlated subquery (limit-params.ts): prepared again at each execution, with its value written in.
       const shape = err instanceof Error && /Non-constant limit not supported/i.test(err.message) ? limitParams(sql) : null;
@@ -364,7 +365,8 @@ class DuckDBSession implements EngineConnection {
     }
   }
 
-  private async prepareOne(sql: string, declaredTypes: readonly number[]): Promise<EngineStatement> {
+  /** `parsed`: the parsed form of `sql` itself, if the caller has one. */
+  private async prepareOne(sql: string, declaredTypes: readonly number[], parsed?: ParsedStatement): Promise<EngineStatement> {
     await this.settleActive();
     let prepared: DuckDBPreparedStatement;
     try {
@@ -372,13 +374,13 @@ class DuckDBSession implements EngineConnection {
     } catch (err) {
       // `amount * $1` may fail to bind outright ("Could not choose a best candidate function"):
       // typed as PostgreSQL types it, the parameter may resolve the overload.
-      const retyped = await this.prepareTyped(sql, paramNumbers(sql), declaredTypes);
+      const retyped = await this.prepareTyped(sql, paramNumbers(sql), declaredTypes, parsed);
       if (retyped === null) throw err;
       prepared = retyped;
     }
     const unresolved = unresolvedParams(prepared);
     if (unresolved.length > 0) {
-      const typed = await this.prepareTyped(sql, unresolved, declaredTypes);
+      const typed = await this.prepareTyped(sql, unresolved, declaredTypes, parsed);
       if (typed !== null && unresolvedParams(typed).length < unresolved.length) {
         prepared.destroySync();
         prepared = typed;
@@ -449,9 +451,14 @@ class DuckDBSession implements EngineConnection {
    * declaration or its context gives it (see sql/param-context.ts); null when
    * no parameter has one, or when the typed statement does not prepare.
    */
-  private async prepareTyped(sql: string, params: readonly number[], declared: readonly number[]): Promise<DuckDBPreparedStatement | null> {
+  private async prepareTyped(
+    sql: string,
+    params: readonly number[],
+    declared: readonly number[],
+    parsed: ParsedStatement | undefined,
+  ): Promise<DuckDBPreparedStatement | null> {
     if (params.length === 0) return null;
-    const types = await this.contextTypes(sql, params);
+    const types = await this.contextTypes(parsed ?? sql, params);
     for (const n of params) {
       const cast = declaredCast(declared[n - 1] ?? 0);
       if (cast !== undefined) types.set(n, cast);
@@ -462,7 +469,7 @@ class DuckDBSession implements EngineConnection {
   }
 
   /** The DuckDB type PostgreSQL's rules give each of `params`, where their context says. */
-  private async contextTypes(sql: string, params: readonly number[]): Promise<Map<number, string>> {
+  private async contextTypes(sql: SqlSource, params: readonly number[]): Promise<Map<number, string>> {
     const out = new Map<number, string>();
     const context = paramContext(sql);
     const columns: Array<[number, { qualifier: string | null; column: string; array: boolean }]> = [];

@@ -1,6 +1,6 @@
 import { quoteIdentifier } from '../../../sql/identifiers.js';
-import { parseOne, strings } from '../../../sql/pg-tree.js';
-import type { Token } from '../../../sql/lexer.js';
+import type { ParsedStatement } from '../../../sql/parsed.js';
+import { strings } from '../../../sql/pg-tree.js';
 
 /**
  * `ALTER TABLE [ONLY] t ADD [CONSTRAINT name] FOREIGN KEY (...) REFERENCES
@@ -19,9 +19,10 @@ export interface ForeignKeyAddition {
   readonly constraint: string;
 }
 
-export function translateAddForeignKey(text: string, tokens: readonly Token[]): ForeignKeyAddition | null {
+export function translateAddForeignKey(statement: ParsedStatement): ForeignKeyAddition | null {
+  const { text, tokens } = statement;
   if (tokens[0]?.text.toLowerCase() !== 'alter' || !tokens.some((t) => t.kind === 'word' && t.text.toLowerCase() === 'foreign')) return null;
-  const stmt = parseOne(text)?.AlterTableStmt as Node | undefined;
+  const stmt = statement.tree?.AlterTableStmt as Node | undefined;
   const cmds = stmt?.cmds as Node[] | undefined;
   const cmd = cmds?.length === 1 ? (cmds[0]?.AlterTableCmd as Node | undefined) : undefined;
   const constraint = (cmd?.def as Node | undefined)?.Constraint as Node | undefined;
@@ -105,9 +106,10 @@ export function withoutLengthChecks(createSql: string, columns: readonly string[
 }
 
 /** DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN: the statements an index on the column blocks in DuckDB. */
-export function translateColumnAlter(text: string, tokens: readonly Token[]): ColumnAlter | null {
+export function translateColumnAlter(statement: ParsedStatement): ColumnAlter | null {
+  const { text, tokens } = statement;
   if (tokens[0]?.text.toLowerCase() !== 'alter' || tokens[1]?.text.toLowerCase() !== 'table') return null;
-  const stmt = parseOne(text) ?? undefined;
+  const stmt = statement.tree ?? undefined;
   const rename = stmt?.RenameStmt as Node | undefined;
   const alter = stmt?.AlterTableStmt as Node | undefined;
   const relation = (rename ?? alter)?.relation as Node | undefined;

@@ -1,4 +1,5 @@
-import { parseOne, strings } from '../../../sql/pg-tree.js';
+import { parsedOf, type SqlSource, textOf } from '../../../sql/parsed.js';
+import { strings } from '../../../sql/pg-tree.js';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { P } from './catalog-sql.js';
 import { quoteLiteral as lit } from '../../../sql/identifiers.js';
@@ -96,9 +97,9 @@ function declaredConstraint(c: Node, columns: readonly string[] | null): Declare
 }
 
 /** The declarations a DDL statement makes or changes; empty for anything else. */
-export function declaredChanges(text: string): DeclaredChange[] {
-  if (!/^\s*(create|alter|drop)\b/i.test(text)) return [];
-  const stmt = parseOne(text) ?? undefined;
+export function declaredChanges(sql: SqlSource): DeclaredChange[] {
+  if (!/^\s*(create|alter|drop)\b/i.test(textOf(sql))) return [];
+  const stmt = parsedOf(sql).tree ?? undefined;
   const create = stmt?.CreateStmt as Node | undefined;
   if (create !== undefined) {
     const relation = create.relation as Node;

@@ -1,5 +1,5 @@
-import { parseOne } from '../../../sql/pg-tree.js';
 import type { Token } from '../../../sql/lexer.js';
+import type { ParsedStatement } from '../../../sql/parsed.js';
 import { quoteLiteral } from '../../../sql/identifiers.js';
 
 /**
@@ -58,9 +58,10 @@ interface Edit {
 }
 
 /** The translation of a CREATE TABLE with serial or identity columns; null for any other statement. */
-export function translateSerial(text: string, tokens: readonly Token[]): SerialTable | null {
+export function translateSerial(statement: ParsedStatement): SerialTable | null {
+  const { text, tokens } = statement;
   if (!mayHaveSerial(tokens)) return null;
-  const stmt = parseOne(text)?.CreateStmt as Node | undefined;
+  const stmt = statement.tree?.CreateStmt as Node | undefined;
   const relation = stmt?.relation as Node | undefined;
   if (stmt === undefined || relation === undefined || typeof relation.relname !== 'string') return null;
   const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;

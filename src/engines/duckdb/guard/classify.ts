@@ -1,6 +1,6 @@
-import { parseSync } from 'libpg-query';
 import type { StatementKind } from '../../../engine/port.js';
 import type { Token } from '../../../sql/lexer.js';
+import { ParsedStatement } from '../../../sql/parsed.js';
 import { identifierText, type ProtectedNames } from '../../../guard/names.js';
 import { nameText } from '../../../sql/identifiers.js';
 import { serverOnlyRefusal as serverOnly, type Refusal } from '../../../guard/refusal.js';
@@ -30,6 +30,8 @@ export interface ClassifyInput {
   readonly tokens: readonly Token[];
   /** What DuckDB's parser says the statement is. */
   readonly kind: StatementKind;
+  /** The statement's parsed form, when the caller has one for `text`: its tree is then read once for every rule. */
+  readonly parsed?: ParsedStatement;
 }
 
 export interface GuardPolicy {
@@ -76,15 +78,10 @@ interface RangeVar {
 
 const rangeName = (r: RangeVar | undefined): string => [r?.catalogname, r?.schemaname, r?.relname].filter((x) => x !== undefined).join('.');
 
-/** Parses one statement with PostgreSQL's own grammar; null when it is not PostgreSQL (DuckDB-only syntax). */
-function parsePostgres(text: string): Node | null {
-  try {
-    const tree = parseSync(text) as { stmts?: Array<{ stmt: Node }> };
-    if (tree.stmts?.length !== 1) return null;
-    return tree.stmts[0]?.stmt ?? null;
-  } catch {
-    return null;
-  }
+/** The statement's tree in PostgreSQL's own grammar; null when it is not PostgreSQL (DuckDB-only syntax). */
+function parsePostgres(input: ClassifyInput): Node | null {
+  const parsed = input.parsed?.text === input.text ? input.parsed : new ParsedStatement(input.text, input.tokens);
+  return parsed.tree;
 }
 
 /** The single key of a parse-tree node ({ InsertStmt: {...} } → ['InsertStmt', {...}]). */
@@ -920,7 +917,7 @@ export function classify(input: ClassifyInput, policy: GuardPolicy): Decision {
  * stands; if it cannot parse the statement, the guard refuses (fail closed).
  */
 function classifyWrite(input: ClassifyInput, policy: GuardPolicy, operation: string): Decision {
-  const tree = parsePostgres(input.text);
+  const tree = parsePostgres(input);
   const mentioned = policy.names.mentions(input.tokens);
   if (tree === null && input.kind === 'INSERT') {
     const insert = classifyDuckDBInsert(input.tokens, policy);

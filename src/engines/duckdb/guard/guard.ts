@@ -5,6 +5,7 @@ import { classify, preclassify, type CatalogCheck, type ClassifyInput, type Deci
 import type { Refusal } from '../../../guard/refusal.js';
 import { ProtectedNames } from '../../../guard/names.js';
 import { fingerprint, GuardRefusal } from '../../../guard/refusal.js';
+import type { ParsedStatement } from '../../../sql/parsed.js';
 
 /** What the guard needs to know about the catalog, asked of the client's own engine connection. */
 export interface GuardCatalog {
@@ -170,13 +171,14 @@ export class Guard {
    * or null. Nothing runs either way; this only decides which error the
    * client sees.
    */
-  refusalWithoutEngine(text: string, tokens: ClassifyInput['tokens'], engineCode: string | undefined): GuardRefusal | null {
+  refusalWithoutEngine(parsed: ParsedStatement, engineCode: string | undefined): GuardRefusal | null {
+    const { text, tokens } = parsed;
     const first = tokens[0]?.text.toUpperCase() ?? '';
     // WITH starts any of the writes; each reading is tried.
     const named = KIND_BY_FIRST_WORD[first];
     const kinds: readonly StatementKind[] = first === 'WITH' ? ['INSERT', 'UPDATE', 'DELETE', 'MERGE_INTO'] : named !== undefined ? [named] : [];
     for (const kind of kinds) {
-      const decision = this.decide({ text, tokens, kind });
+      const decision = this.decide({ text, tokens, kind, parsed });
       if (!decision.allow) return new GuardRefusal(decision.refusal, fingerprint(text));
       // An append to a table that does not exist, or that is not valid SQL, is answered as PostgreSQL answers it.
       if (decision.appendsTo != null && engineCode !== SqlState.UndefinedTable && engineCode !== SqlState.SyntaxError) {

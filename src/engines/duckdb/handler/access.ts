@@ -7,6 +7,7 @@ import type { SecurityEventLog } from '../../../ledger/security-events.js';
 import type { Observer } from '../../../observe/observer.js';
 import type { SessionInfo } from '../../../session/handler-port.js';
 import type { Token } from '../../../sql/lexer.js';
+import type { ParsedStatement } from '../../../sql/parsed.js';
 import { identityRefusal, stampIdentity } from '../../../ledger/chain/validate.js';
 import { commandTag } from './command-tag.js';
 
@@ -112,9 +113,9 @@ export class AccessControl {
    * A statement DuckDB could not prepare: the refusal the guard would give
    * it, recorded, or null (the engine's error stands).
    */
-  unprepared(err: unknown, text: string, tokens: readonly Token[]): GuardRefusal | null {
-    const refusal = err instanceof GuardRefusal ? err : this.guard.refusalWithoutEngine(text, tokens, err instanceof PgError ? err.code : undefined);
-    if (refusal !== null) this.record(refusal, text);
+  unprepared(err: unknown, statement: ParsedStatement): GuardRefusal | null {
+    const refusal = err instanceof GuardRefusal ? err : this.guard.refusalWithoutEngine(statement, err instanceof PgError ? err.code : undefined);
+    if (refusal !== null) this.record(refusal, statement.text);
     return refusal;
   }
 
@@ -123,19 +124,22 @@ export class AccessControl {
    * DuckDB says it is, never an append to a ledger (only the writer
    * appends), and the role's.
    */
-  async engineStatement(text: string, tokens: readonly Token[], kind: StatementKind): Promise<void> {
+  async engineStatement(statement: ParsedStatement<StatementKind>): Promise<void> {
+    const { text, tokens, kind } = statement;
+    if (kind === undefined) throw new Error('the guard decides on the kind the engine gave the statement, and it has none yet');
     await this.recordedAsync(text, async () => {
-      const allowed = await this.guard.check({ text, tokens, kind }, this.catalog);
+      const allowed = await this.guard.check({ text, tokens, kind, parsed: statement }, this.catalog);
       if (allowed.appendsTo != null) throw this.guard.engineAppendRefusal(allowed.appendsTo, text, tokens);
     });
     this.authorize(operationName(kind, tokens), rolesFor(kind, tokens), text);
   }
 
   /** An INSERT the ledger writer will append. */
-  async ledgerAppend(text: string, tokens: readonly Token[], ledger: string): Promise<void> {
+  async ledgerAppend(statement: ParsedStatement, ledger: string): Promise<void> {
+    const { text, tokens } = statement;
     await this.recordedAsync(text, async () => {
       this.guard.precheck(text, tokens);
-      await this.guard.check({ text, tokens, kind: 'INSERT' }, this.catalog);
+      await this.guard.check({ text, tokens, kind: 'INSERT', parsed: statement }, this.catalog);
     });
     this.authorize(`INSERT INTO ${ledger}`, WRITERS, text);
   }

@@ -8,6 +8,7 @@ import type { ExecuteOutcome, ResultSink } from '../../../session/handler-port.j
 import type { CopyFromStdin } from '../../../sql/copy.js';
 import { hoistInsertWith, parseInsert } from '../../../sql/insert.js';
 import { lexStatement, tokenize, type Token } from '../../../sql/lexer.js';
+import { ParsedStatement } from '../../../sql/parsed.js';
 import { uuidv7 } from '../../../ledger/chain/append.js';
 import { appendsVisible, type HandlerContext } from './context.js';
 import { directRows, evaluateRows, planLedgerInsert, serverColumnsLeftToServer, type LedgerInsertPlan } from './ledger-insert.js';
@@ -75,7 +76,7 @@ export class LedgerAppends {
       }
       return null;
     }
-    await ctx.access.ledgerAppend(statement.text, statement.tokens, table.name);
+    await ctx.access.ledgerAppend(statement.parsed, table.name);
     const key = `${paramTypes.join(',')}\u0000${statement.text}`;
     let insert = this.plans.get(key);
     if (insert === undefined || insert.table !== table) {
@@ -108,7 +109,13 @@ export class LedgerAppends {
     if (hoisted === null) return null;
     const scanned = lexStatement(hoisted.text);
     const outer = statement.clientPosition ?? SAME_POSITION;
-    const moved: EngineText = { text: scanned.text, tokens: scanned.tokens, offset: statement.offset, clientPosition: (p) => outer(hoisted.position(p)) };
+    const moved: EngineText = {
+      text: scanned.text,
+      tokens: scanned.tokens,
+      offset: statement.offset,
+      clientPosition: (p) => outer(hoisted.position(p)),
+      parsed: new ParsedStatement(scanned.text, scanned.tokens),
+    };
     return this.prepare(moved, paramTypes);
   }
 

@@ -8,6 +8,7 @@ import type { FieldDescription } from '../../../protocol/messages.js';
 import type { Portal, PreparedStatement } from '../../../session/handler-port.js';
 import type { CopyFromStdin, CopyToStdout } from '../../../sql/copy.js';
 import type { StatementText, Token } from '../../../sql/lexer.js';
+import type { ParsedStatement } from '../../../sql/parsed.js';
 import { operationName, rolesFor } from './access.js';
 import type { SessionCommand } from './commands.js';
 import type { LedgerInsertPlan } from './ledger-insert.js';
@@ -26,6 +27,8 @@ export const SAME_POSITION: PositionMap = (p) => p;
 /** A statement as the engine sees it, after the catalog's rewrites. */
 export interface EngineText extends StatementText {
   readonly clientPosition?: PositionMap;
+  /** The text's parsed form, which every rule after the rewrite reads (its tokens are `tokens`). */
+  readonly parsed: ParsedStatement<StatementKind>;
 }
 
 export type Plan =

@@ -4,8 +4,9 @@ import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
 import { advisoryWaits } from '../../../sql/advisory.js';
 import { searchArgs } from '../../../sql/search-args.js';
-import { parseOne, type PgNode } from '../../../sql/pg-tree.js';
-import type { EngineStatement } from '../../../engine/port.js';
+import type { PgNode } from '../../../sql/pg-tree.js';
+import { ParsedStatement } from '../../../sql/parsed.js';
+import type { EngineStatement, StatementKind } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { ANALYTICS_MACROS } from '../dialect/analytics-sql.js';
@@ -32,9 +33,9 @@ import { type ErasureCall, ErasureCallError, erasureCall } from '../../../sql/er
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
 
 /** The erasure call a statement is; one that calls an erasure function in another shape is refused. */
-function erasureOf(text: string): ErasureCall | null {
+function erasureOf(statement: ParsedStatement): ErasureCall | null {
   try {
-    return erasureCall(text);
+    return erasureCall(statement);
   } catch (err) {
     if (err instanceof ErasureCallError) throw new PgError(SqlState.FeatureNotSupported, err.message);
     throw err;
@@ -58,8 +59,13 @@ const textField = (name: string): FieldDescription => ({
 const NAME_ARRAY_OID = 1003;
 
 /** PostgreSQL's names for computed columns, when DuckDB's differ. */
-function pgNames(sql: string, engineNames: readonly string[]): readonly (string | null)[] | null {
-  return hasComputedNames(engineNames) ? postgresColumnNames(sql, engineNames.length) : null;
+function pgNames(statement: ParsedStatement, engineNames: readonly string[]): readonly (string | null)[] | null {
+  return hasComputedNames(engineNames) ? postgresColumnNames(statement, engineNames.length) : null;
+}
+
+/** A text's one parsed form: `known`'s when the text is the same, else a new one. */
+function parsedText(text: string, tokens: readonly Token[], known: ParsedStatement<StatementKind>): ParsedStatement<StatementKind> {
+  return text === known.text ? known : new ParsedStatement<StatementKind>(text, tokens);
 }
 
 /**
@@ -85,7 +91,7 @@ export class Planner {
 
   async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<Statement> {
     const { ctx } = this;
-    let statement: EngineText;
+    let statement: StatementText;
     if (typeof source === 'string') {
       const parts = splitStatements(source);
       if (parts.length > 1) {
@@ -111,22 +117,24 @@ export class Planner {
       return new Statement({ kind: 'command', command }, [], fields);
     }
     ctx.tx.checkNotFailed();
-    const erasure = erasureOf(statement.text);
+    // Every rule from here on reads this object (and the rewritten text's), never the text again.
+    const sent = new ParsedStatement<StatementKind>(statement.text, statement.tokens);
+    const erasure = erasureOf(sent);
     if (erasure !== null)
       return new Statement({ kind: 'erasure', call: erasure, text: statement.text }, erasureParamTypes(erasure, paramTypes), erasureFields(erasure));
     statement = this.tempFunctionCall(statement);
-    await this.identityAlways(statement);
-    const clientText = statement.text;
-    statement = await this.forEngine(statement);
-    if (statement.text !== clientText && READS_SETTINGS.test(statement.text)) await this.publishSettings();
-    const copy = parseCopyFromStdin(statement.text, statement.tokens);
-    if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: statement.offset }, [], null);
-    const copyOut = parseCopyToStdout(statement.text, statement.tokens);
-    if (copyOut !== null) return this.prepareCopyOut(statement, copyOut);
-    await this.refreshLedgerMacros(statement.tokens);
-    const ledgerInsert = await this.appends.prepare(statement, paramTypes);
+    const client = parsedText(statement.text, statement.tokens, sent);
+    await this.identityAlways(client);
+    const engineText = await this.forEngine(statement, client);
+    if (engineText.text !== client.text && READS_SETTINGS.test(engineText.text)) await this.publishSettings();
+    const copy = parseCopyFromStdin(engineText.text, engineText.tokens);
+    if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: engineText.offset }, [], null);
+    const copyOut = parseCopyToStdout(engineText.text, engineText.tokens);
+    if (copyOut !== null) return this.prepareCopyOut(engineText, copyOut);
+    await this.refreshLedgerMacros(engineText.tokens);
+    const ledgerInsert = await this.appends.prepare(engineText, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
-    return this.prepareEngine(statement, clientText, paramTypes);
+    return this.prepareEngine(engineText, client, paramTypes);
   }
 
   /**
@@ -134,10 +142,10 @@ export class Planner {
    * refuses it (DuckDB's column has a default and would take any value):
    * INSERT needs DEFAULT there or OVERRIDING SYSTEM VALUE, UPDATE only DEFAULT.
    */
-  private async identityAlways(statement: StatementText): Promise<void> {
+  private async identityAlways(statement: ParsedStatement): Promise<void> {
     const first = statement.tokens[0]?.text.toLowerCase();
     if ((first !== 'insert' && first !== 'update') || !this.ctx.services.declared.anyIdentityAlways()) return;
-    const stmt = parseOne(statement.text);
+    const stmt = statement.tree;
     const target = (stmt?.InsertStmt ?? stmt?.UpdateStmt) as PgNode | undefined;
     const relation = target?.relation as PgNode | undefined;
     if (target === undefined || typeof relation?.relname !== 'string') return;
@@ -239,13 +247,14 @@ export class Planner {
     return groups;
   }
 
-  private async prepareEngine(statement: EngineText, clientText: string, paramTypes: readonly number[]): Promise<Statement> {
+  private async prepareEngine(statement: EngineText, client: ParsedStatement, paramTypes: readonly number[]): Promise<Statement> {
     const { access, engine } = this.ctx;
+    const { parsed } = statement;
     let engineStatement: EngineStatement;
-    const foreignKey = translateAddForeignKey(statement.text, statement.tokens);
-    const columnAlter = foreignKey === null ? translateColumnAlter(statement.text, statement.tokens) : null;
-    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, clientText, foreignKey, columnAlter);
-    const serial = translateSerial(statement.text, statement.tokens);
+    const foreignKey = translateAddForeignKey(parsed);
+    const columnAlter = foreignKey === null ? translateColumnAlter(parsed) : null;
+    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, client, foreignKey, columnAlter);
+    const serial = translateSerial(parsed);
     if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
       throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
         hint: "The writer numbers each session's steps (step_index) and the whole ledger (ledger_seq) itself.",
@@ -254,21 +263,22 @@ export class Planner {
     // A serial column's sequence must exist before its CREATE TABLE can be prepared: the table
     // without the defaults is prepared and checked here, and the real one runs at Execute.
     const text = serial?.probe ?? statement.text;
-    const search = searchArgs(statement.text);
+    const search = searchArgs(parsed);
     try {
       access.beforePrepare(text, statement.tokens);
       // DuckDB folds a literal query text's vector into the plan as it prepares it.
       if (search.searches) await this.ctx.services.search.vectors.prepare(search.literals);
-      engineStatement = await this.ctx.calls.run(() => engine.prepare(text, paramTypes));
+      engineStatement = await this.ctx.calls.run(() => engine.prepare(text, paramTypes, parsed));
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
-      throw access.unprepared(err, statement.text, statement.tokens) ?? clientError(err, statement.offset, statement.clientPosition);
+      throw access.unprepared(err, parsed) ?? clientError(err, statement.offset, statement.clientPosition);
     }
+    parsed.recordKind(engineStatement.kind);
     // The statement that the guard classifies is the one that runs: it is
     // already prepared, and only this object is ever executed.
     try {
-      await access.engineStatement(statement.text, statement.tokens, engineStatement.kind);
+      await access.engineStatement(parsed);
     } catch (err) {
       engineStatement.close();
       throw err;
@@ -279,10 +289,10 @@ export class Planner {
       columns === null
         ? null
         : pgNames(
-            clientText,
+            client,
             columns.map((c) => c.name),
           );
-    const nameArrays = columns === null ? null : nameArrayColumns(clientText);
+    const nameArrays = columns === null ? null : nameArrayColumns(client);
     const engineFields =
       columns?.map((c, i) => ({
         name: names?.[i] ?? c.name,
@@ -293,7 +303,7 @@ export class Planner {
         typeModifier: c.typeModifier,
         format: 0 as const,
       })) ?? null;
-    const fields = engineFields === null ? null : await this.ctx.calls.run(() => describeSources(this.ctx, clientText, engineFields));
+    const fields = engineFields === null ? null : await this.ctx.calls.run(() => describeSources(this.ctx, client, engineFields));
     const types = [...engineStatement.paramTypes];
     for (let i = types.length; i < paramTypes.length; i++) types.push(paramTypes[i] as number);
     return new Statement(
@@ -307,8 +317,8 @@ export class Planner {
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
         addsForeignKey: null,
         altersIndexedColumns: null,
-        declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(clientText) : [],
-        advisoryWaits: advisoryWaits(statement.text),
+        declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(client) : [],
+        advisoryWaits: advisoryWaits(parsed),
         searchParams: search.params,
       },
       types,
@@ -379,13 +389,14 @@ export class Planner {
    */
   private async prepareHandledAlter(
     statement: EngineText,
-    clientText: string,
+    client: ParsedStatement,
     foreignKey: ForeignKeyAddition | null,
     columnAlter: ColumnAlter | null,
   ): Promise<Statement> {
     const { access } = this.ctx;
     access.beforePrepare(statement.text, statement.tokens);
-    await access.engineStatement(statement.text, statement.tokens, 'ALTER');
+    statement.parsed.recordKind('ALTER');
+    await access.engineStatement(statement.parsed);
     return new Statement(
       {
         kind: 'engine',
@@ -398,7 +409,7 @@ export class Planner {
         addsForeignKey: foreignKey,
         altersIndexedColumns: columnAlter,
         // What the client declared, before the rewrite spelled its types for the engine.
-        declares: declaredChanges(clientText),
+        declares: declaredChanges(client),
         advisoryWaits: [],
         searchParams: [],
       },
@@ -412,15 +423,21 @@ export class Planner {
    * (engines/duckdb/catalog/rewrite.ts). Everything after this point, the guard included,
    * sees the rewritten text, so what is checked is what runs.
    */
-  private async forEngine(statement: StatementText): Promise<EngineText> {
+  private async forEngine(statement: StatementText, client: ParsedStatement<StatementKind>): Promise<EngineText> {
     this.ctx.access.reservedNames(statement.text, statement.tokens);
     const rewriter = this.ctx.services.rewriter;
-    const target = rewriter.insertTarget(statement.text, statement.tokens);
+    const target = rewriter.insertTarget(client);
     const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
-    const rewritten = rewriter.rewriteMapped(statement.text, statement.tokens, columns);
-    if (rewritten.text === statement.text) return statement;
+    const rewritten = rewriter.rewriteMapped(client, columns);
+    if (rewritten.text === statement.text) return { ...statement, parsed: client };
     const scanned = lexStatement(rewritten.text);
-    return { text: scanned.text, tokens: scanned.tokens, offset: statement.offset, clientPosition: (p) => rewritten.clientPosition(p) };
+    return {
+      text: scanned.text,
+      tokens: scanned.tokens,
+      offset: statement.offset,
+      clientPosition: (p) => rewritten.clientPosition(p),
+      parsed: parsedText(scanned.text, scanned.tokens, client),
+    };
   }
 
   /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */

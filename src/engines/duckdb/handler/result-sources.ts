@@ -3,6 +3,7 @@ import { COMPAT_CATALOG } from '../catalog/pg-catalog.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import { TypeOid } from '../../../protocol/type-oids.js';
 import { jsonbText } from '../../../sql/jsonb.js';
+import type { ParsedStatement } from '../../../sql/parsed.js';
 import { type FromTable, type SelectSources, selectSources, tablesOf } from '../../../sql/result-sources.js';
 import { quoteLiteral } from '../../../sql/identifiers.js';
 import type { HandlerContext } from './context.js';
@@ -147,7 +148,8 @@ export function catalogChanged(): void {
 }
 
 /** The fields of a query's RowDescription, with each table column's source and declared type. */
-export async function describeSources(ctx: HandlerContext, clientText: string, fields: readonly FieldDescription[]): Promise<readonly FieldDescription[]> {
+export async function describeSources(ctx: HandlerContext, client: ParsedStatement, fields: readonly FieldDescription[]): Promise<readonly FieldDescription[]> {
+  const clientText = client.text;
   if (fields.length === 0 || !/\bfrom\b|::\s*jsonb/i.test(clientText)) return fields;
   let cache = caches.get(ctx);
   if (cache === undefined) {
@@ -157,7 +159,7 @@ export async function describeSources(ctx: HandlerContext, clientText: string, f
   let resolved = cache.get(clientText)?.epoch === catalogEpoch ? (cache.get(clientText)?.resolved ?? null) : undefined;
   if (resolved === undefined) {
     const epoch = catalogEpoch;
-    const sources = selectSources(clientText);
+    const sources = selectSources(client);
     const tables = sources === null ? [] : tablesOf(sources);
     // What cannot be read of the catalog leaves the description as the engine gave it, never fails the statement.
     const columns = tables.length === 0 ? new Map<FromTable, CatalogColumn[]>() : await catalogColumns(ctx, tables).catch(() => null);

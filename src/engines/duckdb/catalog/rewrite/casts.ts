@@ -1,0 +1,127 @@
+import type { Token } from '../../../../sql/lexer.js';
+import { strings } from '../../../../sql/pg-tree.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
+import { pgArrayToList } from './literals.js';
+import { REG_TYPES } from './types.js';
+import { type Node, type Walker, wordOf } from './walker.js';
+
+/**
+ * Casts to PostgreSQL's reg* types (`'pg_class'::regclass`, `oid::regtype`,
+ * `'{int,int8}'::regtype[]`), which look names up in the catalog: each
+ * becomes a call of the catalog's lookup macro, from a name to an OID or
+ * from an OID to a name, and a reg* value shown as text is the name.
+ */
+
+/** Functions whose result is text: a cast of their result to a reg* type looks a name up. */
+const TEXT_FUNCTIONS = new Set(['pg_get_serial_sequence', 'quote_ident', 'format', 'concat', 'lower', 'upper', 'current_schema']);
+
+/** `SELECT 'int8'::regtype`: a reg* value of a name as a result is shown as the object's name. */
+export function regTargets(w: Walker, select: Node): void {
+  for (const target of (select.targetList as Node[] | undefined) ?? []) {
+    const val = (target.ResTarget as Node | undefined)?.val as Node | undefined;
+    const cast = val?.TypeCast as Node | undefined;
+    if (cast === undefined || regNameCast(val) === null) continue;
+    const typeAt = w.index((cast.typeName as Node | undefined)?.location);
+    const typeEnd = typeAt === null ? null : w.typeNameEnd(typeAt);
+    if (typeEnd === null || w.tokens[w.index(cast.location) ?? -1]?.text !== '::') continue;
+    regNameShown(w, val as Node, (w.tokens[typeEnd - 1] as Token).end);
+  }
+}
+
+/** The reg* type a cast names an object of by its name ('bool'::regtype), or null. */
+function regNameCast(node: Node | undefined): string | null {
+  const cast = node?.TypeCast as Node | undefined;
+  const names = strings((cast?.typeName as Node | undefined)?.names);
+  const type = names[names.length - 1];
+  const arg = cast?.arg as Node | undefined;
+  if (type === undefined || !REG_TYPES.has(type) || arg === undefined) return null;
+  return isNameExpression(arg) ? type : null;
+}
+
+/**
+ * A reg* value shown as text is the object's name: `'bool'::regtype::text`
+ * (TypeORM) and `SELECT 'int8'::regtype` read `boolean` and `bigint`,
+ * where the catalog's functions hold the OID.
+ */
+function regNameShown(w: Walker, expr: Node | undefined, at: number): void {
+  const type = regNameCast(expr);
+  const cast = expr?.TypeCast as Node | undefined;
+  if (type === null || cast === undefined) return;
+  const castAt = w.index(cast.location);
+  const start = castAt === null ? null : w.argStart(cast.arg as Node | undefined, castAt);
+  if (start === null) return;
+  w.insertBefore(start, `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_out(`);
+  w.edit({ start: at, end: at, text: ')' });
+}
+
+/** `'bool'::regtype::text`, `x::regclass::name`: a reg* value cast to text is its name. */
+export function regNameAsText(w: Walker, node: Node): void {
+  const type = strings((node.typeName as Node | undefined)?.names).at(-1);
+  if ((type === 'varchar' || type === 'text' || type === 'name') && w.tokens[w.index(node.location) ?? -1]?.text === '::') {
+    regNameShown(w, node.arg as Node, (w.tokens[w.index(node.location) as number] as Token).start);
+  }
+}
+
+/** `x::regclass`: a name becomes the relation's OID, and an OID becomes its name. */
+export function regCast(w: Walker, node: Node): void {
+  const typeName = node.typeName as Node | undefined;
+  const names = strings(typeName?.names);
+  const type = names[names.length - 1];
+  if (type === undefined || !REG_TYPES.has(type) || (names.length === 2 && names[0] !== 'pg_catalog')) return;
+  const arg = node.arg as Node | undefined;
+  if (Array.isArray(typeName?.arrayBounds)) {
+    regArrayLiteral(w, node, type);
+    return;
+  }
+  const isName = isNameExpression(arg);
+  const fn = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_${isName ? 'in' : 'out'}`;
+  const castAt = w.index(node.location);
+  const typeAt = w.index(typeName?.location);
+  if (castAt === null || typeAt === null) return;
+  const typeEnd = w.typeNameEnd(typeAt);
+  if (typeEnd === null) return;
+  const castToken = w.tokens[castAt] as Token;
+  if (castToken.text === '::') {
+    const start = w.argStart(arg, castAt);
+    if (start === null) return;
+    w.insertBefore(start, `${fn}(`);
+    w.replaceTokens(castAt, typeEnd, ')');
+  } else if (wordOf(castToken) === 'cast' && w.tokens[castAt + 1]?.text === '(' && wordOf(w.tokens[typeAt - 1]) === 'as') {
+    w.replaceTokens(castAt, castAt + 2, `${fn}(`);
+    const argEnd = w.tokens[typeAt - 2] as Token;
+    w.edit({ start: argEnd.end, end: (w.tokens[typeEnd - 1] as Token).end, text: '' });
+  }
+}
+
+/** `'{int,int8}'::regtype[]` (drizzle-kit): each name looked up, a list of OIDs. */
+function regArrayLiteral(w: Walker, node: Node, type: string): void {
+  const constant = (node.arg as Node | undefined)?.A_Const as Node | undefined;
+  const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+  const list = sval === undefined ? null : pgArrayToList(sval);
+  const start = w.index(constant?.location);
+  const castAt = w.index(node.location);
+  const typeAt = w.index((node.typeName as Node | undefined)?.location);
+  const typeEnd = typeAt === null ? null : w.typeNameEnd(typeAt);
+  if (list === null || start === null || castAt === null || typeEnd === null || w.tokens[castAt]?.text !== '::') return;
+  const lookup = `${PG_SCHEMA}.cot_${type === 'regprocedure' ? 'regproc' : type}_in(cot_n)`;
+  // coalesce: a list expression, not a subquery, for = ANY(...) to read as a list.
+  w.replaceTokens(start, typeEnd, `coalesce((SELECT list(${lookup}) FROM unnest(${list}) AS cot_u(cot_n)), [])`);
+}
+
+/**
+ * Whether the operand of a reg* cast names the object (a string, a
+ * parameter, a cast, a concatenation, a text function); anything else is
+ * its OID.
+ */
+function isNameExpression(arg: Node | undefined): boolean {
+  if (arg === undefined) return false;
+  const call = strings((arg.FuncCall as Node | undefined)?.funcname);
+  const op = strings((arg.A_Expr as Node | undefined)?.name);
+  return (
+    (arg.A_Const as Node | undefined)?.sval !== undefined ||
+    arg.ParamRef !== undefined ||
+    arg.TypeCast !== undefined ||
+    op[op.length - 1] === '||' ||
+    TEXT_FUNCTIONS.has(call[call.length - 1] ?? '')
+  );
+}

@@ -1,0 +1,159 @@
+import { quoteLiteral } from '../../../../sql/identifiers.js';
+import { parseArrayLiteral } from '../../../../sql/array-literal.js';
+import { strings } from '../../../../sql/pg-tree.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
+import { callOf, type Node, operatorOf, rangeCall, spelledName, type Walker } from './walker.js';
+
+/**
+ * jsonb as DuckDB's JSON: its operators (`?`, `@>`, `#>>`, and `->`'s
+ * precedence), json_agg with ORDER BY, and jsonb_each in FROM.
+ */
+
+/** JSON aggregates, which DuckDB has only as macros that take no ORDER BY. */
+export const JSON_AGGREGATES = new Set(['json_agg', 'jsonb_agg']);
+
+/** jsonb's key-existence operators, and the macro each becomes. */
+const JSON_EXISTS_OPERATORS: Readonly<Record<string, string>> = {
+  '?': 'cot_jsonb_exists',
+  '?|': 'cot_jsonb_exists_any',
+  '?&': 'cot_jsonb_exists_all',
+};
+
+/** Operators rewritten for JSON operands (and `?`, which DuckDB reads as a parameter). */
+export const JSON_OPERATORS = new Set(['?', '?|', '?&', '@>', '<@', '#>', '#>>']);
+
+/** Set-returning JSON functions, as (key, value) rows; whether the value is text (else json). */
+export const JSON_EACH_FUNCTIONS: Readonly<Record<string, boolean>> = {
+  json_each: false,
+  jsonb_each: false,
+  json_each_text: true,
+  jsonb_each_text: true,
+};
+
+/** `json_agg(x ORDER BY y)` → a JSON array of list(x ORDER BY y), NULL over no rows as in PostgreSQL; the call's other rules are not asked. */
+export function jsonAggregate(w: Walker, node: Node): boolean {
+  const call = callOf(w, node);
+  const name = call === null ? null : spelledName(w, call);
+  if (call === null || name === null) return false;
+  const { parts, fn, i } = call;
+  if (!JSON_AGGREGATES.has(fn) || !(parts.length === 1 || parts[0] === 'pg_catalog') || !w.expressions) return false;
+  const close = w.tokens[name.next]?.text === '(' ? w.closing(name.next) : null;
+  if (close === null) return true;
+  w.replaceTokens(i, name.next, 'nullif(to_json(list');
+  w.insertAfter(close, "), 'null')");
+  return true;
+}
+
+/**
+ * PostgreSQL's -> binds tighter than = and AND; DuckDB's binds looser (a = 1
+ * AND j->>'k' = 'v' would read as (a = 1 AND j) ->> ...): the operator's own
+ * operands are parenthesised. The node's other rules are not asked.
+ */
+export function arrowOperands(w: Walker, node: Node): boolean {
+  const o = operatorOf(w, node);
+  if (o === null || node.kind !== 'AEXPR_OP' || o.parts.length !== 1 || (o.op !== '->' && o.op !== '->>') || !w.expressions) return false;
+  const { op, i } = o;
+  const start = w.argStart(node.lexpr as Node | undefined, i);
+  const end = w.tokens[i]?.text === op ? w.exprEnd(node.rexpr as Node | undefined, i + 1) : null;
+  if (start !== null && end !== null) {
+    w.insertBefore(start, '(');
+    w.insertAfter(end, ')');
+  }
+  return true;
+}
+
+/** jsonb's other operators (see jsonOperator); the node's other rules are not asked. */
+export function jsonbOperator(w: Walker, node: Node): boolean {
+  const o = operatorOf(w, node);
+  if (o === null || node.kind !== 'AEXPR_OP' || o.parts.length !== 1 || !JSON_OPERATORS.has(o.op) || !w.expressions) return false;
+  jsonOperator(w, node, o.op, o.i);
+  return true;
+}
+
+/**
+ * jsonb's operators on DuckDB's JSON: `j ? k` → cot_jsonb_exists(j, k)
+ * (DuckDB reads `?` as a parameter), `j @> '{"a":1}'` → json_contains,
+ * `j #>> '{a,0}'` → json_extract_string(j, '$.a[0]'). `@>` and `<@` are
+ * rewritten only where an operand is JSON by its text (a JSON literal or a
+ * cast to json): on arrays they are DuckDB's own.
+ */
+function jsonOperator(w: Walker, node: Node, op: string, i: number): void {
+  // The operator's tokens: DuckDB's scanner makes #>> two (# and >>), PostgreSQL's one.
+  let opEnd = i;
+  let spelled = w.tokens[i]?.text ?? '';
+  while (spelled !== op && spelled.length < op.length && w.tokens[opEnd + 1]?.start === w.tokens[opEnd]?.end) {
+    opEnd++;
+    spelled += w.tokens[opEnd]?.text ?? '';
+  }
+  if (spelled !== op) return;
+  const lexpr = node.lexpr as Node | undefined;
+  const rexpr = node.rexpr as Node | undefined;
+  const start = w.argStart(lexpr, i);
+  const end = w.exprEnd(rexpr, opEnd + 1);
+  if (start === null || end === null) return;
+  const call = (fn: string): void => {
+    w.insertBefore(start, `${fn}(`);
+    w.replaceTokens(i, opEnd + 1, ',');
+    w.insertAfter(end, ')');
+  };
+  const exists = JSON_EXISTS_OPERATORS[op];
+  if (exists !== undefined) {
+    call(`${PG_SCHEMA}.${exists}`);
+  } else if (op === '@>' || op === '<@') {
+    if (isJsonOperand(lexpr) || isJsonOperand(rexpr)) call(op === '@>' ? 'json_contains' : `${PG_SCHEMA}.cot_json_contained`);
+  } else {
+    const path = jsonPath(rexpr);
+    if (path === null) return;
+    w.insertBefore(start, `${op === '#>>' ? 'json_extract_string' : 'json_extract'}(`);
+    w.replaceTokens(i, end + 1, `, ${quoteLiteral(path)})`);
+  }
+}
+
+/**
+ * `jsonb_each_text(j)` in FROM → a lateral query over DuckDB's json_each,
+ * with PostgreSQL's two columns (key, value) and JSON null as SQL NULL.
+ * True when it is rewritten: the relation's other rules are not asked.
+ */
+export function jsonEach(w: Walker, node: Node): boolean {
+  const alias = node.alias as { aliasname?: string } | undefined;
+  const call = rangeCall(node);
+  const parts = strings(call?.funcname);
+  const fn = parts[parts.length - 1] ?? '';
+  const text = JSON_EACH_FUNCTIONS[fn];
+  if (call === undefined || text === undefined || node.ordinality === true || (parts.length === 2 && parts[0] !== 'pg_catalog')) return false;
+  const span = w.callSpan(w.index(call.location));
+  if (span === null) return false;
+  const value = text ? `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END` : 'CAST(value AS JSON)';
+  w.replacedRelations.add(call.location as number);
+  w.replaceTokens(
+    span.i,
+    span.close + 1,
+    `LATERAL (SELECT key, ${value} AS value FROM json_each(${w.argumentsText(span)}))${alias === undefined ? ` AS ${fn}` : ''}`,
+  );
+  return true;
+}
+
+/** Whether an operand is JSON by its text: a literal that parses as a JSON object or array, or a cast to json or jsonb. */
+function isJsonOperand(e: Node | undefined): boolean {
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) {
+    const names = strings((cast.typeName as Node | undefined)?.names);
+    if (['json', 'jsonb'].includes(names[names.length - 1] ?? '')) return true;
+    return isJsonOperand(cast.arg as Node | undefined);
+  }
+  const sval = ((e?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+  if (sval === undefined || !/^\s*[[{]/.test(sval)) return false;
+  try {
+    return typeof JSON.parse(sval) === 'object';
+  } catch {
+    return false;
+  }
+}
+
+/** A text-array path literal ('{a,0,b}') as a JSON path ($.a[0].b); null when the path is not a literal. */
+function jsonPath(e: Node | undefined): string | null {
+  const sval = ((e?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+  const items = sval === undefined ? null : parseArrayLiteral(sval);
+  if (items === null || items.some((x) => typeof x !== 'string')) return null;
+  return `$${(items as string[]).map((k) => (/^\d+$/.test(k) ? `[${k}]` : `.${JSON.stringify(k)}`)).join('')}`;
+}

@@ -1,0 +1,89 @@
+import { quoteIdentifier, quoteLiteral } from '../../../../sql/identifiers.js';
+import { strings } from '../../../../sql/pg-tree.js';
+import { type Node, type Walker, wordOf } from './walker.js';
+
+/**
+ * Clauses of queries and DML that DuckDB lacks or reads otherwise: row
+ * locks, an empty select list in EXISTS, a sequence read as a relation,
+ * OVERRIDING SYSTEM VALUE.
+ */
+
+/** The columns of a sequence read as a relation. */
+const SEQUENCE_COLUMNS = new Set(['last_value', 'is_called', 'log_cnt']);
+
+/**
+ * `SELECT ... FOR UPDATE [OF t] [NOWAIT]` (and FOR SHARE ...): DuckDB has
+ * no row locks and refuses the clause. Without it, a transaction that then
+ * changes a row another changed first fails at that write (40001) instead
+ * of waiting: the same rows are never silently overwritten. SKIP LOCKED,
+ * which cannot be kept, is refused before this (engines/duckdb/handler/commands.ts).
+ */
+export function lockingClause(w: Walker, select: Node): void {
+  if (!Array.isArray(select.lockingClause)) return;
+  for (let i = 0; i < w.tokens.length; i++) {
+    if (wordOf(w.tokens[i]) !== 'for') continue;
+    let j = i + 1;
+    const word = (k: number): string => wordOf(w.tokens[k]) ?? '';
+    if (word(j) === 'update' || word(j) === 'share') j += 1;
+    else if (word(j) === 'no' && word(j + 1) === 'key' && word(j + 2) === 'update') j += 3;
+    else if (word(j) === 'key' && word(j + 1) === 'share') j += 2;
+    else continue;
+    if (word(j) === 'of') {
+      j++;
+      for (;;) {
+        const name = w.dotted(j);
+        if (name === null) break;
+        j = name.next;
+        if (w.tokens[j]?.text !== ',') break;
+        j++;
+      }
+    }
+    if (word(j) === 'nowait') j++;
+    w.replaceTokens(i, j, '');
+    i = j - 1;
+  }
+}
+
+/** `EXISTS (SELECT FROM t WHERE ...)`: PostgreSQL allows an empty select list (drizzle-kit writes one); DuckDB wants a column. */
+export function emptySelectList(w: Walker, link: Node): void {
+  const select = (link.subselect as Node | undefined)?.SelectStmt as Node | undefined;
+  if (link.subLinkType !== 'EXISTS_SUBLINK' || select === undefined || select.targetList !== undefined || select.fromClause === undefined) return;
+  const i = w.index(link.location);
+  if (i === null || wordOf(w.tokens[i]) !== 'exists' || w.tokens[i + 1]?.text !== '(' || wordOf(w.tokens[i + 2]) !== 'select') return;
+  w.insertAfter(i + 2, ' 1');
+}
+
+/**
+ * `SELECT last_value, is_called FROM s`: a sequence read as a one-row
+ * relation (pg_dump's data for a sequence). DuckDB's sequences are not
+ * relations; their state is in duckdb_sequences().
+ */
+export function sequenceRelation(w: Walker, select: Node): void {
+  const from = select.fromClause as Node[] | undefined;
+  const rv = from?.length === 1 ? (from[0]?.RangeVar as Node | undefined) : undefined;
+  const targets = (select.targetList as Node[] | undefined) ?? [];
+  if (rv === undefined || typeof rv.relname !== 'string' || rv.alias !== undefined || targets.length === 0) return;
+  for (const t of targets) {
+    const fields = strings((((t.ResTarget as Node | undefined)?.val as Node | undefined)?.ColumnRef as Node | undefined)?.fields);
+    if (fields.length !== 1 || !SEQUENCE_COLUMNS.has(fields[0] as string)) return;
+  }
+  const i = w.index(rv.location);
+  const name = i === null ? null : w.dotted(i);
+  if (i === null || name === null) return;
+  const schema = typeof rv.schemaname === 'string' ? (rv.schemaname === 'public' ? 'main' : rv.schemaname) : null;
+  w.replacedRelations.add(rv.location as number);
+  w.replaceTokens(
+    i,
+    name.next,
+    `(SELECT coalesce(s.last_value, s.start_value) AS last_value, s.last_value IS NOT NULL AS is_called, CAST(0 AS BIGINT) AS log_cnt
+        FROM duckdb_sequences() s WHERE s.sequence_name = ${quoteLiteral(rv.relname)}${schema === null ? '' : ` AND s.schema_name = ${quoteLiteral(schema)}`}
+        ORDER BY s.database_name = 'temp' DESC LIMIT 1) AS ${quoteIdentifier(rv.relname)}`,
+  );
+}
+
+/** `INSERT ... OVERRIDING SYSTEM VALUE`: the handler has allowed the identity's value (planner.ts); DuckDB does not parse the clause. */
+export function overriding(w: Walker, insert: Node): void {
+  if (insert.override !== 'OVERRIDING_SYSTEM_VALUE') return;
+  const i = w.tokens.findIndex((t, k) => wordOf(t) === 'overriding' && wordOf(w.tokens[k + 1]) === 'system' && wordOf(w.tokens[k + 2]) === 'value');
+  if (i >= 0) w.replaceTokens(i, i + 3, '');
+}

@@ -1,0 +1,206 @@
+import { UNCONSTRAINED_NUMERIC } from '../../../../sql/numeric.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
+import { typeWitness } from '../type-witness.js';
+import { callOf, type Node, operatorOf, spelledName, type Walker, wordOf } from './walker.js';
+
+/**
+ * Result types as PostgreSQL gives them where DuckDB's differ: integer
+ * string functions, extract's numeric and date_part's double, int8 sums,
+ * numeric averages, round half to even, numeric division and integer date
+ * differences, and division by zero as an error. Where the type depends on
+ * the operands', a macro chooses it by the operands' type witnesses
+ * (engines/duckdb/catalog/type-witness.ts, result-types.ts).
+ */
+
+/** Functions whose result is integer in PostgreSQL and bigint in DuckDB. */
+export const INTEGER_FUNCTIONS = new Set([
+  'length',
+  'char_length',
+  'character_length',
+  'octet_length',
+  'bit_length',
+  'strpos',
+  'position',
+  'array_length',
+  'ascii',
+  'ntile',
+]);
+
+/** Fields below the second, read as microseconds: the factor to numeric (extract) and the divisor to double (date_part). */
+const SUBSECOND_FIELDS: Readonly<Record<string, { readonly numeric: string; readonly divisor: number }>> = Object.fromEntries([
+  ...['second', 'seconds', 'sec', 'secs', 's'].map((f) => [f, { numeric: '0.000001', divisor: 1_000_000 }]),
+  ...['millisecond', 'milliseconds', 'ms', 'msec', 'msecs', 'mseconds'].map((f) => [f, { numeric: '0.001', divisor: 1_000 }]),
+]);
+
+/** Aggregates whose result is double precision in PostgreSQL and has the ordering column's type in DuckDB. */
+export const DOUBLE_AGGREGATES = new Set(['percentile_cont']);
+
+/** Aggregates whose result type PostgreSQL derives otherwise than DuckDB (int8 sums, numeric averages), and the macro that corrects it. */
+export const NUMERIC_AGGREGATES: Readonly<Record<string, string>> = { sum: 'cot_sum_as', avg: 'cot_avg_as' };
+
+/** Division and modulo: PostgreSQL raises division_by_zero (22012) where DuckDB returns NULL or Infinity. */
+export const DIVISION_OPERATORS = new Set(['/', '%']);
+
+/** `length(s)` and its kin as integer (see integerResult). */
+export function integerCall(w: Walker, node: Node): void {
+  const call = callOf(w, node);
+  if (call !== null) integerResult(w, call.parts, call.i);
+}
+
+/** `extract(...)` and `date_part(...)` (see datePartResult). */
+export function datePartCall(w: Walker, node: Node): void {
+  const call = callOf(w, node);
+  if (call !== null) datePartResult(w, node, call.parts, call.i);
+}
+
+/** sum, avg, round and percentile_cont, called by their own names: their results as PostgreSQL types them. */
+export function aggregateResult(w: Walker, node: Node): void {
+  const call = callOf(w, node);
+  const name = call === null ? null : spelledName(w, call);
+  if (call === null || name === null) return;
+  const { parts, fn, i } = call;
+  if ((parts.length === 1 || parts[0] === 'pg_catalog') && w.expressions && w.tokens[name.next]?.text === '(') {
+    if (NUMERIC_AGGREGATES[fn] !== undefined) numericAggregate(w, node, fn, i, name.next);
+    if (fn === 'round') roundHalfEven(w, node, i, name.next);
+    doubleResult(w, node, fn, i, name.next);
+  }
+}
+
+/**
+ * `length(s)`, `position(a IN b)` ...: integer in PostgreSQL, bigint in
+ * DuckDB, which drivers read as another type (a string in node-postgres).
+ */
+function integerResult(w: Walker, parts: readonly string[], i: number): void {
+  const fn = parts[parts.length - 1] as string;
+  if (!INTEGER_FUNCTIONS.has(fn) || !w.expressions || (parts.length === 2 && parts[0] !== 'pg_catalog') || parts.length > 2) return;
+  const name = w.dotted(i);
+  if (name === null || name.parts[name.parts.length - 1] !== fn || w.tokens[name.next]?.text !== '(') return;
+  castCall(w, i, name.next, 'INTEGER');
+}
+
+/** The call whose name starts at token i and whose arguments open at `open`, its window and ordering included, cast to `type`. */
+function castCall(w: Walker, i: number, open: number, type: string): void {
+  const close = w.closing(open);
+  const end = close === null ? null : w.callEnd(close);
+  if (end === null) return;
+  w.insertBefore(i, 'CAST(');
+  w.insertAfter(end, ` AS ${type})`);
+}
+
+/**
+ * extract(field FROM x) is numeric in PostgreSQL 14 and later, date_part
+ * double precision; DuckDB's are bigint, and its seconds and milliseconds
+ * drop the fraction (45 where PostgreSQL has 45.500000). A sub-second field
+ * is read as microseconds and scaled, so it keeps PostgreSQL's digits.
+ */
+function datePartResult(w: Walker, node: Node, parts: readonly string[], i: number): void {
+  const fn = parts[parts.length - 1];
+  if ((fn !== 'extract' && fn !== 'date_part') || parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog') || !w.expressions) return;
+  const field = (((node.args as Node[] | undefined)?.[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval?.toLowerCase();
+  const span = w.callSpan(i);
+  if (field === undefined || span === null) return;
+  const fieldAt = span.open + 1;
+  const spelled = w.tokens[fieldAt];
+  if (spelled === undefined || (wordOf(spelled) ?? spelled.text.slice(1, -1).toLowerCase()) !== field) return;
+  const scale = SUBSECOND_FIELDS[field];
+  const numeric = fn === 'extract';
+  if (scale !== undefined) {
+    w.replaceTokens(fieldAt, fieldAt + 1, numeric ? 'microseconds' : "'microseconds'");
+    w.insertBefore(i, '(CAST(');
+    w.insertAfter(span.close, numeric ? ` AS DECIMAL(38,0)) * ${scale.numeric})` : ` AS DOUBLE) / ${scale.divisor})`);
+  } else if (numeric && field === 'epoch') {
+    // A double of seconds: its digits past the microsecond are noise.
+    w.insertBefore(i, 'round(CAST(');
+    w.insertAfter(span.close, ` AS ${UNCONSTRAINED_NUMERIC}), 6)`);
+  } else {
+    w.insertBefore(i, 'CAST(');
+    w.insertAfter(span.close, ` AS ${numeric ? UNCONSTRAINED_NUMERIC : 'DOUBLE'})`);
+  }
+}
+
+/** round(x) of a double rounds half to even in PostgreSQL (rint), half away from zero in DuckDB: chosen by x's witness. */
+function roundHalfEven(w: Walker, node: Node, i: number, open: number): void {
+  const args = node.args as Node[] | undefined;
+  const witness = args?.length === 1 ? typeWitness(args[0]) : null;
+  const close = w.closing(open);
+  if (witness === null || close === null) return;
+  w.replaceTokens(i, open, `${PG_SCHEMA}.cot_round`);
+  w.insertBefore(close, `, ${witness}`);
+}
+
+/** percentile_cont(f) WITHIN GROUP (ORDER BY x): double precision in PostgreSQL, x's type in DuckDB. */
+function doubleResult(w: Walker, node: Node, fn: string, i: number, open: number): void {
+  const first = (node.args as Node[] | undefined)?.[0];
+  if (!DOUBLE_AGGREGATES.has(fn) || first?.A_ArrayExpr !== undefined || !w.expressions) return;
+  castCall(w, i, open, 'DOUBLE');
+}
+
+/**
+ * `sum(x)` → `cot_sum_as(sum(x), wx)`, `avg(x)` → `cot_avg_as(avg(x), wx)`:
+ * int8 sums of int2 and int4, numeric averages of integers and numerics,
+ * chosen by the type witness of x. The call keeps its DISTINCT, ORDER BY,
+ * FILTER and OVER.
+ */
+function numericAggregate(w: Walker, node: Node, fn: string, i: number, open: number): void {
+  const args = node.args as Node[] | undefined;
+  if (args?.length !== 1 || node.agg_star === true || node.agg_within_group === true) return;
+  const witness = typeWitness(args[0]);
+  const close = w.closing(open);
+  const end = close === null ? null : w.callEnd(close);
+  if (witness === null || end === null) return;
+  w.insertBefore(i, `${PG_SCHEMA}.${NUMERIC_AGGREGATES[fn]}(`);
+  w.insertAfter(end, `, ${witness})`);
+}
+
+/** `a - b` (see typedOperation); the node's other rules are not asked. */
+export function minus(w: Walker, node: Node): boolean {
+  const o = operatorOf(w, node);
+  if (o === null || node.kind !== 'AEXPR_OP' || o.parts.length !== 1 || o.op !== '-' || node.lexpr === undefined || !w.expressions) return false;
+  typedOperation(w, node, o.i, 'cot_minus');
+  return true;
+}
+
+/** `a / b` and `a % b` (see typedOperation, checkedDivisor); the node's other rules are not asked. */
+export function division(w: Walker, node: Node): boolean {
+  const o = operatorOf(w, node);
+  if (o === null || node.kind !== 'AEXPR_OP' || o.parts.length !== 1 || !DIVISION_OPERATORS.has(o.op) || !w.expressions) return false;
+  if (o.op !== '/' || !typedOperation(w, node, o.i, 'cot_div')) checkedDivisor(w, node.rexpr as Node | undefined, o.i);
+  return true;
+}
+
+/**
+ * `a / b` → `a / cot_divisor(b)`, which raises division_by_zero when b is 0.
+ * The parse tree gives where b starts, not where it ends: the end is the
+ * first token after which the text, parsed alone, is b again.
+ */
+function checkedDivisor(w: Walker, rexpr: Node | undefined, op: number): void {
+  if (w.tokens[op]?.kind !== 'operator') return;
+  const end = w.exprEnd(rexpr, op + 1);
+  if (end === null) return;
+  w.insertBefore(op + 1, `${PG_SCHEMA}.cot_divisor(`);
+  w.insertAfter(end, ')');
+}
+
+/**
+ * `a / b` → `cot_div(a, b, wa, wb)`, `a - b` → `cot_minus(a, b, wa, wb)`:
+ * the operator as PostgreSQL types it (numeric division of integers and
+ * numerics mixed, an integer count of days between two dates), chosen by
+ * the operands' type witnesses (engines/duckdb/catalog/type-witness.ts). False, and the
+ * operator left as it is, when an operand's type is not certain.
+ */
+function typedOperation(w: Walker, node: Node, op: number, macro: 'cot_div' | 'cot_minus'): boolean {
+  const spelled = w.tokens[op];
+  if (spelled?.kind !== 'operator' || spelled.text !== (macro === 'cot_div' ? '/' : '-')) return false;
+  const lexpr = node.lexpr as Node | undefined;
+  const rexpr = node.rexpr as Node | undefined;
+  const wa = typeWitness(lexpr);
+  const wb = wa === null ? null : typeWitness(rexpr);
+  if (wa === null || wb === null) return false;
+  const start = w.argStart(lexpr, op);
+  const end = w.exprEnd(rexpr, op + 1);
+  if (start === null || end === null) return false;
+  w.insertBefore(start, `${PG_SCHEMA}.${macro}(`);
+  w.replaceTokens(op, op + 1, ',');
+  w.insertAfter(end, `, ${wa}, ${wb})`);
+  return true;
+}

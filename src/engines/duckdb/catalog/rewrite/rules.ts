@@ -1,0 +1,44 @@
+import { regCast, regNameAsText, regTargets } from './casts.js';
+import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
+import { addUniqueConstraint, foreignKeyActions, indexMethod, varcharLengths } from './ddl.js';
+import { renamedFunction, toCharCall } from './functions.js';
+import { arrowOperands, jsonAggregate, jsonbOperator, jsonEach } from './jsonb.js';
+import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
+import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, updateValues } from './literals.js';
+import { anyList, collate, likePattern, operatorSpelling } from './operators.js';
+import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
+import { aggregateResult, datePartCall, division, integerCall, minus } from './result-types.js';
+import { fromFunction, setReturningTargets } from './set-functions.js';
+import { typeName } from './types.js';
+import type { Rules } from './walker.js';
+
+/**
+ * Which rules each parse-tree node is given, in order. The order is part of
+ * the output: edits at one position are applied in the order they were made,
+ * and a rule that returns true ends its node's rewrites (to_char's, json_agg's
+ * and a renamed function's call; the operator rules of LIKE, ANY, jsonb,
+ * minus and division before OPERATOR(...)'s spelling).
+ */
+export const RULES: Rules = {
+  results: [vectorResults],
+  relations: [catalogRelation],
+  typeNames: [typeName],
+  nodes: {
+    FuncCall: [toCharCall, integerCall, datePartCall, aggregateResult, jsonAggregate, renamedFunction, catalogFunction],
+    ColumnRef: [catalogColumn, quoteKeywordParts],
+    ColumnDef: [columnDefinition],
+    CreateStmt: [varcharLengths],
+    SubLink: [emptySelectList],
+    A_Expr: [likePattern, anyList, arrowOperands, jsonbOperator, minus, division, spacedComparison, operatorSpelling],
+    CollateClause: [collate],
+    TypeCast: [arrayLiteralCast, vectorText, byteaLiteral, booleanCast, regNameAsText, regCast],
+    RangeFunction: [jsonEach, partitionAncestors, fromFunction],
+    SQLValueFunction: [valueFunction],
+    InsertStmt: [overriding, insertValues, insertColumns],
+    UpdateStmt: [updateValues, updateTargets],
+    IndexStmt: [indexMethod],
+    Constraint: [foreignKeyActions],
+    AlterTableStmt: [addUniqueConstraint],
+    SelectStmt: [lockingClause, setReturningTargets, sequenceRelation, regTargets],
+  },
+};

@@ -1,0 +1,91 @@
+import type { Token } from '../../../../sql/lexer.js';
+import { CATALOG_FUNCTIONS, CATALOG_RELATIONS } from '../pg-catalog.js';
+import { FUNCTION_NAMES } from './functions.js';
+import { JSON_AGGREGATES, JSON_EACH_FUNCTIONS, JSON_OPERATORS } from './jsonb.js';
+import { DUCKDB_ONLY_KEYWORDS } from './keywords.js';
+import { SPACED_OFFSET } from './literals.js';
+import { LIKE_WORDS, REGEX_OPERATORS } from './operators.js';
+import { DIVISION_OPERATORS, DOUBLE_AGGREGATES, INTEGER_FUNCTIONS, NUMERIC_AGGREGATES } from './result-types.js';
+import { SCALAR_FROM_FUNCTIONS, SCALAR_SET_FUNCTIONS } from './set-functions.js';
+import { REG_TYPES, TYPE_NAMES } from './types.js';
+import { wordOf } from './walker.js';
+
+/** The words that may start one of the rules' rewrites: a statement without any of them (and without the rules' other marks) is never parsed for the rewrite. */
+const TRIGGER_WORDS: ReadonlySet<string> = new Set([
+  ...Object.keys(NUMERIC_AGGREGATES),
+  ...DOUBLE_AGGREGATES,
+  'extract',
+  'round',
+  'bool',
+  'boolean',
+  'date_part',
+  'varchar',
+  'varying',
+  'overriding',
+  ...DUCKDB_ONLY_KEYWORDS,
+  'to_char',
+  'exists',
+  'update',
+  'share',
+  ...INTEGER_FUNCTIONS,
+  'bytea',
+  'pg_partition_ancestors',
+  'using',
+  'references',
+  'unique',
+  'last_value',
+  'tableoid',
+  'timestamp',
+  'timestamptz',
+  'time',
+  'timetz',
+  'numeric',
+  'decimal',
+  'dec',
+  'pg_catalog',
+  'information_schema',
+  'public',
+  'operator',
+  'collate',
+  'any',
+  'some',
+  'current_schema',
+  'current_catalog',
+  ...REG_TYPES,
+  ...Object.keys(TYPE_NAMES),
+  ...SCALAR_SET_FUNCTIONS,
+  ...SCALAR_FROM_FUNCTIONS,
+  ...JSON_AGGREGATES,
+  ...Object.keys(JSON_EACH_FUNCTIONS),
+  'user',
+  ...Object.keys(FUNCTION_NAMES),
+  ...CATALOG_RELATIONS,
+  ...CATALOG_FUNCTIONS,
+]);
+
+/** A LIKE pattern whose escapes matter: a parameter, or a literal holding a backslash. */
+const escapablePattern = (t: Token | undefined): boolean => t !== undefined && (t.kind === 'param' || (t.kind === 'string' && t.text.includes('\\')));
+
+/** Whether a statement may need a rewrite: a cheap look at its tokens, so that most statements are never parsed twice. */
+export function mayNeedRewrite(tokens: readonly Token[]): boolean {
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))) return true;
+    if (LIKE_WORDS.has(wordOf(t) ?? '') && escapablePattern(tokens[i + 1])) return true;
+    if (
+      t.kind === 'operator' &&
+      (REGEX_OPERATORS.has(t.text) || DIVISION_OPERATORS.has(t.text) || JSON_OPERATORS.has(t.text) || t.text === '->' || t.text === '->>')
+    ) {
+      return true;
+    }
+    // A binary minus (date - date); a minus after '(' or ',' is a negative literal's.
+    if (t.kind === 'operator' && t.text === '-' && i > 0 && !['(', ',', '=', 'values'].includes(tokens[i - 1]?.text.toLowerCase() ?? '')) return true;
+    // DuckDB's scanner splits ?| and #>> after a `?` or `#` of their own.
+    if (t.kind === 'punct' && (t.text === '?' || t.text === '#')) return true;
+    // '{a,b}'::text[]: an array literal cast to an array type.
+    if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
+    const w = wordOf(t);
+    if (w !== null && TRIGGER_WORDS.has(w)) return true;
+  }
+  return false;
+}
