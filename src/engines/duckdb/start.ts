@@ -117,13 +117,15 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       erasure: erasure.service,
       threadPoolSize: runtime.threadPoolSize,
     });
-    // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
-    const metricsAddress = await openOps(prometheus, server, config, stack);
-    const address = await listenOrExplain(server, config, stack);
+    // The background jobs start before the wire listens, so that they stop only after it has drained: the stop
+    // closes the listener first.
     startAudit(auditor, config, stack);
     startRetentionJob(config, log, erasure, stack);
     checkpoints.start();
     search.worker?.start();
+    // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
+    const metricsAddress = await openOps(prometheus, server, config, stack);
+    const address = await listenOrExplain(server, config, stack);
     const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
     if (sinkNames.length > 0) {
       log.info(
