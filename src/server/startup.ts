@@ -8,7 +8,7 @@ import type { DisposeStack } from './dispose-stack.js';
 import { OpsServer, type PrometheusObserver } from './metrics.js';
 import type { PgServer, ServerOptions } from './server.js';
 
-/** What both engines' start-ups share before they listen: the checks of the listener's configuration, its TLS and its users. */
+/** What both engines' start-ups share around the wire's listener: its configuration's checks, TLS, users, listening and the metrics port. */
 
 /** A problem the user can fix (a taken port, an unreadable file): reported in one line, without a stack. */
 export class StartupError extends Error {}
