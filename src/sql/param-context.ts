@@ -54,6 +54,18 @@ const ENGINE_TYPES: Readonly<Record<string, string>> = {
   bytea: 'BLOB',
 };
 
+/**
+ * cotwire's own functions whose arguments have one type, as a PostgreSQL
+ * function's signature types the parameters passed to it: the log's sizes
+ * and leaf indexes.
+ */
+const FUNCTION_ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
+  cot_consistency: ['BIGINT', 'BIGINT'],
+  cot_consistency_proof: ['BIGINT', 'BIGINT'],
+  cot_inclusion_proof: ['BIGINT', 'BIGINT'],
+  cot_log_root: ['BIGINT'],
+};
+
 /** Operators whose operands PostgreSQL resolves to one type when one of them is unknown. */
 const SAME_TYPE_OPERATORS = new Set(['+', '-', '*', '/', '%', '=', '<>', '!=', '<', '>', '<=', '>=', '||']);
 
@@ -164,6 +176,17 @@ export function paramContext(sql: SqlSource): ParamContext {
         note(paramNumber(r), hintOf(known(l), true));
       } else if (expr.kind === 'AEXPR_IN' && Array.isArray(r)) {
         for (const item of r) note(paramNumber(item as Node), hintOf(known(l), false));
+      }
+    }
+    const call = node.FuncCall as Node | undefined;
+    if (call !== undefined) {
+      const name = strings(call.funcname);
+      const types = name.length === 1 ? FUNCTION_ARGUMENTS[(name[0] as string).toLowerCase()] : undefined;
+      if (types !== undefined) {
+        for (const [i, arg] of ((call.args as Node[] | undefined) ?? []).entries()) {
+          const type = types[i];
+          if (type !== undefined) note(paramNumber(arg), { kind: 'type', type });
+        }
       }
     }
     for (const v of Object.values(node)) visit(v);

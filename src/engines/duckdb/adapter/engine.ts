@@ -388,6 +388,18 @@ class DuckDBSession implements EngineConnection {
         typed?.destroySync();
       }
     }
+    if (prepared.parameterCount > 0 && unresolvedColumns(prepared)) {
+      // A table macro's parameters: DuckDB binds its body only once it has their values, and describes one
+      // column "unknown" until then, whatever it will return. Typed as the function's signature types them
+      // (sql/param-context.ts), the body binds now.
+      const typed = await this.prepareTyped(sql, paramNumbers(sql), declaredTypes, parsed);
+      if (typed !== null && !unresolvedColumns(typed)) {
+        prepared.destroySync();
+        prepared = typed;
+      } else {
+        typed?.destroySync();
+      }
+    }
     const untyped = unresolvedParams(prepared);
     if (untyped.length > 0) {
       // PostgreSQL types a parameter that has no context as text; DuckDB leaves
