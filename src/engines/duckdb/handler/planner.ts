@@ -9,11 +9,10 @@ import { ParsedStatement } from '../../../sql/parsed.js';
 import type { EngineStatement, StatementKind } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import { ANALYTICS_MACROS } from '../dialect/analytics-sql.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { PROOF_MACROS } from '../dialect/proof-sql.js';
+import { duckdbDialect } from '../dialect/dialect.js';
 import { AUDIT_MACROS } from '../dialect/audit-sql.js';
-import { damagedVerifyMacros, stepsReadMacros, verifyMacros } from '../dialect/verify-sql.js';
+import { damagedVerifyMacros } from '../dialect/verify-sql.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import { ArrayOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import type { StatementSource } from '../../../session/handler-port.js';
@@ -238,12 +237,12 @@ export class Planner {
     this.macrosVersion = services.ledgers.version;
     const ledgers = await services.ledgers.all();
     const groups: string[][] = [[...AUDIT_MACROS]];
-    for (const t of ledgers) groups.push(verifyMacros(t));
+    for (const t of ledgers) groups.push(duckdbDialect.verifyFunctions(t));
     for (const d of await services.ledgers.damaged()) groups.push(damagedVerifyMacros(d, d.reason));
     const steps = ledgers.find((t) => t.isSteps);
-    if (steps !== undefined) groups.push([...stepsReadMacros(steps), ...ANALYTICS_MACROS]);
+    if (steps !== undefined) groups.push(duckdbDialect.stepsFunctions(steps));
     if (steps !== undefined) groups.push([...services.search.macros]);
-    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push([...PROOF_MACROS]);
+    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push(duckdbDialect.proofFunctions());
     return groups;
   }
 

@@ -7,7 +7,8 @@ import type { Logger } from '../../../log/logger.js';
 import type { Observer } from '../../../observe/observer.js';
 import { EmbeddingWorker } from '../search/embedding-worker.js';
 import { openVectorTable, vectorMismatch } from '../search/embeddings.js';
-import { QueryVectors, searchMacros } from '../search/search-sql.js';
+import { QueryVectors } from '../search/search-sql.js';
+import { duckdbDialect } from '../dialect/dialect.js';
 
 /** The configured embedders: one for the steps, and one for search texts, which waits less before it gives up. */
 export function embeddersFor(c: Config['embedding'], observer: Observer): { readonly steps: Embedder; readonly queries: Embedder } {
@@ -62,7 +63,7 @@ export async function openSearch(
     !c.enabled ? 'embedding.enabled is false' : state === null ? 'the steps ledger is damaged' : mismatch,
   );
   await engine.registerFunction(vectors.engineFunction());
-  const macros = searchMacros(c.dimensions);
+  const macros = duckdbDialect.searchFunctions?.(c.dimensions) ?? [];
   if (!c.enabled || appliedSeq === null || mismatch !== null) return { vectors, macros, worker: null, close: async () => undefined };
   const conn = await engine.connect();
   let unavailableSince: number | null = null;

@@ -5,7 +5,9 @@ import { RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
 import { orderedLeaves, transferRows, type LedgerExport } from '../../../ledger/transfer.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
 import { nodeHash, type Hash } from '../../../ledger/log/merkle.js';
-import { pgLedgerFunctions, pgTypeName } from './verify-sql.js';
+import { pgTypeName } from './verify-sql.js';
+import { ledgerFunctions } from '../../../ledger/dialect.js';
+import { postgresDialect } from './dialect.js';
 import { PG_SCHEMA, type PgRoles } from '../ledger/names.js';
 import { pgRelation } from '../ledger/catalog.js';
 import { fromCanonicalSql, pgArray } from '../ledger/writer.js';
@@ -99,7 +101,7 @@ export async function importIntoPostgres(
         }
       });
       // The same functions as a ledger created on the engine.
-      for (const sql of pgLedgerFunctions({ ...t, relation: pgRelation(t.name) }, roles)) await target.run(sql);
+      for (const sql of ledgerFunctions(postgresDialect(roles), { ...t, relation: pgRelation(t.name) })) await target.run(sql);
       report.push({ name: t.name, rows, created });
     }
     const ordered = await orderedLeaves(source, leaves);

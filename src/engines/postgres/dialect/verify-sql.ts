@@ -241,38 +241,43 @@ ORDER BY chain_key`;
 const VERIFY_COLUMNS = 'chain_key text, valid boolean, step_count bigint, first_broken_index integer, break_kind text, expected_hash text, actual_hash text';
 
 /** The SQL functions of one ledger in PostgreSQL: cot_verify[_name](chain) and cot_verify[_name]_all(), and for the steps the reads. */
-export function pgLedgerFunctions(table: LedgerTable, roles: PgRoles): string[] {
-  const name = verifyMacroName(table);
-  const fn = (fname: string, args: ReadonlyArray<readonly [string, string]>, returns: string, body: string): string[] => {
-    const types = `public.${fname}(${args.map(([, t]) => t).join(', ')})`;
-    return [
-      `CREATE OR REPLACE FUNCTION public.${fname}(${args.map(([a, t]) => `${a} ${t}`).join(', ')}) RETURNS ${returns} LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $cotwire$${body}$cotwire$`,
-      `REVOKE ALL ON FUNCTION ${types} FROM PUBLIC`,
-      `GRANT EXECUTE ON FUNCTION ${types} TO ${quoteIdent(roles.client)}, ${quoteIdent(roles.writer)}`,
-    ];
-  };
-  const out = [
-    ...fn(name, [['chain', 'text']], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, true)),
-    ...fn(`${name}_all`, [], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, false)),
+/** A function in `public` that runs as its owner's SQL with a fixed search_path, executable by the client and writer roles. */
+function pgFunction(roles: PgRoles, fname: string, args: ReadonlyArray<readonly [string, string]>, returns: string, body: string): string[] {
+  const types = `public.${fname}(${args.map(([, t]) => t).join(', ')})`;
+  return [
+    `CREATE OR REPLACE FUNCTION public.${fname}(${args.map(([a, t]) => `${a} ${t}`).join(', ')}) RETURNS ${returns} LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $cotwire$${body}$cotwire$`,
+    `REVOKE ALL ON FUNCTION ${types} FROM PUBLIC`,
+    `GRANT EXECUTE ON FUNCTION ${types} TO ${quoteIdent(roles.client)}, ${quoteIdent(roles.writer)}`,
   ];
-  if (table.isSteps) {
-    out.push(...pgAnalyticsFunctions(table, roles));
-    const steps = table.relation ?? '';
-    out.push(
-      ...fn('cot_replay', [['session', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE session_id = $1 ORDER BY step_index`),
-      ...fn('cot_trace', [['trace', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE trace_id = $1::uuid`),
-      ...fn(
-        'cot_sessions',
-        [['agent', 'text']],
-        'TABLE (session_id text, step_count bigint, first_step_at timestamptz, last_step_at timestamptz, chain_valid boolean)',
-        // Only the agent's own sessions are verified, not every chain in the ledger.
-        `WITH v AS (${pgVerifySql(table, false, `r.session_id IN (SELECT session_id FROM ${steps} WHERE agent_id IS NOT DISTINCT FROM $1)`)})
+}
+
+/** cot_verify(chain) and cot_verify_all() of a ledger, as PostgreSQL functions. */
+export function pgVerifyFunctions(table: LedgerTable, roles: PgRoles): string[] {
+  const name = verifyMacroName(table);
+  return [
+    ...pgFunction(roles, name, [['chain', 'text']], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, true)),
+    ...pgFunction(roles, `${name}_all`, [], `TABLE (${VERIFY_COLUMNS})`, pgVerifySql(table, false)),
+  ];
+}
+
+/** The steps ledger's analytics, cot_replay, cot_trace and cot_sessions, as PostgreSQL functions. */
+export function pgStepsFunctions(table: LedgerTable, roles: PgRoles): string[] {
+  const steps = table.relation ?? '';
+  return [
+    ...pgAnalyticsFunctions(table, roles),
+    ...pgFunction(roles, 'cot_replay', [['session', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE session_id = $1 ORDER BY step_index`),
+    ...pgFunction(roles, 'cot_trace', [['trace', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE trace_id = $1::uuid`),
+    ...pgFunction(
+      roles,
+      'cot_sessions',
+      [['agent', 'text']],
+      'TABLE (session_id text, step_count bigint, first_step_at timestamptz, last_step_at timestamptz, chain_valid boolean)',
+      // Only the agent's own sessions are verified, not every chain in the ledger.
+      `WITH v AS (${pgVerifySql(table, false, `r.session_id IN (SELECT session_id FROM ${steps} WHERE agent_id IS NOT DISTINCT FROM $1)`)})
          SELECT s.session_id, count(*)::bigint, min(s.created_at), max(s.created_at), bool_and(v.valid)
          FROM ${steps} s JOIN v ON v.chain_key = s.session_id
          WHERE s.agent_id IS NOT DISTINCT FROM $1
          GROUP BY s.session_id ORDER BY min(s.created_at)`,
-      ),
-    );
-  }
-  return out;
+    ),
+  ];
 }

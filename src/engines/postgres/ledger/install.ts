@@ -6,8 +6,9 @@ import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoi
 import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './names.js';
 import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { readPostgresTables } from './catalog.js';
-import { pgProofFunctions } from '../dialect/proof-sql.js';
-import { DOUBLE_TEXT_FUNCTION, pgLedgerFunctions } from '../dialect/verify-sql.js';
+import { DOUBLE_TEXT_FUNCTION } from '../dialect/verify-sql.js';
+import { ledgerFunctions } from '../../../ledger/dialect.js';
+import { postgresDialect } from '../dialect/dialect.js';
 import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
 import { NEW_LEDGER_HASH_VERSION } from '../../../ledger/chain/hash-version.js';
 import { REDACTIONS_DDL, REDACTIONS_TABLE } from '../../../ledger/erasure/redactions.js';
@@ -243,7 +244,7 @@ export async function installPostgres(
     for (const table of await new LedgerCatalog(conn, isProtected, null, readPostgresTables(prefix)).all()) {
       const name = verifyMacroName(table);
       const [[existed]] = (await conn.query(`SELECT to_regprocedure($1) IS NOT NULL`, [`public.${name}(text)`])) as [[boolean]];
-      for (const sql of pgLedgerFunctions(table, roles)) await conn.run(sql);
+      for (const sql of ledgerFunctions(postgresDialect(roles), table)) await conn.run(sql);
       if (!existed)
         actions.push(
           `created ${name}() and ${name}_all()${table.isSteps ? ', cot_replay(), cot_trace() and cot_sessions()' : ''}, which verify ${table.name} in PostgreSQL`,
@@ -264,7 +265,7 @@ export async function installPostgres(
     }
     await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
     const [[proofs]] = (await conn.query(`SELECT to_regprocedure('public.cot_prove(text)') IS NOT NULL`)) as [[boolean]];
-    for (const sql of pgProofFunctions(roles)) await conn.run(sql);
+    for (const sql of postgresDialect(roles).proofFunctions()) await conn.run(sql);
     if (!proofs)
       actions.push(
         "created cot_log_root(), cot_inclusion_proof(), cot_consistency_proof(), cot_checkpoint(), cot_prove() and cot_consistency(), the global log's proofs",

@@ -4,7 +4,8 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { PostgresConnection } from '../adapter/connection.js';
-import { pgLedgerFunctions } from '../dialect/verify-sql.js';
+import { ledgerFunctions } from '../../../ledger/dialect.js';
+import { postgresDialect } from '../dialect/dialect.js';
 import { readPostgresTables } from '../ledger/catalog.js';
 import { pgLedgerDdl } from '../ledger/ledger-create.js';
 import type { PgRoles } from '../ledger/names.js';
@@ -38,7 +39,7 @@ export async function ledgerDdl(
         for (const sql of made.statements) await owner.run(sql);
         // Read in this transaction, which alone sees the new table yet.
         const table = await new LedgerCatalog(owner, (n) => names.isProtected(n), null, readPostgresTables(prefix)).find(['main', made.name]);
-        if (table !== null) for (const sql of pgLedgerFunctions(table, roles)) await owner.run(sql);
+        if (table !== null) for (const sql of ledgerFunctions(postgresDialect(roles), table)) await owner.run(sql);
         await owner.run('COMMIT');
       } catch (err) {
         await owner.run('ROLLBACK').catch(() => undefined);
