@@ -63,6 +63,8 @@ interface RangeVar {
   readonly relname?: string;
   readonly schemaname?: string;
   readonly catalogname?: string;
+  /** "t" for a temporary table. */
+  readonly relpersistence?: string;
 }
 
 const nameParts = (r: RangeVar | undefined): string[] => [r?.catalogname, r?.schemaname, r?.relname].filter((x): x is string => x !== undefined);
@@ -198,8 +200,44 @@ export class PostgresGuard {
       }
       case 'CreateStmt': {
         const target = nameParts(node.relation as RangeVar);
+        if (this.isProtected(target) && (node.relation as RangeVar).relpersistence === 't') {
+          return refused(
+            'shadow',
+            'CREATE TEMP TABLE',
+            target.join('.'),
+            `cannot create temporary table "${target.join('.')}": ledger names are reserved for ledger tables`,
+            'Create the ledger as a permanent table.',
+          );
+        }
         if (this.isProtected(target)) return { kind: 'create-ledger', ledger: target, create: node };
         return this.mentionsProtected(node) ? this.uncertain('CREATE TABLE', node) : { kind: 'engine' };
+      }
+      case 'CreateTableAsStmt': {
+        // A table or materialized view made from a query reads what the query reads; only its own name matters.
+        const target = nameParts((node.into as { rel?: RangeVar } | undefined)?.rel);
+        if (this.isProtected(target)) {
+          return refused(
+            'ledger',
+            'CREATE TABLE AS',
+            target.join('.'),
+            `cannot create ledger table "${target.join('.')}" from a query: ledger rows are appended one INSERT at a time by the server`,
+            'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.',
+          );
+        }
+        return this.readsOnly(node.query as Node);
+      }
+      case 'ViewStmt': {
+        const target = nameParts(node.view as RangeVar);
+        if (this.isProtected(target)) {
+          return refused(
+            'shadow',
+            'CREATE VIEW',
+            target.join('.'),
+            `cannot create view "${target.join('.')}": ledger names are reserved for ledger tables`,
+            'Choose another name for the view.',
+          );
+        }
+        return this.readsOnly(node.query as Node);
       }
       case 'TransactionStmt':
         return { kind: 'transaction', op: transactionOp(String(node.kind)), savepoint: typeof node.savepoint_name === 'string' ? node.savepoint_name : null };
@@ -308,12 +346,21 @@ export class PostgresGuard {
     return ledgerRefusal(operation, target);
   }
 
-  /** A ledger's name, or anything in cotwire's own schema (the log, the chain heads, the signing lease). */
   /** The server's own records (checkpoints, refusals, erasure): only the server appends to them. */
   private isServerOnly(parts: readonly string[]): boolean {
     return parts.length > 0 && this.names.isServerOnly(parts[parts.length - 1] as string);
   }
 
+  /**
+   * A query that a new table or view is made from: it may read ledgers, and is planned as a statement of its own,
+   * so that anything in it that writes or locks a ledger is refused as it would be there.
+   */
+  private readsOnly(query: Node): PgPlan {
+    const inner = this.plan(query);
+    return inner.kind === 'engine' || inner.kind === 'refused' ? inner : this.uncertain('CREATE', query);
+  }
+
+  /** A ledger's name, or anything in cotwire's own schema (the log, the chain heads, the signing lease). */
   private isProtected(parts: readonly string[]): boolean {
     if (parts.length >= 2 && parts[parts.length - 2]?.toLowerCase() === PG_SCHEMA) return true;
     return parts.length > 0 && this.names.isProtected(parts[parts.length - 1]);
