@@ -193,15 +193,12 @@ describe('what the query tool refuses', () => {
     expect(await countOf(await s.as('boss'), "SELECT count(*) FROM _cot_steps WHERE session_id = 'x'")).toBe(0);
   });
 
-  gap('postgres', 'a ledger INSERT in the query tool’s read-only transaction is accepted (then rolled back) instead of refused with 25006')(
-    'an append, with 25006: its statements run read-only, whatever the user’s role',
-    async () => {
-      const r = await agent.call('query', { sql: "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('triage', 'Decision', 'forged')" });
-      expect(r.isError).toBe(true);
-      expect(r.text).toMatch(/^ERROR 25006: cannot execute INSERT in a read-only transaction/);
-      expect(await countOf(await s.as('boss'), "SELECT count(*) FROM _cot_steps WHERE session_id = 'triage'")).toBe(6);
-    },
-  );
+  it('an append, with 25006: its statements run read-only, whatever the user’s role', async () => {
+    const r = await agent.call('query', { sql: "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('triage', 'Decision', 'forged')" });
+    expect(r.isError).toBe(true);
+    expect(r.text).toMatch(/^ERROR 25006: cannot execute INSERT in a read-only transaction/);
+    expect(await countOf(await s.as('boss'), "SELECT count(*) FROM _cot_steps WHERE session_id = 'triage'")).toBe(6);
+  });
 });
 
 describe('search_reasoning', () => {

@@ -160,23 +160,20 @@ describe('ledgers created in a transaction block', () => {
 });
 
 describe('read-only transactions', () => {
-  gap('postgres', 'a ledger INSERT in a read-only transaction is appended: the writer does not see the client’s access mode')(
-    'refuse a ledger append with 25006 (BEGIN READ ONLY and default_transaction_read_only), and write nothing',
-    async () => {
-      const a = await s.fresh();
-      try {
-        await a.query('BEGIN READ ONLY');
-        expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ro', 'Action')"))).toBe('25006');
-        await a.query('ROLLBACK');
-        await a.query('SET default_transaction_read_only = on');
-        expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ro', 'Action')"))).toBe('25006');
-      } finally {
-        await a.query('ROLLBACK');
-        await a.query('SET default_transaction_read_only = off');
-      }
-      expect(await stepsOf('tx-ro')).toBe(0);
-    },
-  );
+  it('refuse a ledger append with 25006 (BEGIN READ ONLY and default_transaction_read_only), and write nothing', async () => {
+    const a = await s.fresh();
+    try {
+      await a.query('BEGIN READ ONLY');
+      expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ro', 'Action')"))).toBe('25006');
+      await a.query('ROLLBACK');
+      await a.query('SET default_transaction_read_only = on');
+      expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ro', 'Action')"))).toBe('25006');
+    } finally {
+      await a.query('ROLLBACK');
+      await a.query('SET default_transaction_read_only = off');
+    }
+    expect(await stepsOf('tx-ro')).toBe(0);
+  });
 
   it('refuse a write to an ordinary table with 25006', async () => {
     const a = await s.fresh();

@@ -15,6 +15,20 @@ import { pgAnalyticsFunctions } from './analytics-sql.js';
  */
 
 /**
+ * A ledger INSERT's rows are evaluated by a SELECT, which a read-only
+ * transaction runs: this check, a one-time filter of that SELECT, fails it
+ * as PostgreSQL fails the INSERT itself (25006), rows or none.
+ */
+export const WRITABLE_FUNCTION = `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.writable() RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+    RAISE EXCEPTION 'cannot execute INSERT in a read-only transaction' USING ERRCODE = '25006';
+  END IF;
+  RETURN true;
+END $$`;
+
+/**
  * A double as Python's repr() writes it (the text DuckDB gives it and the
  * writer hashes): the shortest digits that read back as the same double,
  * placed by repr()'s rule (scientific below 1e-4 and from 1e16, `.0` on

@@ -4,6 +4,7 @@ import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { canonicalPgExprSql, pgTypeName } from '../dialect/verify-sql.js';
 import { fromCanonicalSql, pgArray } from '../ledger/writer.js';
+import { PG_SCHEMA } from '../ledger/names.js';
 import { quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { checkParents as checkParentsExist, serverColumnsLeftToServer, validateSteps } from '../../../ledger/chain/validate.js';
 import type { AppendJob } from '../../../ledger/chain/append.js';
@@ -76,8 +77,12 @@ function appendPlanOf(table: LedgerTable, pieces: InsertPieces): LedgerAppendPla
     if (c !== undefined) exprs.push(`CAST(src.c${(position.get(name) as number) + 1} AS text)`);
   }
   const aliases = provided.map((_, i) => `c${i + 1}`).join(', ');
+  // A read-only transaction refuses the INSERT, not the SELECT that evaluates its rows: the check fails it (25006).
+  const writable = `WHERE ${PG_SCHEMA}.writable()`;
   const evaluate =
-    pieces.source === null ? `SELECT ${exprs.join(', ')}` : `${pieces.withText} SELECT ${exprs.join(', ')} FROM (${pieces.source}) AS src(${aliases})`.trim();
+    pieces.source === null
+      ? `SELECT ${exprs.join(', ')} ${writable}`
+      : `${pieces.withText} SELECT ${exprs.join(', ')} FROM (${pieces.source}) AS src(${aliases}) ${writable}`.trim();
   return { table, pieces, clientColumns: clientColumns.map((c) => c.name), evaluate, serverProvided };
 }
 

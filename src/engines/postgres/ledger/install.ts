@@ -6,7 +6,7 @@ import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoi
 import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './names.js';
 import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { readPostgresTables } from './catalog.js';
-import { DOUBLE_TEXT_FUNCTION } from '../dialect/verify-sql.js';
+import { DOUBLE_TEXT_FUNCTION, WRITABLE_FUNCTION } from '../dialect/verify-sql.js';
 import { ledgerFunctions } from '../../../ledger/dialect.js';
 import { postgresDialect } from '../dialect/dialect.js';
 import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
@@ -165,6 +165,10 @@ function steps(roles: PgRoles, database: string): Step[] {
     {
       does: 'the canonical text of a double',
       sql: [DOUBLE_TEXT_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${w}, ${c}`],
+    },
+    {
+      does: 'the check that a ledger INSERT runs in a transaction that may write',
+      sql: [WRITABLE_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.writable() TO ${w}, ${c}`],
     },
     {
       done: tableExists(PG_SCHEMA, 'signer'),
