@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { leafPrefix } from '../log/leaf.js';
+import { rowHashFor } from './canonical.js';
+import { type EmbeddingSampleRule, selectedForEmbedding } from './embedding-sample.js';
 import type { LedgerTable } from './schema.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
@@ -105,4 +107,55 @@ export function uuidv7(ms: number): string {
   b[8] = ((b[8] as number) & 0x3f) | 0x80;
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** A chain's last step, which the next one links to. */
+export interface ChainLink {
+  readonly index: number;
+  readonly hash: string;
+}
+
+/** A client row with the server's columns filled in and its hash, in table order, and the chain it extends. */
+export interface ChainedRow {
+  readonly texts: (string | null)[];
+  readonly key: string;
+  readonly index: number;
+  readonly hash: string;
+}
+
+/**
+ * The chain rule, the same on both engines: a row's step_index follows its
+ * chain's head (0 for a new chain, whose prev_hash is ''), it takes the
+ * head's hash as prev_hash, the commit's created_at and ledger_seq, a
+ * trace_id (the one the client was answered with, or a new UUIDv7), and
+ * has_embedding by the sample rule; current_hash covers all of it.
+ */
+export function chainRow(
+  table: LedgerTable,
+  clientRow: ReadonlyArray<string | null>,
+  headOf: (key: string) => ChainLink | undefined,
+  seq: bigint,
+  micros: bigint,
+  traceId: string | undefined,
+  sample: EmbeddingSampleRule | null,
+): ChainedRow {
+  const layout = rowLayout(table);
+  const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+  for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+  const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
+  const head = headOf(key);
+  const index = head === undefined ? 0 : head.index + 1;
+  texts[layout.stepIndex] = String(index);
+  texts[layout.prevHash] = head?.hash ?? '';
+  texts[layout.createdAt] = String(micros);
+  texts[layout.ledgerSeq] = String(seq);
+  if (layout.traceId >= 0) texts[layout.traceId] = traceId ?? uuidv7(Number(micros / 1000n));
+  if (layout.hasEmbedding >= 0) {
+    const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
+    const selected = sample !== null && id != null && selectedForEmbedding(sample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
+    texts[layout.hasEmbedding] = selected ? 'true' : 'false';
+  }
+  const hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
+  texts[layout.currentHash] = hash;
+  return { texts, key, index, hash };
 }

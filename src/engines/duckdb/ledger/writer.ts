@@ -1,6 +1,6 @@
 import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
-import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
-import { loadColumnHasher, rowHashFor } from '../../../ledger/chain/canonical.js';
+import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
+import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -15,7 +15,7 @@ import { resumeLog } from '../log/log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
 import { Quarantine } from './quarantine.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
-import { type EmbeddingSampleRule, selectedForEmbedding } from '../../../ledger/chain/embedding-sample.js';
+import type { EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
 
 interface Head {
   readonly index: number;
@@ -436,7 +436,7 @@ export class LedgerWriter implements LedgerAppender {
         const first = seq + 1n;
         job.rows.forEach((clientRow, i) => {
           seq += 1n;
-          entry.rows.push(this.chainRow(job.table, clientRow, heads, tentative, seq, leaves, job.traceIds?.[i]));
+          entry.rows.push(this.chainedRow(job.table, clientRow, heads, tentative, seq, leaves, job.traceIds?.[i]));
         });
         unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
       }
@@ -523,7 +523,7 @@ export class LedgerWriter implements LedgerAppender {
   }
 
   /** Completes one row with its chain values and hash; returns the texts of every column in table order. */
-  private chainRow(
+  private chainedRow(
     table: LedgerTable,
     clientRow: ReadonlyArray<string | null>,
     heads: Map<string, Head>,
@@ -533,30 +533,10 @@ export class LedgerWriter implements LedgerAppender {
     traceId?: string,
   ): (string | null)[] {
     const layout = rowLayout(table);
-    const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
-    for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
-    const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
-    const head = tentative.get(key) ?? heads.get(key);
-    const micros = this.nextMicros();
-    const index = head === undefined ? 0 : head.index + 1;
-    texts[layout.stepIndex] = String(index);
-    texts[layout.prevHash] = head?.hash ?? '';
-    texts[layout.createdAt] = String(micros);
-    texts[layout.ledgerSeq] = String(seq);
-    if (layout.traceId >= 0) texts[layout.traceId] = traceId ?? uuidv7(Number(micros / 1000n));
-    if (layout.hasEmbedding >= 0) {
-      const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
-      const selected =
-        this.embeddingSample !== null &&
-        id != null &&
-        selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
-      texts[layout.hasEmbedding] = selected ? 'true' : 'false';
-    }
-    const hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
-    texts[layout.currentHash] = hash;
-    tentative.set(key, { index, hash });
-    if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, key, hash));
-    return texts;
+    const row = chainRow(table, clientRow, (key) => tentative.get(key) ?? heads.get(key), seq, this.nextMicros(), traceId, this.embeddingSample);
+    tentative.set(row.key, { index: row.index, hash: row.hash });
+    if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, row.key, row.hash));
+    return row.texts;
   }
 
   /** Microseconds since the epoch, strictly increasing, so created_at orders appends. */

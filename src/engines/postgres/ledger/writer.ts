@@ -2,14 +2,14 @@ import type { SqlConnection } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { NO_OBSERVER, type Observer } from '../../../observe/observer.js';
-import { loadColumnHasher, rowHashFor } from '../../../ledger/chain/canonical.js';
-import { selectedForEmbedding, type EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
+import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
+import type { EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
 import { rowLeafHash } from '../../../ledger/log/leaf.js';
 import { nodesForAppend } from '../../../ledger/log/merkle.js';
 import { positionOf } from '../../../ledger/log/leaf.js';
 import { PG_SCHEMA } from './names.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { rowLayout, uuidv7, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
+import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 
 /**
  * The ledger writer on a PostgreSQL engine, which several cotwire instances
@@ -281,28 +281,20 @@ export class PgLedgerWriter implements LedgerAppender {
         const jobRows: (string | null)[][] = [];
         job.rows.forEach((clientRow, i) => {
           seq += 1n;
-          const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
-          for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
-          const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
-          const head = chainHeads?.get(key);
-          if (head === undefined) throw new PgError(SqlState.InternalError, `chain ${JSON.stringify(key)} of ${ledger} has no head row`);
-          const micros = this.nextMicros();
-          const index = head.index + 1;
-          texts[layout.stepIndex] = String(index);
-          texts[layout.prevHash] = head.hash;
-          texts[layout.createdAt] = String(micros);
-          texts[layout.ledgerSeq] = String(seq);
-          if (layout.traceId >= 0) texts[layout.traceId] = job.traceIds?.[i] ?? uuidv7(Number(micros / 1000n));
-          if (layout.hasEmbedding >= 0) {
-            const id = layout.traceId >= 0 ? texts[layout.traceId] : null;
-            const selected =
-              this.embeddingSample !== null &&
-              id != null &&
-              selectedForEmbedding(this.embeddingSample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
-            texts[layout.hasEmbedding] = selected ? 'true' : 'false';
-          }
-          const hash = rowHashFor(job.table.hashVersion, job.table.name, layout.names, texts);
-          texts[layout.currentHash] = hash;
+          const { texts, key, index, hash } = chainRow(
+            job.table,
+            clientRow,
+            (k) => {
+              const head = chainHeads?.get(k);
+              if (head === undefined) throw new PgError(SqlState.InternalError, `chain ${JSON.stringify(k)} of ${ledger} has no head row`);
+              return head;
+            },
+            seq,
+            this.nextMicros(),
+            job.traceIds?.[i],
+            this.embeddingSample,
+          );
+          const head = chainHeads?.get(key) as Head;
           head.index = index;
           head.hash = hash;
           out.rows.push(texts);
