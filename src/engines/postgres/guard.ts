@@ -198,47 +198,10 @@ export class PostgresGuard {
         const hit = ((node.relations as unknown[]) ?? []).map((r) => nameParts((r as { RangeVar: RangeVar }).RangeVar)).find((n) => this.isProtected(n));
         return hit === undefined ? { kind: 'engine' } : ledgerRefusal('TRUNCATE', hit.join('.'));
       }
-      case 'CreateStmt': {
-        const target = nameParts(node.relation as RangeVar);
-        if (this.isProtected(target) && (node.relation as RangeVar).relpersistence === 't') {
-          return refused(
-            'shadow',
-            'CREATE TEMP TABLE',
-            target.join('.'),
-            `cannot create temporary table "${target.join('.')}": ledger names are reserved for ledger tables`,
-            'Create the ledger as a permanent table.',
-          );
-        }
-        if (this.isProtected(target)) return { kind: 'create-ledger', ledger: target, create: node };
-        return this.mentionsProtected(node) ? this.uncertain('CREATE TABLE', node) : { kind: 'engine' };
-      }
-      case 'CreateTableAsStmt': {
-        // A table or materialized view made from a query reads what the query reads; only its own name matters.
-        const target = nameParts((node.into as { rel?: RangeVar } | undefined)?.rel);
-        if (this.isProtected(target)) {
-          return refused(
-            'ledger',
-            'CREATE TABLE AS',
-            target.join('.'),
-            `cannot create ledger table "${target.join('.')}" from a query: ledger rows are appended one INSERT at a time by the server`,
-            'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.',
-          );
-        }
-        return this.readsOnly(node.query as Node);
-      }
-      case 'ViewStmt': {
-        const target = nameParts(node.view as RangeVar);
-        if (this.isProtected(target)) {
-          return refused(
-            'shadow',
-            'CREATE VIEW',
-            target.join('.'),
-            `cannot create view "${target.join('.')}": ledger names are reserved for ledger tables`,
-            'Choose another name for the view.',
-          );
-        }
-        return this.readsOnly(node.query as Node);
-      }
+      case 'CreateStmt':
+      case 'CreateTableAsStmt':
+      case 'ViewStmt':
+        return this.planCreate(kind, node);
       case 'TransactionStmt':
         return { kind: 'transaction', op: transactionOp(String(node.kind)), savepoint: typeof node.savepoint_name === 'string' ? node.savepoint_name : null };
       case 'ExplainStmt': {
@@ -322,6 +285,55 @@ export class PostgresGuard {
         // Any other statement that names a ledger (DROP, ALTER, COMMENT, GRANT, CREATE INDEX or TRIGGER or RULE
         // or VIEW of its name, LOCK, CLUSTER, ...) is refused; without one, PostgreSQL's permissions decide.
         return this.mentionsProtected(node) ? this.uncertain(statementName(kind), node) : { kind: 'engine' };
+    }
+  }
+
+  /** A new table, a table made from a query, or a view: what it is named, and what its query reads. */
+  private planCreate(kind: string, node: Node): PgPlan {
+    switch (kind) {
+      case 'CreateStmt': {
+        const target = nameParts(node.relation as RangeVar);
+        if (this.isProtected(target) && (node.relation as RangeVar).relpersistence === 't') {
+          return refused(
+            'shadow',
+            'CREATE TEMP TABLE',
+            target.join('.'),
+            `cannot create temporary table "${target.join('.')}": ledger names are reserved for ledger tables`,
+            'Create the ledger as a permanent table.',
+          );
+        }
+        if (this.isProtected(target)) return { kind: 'create-ledger', ledger: target, create: node };
+        return this.mentionsProtected(node) ? this.uncertain('CREATE TABLE', node) : { kind: 'engine' };
+      }
+      case 'CreateTableAsStmt': {
+        // A table or materialized view made from a query reads what the query reads; only its own name matters.
+        const target = nameParts((node.into as { rel?: RangeVar } | undefined)?.rel);
+        if (this.isProtected(target)) {
+          return refused(
+            'ledger',
+            'CREATE TABLE AS',
+            target.join('.'),
+            `cannot create ledger table "${target.join('.')}" from a query: ledger rows are appended one INSERT at a time by the server`,
+            'CREATE TABLE the ledger, then INSERT INTO it ... SELECT.',
+          );
+        }
+        return this.readsOnly(node.query as Node);
+      }
+      case 'ViewStmt': {
+        const target = nameParts(node.view as RangeVar);
+        if (this.isProtected(target)) {
+          return refused(
+            'shadow',
+            'CREATE VIEW',
+            target.join('.'),
+            `cannot create view "${target.join('.')}": ledger names are reserved for ledger tables`,
+            'Choose another name for the view.',
+          );
+        }
+        return this.readsOnly(node.query as Node);
+      }
+      default:
+        return { kind: 'engine' };
     }
   }
 
