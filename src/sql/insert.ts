@@ -1,5 +1,5 @@
 import { identifierText } from './identifiers.js';
-import type { Token } from './lexer.js';
+import { tokenize, type Token } from './lexer.js';
 
 /** The parts of an INSERT statement, found on its tokens. */
 export interface InsertParts {
@@ -158,4 +158,21 @@ export function hoistInsertWith(text: string, tokens: readonly Token[]): Hoisted
       return insertStart + q - moved + 1;
     },
   };
+}
+
+/**
+ * The first of `names` a RETURNING list asks for (`*` asks for every one),
+ * or null when it asks for none of them: a ledger INSERT inside a
+ * transaction block can return only what is known before COMMIT.
+ */
+export function returnsAnyOf(returning: string, names: ReadonlySet<string>): string | null {
+  const tokens = tokenize(returning);
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    const prev = tokens[i - 1]?.text;
+    if (t.text === '*' && (prev === undefined || prev === ',' || prev === '.')) return '*';
+    const name = t.kind === 'word' ? t.text.toLowerCase() : t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : null;
+    if (name !== null && names.has(name)) return name;
+  }
+  return null;
 }

@@ -107,24 +107,21 @@ describe('appends in a transaction block', () => {
     expect(r.rows).toEqual([{ step_index: 0, h: 64 }]);
   });
 
-  gap('postgres', 'RETURNING from a ledger INSERT inside a transaction block is refused whole (0A000)')(
-    'return the columns given and trace_id from RETURNING inside the block, as known before COMMIT',
-    async () => {
-      const a = await s.fresh();
-      await a.query('BEGIN');
-      try {
-        const r = await a.query(
-          "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('tx-ret-known', 'Observation', 'x') RETURNING session_id, content, trace_id",
-        );
-        expect(r.rows).toEqual([{ session_id: 'tx-ret-known', content: 'x', trace_id: expect.stringMatching(/^[0-9a-f-]{36}$/) }]);
-        await a.query('COMMIT');
-        const stored = await a.query("SELECT trace_id FROM _cot_steps WHERE session_id = 'tx-ret-known'");
-        expect(stored.rows).toEqual([{ trace_id: r.rows[0].trace_id }]);
-      } finally {
-        await a.query('ROLLBACK');
-      }
-    },
-  );
+  it('return the columns given and trace_id from RETURNING inside the block, as known before COMMIT', async () => {
+    const a = await s.fresh();
+    await a.query('BEGIN');
+    try {
+      const r = await a.query(
+        "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('tx-ret-known', 'Observation', 'x') RETURNING session_id, content, trace_id",
+      );
+      expect(r.rows).toEqual([{ session_id: 'tx-ret-known', content: 'x', trace_id: expect.stringMatching(/^[0-9a-f-]{36}$/) }]);
+      await a.query('COMMIT');
+      const stored = await a.query("SELECT trace_id FROM _cot_steps WHERE session_id = 'tx-ret-known'");
+      expect(stored.rows).toEqual([{ trace_id: r.rows[0].trace_id }]);
+    } finally {
+      await a.query('ROLLBACK');
+    }
+  });
 });
 
 describe('ledgers created in a transaction block', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hoistInsertWith, parseInsert } from '../../../src/sql/insert.js';
+import { hoistInsertWith, parseInsert, returnsAnyOf } from '../../../src/sql/insert.js';
 import { tokenize } from '../../../src/sql/lexer.js';
 
 const hoist = (sql: string) => hoistInsertWith(sql, tokenize(sql));
@@ -38,5 +38,21 @@ describe('a WITH before INSERT', () => {
     expect(hoist('WITH x AS (SELECT 1) INSERT INTO t DEFAULT VALUES')).toBeNull();
     expect(hoist('INSERT INTO t VALUES (1)')).toBeNull();
     expect(hoist('WITH x AS (SELECT 1) INSERT INTO t VALUES (1))')).toBeNull();
+  });
+});
+
+describe('returnsAnyOf', () => {
+  const chain = new Set(['step_index', 'current_hash']);
+  it('names the first of the names a RETURNING list asks for, quoted or not, and * for every one', () => {
+    expect(returnsAnyOf('trace_id, content', chain)).toBeNull();
+    expect(returnsAnyOf('content, STEP_INDEX', chain)).toBe('step_index');
+    expect(returnsAnyOf('"current_hash" AS h', chain)).toBe('current_hash');
+    expect(returnsAnyOf('*', chain)).toBe('*');
+    expect(returnsAnyOf('t.*', chain)).toBe('*');
+  });
+
+  it('does not take a multiplication for a star, nor a string for a name', () => {
+    expect(returnsAnyOf('confidence * 2', chain)).toBeNull();
+    expect(returnsAnyOf("'step_index'", chain)).toBeNull();
   });
 });

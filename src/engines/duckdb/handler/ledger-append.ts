@@ -6,29 +6,17 @@ import { checkParents, validateSteps } from '../../../ledger/chain/validate.js';
 import { TypeOid } from '../../../protocol/type-oids.js';
 import type { ExecuteOutcome, ResultSink } from '../../../session/handler-port.js';
 import type { CopyFromStdin } from '../../../sql/copy.js';
-import { hoistInsertWith, parseInsert } from '../../../sql/insert.js';
-import { lexStatement, tokenize, type Token } from '../../../sql/lexer.js';
+import { hoistInsertWith, parseInsert, returnsAnyOf } from '../../../sql/insert.js';
+import { lexStatement, tokenize } from '../../../sql/lexer.js';
 import { ParsedStatement } from '../../../sql/parsed.js';
 import { uuidv7 } from '../../../ledger/chain/append.js';
 import { appendsVisible, type HandlerContext } from './context.js';
 import { directRows, evaluateRows, planLedgerInsert, serverColumnsLeftToServer, type LedgerInsertPlan } from './ledger-insert.js';
 import { clientError, SAME_POSITION, Statement, wireParams, type ConnectionPortal, type EngineText } from './plan.js';
 
-/**
- * The chain columns a ledger INSERT's RETURNING asks for (`*` included), or
- * null when it asks only for what is known before COMMIT.
- */
+/** The chain columns a ledger INSERT's RETURNING asks for (`*` included), or null when it asks only for what is known before COMMIT. */
 function chainColumnsReturned(plan: LedgerInsertPlan): string | null {
-  const atCommit = new Set([...plan.table.serverColumns].filter((c) => c !== 'trace_id'));
-  const tokens = tokenize(plan.returning ?? '');
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i] as Token;
-    const prev = tokens[i - 1]?.text;
-    if (t.text === '*' && (prev === undefined || prev === ',' || prev === '.')) return '*';
-    const name = t.kind === 'word' ? t.text.toLowerCase() : t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : null;
-    if (name !== null && atCommit.has(name)) return name;
-  }
-  return null;
+  return returnsAnyOf(plan.returning ?? '', new Set([...plan.table.serverColumns].filter((c) => c !== 'trace_id')));
 }
 
 /** How many plans a connection keeps: drivers rarely cycle through more INSERT texts than this. */

@@ -2,12 +2,13 @@ import type { BackendField, BindValue, RelayBackend } from '../../../engine/port
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import type { AppendJob, LedgerAppender } from '../../../ledger/chain/append.js';
+import { rowLayout, uuidv7, type AppendJob, type LedgerAppender } from '../../../ledger/chain/append.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../../../session/handler-port.js';
 import type { PgStatement, ProxyAccess } from './access.js';
 import { checkParents, checkRows, copyPlan, copyRows, evaluateRows, ledgerNamed, planAppend, sendReturning, type LedgerAppendPlan } from './appends.js';
+import { returnsAnyOf } from '../../../sql/insert.js';
 
 /**
  * A client connection on a PostgreSQL engine: every statement is planned by
@@ -390,13 +391,28 @@ export class ProxyConnection implements ConnectionHandler {
       return { done: true, tag };
     }
     if (this.inBlock) {
-      throw new PgError(
-        SqlState.FeatureNotSupported,
-        `RETURNING of an append to ledger table "${plan.table.name}" is not available inside a transaction block`,
-        {
-          hint: 'The server computes the chain columns at COMMIT. Append without RETURNING, and read the rows after COMMIT.',
-        },
-      );
+      // What is known at INSERT can be returned now (ORMs ask for the key of what they add), as on DuckDB;
+      // the chain columns exist only at COMMIT.
+      const table = plan.table;
+      const atCommit = returnsAnyOf(plan.pieces.returning, new Set([...table.serverColumns].filter((c) => c !== 'trace_id')));
+      if (atCommit !== null) {
+        throw new PgError(SqlState.FeatureNotSupported, `RETURNING ${atCommit} of a ledger table is not available inside a transaction block`, {
+          hint: 'The server computes the chain columns at COMMIT. Return trace_id and the columns you gave now, and read the rest after COMMIT.',
+        });
+      }
+      const traceIds = table.serverColumns.has('trace_id') ? job.rows.map(() => uuidv7(Date.now())) : undefined;
+      this.pending.push(traceIds === undefined ? job : { ...job, traceIds });
+      const layout = rowLayout(table);
+      const known = job.rows.map((clientRow, r) => {
+        const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+        layout.client.forEach((at, j) => {
+          texts[at] = clientRow[j] ?? null;
+        });
+        if (traceIds !== undefined && layout.traceId >= 0) texts[layout.traceId] = traceIds[r] ?? null;
+        return texts;
+      });
+      await sendReturning(this.backend, plan, known, portal.resultFormats, sink);
+      return { done: true, tag };
     }
     // RETURNING needs the chained rows now: the appends waiting before it go first, in order, with it.
     const jobs = [...this.pending, job];
