@@ -69,6 +69,47 @@ interface RangeVar {
 
 const nameParts = (r: RangeVar | undefined): string[] => [r?.catalogname, r?.schemaname, r?.relname].filter((x): x is string => x !== undefined);
 
+/**
+ * PostgreSQL's large-object functions that create, change or remove one, or
+ * move one between the server's files and the database. Any role may call
+ * them, read-only transaction or not: a client could fill the disk or remove
+ * another's objects. Reading one (lo_get, loread) stays allowed.
+ */
+const LARGE_OBJECT_WRITES = new Set([
+  'lo_creat',
+  'lo_create',
+  'lo_from_bytea',
+  'lo_put',
+  'lo_unlink',
+  'lo_import',
+  'lo_export',
+  'lowrite',
+  'lo_truncate',
+  'lo_truncate64',
+]);
+
+/** The first large-object function in a tree that writes, or null. */
+function largeObjectWrite(node: unknown): string | null {
+  if (Array.isArray(node)) {
+    for (const v of node) {
+      const hit = largeObjectWrite(v);
+      if (hit !== null) return hit;
+    }
+    return null;
+  }
+  if (node === null || typeof node !== 'object') return null;
+  const call = (node as Node).FuncCall as { funcname?: unknown } | undefined;
+  if (call !== undefined) {
+    const name = (Array.isArray(call.funcname) ? call.funcname : []).map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '').at(-1);
+    if (name !== undefined && LARGE_OBJECT_WRITES.has(name.toLowerCase())) return name.toLowerCase();
+  }
+  for (const v of Object.values(node as Node)) {
+    const hit = largeObjectWrite(v);
+    if (hit !== null) return hit;
+  }
+  return null;
+}
+
 /** Every string a tree holds: names, literals, everything a statement spells. */
 function everyString(node: unknown, out: string[] = []): string[] {
   if (typeof node === 'string') out.push(node);
@@ -160,6 +201,16 @@ export class PostgresGuard {
 
   /** What one statement becomes. */
   plan(stmt: Node): PgPlan {
+    const lo = largeObjectWrite(stmt);
+    if (lo !== null) {
+      return refused(
+        'unsupported',
+        `${lo}()`,
+        lo,
+        `cannot call ${lo}(): large objects cannot be created, changed or removed by clients`,
+        'Keep data in tables; a ledger holds text and JSON.',
+      );
+    }
     const top = unwrap(stmt);
     if (top === null) return { kind: 'engine' };
     const [kind, node] = top;
