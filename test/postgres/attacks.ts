@@ -44,6 +44,8 @@ export const PG_ATTACKS: readonly PgAttack[] = [
     'upsert',
     "INSERT INTO _cot_events (session_id, kind, step_index, prev_hash, current_hash, created_at, ledger_seq) VALUES ('e', 'x', 5, '', 'h', now(), 50) ON CONFLICT DO NOTHING",
   ),
+  // A table made from a query may read a ledger; one whose query writes it may not (PostgreSQL itself refuses that in a view).
+  a('cte', 'CREATE TABLE copied AS WITH d AS (DELETE FROM _cot_steps RETURNING *) SELECT * FROM d'),
   a('merge', 'MERGE INTO _cot_steps t USING notes n ON t.step_index = n.id WHEN MATCHED THEN UPDATE SET content = n.body'),
   a(
     'merge',

@@ -3,6 +3,7 @@ import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { serverOnlyRefusal as serverOnly, type Refusal } from '../../guard/refusal.js';
 import type { ProtectedNames } from '../../guard/names.js';
+import { callsIn } from '../../sql/pg-tree.js';
 
 /** cotwire's own schema on a PostgreSQL engine (engines/postgres/ledger/names.ts). */
 const PG_SCHEMA = 'cotwire';
@@ -88,26 +89,10 @@ const LARGE_OBJECT_WRITES = new Set([
   'lo_truncate64',
 ]);
 
-/** The first large-object function in a tree that writes, or null. */
-function largeObjectWrite(node: unknown): string | null {
-  if (Array.isArray(node)) {
-    for (const v of node) {
-      const hit = largeObjectWrite(v);
-      if (hit !== null) return hit;
-    }
-    return null;
-  }
-  if (node === null || typeof node !== 'object') return null;
-  const call = (node as Node).FuncCall as { funcname?: unknown } | undefined;
-  if (call !== undefined) {
-    const name = (Array.isArray(call.funcname) ? call.funcname : []).map((x) => (x as { String?: { sval?: string } }).String?.sval ?? '').at(-1);
-    if (name !== undefined && LARGE_OBJECT_WRITES.has(name.toLowerCase())) return name.toLowerCase();
-  }
-  for (const v of Object.values(node as Node)) {
-    const hit = largeObjectWrite(v);
-    if (hit !== null) return hit;
-  }
-  return null;
+/** The first large-object function in a statement's tree that writes, or null. */
+function largeObjectWrite(stmt: Node): string | null {
+  const call = (callsIn({ stmts: [stmt], raw: stmt }) ?? []).find((c) => LARGE_OBJECT_WRITES.has(c.name.toLowerCase()));
+  return call === undefined ? null : call.name.toLowerCase();
 }
 
 /** Every string a tree holds: names, literals, everything a statement spells. */

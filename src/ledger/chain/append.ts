@@ -109,6 +109,13 @@ export function uuidv7(ms: number): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+/** A row's texts in table order from its client columns' texts; every server column NULL. */
+export function rowTexts(layout: RowLayout, clientRow: ReadonlyArray<string | null>): (string | null)[] {
+  const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
+  for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+  return texts;
+}
+
 /** A chain's last step, which the next one links to. */
 export interface ChainLink {
   readonly index: number;
@@ -140,8 +147,7 @@ export function chainRow(
   sample: EmbeddingSampleRule | null,
 ): ChainedRow {
   const layout = rowLayout(table);
-  const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
-  for (let j = 0; j < layout.client.length; j++) texts[layout.client[j] as number] = clientRow[j] ?? null;
+  const texts = rowTexts(layout, clientRow);
   const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
   const head = headOf(key);
   const index = head === undefined ? 0 : head.index + 1;

@@ -2,7 +2,7 @@ import type { BackendField, BindValue, RelayBackend } from '../../../engine/port
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import { rowLayout, uuidv7, type AppendJob, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { rowLayout, rowTexts, uuidv7, type AppendJob, type LedgerAppender } from '../../../ledger/chain/append.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../../../session/handler-port.js';
@@ -404,10 +404,7 @@ export class ProxyConnection implements ConnectionHandler {
       this.pending.push(traceIds === undefined ? job : { ...job, traceIds });
       const layout = rowLayout(table);
       const known = job.rows.map((clientRow, r) => {
-        const texts: (string | null)[] = new Array<string | null>(layout.names.length).fill(null);
-        layout.client.forEach((at, j) => {
-          texts[at] = clientRow[j] ?? null;
-        });
+        const texts = rowTexts(layout, clientRow);
         if (traceIds !== undefined && layout.traceId >= 0) texts[layout.traceId] = traceIds[r] ?? null;
         return texts;
       });
