@@ -12,6 +12,7 @@ export const SqlState = {
   ReadOnlySqlTransaction: '25006',
   ConnectionException: '08000',
   ConnectionFailure: '08006',
+  TransactionResolutionUnknown: '08007',
   ProtocolViolation: '08P01',
   FeatureNotSupported: '0A000',
   InvalidTransactionState: '25000',

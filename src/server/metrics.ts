@@ -135,7 +135,7 @@ export class PrometheusObserver implements Observer {
 
 /**
  * The operations endpoint, on its own port: /healthz answers 200 while the
- * server accepts connections and 503 once it drains; /metrics serves
+ * server accepts connections and 503 once it drains or while its engine is unreachable; /metrics serves
  * Prometheus text.
  */
 export class OpsServer {
@@ -143,7 +143,8 @@ export class OpsServer {
 
   constructor(
     private readonly observer: PrometheusObserver,
-    private readonly healthy: () => boolean,
+    /** Why the server is not healthy now (draining, its engine unreachable), or null when it is. */
+    private readonly unhealthy: () => string | null,
   ) {
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
@@ -166,8 +167,8 @@ export class OpsServer {
       return;
     }
     if (path === '/healthz') {
-      const ok = this.healthy();
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'draining\n');
+      const why = this.unhealthy();
+      res.writeHead(why === null ? 200 : 503, { 'content-type': 'text/plain' }).end(`${why ?? 'ok'}\n`);
       return;
     }
     if (path === '/metrics') {

@@ -69,9 +69,16 @@ export async function listenOrExplain(server: PgServer, config: Config, stack: D
 }
 
 /** /healthz and /metrics, when metrics.port is set; closed at the unwind. */
-export async function openOps(prometheus: PrometheusObserver | null, server: PgServer, config: Config, stack: DisposeStack): Promise<AddressInfo | null> {
+export async function openOps(
+  prometheus: PrometheusObserver | null,
+  server: PgServer,
+  config: Config,
+  stack: DisposeStack,
+  /** Whether what the server stands on answers (a PostgreSQL engine); /healthz says 503 while it does not. */
+  engineReachable: () => boolean = () => true,
+): Promise<AddressInfo | null> {
   if (prometheus === null) return null;
-  const ops = new OpsServer(prometheus, () => server.isListening);
+  const ops = new OpsServer(prometheus, () => (!server.isListening ? 'draining' : engineReachable() ? null : 'engine unreachable'));
   try {
     const address = await ops.listen(config.metrics.host, config.metrics.port as number);
     stack.defer(() => ops.close());

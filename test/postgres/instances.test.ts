@@ -4,14 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { rowHashFor } from '../../src/ledger/chain/canonical.js';
-import { LedgerCatalog } from '../../src/ledger/chain/catalog.js';
-import { consistencyProof, nodeHash, rootOf, verifyConsistency } from '../../src/ledger/log/merkle.js';
-import { leafPrefix, positionOf, rowLeafHash } from '../../src/ledger/log/leaf.js';
-import { openNote, parseCheckpoint, parseSigner, parseVerifier, verifierKeyOf } from '../../src/ledger/log/note.js';
-import { readPostgresTables } from '../../src/engines/postgres/ledger/catalog.js';
-import { canonicalPgTextSql } from '../../src/engines/postgres/dialect/verify-sql.js';
+import { parseSigner, verifierKeyOf } from '../../src/ledger/log/note.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
+import { expectWholeLedgers } from '../fixtures/pg-integrity.js';
 import { spawnServer } from '../fixtures/server.js';
 
 const ctx = usePgEngine();
@@ -78,69 +73,14 @@ describe('three cotwire instances on one PostgreSQL', () => {
     const stored = new Set(((await admin.query('SELECT content FROM public._cot_steps')) as Array<[string]>).map((r) => r[0]));
     expect(acknowledged.filter((c) => !stored.has(c))).toEqual([]);
 
-    // Every chain verifies, in PostgreSQL and here.
-    const verdicts = (await admin.query('SELECT chain_key, valid FROM cot_verify_all()')) as Array<[string, boolean]>;
-    expect(verdicts.filter(([, valid]) => !valid)).toEqual([]);
-    const catalog = new LedgerCatalog(admin, (n) => n.startsWith('_cot'), null, readPostgresTables('cotwire'));
-    const ledgers = await catalog.all();
-    for (const t of ledgers) {
-      const [[ok]] = (await admin.query(
-        `SELECT coalesce(bool_and(valid), true) FROM public.${t.name === '_cot_steps' ? 'cot_verify_all' : `cot_verify_${t.name.slice(5)}_all`}()`,
-      )) as [[boolean]];
-      expect(ok, t.name).toBe(true);
-    }
-
-    // The log: ledger_seq 1..size across every ledger, no gap, and the stored tree is the tree of the rows.
-    const leaves: Array<[bigint, Buffer]> = [];
-    for (const t of ledgers) {
-      const names = t.columns.map((c) => c.name);
-      const rows = (await admin.query(`SELECT ${t.columns.map((c) => canonicalPgTextSql(c.name, c.type)).join(', ')} FROM ${t.relation}`)) as Array<
-        Array<string | null>
-      >;
-      for (const r of rows) {
-        const hash = r[names.indexOf('current_hash')] as string;
-        expect(rowHashFor(t.hashVersion, t.name, names, r)).toBe(hash);
-        const key = t.chainKey === null ? '' : (r[names.indexOf(t.chainKey)] as string);
-        leaves.push([BigInt(r[names.indexOf('ledger_seq')] as string), rowLeafHash(leafPrefix('main', t.name), key, hash)]);
-      }
-    }
-    leaves.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-    const [[size]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
-    expect(leaves.map(([s]) => Number(s))).toEqual(Array.from({ length: Number(size) }, (_, i) => i + 1));
-    expect(Number(size)).toBeGreaterThan(Number(sizeAtKill));
-    const nodes = new Map(((await admin.query('SELECT position, hash FROM cotwire.log_nodes')) as Array<[bigint, Buffer]>).map(([p, h]) => [Number(p), h]));
-    const read = (level: number, index: number): Buffer => nodes.get(positionOf(level, index)) as Buffer;
-    const fromRows = (level: number, index: number): Buffer => {
-      const sub = (l: number, i: number): Buffer => (l === 0 ? (leaves[i]?.[1] as Buffer) : nodeHash(sub(l - 1, 2 * i), sub(l - 1, 2 * i + 1)));
-      return sub(level, index);
-    };
-    expect(rootOf(Number(size), read).equals(rootOf(Number(size), fromRows))).toBe(true);
-
-    // One checkpoint history: sizes only grow, each is signed by the shared key, each root is the log's, and each
-    // is consistent with the one before, across the takeover.
-    const checkpoints = (await admin.query('SELECT tree_size, root_hash, checkpoint FROM public._cot_checkpoints ORDER BY ledger_seq')) as Array<
-      [bigint, string, string]
-    >;
-    expect(checkpoints.length).toBeGreaterThan(3);
-    const [[key]] = (await admin.query("SELECT value FROM cotwire.secrets WHERE name = 'checkpoint_key'")) as [[string]];
-    const verifier = parseVerifier(verifierKeyOf(parseSigner(key)));
-    let before: { size: number; root: Buffer } | null = null;
-    for (const [treeSize, rootHash, note] of checkpoints) {
-      const n = Number(treeSize);
-      const root = Buffer.from(rootHash, 'base64');
-      const opened = openNote(note, [verifier]);
-      expect(opened.signedBy.length).toBe(1);
-      expect(parseCheckpoint(opened.text).size).toBe(n);
-      expect(root.equals(rootOf(n, read))).toBe(true);
-      if (before !== null) {
-        expect(n).toBeGreaterThanOrEqual(before.size);
-        if (n > before.size) expect(verifyConsistency(before.size, n, before.root, root, consistencyProof(before.size, n, read))).toBe(true);
-      }
-      before = { size: n, root };
-    }
-    expect(Number(checkpoints.at(-1)?.[0])).toBeGreaterThan(Number(sizeAtKill));
+    // Every chain verifies, the log is the tree of the rows, and the checkpoints are one history across the takeover.
+    const { size, checkpointSizes } = await expectWholeLedgers(admin);
+    expect(size).toBeGreaterThan(Number(sizeAtKill));
+    expect(checkpointSizes.length).toBeGreaterThan(3);
+    expect(checkpointSizes.at(-1)).toBeGreaterThan(Number(sizeAtKill));
 
     // cotwire verify against the PostgreSQL URL, with the checkpoints the instances delivered to their sink.
+    const [[key]] = (await admin.query("SELECT value FROM cotwire.secrets WHERE name = 'checkpoint_key'")) as [[string]];
     const verifierKey = verifierKeyOf(parseSigner(key));
     const cli = (...args: string[]): { code: number; out: string } => {
       const r = spawnSync(process.execPath, [join(import.meta.dirname, '../../dist/cli.js'), 'verify', '--url', ctx.engine.url, ...args], { encoding: 'utf8' });

@@ -9,6 +9,10 @@ import { readPostgresTables } from '../../src/engines/postgres/ledger/catalog.js
 import { PgLedgerWriter } from '../../src/engines/postgres/ledger/writer.js';
 import { canonicalPgTextSql } from '../../src/engines/postgres/dialect/verify-sql.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
+import type { SqlConnection } from '../../src/engine/port.js';
+import { PgError } from '../../src/errors/pg-error.js';
+import { SqlState } from '../../src/errors/sqlstate.js';
+import type { LedgerTable } from '../../src/ledger/chain/schema.js';
 
 const ctx = usePgEngine();
 
@@ -110,5 +114,72 @@ describe("the global log's proofs in PostgreSQL", () => {
     const [[beyond]] = (await admin.query('SELECT cot_log_root($1)', [String(n + 1)])) as [[string | null]];
     expect(beyond).toBeNull();
     await expect(admin.query('SELECT * FROM cot_consistency(5, $1)', [String(n + 1)])).rejects.toMatchObject({ code: '22023' });
+  });
+});
+
+/**
+ * The writer's connection, with COMMIT's answer lost on demand: `after`
+ * commits and then reports the connection gone (the commit landed), `before`
+ * rolls back and reports the same (it did not). The writer cannot tell the
+ * two apart from the error: it must ask the log.
+ */
+class LosingConnection implements SqlConnection {
+  losses: Array<'after' | 'before'> = [];
+  constructor(private readonly inner: PostgresConnection) {}
+  async run(sql: string): Promise<void> {
+    const loss = sql === 'COMMIT' ? this.losses.shift() : undefined;
+    if (loss === undefined) return this.inner.run(sql);
+    await this.inner.run(loss === 'after' ? 'COMMIT' : 'ROLLBACK');
+    throw new PgError(SqlState.ConnectionFailure, 'the PostgreSQL engine: Connection terminated unexpectedly');
+  }
+  query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]> {
+    return this.inner.query(sql, params);
+  }
+  close(): void {
+    this.inner.close();
+  }
+}
+
+describe('a commit whose answer the writer never hears', () => {
+  it('is acknowledged once if it landed, made again once if it did not, and reported failed (08006) if it cannot be made', async () => {
+    const conn = new LosingConnection(await PostgresConnection.open(ctx.engine.writerUrl, 'losing writer', { pipeline: true }));
+    const writer = await PgLedgerWriter.open(conn);
+    const catalog = new LedgerCatalog(await ctx.engine.admin(), (n) => n.startsWith('_cot'), null, readPostgresTables('cotwire'));
+    const steps = (await catalog.all()).find((t) => t.name === '_cot_steps') as LedgerTable;
+    const clientColumns = steps.columns.filter((c) => !steps.serverColumns.has(c.name)).map((c) => c.name);
+    const row = (content: string): (string | null)[] =>
+      clientColumns.map((c) => (c === 'session_id' ? 'lost-commit' : c === 'step_type' ? 'Action' : c === 'content' ? content : null));
+    const admin = await ctx.engine.admin();
+    const stored = async (content: string): Promise<number> =>
+      ((await admin.query('SELECT count(*)::int FROM public._cot_steps WHERE content = $1', [content])) as [[number]])[0][0];
+
+    conn.losses = ['after'];
+    const landed = await writer.append([{ table: steps, rows: [row('landed')] }]);
+    expect(landed[0]?.count).toBe(1);
+    expect(await stored('landed')).toBe(1);
+
+    conn.losses = ['before'];
+    const retried = await writer.append([{ table: steps, rows: [row('retried')] }]);
+    expect(retried[0]?.count).toBe(1);
+    expect(await stored('retried')).toBe(1);
+
+    conn.losses = ['before', 'before'];
+    await expect(writer.append([{ table: steps, rows: [row('failed')] }])).rejects.toMatchObject({ code: '08006' });
+    expect(await stored('failed')).toBe(0);
+
+    // The chain goes on from what the log holds: landed, then retried, and nothing of the failed one.
+    await writer.append([{ table: steps, rows: [row('after')] }]);
+    const chain = (await admin.query("SELECT content, step_index FROM public._cot_steps WHERE session_id = 'lost-commit' ORDER BY step_index")) as Array<
+      [string, number]
+    >;
+    expect(chain).toEqual([
+      ['landed', 0],
+      ['retried', 1],
+      ['after', 2],
+    ]);
+    const [[valid]] = (await admin.query("SELECT valid FROM cot_verify('lost-commit')")) as [[boolean]];
+    expect(valid).toBe(true);
+    await writer.close();
+    conn.close();
   });
 });

@@ -20,7 +20,8 @@ import { ProxyHandlerFactory } from './handler/factory.js';
 import { readPostgresTables } from './ledger/catalog.js';
 import { installPostgres, rolePasswords } from './ledger/install.js';
 import { pgRoles } from './ledger/names.js';
-import { PgLedgerWriter } from './ledger/writer.js';
+import { PgLedgerWriter, WRITER_SETUP } from './ledger/writer.js';
+import { EngineHealth } from './adapter/health.js';
 import { openCheckpoints } from './start/checkpoints.js';
 import { ledgerDdl } from './start/ledger-ddl.js';
 
@@ -77,9 +78,10 @@ async function openParts(
 ): Promise<Omit<RunningPostgresServer, 'kind' | 'close'>> {
   const prefix = config.engine.rolePrefix;
   const roles = pgRoles(prefix);
+  const health = stack.use(new EngineHealth(url, log, redactUrl(url)), (h) => h.stop());
   let admin: PostgresConnection;
   try {
-    admin = stack.use(await PostgresConnection.open(url, 'cotwire'), (c) => c.close());
+    admin = stack.use(await PostgresConnection.open(url, 'cotwire', { health }), (c) => c.close());
   } catch (err) {
     throw new StartupError(`cannot connect to the PostgreSQL engine at ${redactUrl(url)}: ${(err as Error).message}`);
   }
@@ -107,25 +109,33 @@ async function openParts(
   );
   await loadGuardParser();
   const ledgers = new LedgerCatalog(admin, (n) => names.isProtected(n), null, readPostgresTables(prefix));
-  const writerConn = stack.use(await PostgresConnection.open(writerUrl, 'cotwire writer', { pipeline: true, prepare: true }), (c) => c.close());
+  const writerConn = stack.use(
+    await PostgresConnection.open(writerUrl, 'cotwire writer', { pipeline: true, prepare: true, setup: WRITER_SETUP, health }),
+    (c) => c.close(),
+  );
   const writer = stack.use(
     await PgLedgerWriter.open(writerConn, {
       observer,
+      health,
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
     }),
     (w) => w.close(),
   );
-  const { checkpoints, instance } = await openCheckpoints(config, log, admin, writerUrl, ledgers, writer, stack);
+  const { checkpoints, instance } = await openCheckpoints(config, log, admin, writerUrl, ledgers, writer, stack, health);
   const securityLog = stack.use(await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed')), (s) =>
     s.close(),
   );
-  const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack);
+  const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health);
   const server = new PgServer({
     ...wireOptions(config),
     tls,
     observer,
     handlers: new ProxyHandlerFactory(
-      (applicationName) => PgBackend.open(clientUrl, applicationName === '' ? 'cotwire client' : applicationName),
+      (applicationName) =>
+        PgBackend.open(clientUrl, applicationName === '' ? 'cotwire client' : applicationName).catch((err: unknown) => {
+          health.suspect(err as Error);
+          throw err;
+        }),
       { guard, securityLog, observer },
       {
         ledgers,
@@ -141,7 +151,7 @@ async function openParts(
     log,
   });
   // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
-  const metricsAddress = await openOps(prometheus, server, config, stack);
+  const metricsAddress = await openOps(prometheus, server, config, stack, () => health.reachable);
   const address = await listenOrExplain(server, config, stack);
   checkpoints.start();
   log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);

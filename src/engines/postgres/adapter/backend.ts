@@ -67,6 +67,8 @@ class SyncGroup {
   onRow: ((fields: ReadonlyArray<string | null>) => void) | null = null;
   /** The backend failed a statement: it ignores everything until Sync. */
   failed = false;
+  /** Why the group was never submitted. */
+  private failure: unknown = null;
   private readonly listeners: Array<[string, (msg: unknown) => void]> = [
     ['parseComplete', () => this.push({ kind: 'parseComplete' })],
     ['bindComplete', () => this.push({ kind: 'bindComplete' })],
@@ -119,8 +121,20 @@ class SyncGroup {
   handleError(error: unknown): void {
     this.failed = true;
     this.push({ kind: 'error', error });
+    // A client that can no longer query fails the group without submitting it: nothing will be sent.
+    if (this.wire === null) {
+      this.failure = error;
+      this.markSubmitted();
+      this.markDone();
+    }
   }
   handleReadyForQuery(): void {
+    this.finish();
+  }
+
+  /** The connection went: nothing more will come, not even ReadyForQuery. */
+  abandon(err: Error): void {
+    if (!this.failed) this.handleError(err);
     this.finish();
   }
 
@@ -132,7 +146,8 @@ class SyncGroup {
   // ---- for the backend ----
   async ready(): Promise<Wire> {
     await this.submitted;
-    return this.wire as Wire;
+    if (this.wire === null) throw backendError(this.failure);
+    return this.wire;
   }
 
   ended(): Promise<void> {
@@ -148,7 +163,7 @@ class SyncGroup {
         });
       }
       const m = this.inbox.shift() as Message;
-      if (m.kind === 'error') throw engineError(m.error);
+      if (m.kind === 'error') throw backendError(m.error);
       if (!skip.has(m.kind)) return m;
     }
   }
@@ -184,9 +199,12 @@ export class PgBackend implements RelayBackend {
     private readonly target: { readonly host: string; readonly port: number },
   ) {
     client.on('notice', (n: Notice) => this.onNotice(noticeOf(n)));
-    client.on('error', (err: Error) => {
-      this.broken = err;
-    });
+    const lose = (err: Error): void => {
+      this.broken ??= err;
+      this.group?.abandon(err);
+    };
+    client.on('error', lose);
+    client.on('end', () => lose(new Error('the backend closed the connection')));
     (client as unknown as { connection: Wire }).connection.on('parameterStatus', (m) => {
       const { parameterName, parameterValue } = m as { parameterName: string; parameterValue: string };
       this.parameterChanges.push([parameterName, parameterValue]);
@@ -385,8 +403,10 @@ export class PgBackend implements RelayBackend {
   async sync(): Promise<BackendStatus> {
     const group = this.group;
     if (group === null) return this.lastStatus;
-    const wire = await group.ready();
-    wire.sync();
+    if (this.broken === null) {
+      const wire = await group.ready();
+      wire.sync();
+    }
     await group.ended();
     this.group = null;
     this.lastStatus = ((this.client as unknown as { _txStatus: BackendStatus | null })._txStatus ?? 'I') as BackendStatus;
@@ -424,6 +444,18 @@ export class PgBackend implements RelayBackend {
     }
     return this.group;
   }
+}
+
+/**
+ * The error of a statement as the client sees it. A backend that went
+ * without a word from PostgreSQL (its socket closed) ends the client's
+ * session as PostgreSQL's own FATAL would: the session cannot go on.
+ */
+function backendError(err: unknown): unknown {
+  const e = engineError(err);
+  if (e instanceof PgError && e.code === SqlState.ConnectionFailure && !e.isFatal)
+    return new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine broke: ${(err as Error).message}`, {}, 'FATAL');
+  return e;
 }
 
 function unexpected(m: Message, wanted: string): PgError {

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { SqlConnection } from '../../../engine/port.js';
+import type { EngineHealth } from './health.js';
 
 /**
  * The server's own connections to a PostgreSQL engine, through node-postgres.
@@ -27,19 +28,26 @@ export function urlAs(url: string, user?: string, password?: string): string {
   return u.toString();
 }
 
-/** PostgreSQL's own error, kept as the client would have seen it. */
+/** PostgreSQL's own error, kept as the client would have seen it (a FATAL one stays FATAL). */
 export function engineError(err: unknown): unknown {
-  const e = err as pg.DatabaseError;
-  if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.message === 'string') {
-    return new PgError(e.code, e.message, {
-      ...(e.detail === undefined ? {} : { detail: e.detail }),
-      ...(e.hint === undefined ? {} : { hint: e.hint }),
-      ...(e.position === undefined ? {} : { position: Number(e.position) }),
-      ...(e.schema === undefined ? {} : { schema: e.schema }),
-      ...(e.table === undefined ? {} : { table: e.table }),
-      ...(e.column === undefined ? {} : { column: e.column }),
-      ...(e.constraint === undefined ? {} : { constraint: e.constraint }),
-    });
+  // Only the server's ErrorResponse carries an SQLSTATE: a socket's EPIPE has a five-letter code too.
+  const code = err instanceof pg.DatabaseError ? err.code : undefined;
+  if (err instanceof pg.DatabaseError && code !== undefined && /^[0-9A-Z]{5}$/.test(code)) {
+    const e = err;
+    return new PgError(
+      code,
+      e.message,
+      {
+        ...(e.detail === undefined ? {} : { detail: e.detail }),
+        ...(e.hint === undefined ? {} : { hint: e.hint }),
+        ...(e.position === undefined ? {} : { position: Number(e.position) }),
+        ...(e.schema === undefined ? {} : { schema: e.schema }),
+        ...(e.table === undefined ? {} : { table: e.table }),
+        ...(e.column === undefined ? {} : { column: e.column }),
+        ...(e.constraint === undefined ? {} : { constraint: e.constraint }),
+      },
+      e.severity === 'FATAL' || e.severity === 'PANIC' ? 'FATAL' : 'ERROR',
+    );
   }
   if (err instanceof Error && !(err instanceof PgError)) {
     return new PgError(SqlState.ConnectionFailure, `the PostgreSQL engine: ${err.message}`);
@@ -47,65 +55,169 @@ export function engineError(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Whether an error says the connection to the engine is gone (the socket
+ * closed, the backend terminated, the server shutting down or starting),
+ * rather than that a statement failed.
+ */
+export function isConnectionLoss(err: unknown): boolean {
+  if (err instanceof PgError) return err.code.startsWith('08') || err.code.startsWith('57P') || err.isFatal;
+  if (err instanceof pg.DatabaseError) {
+    const code = err.code ?? '';
+    return code.startsWith('08') || code.startsWith('57P') || err.severity === 'FATAL' || err.severity === 'PANIC';
+  }
+  return err instanceof Error;
+}
+
+export interface ConnectionOptions {
+  /**
+   * Calls made without waiting are sent at once, in order, and answered in
+   * order (node-postgres' pipeline mode): a transaction's statements that
+   * need no answer of each other cost one round trip.
+   */
+  readonly pipeline?: boolean;
+  /** Statements the server runs again and again are parsed and planned once per backend. */
+  readonly prepare?: boolean;
+  /** Run on each new backend before anything else (a search_path), as the first connection and every reconnection. */
+  readonly setup?: readonly string[];
+  /** Shared by the server's connections: a failed connection marks the engine down, and calls fail at once until it is back. */
+  readonly health?: EngineHealth;
+}
+
+/**
+ * One of the server's own connections to the engine. It outlives its
+ * backend: when the backend goes (PostgreSQL restarted, failed over, the
+ * backend terminated, the network cut) the call in flight fails with the
+ * engine's error or 08006, and the next call connects again. A transaction
+ * cannot span two backends: after a loss inside one, every call fails
+ * until the caller's ROLLBACK (or COMMIT, which fails) ends it.
+ */
 export class PostgresConnection implements SqlConnection {
   private readonly names = new Map<string, string>();
+  private client: pg.Client | null = null;
+  private connecting: Promise<pg.Client> | null = null;
+  /** `lost`: the backend went inside a transaction, which PostgreSQL rolled back. */
+  private transaction: 'none' | 'open' | 'lost' = 'none';
+  private closed = false;
 
   private constructor(
-    private readonly client: pg.Client,
-    private readonly prepares: boolean,
+    private readonly url: string,
+    private readonly applicationName: string,
+    private readonly options: ConnectionOptions,
   ) {}
 
-  /**
-   * `pipeline`: calls made without waiting are sent at once, in order, and
-   * answered in order (node-postgres' pipeline mode): a transaction's
-   * statements that need no answer of each other cost one round trip.
-   */
-  static async open(
-    url: string,
-    applicationName = 'cotwire',
-    options: { readonly pipeline?: boolean; readonly prepare?: boolean } = {},
-  ): Promise<PostgresConnection> {
-    const client = new pg.Client({ connectionString: url, types, application_name: applicationName, ...(options.pipeline === true ? { pipeline: true } : {}) });
-    // A connection that breaks fails the call in flight; without a listener the process would die.
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      throw engineError(err);
-    }
-    return new PostgresConnection(client, options.prepare === true);
+  static async open(url: string, applicationName = 'cotwire', options: ConnectionOptions = {}): Promise<PostgresConnection> {
+    const conn = new PostgresConnection(url, applicationName, options);
+    await conn.connect();
+    return conn;
   }
 
-  /** The backend's process id, which pg_stat_activity and pg_terminate_backend() know. */
+  /** The current backend's process id, which pg_stat_activity and pg_terminate_backend() know (0 while it has none). */
   get processId(): number {
-    return (this.client as unknown as { processID: number }).processID;
+    return (this.client as unknown as { processID: number } | null)?.processID ?? 0;
   }
 
   async run(sql: string): Promise<void> {
+    const ends = sql === 'COMMIT' || sql === 'ROLLBACK';
+    if (ends && this.transaction === 'lost') {
+      this.transaction = 'none';
+      if (sql === 'ROLLBACK') return;
+      throw lostInTransaction();
+    }
+    // Nothing to roll back on a backend that is gone: PostgreSQL did it when the backend ended.
+    if (sql === 'ROLLBACK' && this.client === null && this.connecting === null) {
+      this.transaction = 'none';
+      return;
+    }
+    const client = await this.live();
+    if (sql === 'BEGIN') this.transaction = 'open';
+    else if (ends) this.transaction = 'none';
     try {
-      await this.client.query(sql);
+      await client.query(sql);
     } catch (err) {
-      throw engineError(err);
+      throw this.failure(client, err);
     }
   }
 
   async query(sql: string, params: readonly (string | null)[] = []): Promise<unknown[][]> {
+    const client = await this.live();
     try {
-      const r = await this.client.query({ text: sql, values: params as (string | null)[], rowMode: 'array', ...this.named(sql) });
+      const r = await client.query({ text: sql, values: params as (string | null)[], rowMode: 'array', ...this.named(sql) });
       return r.rows as unknown[][];
     } catch (err) {
-      throw engineError(err);
+      throw this.failure(client, err);
     }
   }
 
   close(): void {
-    void this.client.end().catch(() => undefined);
+    this.closed = true;
+    const client = this.client;
+    this.client = null;
+    if (client !== null) void client.end().catch(() => undefined);
+  }
+
+  private async live(): Promise<pg.Client> {
+    if (this.transaction === 'lost') throw lostInTransaction();
+    if (this.client !== null) return this.client;
+    if (this.closed) throw new PgError(SqlState.AdminShutdown, 'the server is shutting down');
+    const health = this.options.health;
+    if (health !== undefined && !health.reachable) throw new PgError(SqlState.ConnectionFailure, `the PostgreSQL engine is unreachable: ${health.why}`);
+    return this.connect();
+  }
+
+  /** One connection attempt at a time; calls made meanwhile wait for it, in the order they were made. */
+  private connect(): Promise<pg.Client> {
+    this.connecting ??= this.attach().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async attach(): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: this.url,
+      types,
+      application_name: this.applicationName,
+      keepAlive: true,
+      ...(this.options.pipeline === true ? { pipeline: true } : {}),
+    });
+    // Without a listener a broken connection would end the process; with it, the next call connects again.
+    client.on('error', (err: Error) => this.drop(client, err));
+    client.on('end', () => this.drop(client, new Error('the connection to the engine ended')));
+    try {
+      await client.connect();
+      for (const sql of this.options.setup ?? []) await client.query(sql);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (isConnectionLoss(err)) this.options.health?.lost(err as Error);
+      throw engineError(err);
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      throw new PgError(SqlState.AdminShutdown, 'the server is shutting down');
+    }
+    this.client = client;
+    return client;
+  }
+
+  /** The error a call reports; one that says the backend is gone drops it, so that the next call connects again. */
+  private failure(client: pg.Client, err: unknown): unknown {
+    const e = engineError(err);
+    if (isConnectionLoss(e)) this.drop(client, err as Error);
+    return e;
+  }
+
+  private drop(client: pg.Client, err: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    if (this.transaction === 'open') this.transaction = 'lost';
+    void client.end().catch(() => undefined);
+    if (!this.closed) this.options.health?.suspect(err);
   }
 
   /** Statements the server runs again and again are parsed and planned once per connection (a named statement). */
   private named(sql: string): { name?: string } {
-    if (!this.prepares) return {};
+    if (this.options.prepare !== true) return {};
     let name = this.names.get(sql);
     if (name === undefined) {
       if (this.names.size >= 512) return {};
@@ -114,4 +226,8 @@ export class PostgresConnection implements SqlConnection {
     }
     return { name };
   }
+}
+
+function lostInTransaction(): PgError {
+  return new PgError(SqlState.ConnectionFailure, 'the connection to the PostgreSQL engine was lost inside a transaction, which PostgreSQL rolled back');
 }

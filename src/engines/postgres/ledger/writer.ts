@@ -8,6 +8,8 @@ import { rowLeafHash } from '../../../ledger/log/leaf.js';
 import { nodesForAppend } from '../../../ledger/log/merkle.js';
 import { positionOf } from '../../../ledger/log/leaf.js';
 import { PG_SCHEMA } from './names.js';
+import { isConnectionLoss } from '../adapter/connection.js';
+import type { EngineHealth } from '../adapter/health.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 
@@ -31,6 +33,9 @@ import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppe
  * (chain, step_index) and ledger_seq make a fork or a reused number fail to
  * commit even if this code were wrong.
  */
+
+/** Names the writer's SQL leaves unqualified (unnest) resolve in pg_catalog, never to a client's object. */
+export const WRITER_SETUP = ['SET search_path = pg_catalog, pg_temp'] as const;
 
 /** Units taken into one group commit at most. */
 const UNITS_PER_COMMIT = 512;
@@ -78,6 +83,8 @@ function isConflict(err: unknown): boolean {
 export interface PgWriterOptions {
   readonly observer?: Observer;
   readonly embeddingSample?: EmbeddingSampleRule;
+  /** The engine's reachability: while it is down, appends fail at once instead of queueing. */
+  readonly health?: EngineHealth;
 }
 
 export class PgLedgerWriter implements LedgerAppender {
@@ -87,6 +94,7 @@ export class PgLedgerWriter implements LedgerAppender {
   private closed = false;
   private readonly observer: Observer;
   private readonly embeddingSample: EmbeddingSampleRule | null;
+  private readonly health: EngineHealth | null;
   /** Called after each commit with the log's size after it. */
   onIntegrated: (size: number) => void = () => undefined;
   /** The log's size after this instance's last commit (other instances' commits may follow it). */
@@ -100,13 +108,16 @@ export class PgLedgerWriter implements LedgerAppender {
   ) {
     this.observer = options.observer ?? NO_OBSERVER;
     this.embeddingSample = options.embeddingSample ?? null;
+    this.health = options.health ?? null;
   }
 
-  /** `conn` is a connection as the writer role, used by nothing else. */
+  /**
+   * `conn` is a connection as the writer role, used by nothing else, opened
+   * with WRITER_SETUP so that a backend it connects again has it too.
+   */
   static async open(conn: SqlConnection, options: PgWriterOptions = {}): Promise<PgLedgerWriter> {
     await loadColumnHasher();
-    // Names the writer's SQL leaves unqualified (unnest) resolve in pg_catalog, never to a client's object.
-    await conn.run('SET search_path = pg_catalog, pg_temp');
+    for (const sql of WRITER_SETUP) await conn.run(sql);
     const writer = new PgLedgerWriter(conn, options);
     const [[size]] = (await conn.query(`SELECT size FROM ${PG_SCHEMA}.log_head`)) as [[bigint]];
     writer.size = Number(size);
@@ -120,6 +131,9 @@ export class PgLedgerWriter implements LedgerAppender {
 
   append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new PgError(SqlState.AdminShutdown, 'the server is shutting down; the append was not made'));
+    const health = this.health;
+    if (health !== null && !health.reachable)
+      return Promise.reject(new PgError(SqlState.ConnectionFailure, `the PostgreSQL engine is unreachable; the append was not made (${health.why})`));
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: 0n })));
     return new Promise((resolve, reject) => {
       this.queue.push({ jobs, queued: performance.now(), resolve, reject });
@@ -142,7 +156,12 @@ export class PgLedgerWriter implements LedgerAppender {
         units.forEach((u, i) => {
           u.resolve(results[i] as AppendResult[]);
         });
-      } catch {
+      } catch (err) {
+        // The engine is gone, or the outcome unknown: alone, each unit would meet the same.
+        if (isConnectionLoss(err)) {
+          for (const unit of units) unit.reject(err);
+          continue;
+        }
         // One unit's failure (a NOT NULL column, a bad value) must not fail the others: each alone.
         for (const unit of units) {
           try {
@@ -161,36 +180,94 @@ export class PgLedgerWriter implements LedgerAppender {
       try {
         return await this.commit(units);
       } catch (err) {
-        if (!isConflict(err) || attempt >= CONFLICT_RETRIES) throw err;
+        // A commit certainly not made because its backend went (08006) is tried once more, on a new one:
+        // a terminated backend then costs no append, and an engine that is down fails the retry at once.
+        const again = isConflict(err) ? attempt < CONFLICT_RETRIES : (err as { code?: string }).code === SqlState.ConnectionFailure && attempt === 0;
+        if (!again) throw err;
       }
     }
   }
 
   private async commit(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
     const { chains, total } = chainsOf(units);
-    // A chain's head row exists before any transaction locks it; a new one starts where its ledger's rows end
-    // (rows moved in from another engine have no head row yet).
-    for (const [ledger, { table, keys }] of chains) {
-      const missing = [...keys].filter((k) => !this.knownHeads.has(`${ledger}\u0000${k}`));
-      if (missing.length > 0) await this.ensureHeads(ledger, table, missing);
+    try {
+      // A chain's head row exists before any transaction locks it; a new one starts where its ledger's rows end
+      // (rows moved in from another engine have no head row yet).
+      for (const [ledger, { table, keys }] of chains) {
+        const missing = [...keys].filter((k) => !this.knownHeads.has(`${ledger}\u0000${k}`));
+        if (missing.length > 0) await this.ensureHeads(ledger, table, missing);
+      }
+    } catch (err) {
+      throw this.notMade(err);
     }
     const reserved = await this.lockAndReserve(chains, total);
+    let chained: ChainedRows;
     try {
-      const { results, rowsByLedger, newNodes, size } = this.chainRows(units, reserved);
-      const { sql, params } = writeStatement(rowsByLedger, newNodes, reserved.heads);
-      // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
-      // ROLLBACK if the statement failed).
-      const [written, committed] = await Promise.allSettled([this.conn.query(sql, params), this.conn.run('COMMIT')]);
-      if (written.status === 'rejected') throw written.reason;
-      if (committed.status === 'rejected') throw committed.reason;
-      for (const [ledger, m] of reserved.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
-      this.size = size;
-      this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
-      this.onIntegrated(size);
-      return results;
+      chained = this.chainRows(units, reserved);
     } catch (err) {
       await this.conn.run('ROLLBACK').catch(() => undefined);
       throw err;
+    }
+    const { results, rowsByLedger, newNodes, size, last } = chained;
+    const { sql, params } = writeStatement(rowsByLedger, newNodes, reserved.heads);
+    // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
+    // ROLLBACK if the statement failed).
+    const [written, committed] = await Promise.allSettled([this.conn.query(sql, params), this.conn.run('COMMIT')]);
+    const failure = [written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure !== undefined) {
+      const lost = [written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected' && isConnectionLoss(r.reason));
+      // COMMIT was sent and its answer lost: the rows may be in PostgreSQL or not. The log says which.
+      if (lost === undefined || !(await this.landed(last, lost.reason))) {
+        await this.conn.run('ROLLBACK').catch(() => undefined);
+        throw lost === undefined ? failure.reason : this.notMade(lost.reason);
+      }
+    }
+    for (const [ledger, m] of reserved.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+    this.size = size;
+    this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
+    this.onIntegrated(size);
+    return results;
+  }
+
+  /**
+   * A failure before COMMIT was sent: nothing was made. One that lost the
+   * backend also forgets which chains have head rows, as a failover to a
+   * replica that had not received the last commits may have lost some.
+   */
+  private notMade(err: unknown): unknown {
+    if (!isConnectionLoss(err)) return err;
+    this.knownHeads.clear();
+    const why = err instanceof Error ? err.message : String(err);
+    return new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine was lost; the append was not made (${why})`);
+  }
+
+  /**
+   * Whether a commit whose answer was lost is in PostgreSQL: its last row's
+   * ledger_seq holds the row with its hash exactly when the commit landed,
+   * as a commit is whole or nothing and ledger_seq is never given twice.
+   * Asked again, with backoff, until the engine answers; if the server
+   * stops first the outcome is reported unknown (08007), never guessed.
+   */
+  private async landed(last: LastRow, cause: unknown): Promise<boolean> {
+    this.knownHeads.clear();
+    let waitMs = 100;
+    for (;;) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      try {
+        const rows = (await this.conn.query(`SELECT current_hash FROM ${qualifiedName(last.table)} WHERE ledger_seq = $1::int8`, [String(last.seq)])) as Array<
+          [string]
+        >;
+        return rows[0]?.[0] === last.hash;
+      } catch (err) {
+        if (!isConnectionLoss(err)) throw err;
+      }
+      if (this.closed)
+        throw new PgError(
+          SqlState.TransactionResolutionUnknown,
+          `the connection to the PostgreSQL engine was lost during COMMIT and the server stopped before it could learn whether the append was made (${(cause as Error).message})`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      waitMs = Math.min(waitMs * 2, 2000);
     }
   }
 
@@ -229,7 +306,7 @@ export class PgLedgerWriter implements LedgerAppender {
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as { code?: string }).code !== '25P02');
     if (failed !== undefined || settled.some((r) => r.status === 'rejected')) {
       await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw failed?.reason ?? (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+      throw this.notMade(failed?.reason ?? (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason);
     }
     try {
       const headRows = (settled[1] as PromiseFulfilledResult<unknown[][]>).value as Array<[string, string, number, string]>;
@@ -266,6 +343,7 @@ export class PgLedgerWriter implements LedgerAppender {
     };
     const rowsByLedger = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
     const results: AppendResult[][] = [];
+    let last: LastRow | null = null;
     for (const unit of units) {
       const unitResults: AppendResult[] = [];
       for (const job of unit.jobs) {
@@ -297,6 +375,7 @@ export class PgLedgerWriter implements LedgerAppender {
           const head = chainHeads?.get(key) as Head;
           head.index = index;
           head.hash = hash;
+          last = { table: job.table, seq, hash };
           out.rows.push(texts);
           jobRows.push(texts);
           for (const n of nodesForAppend(size, rowLeafHash(layout.leafPrefix, key, hash), read)) {
@@ -310,7 +389,8 @@ export class PgLedgerWriter implements LedgerAppender {
       }
       results.push(unitResults);
     }
-    return { results, rowsByLedger, newNodes, size };
+    if (last === null) throw new PgError(SqlState.InternalError, 'a group commit with no rows');
+    return { results, rowsByLedger, newNodes, size, last };
   }
 
   /** Inserts the missing head rows in key order: two instances adding the same new chains then wait for each other, never in a cycle. */
@@ -360,6 +440,14 @@ interface ChainedRows {
   readonly newNodes: Array<{ position: number; hash: Buffer }>;
   /** The log's size after this commit. */
   readonly size: number;
+  readonly last: LastRow;
+}
+
+/** A commit's last row: where it would be found, and its hash, if the commit landed. */
+interface LastRow {
+  readonly table: LedgerTable;
+  readonly seq: bigint;
+  readonly hash: string;
 }
 
 /** Every chain a commit extends, by ledger, and how many rows it appends. */

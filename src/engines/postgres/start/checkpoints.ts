@@ -9,7 +9,8 @@ import { generateKey, parseSigner } from '../../../ledger/log/note.js';
 import { readKeyFile } from '../../../ledger/log/signing-key.js';
 import type { Logger } from '../../../log/logger.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
-import { PostgresConnection } from '../adapter/connection.js';
+import { isConnectionLoss, PostgresConnection } from '../adapter/connection.js';
+import type { EngineHealth } from '../adapter/health.js';
 import { leadSigning, releaseSigning, sharedSignerKey } from '../ledger/install.js';
 import { PG_SCHEMA } from '../ledger/names.js';
 import type { PgLedgerWriter } from '../ledger/writer.js';
@@ -28,14 +29,16 @@ export async function openCheckpoints(
   ledgers: LedgerCatalog,
   writer: PgLedgerWriter,
   stack: DisposeStack,
+  health: EngineHealth,
 ): Promise<{ readonly checkpoints: CheckpointIssuer; readonly instance: string }> {
   const signer =
     config.checkpoint.keyFile !== null
       ? readKeyFile(config.checkpoint.keyFile)
       : parseSigner(await sharedSignerKey(admin, () => generateKey(`cotwire.local/${config.database.name}`).signerKey));
-  const leaseConn = stack.use(await PostgresConnection.open(writerUrl, 'cotwire signer'), (c) => c.close());
+  const leaseConn = stack.use(await PostgresConnection.open(writerUrl, 'cotwire signer', { health }), (c) => c.close());
   const instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const leaseMs = 2 * config.checkpoint.intervalSeconds * 1000 + 5000;
+  const schedule = issuerSchedule(config.checkpoint, log);
   const checkpointTable = (await ledgers.all()).find((t) => t.name === CHECKPOINTS_TABLE) ?? null;
   const checkpoints = new CheckpointIssuer(
     writer,
@@ -49,7 +52,11 @@ export async function openCheckpoints(
     signer,
     config.checkpoint.sinks.map((t) => sinkFor(t)),
     {
-      ...issuerSchedule(config.checkpoint, log),
+      ...schedule,
+      // An engine that is down is reported once, where it is found down (EngineHealth), not at every interval.
+      onIssueError: (err) => {
+        if (!isConnectionLoss(err)) schedule.onIssueError(err);
+      },
       lead: async () => {
         if (!(await leadSigning(leaseConn, instance, leaseMs))) return null;
         const [last] = (await leaseConn.query(`SELECT tree_size, ledger_seq FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<

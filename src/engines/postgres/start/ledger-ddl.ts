@@ -4,6 +4,7 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { PostgresConnection } from '../adapter/connection.js';
+import type { EngineHealth } from '../adapter/health.js';
 import { ledgerFunctions } from '../../../ledger/dialect.js';
 import { postgresDialect } from '../dialect/dialect.js';
 import { readPostgresTables } from '../ledger/catalog.js';
@@ -22,8 +23,9 @@ export async function ledgerDdl(
   names: ProtectedNames,
   ledgers: LedgerCatalog,
   stack: DisposeStack,
+  health: EngineHealth,
 ): Promise<(create: Record<string, unknown>) => Promise<void>> {
-  const owner = stack.use(await PostgresConnection.open(url, 'cotwire owner'), (c) => c.close());
+  const owner = stack.use(await PostgresConnection.open(url, 'cotwire owner', { health }), (c) => c.close());
   let ddl: Promise<void> = Promise.resolve();
   return (create) => {
     const run = ddl.then(async () => {

@@ -1,0 +1,270 @@
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
+import { usePgEngine } from '../fixtures/pg-engine.js';
+import { expectWholeLedgers } from '../fixtures/pg-integrity.js';
+import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
+
+/**
+ * cotwire lives through its PostgreSQL: a crash and restart under load, a
+ * database that refuses connections for half a minute, and each of the
+ * server's own backends terminated. No cotwire restart in between; every
+ * acknowledged step is there once, every step reported failed is absent,
+ * and the ledgers are whole.
+ */
+
+const ctx = usePgEngine();
+const lines: string[] = [];
+let server: PgTestServer;
+let admin: PostgresConnection;
+
+beforeAll(async () => {
+  const log = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
+      done();
+    },
+  });
+  server = await startPgTestServer(
+    ctx.engine,
+    { checkpoint: { keyFile: null, intervalSeconds: 1, maxLeaves: 10_000, sinks: [] }, metrics: { host: '127.0.0.1', port: 0 } },
+    { log },
+  );
+  admin = await ctx.engine.admin();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+/** Resolves once `check` holds, asking again every 50 ms; fails after `ms`. */
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (
+      await Promise.resolve()
+        .then(check)
+        .catch(() => false)
+    )
+      return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function healthz(): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`);
+  return res.status;
+}
+
+const logged = (message: string): number => lines.filter((l) => (JSON.parse(l) as { msg: string }).msg === message).length;
+
+interface Outcomes {
+  /** Appends the server confirmed, with when. */
+  readonly acked: Array<{ content: string; at: number }>;
+  /** Appends reported failed (an SQLSTATE that says nothing was made), by content. */
+  readonly failed: Map<string, string>;
+  /** Appends whose outcome the client could not know: 08007, or the connection gone with no answer. */
+  readonly unknown: string[];
+  /** Connections cotwire refused, by the SQLSTATE it gave (none: no answer). */
+  readonly refusedConnections: Map<string, number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * `count` clients appending to sessions of their own through cotwire, for
+ * as long as the test runs: an append that fails is recorded and the
+ * client goes on, on a new connection if its own was closed.
+ */
+function writers(count: number, tag: string): Outcomes {
+  const out = { acked: [] as Outcomes['acked'], failed: new Map<string, string>(), unknown: [] as string[], refusedConnections: new Map<string, number>() };
+  let stopped = false;
+  const workers = Array.from({ length: count }, async (_, w) => {
+    let client: pg.Client | null = null;
+    for (let i = 0; !stopped; i++) {
+      const content = `${tag}-w${w}-${i}`;
+      try {
+        if (client === null) {
+          const c = new pg.Client(server.connectionOptions({ application_name: 'restart-writer' }));
+          c.on('error', () => undefined);
+          client = c;
+          await c.connect();
+        }
+      } catch (err) {
+        const code = err instanceof pg.DatabaseError ? (err.code ?? '') : 'none';
+        out.refusedConnections.set(code, (out.refusedConnections.get(code) ?? 0) + 1);
+        await client?.end().catch(() => undefined);
+        client = null;
+        // The server answered at once (the engine is down): a client's pace between attempts.
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      try {
+        await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Action', $2)", [`${tag}-${w}`, content]);
+        out.acked.push({ content, at: Date.now() });
+      } catch (err) {
+        // A DatabaseError carries the server's SQLSTATE; anything else (EPIPE, a closed socket) is a connection gone unanswered.
+        const { code, severity } = err instanceof pg.DatabaseError ? err : { code: undefined, severity: undefined };
+        if (code === undefined || code === '08007') out.unknown.push(content);
+        else out.failed.set(content, code);
+        if (code === undefined || severity === 'FATAL' || code.startsWith('08') || code.startsWith('57P')) {
+          await client.end().catch(() => undefined);
+          client = null;
+        }
+        if (code !== undefined && !code.startsWith('08') && !code.startsWith('57P')) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    await client?.end().catch(() => undefined);
+  });
+  return {
+    ...out,
+    async stop() {
+      stopped = true;
+      await Promise.all(workers);
+    },
+  };
+}
+
+/** Every acknowledged step is stored once, every step reported failed is absent, an unknown one at most once; the ledgers are whole. */
+async function expectEveryOutcomeKept(load: Outcomes, tag: string): Promise<void> {
+  const stored = new Map(
+    (
+      (await admin.query('SELECT content, count(*)::int FROM public._cot_steps WHERE content LIKE $1 GROUP BY content', [`${tag}-%`])) as Array<
+        [string, number]
+      >
+    ).map(([c, n]) => [c, n]),
+  );
+  expect(load.acked.filter((a) => stored.get(a.content) !== 1).map((a) => [a.content, stored.get(a.content)])).toEqual([]);
+  expect([...load.failed].filter(([c]) => stored.has(c))).toEqual([]);
+  expect(load.unknown.filter((c) => (stored.get(c) ?? 0) > 1)).toEqual([]);
+  expect([...stored].filter(([, n]) => n !== 1)).toEqual([]);
+  await expectWholeLedgers(admin);
+}
+
+async function checkpointCount(): Promise<number> {
+  const [[n]] = (await admin.query('SELECT count(*)::int FROM public._cot_checkpoints')) as [[number]];
+  return n;
+}
+
+/** Appends go on after the engine is back: the first acknowledged after `since`, within 20 s. */
+async function expectAppendsResume(load: Outcomes, since: number): Promise<void> {
+  await until('an append after the engine came back', () => load.acked.some((a) => a.at > since), 20_000);
+  const first = load.acked.find((a) => a.at > since)?.at as number;
+  expect(first - since).toBeLessThan(20_000);
+}
+
+describe('cotwire on a PostgreSQL that goes away and comes back', () => {
+  it('lives through PostgreSQL stopped with -m immediate under 16 writers and started again', async () => {
+    const load = writers(16, 'crash');
+    try {
+      await until('appends under way', () => load.acked.length >= 200);
+      const checkpointsBefore = await checkpointCount();
+      await ctx.engine.pg.halt('immediate');
+      await until('/healthz saying 503', async () => (await healthz()) === 503, 20_000);
+      await ctx.engine.pg.resume();
+      const back = Date.now();
+      await expectAppendsResume(load, back);
+      // A signed checkpoint follows, by whichever lease holder: this one, the only instance.
+      await until('a checkpoint after the restart', async () => (await checkpointCount()) > checkpointsBefore, 20_000);
+      await until('/healthz saying 200', async () => (await healthz()) === 200, 20_000);
+      await until('more appends', () => load.acked.filter((a) => a.at > back).length >= 100);
+    } finally {
+      await load.stop();
+    }
+    expect(load.failed.size + load.unknown.length).toBeGreaterThan(0);
+    await expectEveryOutcomeKept(load, 'crash');
+    expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
+    expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
+    expect(logged('issuing a checkpoint failed')).toBe(0);
+  });
+
+  it('answers at once while PostgreSQL refuses connections for 30 s, says so once, and goes on when it is back', async () => {
+    lines.length = 0;
+    const load = writers(16, 'refused');
+    try {
+      await until('appends under way', () => load.acked.length >= 100);
+      const checkpointsBefore = await checkpointCount();
+      await ctx.engine.pg.halt('fast');
+      await until('/healthz saying 503', async () => (await healthz()) === 503, 20_000);
+      const down = Date.now();
+      const refusedAtStart = load.refusedConnections.get('08006') ?? 0;
+      // The outage itself: half a minute of clients trying, each told at once that nothing was made.
+      await new Promise((r) => setTimeout(r, 30_000 - (Date.now() - down)));
+      expect(await healthz()).toBe(503);
+      // Each client is told at once, by cotwire, with 08006: at its pace of ten tries a second, far more than a try a second.
+      expect((load.refusedConnections.get('08006') ?? 0) - refusedAtStart).toBeGreaterThan(16 * 30);
+      expect(load.refusedConnections.get('none')).toBeUndefined();
+      await ctx.engine.pg.resume();
+      const back = Date.now();
+      await expectAppendsResume(load, back);
+      await until('a checkpoint after the restart', async () => (await checkpointCount()) > checkpointsBefore, 20_000);
+      await until('/healthz saying 200', async () => (await healthz()) === 200, 20_000);
+    } finally {
+      await load.stop();
+    }
+    await expectEveryOutcomeKept(load, 'refused');
+    expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
+    expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
+    expect(logged('issuing a checkpoint failed')).toBe(0);
+  });
+
+  it("recovers each of its own backends killed with pg_terminate_backend, and a client's killed backend ends only that client's session", async () => {
+    lines.length = 0;
+    const load = writers(4, 'terminated');
+    const terminate = async (applicationName: string): Promise<void> => {
+      const [[n]] = (await admin.query('SELECT count(pg_catalog.pg_terminate_backend(pid))::int FROM pg_catalog.pg_stat_activity WHERE application_name = $1', [
+        applicationName,
+      ])) as [[number]];
+      expect(n, applicationName).toBeGreaterThan(0);
+    };
+    try {
+      await until('appends under way', () => load.acked.length >= 20);
+      for (const role of ['cotwire writer', 'cotwire signer', 'cotwire', 'cotwire owner']) {
+        const checkpointsBefore = await checkpointCount();
+        const at = Date.now();
+        // The owner's backend does the ledgers' DDL: use it first, so that it has one to lose.
+        if (role === 'cotwire owner') await server.client().then((c) => c.query('CREATE TABLE _cot_after_kill_a (session_id VARCHAR, note VARCHAR)'));
+        await terminate(role);
+        await until(`appends after ${role} was terminated`, () => load.acked.filter((a) => a.at > at).length >= 20, 20_000);
+        await until(`a checkpoint after ${role} was terminated`, async () => (await checkpointCount()) > checkpointsBefore, 20_000);
+      }
+      // Each of the server's backends answers again: the owner's makes a ledger, the admin's reads the catalogue.
+      const c = await server.client();
+      await c.query('CREATE TABLE _cot_after_kill_b (session_id VARCHAR, note VARCHAR)');
+      await c.query("INSERT INTO _cot_after_kill_b (session_id, note) VALUES ('s', 'after')");
+      expect((await c.query('SELECT valid FROM cot_verify_after_kill_b_all()')).rows).toEqual([{ valid: true }]);
+
+      // A client's backend terminated mid-statement: that statement gets PostgreSQL's 57P01, its session ends, the next one works.
+      const victim = await server.client({ application_name: 'restart-victim' });
+      const sleeping = victim.query('SELECT pg_catalog.pg_sleep(30)').then(
+        () => null,
+        (err: { code?: string }) => err.code ?? 'none',
+      );
+      await until('the victim sleeping', async () => {
+        const [[n]] = (await admin.query(
+          "SELECT count(*)::int FROM pg_catalog.pg_stat_activity WHERE application_name = 'restart-victim' AND state = 'active'",
+        )) as [[number]];
+        return n > 0;
+      });
+      await terminate('restart-victim');
+      expect(await sleeping).toBe('57P01');
+      await expect(victim.query('SELECT 1')).rejects.toThrow();
+      const next = await server.client({ application_name: 'restart-victim' });
+      expect((await next.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect(await healthz()).toBe(200);
+    } finally {
+      await load.stop();
+    }
+    await expectEveryOutcomeKept(load, 'terminated');
+    // A terminated backend is not an engine down.
+    expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(0);
+    expect(logged('issuing a checkpoint failed')).toBe(0);
+  });
+});
