@@ -45,7 +45,9 @@ export async function initPostgresCommand(opts: { readonly url: string; readonly
     if (report.actions.length === 0) out('everything was in place; nothing to do\n');
     for (const a of report.actions) out(`- ${a}\n`);
     const roles = pgRoles(opts.rolePrefix);
-    out(`clients' statements run as ${roles.client}, ledger appends as ${roles.writer}; ${roles.owner} owns the ledgers\n`);
+    out(
+      `readers' statements run as ${roles.reader}, writers' as ${roles.writer}, admins' as ${roles.admin}; ledger appends as ${roles.server}; ${roles.owner} owns the ledgers\n`,
+    );
     return 0;
   } catch (err) {
     const e = err as Error;

@@ -9,7 +9,7 @@ const ctx = usePgServer();
 describe('cotwire on a PostgreSQL engine', () => {
   it('answers queries with PostgreSQL itself', async () => {
     const r = await ctx.client.query("SELECT 1 AS one, 'x'::text AS t, now() IS NOT NULL AS ok, current_user AS who");
-    expect(r.rows).toEqual([{ one: 1, t: 'x', ok: true, who: 'cotwire_client' }]);
+    expect(r.rows).toEqual([{ one: 1, t: 'x', ok: true, who: 'cotwire_admin' }]);
     const v = await ctx.client.query('SELECT version()');
     expect(v.rows[0].version).toMatch(/^PostgreSQL/);
   });

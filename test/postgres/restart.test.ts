@@ -226,20 +226,30 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
     };
     try {
       await until('appends under way', () => load.acked.length >= 20);
-      for (const role of ['cotwire writer', 'cotwire signer', 'cotwire', 'cotwire owner']) {
+      const c = await server.client();
+      let ledgers = 0;
+      // What each of the server's backends does, done before its termination (so that it has a backend to lose) and after.
+      const work: Record<string, () => Promise<unknown>> = {
+        'cotwire writer': () => c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('terminated-own', 'Action', 'x')"),
+        'cotwire signer': () => Promise.resolve(),
+        // The server's own connection checks a parent_trace_id.
+        cotwire: () =>
+          c.query(
+            "INSERT INTO _cot_steps (session_id, step_type, content, parent_trace_id) SELECT 'terminated-own', 'Action', 'child', trace_id FROM _cot_steps WHERE session_id = 'terminated-own' LIMIT 1",
+          ),
+        'cotwire owner': () => c.query(`CREATE TABLE _cot_after_kill_${++ledgers} (session_id VARCHAR, note VARCHAR)`),
+      };
+      for (const [role, use] of Object.entries(work)) {
+        await use();
         const checkpointsBefore = await checkpointCount();
         const at = Date.now();
-        // The owner's backend does the ledgers' DDL: use it first, so that it has one to lose.
-        if (role === 'cotwire owner') await server.client().then((c) => c.query('CREATE TABLE _cot_after_kill_a (session_id VARCHAR, note VARCHAR)'));
         await terminate(role);
+        await use();
         await until(`appends after ${role} was terminated`, () => load.acked.filter((a) => a.at > at).length >= 20, 20_000);
         await until(`a checkpoint after ${role} was terminated`, async () => (await checkpointCount()) > checkpointsBefore, 20_000);
       }
-      // Each of the server's backends answers again: the owner's makes a ledger, the admin's reads the catalogue.
-      const c = await server.client();
-      await c.query('CREATE TABLE _cot_after_kill_b (session_id VARCHAR, note VARCHAR)');
-      await c.query("INSERT INTO _cot_after_kill_b (session_id, note) VALUES ('s', 'after')");
-      expect((await c.query('SELECT valid FROM cot_verify_after_kill_b_all()')).rows).toEqual([{ valid: true }]);
+      await c.query("INSERT INTO _cot_after_kill_2 (session_id, note) VALUES ('s', 'after')");
+      expect((await c.query('SELECT valid FROM cot_verify_after_kill_2_all()')).rows).toEqual([{ valid: true }]);
 
       // A client's backend terminated mid-statement: that statement gets PostgreSQL's 57P01, its session ends, the next one works.
       const victim = await server.client({ application_name: 'restart-victim' });

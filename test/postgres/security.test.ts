@@ -119,7 +119,7 @@ beforeAll(async () => {
     "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s1', 'Observation', 'a'), ('s1', 'Decision', 'b'), ('s2', 'Action', 'c')",
   );
   await through.query('GRANT SELECT ON notes TO PUBLIC');
-  direct = new pg.Client({ connectionString: engine.clientUrl });
+  direct = new pg.Client({ connectionString: engine.adminUrl });
   direct.on('error', () => undefined);
   await direct.connect();
   watcher = await engine.admin();

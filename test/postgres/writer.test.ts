@@ -22,7 +22,7 @@ describe('the ledger writer on PostgreSQL', () => {
     const writers: PgLedgerWriter[] = [];
     const conns: PostgresConnection[] = [];
     for (let i = 0; i < 3; i++) {
-      const conn = await PostgresConnection.open(engine.writerUrl, 'writer', { pipeline: true });
+      const conn = await PostgresConnection.open(engine.serverUrl, 'writer', { pipeline: true });
       conns.push(conn);
       writers.push(await PgLedgerWriter.open(conn));
     }
@@ -142,7 +142,7 @@ class LosingConnection implements SqlConnection {
 
 describe('a commit whose answer the writer never hears', () => {
   it('is acknowledged once if it landed, made again once if it did not, and reported failed (08006) if it cannot be made', async () => {
-    const conn = new LosingConnection(await PostgresConnection.open(ctx.engine.writerUrl, 'losing writer', { pipeline: true }));
+    const conn = new LosingConnection(await PostgresConnection.open(ctx.engine.serverUrl, 'losing writer', { pipeline: true }));
     const writer = await PgLedgerWriter.open(conn);
     const catalog = new LedgerCatalog(await ctx.engine.admin(), (n) => n.startsWith('_cot'), null, readPostgresTables('cotwire'));
     const steps = (await catalog.all()).find((t) => t.name === '_cot_steps') as LedgerTable;

@@ -29,8 +29,9 @@ import { ledgerDdl } from './start/ledger-ddl.js';
  * The composition root of a server whose engine is PostgreSQL
  * (engine.kind: postgres). It shares the wire front, authentication, the
  * roles and the writer's chain with the DuckDB server, and leaves the rest
- * to PostgreSQL: each client connection gets a backend of its own, as a role
- * that can read the ledgers and not change them (docs/scaling.md).
+ * to PostgreSQL: each client connection gets a backend of its own, as the
+ * PostgreSQL role of its cotwire role, which can read the ledgers and not
+ * change them (docs/scaling.md).
  */
 
 export interface RunningPostgresServer {
@@ -89,8 +90,12 @@ async function openParts(
   const report = await installPostgres(admin, prefix, (n) => names.isProtected(n));
   for (const action of report.actions) log.info({ engine: redactUrl(url) }, `init-postgres: ${action}`);
   const passwords = await rolePasswords(admin, prefix);
-  const writerUrl = urlAs(url, roles.writer, passwords.writer);
-  const clientUrl = urlAs(url, roles.client, passwords.client);
+  const serverUrl = urlAs(url, roles.server, passwords.server);
+  const clientUrls = {
+    reader: urlAs(url, roles.reader, passwords.reader),
+    writer: urlAs(url, roles.writer, passwords.writer),
+    admin: urlAs(url, roles.admin, passwords.admin),
+  };
   const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
   const observer = prometheus ?? NO_OBSERVER;
   const guard = new PostgresGuard(
@@ -110,7 +115,7 @@ async function openParts(
   await loadGuardParser();
   const ledgers = new LedgerCatalog(admin, (n) => names.isProtected(n), null, readPostgresTables(prefix));
   const writerConn = stack.use(
-    await PostgresConnection.open(writerUrl, 'cotwire writer', { pipeline: true, prepare: true, setup: WRITER_SETUP, health }),
+    await PostgresConnection.open(serverUrl, 'cotwire writer', { pipeline: true, prepare: true, setup: WRITER_SETUP, health }),
     (c) => c.close(),
   );
   const writer = stack.use(
@@ -121,7 +126,7 @@ async function openParts(
     }),
     (w) => w.close(),
   );
-  const { checkpoints, instance } = await openCheckpoints(config, log, admin, writerUrl, ledgers, writer, stack, health);
+  const { checkpoints, instance } = await openCheckpoints(config, log, admin, serverUrl, ledgers, writer, stack, health);
   const securityLog = stack.use(await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed')), (s) =>
     s.close(),
   );
@@ -131,8 +136,11 @@ async function openParts(
     tls,
     observer,
     handlers: new ProxyHandlerFactory(
-      (applicationName) =>
-        PgBackend.open(clientUrl, applicationName === '' ? 'cotwire client' : applicationName).catch((err: unknown) => {
+      (role, applicationName) =>
+        PgBackend.open(
+          role === 'admin' ? clientUrls.admin : role === 'writer' ? clientUrls.writer : clientUrls.reader,
+          applicationName === '' ? 'cotwire client' : applicationName,
+        ).catch((err: unknown) => {
           health.suspect(err as Error);
           throw err;
         }),

@@ -1,6 +1,6 @@
 import { stepTypeColumn } from '../../../ledger/sql-functions.js';
-import type { PgRoles } from '../ledger/names.js';
-import { quoteIdent, STEP_TYPES, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { functionGrantees, type PgRoles } from '../ledger/names.js';
+import { STEP_TYPES, type LedgerTable } from '../../../ledger/chain/schema.js';
 
 /**
  * The reasoning analytics of analytics-sql.ts as PostgreSQL functions over
@@ -71,7 +71,7 @@ export function pgAnalyticsFunctions(steps: LedgerTable, roles: PgRoles): string
   const from = steps.relation ?? '';
   const grant = (signature: string): string[] => [
     `REVOKE ALL ON FUNCTION ${signature} FROM PUBLIC`,
-    `GRANT EXECUTE ON FUNCTION ${signature} TO ${quoteIdent(roles.client)}, ${quoteIdent(roles.writer)}`,
+    `GRANT EXECUTE ON FUNCTION ${signature} TO ${functionGrantees(roles)}`,
   ];
   const fn = (name: string, args: string, columns: string, body: string, signature: string): string[] => [
     `CREATE OR REPLACE FUNCTION public.${name}(${args}) RETURNS TABLE (${columns}) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $cotwire$${body}$cotwire$`,

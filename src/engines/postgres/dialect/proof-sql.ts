@@ -1,5 +1,5 @@
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { PG_SCHEMA, type PgRoles } from '../ledger/names.js';
+import { functionGrantees, PG_SCHEMA, type PgRoles } from '../ledger/names.js';
 import { quoteIdent, STEPS_TABLE } from '../../../ledger/chain/schema.js';
 
 /**
@@ -153,11 +153,7 @@ $$`,
 export function pgProofFunctions(roles: PgRoles): string[] {
   const out: string[] = [];
   for (const f of [...FUNCTIONS, ...TABLES]) {
-    out.push(
-      f.sql,
-      `REVOKE ALL ON FUNCTION ${f.signature} FROM PUBLIC`,
-      `GRANT EXECUTE ON FUNCTION ${f.signature} TO ${quoteIdent(roles.client)}, ${quoteIdent(roles.writer)}`,
-    );
+    out.push(f.sql, `REVOKE ALL ON FUNCTION ${f.signature} FROM PUBLIC`, `GRANT EXECUTE ON FUNCTION ${f.signature} TO ${functionGrantees(roles)}`);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import { PG_SCHEMA, type PgRoles } from '../ledger/names.js';
+import { functionGrantees, PG_SCHEMA, type PgRoles } from '../ledger/names.js';
 import { REDACTED_TEXT, unredactable } from '../../../ledger/erasure/redactions.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -261,7 +261,7 @@ function pgFunction(roles: PgRoles, fname: string, args: ReadonlyArray<readonly 
   return [
     `CREATE OR REPLACE FUNCTION public.${fname}(${args.map(([a, t]) => `${a} ${t}`).join(', ')}) RETURNS ${returns} LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $cotwire$${body}$cotwire$`,
     `REVOKE ALL ON FUNCTION ${types} FROM PUBLIC`,
-    `GRANT EXECUTE ON FUNCTION ${types} TO ${quoteIdent(roles.client)}, ${quoteIdent(roles.writer)}`,
+    `GRANT EXECUTE ON FUNCTION ${types} TO ${functionGrantees(roles)}`,
   ];
 }
 

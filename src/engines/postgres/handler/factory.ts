@@ -8,14 +8,15 @@ import { ProxyConnection, type ProxyServices } from './connection.js';
 const NOT_SETTINGS = new Set(['user', 'database', 'replication', 'options', 'application_name']);
 
 /**
- * Opens one backend per client connection, as the client role, with the
+ * Opens one backend per client connection, as its cotwire role's PostgreSQL role, with the
  * client's startup settings (DateStyle, TimeZone, extra_float_digits, ...)
  * applied as PostgreSQL would apply them; a reader's transactions are
  * read-only in PostgreSQL too.
  */
 export class ProxyHandlerFactory implements HandlerFactory {
   constructor(
-    private readonly openBackend: (applicationName: string) => Promise<RelayBackend>,
+    /** A backend as the PostgreSQL role of the client's cotwire role. */
+    private readonly openBackend: (role: string, applicationName: string) => Promise<RelayBackend>,
     private readonly access: ProxyAccessServices,
     private readonly services: ProxyServices,
     /** limits.statementTimeoutMs: every backend's statement_timeout to begin with. */
@@ -24,7 +25,7 @@ export class ProxyHandlerFactory implements HandlerFactory {
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
     const applicationName = info.startupParameters.get('application_name') ?? '';
-    const backend = await this.openBackend(applicationName);
+    const backend = await this.openBackend(info.role, applicationName);
     try {
       const settings = [...info.startupParameters].filter(([k]) => !NOT_SETTINGS.has(k.toLowerCase()));
       // `options` (libpq's PGOPTIONS: -c name=value) sets what PostgreSQL would set at its own start.

@@ -3,7 +3,7 @@ import type { SqlConnection } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { PG_LEDGER_SCHEMA, PG_SCHEMA, pgRoles, type PgRoles } from './names.js';
+import { clientRoles, loginRoles, PG_LEDGER_SCHEMA, PG_SCHEMA, PG_WORKSPACE_SCHEMA, pgRoles, type PgRoles } from './names.js';
 import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { readPostgresTables } from './catalog.js';
 import { DOUBLE_TEXT_FUNCTION, WRITABLE_FUNCTION } from '../dialect/verify-sql.js';
@@ -64,9 +64,18 @@ export function ledgerWallSql(name: string, chainKey: string | null, roles: PgRo
     `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_chain`)} ON ${table} (${chain})`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_seq`)} ON ${table} (ledger_seq)`,
-    `REVOKE ALL ON ${table} FROM PUBLIC`,
-    `GRANT SELECT ON ${table} TO ${quoteIdent(roles.client)}`,
-    `GRANT SELECT, INSERT ON ${table} TO ${quoteIdent(roles.writer)}`,
+    ...ledgerGrantsSql(name, roles),
+  ];
+}
+
+/** Who may do what with a ledger: the clients' roles read it, only the server's appends to it. Run for every ledger at every start. */
+export function ledgerGrantsSql(name: string, roles: PgRoles): string[] {
+  const table = qualified(name);
+  const clients = clientRoles(roles).map(quoteIdent).join(', ');
+  return [
+    `REVOKE ALL ON ${table} FROM PUBLIC, ${clients}, ${quoteIdent(roles.server)}`,
+    `GRANT SELECT ON ${table} TO ${clients}`,
+    `GRANT SELECT, INSERT ON ${table} TO ${quoteIdent(roles.server)}`,
   ];
 }
 
@@ -95,33 +104,54 @@ const tableExists = (schema: string, name: string): string =>
 
 function steps(roles: PgRoles, database: string): Step[] {
   const o = quoteIdent(roles.owner);
+  const srv = quoteIdent(roles.server);
+  const r = quoteIdent(roles.reader);
   const w = quoteIdent(roles.writer);
-  const c = quoteIdent(roles.client);
+  const a = quoteIdent(roles.admin);
+  const clients = `${r}, ${w}, ${a}`;
+  const db = quoteIdent(database);
+  const login = (role: string, what: string): Step => ({
+    does: `created role ${role} (${what})`,
+    role,
+    done: roleExists(role),
+    sql: [`CREATE ROLE ${quoteIdent(role)} LOGIN`],
+  });
   const list: Step[] = [
     { does: `created role ${roles.owner} (owns the ledgers; no login)`, done: roleExists(roles.owner), sql: [`CREATE ROLE ${o} NOLOGIN`] },
+    login(roles.server, 'the server: appends to ledgers, and nothing else of them'),
+    login(roles.reader, "readers' statements: SELECT, in read-only transactions"),
+    login(roles.writer, "writers' statements: SELECT; their appends go through the server"),
+    login(roles.admin, `admins' statements: SELECT, and tables of their own in schema ${PG_WORKSPACE_SCHEMA}`),
     {
-      does: `created role ${roles.writer} (may only INSERT into ledgers)`,
-      role: roles.writer,
-      done: roleExists(roles.writer),
-      sql: [`CREATE ROLE ${w} LOGIN`],
+      does: `made the current user a member of ${roles.owner} and ${roles.admin}`,
+      done: `SELECT pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.owner)}, 'MEMBER') AND pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.admin)}, 'MEMBER')`,
+      sql: [`GRANT ${o} TO CURRENT_USER`, `GRANT ${a} TO CURRENT_USER`],
     },
     {
-      does: `created role ${roles.client} (clients' statements: SELECT on ledgers)`,
-      role: roles.client,
-      done: roleExists(roles.client),
-      sql: [`CREATE ROLE ${c} LOGIN`],
+      done: `SELECT count(*) > 0 FROM pg_catalog.pg_namespace WHERE nspname = ${quoteLiteral(PG_WORKSPACE_SCHEMA)}`,
+      does: `created schema ${PG_WORKSPACE_SCHEMA} (admins' own tables, views and functions)`,
+      sql: [`CREATE SCHEMA ${PG_WORKSPACE_SCHEMA} AUTHORIZATION ${o}`],
     },
     {
-      does: `made the current user a member of ${roles.owner}`,
-      done: `SELECT pg_catalog.pg_has_role(current_user, ${quoteLiteral(roles.owner)}, 'MEMBER')`,
-      sql: [`GRANT ${o} TO CURRENT_USER`],
-    },
-    {
-      does: `granted ${roles.owner}, ${roles.writer} and ${roles.client} what they need of database ${database}`,
+      // Run at every start: it also takes back what an earlier layout granted (a client role that created in public).
+      does: `the walls of database ${database}: nobody but ${roles.owner} creates in ${PG_LEDGER_SCHEMA}, only ${roles.admin} creates in ${PG_WORKSPACE_SCHEMA} or temporary tables`,
       sql: [
-        `GRANT CONNECT, TEMPORARY ON DATABASE ${quoteIdent(database)} TO ${w}, ${c}`,
-        `GRANT CREATE ON DATABASE ${quoteIdent(database)} TO ${o}`,
-        `GRANT USAGE, CREATE ON SCHEMA ${PG_LEDGER_SCHEMA} TO ${o}, ${c}`,
+        `REVOKE CREATE, TEMPORARY ON DATABASE ${db} FROM PUBLIC, ${clients}, ${srv}`,
+        `GRANT CONNECT ON DATABASE ${db} TO ${clients}, ${srv}`,
+        `GRANT TEMPORARY ON DATABASE ${db} TO ${a}`,
+        `GRANT CREATE ON DATABASE ${db} TO ${o}`,
+        `REVOKE CREATE ON SCHEMA ${PG_LEDGER_SCHEMA} FROM PUBLIC, ${clients}, ${srv}`,
+        `GRANT USAGE ON SCHEMA ${PG_LEDGER_SCHEMA} TO ${clients}, ${srv}`,
+        `GRANT USAGE, CREATE ON SCHEMA ${PG_LEDGER_SCHEMA} TO ${o}`,
+        `REVOKE ALL ON SCHEMA ${PG_WORKSPACE_SCHEMA} FROM PUBLIC, ${r}, ${w}, ${srv}`,
+        `GRANT USAGE ON SCHEMA ${PG_WORKSPACE_SCHEMA} TO ${clients}`,
+        `GRANT USAGE, CREATE ON SCHEMA ${PG_WORKSPACE_SCHEMA} TO ${a}`,
+        // What an admin makes, every client reads, as on the embedded engine.
+        `ALTER DEFAULT PRIVILEGES FOR ROLE ${a} IN SCHEMA ${PG_WORKSPACE_SCHEMA} GRANT SELECT ON TABLES TO ${r}, ${w}`,
+        `ALTER ROLE ${r} IN DATABASE ${db} SET default_transaction_read_only = on`,
+        `ALTER ROLE ${r} IN DATABASE ${db} SET search_path = ${PG_LEDGER_SCHEMA}, ${PG_WORKSPACE_SCHEMA}`,
+        `ALTER ROLE ${w} IN DATABASE ${db} SET search_path = ${PG_LEDGER_SCHEMA}, ${PG_WORKSPACE_SCHEMA}`,
+        `ALTER ROLE ${a} IN DATABASE ${db} SET search_path = ${PG_WORKSPACE_SCHEMA}, ${PG_LEDGER_SCHEMA}`,
       ],
     },
     {
@@ -131,17 +161,15 @@ function steps(roles: PgRoles, database: string): Step[] {
     },
     {
       does: 'the append-only trigger function',
-      sql: [`SET ROLE ${o}`, REFUSE_CHANGE, `REVOKE ALL ON SCHEMA ${PG_SCHEMA} FROM PUBLIC`, `GRANT USAGE ON SCHEMA ${PG_SCHEMA} TO ${w}, ${c}`],
+      sql: [`SET ROLE ${o}`, REFUSE_CHANGE, `REVOKE ALL ON SCHEMA ${PG_SCHEMA} FROM PUBLIC`, `GRANT USAGE ON SCHEMA ${PG_SCHEMA} TO ${clients}, ${srv}`],
     },
     {
-      does: `created ${PG_SCHEMA}.log_head (orders every instance's appends into the global sequence)`,
       done: tableExists(PG_SCHEMA, 'log_head'),
+      does: `created ${PG_SCHEMA}.log_head (orders every instance's appends into the global sequence)`,
       sql: [
         `CREATE TABLE ${PG_SCHEMA}.log_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), size bigint NOT NULL CHECK (size >= 0))`,
         `INSERT INTO ${PG_SCHEMA}.log_head (size) VALUES (0)`,
         `CREATE OR REPLACE TRIGGER cotwire_one_row BEFORE DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_head FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
-        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head TO ${w}`,
-        `GRANT SELECT ON ${PG_SCHEMA}.log_head TO ${c}`,
       ],
     },
     {
@@ -150,8 +178,6 @@ function steps(roles: PgRoles, database: string): Step[] {
       sql: [
         `CREATE TABLE ${PG_SCHEMA}.log_nodes (position bigint PRIMARY KEY, hash bytea NOT NULL CHECK (octet_length(hash) = 32))`,
         `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${PG_SCHEMA}.log_nodes FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
-        `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${w}`,
-        `GRANT SELECT ON ${PG_SCHEMA}.log_nodes TO ${c}`,
       ],
     },
     {
@@ -159,16 +185,15 @@ function steps(roles: PgRoles, database: string): Step[] {
       does: `created ${PG_SCHEMA}.chain_heads (each chain's last step; its row lock orders the appends to the chain)`,
       sql: [
         `CREATE TABLE ${PG_SCHEMA}.chain_heads (ledger text NOT NULL, chain_key text NOT NULL, step_index integer NOT NULL, current_hash text NOT NULL, PRIMARY KEY (ledger, chain_key))`,
-        `GRANT SELECT, INSERT, UPDATE ON ${PG_SCHEMA}.chain_heads TO ${w}`,
       ],
     },
     {
       does: 'the canonical text of a double',
-      sql: [DOUBLE_TEXT_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${w}, ${c}`],
+      sql: [DOUBLE_TEXT_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.double_text(float8) TO ${clients}, ${srv}`],
     },
     {
       does: 'the check that a ledger INSERT runs in a transaction that may write',
-      sql: [WRITABLE_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.writable() TO ${w}, ${c}`],
+      sql: [WRITABLE_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.writable() TO ${clients}, ${srv}`],
     },
     {
       done: tableExists(PG_SCHEMA, 'signer'),
@@ -176,14 +201,23 @@ function steps(roles: PgRoles, database: string): Step[] {
       sql: [
         `CREATE TABLE ${PG_SCHEMA}.signer (one boolean PRIMARY KEY DEFAULT true CHECK (one), holder text, expires_at timestamptz NOT NULL)`,
         `INSERT INTO ${PG_SCHEMA}.signer (holder, expires_at) VALUES (NULL, '-infinity')`,
-        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.signer TO ${w}`,
-        `GRANT SELECT ON ${PG_SCHEMA}.signer TO ${c}`,
       ],
     },
     {
       done: tableExists(PG_SCHEMA, 'secrets'),
-      does: `created ${PG_SCHEMA}.secrets (the writer's and the clients' passwords; readable by ${roles.owner} only)`,
-      sql: [`CREATE TABLE ${PG_SCHEMA}.secrets (name text PRIMARY KEY, value text NOT NULL)`, `REVOKE ALL ON ${PG_SCHEMA}.secrets FROM PUBLIC`],
+      does: `created ${PG_SCHEMA}.secrets (the login roles' passwords; readable by ${roles.owner} only)`,
+      sql: [`CREATE TABLE ${PG_SCHEMA}.secrets (name text PRIMARY KEY, value text NOT NULL)`],
+    },
+    {
+      // At every start, from nothing: a role of an earlier layout keeps no grant it should not have.
+      does: `the grants on ${PG_SCHEMA}'s tables`,
+      sql: [
+        `REVOKE ALL ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.chain_heads, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.secrets FROM PUBLIC, ${clients}, ${srv}`,
+        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.signer TO ${srv}`,
+        `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${srv}`,
+        `GRANT SELECT, INSERT, UPDATE ON ${PG_SCHEMA}.chain_heads TO ${srv}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.signer TO ${clients}`,
+      ],
     },
   ];
   for (const ledger of PG_SERVER_LEDGERS) {
@@ -249,24 +283,14 @@ export async function installPostgres(
       const name = verifyMacroName(table);
       const [[existed]] = (await conn.query(`SELECT to_regprocedure($1) IS NOT NULL`, [`public.${name}(text)`])) as [[boolean]];
       for (const sql of ledgerFunctions(postgresDialect(roles), table)) await conn.run(sql);
+      for (const sql of ledgerGrantsSql(table.name, roles)) await conn.run(sql);
       if (!existed)
         actions.push(
           `created ${name}() and ${name}_all()${table.isSteps ? ', cot_replay(), cot_trace() and cot_sessions()' : ''}, which verify ${table.name} in PostgreSQL`,
         );
     }
     await conn.run('RESET ROLE');
-    // An event trigger needs a superuser: where init runs as one, PostgreSQL itself also refuses any other role
-    // an object with a ledger's or a cotwire function's name (a client's overload of cot_verify would shadow it).
-    const [[superuser, hasTrigger]] = (await conn.query(
-      `SELECT rolsuper, EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger WHERE evtname = $1) FROM pg_catalog.pg_roles WHERE rolname = current_user`,
-      [`${prefix}_names`],
-    )) as [[boolean, boolean]];
-    if (superuser) {
-      for (const sql of namesEventTriggerSql(prefix, roles)) await conn.run(sql);
-      if (!hasTrigger) actions.push(`created event trigger ${prefix}_names: no role but ${roles.owner} may create objects named _cot* or cot_*`);
-    } else if (!hasTrigger) {
-      actions.push(`skipped the event trigger that reserves cotwire's names: it needs a superuser (the guard still refuses such DDL)`);
-    }
+    actions.push(...(await superuserWalls(conn, prefix, roles)));
     await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
     const [[proofs]] = (await conn.query(`SELECT to_regprocedure('public.cot_prove(text)') IS NOT NULL`)) as [[boolean]];
     for (const sql of postgresDialect(roles).proofFunctions()) await conn.run(sql);
@@ -275,25 +299,8 @@ export async function installPostgres(
         "created cot_log_root(), cot_inclusion_proof(), cot_consistency_proof(), cot_checkpoint(), cot_prove() and cot_consistency(), the global log's proofs",
       );
     await conn.run('RESET ROLE');
-    for (const role of [roles.writer, roles.client]) {
-      const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [role])) as Array<[string]>;
-      if (row !== undefined) continue;
-      if (!created.has(role)) {
-        // Roles belong to the cluster: resetting the password would lock out the database whose role it is.
-        throw new PgError(
-          SqlState.DuplicateObject,
-          `role ${role} exists, but this database holds no password for it: another cotwire database in this cluster uses it`,
-          {
-            hint: 'Give each cotwire database in a cluster its own engine.rolePrefix.',
-          },
-        );
-      }
-      // A password for each login role, kept where only the owner's members read it.
-      const password = randomBytes(24).toString('base64url');
-      await conn.run(`ALTER ROLE ${quoteIdent(role)} PASSWORD ${quoteLiteral(password)}`);
-      await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ($1, $2)`, [role, password]);
-      actions.push(`set a password for ${role} (kept in ${PG_SCHEMA}.secrets)`);
-    }
+    actions.push(...(await setPasswords(conn, roles, created)));
+    actions.push(...(await retireSharedClientRole(conn, prefix, roles)));
     await conn.run('COMMIT');
   } catch (err) {
     await conn.run('ROLLBACK').catch(() => undefined);
@@ -302,10 +309,10 @@ export async function installPostgres(
   return { actions, serverVersion: version };
 }
 
-/** The passwords init set for the writer and client roles. */
-export async function rolePasswords(conn: SqlConnection, prefix: string): Promise<{ readonly writer: string; readonly client: string }> {
+/** The passwords init set for the login roles, by role. */
+export async function rolePasswords(conn: SqlConnection, prefix: string): Promise<Readonly<Record<'server' | 'reader' | 'writer' | 'admin', string>>> {
   const roles = pgRoles(prefix);
-  const rows = (await conn.query(`SELECT name, value FROM ${PG_SCHEMA}.secrets WHERE name = ANY($1::text[])`, [`{${roles.writer},${roles.client}}`])) as Array<
+  const rows = (await conn.query(`SELECT name, value FROM ${PG_SCHEMA}.secrets WHERE name = ANY($1::text[])`, [`{${loginRoles(roles).join(',')}}`])) as Array<
     [string, string]
   >;
   const get = (role: string): string => {
@@ -314,8 +321,92 @@ export async function rolePasswords(conn: SqlConnection, prefix: string): Promis
       throw new PgError(SqlState.ObjectNotInPrerequisiteState, `the PostgreSQL engine has no password for ${role}: run \`cotwire init-postgres\``);
     return row[1];
   };
-  return { writer: get(roles.writer), client: get(roles.client) };
+  return { server: get(roles.server), reader: get(roles.reader), writer: get(roles.writer), admin: get(roles.admin) };
 }
+
+/** A password for each login role that has none, kept where only the owner's members read it. */
+async function setPasswords(conn: SqlConnection, roles: PgRoles, created: ReadonlySet<string>): Promise<string[]> {
+  const actions: string[] = [];
+  for (const role of loginRoles(roles)) {
+    const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [role])) as Array<[string]>;
+    if (row !== undefined) continue;
+    if (!created.has(role)) {
+      // Roles belong to the cluster: resetting the password would lock out the database whose role it is.
+      throw new PgError(
+        SqlState.DuplicateObject,
+        `role ${role} exists, but this database holds no password for it: another cotwire database in this cluster uses it`,
+        {
+          hint: 'Give each cotwire database in a cluster its own engine.rolePrefix.',
+        },
+      );
+    }
+    const password = randomBytes(24).toString('base64url');
+    await conn.run(`ALTER ROLE ${quoteIdent(role)} PASSWORD ${quoteLiteral(password)}`);
+    await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ($1, $2)`, [role, password]);
+    actions.push(`set a password for ${role} (kept in ${PG_SCHEMA}.secrets)`);
+  }
+  return actions;
+}
+
+/**
+ * An engine initialised before each cotwire role had a PostgreSQL role of
+ * its own ran every client as `<prefix>_client`: what that role made goes to
+ * the admins' role, and it loses its grants and its login.
+ */
+async function retireSharedClientRole(conn: SqlConnection, prefix: string, roles: PgRoles): Promise<string[]> {
+  const legacy = `${prefix}_client`;
+  const [[active]] = (await conn.query(`SELECT count(*) > 0 FROM pg_catalog.pg_roles WHERE rolname = $1 AND rolcanlogin`, [legacy])) as [[boolean]];
+  if (!active) return [];
+  await conn.run(`REASSIGN OWNED BY ${quoteIdent(legacy)} TO ${quoteIdent(roles.admin)}`);
+  await conn.run(`DROP OWNED BY ${quoteIdent(legacy)}`);
+  await conn.run(`ALTER ROLE ${quoteIdent(legacy)} NOLOGIN`);
+  await conn.query(`DELETE FROM ${PG_SCHEMA}.secrets WHERE name = $1`, [legacy]);
+  return [`retired role ${legacy}: what it owned is ${roles.admin}'s, and it can no longer log in (each cotwire role has a PostgreSQL role now)`];
+}
+
+/**
+ * Walls only a superuser can raise, raised where init runs as one, and
+ * said to be missing where not (the guard still refuses what they would):
+ * an event trigger that refuses any other role an object with a ledger's or
+ * a cotwire function's name (a client's overload of cot_verify would shadow
+ * it), and the large-object functions that create, change or remove one,
+ * which PostgreSQL grants to every role, taken from PUBLIC.
+ */
+async function superuserWalls(conn: SqlConnection, prefix: string, roles: PgRoles): Promise<string[]> {
+  const [[superuser, hasTrigger, loGranted]] = (await conn.query(
+    `SELECT rolsuper, EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger WHERE evtname = $1),
+            pg_catalog.has_function_privilege('public', 'pg_catalog.lo_from_bytea(oid, bytea)', 'EXECUTE')
+     FROM pg_catalog.pg_roles WHERE rolname = current_user`,
+    [`${prefix}_names`],
+  )) as [[boolean, boolean, boolean]];
+  const actions: string[] = [];
+  if (superuser) {
+    for (const sql of namesEventTriggerSql(prefix, roles)) await conn.run(sql);
+    if (!hasTrigger) actions.push(`created event trigger ${prefix}_names: no role but ${roles.owner} may create objects named _cot* or cot_*`);
+    for (const fn of LARGE_OBJECT_WRITERS) await conn.run(`REVOKE EXECUTE ON FUNCTION pg_catalog.${fn} FROM PUBLIC`);
+    if (loGranted) actions.push(`revoked the large-object functions that create, change or remove one from PUBLIC (${LARGE_OBJECT_WRITERS.length} functions)`);
+  } else {
+    if (!hasTrigger) actions.push(`skipped the event trigger that reserves cotwire's names: it needs a superuser (the guard still refuses such DDL)`);
+    if (loGranted)
+      actions.push(`skipped revoking the large-object functions from PUBLIC: it needs a superuser (the guard still refuses clients' calls of them)`);
+  }
+  return actions;
+}
+
+/** The large-object functions that create, change or remove one (PostgreSQL 14 to 17), by signature; reading stays (lo_get, lo_open, loread). */
+const LARGE_OBJECT_WRITERS = [
+  'lo_creat(integer)',
+  'lo_create(oid)',
+  'lo_from_bytea(oid, bytea)',
+  'lo_put(oid, bigint, bytea)',
+  'lo_unlink(oid)',
+  'lo_import(text)',
+  'lo_import(text, oid)',
+  'lo_export(oid, text)',
+  'lowrite(integer, bytea)',
+  'lo_truncate(integer, integer)',
+  'lo_truncate64(integer, bigint)',
+];
 
 /**
  * The checkpoint signing key every instance shares when none is configured:
