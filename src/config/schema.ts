@@ -41,7 +41,7 @@ export interface Config {
     readonly kind: EngineKind;
     /** For `postgres`: a connection URL whose role may create the cotwire roles (`cotwire init-postgres`) or is a member of the owner role. */
     readonly url: string | null;
-    /** For `postgres`: the prefix of the roles cotwire creates (`<prefix>_owner`, `_writer`, `_client`); one per cotwire database in a cluster. */
+    /** For `postgres`: the prefix of the roles cotwire creates (`<prefix>_owner`, `_server`, `_reader`, `_writer`, `_admin`); one per cotwire database in a cluster. */
     readonly rolePrefix: string;
   };
   readonly tls: { readonly key: string | null; readonly cert: string | null };
