@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { countOf, gap, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
+import { countOf, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
  * Redaction of one value (cot_redact): recorded first in a chained ledger,
@@ -8,9 +8,6 @@ import { countOf, gap, sqlstate, useConformanceServer, user } from '../fixtures/
  * recorded digest stands in for the value. Only admins may redact.
  */
 const s = useConformanceServer({ users: [user('bi', 'reader'), user('agent', 'writer'), user('dpo', 'admin')] });
-
-const NO_REDACTION = 'redaction (cot_redact) is not available on a PostgreSQL engine: the function is absent (42883; the README says 0A000)';
-const NO_RETENTION = 'retention (cot_retain) is not available on a PostgreSQL engine: the function is absent (42883; the README says 0A000)';
 
 /** The README's value digest: hex(SHA-256(lp(text))). */
 function digest(text: string): string {
@@ -40,7 +37,7 @@ const redactionEvents = async (): Promise<Array<{ user_name: string; sqlstate: s
   (await (await s.as('dpo')).query("SELECT user_name, sqlstate FROM _cot_security_events WHERE operation LIKE 'REDACT%' ORDER BY ledger_seq")).rows;
 
 describe('who may redact', () => {
-  gap('postgres', NO_REDACTION)('refuses readers and writers with 42501, records each attempt, and redacts nothing', async () => {
+  it('refuses readers and writers with 42501, records each attempt, and redacts nothing', async () => {
     for (const name of ['bi', 'agent']) {
       const c = await s.as(name);
       expect(await sqlstate(c.query('SELECT cot_redact($1, $2, $3)', [traces[1], 'content', 'not mine to erase'])), name).toBe('42501');
@@ -61,7 +58,7 @@ describe('who may redact', () => {
 });
 
 describe('a wrong redaction', () => {
-  gap('postgres', NO_REDACTION)('is answered with its SQLSTATE, and changes nothing', async () => {
+  it('is answered with its SQLSTATE, and changes nothing', async () => {
     const dpo = await s.fresh('dpo');
     const redact = (args: unknown[]): Promise<string> => sqlstate(dpo.query('SELECT cot_redact($1, $2, $3)', args));
     expect(await redact([traces[1], 'no_such_column', 'r'])).toBe('42703');
@@ -82,44 +79,39 @@ describe('a wrong redaction', () => {
 });
 
 describe('a redaction', () => {
-  gap('postgres', NO_REDACTION)(
-    'records who, why and the value’s digest, replaces the value by its marker, logs the attempt, and the chain still verifies',
-    async () => {
-      const dpo = await s.as('dpo');
-      const target = traces[2] as string;
-      const r = await dpo.query('SELECT * FROM cot_redact($1, $2, $3)', [target, 'content', 'GDPR erasure request #17']);
-      expect(r.rows).toEqual([
-        expect.objectContaining({
-          ledger: 'main._cot_steps',
-          chain_key: 'r',
-          step_index: '2',
-          trace_id: target,
-          column_name: 'content',
-          reason: 'GDPR erasure request #17',
-          redacted_by: 'dpo (admin)',
-          value_digest: digest(SECRET),
-        }),
-      ]);
-      const record = r.rows[0];
-      // Asked again, it answers with the same record and adds none.
-      expect((await dpo.query('SELECT cot_redact($1, $2, $3) AS id', [target, 'content', 'again'])).rows).toEqual([{ id: record.redaction_id }]);
-      expect(await countOf(dpo, 'SELECT count(*) FROM _cot_redactions')).toBe(1);
-      const bi = await s.as('bi');
-      expect((await bi.query("SELECT content FROM cot_replay('r')")).rows.map((x) => x.content)).toEqual(['thought 0', 'thought 1', '[redacted]', 'thought 3']);
-      expect(await countOf(bi, 'SELECT count(*) FROM _cot_steps WHERE content = $1', [SECRET])).toBe(0);
-      expect((await bi.query("SELECT valid, step_count FROM cot_verify('r')")).rows).toEqual([{ valid: true, step_count: '4' }]);
-      expect((await bi.query('SELECT bool_and(valid) AS ok FROM cot_verify_redactions_all()')).rows).toEqual([{ ok: true }]);
-      const stored = (await bi.query('SELECT target_seq, value_digest, redacted_by FROM _cot_redactions')).rows;
-      const seq = (await bi.query('SELECT ledger_seq FROM _cot_steps WHERE trace_id = $1', [target])).rows[0].ledger_seq;
-      expect(stored).toEqual([{ target_seq: seq, value_digest: digest(SECRET), redacted_by: 'dpo (admin)' }]);
-      // Both calls are in the security ledger as carried out.
-      await expect
-        .poll(async () => (await redactionEvents()).filter((e) => e.user_name === 'dpo' && e.sqlstate === '00000').length, { timeout: 10_000 })
-        .toBe(2);
-    },
-  );
+  it('records who, why and the value’s digest, replaces the value by its marker, logs the attempt, and the chain still verifies', async () => {
+    const dpo = await s.as('dpo');
+    const target = traces[2] as string;
+    const r = await dpo.query('SELECT * FROM cot_redact($1, $2, $3)', [target, 'content', 'GDPR erasure request #17']);
+    expect(r.rows).toEqual([
+      expect.objectContaining({
+        ledger: 'main._cot_steps',
+        chain_key: 'r',
+        step_index: '2',
+        trace_id: target,
+        column_name: 'content',
+        reason: 'GDPR erasure request #17',
+        redacted_by: 'dpo (admin)',
+        value_digest: digest(SECRET),
+      }),
+    ]);
+    const record = r.rows[0];
+    // Asked again, it answers with the same record and adds none.
+    expect((await dpo.query('SELECT cot_redact($1, $2, $3) AS id', [target, 'content', 'again'])).rows).toEqual([{ id: record.redaction_id }]);
+    expect(await countOf(dpo, 'SELECT count(*) FROM _cot_redactions')).toBe(1);
+    const bi = await s.as('bi');
+    expect((await bi.query("SELECT content FROM cot_replay('r')")).rows.map((x) => x.content)).toEqual(['thought 0', 'thought 1', '[redacted]', 'thought 3']);
+    expect(await countOf(bi, 'SELECT count(*) FROM _cot_steps WHERE content = $1', [SECRET])).toBe(0);
+    expect((await bi.query("SELECT valid, step_count FROM cot_verify('r')")).rows).toEqual([{ valid: true, step_count: '4' }]);
+    expect((await bi.query('SELECT bool_and(valid) AS ok FROM cot_verify_redactions_all()')).rows).toEqual([{ ok: true }]);
+    const stored = (await bi.query('SELECT target_seq, value_digest, redacted_by FROM _cot_redactions')).rows;
+    const seq = (await bi.query('SELECT ledger_seq FROM _cot_steps WHERE trace_id = $1', [target])).rows[0].ledger_seq;
+    expect(stored).toEqual([{ target_seq: seq, value_digest: digest(SECRET), redacted_by: 'dpo (admin)' }]);
+    // Both calls are in the security ledger as carried out.
+    await expect.poll(async () => (await redactionEvents()).filter((e) => e.user_name === 'dpo' && e.sqlstate === '00000').length, { timeout: 10_000 }).toBe(2);
+  });
 
-  gap('postgres', NO_REDACTION)('of a JSON value leaves the JSON string "[redacted]", and the chain still verifies', async () => {
+  it('of a JSON value leaves the JSON string "[redacted]", and the chain still verifies', async () => {
     const dpo = await s.as('dpo');
     await dpo.query('SELECT cot_redact($1, $2, $3)', [traces[3], 'metadata', 'not needed']);
     const raw = await dpo.query('SELECT metadata::text AS m FROM _cot_steps WHERE trace_id = $1', [traces[3]]);
@@ -129,7 +121,7 @@ describe('a redaction', () => {
 });
 
 describe('retention without ledger.retentionDays', () => {
-  gap('postgres', NO_RETENTION)('is refused with 55000: sessions are kept forever', async () => {
+  it('is refused with 55000: sessions are kept forever', async () => {
     const dpo = await s.as('dpo');
     expect(await sqlstate(dpo.query('SELECT * FROM cot_retain(true)'))).toBe('55000');
     expect(await sqlstate(dpo.query('SELECT cot_retain()'))).toBe('55000');

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { countOf, gap, ledgerConfig, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
+import { countOf, ledgerConfig, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
  * Retention by whole sessions (cot_retain) with ledger.retentionDays set.
@@ -8,8 +8,6 @@ import { countOf, gap, ledgerConfig, sqlstate, useConformanceServer, user } from
  * it, and what is recorded of each run.
  */
 const s = useConformanceServer({ users: [user('agent', 'writer'), user('ops', 'admin')], ledger: ledgerConfig({ retentionDays: 30 }) });
-
-const NO_RETENTION = 'retention (cot_retain) is not available on a PostgreSQL engine: the function is absent (42883; the README says 0A000)';
 
 beforeAll(async () => {
   const agent = await s.as('agent');
@@ -22,21 +20,21 @@ const retainEvents = async (): Promise<Array<{ user_name: string; sqlstate: stri
   (await (await s.as('ops')).query("SELECT user_name, sqlstate, reason FROM _cot_security_events WHERE operation = 'RETAIN' ORDER BY ledger_seq")).rows;
 
 describe('cot_retain', () => {
-  gap('postgres', NO_RETENTION)('is refused to a writer with 42501, naming the role', async () => {
+  it('is refused to a writer with 42501, naming the role', async () => {
     const agent = await s.as('agent');
     const err = (await agent.query('SELECT * FROM cot_retain(true)').catch((e: unknown) => e)) as { code?: string; message?: string };
     expect(err.code).toBe('42501');
     expect(err.message).toBe('permission denied: role "writer" of user "agent" may not RETAIN');
   });
 
-  gap('postgres', NO_RETENTION)('lists, as a dry run, no session whose last step is newer than the cutoff', async () => {
+  it('lists, as a dry run, no session whose last step is newer than the cutoff', async () => {
     const ops = await s.as('ops');
     const r = await ops.query('SELECT * FROM cot_retain(true)');
     expect(r.rows).toEqual([]);
     expect(await countOf(ops, "SELECT count(*) FROM _cot_steps WHERE session_id LIKE 'recent-%'")).toBe(3);
   });
 
-  gap('postgres', NO_RETENTION)('removes nothing newer than the cutoff, records nothing in _cot_retention, and the chains verify', async () => {
+  it('removes nothing newer than the cutoff, records nothing in _cot_retention, and the chains verify', async () => {
     const ops = await s.as('ops');
     expect((await ops.query('SELECT cot_retain() AS n')).rows).toEqual([{ n: '0' }]);
     expect(await countOf(ops, "SELECT count(*) FROM _cot_steps WHERE session_id LIKE 'recent-%'")).toBe(3);
@@ -47,7 +45,7 @@ describe('cot_retain', () => {
     ]);
   });
 
-  gap('postgres', NO_RETENTION)('refuses a bad argument (22P02) and a run inside a transaction block (25001)', async () => {
+  it('refuses a bad argument (22P02) and a run inside a transaction block (25001)', async () => {
     const ops = await s.fresh('ops');
     expect(await sqlstate(ops.query("SELECT cot_retain('maybe')"))).toBe('22P02');
     await ops.query('BEGIN');
@@ -58,7 +56,7 @@ describe('cot_retain', () => {
     }
   });
 
-  gap('postgres', NO_RETENTION)('records every run and every refusal in _cot_security_events', async () => {
+  it('records every run and every refusal in _cot_security_events', async () => {
     await (await s.as('ops')).query('SELECT * FROM cot_retain(true)');
     await expect
       .poll(async () => (await retainEvents()).map((e) => [e.user_name, e.sqlstate]), { timeout: 10_000 })

@@ -15,7 +15,7 @@ import { PrometheusObserver } from '../../server/metrics.js';
 import type { PgServer } from '../../server/server.js';
 import { checkListenAuth, listenOrExplain, loadTls, openOps } from '../../server/startup.js';
 import { DeclaredStore } from './catalog/declared.js';
-import type { RetainedSession } from './erasure/retention.js';
+import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
 import { SessionCache } from './handler/session-cache.js';
 import type { LedgerWriter } from './ledger/writer.js';

@@ -4,6 +4,7 @@ import { SqlState } from '../../errors/sqlstate.js';
 import { serverOnlyRefusal as serverOnly, type Refusal } from '../../guard/refusal.js';
 import type { ProtectedNames } from '../../guard/names.js';
 import { callsIn } from '../../sql/pg-tree.js';
+import { ErasureCallError, erasureCall, type ErasureCall } from '../../sql/erasure-call.js';
 
 /** cotwire's own schema on a PostgreSQL engine (engines/postgres/ledger/names.ts). */
 const PG_SCHEMA = 'cotwire';
@@ -28,6 +29,7 @@ export type PgPlan =
   | { readonly kind: 'create-ledger'; readonly ledger: readonly string[]; readonly create: Node }
   | { readonly kind: 'copy-ledger'; readonly ledger: readonly string[]; readonly copy: Node }
   | { readonly kind: 'transaction'; readonly op: TransactionOp; readonly savepoint: string | null }
+  | { readonly kind: 'erasure'; readonly call: ErasureCall }
   | { readonly kind: 'refused'; readonly refusal: Refusal };
 
 export type TransactionOp = 'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollback_to' | 'prepare' | 'other';
@@ -88,6 +90,17 @@ const LARGE_OBJECT_WRITES = new Set([
   'lo_truncate',
   'lo_truncate64',
 ]);
+
+/** cot_redact(), cot_redact_row() or cot_retain(), which the server answers; one called in any other shape is refused (0A000). */
+function erasurePlan(text: string): PgPlan | null {
+  try {
+    const call = erasureCall(text);
+    return call === null ? null : { kind: 'erasure', call };
+  } catch (err) {
+    if (err instanceof ErasureCallError) throw new PgError(SqlState.FeatureNotSupported, err.message);
+    throw err;
+  }
+}
 
 /** The first large-object function in a statement's tree that writes, or null. */
 function largeObjectWrite(stmt: Node): string | null {
@@ -179,7 +192,7 @@ export class PostgresGuard {
       const lead = raw.length - raw.trimStart().length;
       // Locations in the tree count from the start of the string: a statement of several gets a tree of its own text.
       const stmt = (tree.stmts?.length ?? 0) > 1 ? ((parseSync(text) as typeof tree).stmts?.[0]?.stmt ?? s.stmt) : s.stmt;
-      out.push({ text, offset: bytes.subarray(0, start).toString('utf8').length + lead, tree: stmt, plan: this.plan(stmt) });
+      out.push({ text, offset: bytes.subarray(0, start).toString('utf8').length + lead, tree: stmt, plan: erasurePlan(text) ?? this.plan(stmt) });
     }
     return out;
   }

@@ -23,6 +23,8 @@ import { pgRoles } from './ledger/names.js';
 import { PgLedgerWriter, WRITER_SETUP } from './ledger/writer.js';
 import { EngineHealth } from './adapter/health.js';
 import { openCheckpoints } from './start/checkpoints.js';
+import { openErasure } from './start/erasure.js';
+import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { ledgerDdl } from './start/ledger-ddl.js';
 
 /**
@@ -45,6 +47,8 @@ export interface RunningPostgresServer {
   readonly checkpoints: CheckpointIssuer;
   /** This instance's name in the signing lease. */
   readonly instance: string;
+  /** Removes (or, dry, lists) the sessions whose last step is older than `days`, as ledger.retentionDays does. */
+  retain(days: number, dryRun: boolean, actor: string): Promise<RetainedSession[]>;
   close(): Promise<void>;
 }
 
@@ -131,6 +135,7 @@ async function openParts(
     s.close(),
   );
   const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health);
+  const erasure = await openErasure(config, log, url, roles, ledgers, writer, health, stack);
   const server = new PgServer({
     ...wireOptions(config),
     tls,
@@ -153,6 +158,7 @@ async function openParts(
         query: (sql, params) => admin.query(sql, params),
         createLedger,
         idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
+        erasure: erasure.service,
       },
       config.limits.statementTimeoutMs,
     ),
@@ -163,7 +169,7 @@ async function openParts(
   const address = await listenOrExplain(server, config, stack);
   checkpoints.start();
   log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);
-  return { address, metricsAddress, server, writer, ledgers, securityLog, checkpoints, instance };
+  return { address, metricsAddress, server, writer, ledgers, securityLog, checkpoints, instance, retain: erasure.retain };
 }
 
 async function loadGuardParser(): Promise<void> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeSeqs, encodeSeqs, RetainedSeqs } from '../../../src/ledger/erasure/retention-sql.js';
-import { RetentionJob } from '../../../src/engines/duckdb/erasure/retention.js';
+import { RetentionJob } from '../../../src/ledger/erasure/retention.js';
 
 describe('the record of removed ledger_seq values', () => {
   it('encodes runs as ranges and reads them back', () => {

@@ -2,8 +2,7 @@ import type { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { EngineConnection } from '../../../engine/port.js';
 import type { AuditReport } from '../log/auditor.js';
-import type { RedactionRecord, RedactionRequest } from '../erasure/redactor.js';
-import type { RetainedSession } from '../erasure/retention.js';
+import type { ErasureService } from '../../../engine/erasure-call.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { SessionInfo } from '../../../session/handler-port.js';
@@ -42,11 +41,7 @@ export interface ConnectionServices extends AccessServices {
   /** cot_search()'s query vectors, and the search macros each connection defines. */
   readonly search: { readonly vectors: QueryVectors; readonly macros: readonly string[] };
   /** Redaction on an admin's behalf (cot_redact); the server runs it, not the client's engine connection. */
-  readonly erasure: {
-    redact(request: RedactionRequest): Promise<RedactionRecord>;
-    /** Retention now, by ledger.retentionDays (a dry run only lists what would go). */
-    retain(dryRun: boolean, actor: string): Promise<RetainedSession[]>;
-  };
+  readonly erasure: ErasureService;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

@@ -6,13 +6,14 @@ import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import type { Logger } from '../../../log/logger.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
-import { Redactor } from '../erasure/redactor.js';
-import { Retention, RetentionJob, type RetainedSession } from '../erasure/retention.js';
+import { Redactor } from '../../../ledger/erasure/redactor.js';
+import { Retention, RetentionJob, type RetainedSession } from '../../../ledger/erasure/retention.js';
 import type { ConnectionServices } from '../handler/context.js';
 import type { SessionCache } from '../handler/session-cache.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { LedgerAuditor } from '../log/auditor.js';
 import { markErased } from './file.js';
+import { duckdbErasureStore } from '../erasure/store.js';
 
 type ErasureService = ConnectionServices['erasure'];
 
@@ -46,14 +47,15 @@ export async function openErasure(
     changed: (table: LedgerTable, key: string) => {
       if (table.isSteps) sessionCache?.invalidate(key);
     },
-    erased: () => {
+    erased: async () => {
+      await writer.scrubJournal();
       markErased(config.database.path);
       // Verification joins the records of erasure once there are some.
       ledgers.invalidate();
     },
   };
-  const redactor = new Redactor(erasureConn, ledgers, writer, hooks);
-  const retention = new Retention(retentionConn, ledgers, writer, hooks);
+  const redactor = new Redactor(duckdbErasureStore(erasureConn), ledgers, writer, hooks);
+  const retention = new Retention(duckdbErasureStore(retentionConn), ledgers, writer, hooks);
   stack.defer(async () => {
     await Promise.all([retention.idle(), redactor.idle()]);
   });
@@ -75,7 +77,6 @@ export async function openErasure(
   const service: ErasureService = {
     redact: async (request) => {
       const record = await redactor.redact(request);
-      await writer.scrubJournal();
       // The change leaves DuckDB's WAL for the file; the file itself is rewritten at the stop.
       await engine.checkpoint().catch((err: unknown) => log.warn({ err }, 'checkpoint after a redaction failed; the next one moves it out of the WAL'));
       return record;

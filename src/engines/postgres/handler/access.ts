@@ -1,4 +1,5 @@
 import type { Refusal } from '../../../guard/refusal.js';
+import { PgError } from '../../../errors/pg-error.js';
 import { fingerprint, GuardRefusal } from '../../../guard/refusal.js';
 import type { PgStatement, PostgresGuard } from '../guard.js';
 
@@ -100,6 +101,43 @@ export class ProxyAccess {
   stampIdentity(clientColumns: readonly string[], rows: (string | null)[][], statement: string): void {
     const other = stampIdentity(this.info.identity, clientColumns, rows);
     if (other !== null) this.refuse(identityRefusal(this.info.user, other), statement);
+  }
+
+  /** Redaction and retention on request: admins only; a refusal is recorded as every refusal is. */
+  erasure(operation: string, target: string, statement: string): void {
+    if (this.info.role !== 'admin') this.refuse(roleRefusal(this.info, `${operation} ${target}`.trim(), ''), statement);
+  }
+
+  /** An erasure carried out: recorded too, beside the refusals, so that every attempt leaves a trace. */
+  erasureDone(operation: string, target: string, statement: string, outcome: string): void {
+    this.recordAttempt(operation, target, '00000', outcome, statement);
+  }
+
+  /** An erasure an admin asked for that failed (no such row, a column that cannot be redacted). */
+  erasureFailed(operation: string, target: string, statement: string, err: unknown): void {
+    this.recordAttempt(operation, target, err instanceof PgError ? err.code : 'XX000', 'erasure failed', statement);
+  }
+
+  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string): void {
+    this.services.securityLog.record({
+      user: this.info.user,
+      remoteAddress: this.info.remoteAddress,
+      applicationName: this.applicationName(),
+      operation,
+      target,
+      sqlstate,
+      reason,
+      fingerprint: fingerprint(statement),
+      statement,
+    });
+  }
+
+  get user(): string {
+    return this.info.user;
+  }
+
+  get role(): string {
+    return this.info.role;
   }
 
   /** A reader's transactions are read-only in PostgreSQL too. */

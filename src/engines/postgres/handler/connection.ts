@@ -3,6 +3,7 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { rowLayout, rowTexts, uuidv7, type AppendJob, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { erasureFields, erasureParamTypes, runErasure, type ErasureService } from '../../../engine/erasure-call.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../../../session/handler-port.js';
@@ -32,6 +33,8 @@ export interface ProxyServices {
   /** CREATE TABLE of a ledger (its parse tree), carried out by the server as the ledgers' owner. */
   readonly createLedger: (create: Record<string, unknown>) => Promise<void>;
   readonly idleInTransactionTimeoutMs: number;
+  /** cot_redact() and cot_retain(), carried out by the server on an admin's behalf. */
+  readonly erasure: ErasureService;
 }
 
 /** Ledger INSERT texts whose plans a connection keeps. */
@@ -189,6 +192,10 @@ export class ProxyConnection implements ConnectionHandler {
     }
     // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it. An append's
     // answer is kept: a ledger's columns never change, and drivers send the same INSERT as a new statement.
+    if (statement.plan.kind === 'erasure') {
+      const { call } = statement.plan;
+      return new ProxyStatement(statement, erasureParamTypes(call, paramTypes), erasureFields(call), paramTypes);
+    }
     const described =
       statement.plan.kind === 'append' ? await this.describeAppend(statement.text, paramTypes) : await this.backend.describe(statement.text, paramTypes);
     return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
@@ -256,6 +263,15 @@ export class ProxyConnection implements ConnectionHandler {
       case 'create-ledger':
       case 'copy-ledger':
         return new ProxyPortal(statement, name, null, values, resultFormats, null);
+      case 'erasure':
+        return new ProxyPortal(
+          statement,
+          name,
+          erasureFields(s.plan.call).map((f, i) => ({ ...f, format: formatOf(i) })),
+          values,
+          resultFormats,
+          null,
+        );
       default: {
         const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats);
         return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
@@ -284,6 +300,12 @@ export class ProxyConnection implements ConnectionHandler {
         return { done: 'copy-in', copy: await this.copyIntoLedger(s) };
       case 'transaction':
         return this.executeTransaction(portal, s.plan.op, s.plan.savepoint, maxRows, sink);
+      case 'erasure': {
+        // Text parameters arrive as strings; what is still bytes was sent in binary.
+        const params = { values: portal.values, formats: [1], types: portal.statement.paramTypes };
+        const who = { user: this.access.user, role: this.access.role, inBlock: this.inBlock };
+        return { done: true, tag: await runErasure(s.plan.call, params, who, this.access, this.services.erasure, s.text, sink) };
+      }
       default: {
         const outcome = await this.relay(portal, maxRows, sink);
         if (this.access.readOnly && resetsSettings(s)) {

@@ -89,14 +89,25 @@ interface Step {
   readonly sql: readonly string[];
 }
 
-const REFUSE_CHANGE = `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+/**
+ * The ledgers' wall: UPDATE, DELETE and TRUNCATE refused, whoever runs them,
+ * except UPDATE and DELETE by the owner role itself, which only the server
+ * takes (SET LOCAL ROLE, for one redaction or retention transaction) and no
+ * client can: clients are not its members.
+ */
+function refuseChange(roles: PgRoles): string {
+  return `CREATE OR REPLACE FUNCTION ${PG_SCHEMA}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND current_user = ${quoteLiteral(roles.owner)} THEN
+    RETURN NULL;
+  END IF;
   RAISE EXCEPTION USING
     ERRCODE = '42501',
     MESSAGE = format('cannot %s ledger table "%s": ledger tables are append-only', lower(TG_OP), TG_TABLE_NAME),
     HINT = 'Ledger tables accept SELECT and INSERT only: rows are appended and chained by the server, and are never changed or removed.';
 END
 $$`;
+}
 
 const roleExists = (role: string): string => `SELECT count(*) > 0 FROM pg_catalog.pg_roles WHERE rolname = ${quoteLiteral(role)}`;
 const tableExists = (schema: string, name: string): string =>
@@ -161,7 +172,7 @@ function steps(roles: PgRoles, database: string): Step[] {
     },
     {
       does: 'the append-only trigger function',
-      sql: [`SET ROLE ${o}`, REFUSE_CHANGE, `REVOKE ALL ON SCHEMA ${PG_SCHEMA} FROM PUBLIC`, `GRANT USAGE ON SCHEMA ${PG_SCHEMA} TO ${clients}, ${srv}`],
+      sql: [`SET ROLE ${o}`, refuseChange(roles), `REVOKE ALL ON SCHEMA ${PG_SCHEMA} FROM PUBLIC`, `GRANT USAGE ON SCHEMA ${PG_SCHEMA} TO ${clients}, ${srv}`],
     },
     {
       done: tableExists(PG_SCHEMA, 'log_head'),

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { EngineConnection } from '../../../engine/port.js';
-import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import { encodeSeqs, retainable, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
-import { qualifiedName, quoteIdent, quoteLiteral, type LedgerTable } from '../../../ledger/chain/schema.js';
-import type { LedgerWriter } from '../ledger/writer.js';
+import type { LedgerAppender } from '../chain/append.js';
+import type { LedgerCatalog } from '../chain/catalog.js';
+import { quoteIdent, quoteLiteral, type LedgerTable } from '../chain/schema.js';
+import { encodeSeqs, retainable, RETENTION_TABLE } from './retention-sql.js';
+import type { ErasureStore } from './store.js';
 
 /** One session that retention removes (or, in a dry run, would remove). */
 export interface RetainedSession {
@@ -29,7 +29,7 @@ export interface RetentionRun {
 
 export interface RetentionHooks {
   changed(table: LedgerTable, chainKey: string): void;
-  erased(): void;
+  erased(): void | Promise<void>;
 }
 
 /** Sessions per batch: one append of their records, then one DELETE. */
@@ -63,9 +63,9 @@ export class Retention {
   }
 
   constructor(
-    private readonly conn: EngineConnection,
+    private readonly store: ErasureStore,
     private readonly catalog: LedgerCatalog,
-    private readonly writer: LedgerWriter,
+    private readonly writer: LedgerAppender,
     private readonly hooks: RetentionHooks,
   ) {}
 
@@ -87,22 +87,15 @@ export class Retention {
         out.push(...(run.dryRun ? batch.map((c) => session(table, c, null)) : await this.remove(table, records, batch, run)));
       }
     }
-    if (!run.dryRun && out.length > 0) {
-      await this.writer.scrubJournal();
-      this.hooks.erased();
-    }
+    if (!run.dryRun && out.length > 0) await this.hooks.erased();
     return out;
   }
 
   /** Sessions whose last step is older than the cutoff, with what their records say. */
   private async candidates(table: LedgerTable, cutoff: Date): Promise<Candidate[]> {
-    const key = `CAST(${quoteIdent(table.chainKey as string)} AS VARCHAR)`;
-    const rows = (await this.conn.query(
-      `SELECT ${key} AS k, count(*), min(step_index), max(step_index), min(ledger_seq), max(ledger_seq), epoch_us(max(created_at)),
-              arg_max(current_hash, step_index), string_agg(CAST(ledger_seq AS VARCHAR), ',' ORDER BY ledger_seq)
-       FROM ${qualifiedName(table)} GROUP BY k HAVING max(created_at) < CAST($1 AS TIMESTAMPTZ) ORDER BY min(ledger_seq)`,
-      [cutoff.toISOString()],
-    )) as Array<[string | null, bigint, number, number, bigint, bigint, bigint, string, string]>;
+    const rows = (await this.store.conn.query(this.store.sessionsSql(table), [cutoff.toISOString()])) as Array<
+      [string | null, bigint, number, number, bigint, bigint, bigint, string, string]
+    >;
     return rows
       .filter((r) => r[0] !== null)
       .map(([k, count, firstIndex, lastIndex, firstSeq, lastSeq, lastAt, finalHash, seqs]) => ({
@@ -144,29 +137,19 @@ export class Retention {
     await this.writer.visible();
     // Only the recorded rows go: a step appended to one of these sessions since has a higher ledger_seq.
     const bounds = batch.map((c) => `(${quoteLiteral(c.key)}, ${String(c.lastSeq)})`).join(', ');
-    const target = qualifiedName(table);
+    const target = this.store.relation(table);
     const key = quoteIdent(table.chainKey as string);
     const matched = `EXISTS (SELECT 1 FROM (VALUES ${bounds}) AS cot_r(k, s) WHERE cot_r.k = CAST(${target}.${key} AS VARCHAR) AND ${target}.ledger_seq <= cot_r.s)`;
-    await this.conn.run('BEGIN');
-    try {
-      if (table.isSteps && (await this.hasVectors())) {
-        await this.conn.run(`DELETE FROM main._cot_embeddings WHERE trace_id IN (SELECT trace_id FROM ${target} WHERE ${matched})`);
-      }
-      await this.conn.run(`DELETE FROM ${target} WHERE ${matched}`);
-      await this.conn.run('COMMIT');
-    } catch (err) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    const vectors = table.isSteps ? await this.store.vectors() : null;
+    await this.store.change(
+      [table],
+      [
+        ...(vectors === null ? [] : [{ sql: `DELETE FROM ${vectors} WHERE trace_id IN (SELECT trace_id FROM ${target} WHERE ${matched})` }]),
+        { sql: `DELETE FROM ${target} WHERE ${matched}` },
+      ],
+    );
     for (const c of batch) this.hooks.changed(table, c.key);
     return batch.map((c, i) => session(table, c, ids[i] as string));
-  }
-
-  private async hasVectors(): Promise<boolean> {
-    const [[n]] = (await this.conn.query(
-      `SELECT count(*) FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = '_cot_embeddings'`,
-    )) as [[bigint]];
-    return Number(n) > 0;
   }
 }
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { EngineConnection } from '../../../engine/port.js';
-import { PgError } from '../../../errors/pg-error.js';
-import { SqlState } from '../../../errors/sqlstate.js';
-import { columnDigest } from '../../../ledger/chain/canonical.js';
-import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import { markerOf, REDACTIONS_TABLE, unredactable } from '../../../ledger/erasure/redactions.js';
-import { canonicalTextSql, qualifiedName, quoteIdent, STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
-import type { LedgerWriter } from '../ledger/writer.js';
+import { PgError } from '../../errors/pg-error.js';
+import { SqlState } from '../../errors/sqlstate.js';
+import type { LedgerAppender } from '../chain/append.js';
+import { columnDigest } from '../chain/canonical.js';
+import type { LedgerCatalog } from '../chain/catalog.js';
+import { quoteIdent, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
+import { markerOf, REDACTIONS_TABLE, unredactable } from './redactions.js';
+import type { ErasureStore } from './store.js';
 
 /** Which value to redact: a step of `_cot_steps` by trace_id, or a row of any ledger by its ledger_seq. */
 export type RedactionTarget = { readonly traceId: string } | { readonly ledger: string; readonly seq: string };
@@ -40,8 +40,8 @@ export interface RedactionRecord {
 export interface RedactorHooks {
   /** A chain's rows changed: caches of it are stale. */
   changed(table: LedgerTable, chainKey: string): void;
-  /** Values left the ledgers: their bytes go at the next rewrite of the database file. */
-  erased(): void;
+  /** Values left the ledgers: what else held them (a journal, a file to rewrite) is told. */
+  erased(): void | Promise<void>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -61,9 +61,9 @@ export class Redactor {
   }
 
   constructor(
-    private readonly conn: EngineConnection,
+    private readonly store: ErasureStore,
     private readonly catalog: LedgerCatalog,
-    private readonly writer: LedgerWriter,
+    private readonly writer: LedgerAppender,
     private readonly hooks: RedactorHooks,
   ) {}
 
@@ -93,8 +93,8 @@ export class Redactor {
     const key = table.chainKey === null ? `''` : `CAST(${quoteIdent(table.chainKey)} AS VARCHAR)`;
     const traceId = table.columns.some((c) => c.name === 'trace_id') ? 'CAST(trace_id AS VARCHAR)' : 'NULL';
     const c = table.columns.find((x) => x.name === column);
-    const rows = (await this.conn.query(
-      `SELECT CAST(ledger_seq AS VARCHAR), ${key}, step_index, ${traceId}, ${canonicalTextSql(column, c?.type ?? 'VARCHAR')} FROM ${qualifiedName(table)} WHERE ${where}`,
+    const rows = (await this.store.conn.query(
+      `SELECT CAST(ledger_seq AS VARCHAR), ${key}, step_index, ${traceId}, ${this.store.textSql(column, c?.type ?? 'VARCHAR')} FROM ${this.store.relation(table)} WHERE ${where}`,
       ['traceId' in request.target ? request.target.traceId : request.target.seq],
     )) as Array<[string, string, number, string | null, string | null]>;
     const row = rows[0];
@@ -106,8 +106,8 @@ export class Redactor {
     }
     const [seq, chainKey, stepIndex, trace, text] = row;
     const ledger = `${table.schema}.${table.name}`;
-    const [existing] = (await this.conn.query(
-      `SELECT CAST(redaction_id AS VARCHAR), value_digest, reason, redacted_by, CAST(ledger_seq AS VARCHAR) FROM ${qualifiedName(records)}
+    const [existing] = (await this.store.conn.query(
+      `SELECT CAST(redaction_id AS VARCHAR), value_digest, reason, redacted_by, CAST(ledger_seq AS VARCHAR) FROM ${this.store.relation(records)}
        WHERE ledger = $1 AND target_seq = CAST($2 AS BIGINT) AND column_name = $3 ORDER BY ledger_seq LIMIT 1`,
       [ledger, seq, column],
     )) as Array<[string, string, string, string, string]>;
@@ -148,9 +148,9 @@ export class Redactor {
   async complete(): Promise<number> {
     const records = await this.catalog.find(['main', REDACTIONS_TABLE]);
     if (records === null) return 0;
-    const pending = (await this.conn.query(`SELECT DISTINCT ledger, CAST(target_seq AS VARCHAR), column_name FROM ${qualifiedName(records)}`)) as Array<
-      [string, string, string]
-    >;
+    const pending = (await this.store.conn.query(
+      `SELECT DISTINCT ledger, CAST(target_seq AS VARCHAR), column_name FROM ${this.store.relation(records)}`,
+    )) as Array<[string, string, string]>;
     let done = 0;
     for (const [ledger, seq, column] of pending) {
       const [schema, name] = ledger.split('.') as [string, string];
@@ -158,8 +158,8 @@ export class Redactor {
       const c = table?.columns.find((x) => x.name === column);
       const marker = c === undefined ? null : markerOf(c);
       if (table === null || table === undefined || marker === null) continue;
-      const [[holds]] = (await this.conn.query(
-        `SELECT count(*) FILTER (WHERE ${canonicalTextSql(column, (c as NonNullable<typeof c>).type)} IS DISTINCT FROM $2) FROM ${qualifiedName(table)} WHERE ledger_seq = CAST($1 AS BIGINT)`,
+      const [[holds]] = (await this.store.conn.query(
+        `SELECT count(*) FILTER (WHERE ${this.store.textSql(column, (c as NonNullable<typeof c>).type)} IS DISTINCT FROM $2) FROM ${this.store.relation(table)} WHERE ledger_seq = CAST($1 AS BIGINT)`,
         [seq, marker.text],
       )) as [[bigint]];
       if (Number(holds) === 0) continue;
@@ -174,28 +174,15 @@ export class Redactor {
     const c = table.columns.find((x) => x.name === column);
     const marker = c === undefined ? null : markerOf(c);
     if (marker === null) return;
-    await this.conn.run('BEGIN');
-    try {
-      await this.conn.query(`UPDATE ${qualifiedName(table)} SET ${quoteIdent(column)} = ${marker.sql} WHERE ledger_seq = CAST($1 AS BIGINT)`, [seq]);
-      // A vector computed from the value says something about it.
-      if (table.isSteps && traceId !== null && (await this.hasTable('_cot_embeddings'))) {
-        await this.conn.query('DELETE FROM main._cot_embeddings WHERE trace_id = CAST($1 AS UUID)', [traceId]);
-      }
-      await this.conn.run('COMMIT');
-    } catch (err) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    const statements = [
+      { sql: `UPDATE ${this.store.relation(table)} SET ${quoteIdent(column)} = ${marker.sql} WHERE ledger_seq = CAST($1 AS BIGINT)`, params: [seq] },
+    ];
+    // A vector computed from the value says something about it.
+    const vectors = table.isSteps && traceId !== null ? await this.store.vectors() : null;
+    if (vectors !== null) statements.push({ sql: `DELETE FROM ${vectors} WHERE trace_id = CAST($1 AS UUID)`, params: [traceId as string] });
+    await this.store.change([table], statements);
     if (chainKey !== null) this.hooks.changed(table, chainKey);
-    this.hooks.erased();
-  }
-
-  private async hasTable(name: string): Promise<boolean> {
-    const [[n]] = (await this.conn.query(
-      `SELECT count(*) FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = $1`,
-      [name],
-    )) as [[bigint]];
-    return Number(n) > 0;
+    await this.hooks.erased();
   }
 
   private async records(): Promise<LedgerTable> {
