@@ -115,6 +115,8 @@ export class TraceStore {
     private readonly readPool: pg.Pool,
     /** host:port, for connection errors. */
     private readonly target: string,
+    /** The user it connects as: the agent its steps are logged as when the server knows no agent_id for it. */
+    private readonly user: string,
   ) {}
 
   static fromUrl(url: string): TraceStore {
@@ -123,7 +125,7 @@ export class TraceStore {
     // An idle connection that the server closes is dropped from its pool; the next call opens another.
     for (const p of pools) p.on('error', () => undefined);
     const parsed = new pg.Client(options);
-    return new TraceStore(pools[0], pools[1], `${parsed.host}:${parsed.port}`);
+    return new TraceStore(pools[0], pools[1], `${parsed.host}:${parsed.port}`, parsed.user ?? '');
   }
 
   async close(): Promise<void> {
@@ -154,7 +156,8 @@ export class TraceStore {
    * never chooses it.
    */
   identity(): Promise<string> {
-    this.agentId ??= this.run('SELECT coalesce(cot_agent_id(), current_user) AS agent_id').then(
+    // The user's name as the client gave it: on a PostgreSQL engine, current_user is the backend's role.
+    this.agentId ??= this.run('SELECT coalesce(cot_agent_id(), $1::text) AS agent_id', [this.user]).then(
       (rows) => String(rows[0]?.['agent_id']),
       (err: unknown) => {
         this.agentId = null;

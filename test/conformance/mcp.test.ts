@@ -12,8 +12,6 @@ const s = useConformanceServer({
   users: [user('planner', 'writer', { agentId: 'planner-agent', orgId: 'acme' }), user('bot', 'writer'), user('boss', 'admin')],
 });
 
-const NO_AGENT_ID = 'the MCP tools that log or list as the caller call cot_agent_id(), absent on a PostgreSQL engine (42883)';
-
 let agent: Awaited<ReturnType<typeof mcpAs>>;
 const traces: Record<string, string> = {};
 
@@ -141,7 +139,7 @@ describe('the tools', () => {
 });
 
 describe('logging through MCP', () => {
-  gap('postgres', NO_AGENT_ID)('log_reasoning_step appends as the caller’s identity and returns the chained row, as SQL reads it', async () => {
+  it('log_reasoning_step appends as the caller’s identity and returns the chained row, as SQL reads it', async () => {
     const r = await ok('log_reasoning_step', { session_id: 'logged', step_type: 'Observation', content: 'via MCP', confidence: 0.5, metadata: { k: 1 } });
     const [row] = await sqlRows('SELECT trace_id, step_index, current_hash, ledger_seq, agent_id FROM _cot_steps WHERE trace_id = $1', [r['trace_id']]);
     expect(r).toEqual(row);
@@ -149,7 +147,7 @@ describe('logging through MCP', () => {
     expect(await sqlRows("SELECT org_id, metadata FROM _cot_steps WHERE session_id = 'logged'")).toEqual([{ org_id: 'acme', metadata: { k: 1 } }]);
   });
 
-  gap('postgres', NO_AGENT_ID)('never lets a caller choose agent_id: an argument is ignored, and a user without an identity logs as its name', async () => {
+  it('never lets a caller choose agent_id: an argument is ignored, and a user without an identity logs as its name', async () => {
     const r = await ok('log_reasoning_step', { session_id: 'forge', step_type: 'Action', content: 'as someone else?', agent_id: 'root-agent' });
     expect(r['agent_id']).toBe('planner-agent');
     const bot = await mcpAs(s.server.port, 'bot');
@@ -161,7 +159,7 @@ describe('logging through MCP', () => {
     }
   });
 
-  gap('postgres', NO_AGENT_ID)('get_session_history lists the caller’s sessions, most recent first, as cot_sessions does', async () => {
+  it('get_session_history lists the caller’s sessions, most recent first, as cot_sessions does', async () => {
     const r = await ok('get_session_history', { limit: 10 });
     expect(r['agent_id']).toBe('planner-agent');
     const expected = await sqlRows(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countOf, gap, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
+import { countOf, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
  * Configured users and their roles (reader, writer, admin), and the
@@ -127,13 +127,10 @@ describe('a writer’s identity', () => {
     expect((await bi.query("SELECT valid, step_count FROM cot_verify('id-1')")).rows).toEqual([{ valid: true, step_count: '2' }]);
   });
 
-  gap('postgres', 'cot_agent_id() is not installed on a PostgreSQL engine (42883)')(
-    'is what cot_agent_id() answers on the writer’s connection (NULL for a user without one)',
-    async () => {
-      expect((await (await s.as('agent')).query('SELECT cot_agent_id() AS a')).rows).toEqual([{ a: 'agent-7' }]);
-      expect((await (await s.as('bi')).query('SELECT cot_agent_id() AS a')).rows).toEqual([{ a: null }]);
-    },
-  );
+  it('is what cot_agent_id() answers on the writer’s connection (NULL for a user without one)', async () => {
+    expect((await (await s.as('agent')).query('SELECT cot_agent_id() AS a')).rows).toEqual([{ a: 'agent-7' }]);
+    expect((await (await s.as('bi')).query('SELECT cot_agent_id() AS a')).rows).toEqual([{ a: null }]);
+  });
 });
 
 describe('an admin', () => {

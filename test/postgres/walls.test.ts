@@ -15,6 +15,7 @@ import { usePgServer } from '../fixtures/pg-server.js';
 const ctx = usePgServer({
   users: [
     { name: 'bi', password: scramVerifier('bi-secret'), role: 'reader' },
+    { name: 'agent', password: scramVerifier('agent-secret'), role: 'writer', agentId: 'agent-7', orgId: null },
     { name: 'ops', password: scramVerifier('ops-secret'), role: 'admin' },
   ],
 });
@@ -127,5 +128,23 @@ describe("PostgreSQL's walls around the clients' roles", () => {
     }
     const [[sequence]] = (await admin.query('SELECT last_value::int FROM workspace.admin_seq')) as [[number]];
     expect(sequence).toBe(1);
+  });
+
+  it('cot_agent_id() answers what the server gave the backend, which the client cannot set, and RESET ALL keeps', async () => {
+    const bi = await ctx.server.client({ user: 'agent', password: 'agent-secret' });
+    const agent = async (): Promise<unknown> => (await bi.query('SELECT cot_agent_id() AS a')).rows[0].a;
+    expect(await agent()).toBe('agent-7');
+    for (const sql of [
+      "SET cotwire.agent_id = 'someone'",
+      "SET SESSION cotwire.agent_id TO 'someone'",
+      'RESET cotwire.agent_id',
+      "SELECT set_config('cotwire.agent_id', 'someone', false)",
+      "SELECT pg_catalog.set_config('COTWIRE.AGENT_ID'::text, 'someone', true)",
+    ]) {
+      expect(await code(bi.query(sql)), sql).toBe('42501');
+    }
+    await bi.query('RESET ALL');
+    await bi.query('DISCARD ALL');
+    expect(await agent()).toBe('agent-7');
   });
 });

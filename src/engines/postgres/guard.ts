@@ -102,6 +102,26 @@ function erasurePlan(text: string): PgPlan | null {
   }
 }
 
+/** The settings a client's backend starts with that say who it is (cot_agent_id() reads cotwire.agent_id): the server's to set. */
+export const IDENTITY_SETTING_PREFIX = 'cotwire.';
+
+/** A string constant's text, through casts; undefined for anything computed. */
+function constantText(node: unknown): string | undefined {
+  const n = node as { A_Const?: { sval?: { sval?: string } }; TypeCast?: { arg?: unknown } } | undefined;
+  if (n?.TypeCast !== undefined) return constantText(n.TypeCast.arg);
+  return n?.A_Const?.sval?.sval;
+}
+
+function identitySettingRefusal(name: string): PgPlan {
+  return refused(
+    'unsupported',
+    'SET',
+    name,
+    `cannot set ${name}: the server sets it from the authenticated user`,
+    'cot_agent_id() answers the identity of the user who connected.',
+  );
+}
+
 /** The first large-object function in a statement's tree that writes, or null. */
 function largeObjectWrite(stmt: Node): string | null {
   const call = (callsIn({ stmts: [stmt], raw: stmt }) ?? []).find((c) => LARGE_OBJECT_WRITES.has(c.name.toLowerCase()));
@@ -199,6 +219,11 @@ export class PostgresGuard {
 
   /** What one statement becomes. */
   plan(stmt: Node): PgPlan {
+    const setsIdentity = (callsIn({ stmts: [stmt], raw: stmt }) ?? [])
+      .filter((c) => c.name.toLowerCase() === 'set_config')
+      .map((c) => constantText(c.args[0]))
+      .find((name) => name?.toLowerCase().startsWith(IDENTITY_SETTING_PREFIX));
+    if (setsIdentity !== undefined) return identitySettingRefusal(setsIdentity ?? '');
     const lo = largeObjectWrite(stmt);
     if (lo !== null) {
       return refused(
@@ -299,7 +324,11 @@ export class PostgresGuard {
         }
         return node.query === undefined ? { kind: 'engine' } : this.plan(node.query as Node);
       }
-      case 'VariableSetStmt':
+      case 'VariableSetStmt': {
+        const name = String(node.name ?? '').toLowerCase();
+        if (name.startsWith(`${IDENTITY_SETTING_PREFIX}`)) return identitySettingRefusal(name);
+        return { kind: 'engine' };
+      }
       case 'VariableShowStmt':
       case 'DiscardStmt':
       case 'DeallocateStmt':

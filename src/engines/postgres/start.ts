@@ -19,7 +19,7 @@ import { PostgresGuard } from './guard.js';
 import { ProxyHandlerFactory } from './handler/factory.js';
 import { readPostgresTables } from './ledger/catalog.js';
 import { installPostgres, rolePasswords } from './ledger/install.js';
-import { pgRoles } from './ledger/names.js';
+import { AGENT_ID_SETTING, pgRoles } from './ledger/names.js';
 import { PgLedgerWriter, WRITER_SETUP } from './ledger/writer.js';
 import { EngineHealth } from './adapter/health.js';
 import { openCheckpoints } from './start/checkpoints.js';
@@ -141,10 +141,12 @@ async function openParts(
     tls,
     observer,
     handlers: new ProxyHandlerFactory(
-      (role, applicationName) =>
+      (info, applicationName) =>
         PgBackend.open(
-          role === 'admin' ? clientUrls.admin : role === 'writer' ? clientUrls.writer : clientUrls.reader,
+          info.role === 'admin' ? clientUrls.admin : info.role === 'writer' ? clientUrls.writer : clientUrls.reader,
           applicationName === '' ? 'cotwire client' : applicationName,
+          // What cot_agent_id() answers; a client cannot set it (the guard refuses SET cotwire.*).
+          { [AGENT_ID_SETTING]: info.identity.agent_id ?? '' },
         ).catch((err: unknown) => {
           health.suspect(err as Error);
           throw err;

@@ -212,8 +212,16 @@ export class PgBackend implements RelayBackend {
     });
   }
 
-  static async open(url: string, applicationName: string): Promise<PgBackend> {
-    const client = new pg.Client({ connectionString: url, types: TEXT, application_name: applicationName });
+  /**
+   * `settings` are given in the startup packet, as libpq's PGOPTIONS gives
+   * them: they are the session's defaults, which RESET ALL and DISCARD ALL
+   * return to.
+   */
+  static async open(url: string, applicationName: string, settings: Readonly<Record<string, string>> = {}): Promise<PgBackend> {
+    const options = Object.entries(settings)
+      .map(([k, v]) => `-c ${k}=${v.replaceAll('\\', '\\\\').replaceAll(' ', '\\ ')}`)
+      .join(' ');
+    const client = new pg.Client({ connectionString: url, types: TEXT, application_name: applicationName, ...(options === '' ? {} : { options }) });
     client.on('error', () => undefined);
     const u = new URL(url);
     const backend = new PgBackend(client, { host: u.hostname || 'localhost', port: Number(u.port || 5432) });

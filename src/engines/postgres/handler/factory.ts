@@ -15,8 +15,8 @@ const NOT_SETTINGS = new Set(['user', 'database', 'replication', 'options', 'app
  */
 export class ProxyHandlerFactory implements HandlerFactory {
   constructor(
-    /** A backend as the PostgreSQL role of the client's cotwire role. */
-    private readonly openBackend: (role: string, applicationName: string) => Promise<RelayBackend>,
+    /** A backend as the PostgreSQL role of the client's cotwire role, knowing who the client is. */
+    private readonly openBackend: (info: SessionInfo, applicationName: string) => Promise<RelayBackend>,
     private readonly access: ProxyAccessServices,
     private readonly services: ProxyServices,
     /** limits.statementTimeoutMs: every backend's statement_timeout to begin with. */
@@ -25,7 +25,7 @@ export class ProxyHandlerFactory implements HandlerFactory {
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
     const applicationName = info.startupParameters.get('application_name') ?? '';
-    const backend = await this.openBackend(info.role, applicationName);
+    const backend = await this.openBackend(info, applicationName);
     try {
       const settings = [...info.startupParameters].filter(([k]) => !NOT_SETTINGS.has(k.toLowerCase()));
       // `options` (libpq's PGOPTIONS: -c name=value) sets what PostgreSQL would set at its own start.

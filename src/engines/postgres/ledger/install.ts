@@ -3,7 +3,7 @@ import type { SqlConnection } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { clientRoles, loginRoles, PG_LEDGER_SCHEMA, PG_SCHEMA, PG_WORKSPACE_SCHEMA, pgRoles, type PgRoles } from './names.js';
+import { AGENT_ID_SETTING, clientRoles, loginRoles, PG_LEDGER_SCHEMA, PG_SCHEMA, PG_WORKSPACE_SCHEMA, pgRoles, type PgRoles } from './names.js';
 import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { readPostgresTables } from './catalog.js';
 import { DOUBLE_TEXT_FUNCTION, WRITABLE_FUNCTION } from '../dialect/verify-sql.js';
@@ -205,6 +205,14 @@ function steps(roles: PgRoles, database: string): Step[] {
     {
       does: 'the check that a ledger INSERT runs in a transaction that may write',
       sql: [WRITABLE_FUNCTION, `GRANT EXECUTE ON FUNCTION ${PG_SCHEMA}.writable() TO ${clients}, ${srv}`],
+    },
+    {
+      does: "cot_agent_id(): the caller's agent_id, as the server gave it to the backend",
+      sql: [
+        `CREATE OR REPLACE FUNCTION public.cot_agent_id() RETURNS text LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$ SELECT nullif(current_setting(${quoteLiteral(AGENT_ID_SETTING)}, true), '') $$`,
+        'REVOKE ALL ON FUNCTION public.cot_agent_id() FROM PUBLIC',
+        `GRANT EXECUTE ON FUNCTION public.cot_agent_id() TO ${clients}, ${srv}`,
+      ],
     },
     {
       done: tableExists(PG_SCHEMA, 'signer'),

@@ -45,3 +45,6 @@ export function functionGrantees(roles: PgRoles): string {
 export function backendRole(roles: PgRoles, role: string): string {
   return role === 'admin' ? roles.admin : role === 'writer' ? roles.writer : roles.reader;
 }
+
+/** The backend setting cot_agent_id() reads: the authenticated user's agent_id, given at the backend's start. */
+export const AGENT_ID_SETTING = 'cotwire.agent_id';
