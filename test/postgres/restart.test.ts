@@ -5,6 +5,8 @@ import type { PostgresConnection } from '../../src/engines/postgres/adapter/conn
 import { usePgEngine } from '../fixtures/pg-engine.js';
 import { expectWholeLedgers } from '../fixtures/pg-integrity.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
+import { errorFields, WireClient } from '../fixtures/wire.js';
+import { serialize } from 'pg-protocol';
 
 /**
  * cotwire lives through its PostgreSQL: a crash and restart under load, a
@@ -276,5 +278,33 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
     // A terminated backend is not an engine down.
     expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(0);
     expect(logged('issuing a checkpoint failed')).toBe(0);
+  });
+
+  it('reports an INSERT failed, and makes nothing, when its backend is terminated between Execute and Sync', async () => {
+    const raw = await WireClient.startup(server.port, { application_name: 'between-execute-and-sync' });
+    raw.write(serialize.parse({ text: "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('between', 'Action', $1)", types: [25] }));
+    raw.write(serialize.bind({ values: ['held until Sync'] }));
+    raw.write(serialize.execute({}));
+    raw.write(serialize.flush());
+    // The INSERT's rows are evaluated and its CommandComplete sent; the append waits for the Sync.
+    await raw.until('C');
+    const [[n]] = (await admin.query(
+      "SELECT count(pg_catalog.pg_terminate_backend(pid))::int FROM pg_catalog.pg_stat_activity WHERE application_name = 'between-execute-and-sync'",
+    )) as [[number]];
+    expect(n).toBe(1);
+    await until('the backend gone', async () => {
+      const [[left]] = (await admin.query("SELECT count(*)::int FROM pg_catalog.pg_stat_activity WHERE application_name = 'between-execute-and-sync'")) as [
+        [number],
+      ];
+      return left === 0;
+    });
+    raw.write(serialize.sync());
+    const answered = await raw.until('E');
+    const fields = errorFields(answered.at(-1)?.body as Buffer);
+    expect(['57P01', '08006']).toContain(fields.C);
+    expect(fields.S).toBe('FATAL');
+    await raw.waitClosed();
+    const [[stored]] = (await admin.query("SELECT count(*)::int FROM public._cot_steps WHERE session_id = 'between'")) as [[number]];
+    expect(stored).toBe(0);
   });
 });

@@ -417,6 +417,9 @@ export class PgBackend implements RelayBackend {
     }
     await group.ended();
     this.group = null;
+    // An exchange that ended with its backend gone ends in an error, never in a ReadyForQuery: what it did (an
+    // append held for this Sync among it) was not made, and the client must not take it for done.
+    if (this.broken !== null) throw this.lost(this.broken);
     this.lastStatus = ((this.client as unknown as { _txStatus: BackendStatus | null })._txStatus ?? 'I') as BackendStatus;
     return this.lastStatus;
   }
@@ -443,9 +446,15 @@ export class PgBackend implements RelayBackend {
     await this.client.end().catch(() => undefined);
   }
 
+  /** The client's session ends with the backend: PostgreSQL's own FATAL (57P01 when terminated), or 08006. */
+  private lost(err: Error): PgError {
+    const e = engineError(err);
+    if (e instanceof PgError && e.isFatal) return e;
+    return new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine broke: ${err.message}`, {}, 'FATAL');
+  }
+
   private async exchange(): Promise<SyncGroup> {
-    if (this.broken !== null)
-      throw new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine broke: ${this.broken.message}`, {}, 'FATAL');
+    if (this.broken !== null) throw this.lost(this.broken);
     if (this.group === null) {
       this.group = new SyncGroup();
       void this.client.query(this.group as unknown as pg.QueryConfig);

@@ -2,7 +2,8 @@ import type { BackendField, BindValue, RelayBackend } from '../../../engine/port
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import { rowLayout, rowTexts, uuidv7, type AppendJob, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { rowLayout, rowTexts, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { isConnectionLoss } from '../adapter/connection.js';
 import { erasureFields, erasureParamTypes, runErasure, type ErasureService } from '../../../engine/erasure-call.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
@@ -70,6 +71,8 @@ export class ProxyConnection implements ConnectionHandler {
   private portals = 0;
   /** A transaction block is open (BEGIN seen, COMMIT or ROLLBACK not yet). */
   private inBlock = false;
+  /** Statements relayed to the backend since the last Sync, besides the evaluation of appends. */
+  private relayedInExchange = 0;
   /** The block failed: COMMIT will roll it back. */
   private blockFailed = false;
   /** Appends of the open block, in order, and where each savepoint began. */
@@ -132,12 +135,15 @@ export class ProxyConnection implements ConnectionHandler {
    */
   async sync(): Promise<void> {
     let failure: unknown = null;
+    let appended: AppendResult[] | null = null;
+    const relayed = this.relayedInExchange;
+    this.relayedInExchange = 0;
     if (!this.inBlock && this.pending.length > 0) {
       const jobs = this.pending;
       this.pending = [];
       if (!this.backend.failed && !this.exchangeFailed) {
         try {
-          await this.services.writer.append(jobs);
+          appended = await this.services.writer.append(jobs);
         } catch (err) {
           failure = err;
           await this.rollbackBackend();
@@ -149,7 +155,18 @@ export class ProxyConnection implements ConnectionHandler {
     if (this.refusedInBlock && this.inBlock && !this.backend.failed) await this.failBackend();
     this.refusedInBlock = false;
     this.exchangeFailed = false;
-    const status = await this.backend.sync();
+    let status: TransactionStatus;
+    try {
+      status = await this.backend.sync();
+    } catch (err) {
+      if (appended === null || !isConnectionLoss(err)) throw err;
+      // The appends are durable and the backend went before the exchange ended. An exchange of appends alone is
+      // done (its backend only evaluated their rows); the next statement meets the lost backend. Anything else it
+      // ran may not have committed.
+      if (relayed > 0) throw committedAppendsOnly(appended, err);
+      this.endBlock();
+      return;
+    }
     this.inBlock = status !== 'I';
     this.blockFailed = status === 'E';
     if (!this.inBlock) this.endBlock();
@@ -307,6 +324,7 @@ export class ProxyConnection implements ConnectionHandler {
         return { done: true, tag: await runErasure(s.plan.call, params, who, this.access, this.services.erasure, s.text, sink) };
       }
       default: {
+        this.relayedInExchange++;
         const outcome = await this.relay(portal, maxRows, sink);
         if (this.access.readOnly && resetsSettings(s)) {
           // RESET ALL and DISCARD ALL restored the defaults, a reader's read-only one among them.
@@ -495,11 +513,12 @@ export class ProxyConnection implements ConnectionHandler {
   }
 
   private async executeTransaction(portal: ProxyPortal, op: string, savepoint: string | null, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    let appended: AppendResult[] | null = null;
     if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pending.length > 0) {
       const jobs = this.pending;
       this.pending = [];
       try {
-        await this.services.writer.append(jobs);
+        appended = await this.services.writer.append(jobs);
       } catch (err) {
         // Nothing of the transaction may commit without its appends.
         await this.backend.closePortal(portal.name);
@@ -509,7 +528,14 @@ export class ProxyConnection implements ConnectionHandler {
         throw err;
       }
     }
-    const outcome = await this.relay(portal, maxRows, sink);
+    let outcome: ExecuteOutcome;
+    try {
+      outcome = await this.relay(portal, maxRows, sink);
+    } catch (err) {
+      // The appends are durable and the backend went before its COMMIT answered: neither done nor undone, as a whole.
+      if (appended !== null && isConnectionLoss(err)) throw committedAppendsOnly(appended, err);
+      throw err;
+    }
     switch (op) {
       case 'begin':
         this.inBlock = true;
@@ -547,6 +573,22 @@ export class ProxyConnection implements ConnectionHandler {
     this.pending = [];
     this.savepoints = [];
   }
+}
+
+/**
+ * A block whose appends the writer committed and whose backend went before
+ * its own COMMIT answered: the client learns exactly that (08007), since
+ * the appends stay and whatever else the block did may not have.
+ */
+function committedAppendsOnly(appended: readonly AppendResult[], err: unknown): PgError {
+  const rows = appended.reduce((n, r) => n + r.count, 0);
+  const seqs = appended.filter((r) => r.count > 0).map((r) => (r.firstSeq === r.lastSeq ? `${r.firstSeq}` : `${r.firstSeq}..${r.lastSeq}`));
+  return new PgError(
+    SqlState.TransactionResolutionUnknown,
+    `the connection to the PostgreSQL engine broke at COMMIT: the block's ${rows} ledger appends were committed (ledger_seq ${seqs.join(', ')}), and whether the rest of it was is unknown`,
+    { detail: (err as Error).message },
+    'FATAL',
+  );
 }
 
 /** RESET ALL, or DISCARD ALL: the session's settings go back to their defaults. */
