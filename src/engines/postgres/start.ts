@@ -158,7 +158,7 @@ async function openParts(
         maxContentBytes: config.ledger.maxContentBytes,
         maxAppendBytes: config.limits.maxAppendBytes,
         query: (sql, params) => admin.query(sql, params),
-        createLedger,
+        ledgerDdl: createLedger,
         idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
         erasure: erasure.service,
       },

@@ -32,7 +32,11 @@ export interface ProxyServices {
   /** A server-side read (parents of steps), outside the client's transaction. */
   readonly query: (sql: string, params: string[]) => Promise<unknown[][]>;
   /** CREATE TABLE of a ledger (its parse tree), carried out by the server as the ledgers' owner. */
-  readonly createLedger: (create: Record<string, unknown>) => Promise<void>;
+  readonly ledgerDdl: {
+    create(create: Record<string, unknown>): Promise<void>;
+    /** The ledger's name, once its definition is checked; throws as CREATE TABLE would. */
+    check(create: Record<string, unknown>): Promise<{ readonly name: string; readonly exists: boolean }>;
+  };
   readonly idleInTransactionTimeoutMs: number;
   /** cot_redact() and cot_retain(), carried out by the server on an admin's behalf. */
   readonly erasure: ErasureService;
@@ -77,7 +81,9 @@ export class ProxyConnection implements ConnectionHandler {
   private blockFailed = false;
   /** Appends of the open block, in order, and where each savepoint began. */
   private pending: AppendJob[] = [];
-  private savepoints: Array<{ readonly name: string; readonly at: number }> = [];
+  private savepoints: Array<{ readonly name: string; readonly at: number; readonly ledgers: number }> = [];
+  /** Ledgers this block created, made at its COMMIT. */
+  private pendingLedgers: Array<{ readonly name: string; readonly create: Record<string, unknown> }> = [];
   /** What PostgreSQL described of each ledger INSERT, and each one's plan, by text: kept, as a ledger's shape never changes. */
   private readonly appendsDescribed = new Map<string, { readonly paramTypes: number[]; readonly fields: BackendField[] | null }>();
   private readonly appendPlans = new Map<string, LedgerAppendPlan>();
@@ -209,6 +215,7 @@ export class ProxyConnection implements ConnectionHandler {
     }
     // PostgreSQL checks the statement (names, types, an INSERT's columns) as it would run it. An append's
     // answer is kept: a ledger's columns never change, and drivers send the same INSERT as a new statement.
+    this.refuseAppendToPendingLedger(statement);
     if (statement.plan.kind === 'erasure') {
       const { call } = statement.plan;
       return new ProxyStatement(statement, erasureParamTypes(call, paramTypes), erasureFields(call), paramTypes);
@@ -265,6 +272,7 @@ export class ProxyConnection implements ConnectionHandler {
     const formatOf = (i: number): 0 | 1 => ((resultFormats.length === 1 ? resultFormats[0] : (resultFormats[i] ?? 0)) === 1 ? 1 : 0);
     switch (s.plan.kind) {
       case 'append': {
+        this.refuseAppendToPendingLedger(s);
         let plan = this.appendPlans.get(s.text);
         if (plan === undefined) {
           plan = await planAppend(this.services.ledgers, s.plan.ledger, s.text, s.plan.insert);
@@ -501,19 +509,56 @@ export class ProxyConnection implements ConnectionHandler {
     };
   }
 
+  /**
+   * CREATE TABLE of a ledger: outside a block the server creates it at once.
+   * Inside one it is checked now and created at COMMIT, before the block's
+   * appends and its own COMMIT; ROLLBACK (or one to an earlier savepoint)
+   * drops it. Until then it cannot take appends (55000), as on DuckDB.
+   */
   private async createLedger(s: PgStatement): Promise<ExecuteOutcome> {
-    if (this.inBlock) {
-      throw new PgError(SqlState.ActiveSqlTransaction, 'CREATE TABLE of a ledger cannot run inside a transaction block', {
-        hint: 'The server creates a ledger, with its chain columns and its walls, in a transaction of its own. Run it outside BEGIN ... COMMIT.',
-      });
-    }
     if (s.plan.kind !== 'create-ledger') throw new PgError(SqlState.InternalError, 'not a ledger');
-    await this.services.createLedger(s.plan.create);
+    if (this.inBlock) {
+      if (this.blockFailed)
+        throw new PgError(SqlState.InFailedSqlTransaction, 'current transaction is aborted, commands ignored until end of transaction block');
+      const { name, exists } = await this.services.ledgerDdl.check(s.plan.create);
+      if (this.pendingLedgers.some((p) => p.name === name)) throw new PgError(SqlState.DuplicateTable, `relation "${name}" already exists`);
+      if (!exists) this.pendingLedgers.push({ name, create: s.plan.create });
+      return { done: true, tag: 'CREATE TABLE' };
+    }
+    await this.services.ledgerDdl.create(s.plan.create);
     return { done: true, tag: 'CREATE TABLE' };
+  }
+
+  /** An append to a ledger this block created: it is not there until COMMIT. */
+  private refuseAppendToPendingLedger(s: PgStatement): void {
+    if (s.plan.kind !== 'append' || this.pendingLedgers.length === 0) return;
+    const name = (s.plan.ledger.at(-1) ?? '').toLowerCase();
+    if (this.pendingLedgers.some((p) => p.name.toLowerCase() === name)) {
+      throw new PgError(
+        SqlState.ObjectNotInPrerequisiteState,
+        `cannot append to ledger "${name}": it was created in this transaction block, and is made at COMMIT`,
+        {
+          hint: 'COMMIT first, then append.',
+        },
+      );
+    }
   }
 
   private async executeTransaction(portal: ProxyPortal, op: string, savepoint: string | null, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     let appended: AppendResult[] | null = null;
+    if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pendingLedgers.length > 0) {
+      const ledgers = this.pendingLedgers;
+      this.pendingLedgers = [];
+      try {
+        for (const l of ledgers) await this.services.ledgerDdl.create(l.create);
+      } catch (err) {
+        await this.backend.closePortal(portal.name);
+        await this.backend.openPortal(`${portal.name}_rollback`, 'ROLLBACK', [], [], []);
+        await this.backend.fetch(`${portal.name}_rollback`, 0, () => undefined);
+        this.endBlock();
+        throw err;
+      }
+    }
     if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pending.length > 0) {
       const jobs = this.pending;
       this.pending = [];
@@ -547,7 +592,7 @@ export class ProxyConnection implements ConnectionHandler {
         this.endBlock();
         break;
       case 'savepoint':
-        if (savepoint !== null) this.savepoints.push({ name: savepoint, at: this.pending.length });
+        if (savepoint !== null) this.savepoints.push({ name: savepoint, at: this.pending.length, ledgers: this.pendingLedgers.length });
         break;
       case 'release': {
         const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
@@ -558,6 +603,7 @@ export class ProxyConnection implements ConnectionHandler {
         const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
         if (i >= 0) {
           this.pending.length = (this.savepoints[i] as { at: number }).at;
+          this.pendingLedgers.length = (this.savepoints[i] as { ledgers: number }).ledgers;
           this.savepoints.length = i + 1;
         }
         this.blockFailed = false;
@@ -571,6 +617,7 @@ export class ProxyConnection implements ConnectionHandler {
     this.inBlock = false;
     this.blockFailed = false;
     this.pending = [];
+    this.pendingLedgers = [];
     this.savepoints = [];
   }
 }

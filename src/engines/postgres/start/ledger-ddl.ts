@@ -24,17 +24,20 @@ export async function ledgerDdl(
   ledgers: LedgerCatalog,
   stack: DisposeStack,
   health: EngineHealth,
-): Promise<(create: Record<string, unknown>) => Promise<void>> {
+): Promise<LedgerDdl> {
   const owner = stack.use(await PostgresConnection.open(url, 'cotwire owner', { health }), (c) => c.close());
   let ddl: Promise<void> = Promise.resolve();
-  return (create) => {
+  /** The ledger a statement makes: its name, and whether it exists already (an error, unless IF NOT EXISTS). */
+  const check = async (create: Record<string, unknown>): Promise<{ readonly name: string; readonly exists: boolean }> => {
+    const made = pgLedgerDdl(create, roles);
+    const [[exists]] = (await owner.query(`SELECT to_regclass($1) IS NOT NULL`, [`public."${made.name.replaceAll('"', '""')}"`])) as [[boolean]];
+    if (exists && !made.ifNotExists) throw new PgError(SqlState.DuplicateTable, `relation "${made.name}" already exists`);
+    return { name: made.name, exists };
+  };
+  const create = (statement: Record<string, unknown>): Promise<void> => {
     const run = ddl.then(async () => {
-      const made = pgLedgerDdl(create, roles);
-      const [[exists]] = (await owner.query(`SELECT to_regclass($1) IS NOT NULL`, [`public."${made.name.replaceAll('"', '""')}"`])) as [[boolean]];
-      if (exists) {
-        if (made.ifNotExists) return;
-        throw new PgError(SqlState.DuplicateTable, `relation "${made.name}" already exists`);
-      }
+      const made = pgLedgerDdl(statement, roles);
+      if ((await check(statement)).exists) return;
       await owner.run('BEGIN');
       try {
         await owner.run(`SET LOCAL ROLE ${roles.owner}`);
@@ -52,4 +55,11 @@ export async function ledgerDdl(
     ddl = run.catch(() => undefined);
     return run;
   };
+  return { create, check };
+}
+
+/** CREATE TABLE of a ledger as the server carries it out, and its check beforehand (inside a block, until COMMIT). */
+export interface LedgerDdl {
+  create(statement: Record<string, unknown>): Promise<void>;
+  check(statement: Record<string, unknown>): Promise<{ readonly name: string; readonly exists: boolean }>;
 }
