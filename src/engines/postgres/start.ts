@@ -24,6 +24,8 @@ import { PgLedgerWriter, WRITER_SETUP } from './ledger/writer.js';
 import { EngineHealth } from './adapter/health.js';
 import { openCheckpoints } from './start/checkpoints.js';
 import { openErasure } from './start/erasure.js';
+import { startAudit } from './start/audit.js';
+import type { PgAuditor } from './ledger/auditor.js';
 import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { ledgerDdl } from './start/ledger-ddl.js';
 
@@ -47,6 +49,8 @@ export interface RunningPostgresServer {
   readonly checkpoints: CheckpointIssuer;
   /** This instance's name in the signing lease. */
   readonly instance: string;
+  /** The background audit; audit(true) runs one now. */
+  readonly auditor: PgAuditor;
   /** Removes (or, dry, lists) the sessions whose last step is older than `days`, as ledger.retentionDays does. */
   retain(days: number, dryRun: boolean, actor: string): Promise<RetainedSession[]>;
   close(): Promise<void>;
@@ -136,6 +140,7 @@ async function openParts(
   );
   const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health);
   const erasure = await openErasure(config, log, url, roles, ledgers, writer, health, stack);
+  const auditor = await startAudit(config, log, url, ledgers, observer, instance, health, stack);
   const server = new PgServer({
     ...wireOptions(config),
     tls,
@@ -171,7 +176,7 @@ async function openParts(
   const address = await listenOrExplain(server, config, stack);
   checkpoints.start();
   log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);
-  return { address, metricsAddress, server, writer, ledgers, securityLog, checkpoints, instance, retain: erasure.retain };
+  return { address, metricsAddress, server, writer, ledgers, securityLog, checkpoints, instance, retain: erasure.retain, auditor };
 }
 
 async function loadGuardParser(): Promise<void> {

@@ -223,6 +223,30 @@ function steps(roles: PgRoles, database: string): Step[] {
       ],
     },
     {
+      done: tableExists(PG_SCHEMA, 'audit'),
+      does: `created ${PG_SCHEMA}.audit and ${PG_SCHEMA}.audit_state (the latest background audit's findings, and whose round it is)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.audit (kind text NOT NULL, ledger text, chain_key text, first_seq bigint, last_seq bigint, row_count bigint NOT NULL, detail text NOT NULL, audited_at timestamptz NOT NULL)`,
+        `CREATE TABLE ${PG_SCHEMA}.audit_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), claimed_by text, claimed_at timestamptz NOT NULL, completed_by text, completed_at timestamptz)`,
+        `INSERT INTO ${PG_SCHEMA}.audit_state (claimed_at) VALUES ('-infinity')`,
+      ],
+    },
+    {
+      does: "cot_audit(): the latest background audit's findings",
+      sql: [
+        `CREATE OR REPLACE FUNCTION public.cot_audit() RETURNS TABLE (kind text, ledger text, chain_key text, first_seq bigint, last_seq bigint, row_count bigint, detail text, audited_at timestamptz)
+         LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+           SELECT a.kind, a.ledger, a.chain_key, a.first_seq, a.last_seq, a.row_count, a.detail, a.audited_at FROM ${PG_SCHEMA}.audit a
+           WHERE (SELECT completed_at FROM ${PG_SCHEMA}.audit_state) IS NOT NULL
+           UNION ALL
+           SELECT 'pending', NULL, NULL, NULL, NULL, 0, 'no audit has completed yet; the first one runs at start-up', NULL
+           WHERE (SELECT completed_at FROM ${PG_SCHEMA}.audit_state) IS NULL
+         $$`,
+        'REVOKE ALL ON FUNCTION public.cot_audit() FROM PUBLIC',
+        `GRANT EXECUTE ON FUNCTION public.cot_audit() TO ${clients}, ${srv}`,
+      ],
+    },
+    {
       done: tableExists(PG_SCHEMA, 'secrets'),
       does: `created ${PG_SCHEMA}.secrets (the login roles' passwords; readable by ${roles.owner} only)`,
       sql: [`CREATE TABLE ${PG_SCHEMA}.secrets (name text PRIMARY KEY, value text NOT NULL)`],
@@ -231,11 +255,11 @@ function steps(roles: PgRoles, database: string): Step[] {
       // At every start, from nothing: a role of an earlier layout keeps no grant it should not have.
       does: `the grants on ${PG_SCHEMA}'s tables`,
       sql: [
-        `REVOKE ALL ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.chain_heads, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.secrets FROM PUBLIC, ${clients}, ${srv}`,
+        `REVOKE ALL ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.chain_heads, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.secrets, ${PG_SCHEMA}.audit, ${PG_SCHEMA}.audit_state FROM PUBLIC, ${clients}, ${srv}`,
         `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.signer TO ${srv}`,
         `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${srv}`,
         `GRANT SELECT, INSERT, UPDATE ON ${PG_SCHEMA}.chain_heads TO ${srv}`,
-        `GRANT SELECT ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.signer TO ${clients}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.audit, ${PG_SCHEMA}.audit_state TO ${clients}`,
       ],
     },
   ];

@@ -1,0 +1,167 @@
+import type { SqlConnection } from '../../../engine/port.js';
+import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import { qualifiedName } from '../../../ledger/chain/schema.js';
+import type { Observer } from '../../../observe/observer.js';
+import { chainVerifier } from '../dialect/verify.js';
+import { PG_SCHEMA } from './names.js';
+
+/** One thing an audit found wrong, as cot_audit() lists it. */
+export interface PgAuditFinding {
+  readonly kind: string;
+  readonly ledger: string | null;
+  readonly chainKey: string | null;
+  readonly firstSeq: number | null;
+  readonly lastSeq: number | null;
+  readonly rows: number;
+  readonly detail: string;
+}
+
+/**
+ * The background audit on a PostgreSQL engine, shared by every instance:
+ * at start-up and then every interval, whichever instance claims the round
+ * first (a row of cotwire.audit_state, claimed for one interval) recomputes
+ * every chain with the README's SQL and holds the ledgers' rows against the
+ * global log's size, and writes what it found to cotwire.audit, which
+ * cot_audit() lists. Findings are logged once per audit, and the metrics
+ * say when an audit last completed.
+ */
+export class PgAuditor {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly conn: SqlConnection,
+    private readonly catalog: LedgerCatalog,
+    private readonly observer: Observer,
+    private readonly instance: string,
+    private readonly intervalMs: number,
+    private readonly onFinding: (finding: PgAuditFinding) => void,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  start(): void {
+    const round = (): void => {
+      if (this.stopped || this.running !== null) return;
+      this.running = this.audit(false)
+        .then(
+          () => undefined,
+          (err: unknown) => {
+            if (!this.stopped) this.onError(err);
+          },
+        )
+        .finally(() => {
+          this.running = null;
+        });
+    };
+    round();
+    // A round a stopped instance claimed is taken over once its claim lapses: asked again well within the interval.
+    this.timer = setInterval(round, Math.max(1000, Math.min(this.intervalMs, 60_000)));
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Audits now if the round is this instance's (or `force`); answers the findings, or null when another instance has the round. */
+  async audit(force: boolean): Promise<PgAuditFinding[] | null> {
+    if (!force && !(await this.claim())) return null;
+    const findings: PgAuditFinding[] = [];
+    const verdicts = await chainVerifier(this.conn, this.catalog).verify(null);
+    for (const v of verdicts) {
+      if (v.valid) continue;
+      findings.push({
+        kind: v.breakKind ?? 'edited',
+        ledger: v.table,
+        chainKey: v.chainKey,
+        firstSeq: null,
+        lastSeq: null,
+        rows: 1,
+        detail: `chain ${JSON.stringify(v.chainKey)} breaks at step ${String(v.firstBrokenIndex)} (${v.breakKind ?? 'edited'})`,
+      });
+    }
+    findings.push(...(await this.logFindings()));
+    await this.conn.run('BEGIN');
+    try {
+      await this.conn.query(`DELETE FROM ${PG_SCHEMA}.audit`);
+      for (const f of findings) {
+        await this.conn.query(
+          `INSERT INTO ${PG_SCHEMA}.audit (kind, ledger, chain_key, first_seq, last_seq, row_count, detail, audited_at) VALUES ($1, $2, $3, $4::int8, $5::int8, $6::int8, $7, pg_catalog.now())`,
+          [
+            f.kind,
+            f.ledger,
+            f.chainKey,
+            f.firstSeq === null ? null : String(f.firstSeq),
+            f.lastSeq === null ? null : String(f.lastSeq),
+            String(f.rows),
+            f.detail,
+          ],
+        );
+      }
+      await this.conn.query(`UPDATE ${PG_SCHEMA}.audit_state SET completed_at = pg_catalog.now(), completed_by = $1`, [this.instance]);
+      await this.conn.run('COMMIT');
+    } catch (err) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    for (const f of findings) this.onFinding(f);
+    this.observer.audited(verdicts.length, findings);
+    return findings;
+  }
+
+  /** The round is this instance's when no round was claimed within the interval. */
+  private async claim(): Promise<boolean> {
+    const rows = await this.conn.query(
+      `UPDATE ${PG_SCHEMA}.audit_state SET claimed_by = $1, claimed_at = pg_catalog.clock_timestamp()
+       WHERE claimed_at < pg_catalog.clock_timestamp() - $2::interval RETURNING 1`,
+      [this.instance, `${this.intervalMs} milliseconds`],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * The rows of every ledger, and those retention removed (as its records
+   * account for them), against the global log's size: every leaf has its
+   * row, and no row is outside the log.
+   */
+  private async logFindings(): Promise<PgAuditFinding[]> {
+    const tables = await this.catalog.all();
+    if (tables.length === 0) return [];
+    const counts = tables.map((t) => `SELECT count(*) AS n, max(ledger_seq) AS top FROM ${qualifiedName(t)}`).join(' UNION ALL ');
+    const retention = tables.find((t) => t.name === '_cot_retention');
+    const retained = retention === undefined ? '0' : `(SELECT coalesce(sum(step_count), 0) FROM ${qualifiedName(retention)})`;
+    const [[rows, top, removed, size]] = (await this.conn.query(
+      `SELECT coalesce(sum(n), 0)::int8, coalesce(max(top), 0)::int8, ${retained}::int8, (SELECT size FROM ${PG_SCHEMA}.log_head) FROM (${counts}) AS c`,
+    )) as [[bigint, bigint, bigint, bigint]];
+    const held = Number(rows) + Number(removed);
+    const logged = Number(size);
+    if (held < logged)
+      return [
+        {
+          kind: 'missing',
+          ledger: null,
+          chainKey: null,
+          firstSeq: null,
+          lastSeq: null,
+          rows: logged - held,
+          detail: `the global log has ${logged} leaves, and the ledgers hold ${rows} rows (${removed} more removed by retention): ${logged - held} rows are gone`,
+        },
+      ];
+    if (held > logged || Number(top) > logged)
+      return [
+        {
+          kind: 'unlogged',
+          ledger: null,
+          chainKey: null,
+          firstSeq: logged + 1,
+          lastSeq: Number(top),
+          rows: Math.max(held - logged, 1),
+          detail: `the ledgers hold rows the global log does not (${held} rows and retained steps, ${logged} leaves, the highest ledger_seq ${top})`,
+        },
+      ];
+    return [];
+  }
+}
