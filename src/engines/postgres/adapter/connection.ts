@@ -117,36 +117,58 @@ export class PostgresConnection implements SqlConnection {
     return (this.client as unknown as { processID: number } | null)?.processID ?? 0;
   }
 
-  async run(sql: string): Promise<void> {
+  run(sql: string): Promise<void> {
     const ends = sql === 'COMMIT' || sql === 'ROLLBACK';
     if (ends && this.transaction === 'lost') {
       this.transaction = 'none';
-      if (sql === 'ROLLBACK') return;
-      throw lostInTransaction();
+      return sql === 'ROLLBACK' ? Promise.resolve() : Promise.reject(lostInTransaction());
     }
     // Nothing to roll back on a backend that is gone: PostgreSQL did it when the backend ended.
     if (sql === 'ROLLBACK' && this.client === null && this.connecting === null) {
       this.transaction = 'none';
-      return;
+      return Promise.resolve();
     }
-    const client = await this.live();
-    if (sql === 'BEGIN') this.transaction = 'open';
-    else if (ends) this.transaction = 'none';
+    return this.on(async (client) => {
+      if (sql === 'BEGIN') this.transaction = 'open';
+      else if (ends) this.transaction = 'none';
+      try {
+        await client.query(sql);
+      } catch (err) {
+        throw this.failure(client, err);
+      }
+    });
+  }
+
+  query(sql: string, params: readonly (string | null)[] = []): Promise<unknown[][]> {
+    return this.on(async (client) => {
+      try {
+        const r = await client.query({ text: sql, values: params as (string | null)[], rowMode: 'array', ...this.named(sql) });
+        return r.rows as unknown[][];
+      } catch (err) {
+        throw this.failure(client, err);
+      }
+    });
+  }
+
+  /**
+   * Runs `calls` with the socket corked, so that the statements they send
+   * at once (a pipelined transaction's) leave in one write instead of one
+   * system call per message.
+   */
+  corked<T>(calls: () => T): T {
+    const stream = (this.client as unknown as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } } | null)?.connection?.stream;
+    stream?.cork?.();
     try {
-      await client.query(sql);
-    } catch (err) {
-      throw this.failure(client, err);
+      return calls();
+    } finally {
+      stream?.uncork?.();
     }
   }
 
-  async query(sql: string, params: readonly (string | null)[] = []): Promise<unknown[][]> {
-    const client = await this.live();
-    try {
-      const r = await client.query({ text: sql, values: params as (string | null)[], rowMode: 'array', ...this.named(sql) });
-      return r.rows as unknown[][];
-    } catch (err) {
-      throw this.failure(client, err);
-    }
+  /** A call on the live backend: at once when there is one, so that calls made together are sent together and in order. */
+  private on<T>(call: (client: pg.Client) => Promise<T>): Promise<T> {
+    if (this.transaction !== 'lost' && this.client !== null && this.connecting === null) return call(this.client);
+    return this.live().then(call);
   }
 
   close(): void {

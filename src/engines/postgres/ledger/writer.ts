@@ -212,7 +212,7 @@ export class PgLedgerWriter implements LedgerAppender {
     const { sql, params } = writeStatement(rowsByLedger, newNodes, reserved.heads);
     // The second round trip: the rows, the nodes and the heads, and COMMIT (which PostgreSQL turns into
     // ROLLBACK if the statement failed).
-    const [written, committed] = await Promise.allSettled([this.conn.query(sql, params), this.conn.run('COMMIT')]);
+    const [written, committed] = await Promise.allSettled(this.corked(() => [this.conn.query(sql, params), this.conn.run('COMMIT')]));
     const failure = [written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure !== undefined) {
       const lost = [written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected' && isConnectionLoss(r.reason));
@@ -285,7 +285,7 @@ export class PgLedgerWriter implements LedgerAppender {
         keysOfChains.push(k);
       }
     }
-    const sent = [
+    const sent = this.corked(() => [
       this.conn.run('BEGIN'),
       this.conn.query(
         `SELECT h.ledger, h.chain_key, h.step_index, h.current_hash FROM ${PG_SCHEMA}.chain_heads h
@@ -301,7 +301,7 @@ export class PgLedgerWriter implements LedgerAppender {
            WHERE (x.s >> l) & 1 = 1))`,
         [String(total)],
       ),
-    ] as const;
+    ] as const);
     const settled = await Promise.allSettled(sent);
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as { code?: string }).code !== '25P02');
     if (failed !== undefined || settled.some((r) => r.status === 'rejected')) {
@@ -405,6 +405,12 @@ export class PgLedgerWriter implements LedgerAppender {
        ON CONFLICT DO NOTHING`,
       [ledger, pgArray(keys)],
     );
+  }
+
+  /** Statements sent together leave together, where the connection can cork its socket. */
+  private corked<T>(calls: () => T): T {
+    const conn = this.conn as SqlConnection & { corked?: <U>(c: () => U) => U };
+    return conn.corked === undefined ? calls() : conn.corked(calls);
   }
 
   /** Microseconds since the epoch, strictly increasing within this instance. */
