@@ -164,6 +164,15 @@ describe('read-only transactions', () => {
       await a.query('ROLLBACK');
       await a.query('SET default_transaction_read_only = on');
       expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ro', 'Action')"))).toBe('25006');
+      // With parameters too, and with the setting made by a function or the TRANSACTION characteristics.
+      expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ($1, 'Action')", ['tx-ro']))).toBe('25006');
+      const b = await s.fresh();
+      await b.query("SELECT set_config('default_transaction_read_only', 'on', false)");
+      expect(await sqlstate(b.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ($1, 'Action')", ['tx-ro']))).toBe('25006');
+      await b.query("SELECT set_config('default_transaction_read_only', 'off', false)");
+      await b.query('SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY');
+      expect(await sqlstate(b.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ($1, 'Action')", ['tx-ro']))).toBe('25006');
+      await b.query('SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE');
     } finally {
       await a.query('ROLLBACK');
       await a.query('SET default_transaction_read_only = off');

@@ -140,6 +140,12 @@ export class ProxyAccess {
     return this.info.role;
   }
 
+  /** Whether the session may begin with read-only transactions: a reader's, or a client's startup settings that say so. */
+  get startsReadOnly(): boolean {
+    if (this.info.role === 'reader') return true;
+    return [...this.info.startupParameters].some(([k, v]) => /read_only/i.test(k) || (k.toLowerCase() === 'options' && /read_only|characteristics/i.test(v)));
+  }
+
   /** A reader's transactions are read-only in PostgreSQL too. */
   get readOnly(): boolean {
     return this.info.role === 'reader';

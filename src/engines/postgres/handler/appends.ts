@@ -11,6 +11,7 @@ import type { AppendJob } from '../../../ledger/chain/append.js';
 import type { ResultSink } from '../../../session/handler-port.js';
 import { parseCopyCsv, parseCopyText } from '../../../sql/copy.js';
 import { insertPieces, type InsertPieces } from '../../../sql/pg-insert.js';
+import { canonicalConverter, type CanonicalConverter } from '../../../ledger/chain/canonical-values.js';
 import type { ProxyAccess } from './access.js';
 
 /**
@@ -31,14 +32,147 @@ export interface LedgerAppendPlan {
   readonly evaluate: string;
   /** Server columns the INSERT lists: each must be DEFAULT or NULL. */
   readonly serverProvided: readonly string[];
+  /** The rows' values when they are plain parameters and literals: their canonical texts are computed here, with no round trip. */
+  readonly direct: DirectValues | null;
 }
+
+/** One client column's value in a VALUES tuple: a parameter (0-based), or a literal and what the grammar made of it. */
+type DirectElement = { readonly param: number } | { readonly literal: string | null; readonly kind: 'text' | 'number' | 'boolean' };
+
+interface DirectValues {
+  /** Per tuple, per client column (table order). */
+  readonly tuples: ReadonlyArray<ReadonlyArray<DirectElement>>;
+  readonly converters: readonly CanonicalConverter[];
+}
+
+const NUMBER_TYPES: ReadonlySet<string> = new Set(['SMALLINT', 'INTEGER', 'BIGINT', 'DOUBLE']);
+/** Parameter types PostgreSQL reads as the column's own input: unknown (left to infer), text, varchar. */
+const TEXT_PARAMETER_TYPES: ReadonlySet<number> = new Set([0, 25, 1043]);
 
 /** The rows one ledger statement may hold in the server while they are checked and chained. */
 const EVAL_PORTAL = 'cotwire_eval';
 const RETURNING_PORTAL = 'cotwire_returning';
 
 export async function planAppend(ledgers: LedgerCatalog, ledger: readonly string[], text: string, insert: Record<string, unknown>): Promise<LedgerAppendPlan> {
-  return appendPlanOf(await ledgerNamed(ledgers, ledger), insertPieces(text, insert));
+  const table = await ledgerNamed(ledgers, ledger);
+  const pieces = insertPieces(text, insert);
+  const plan = appendPlanOf(table, pieces);
+  return plan.serverProvided.length > 0 ? plan : { ...plan, direct: directValues(table, insert, pieces) };
+}
+
+/**
+ * `VALUES` tuples made only of parameters, string and number literals,
+ * NULL, TRUE and FALSE, into client columns whose canonical text
+ * canonical-values.ts computes (the same text both engines give): what
+ * drivers send for each appended step. Anything else is evaluated by the
+ * client's backend.
+ */
+function directValues(table: LedgerTable, insert: Record<string, unknown>, pieces: InsertPieces): DirectValues | null {
+  if (insert.withClause !== undefined || insert.onConflictClause !== undefined || (insert.override !== undefined && insert.override !== 'OVERRIDING_NOT_SET'))
+    return null;
+  const select = (insert.selectStmt as { SelectStmt?: Record<string, unknown> } | undefined)?.SelectStmt;
+  if (select === undefined || select.op !== 'SETOP_NONE') return null;
+  if (Object.keys(select).some((k) => k !== 'valuesLists' && k !== 'limitOption' && k !== 'op')) return null;
+  const clientColumns = table.columns.filter((c) => !table.serverColumns.has(c.name));
+  const converters: CanonicalConverter[] = [];
+  for (const c of clientColumns) {
+    const converter = pgCanonicalConverter(c.type);
+    if (converter === null) return null;
+    converters.push(converter);
+  }
+  const provided = pieces.columns ?? clientColumns.map((c) => c.name);
+  const position = new Map(provided.map((name, i) => [name, i]));
+  const tuples: DirectElement[][] = [];
+  for (const list of (select.valuesLists as Array<{ List?: { items?: unknown[] } }> | undefined) ?? []) {
+    const items = list.List?.items ?? [];
+    if (items.length !== provided.length) return null;
+    const tuple: DirectElement[] = [];
+    for (const c of clientColumns) {
+      const at = position.get(c.name);
+      const element: DirectElement | null = at === undefined ? { literal: null, kind: 'text' } : directElement(items[at]);
+      if (element === null) return null;
+      // A number or a boolean in a column of another type is cast by PostgreSQL: it decides the text.
+      if ('kind' in element && element.literal !== null && element.kind !== 'text' && (element.kind === 'number') !== NUMBER_TYPES.has(c.type)) return null;
+      if ('kind' in element && element.kind === 'boolean' && c.type !== 'BOOLEAN') return null;
+      tuple.push(element);
+    }
+    tuples.push(tuple);
+  }
+  return tuples.length === 0 ? null : { tuples, converters };
+}
+
+/**
+ * The converter of a column type, as PostgreSQL reads its input: the same
+ * canonical text as DuckDB's where both accept a spelling
+ * (test/postgres/canonical.test.ts holds them to PostgreSQL), except a
+ * double that underflows to zero, which PostgreSQL refuses as out of range.
+ */
+export function pgCanonicalConverter(type: string): CanonicalConverter | null {
+  const converter = canonicalConverter(type);
+  if (converter === null || type !== 'DOUBLE') return converter;
+  return (text) => {
+    const canonical = converter(text);
+    return canonical !== undefined && Number(text) === 0 && /[1-9]/.test(text.split(/[eE]/)[0] ?? '') ? undefined : canonical;
+  };
+}
+
+function directElement(node: unknown): DirectElement | null {
+  const n = node as { ParamRef?: { number?: number }; A_Const?: Record<string, { [k: string]: unknown } | boolean> };
+  if (n.ParamRef !== undefined) return typeof n.ParamRef.number === 'number' ? { param: n.ParamRef.number - 1 } : null;
+  const k = n.A_Const;
+  if (k === undefined) return null;
+  if (k.isnull === true) return { literal: null, kind: 'text' };
+  // libpg-query leaves out a field at its zero value: an empty string, 0, false.
+  if (typeof k.sval === 'object') return { literal: String(k.sval.sval ?? ''), kind: 'text' };
+  if (typeof k.ival === 'object') return { literal: String(k.ival.ival ?? 0), kind: 'number' };
+  if (typeof k.fval === 'object' && typeof k.fval.fval === 'string') return { literal: k.fval.fval, kind: 'number' };
+  if (typeof k.boolval === 'object') return { literal: k.boolval.boolval === true ? 'true' : 'false', kind: 'boolean' };
+  return null;
+}
+
+/**
+ * The rows of a plan with direct values, as canonical texts of the client
+ * columns; null when one value is not plainly convertible (a binary or
+ * typed parameter, a spelling PostgreSQL must judge), which the client's
+ * backend then evaluates, with its own error if it is wrong.
+ */
+export function directRows(
+  plan: LedgerAppendPlan,
+  values: readonly BindValue[],
+  declaredTypes: readonly number[],
+  maxBytes: number,
+): (string | null)[][] | null {
+  const direct = plan.direct;
+  if (direct === null) return null;
+  const rows: (string | null)[][] = [];
+  let bytes = 0;
+  for (const tuple of direct.tuples) {
+    const row: (string | null)[] = [];
+    for (const [c, element] of tuple.entries()) {
+      let text: string | null;
+      if ('param' in element) {
+        const v = values[element.param];
+        if (v === undefined || (v !== null && typeof v !== 'string') || !TEXT_PARAMETER_TYPES.has(declaredTypes[element.param] ?? 0)) return null;
+        text = v;
+      } else {
+        text = element.literal;
+      }
+      if (text === null) {
+        row.push(null);
+        bytes += 1;
+        continue;
+      }
+      const canonical = (direct.converters[c] as CanonicalConverter)(text);
+      if (canonical === undefined) return null;
+      row.push(canonical);
+      bytes += canonical.length;
+    }
+    rows.push(row);
+  }
+  if (bytes > maxBytes) {
+    throw new PgError(SqlState.OutOfMemory, `the rows of this ledger statement need more than ${maxBytes} bytes of server memory (limits.maxAppendBytes)`);
+  }
+  return rows;
 }
 
 export async function ledgerNamed(ledgers: LedgerCatalog, ledger: readonly string[]): Promise<LedgerTable> {
@@ -83,7 +217,7 @@ function appendPlanOf(table: LedgerTable, pieces: InsertPieces): LedgerAppendPla
     pieces.source === null
       ? `SELECT ${exprs.join(', ')} ${writable}`
       : `${pieces.withText} SELECT ${exprs.join(', ')} FROM (${pieces.source}) AS src(${aliases}) ${writable}`.trim();
-  return { table, pieces, clientColumns: clientColumns.map((c) => c.name), evaluate, serverProvided };
+  return { table, pieces, clientColumns: clientColumns.map((c) => c.name), evaluate, serverProvided, direct: null };
 }
 
 /** The rows' canonical texts, evaluated by the client's backend in its transaction. */

@@ -9,8 +9,20 @@ import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../../../session/handler-port.js';
 import type { PgStatement, ProxyAccess } from './access.js';
-import { checkParents, checkRows, copyPlan, copyRows, evaluateRows, ledgerNamed, planAppend, sendReturning, type LedgerAppendPlan } from './appends.js';
+import {
+  checkParents,
+  checkRows,
+  copyPlan,
+  copyRows,
+  directRows,
+  evaluateRows,
+  ledgerNamed,
+  planAppend,
+  sendReturning,
+  type LedgerAppendPlan,
+} from './appends.js';
 import { returnsAnyOf } from '../../../sql/insert.js';
+import { callsIn } from '../../../sql/pg-tree.js';
 
 /**
  * A client connection on a PostgreSQL engine: every statement is planned by
@@ -77,6 +89,12 @@ export class ProxyConnection implements ConnectionHandler {
   private inBlock = false;
   /** Statements relayed to the backend since the last Sync, besides the evaluation of appends. */
   private relayedInExchange = 0;
+  /**
+   * The session's transactions may be read-only: a reader's, one started
+   * read-only, or one that set anything of it since (sticky). Its appends'
+   * rows are then evaluated by the backend, which refuses them (25006).
+   */
+  private mayBeReadOnly: boolean;
   /** The block failed: COMMIT will roll it back. */
   private blockFailed = false;
   /** Appends of the open block, in order, and where each savepoint began. */
@@ -100,6 +118,7 @@ export class ProxyConnection implements ConnectionHandler {
     private readonly services: ProxyServices,
   ) {
     this.reportedParameters = backend.reportedSettings().filter(([k]) => k !== 'session_authorization' && k !== 'is_superuser');
+    this.mayBeReadOnly = access.startsReadOnly;
   }
 
   transactionStatus(): TransactionStatus {
@@ -333,6 +352,7 @@ export class ProxyConnection implements ConnectionHandler {
       }
       default: {
         this.relayedInExchange++;
+        if (touchesReadOnly(s)) this.mayBeReadOnly = true;
         const outcome = await this.relay(portal, maxRows, sink);
         if (this.access.readOnly && resetsSettings(s)) {
           // RESET ALL and DISCARD ALL restored the defaults, a reader's read-only one among them.
@@ -429,7 +449,13 @@ export class ProxyConnection implements ConnectionHandler {
   private async executeAppend(portal: ProxyPortal, s: PgStatement, sink: ResultSink): Promise<ExecuteOutcome> {
     const plan = portal.append as LedgerAppendPlan;
     portal.done = true;
-    const evaluated = await evaluateRows(this.backend, plan, portal.statement.paramTypes, portal.values, this.services.maxAppendBytes);
+    // Rows of plain values are converted here, with no round trip, when nothing the backend holds could refuse them:
+    // outside a block, first in its exchange, in a session that never touched its read-only default.
+    const direct =
+      this.inBlock || this.backend.inExchange || this.mayBeReadOnly
+        ? null
+        : directRows(plan, portal.values, portal.statement.clientTypes, this.services.maxAppendBytes);
+    const evaluated = direct ?? (await evaluateRows(this.backend, plan, portal.statement.paramTypes, portal.values, this.services.maxAppendBytes));
     const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
     await checkParents(plan, job.rows, this.services.query);
     const tag = `INSERT 0 ${job.rows.length}`;
@@ -636,6 +662,13 @@ function committedAppendsOnly(appended: readonly AppendResult[], err: unknown): 
     { detail: (err as Error).message },
     'FATAL',
   );
+}
+
+/** A statement that may change whether the session's transactions are read-only: a SET of it, or any set_config(). */
+function touchesReadOnly(s: PgStatement): boolean {
+  const set = (s.tree as { VariableSetStmt?: { name?: string } }).VariableSetStmt;
+  if (set !== undefined && /read_only|characteristics|^transaction$|^role$|session_authorization/i.test(set.name ?? '')) return true;
+  return (callsIn({ stmts: [s.tree], raw: s.tree }) ?? []).some((c) => c.name.toLowerCase() === 'set_config');
 }
 
 /** RESET ALL, or DISCARD ALL: the session's settings go back to their defaults. */

@@ -285,23 +285,26 @@ export class PgLedgerWriter implements LedgerAppender {
         keysOfChains.push(k);
       }
     }
-    const sent = this.corked(() => [
-      this.conn.run('BEGIN'),
-      this.conn.query(
-        `SELECT h.ledger, h.chain_key, h.step_index, h.current_hash FROM ${PG_SCHEMA}.chain_heads h
+    const sent = this.corked(
+      () =>
+        [
+          this.conn.run('BEGIN'),
+          this.conn.query(
+            `SELECT h.ledger, h.chain_key, h.step_index, h.current_hash FROM ${PG_SCHEMA}.chain_heads h
          JOIN unnest($1::text[], $2::text[]) AS c(ledger, chain_key) ON c.ledger = h.ledger AND c.chain_key = h.chain_key
          ORDER BY h.ledger, h.chain_key FOR UPDATE OF h`,
-        [pgArray(ledgersOfChains), pgArray(keysOfChains)],
-      ),
-      this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)]),
-      this.conn.query(
-        `SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY (ARRAY(
+            [pgArray(ledgersOfChains), pgArray(keysOfChains)],
+          ),
+          this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)]),
+          this.conn.query(
+            `SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY (ARRAY(
            SELECT 2 * m - bit_count(m::bit(64)) + l
            FROM (SELECT size - $1::int8 AS s FROM ${PG_SCHEMA}.log_head) AS x, generate_series(0, 62) AS l, LATERAL (SELECT ((x.s >> l) << l) - 1 AS m) AS y
            WHERE (x.s >> l) & 1 = 1))`,
-        [String(total)],
-      ),
-    ] as const);
+            [String(total)],
+          ),
+        ] as const,
+    );
     const settled = await Promise.allSettled(sent);
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as { code?: string }).code !== '25P02');
     if (failed !== undefined || settled.some((r) => r.status === 'rejected')) {
