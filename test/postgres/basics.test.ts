@@ -180,7 +180,13 @@ describe('verification in PostgreSQL', () => {
 describe('the wire on a PostgreSQL engine', () => {
   it('sends binary results as PostgreSQL itself sends them, byte for byte', async () => {
     const sql =
-      "SELECT 1::int2, 2::int4, 3::int8, 1.5::float4, -2.25::float8, 12.3400::numeric, true, 'x é'::text, '\\x00ff'::bytea, '2024-02-29'::date, '2024-02-29 13:14:15.123456+00'::timestamptz, '2024-02-29 13:14:15'::timestamp, '13:14:15.5'::time, '1 year 2 mons -3 days 04:05:06.7'::interval, '0190a4b2-0000-7000-8000-000000000001'::uuid, '{\"a\": 1}'::jsonb, '{\"a\": 1}'::json, 'infinity'::timestamptz";
+      "SELECT 1::int2, 2::int4, 3::int8, 1.5::float4, -2.25::float8, 12.3400::numeric, true, 'x é'::text, '\\x00ff'::bytea, '2024-02-29'::date, '2024-02-29 13:14:15.123456+00'::timestamptz, '2024-02-29 13:14:15'::timestamp, '13:14:15.5'::time, '1 year 2 mons -3 days 04:05:06.7'::interval, '0190a4b2-0000-7000-8000-000000000001'::uuid, '{\"a\": 1}'::jsonb, '{\"a\": 1}'::json, 'infinity'::timestamptz, " +
+      // Arrays of those types: empty, with NULLs, nested, quoted elements, bounds other than 1.
+      "ARRAY[1, 2, NULL]::int4[], '{{1,2},{3,4}}'::int8[], '{}'::int4[], '[0:1]={5,6}'::int2[], " +
+      "ARRAY['a', 'b c', '\"q\"', 'back\\slash', NULL, 'NULL', '', '{x}', 'é']::text[], ARRAY[true, false]::bool[], " +
+      "ARRAY[1.5, 'NaN', '-Infinity']::float8[], ARRAY[0.001, 12345.6789, -1]::numeric[], ARRAY['0190a4b2-0000-7000-8000-000000000001']::uuid[], " +
+      "ARRAY['2024-02-29 13:14:15.5+00', 'infinity']::timestamptz[], ARRAY['2024-02-29']::date[], ARRAY['\\x00ff'::bytea, NULL], " +
+      "ARRAY['{\"k\": [1, 2]}']::jsonb[], ARRAY['1 day 02:00:00']::interval[], ARRAY['x']::varchar[]";
     const rowOf = async (port: number, user: string): Promise<(Buffer | null)[]> => {
       const w = await WireClient.startup(port, { user, database: 'postgres' });
       w.write(serialize.parse({ text: sql }));

@@ -142,11 +142,122 @@ const DATE_TIME: ReadonlyMap<number, BinaryEncoder> = new Map<number, BinaryEnco
   [TypeOid.time, time],
 ]);
 
+/** PostgreSQL's array types of the element types above: array OID → element OID (pg_type.typelem). */
+const ARRAYS: ReadonlyMap<number, number> = new Map([
+  [1000, TypeOid.bool],
+  [1005, TypeOid.int2],
+  [1007, TypeOid.int4],
+  [1028, TypeOid.oid],
+  [1016, TypeOid.int8],
+  [1021, TypeOid.float4],
+  [1022, TypeOid.float8],
+  [1231, TypeOid.numeric],
+  [1009, TypeOid.text],
+  [1015, TypeOid.varchar],
+  [1014, TypeOid.bpchar],
+  [1003, TypeOid.name],
+  [1002, TypeOid.char],
+  [199, TypeOid.json],
+  [143, TypeOid.xml],
+  [3807, TypeOid.jsonb],
+  [1001, TypeOid.bytea],
+  [2951, TypeOid.uuid],
+  [1182, TypeOid.date],
+  [1115, TypeOid.timestamp],
+  [1185, TypeOid.timestamptz],
+  [1183, TypeOid.time],
+  [1187, TypeOid.interval],
+]);
+
+/**
+ * An array's text output (`{1,2,NULL}`, `{{"a b",c},{d,e}}`, `[0:1]={5,6}`):
+ * its dimensions, their lower bounds, and its elements in order, NULL as
+ * null. The delimiter is a comma for every element type above.
+ */
+export function parseArrayText(t: string): { readonly dims: number[]; readonly lbounds: number[]; readonly items: Array<string | null> } {
+  let i = 0;
+  let lbounds: number[] | null = null;
+  const decoration = /^((?:\[-?\d+:-?\d+\])+)=/.exec(t);
+  if (decoration !== null) {
+    lbounds = [...(decoration[1] as string).matchAll(/\[(-?\d+):/g)].map((m) => Number(m[1]));
+    i = decoration[0].length;
+  }
+  const dims: number[] = [];
+  const items: Array<string | null> = [];
+  const bad = (): PgError =>
+    new PgError(SqlState.FeatureNotSupported, `cannot read the array "${t}" to send it in binary`, { hint: 'Ask for this column in text format.' });
+  const level = (depth: number): void => {
+    if (t[i] !== '{') throw bad();
+    i++;
+    let count = 0;
+    if (t[i] === '}') {
+      i++;
+      dims[depth] = 0;
+      return;
+    }
+    for (;;) {
+      if (t[i] === '{') level(depth + 1);
+      else if (t[i] === '"') {
+        let v = '';
+        for (i++; i < t.length && t[i] !== '"'; i++) v += t[i] === '\\' ? (t[++i] ?? '') : t[i];
+        i++;
+        items.push(v);
+      } else {
+        const start = i;
+        while (i < t.length && t[i] !== ',' && t[i] !== '}') i++;
+        const raw = t.slice(start, i);
+        items.push(raw.toUpperCase() === 'NULL' ? null : raw);
+      }
+      count++;
+      if (t[i] === ',') i++;
+      else if (t[i] === '}') {
+        i++;
+        break;
+      } else throw bad();
+    }
+    dims[depth] = count;
+  };
+  level(0);
+  if (i !== t.length) throw bad();
+  if (dims[0] === 0) return { dims: [], lbounds: [], items: [] };
+  return { dims, lbounds: lbounds ?? dims.map(() => 1), items };
+}
+
+/** array_send's layout: dimensions, a has-nulls flag, the element type, each dimension's size and lower bound, then each element. */
+function arrayEncoder(elementOid: number, element: BinaryEncoder): BinaryEncoder {
+  return (t) => {
+    const { dims, lbounds, items } = parseArrayText(t);
+    const head = Buffer.alloc(12 + dims.length * 8);
+    head.writeInt32BE(dims.length, 0);
+    head.writeInt32BE(items.some((v) => v === null) ? 1 : 0, 4);
+    head.writeUInt32BE(elementOid, 8);
+    dims.forEach((d, k) => {
+      head.writeInt32BE(d, 12 + k * 8);
+      head.writeInt32BE(lbounds[k] ?? 1, 16 + k * 8);
+    });
+    const parts: Buffer[] = [head];
+    for (const v of items) {
+      const len = Buffer.alloc(4);
+      if (v === null) {
+        len.writeInt32BE(-1);
+        parts.push(len);
+        continue;
+      }
+      const bytes = element(v);
+      len.writeInt32BE(bytes.length);
+      parts.push(len, bytes);
+    }
+    return Buffer.concat(parts);
+  };
+}
+
 /**
  * The encoder for a binary result column of this type, given the session's
  * DateStyle and IntervalStyle; throws 0A000 for a type it cannot convert.
  */
 export function binaryEncoder(typeOid: number, dateStyle: string, intervalStyle: string): BinaryEncoder {
+  const elementOid = ARRAYS.get(typeOid);
+  if (elementOid !== undefined) return arrayEncoder(elementOid, binaryEncoder(elementOid, dateStyle, intervalStyle));
   const plain = ENCODERS.get(typeOid);
   if (plain !== undefined) return plain;
   const dt = DATE_TIME.get(typeOid);
