@@ -217,6 +217,8 @@ export interface RelayBackend {
   readonly status: BackendStatus;
   readonly inExchange: boolean;
   readonly failed: boolean;
+  /** The backend's connection is gone: whatever the session does next ends it. */
+  readonly broken: Error | null;
   onNotice: (notice: PgError) => void;
   takeParameterChanges(): Array<[string, string]>;
   reportedSettings(): Array<[string, string]>;

@@ -180,7 +180,6 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
     } finally {
       await load.stop();
     }
-    expect(load.failed.size + load.unknown.length).toBeGreaterThan(0);
     await expectEveryOutcomeKept(load, 'crash');
     expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
     expect(logged('the PostgreSQL engine is reachable again')).toBe(1);

@@ -13,7 +13,7 @@ import { startParts, type DisposeStack } from '../../server/dispose-stack.js';
 import { PrometheusObserver } from '../../server/metrics.js';
 import { PgServer } from '../../server/server.js';
 import { checkListenAuth, listenOrExplain, loadTls, openOps, StartupError, wireOptions } from '../../server/startup.js';
-import { PgBackend } from './adapter/backend.js';
+import { engineRefusedConnection, PgBackend } from './adapter/backend.js';
 import { PostgresConnection, urlAs } from './adapter/connection.js';
 import { PostgresGuard } from './guard.js';
 import { ProxyHandlerFactory } from './handler/factory.js';
@@ -153,7 +153,10 @@ async function openParts(
           // What cot_agent_id() answers; a client cannot set it (the guard refuses SET cotwire.*).
           { [AGENT_ID_SETTING]: info.identity.agent_id ?? '' },
         ).catch((err: unknown) => {
-          health.suspect(err as Error);
+          // The engine refusing connections (none listening, starting up, shutting down) is down; any other refusal
+          // (too many connections, a password) may be this backend's alone: one probe tells.
+          if (engineRefusedConnection(err)) health.lost(err as Error);
+          else health.suspect(err as Error);
           throw err;
         }),
       { guard, securityLog, observer },

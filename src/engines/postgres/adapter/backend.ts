@@ -229,7 +229,7 @@ export class PgBackend implements RelayBackend {
       await client.connect();
     } catch (err) {
       await client.end().catch(() => undefined);
-      throw new PgError(SqlState.ConnectionFailure, `cannot reach the PostgreSQL engine: ${(err as Error).message}`);
+      throw Object.assign(new PgError(SqlState.ConnectionFailure, `cannot reach the PostgreSQL engine: ${(err as Error).message}`), { cause: err });
     }
     // The start-up's own ParameterStatus values are the backend's, not news for the client.
     backend.parameterChanges.length = 0;
@@ -475,6 +475,16 @@ export class PgBackend implements RelayBackend {
     }
     return this.group;
   }
+}
+
+/**
+ * Whether a backend that could not be opened was refused by the engine as a
+ * whole (nothing listening, starting up, shutting down) rather than for
+ * itself alone (too many connections, a password).
+ */
+export function engineRefusedConnection(err: unknown): boolean {
+  const cause = (err as { cause?: unknown }).cause;
+  return !(cause instanceof pg.DatabaseError) || cause.code === '57P03';
 }
 
 /**

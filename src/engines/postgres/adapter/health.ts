@@ -9,6 +9,8 @@ export interface HealthLog {
 /** The first wait between two probes of an unreachable engine; it doubles up to MAX_PROBE_MS. */
 const FIRST_PROBE_MS = 100;
 const MAX_PROBE_MS = 2000;
+/** How long one probe may take to connect, or to answer. */
+const PROBE_TIMEOUT_MS = 5000;
 
 /**
  * Whether the PostgreSQL engine can be reached, shared by every connection
@@ -106,7 +108,13 @@ export class EngineHealth {
 
   /** Connects once and asks whether the server takes writes; rejects if not. */
   private async reach(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: 'cotwire probe', connectionTimeoutMillis: 5000 });
+    // Bounded at every step: a probe that hung would keep the engine's state from ever changing.
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: 'cotwire probe',
+      connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+      query_timeout: PROBE_TIMEOUT_MS,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();

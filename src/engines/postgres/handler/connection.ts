@@ -450,9 +450,10 @@ export class ProxyConnection implements ConnectionHandler {
     const plan = portal.append as LedgerAppendPlan;
     portal.done = true;
     // Rows of plain values are converted here, with no round trip, when nothing the backend holds could refuse them:
-    // outside a block, first in its exchange, in a session that never touched its read-only default.
+    // outside a block, first in its exchange, in a session that never touched its read-only default, whose backend
+    // is there (a session whose backend went ends at its next statement, as with PostgreSQL).
     const direct =
-      this.inBlock || this.backend.inExchange || this.mayBeReadOnly
+      this.inBlock || this.backend.inExchange || this.mayBeReadOnly || this.backend.broken !== null
         ? null
         : directRows(plan, portal.values, portal.statement.clientTypes, this.services.maxAppendBytes);
     const evaluated = direct ?? (await evaluateRows(this.backend, plan, portal.statement.paramTypes, portal.values, this.services.maxAppendBytes));

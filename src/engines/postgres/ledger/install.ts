@@ -165,6 +165,16 @@ function steps(roles: PgRoles, database: string): Step[] {
         `ALTER ROLE ${a} IN DATABASE ${db} SET search_path = ${PG_WORKSPACE_SCHEMA}, ${PG_LEDGER_SCHEMA}`,
       ],
     },
+  ];
+  return [...list, ...schemaSteps(roles)];
+}
+
+/** As the owner: cotwire's own schema (the append-only trigger's function, the log, the chain heads, the lease, the audit, the secrets, their grants) and the server's ledgers. */
+function schemaSteps(roles: PgRoles): Step[] {
+  const o = quoteIdent(roles.owner);
+  const srv = quoteIdent(roles.server);
+  const clients = clientRoles(roles).map(quoteIdent).join(', ');
+  const list: Step[] = [
     {
       does: `created schema ${PG_SCHEMA}`,
       done: `SELECT count(*) > 0 FROM pg_catalog.pg_namespace WHERE nspname = ${quoteLiteral(PG_SCHEMA)}`,
