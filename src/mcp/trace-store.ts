@@ -231,7 +231,7 @@ export class TraceStore {
   async search(f: SearchFilters): Promise<Step[]> {
     const rows = await this.run(
       `SELECT trace_id, session_id, agent_id, step_index, step_type, content, created_at, similarity
-       FROM cot_search($1, CAST($2 AS INTEGER), step_types := string_split($3, ','), agent_id := $4, session_id := $5,
+       FROM cot_search($1, CAST($2 AS INTEGER), step_types := string_to_array($3, ','), agent_id := $4, session_id := $5,
                        since := $6, until := $7, min_similarity := $8)`,
       [
         f.query,

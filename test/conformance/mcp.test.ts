@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countOf, gap, mcpAs, until, useConformanceServer, user } from '../fixtures/conformance.js';
+import { countOf, mcpAs, until, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
  * `cotwire mcp`, the reasoning-trace tools for agents, as an agent's host
@@ -200,21 +200,18 @@ describe('what the query tool refuses', () => {
 });
 
 describe('search_reasoning', () => {
-  gap('postgres', 'semantic search runs on the DuckDB engine only: no _cot_embeddings (42P01), and search_reasoning fails (42883)')(
-    'ranks steps by similarity with the filters of cot_search()',
-    async () => {
-      // Decisions and final answers are always embedded, in the background.
-      const boss = await s.as('boss');
-      await until(
-        'the session’s decision and final answer to be embedded',
-        async () => (await countOf(boss, "SELECT count(*) FROM _cot_embeddings e JOIN _cot_steps t USING (trace_id) WHERE t.session_id = 'triage'")) >= 2,
-      );
-      const r = await ok('search_reasoning', { query: 'pin the dependency', k: 3 });
-      const steps = r['steps'] as Array<Record<string, unknown>>;
-      expect(steps[0]).toMatchObject({ trace_id: traces['decide'], step_type: 'Decision' });
-      expect(steps.map((x) => x['trace_id'])).toEqual((await sqlRows("SELECT trace_id FROM cot_search('pin the dependency', 3)")).map((x) => x['trace_id']));
-      const finals = await ok('search_reasoning', { query: 'pin the dependency', step_types: ['FinalAnswer'], session_id: 'triage' });
-      expect((finals['steps'] as Array<Record<string, unknown>>).map((x) => x['trace_id'])).toEqual([traces['answer']]);
-    },
-  );
+  it('ranks steps by similarity with the filters of cot_search()', async () => {
+    // Decisions and final answers are always embedded, in the background.
+    const boss = await s.as('boss');
+    await until(
+      'the session’s decision and final answer to be embedded',
+      async () => (await countOf(boss, "SELECT count(*) FROM _cot_embeddings e JOIN _cot_steps t USING (trace_id) WHERE t.session_id = 'triage'")) >= 2,
+    );
+    const r = await ok('search_reasoning', { query: 'pin the dependency', k: 3 });
+    const steps = r['steps'] as Array<Record<string, unknown>>;
+    expect(steps[0]).toMatchObject({ trace_id: traces['decide'], step_type: 'Decision' });
+    expect(steps.map((x) => x['trace_id'])).toEqual((await sqlRows("SELECT trace_id FROM cot_search('pin the dependency', 3)")).map((x) => x['trace_id']));
+    const finals = await ok('search_reasoning', { query: 'pin the dependency', step_types: ['FinalAnswer'], session_id: 'triage' });
+    expect((finals['steps'] as Array<Record<string, unknown>>).map((x) => x['trace_id'])).toEqual([traces['answer']]);
+  });
 });

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { countOf, gap, ledgerConfig, sqlstate, until, useConformanceServer } from '../fixtures/conformance.js';
+import { countOf, ledgerConfig, sqlstate, until, useConformanceServer } from '../fixtures/conformance.js';
 
 /**
  * Semantic search over reasoning (cot_search, cot_similar) with the built-in
@@ -8,8 +8,6 @@ import { countOf, gap, ledgerConfig, sqlstate, until, useConformanceServer } fro
  */
 // Sample rate 0: only the critical step types are selected, so which steps have vectors is known.
 const s = useConformanceServer({ ledger: ledgerConfig({ embeddingSampleRate: 0 }) });
-
-const NO_SEARCH = 'semantic search runs on the DuckDB engine only: no _cot_embeddings, cot_search or cot_similar (42P01, 42883)';
 
 const STEPS: ReadonlyArray<readonly [session: string, agent: string, type: string, content: string]> = [
   ['s-price', 'pricer', 'Decision', 'Raise the price of the premium plan to 49 dollars after comparing competitor pricing'],
@@ -47,7 +45,7 @@ describe('which steps are embedded', () => {
     expect(rows.map((r) => r.has_embedding)).toEqual(STEPS.map(([, , type]) => type !== 'Observation'));
   });
 
-  gap('postgres', NO_SEARCH)('gets each selected step one vector of the configured model, in the background', async () => {
+  it('gets each selected step one vector of the configured model, in the background', async () => {
     await embedded();
     const c = await s.as();
     const vectors = await c.query('SELECT e.model, e.dimensions, s.has_embedding FROM _cot_embeddings e JOIN _cot_steps s USING (trace_id)');
@@ -57,7 +55,7 @@ describe('which steps are embedded', () => {
 });
 
 describe('cot_search', () => {
-  gap('postgres', NO_SEARCH)('ranks steps by the words they share with the text, best first, with every step column and the similarity', async () => {
+  it('ranks steps by the words they share with the text, best first, with every step column and the similarity', async () => {
     await embedded();
     expect((await contents("SELECT content FROM cot_search('decisions about pricing', 3)"))[0]).toMatch(/^Raise the price/);
     expect((await contents("SELECT content FROM cot_search('why did the migration fail', 1)"))[0]).toMatch(/^Migration failed/);
@@ -69,13 +67,13 @@ describe('cot_search', () => {
     expect(r.fields.at(-1)?.name).toBe('similarity');
   });
 
-  gap('postgres', NO_SEARCH)('filters by step types, agent, session, time and a similarity floor', async () => {
+  it('filters by step types, agent, session, time and a similarity floor', async () => {
     await embedded();
     const c = await s.as();
-    const decisions = await c.query("SELECT step_type FROM cot_search('the customer', 10, step_types := ['Decision'])");
+    const decisions = await c.query("SELECT step_type FROM cot_search('the customer', 10, step_types := ARRAY['Decision'])");
     expect(decisions.rows.map((r) => r.step_type)).toEqual(['Decision', 'Decision', 'Decision']);
     expect(await contents("SELECT content FROM cot_search('the customer', 10, agent_id := 'migrator')")).toHaveLength(3);
-    expect(await contents("SELECT content FROM cot_search('the customer', 10, session_id := 's-pay', step_types := ['Error'])")).toEqual([
+    expect(await contents("SELECT content FROM cot_search('the customer', 10, session_id := 's-pay', step_types := ARRAY['Error'])")).toEqual([
       'Payment API returned 503 while retrying the card charge',
     ]);
     expect(await contents("SELECT content FROM cot_search('refund the customer', 10, min_similarity := 0.99)")).toEqual([]);
@@ -84,7 +82,7 @@ describe('cot_search', () => {
 });
 
 describe('cot_similar', () => {
-  gap('postgres', NO_SEARCH)('finds the steps most like a given one, leaving it out', async () => {
+  it('finds the steps most like a given one, leaving it out', async () => {
     await embedded();
     const c = await s.as();
     const { rows } = await c.query("SELECT trace_id FROM _cot_steps WHERE content LIKE 'Migration failed%'");
@@ -94,7 +92,7 @@ describe('cot_similar', () => {
     expect(similar.rows.some((r) => /^Migration failed/.test(r.content))).toBe(false);
   });
 
-  gap('postgres', NO_SEARCH)('refuses a step that has no vector with 22023, saying why', async () => {
+  it('refuses a step that has no vector with 22023, saying why', async () => {
     const c = await s.as();
     const observation = (await c.query("SELECT trace_id FROM _cot_steps WHERE step_type = 'Observation'")).rows[0].trace_id as string;
     const err = (await c.query('SELECT * FROM cot_similar($1, 2)', [observation]).catch((e: unknown) => e)) as { code?: string; message?: string };
@@ -104,7 +102,7 @@ describe('cot_similar', () => {
 });
 
 describe('the vectors', () => {
-  gap('postgres', NO_SEARCH)('are the server’s alone: clients read them, every write is refused with 42501, and nothing changes', async () => {
+  it('are the server’s alone: clients read them, every write is refused with 42501, and nothing changes', async () => {
     await embedded();
     const c = await s.as();
     for (const sql of [

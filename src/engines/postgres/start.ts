@@ -25,6 +25,7 @@ import { EngineHealth } from './adapter/health.js';
 import { openCheckpoints } from './start/checkpoints.js';
 import { openErasure } from './start/erasure.js';
 import { startAudit } from './start/audit.js';
+import { openSearch } from './start/search.js';
 import type { PgAuditor } from './ledger/auditor.js';
 import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { ledgerDdl } from './start/ledger-ddl.js';
@@ -141,6 +142,7 @@ async function openParts(
   const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health);
   const erasure = await openErasure(config, log, url, roles, ledgers, writer, health, stack);
   const auditor = await startAudit(config, log, url, ledgers, observer, instance, health, stack);
+  const search = await openSearch(config, log, url, ledgers, observer, health, stack);
   const server = new PgServer({
     ...wireOptions(config),
     tls,
@@ -169,6 +171,7 @@ async function openParts(
         ledgerDdl: createLedger,
         idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
         erasure: erasure.service,
+        search,
       },
       config.limits.statementTimeoutMs,
     ),

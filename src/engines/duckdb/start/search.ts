@@ -1,7 +1,5 @@
 import type { Config } from '../../../config/schema.js';
-import { HashedEmbedder } from '../../../embedding/hashed.js';
-import { OpenAIEmbedder } from '../../../embedding/openai.js';
-import type { Embedder } from '../../../embedding/provider.js';
+import { embeddersFor } from '../../../embedding/configured.js';
 import type { Engine, EngineConnection } from '../../../engine/port.js';
 import type { Logger } from '../../../log/logger.js';
 import type { Observer } from '../../../observe/observer.js';
@@ -10,32 +8,7 @@ import { openVectorTable, vectorMismatch } from '../search/embeddings.js';
 import { QueryVectors } from '../search/search-sql.js';
 import { duckdbDialect } from '../dialect/dialect.js';
 
-/** The configured embedders: one for the steps, and one for search texts, which waits less before it gives up. */
-export function embeddersFor(c: Config['embedding'], observer: Observer): { readonly steps: Embedder; readonly queries: Embedder } {
-  if (c.provider === 'builtin') {
-    const builtin = new HashedEmbedder({ dimensions: c.dimensions });
-    return { steps: builtin, queries: builtin };
-  }
-  const options = {
-    url: c.url as string,
-    model: c.model,
-    dimensions: c.dimensions,
-    apiKey: c.apiKey,
-    timeoutMs: c.timeoutMs,
-    batchSize: c.batchSize,
-    maxRetries: c.maxRetries,
-    sendDimensions: c.sendDimensions,
-    events: {
-      request: (seconds: number, ok: boolean) => observer.embeddingRequest(seconds, ok),
-      retry: () => observer.embeddingFailed('retry'),
-    },
-  };
-  return {
-    steps: new OpenAIEmbedder(options),
-    // A search is a client waiting: one retry, within ten seconds.
-    queries: new OpenAIEmbedder({ ...options, maxRetries: Math.min(1, c.maxRetries), timeoutMs: Math.min(c.timeoutMs, 10_000) }),
-  };
-}
+export { embeddersFor } from '../../../embedding/configured.js';
 
 export interface Search {
   readonly vectors: QueryVectors;

@@ -1,6 +1,7 @@
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { functionGrantees, PG_SCHEMA, type PgRoles } from '../ledger/names.js';
+import { pgSearchFunctions } from '../search/search-sql.js';
 import { REDACTED_TEXT, unredactable } from '../../../ledger/erasure/redactions.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -279,6 +280,7 @@ export function pgStepsFunctions(table: LedgerTable, roles: PgRoles): string[] {
   const steps = table.relation ?? '';
   return [
     ...pgAnalyticsFunctions(table, roles),
+    ...pgSearchFunctions(table, roles),
     ...pgFunction(roles, 'cot_replay', [['session', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE session_id = $1 ORDER BY step_index`),
     ...pgFunction(roles, 'cot_trace', [['trace', 'text']], `SETOF ${steps}`, `SELECT * FROM ${steps} WHERE trace_id = $1::uuid`),
     ...pgFunction(

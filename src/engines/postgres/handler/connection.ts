@@ -52,6 +52,8 @@ export interface ProxyServices {
   readonly idleInTransactionTimeoutMs: number;
   /** cot_redact() and cot_retain(), carried out by the server on an admin's behalf. */
   readonly erasure: ErasureService;
+  /** The vectors of cot_search()'s texts, made before the statement runs (PostgreSQL cannot call the embedder). */
+  readonly search: { prepare(texts: readonly string[]): Promise<void> };
 }
 
 /** Ledger INSERT texts whose plans a connection keeps. */
@@ -317,6 +319,8 @@ export class ProxyConnection implements ConnectionHandler {
           null,
         );
       default: {
+        const texts = searchTexts(s.tree, values);
+        if (texts.length > 0) await this.services.search.prepare(texts);
         const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats);
         return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
       }
@@ -663,6 +667,30 @@ function committedAppendsOnly(appended: readonly AppendResult[], err: unknown): 
     { detail: (err as Error).message },
     'FATAL',
   );
+}
+
+/**
+ * The texts a statement searches for with cot_search(): each call's query,
+ * a constant or a parameter (through casts, by position or named `query`).
+ * A query computed in the statement has no vector, and cot_search() says so.
+ */
+function searchTexts(tree: unknown, values: readonly BindValue[]): string[] {
+  const calls = (callsIn({ stmts: [tree as Record<string, unknown>], raw: tree }) ?? []).filter((c) => c.name.toLowerCase() === 'cot_search');
+  const out: string[] = [];
+  for (const call of calls) {
+    const named = call.args.find((a) => (a as { NamedArgExpr?: { name?: string } }).NamedArgExpr?.name === 'query');
+    let arg: unknown = named === undefined ? call.args[0] : (named as { NamedArgExpr: { arg: unknown } }).NamedArgExpr.arg;
+    while ((arg as { TypeCast?: { arg: unknown } } | undefined)?.TypeCast !== undefined) arg = (arg as { TypeCast: { arg: unknown } }).TypeCast.arg;
+    const constant = (arg as { A_Const?: { sval?: { sval?: string } } } | undefined)?.A_Const?.sval;
+    const param = (arg as { ParamRef?: { number?: number } } | undefined)?.ParamRef?.number;
+    if (constant !== undefined) out.push(constant.sval ?? '');
+    else if (param !== undefined) {
+      const v = values[param - 1];
+      if (typeof v === 'string') out.push(v);
+      else if (v instanceof Uint8Array) out.push(Buffer.from(v).toString('utf8'));
+    }
+  }
+  return out;
 }
 
 /** A statement that may change whether the session's transactions are read-only: a SET of it, or any set_config(). */

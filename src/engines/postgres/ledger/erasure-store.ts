@@ -3,6 +3,7 @@ import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/cha
 import type { ErasureStore } from '../../../ledger/erasure/store.js';
 import { canonicalPgTextSql } from '../dialect/verify-sql.js';
 import type { PgRoles } from './names.js';
+import { VECTORS } from '../search/search-sql.js';
 
 /**
  * Erasure on a PostgreSQL engine. The ledgers' append-only trigger lets
@@ -27,8 +28,7 @@ export function postgresErasureStore(conn: SqlConnection, roles: PgRoles): Erasu
               (pg_catalog.array_agg(current_hash ORDER BY step_index DESC))[1], pg_catalog.string_agg(ledger_seq::text, ',' ORDER BY ledger_seq)
        FROM ${relation(table)} GROUP BY k HAVING max(created_at) < $1::timestamptz ORDER BY min(ledger_seq)`;
     },
-    // Step vectors are not kept on a PostgreSQL engine yet.
-    vectors: () => Promise.resolve(null),
+    vectors: () => Promise.resolve(VECTORS),
     async change(tables, statements): Promise<void> {
       await conn.run('BEGIN');
       try {

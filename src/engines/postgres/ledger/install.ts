@@ -7,6 +7,8 @@ import { AGENT_ID_SETTING, clientRoles, loginRoles, PG_LEDGER_SCHEMA, PG_SCHEMA,
 import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { readPostgresTables } from './catalog.js';
 import { DOUBLE_TEXT_FUNCTION, WRITABLE_FUNCTION } from '../dialect/verify-sql.js';
+import { pgSearchTables } from '../search/search-sql.js';
+import { EMBEDDINGS_TABLE } from '../../../ledger/embeddings.js';
 import { ledgerFunctions } from '../../../ledger/dialect.js';
 import { postgresDialect } from '../dialect/dialect.js';
 import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
@@ -255,6 +257,10 @@ function schemaSteps(roles: PgRoles): Step[] {
         'REVOKE ALL ON FUNCTION public.cot_audit() FROM PUBLIC',
         `GRANT EXECUTE ON FUNCTION public.cot_audit() TO ${clients}, ${srv}`,
       ],
+    },
+    {
+      does: `the steps' vectors (${EMBEDDINGS_TABLE}) and search texts' vectors (${PG_SCHEMA}.query_vectors)`,
+      sql: pgSearchTables(roles),
     },
     {
       done: tableExists(PG_SCHEMA, 'secrets'),
