@@ -141,17 +141,22 @@ class LosingConnection implements SqlConnection {
 }
 
 describe('a commit whose answer the writer never hears', () => {
-  it('is acknowledged once if it landed, made again once if it did not, and reported failed (08006) if it cannot be made', async () => {
+  it.each([
+    ['decided by the writer itself', false],
+    ['decided on a connection of its own while the writer goes on', true],
+  ])('is acknowledged once if it landed, made again once if it did not, and reported failed (08006) if it cannot be made: %s', async (_, checked) => {
     const conn = new LosingConnection(await PostgresConnection.open(ctx.engine.serverUrl, 'losing writer', { pipeline: true }));
-    const writer = await PgLedgerWriter.open(conn);
+    const checker = checked ? await PostgresConnection.open(ctx.engine.serverUrl, 'writer check') : undefined;
+    const writer = await PgLedgerWriter.open(conn, checker === undefined ? {} : { checker });
+    const session = checked ? 'lost-commit-checked' : 'lost-commit';
     const catalog = new LedgerCatalog(await ctx.engine.admin(), (n) => n.startsWith('_cot'), null, readPostgresTables('cotwire'));
     const steps = (await catalog.all()).find((t) => t.name === '_cot_steps') as LedgerTable;
     const clientColumns = steps.columns.filter((c) => !steps.serverColumns.has(c.name)).map((c) => c.name);
     const row = (content: string): (string | null)[] =>
-      clientColumns.map((c) => (c === 'session_id' ? 'lost-commit' : c === 'step_type' ? 'Action' : c === 'content' ? content : null));
+      clientColumns.map((c) => (c === 'session_id' ? session : c === 'step_type' ? 'Action' : c === 'content' ? content : null));
     const admin = await ctx.engine.admin();
     const stored = async (content: string): Promise<number> =>
-      ((await admin.query('SELECT count(*)::int FROM public._cot_steps WHERE content = $1', [content])) as [[number]])[0][0];
+      ((await admin.query('SELECT count(*)::int FROM public._cot_steps WHERE content = $1 AND session_id = $2', [content, session])) as [[number]])[0][0];
 
     conn.losses = ['after'];
     const landed = await writer.append([{ table: steps, rows: [row('landed')] }]);
@@ -169,7 +174,7 @@ describe('a commit whose answer the writer never hears', () => {
 
     // The chain goes on from what the log holds: landed, then retried, and nothing of the failed one.
     await writer.append([{ table: steps, rows: [row('after')] }]);
-    const chain = (await admin.query("SELECT content, step_index FROM public._cot_steps WHERE session_id = 'lost-commit' ORDER BY step_index")) as Array<
+    const chain = (await admin.query('SELECT content, step_index FROM public._cot_steps WHERE session_id = $1 ORDER BY step_index', [session])) as Array<
       [string, number]
     >;
     expect(chain).toEqual([
@@ -177,9 +182,10 @@ describe('a commit whose answer the writer never hears', () => {
       ['retried', 1],
       ['after', 2],
     ]);
-    const [[valid]] = (await admin.query("SELECT valid FROM cot_verify('lost-commit')")) as [[boolean]];
+    const [[valid]] = (await admin.query('SELECT valid FROM cot_verify($1)', [session])) as [[boolean]];
     expect(valid).toBe(true);
     await writer.close();
     conn.close();
+    checker?.close();
   });
 });

@@ -131,6 +131,7 @@ async function openParts(
     await PgLedgerWriter.open(writerConn, {
       observer,
       health,
+      checker: stack.use(await PostgresConnection.open(serverUrl, 'cotwire writer check', { health }), (c) => c.close()),
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
     }),
     (w) => w.close(),

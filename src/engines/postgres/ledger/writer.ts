@@ -39,6 +39,8 @@ export const WRITER_SETUP = ['SET search_path = pg_catalog, pg_temp'] as const;
 
 /** Units taken into one group commit at most. */
 const UNITS_PER_COMMIT = 512;
+/** Chain heads the tip keeps at most; past this it starts again from the next commits. */
+const TIP_CHAINS = 100_000;
 /** Retries of a group commit that PostgreSQL aborted to break a deadlock or a serialisation conflict. */
 const CONFLICT_RETRIES = 20;
 
@@ -85,6 +87,13 @@ export interface PgWriterOptions {
   readonly embeddingSample?: EmbeddingSampleRule;
   /** The engine's reachability: while it is down, appends fail at once instead of queueing. */
   readonly health?: EngineHealth;
+  /**
+   * A connection of its own on which a commit whose answer was lost is
+   * decided, in the background, while the writer goes on (the appends after
+   * it fail at once while the engine is down, rather than wait for it);
+   * without one, the writer waits for the answer itself.
+   */
+  readonly checker?: SqlConnection;
 }
 
 export class PgLedgerWriter implements LedgerAppender {
@@ -95,10 +104,17 @@ export class PgLedgerWriter implements LedgerAppender {
   private readonly observer: Observer;
   private readonly embeddingSample: EmbeddingSampleRule | null;
   private readonly health: EngineHealth | null;
+  private readonly checker: SqlConnection | null;
+  /** Commits being decided in the background (checker). */
+  private readonly doubts = new Set<Promise<void>>();
+  /** Units put back after an in-doubt commit turned out not made: they are not put back twice. */
+  private readonly retried = new WeakSet<AppendUnit>();
   /** Called after each commit with the log's size after it. */
   onIntegrated: (size: number) => void = () => undefined;
   /** The log's size after this instance's last commit (other instances' commits may follow it). */
   size = 0;
+  /** Where this instance's last commit left the log and the chains it extended; null when unknown. */
+  private tip: { readonly size: number; readonly frontier: Map<number, Buffer>; readonly heads: Map<string, Map<string, Head>> } | null = null;
   /** Chains known to have a head row: rows of chain_heads are never removed, so this stays true. */
   private readonly knownHeads = new Set<string>();
 
@@ -109,6 +125,7 @@ export class PgLedgerWriter implements LedgerAppender {
     this.observer = options.observer ?? NO_OBSERVER;
     this.embeddingSample = options.embeddingSample ?? null;
     this.health = options.health ?? null;
+    this.checker = options.checker ?? null;
   }
 
   /**
@@ -146,6 +163,7 @@ export class PgLedgerWriter implements LedgerAppender {
   async close(): Promise<void> {
     this.closed = true;
     await this.running;
+    await Promise.all(this.doubts);
   }
 
   private async run(): Promise<void> {
@@ -157,6 +175,10 @@ export class PgLedgerWriter implements LedgerAppender {
           u.resolve(results[i] as AppendResult[]);
         });
       } catch (err) {
+        if (err instanceof InDoubt) {
+          this.settleLater(err, units);
+          continue;
+        }
         // The engine is gone, or the outcome unknown: alone, each unit would meet the same.
         if (isConnectionLoss(err)) {
           for (const unit of units) unit.reject(err);
@@ -168,7 +190,8 @@ export class PgLedgerWriter implements LedgerAppender {
             const [result] = await this.commitRetrying([unit]);
             unit.resolve(result as AppendResult[]);
           } catch (err) {
-            unit.reject(err);
+            if (err instanceof InDoubt) this.settleLater(err, [unit]);
+            else unit.reject(err);
           }
         }
       }
@@ -190,6 +213,11 @@ export class PgLedgerWriter implements LedgerAppender {
 
   private async commit(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
     const { chains, total } = chainsOf(units);
+    const fromTip = this.fromTip(chains, total);
+    if (fromTip !== null) {
+      const done = await this.commitFromTip(units, total, fromTip);
+      if (done !== null) return done;
+    }
     try {
       // A chain's head row exists before any transaction locks it; a new one starts where its ledger's rows end
       // (rows moved in from another engine have no head row yet).
@@ -217,16 +245,153 @@ export class PgLedgerWriter implements LedgerAppender {
     if (failure !== undefined) {
       const lost = [written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected' && isConnectionLoss(r.reason));
       // COMMIT was sent and its answer lost: the rows may be in PostgreSQL or not. The log says which.
-      if (lost === undefined || !(await this.landed(last, lost.reason))) {
+      if (lost !== undefined && this.checker !== null) throw this.inDoubt(last, lost.reason, results, units, total);
+      if (lost === undefined || !(await this.landed(this.conn, last, lost.reason))) {
         await this.conn.run('ROLLBACK').catch(() => undefined);
         throw lost === undefined ? failure.reason : this.notMade(lost.reason);
       }
     }
+    return this.committed(units, total, reserved, size, results);
+  }
+
+  /** After a commit: the chains known to have heads, and this instance's tip, from which the next commit may start. */
+  private committed(units: readonly AppendUnit[], total: number, reserved: Reserved, size: number, results: AppendResult[][]): AppendResult[][] {
     for (const [ledger, m] of reserved.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+    this.remember(reserved, size);
     this.size = size;
     this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
     this.onIntegrated(size);
     return results;
+  }
+
+  /**
+   * The last commit's outcome, kept for the next: the log's size and its
+   * frontier (the complete subtrees a new leaf may join), and each chain's
+   * head as written. Another instance's commit since makes it stale, which
+   * the next commit finds out (commitFromTip).
+   */
+  private remember(reserved: Reserved, size: number): void {
+    const frontier = new Map<number, Buffer>();
+    for (let level = 0; 2 ** level <= size; level++) {
+      if (Math.floor(size / 2 ** level) % 2 === 1) {
+        const position = positionOf(level, Math.floor(size / 2 ** level) - 1);
+        const hash = reserved.nodes.get(position);
+        if (hash === undefined) {
+          this.tip = null;
+          return;
+        }
+        frontier.set(position, hash);
+      }
+    }
+    const heads = this.tip?.size === reserved.before ? this.tip.heads : new Map<string, Map<string, Head>>();
+    let count = 0;
+    for (const m of heads.values()) count += m.size;
+    if (count > TIP_CHAINS) heads.clear();
+    for (const [ledger, m] of reserved.heads) {
+      let kept = heads.get(ledger);
+      if (kept === undefined) {
+        kept = new Map();
+        heads.set(ledger, kept);
+      }
+      for (const [key, head] of m) kept.set(key, { index: head.index, hash: head.hash });
+    }
+    this.tip = { size, frontier, heads };
+  }
+
+  /** Where a commit would start from this instance's tip: null when the tip does not know every chain it extends. */
+  private fromTip(chains: Chains, total: number): (Reserved & { readonly old: Reserved['heads'] }) | null {
+    const tip = this.tip;
+    if (tip === null || total === 0) return null;
+    const heads = new Map<string, Map<string, Head>>();
+    const old = new Map<string, Map<string, Head>>();
+    for (const [ledger, { keys }] of chains) {
+      const known = tip.heads.get(ledger);
+      const m = new Map<string, Head>();
+      const o = new Map<string, Head>();
+      for (const key of keys) {
+        const head = known?.get(key);
+        if (head === undefined) return null;
+        m.set(key, { ...head });
+        o.set(key, { ...head });
+      }
+      heads.set(ledger, m);
+      old.set(ledger, o);
+    }
+    return { heads, old, before: tip.size, nodes: new Map(tip.frontier) };
+  }
+
+  /**
+   * One round trip instead of two, when the tip is current (one instance, or
+   * none other committed since): BEGIN, the rows chained from the tip with
+   * the log's size and each chain's head checked and advanced in the same
+   * statement, and COMMIT. If another instance moved either, the statement
+   * fails, nothing is made, and the commit is made again the locking way
+   * (answers null).
+   */
+  private async commitFromTip(
+    units: readonly AppendUnit[],
+    total: number,
+    start: Reserved & { readonly old: Reserved['heads'] },
+  ): Promise<AppendResult[][] | null> {
+    let chained: ChainedRows;
+    try {
+      chained = this.chainRows(units, start);
+    } catch {
+      this.tip = null;
+      return null;
+    }
+    const { results, rowsByLedger, newNodes, size, last } = chained;
+    const { sql, params } = writeStatement(rowsByLedger, newNodes, start.heads, { before: start.before, total, old: start.old });
+    const settled = await Promise.allSettled(this.corked(() => [this.conn.run('BEGIN'), this.conn.query(sql, params), this.conn.run('COMMIT')]));
+    if (settled.every((r) => r.status === 'fulfilled')) return this.committed(units, total, start, size, results);
+    const lost = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && isConnectionLoss(r.reason));
+    if (lost !== undefined) {
+      this.tip = null;
+      if (this.checker !== null) throw this.inDoubt(last, lost.reason, results, units, total);
+      if (await this.landed(this.conn, last, lost.reason)) return this.committed(units, total, start, size, results);
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw this.notMade(lost.reason);
+    }
+    // Another instance committed since the tip: PostgreSQL turned COMMIT into ROLLBACK.
+    await this.conn.run('ROLLBACK').catch(() => undefined);
+    this.tip = null;
+    return null;
+  }
+
+  /** A commit whose answer was lost, to be decided on the checker while the writer goes on. */
+  private inDoubt(last: LastRow, cause: unknown, results: AppendResult[][], units: readonly AppendUnit[], total: number): InDoubt {
+    this.knownHeads.clear();
+    this.tip = null;
+    return new InDoubt(last, cause, results, units.length, total);
+  }
+
+  /** Decides an in-doubt commit in the background: its units are acknowledged if it landed, failed (08006) if not. */
+  private settleLater(doubt: InDoubt, units: readonly AppendUnit[]): void {
+    const settled = this.landed(this.checker as SqlConnection, doubt.last, doubt.reason).then(
+      (landed) => {
+        if (landed) {
+          this.observer.appendsCommitted(doubt.units, doubt.total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
+          units.forEach((u, i) => u.resolve(doubt.results[i] as AppendResult[]));
+        } else {
+          // Certainly not made: tried once more, as a commit that failed before its COMMIT is (commitRetrying).
+          const err = this.notMade(doubt.reason);
+          const again = units.filter((u) => !this.retried.has(u) && !this.closed);
+          for (const u of units) if (!again.includes(u)) u.reject(err);
+          for (const u of again) this.retried.add(u);
+          if (again.length > 0) {
+            this.queue.unshift(...again);
+            this.running ??= this.run().finally(() => {
+              this.running = null;
+            });
+          }
+        }
+      },
+      (err: unknown) => {
+        for (const u of units) u.reject(err);
+      },
+    );
+    this.doubts.add(settled);
+    void settled.finally(() => this.doubts.delete(settled));
   }
 
   /**
@@ -237,6 +402,7 @@ export class PgLedgerWriter implements LedgerAppender {
   private notMade(err: unknown): unknown {
     if (!isConnectionLoss(err)) return err;
     this.knownHeads.clear();
+    this.tip = null;
     const why = err instanceof Error ? err.message : String(err);
     return new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine was lost; the append was not made (${why})`);
   }
@@ -248,13 +414,14 @@ export class PgLedgerWriter implements LedgerAppender {
    * Asked again, with backoff, until the engine answers; if the server
    * stops first the outcome is reported unknown (08007), never guessed.
    */
-  private async landed(last: LastRow, cause: unknown): Promise<boolean> {
+  private async landed(conn: SqlConnection, last: LastRow, cause: unknown): Promise<boolean> {
     this.knownHeads.clear();
+    this.tip = null;
     let waitMs = 100;
     for (;;) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
+      await conn.run('ROLLBACK').catch(() => undefined);
       try {
-        const rows = (await this.conn.query(`SELECT current_hash FROM ${qualifiedName(last.table)} WHERE ledger_seq = $1::int8`, [String(last.seq)])) as Array<
+        const rows = (await conn.query(`SELECT current_hash FROM ${qualifiedName(last.table)} WHERE ledger_seq = $1::int8`, [String(last.seq)])) as Array<
           [string]
         >;
         return rows[0]?.[0] === last.hash;
@@ -452,6 +619,19 @@ interface ChainedRows {
   readonly last: LastRow;
 }
 
+/** A commit whose COMMIT was sent and whose answer was lost. */
+class InDoubt extends Error {
+  constructor(
+    readonly last: LastRow,
+    readonly reason: unknown,
+    readonly results: AppendResult[][],
+    readonly units: number,
+    readonly total: number,
+  ) {
+    super('the outcome of a commit is not known yet');
+  }
+}
+
 /** A commit's last row: where it would be found, and its hash, if the commit landed. */
 interface LastRow {
   readonly table: LedgerTable;
@@ -487,6 +667,8 @@ function writeStatement(
   rowsByLedger: ChainedRows['rowsByLedger'],
   newNodes: ChainedRows['newNodes'],
   heads: Reserved['heads'],
+  /** From the tip: the log's size and the chains' heads it started from, checked as they are advanced. */
+  guard: { readonly before: number; readonly total: number; readonly old: Reserved['heads'] } | null = null,
 ): { sql: string; params: string[] } {
   const params: string[] = [];
   const param = (v: string): string => {
@@ -519,10 +701,34 @@ function writeStatement(
       hh.push(head.hash);
     }
   }
-  ctes.push(
-    `UPDATE ${PG_SCHEMA}.chain_heads AS t SET step_index = x.i, current_hash = x.h
-     FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[]) AS x(l, k, i, h)
-     WHERE t.ledger = x.l AND t.chain_key = x.k`,
+  if (guard === null) {
+    ctes.push(
+      `UPDATE ${PG_SCHEMA}.chain_heads AS t SET step_index = x.i, current_hash = x.h
+       FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[]) AS x(l, k, i, h)
+       WHERE t.ledger = x.l AND t.chain_key = x.k`,
+    );
+    return { sql: `WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params };
+  }
+  const oi: string[] = [];
+  const oh: string[] = [];
+  for (const [ledger, m] of heads) {
+    for (const key of m.keys()) {
+      const o = guard.old.get(ledger)?.get(key);
+      oi.push(String(o?.index ?? -2));
+      oh.push(o?.hash ?? '');
+    }
+  }
+  // Each head and the log's size advance only from what the tip says they are; the final division fails the whole
+  // statement (and so the transaction) when one did not, and nothing of it is kept.
+  const named = ctes.map((c, i) => `w${i} AS (${c})`);
+  named.push(
+    `heads AS (UPDATE ${PG_SCHEMA}.chain_heads AS t SET step_index = x.i, current_hash = x.h
+       FROM unnest(${param(pgArray(hl))}::text[], ${param(pgArray(hk))}::text[], ${param(pgArray(hi))}::int4[], ${param(pgArray(hh))}::text[], ${param(pgArray(oi))}::int4[], ${param(pgArray(oh))}::text[]) AS x(l, k, i, h, oi, oh)
+       WHERE t.ledger = x.l AND t.chain_key = x.k AND t.step_index = x.oi AND t.current_hash = x.oh RETURNING 1)`,
+    `advanced AS (UPDATE ${PG_SCHEMA}.log_head SET size = size + ${param(String(guard.total))}::int8 WHERE size = ${param(String(guard.before))}::int8 RETURNING 1)`,
   );
-  return { sql: `WITH ${ctes.map((c, i) => `w${i} AS (${c})`).join(', ')} SELECT 1`, params };
+  return {
+    sql: `WITH ${named.join(', ')} SELECT 1 / (CASE WHEN (SELECT count(*) FROM heads) = ${param(String(hl.length))}::int8 AND (SELECT count(*) FROM advanced) = 1 THEN 1 ELSE 0 END)`,
+    params,
+  };
 }
