@@ -371,7 +371,9 @@ export class PgLedgerWriter implements LedgerAppender {
       (landed) => {
         if (landed) {
           this.observer.appendsCommitted(doubt.units, doubt.total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
-          units.forEach((u, i) => u.resolve(doubt.results[i] as AppendResult[]));
+          units.forEach((u, i) => {
+            u.resolve(doubt.results[i] as AppendResult[]);
+          });
         } else {
           // Certainly not made: tried once more, as a commit that failed before its COMMIT is (commitRetrying).
           const err = this.notMade(doubt.reason);
