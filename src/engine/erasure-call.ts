@@ -25,7 +25,9 @@ export interface RedactionResult {
   readonly valueDigest: string;
   readonly reason: string;
   readonly redactedBy: string;
+  /** The record's own ledger_seq, which the global log and the next checkpoint cover. */
   readonly recordSeq: string;
+  /** False when the value had already been redacted by this record. */
   readonly applied: boolean;
 }
 
@@ -38,6 +40,7 @@ export interface RetainedResult {
   readonly lastSeq: string;
   readonly lastStepAt: Date;
   readonly finalHash: string;
+  /** The record's id; null in a dry run. */
   readonly retentionId: string | null;
 }
 

@@ -7,35 +7,13 @@ import type { LedgerCatalog } from '../chain/catalog.js';
 import { quoteIdent, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
 import { markerOf, REDACTIONS_TABLE, unredactable } from './redactions.js';
 import type { ErasureStore } from './store.js';
+import type { RedactionAsk as RedactionRequest, RedactionResult as RedactionRecord } from '../../engine/erasure-call.js';
 
 /** Which value to redact: a step of `_cot_steps` by trace_id, or a row of any ledger by its ledger_seq. */
 export type RedactionTarget = { readonly traceId: string } | { readonly ledger: string; readonly seq: string };
 
-export interface RedactionRequest {
-  readonly target: RedactionTarget;
-  readonly column: string;
-  readonly reason: string;
-  /** Who asks: the role and user, as the record names them. */
-  readonly actor: string;
-}
-
-/** One redaction as its record holds it. */
-export interface RedactionRecord {
-  readonly redactionId: string;
-  readonly ledger: string;
-  readonly targetSeq: string;
-  readonly chainKey: string;
-  readonly stepIndex: number;
-  readonly traceId: string | null;
-  readonly column: string;
-  readonly valueDigest: string;
-  readonly reason: string;
-  readonly redactedBy: string;
-  /** The record's own ledger_seq, which the global log and the next checkpoint cover. */
-  readonly recordSeq: string;
-  /** False when the value had already been redacted by this record. */
-  readonly applied: boolean;
-}
+/** What is asked, and one redaction as its record holds it: the shapes either wing's handler answers cot_redact() with. */
+export type { RedactionAsk as RedactionRequest, RedactionResult as RedactionRecord } from '../../engine/erasure-call.js';
 
 export interface RedactorHooks {
   /** A chain's rows changed: caches of it are stale. */

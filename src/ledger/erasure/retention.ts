@@ -4,19 +4,10 @@ import type { LedgerCatalog } from '../chain/catalog.js';
 import { quoteIdent, quoteLiteral, type LedgerTable } from '../chain/schema.js';
 import { encodeSeqs, retainable, RETENTION_TABLE } from './retention-sql.js';
 import type { ErasureStore } from './store.js';
+import type { RetainedResult as RetainedSession } from '../../engine/erasure-call.js';
 
-/** One session that retention removes (or, in a dry run, would remove). */
-export interface RetainedSession {
-  readonly ledger: string;
-  readonly chainKey: string;
-  readonly stepCount: number;
-  readonly firstSeq: string;
-  readonly lastSeq: string;
-  readonly lastStepAt: Date;
-  readonly finalHash: string;
-  /** The record's id; null in a dry run. */
-  readonly retentionId: string | null;
-}
+/** One session that retention removes (or, in a dry run, would remove), as cot_retain() answers it. */
+export type { RetainedResult as RetainedSession } from '../../engine/erasure-call.js';
 
 export interface RetentionRun {
   /** Sessions whose last step is older than this are removed. */

@@ -577,26 +577,16 @@ export class ProxyConnection implements ConnectionHandler {
 
   private async executeTransaction(portal: ProxyPortal, op: string, savepoint: string | null, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     let appended: AppendResult[] | null = null;
-    if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pendingLedgers.length > 0) {
+    if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed) {
       const ledgers = this.pendingLedgers;
-      this.pendingLedgers = [];
-      try {
-        for (const l of ledgers) await this.services.ledgerDdl.create(l.create);
-      } catch (err) {
-        await this.backend.closePortal(portal.name);
-        await this.backend.openPortal(`${portal.name}_rollback`, 'ROLLBACK', [], [], []);
-        await this.backend.fetch(`${portal.name}_rollback`, 0, () => undefined);
-        this.endBlock();
-        throw err;
-      }
-    }
-    if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed && this.pending.length > 0) {
       const jobs = this.pending;
+      this.pendingLedgers = [];
       this.pending = [];
       try {
-        appended = await this.services.writer.append(jobs);
+        // The block's ledgers first, then its appends: nothing of the transaction may commit without them.
+        for (const l of ledgers) await this.services.ledgerDdl.create(l.create);
+        if (jobs.length > 0) appended = await this.services.writer.append(jobs);
       } catch (err) {
-        // Nothing of the transaction may commit without its appends.
         await this.backend.closePortal(portal.name);
         await this.backend.openPortal(`${portal.name}_rollback`, 'ROLLBACK', [], [], []);
         await this.backend.fetch(`${portal.name}_rollback`, 0, () => undefined);
