@@ -253,9 +253,11 @@ describe('cotwire mcp: what it refuses', () => {
 
   it('search_reasoning ranks steps by similarity, with the filters of cot_search()', async () => {
     // The steps logged above are embedded in the background; the Decision and the FinalAnswer always.
-    for (let i = 0; i < 200; i++) {
+    // Waited for, not assumed: on a busy machine the background embedder may take a while.
+    for (let waited = Date.now(); ; ) {
       const [n] = await sqlRows("SELECT count(*)::int AS n FROM _cot_embeddings e JOIN _cot_steps s USING (trace_id) WHERE s.session_id = 'triage-1'");
       if ((n?.['n'] as number) >= 2) break;
+      if (Date.now() - waited > 60_000) throw new Error('the decision and the final answer were not embedded within a minute');
       await new Promise((r) => setTimeout(r, 50));
     }
     const r = await ok(agent, 'search_reasoning', { query: 'pin the dependency', k: 3 });
