@@ -22,7 +22,7 @@ import {
   type LedgerAppendPlan,
 } from './appends.js';
 import { returnsAnyOf } from '../../../sql/insert.js';
-import { callsIn } from '../../../sql/pg-tree.js';
+import { callsIn, type FunctionCall } from '../../../sql/pg-tree.js';
 
 /**
  * A client connection on a PostgreSQL engine: every statement is planned by
@@ -664,8 +664,9 @@ function committedAppendsOnly(appended: readonly AppendResult[], err: unknown): 
  * a constant or a parameter (through casts, by position or named `query`).
  * A query computed in the statement has no vector, and cot_search() says so.
  */
-function searchTexts(tree: unknown, values: readonly BindValue[]): string[] {
-  const calls = (callsIn({ stmts: [tree as Record<string, unknown>], raw: tree }) ?? []).filter((c) => c.name.toLowerCase() === 'cot_search');
+function searchTexts(tree: Record<string, unknown>, values: readonly BindValue[]): string[] {
+  const calls = callsOf(tree).filter((c) => c.name.toLowerCase() === 'cot_search');
+  if (calls.length === 0) return [];
   const out: string[] = [];
   for (const call of calls) {
     const named = call.args.find((a) => (a as { NamedArgExpr?: { name?: string } }).NamedArgExpr?.name === 'query');
@@ -687,7 +688,21 @@ function searchTexts(tree: unknown, values: readonly BindValue[]): string[] {
 function touchesReadOnly(s: PgStatement): boolean {
   const set = (s.tree as { VariableSetStmt?: { name?: string } }).VariableSetStmt;
   if (set !== undefined && /read_only|characteristics|^transaction$|^role$|session_authorization/i.test(set.name ?? '')) return true;
-  return (callsIn({ stmts: [s.tree], raw: s.tree }) ?? []).some((c) => c.name.toLowerCase() === 'set_config');
+  return callsOf(s.tree).some((c) => c.name.toLowerCase() === 'set_config');
+}
+
+/**
+ * A statement's function calls, found once per parsed statement: the guard
+ * keeps a text's statements, so a statement run again is not walked again.
+ */
+const callsByTree = new WeakMap<object, readonly FunctionCall[]>();
+function callsOf(tree: Record<string, unknown>): readonly FunctionCall[] {
+  let calls = callsByTree.get(tree);
+  if (calls === undefined) {
+    calls = callsIn({ stmts: [tree], raw: tree }) ?? [];
+    callsByTree.set(tree, calls);
+  }
+  return calls;
 }
 
 /** RESET ALL, or DISCARD ALL: the session's settings go back to their defaults. */

@@ -4,17 +4,7 @@ import { qualifiedName } from '../../../ledger/chain/schema.js';
 import type { Observer } from '../../../observe/observer.js';
 import { chainVerifier } from '../dialect/verify.js';
 import { PG_SCHEMA } from './names.js';
-
-/** One thing an audit found wrong, as cot_audit() lists it. */
-export interface PgAuditFinding {
-  readonly kind: string;
-  readonly ledger: string | null;
-  readonly chainKey: string | null;
-  readonly firstSeq: number | null;
-  readonly lastSeq: number | null;
-  readonly rows: number;
-  readonly detail: string;
-}
+import type { AuditFinding, FindingKind } from '../../../ledger/log/audit-finding.js';
 
 /**
  * The background audit on a PostgreSQL engine, shared by every instance:
@@ -36,7 +26,7 @@ export class PgAuditor {
     private readonly observer: Observer,
     private readonly instance: string,
     private readonly intervalMs: number,
-    private readonly onFinding: (finding: PgAuditFinding) => void,
+    private readonly onFinding: (finding: AuditFinding) => void,
     private readonly onError: (err: unknown) => void,
   ) {}
 
@@ -67,14 +57,14 @@ export class PgAuditor {
   }
 
   /** Audits now if the round is this instance's (or `force`); answers the findings, or null when another instance has the round. */
-  async audit(force: boolean): Promise<PgAuditFinding[] | null> {
+  async audit(force: boolean): Promise<AuditFinding[] | null> {
     if (!force && !(await this.claim())) return null;
-    const findings: PgAuditFinding[] = [];
+    const findings: AuditFinding[] = [];
     const verdicts = await chainVerifier(this.conn, this.catalog).verify(null);
     for (const v of verdicts) {
       if (v.valid) continue;
       findings.push({
-        kind: v.breakKind ?? 'edited',
+        kind: (v.breakKind ?? 'edited') as FindingKind,
         ledger: v.table,
         chainKey: v.chainKey,
         firstSeq: null,
@@ -127,7 +117,7 @@ export class PgAuditor {
    * account for them), against the global log's size: every leaf has its
    * row, and no row is outside the log.
    */
-  private async logFindings(): Promise<PgAuditFinding[]> {
+  private async logFindings(): Promise<AuditFinding[]> {
     const tables = await this.catalog.all();
     if (tables.length === 0) return [];
     const counts = tables.map((t) => `SELECT count(*) AS n, max(ledger_seq) AS top FROM ${qualifiedName(t)}`).join(' UNION ALL ');
