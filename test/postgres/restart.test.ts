@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
 import { expectWholeLedgers } from '../fixtures/pg-integrity.js';
@@ -44,20 +44,55 @@ afterAll(async () => {
   await server?.close();
 });
 
+/**
+ * Every wait of an outage test is bounded on its own (until's deadlines, pg_ctl's 60 s, a writer's 30 s in stop()),
+ * and their sum is past vitest's 120 s: a slow machine fails one of them, by name, rather than the whole test by time.
+ */
+const OUTAGE_TEST_MS = 300_000;
+
+/** What the test did and when, with the server's last log lines, printed if it fails: a CI run shows where it stood. */
+const phases: string[] = [];
+let started = 0;
+const mark = (what: string): void => {
+  phases.push(`${((Date.now() - started) / 1000).toFixed(1)} s ${what}`);
+};
+beforeEach(({ onTestFailed }) => {
+  phases.length = 0;
+  started = Date.now();
+  onTestFailed(() => {
+    console.error(`where the test stood:\n${phases.join('\n')}\nthe server's last log lines:\n${lines.slice(-40).join('\n')}`);
+  });
+});
+
 /** Resolves once `check` holds, asking again every 50 ms; fails after `ms`. */
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
+  mark(`waiting for ${what}`);
   for (;;) {
     if (
       await Promise.resolve()
         .then(check)
         .catch(() => false)
-    )
+    ) {
+      mark(`saw ${what}`);
       return;
+    }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
 
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+async function halt(mode: 'immediate' | 'fast'): Promise<void> {
+  mark(`stopping PostgreSQL -m ${mode}`);
+  await ctx.engine.pg.halt(mode);
+  mark('PostgreSQL stopped');
+}
+
+async function resume(): Promise<void> {
+  mark('starting PostgreSQL');
+  await ctx.engine.pg.resume();
+  mark('PostgreSQL started');
 }
 
 async function healthz(): Promise<number> {
@@ -76,6 +111,7 @@ interface Outcomes {
   readonly unknown: string[];
   /** Connections cotwire refused, by the SQLSTATE it gave (none: no answer). */
   readonly refusedConnections: Map<string, number>;
+  /** Stops the writers; fails, naming each, if one is still waiting for cotwire 30 s later. */
   stop(): Promise<void>;
 }
 
@@ -87,11 +123,14 @@ interface Outcomes {
 function writers(count: number, tag: string): Outcomes {
   const out = { acked: [] as Outcomes['acked'], failed: new Map<string, string>(), unknown: [] as string[], refusedConnections: new Map<string, number>() };
   let stopped = false;
+  // What each writer waits for, and since when: a writer that never gets an answer is named by stop().
+  const waiting = new Map<number, { what: string; since: number }>();
   const workers = Array.from({ length: count }, async (_, w) => {
     let client: pg.Client | null = null;
     for (let i = 0; !stopped; i++) {
       const content = `${tag}-w${w}-${i}`;
       try {
+        waiting.set(w, { what: client === null ? `connecting before ${content}` : `appending ${content}`, since: Date.now() });
         if (client === null) {
           const c = new pg.Client(server.connectionOptions({ application_name: 'restart-writer' }));
           c.on('error', () => undefined);
@@ -101,6 +140,7 @@ function writers(count: number, tag: string): Outcomes {
       } catch (err) {
         const code = err instanceof pg.DatabaseError ? (err.code ?? '') : 'none';
         out.refusedConnections.set(code, (out.refusedConnections.get(code) ?? 0) + 1);
+        waiting.delete(w);
         await client?.end().catch(() => undefined);
         client = null;
         // The server answered at once (the engine is down): a client's pace between attempts.
@@ -110,7 +150,9 @@ function writers(count: number, tag: string): Outcomes {
       try {
         await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Action', $2)", [`${tag}-${w}`, content]);
         out.acked.push({ content, at: Date.now() });
+        waiting.delete(w);
       } catch (err) {
+        waiting.delete(w);
         // A DatabaseError carries the server's SQLSTATE; anything else (EPIPE, a closed socket) is a connection gone unanswered.
         const { code, severity } = err instanceof pg.DatabaseError ? err : { code: undefined, severity: undefined };
         if (code === undefined || code === '08007') out.unknown.push(content);
@@ -123,13 +165,28 @@ function writers(count: number, tag: string): Outcomes {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
+    waiting.delete(w);
     await client?.end().catch(() => undefined);
   });
   return {
     ...out,
     async stop() {
+      mark('stopping the writers');
       stopped = true;
-      await Promise.all(workers);
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const now = Date.now();
+          const named = [...waiting].map(([w, { what, since }]) => `writer ${w} ${what} for ${Math.round((now - since) / 1000)} s`);
+          reject(new Error(`cotwire left writers without an answer: ${named.join('; ')}`));
+        }, 30_000);
+      });
+      try {
+        await Promise.race([Promise.all(workers), stuck]);
+        mark('the writers stopped');
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }
@@ -163,61 +220,69 @@ async function expectAppendsResume(load: Outcomes, since: number): Promise<void>
 }
 
 describe('cotwire on a PostgreSQL that goes away and comes back', () => {
-  it('lives through PostgreSQL stopped with -m immediate under 16 writers and started again', async () => {
-    const load = writers(16, 'crash');
-    try {
-      await until('appends under way', () => load.acked.length >= 200);
-      const checkpointsBefore = await checkpointCount();
-      await ctx.engine.pg.halt('immediate');
-      await until('/healthz saying 503', async () => (await healthz()) === 503, 20_000);
-      await ctx.engine.pg.resume();
-      const back = Date.now();
-      await expectAppendsResume(load, back);
-      // A signed checkpoint follows, by whichever lease holder: this one, the only instance.
-      await until('a checkpoint after the restart', async () => (await checkpointCount()) > checkpointsBefore, 20_000);
-      await until('/healthz saying 200', async () => (await healthz()) === 200, 20_000);
-      await until('more appends', () => load.acked.filter((a) => a.at > back).length >= 100);
-    } finally {
-      await load.stop();
-    }
-    await expectEveryOutcomeKept(load, 'crash');
-    expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
-    expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
-    expect(logged('issuing a checkpoint failed')).toBe(0);
-  });
+  it(
+    'lives through PostgreSQL stopped with -m immediate under 16 writers and started again',
+    async () => {
+      const load = writers(16, 'crash');
+      try {
+        await until('appends under way', () => load.acked.length >= 200);
+        const checkpointsBefore = await checkpointCount();
+        await halt('immediate');
+        await until('/healthz saying 503', async () => (await healthz()) === 503, 20_000);
+        await resume();
+        const back = Date.now();
+        await expectAppendsResume(load, back);
+        // A signed checkpoint follows, by whichever lease holder: this one, the only instance.
+        await until('a checkpoint after the restart', async () => (await checkpointCount()) > checkpointsBefore, 20_000);
+        await until('/healthz saying 200', async () => (await healthz()) === 200, 20_000);
+        await until('more appends', () => load.acked.filter((a) => a.at > back).length >= 100);
+      } finally {
+        await load.stop();
+      }
+      await expectEveryOutcomeKept(load, 'crash');
+      expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
+      expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
+      expect(logged('issuing a checkpoint failed')).toBe(0);
+    },
+    OUTAGE_TEST_MS,
+  );
 
-  it('answers at once while PostgreSQL refuses connections for 30 s, says so once, and goes on when it is back', async () => {
-    lines.length = 0;
-    const load = writers(16, 'refused');
-    try {
-      await until('appends under way', () => load.acked.length >= 100);
-      const checkpointsBefore = await checkpointCount();
-      await ctx.engine.pg.halt('fast');
-      await until('/healthz saying 503', async () => (await healthz()) === 503, 20_000);
-      const down = Date.now();
-      const refusedAtStart = load.refusedConnections.get('08006') ?? 0;
-      // The outage itself: half a minute of clients trying, each told at once that nothing was made.
-      await new Promise((r) => setTimeout(r, 30_000 - (Date.now() - down)));
-      expect(await healthz()).toBe(503);
-      // A client whose append was in flight at the stop waits for its outcome; the others are told at once, by
-      // cotwire, with 08006, at their pace of ten tries a second: hundreds of answers in the half minute.
-      expect((load.refusedConnections.get('08006') ?? 0) - refusedAtStart).toBeGreaterThan(100);
-      expect(load.refusedConnections.get('none')).toBeUndefined();
-      await ctx.engine.pg.resume();
-      const back = Date.now();
-      await expectAppendsResume(load, back);
-      await until('a checkpoint after the restart', async () => (await checkpointCount()) > checkpointsBefore, 20_000);
-      await until('/healthz saying 200', async () => (await healthz()) === 200, 20_000);
-    } finally {
-      // A failed expectation above must not leave the writers waiting on a stopped PostgreSQL.
-      await ctx.engine.pg.resume().catch(() => undefined);
-      await load.stop();
-    }
-    await expectEveryOutcomeKept(load, 'refused');
-    expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
-    expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
-    expect(logged('issuing a checkpoint failed')).toBe(0);
-  });
+  it(
+    'answers at once while PostgreSQL refuses connections for 30 s, says so once, and goes on when it is back',
+    async () => {
+      lines.length = 0;
+      const load = writers(16, 'refused');
+      try {
+        await until('appends under way', () => load.acked.length >= 100);
+        const checkpointsBefore = await checkpointCount();
+        await halt('fast');
+        await until('/healthz saying 503', async () => (await healthz()) === 503, 20_000);
+        const down = Date.now();
+        const refusedAtStart = load.refusedConnections.get('08006') ?? 0;
+        // The outage itself: half a minute of clients trying, each told at once that nothing was made.
+        await new Promise((r) => setTimeout(r, 30_000 - (Date.now() - down)));
+        expect(await healthz()).toBe(503);
+        // A client whose append was in flight at the stop waits for its outcome; the others are told at once, by
+        // cotwire, with 08006, at their pace of ten tries a second: hundreds of answers in the half minute.
+        expect((load.refusedConnections.get('08006') ?? 0) - refusedAtStart).toBeGreaterThan(100);
+        expect(load.refusedConnections.get('none')).toBeUndefined();
+        await resume();
+        const back = Date.now();
+        await expectAppendsResume(load, back);
+        await until('a checkpoint after the restart', async () => (await checkpointCount()) > checkpointsBefore, 20_000);
+        await until('/healthz saying 200', async () => (await healthz()) === 200, 20_000);
+      } finally {
+        // A failed expectation above must not leave the writers waiting on a stopped PostgreSQL.
+        await resume().catch(() => undefined);
+        await load.stop();
+      }
+      await expectEveryOutcomeKept(load, 'refused');
+      expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
+      expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
+      expect(logged('issuing a checkpoint failed')).toBe(0);
+    },
+    OUTAGE_TEST_MS,
+  );
 
   it("recovers each of its own backends killed with pg_terminate_backend, and a client's killed backend ends only that client's session", async () => {
     lines.length = 0;
