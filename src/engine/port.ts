@@ -223,15 +223,27 @@ export interface RelayBackend {
   takeParameterChanges(): Array<[string, string]>;
   reportedSettings(): Array<[string, string]>;
   describe(sql: string, types: readonly number[]): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }>;
-  /** Parse, Bind (results in `resultFormats`, converted from text where binary) and Describe portal; throws 0A000 for a binary column it cannot convert. */
+  /**
+   * Parse, Bind (results in `resultFormats`, converted from text where
+   * binary) and Describe portal; throws 0A000 for a binary column it cannot
+   * convert. With `executeAll`, the portal's Execute goes too (and Sync),
+   * its rows held for fetch.
+   */
   openPortal(
     portal: string,
     sql: string,
     types: readonly number[],
     values: readonly BindValue[],
     resultFormats: readonly number[],
+    executeAll?: { readonly sync: boolean },
   ): Promise<BackendField[] | null>;
-  fetch(portal: string, rows: number, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): Promise<FetchOutcome>;
+  /** Rows go to `onRow`, or to `onFrame` as the DataRow messages the backend sent, when they need no conversion. */
+  fetch(
+    portal: string,
+    rows: number,
+    onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void,
+    onFrame?: (frame: Uint8Array) => void,
+  ): Promise<FetchOutcome>;
   /** A statement of the server's own, run whole in one round trip; its rows in text. Answers the tag. */
   run(
     portal: string,

@@ -82,7 +82,7 @@ export class BackendWriter {
   }
 
   /** Appends pre-encoded frames (for example the constant ones below). */
-  frame(b: Buffer): this {
+  frame(b: Uint8Array): this {
     this.raw(b);
     return this;
   }

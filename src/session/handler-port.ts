@@ -20,6 +20,8 @@ export interface SessionInfo {
 /** Where a statement's output goes; the session turns it into protocol messages. */
 export interface ResultSink {
   row(cells: readonly (string | Uint8Array | null)[]): void;
+  /** A whole DataRow message, already encoded (a relayed backend's, sent on as it came). */
+  rowFrame?(frame: Uint8Array): void;
   notice(notice: PgError): void;
   /**
    * Flushes the output when enough has accumulated, and waits while the
@@ -81,6 +83,13 @@ export type ExecuteOutcome =
  * bookkeeping and calls these "do" operations (pgwire's on_/do_ split).
  * Every method may throw a PgError; anything else becomes XX000.
  */
+/** What follows a Bind, already received: an Execute of its portal for all its rows, then a Sync (or a simple query's end). */
+export interface BindAhead {
+  readonly executeAll: boolean;
+  /** The exchange ends right after that Execute. */
+  readonly sync: boolean;
+}
+
 export interface ConnectionHandler {
   /** ParameterStatus values sent at startup, after authentication. */
   readonly reportedParameters: ReadonlyArray<readonly [string, string]>;
@@ -98,7 +107,18 @@ export interface ConnectionHandler {
   endQueryString(succeeded: boolean): Promise<void>;
   /** A string comes from Parse and may be empty; a StatementSource comes from splitQuery. */
   prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement>;
-  bind(statement: PreparedStatement, params: readonly (Buffer | null)[], paramFormats: readonly number[], resultFormats: readonly number[]): Promise<Portal>;
+  /**
+   * `ahead` is what the client has already sent after this Bind, when the
+   * session knows it: a handler that relays to another server may send it
+   * on with the Bind, one round trip instead of three.
+   */
+  bind(
+    statement: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+    ahead?: BindAhead,
+  ): Promise<Portal>;
   execute(portal: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome>;
   closePortal(portal: Portal): void;
   closeStatement(statement: PreparedStatement): void;

@@ -15,7 +15,9 @@ import { STARTUP_FRAME, type Frame } from '../protocol/framer.js';
 import type { Bind, Close, Describe, Execute, FrontendMessage, Parse, StartupMessage } from '../protocol/messages.js';
 import { MessageReader } from '../protocol/reader.js';
 import { type AuthMethod, type AuthPolicy, passwordFailed } from './auth.js';
+import { FrontendCode } from '../protocol/codes.js';
 import type {
+  BindAhead,
   ConnectionHandler,
   CopyIn,
   ExecuteOutcome,
@@ -140,6 +142,9 @@ export class Session {
       row: (cells) => {
         this.out.dataRow(cells);
       },
+      rowFrame: (frame) => {
+        this.out.frame(frame);
+      },
       notice: (notice) => {
         this.out.noticeResponse(notice);
       },
@@ -171,7 +176,11 @@ export class Session {
       this.inputPaused = true;
       this.transport.pauseInput();
     }
-    if (!this.running) void this.run();
+    if (!this.running) {
+      // After the rest of the chunk is framed: a Bind then sees the Execute and Sync that came with it (bindAhead).
+      this.running = true;
+      queueMicrotask(() => void this.run());
+    }
   }
 
   /** A framing error or a broken socket: report if possible, then close. */
@@ -504,7 +513,8 @@ export class Session {
       while (query.next < query.statements.length) {
         const source = query.statements[query.next++] as StatementSource;
         const prepared = await handler.prepare(source, []);
-        const portal = await handler.bind(prepared, [], [], []);
+        // A simple query's statement is executed whole, and the last one ends the exchange.
+        const portal = await handler.bind(prepared, [], [], [], { executeAll: true, sync: query.next === query.statements.length });
         if (portal.fields !== null) this.out.rowDescription(portal.fields);
         const outcome = await this.executeTracked(handler, portal, 0, source.text);
         handler.closePortal(portal);
@@ -623,10 +633,34 @@ export class Session {
       this.portals.delete(msg.portal);
       handler.closePortal(old);
     }
-    const portal = await handler.bind(entry.statement, msg.parameters, msg.parameterFormats, msg.resultFormats);
+    const portal = await handler.bind(entry.statement, msg.parameters, msg.parameterFormats, msg.resultFormats, this.bindAhead(msg.portal));
     this.portals.set(msg.portal, portal);
     this.portalSql.set(msg.portal, entry.sql);
     this.out.frame(BIND_COMPLETE);
+  }
+
+  /**
+   * What the client already sent after a Bind of `portal` (drivers send
+   * Bind, Describe, Execute and Sync together): whether an Execute of it for
+   * all its rows follows, and a Sync right after.
+   */
+  private bindAhead(portal: string): BindAhead | undefined {
+    let i = 0;
+    let msg = this.queuedMessage(i);
+    if (msg?.kind === 'Describe' && msg.target === 'P' && msg.name === portal) msg = this.queuedMessage(++i);
+    if (msg?.kind !== 'Execute' || msg.portal !== portal || msg.maxRows !== 0) return undefined;
+    return { executeAll: true, sync: this.queue[i + 1]?.code === FrontendCode.Sync };
+  }
+
+  private queuedMessage(i: number): FrontendMessage | null {
+    const frame = this.queue[i];
+    if (frame === undefined || frame.code === STARTUP_FRAME) return null;
+    try {
+      return decodeFrontendMessage(frame.code, frame.body);
+    } catch {
+      // A malformed message is reported when its turn comes.
+      return null;
+    }
   }
 
   private onDescribe(msg: Describe): void {

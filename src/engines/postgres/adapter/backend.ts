@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { connect as netConnect } from 'node:net';
 import pg from 'pg';
 import { PgError, type Severity } from '../../../errors/pg-error.js';
@@ -5,6 +6,7 @@ import { SqlState } from '../../../errors/sqlstate.js';
 import type { BackendField, BackendStatus, BindValue, FetchOutcome, RelayBackend } from '../../../engine/port.js';
 import { binaryEncoder, type BinaryEncoder } from './binary.js';
 import { engineError } from './connection.js';
+import { dataRowCells, RowTap } from './row-tap.js';
 
 /**
  * One client connection's own PostgreSQL backend, as the client role,
@@ -36,7 +38,9 @@ type Message =
   | { kind: 'copyOutResponse'; columns: number }
   | { kind: 'copyDone' }
   | { kind: 'copyData'; data: Buffer }
-  | { kind: 'error'; error: unknown };
+  | { kind: 'error'; error: unknown }
+  /** Not PostgreSQL's: a fetch of rows already asked for has its batch, and the rest waits. */
+  | { kind: 'batchFull' };
 
 /** The node-postgres connection object's calls this module makes. */
 interface Wire {
@@ -63,8 +67,17 @@ class SyncGroup {
   private markSubmitted: () => void = () => undefined;
   private readonly done: Promise<void>;
   private markDone: () => void = () => undefined;
-  /** Rows go here while a fetch runs. */
+  /** Rows go here while a fetch runs: parsed, or as DataRow frames when the row tap takes them. */
   onRow: ((fields: ReadonlyArray<string | null>) => void) | null = null;
+  onFrame: ((frame: Buffer) => void) | null = null;
+  /**
+   * Rows (parsed, or frames) and notices that came with no fetch to take
+   * them (an Execute sent ahead with its Bind), in order; null when nobody
+   * will ask for them.
+   */
+  held: Held[] | null = null;
+  /** The group's Sync was sent (with an Execute sent ahead): sync() only waits for its end. */
+  synced = false;
   /** The backend failed a statement: it ignores everything until Sync. */
   failed = false;
   /** Why the group was never submitted. */
@@ -100,7 +113,8 @@ class SyncGroup {
     this.push({ kind: 'rowDescription', fields: msg.fields });
   }
   handleDataRow(msg: { fields: Array<string | null> }): void {
-    this.onRow?.(msg.fields);
+    if (this.onRow !== null) this.onRow(msg.fields);
+    else this.held?.push(msg.fields);
   }
   handlePortalSuspended(): void {
     this.push({ kind: 'portalSuspended' });
@@ -168,6 +182,11 @@ class SyncGroup {
     }
   }
 
+  /** Marks where a fetch's batch ended: the messages after it are the next fetch's. */
+  batchFull(): void {
+    this.push({ kind: 'batchFull' });
+  }
+
   private push(m: Message): void {
     this.inbox.push(m);
     const w = this.waiter;
@@ -175,6 +194,8 @@ class SyncGroup {
     w?.();
   }
 }
+
+type Held = ReadonlyArray<string | null> | Buffer | PgError;
 
 const NONE: ReadonlySet<Message['kind']> = new Set();
 const ACKS: ReadonlySet<Message['kind']> = new Set(['parseComplete', 'bindComplete', 'closeComplete']);
@@ -193,12 +214,28 @@ export class PgBackend implements RelayBackend {
   onNotice: (notice: PgError) => void = () => undefined;
   /** The connection broke: the client's session cannot go on. */
   broken: Error | null = null;
+  /** The portal whose Execute went with its Bind, until its result ends. */
+  private ahead: string | null = null;
+  /** DataRows as PostgreSQL sent them, for results the client takes in text (null: the stream was not as expected). */
+  private tap: RowTap | null = null;
+  /** Where the tap's frames go: the fetch that runs, or held for the next. */
+  private readonly takeFrame = (frame: Buffer): void => {
+    const group = this.group;
+    if (group?.onFrame != null) group.onFrame(frame);
+    else group?.held?.push(frame);
+  };
 
   private constructor(
     private readonly client: pg.Client,
     private readonly target: { readonly host: string; readonly port: number },
   ) {
-    client.on('notice', (n: Notice) => this.onNotice(noticeOf(n)));
+    client.on('notice', (n: Notice) => {
+      const notice = noticeOf(n);
+      const group = this.group;
+      // A notice among rows sent ahead goes to the client with them, in order.
+      if (group !== null && group.onRow === null && group.onFrame === null && group.held !== null) group.held.push(notice);
+      else this.onNotice(notice);
+    });
     const lose = (err: Error): void => {
       this.broken ??= err;
       this.group?.abandon(err);
@@ -233,6 +270,7 @@ export class PgBackend implements RelayBackend {
     }
     // The start-up's own ParameterStatus values are the backend's, not news for the client.
     backend.parameterChanges.length = 0;
+    backend.tap = RowTap.install((client as unknown as { connection: { stream: EventEmitter } }).connection.stream);
     return backend;
   }
 
@@ -267,21 +305,36 @@ export class PgBackend implements RelayBackend {
     return { paramTypes: params.types, fields: result.fields };
   }
 
-  /** Parse and Bind into a named portal; answers its result columns (Describe portal). */
+  /**
+   * Parse and Bind into a named portal; answers its result columns (Describe
+   * portal). With `executeAll`, the portal's Execute for all its rows goes
+   * with them, and the exchange's Sync too when `executeAll.sync`: one round
+   * trip for what the client sent at once. Its rows wait for fetch.
+   */
   async openPortal(
     portal: string,
     sql: string,
     types: readonly number[],
     values: readonly BindValue[],
     resultFormats: readonly number[],
+    executeAll?: { readonly sync: boolean },
   ): Promise<BackendField[] | null> {
     const group = await this.exchange();
     const wire = await group.ready();
+    if (executeAll !== undefined) {
+      group.held = [];
+      group.synced = executeAll.sync;
+      this.ahead = portal;
+      // Rows all in text are held as PostgreSQL sent them (the tap), to go to the client as they are.
+      if (this.tap !== null && resultFormats.every((f) => f === 0)) this.tap.take = this.takeFrame;
+    }
     corked(wire, () => {
       wire.parse({ text: sql, types: [...types] });
       wire.bind({ portal, values: [...values] });
       wire.describe({ type: 'P', name: portal });
-      wire.flush();
+      if (executeAll !== undefined) wire.execute({ portal, rows: 0 });
+      if (executeAll?.sync === true) wire.sync();
+      else wire.flush();
     });
     const m = await group.next(ACKS);
     if (m.kind === 'noData') {
@@ -300,38 +353,113 @@ export class PgBackend implements RelayBackend {
     return m.fields;
   }
 
-  /** Execute with a row limit (0: all); each row goes to `onRow` as it arrives. */
-  async fetch(portal: string, rows: number, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): Promise<FetchOutcome> {
+  /**
+   * Execute with a row limit (0: all); each row goes to `onRow` as it
+   * arrives, or to `onFrame` as the DataRow PostgreSQL sent when the client
+   * takes every column in text.
+   */
+  async fetch(
+    portal: string,
+    rows: number,
+    onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void,
+    onFrame?: (frame: Uint8Array) => void,
+  ): Promise<FetchOutcome> {
     const group = await this.exchange();
     const wire = await group.ready();
-    const encoders = this.encoders.get(portal);
-    group.onRow =
-      encoders === undefined || encoders.every((e) => e === null)
-        ? onRow
-        : (fields) => onRow(fields.map((v, i) => (v === null ? null : (encoders[i]?.(v) ?? v))));
+    const deliver = this.rowsOf(portal, onRow);
+    const asSent = onFrame !== undefined && deliver === onRow ? onFrame : null;
+    if (this.ahead === portal) return this.fetchAhead(group, rows, deliver, asSent);
+    const tap = asSent === null ? null : this.tap;
+    group.onRow = deliver;
+    if (tap !== null) {
+      group.onFrame = asSent;
+      tap.take = this.takeFrame;
+    }
     try {
       corked(wire, () => {
         wire.execute({ portal, rows });
         wire.flush();
       });
-      const m = await group.next(ACKS);
-      switch (m.kind) {
-        case 'portalSuspended':
-          return { kind: 'suspended' };
-        case 'commandComplete':
-          return { kind: 'complete', tag: m.tag };
-        case 'emptyQuery':
-          return { kind: 'empty' };
-        case 'copyInResponse':
-          return { kind: 'copy-in', columns: m.columns };
-        case 'copyOutResponse':
-          return { kind: 'copy-out', columns: m.columns };
-        default:
-          throw unexpected(m, 'the end of a result');
-      }
+      return endOfResult(await group.next(ACKS));
     } finally {
       group.onRow = null;
+      group.onFrame = null;
+      if (tap !== null) tap.take = null;
     }
+  }
+
+  /** A portal's rows as the client asked for them: text, or binary converted from text. */
+  private rowsOf(portal: string, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): (fields: ReadonlyArray<string | null>) => void {
+    const encoders = this.encoders.get(portal);
+    return encoders === undefined || encoders.every((e) => e === null)
+      ? onRow
+      : (fields) => onRow(fields.map((v, i) => (v === null ? null : (encoders[i]?.(v) ?? v))));
+  }
+
+  /**
+   * The rows of a portal whose Execute went with its Bind, `rows` at a time
+   * as fetch gives them: between two fetches the backend's socket is not
+   * read, so a slow client holds PostgreSQL back as a batch limit would.
+   */
+  private async fetchAhead(
+    group: SyncGroup,
+    rows: number,
+    deliver: (fields: ReadonlyArray<string | null>) => void,
+    asSent: ((frame: Buffer) => void) | null,
+  ): Promise<FetchOutcome> {
+    const limit = rows > 0 ? rows : Number.POSITIVE_INFINITY;
+    let got = 0;
+    const take = (item: Held): void => {
+      if (item instanceof PgError) this.onNotice(item);
+      else {
+        if (Buffer.isBuffer(item)) {
+          if (asSent !== null) asSent(item);
+          else deliver(dataRowCells(item));
+        } else deliver(item as ReadonlyArray<string | null>);
+        got++;
+      }
+    };
+    const held = group.held ?? [];
+    while (got < limit && held.length > 0) take(held.shift() as Held);
+    if (got >= limit) return { kind: 'suspended' };
+    const arrived = (item: Held): void => {
+      take(item);
+      if (got >= limit) {
+        group.onRow = null;
+        group.onFrame = null;
+        this.reading(false);
+        group.batchFull();
+      }
+    };
+    group.onRow = arrived;
+    group.onFrame = arrived;
+    this.reading(true);
+    try {
+      const m = await group.next(ACKS);
+      if (m.kind === 'batchFull') return { kind: 'suspended' };
+      this.ahead = null;
+      if (this.tap !== null) this.tap.take = null;
+      return endOfResult(m);
+    } finally {
+      group.onRow = null;
+      group.onFrame = null;
+    }
+  }
+
+  /** Whether the backend's socket is read: paused while rows sent ahead wait for the client. */
+  private reading(on: boolean): void {
+    const stream = (this.client as unknown as { connection: { stream: { pause(): void; resume(): void } } }).connection.stream;
+    if (on) stream.resume();
+    else stream.pause();
+  }
+
+  /** Rows sent ahead that nobody will take: dropped as they come, and the socket read again. */
+  private dropAhead(): void {
+    if (this.ahead === null) return;
+    this.ahead = null;
+    if (this.tap !== null) this.tap.take = null;
+    if (this.group !== null) this.group.held = null;
+    this.reading(true);
   }
 
   /**
@@ -407,8 +535,10 @@ export class PgBackend implements RelayBackend {
   /** Close portal; its CloseComplete is skipped when it comes. */
   async closePortal(portal: string): Promise<void> {
     this.encoders.delete(portal);
+    if (this.ahead === portal) this.dropAhead();
     const group = this.group;
-    if (group === null || group.failed) return;
+    // After the exchange's Sync, the portal went with its implicit transaction, or waits for the next exchange.
+    if (group === null || group.failed || group.synced) return;
     const wire = await group.ready();
     corked(wire, () => {
       wire.close({ type: 'P', name: portal });
@@ -425,7 +555,8 @@ export class PgBackend implements RelayBackend {
   async sync(): Promise<BackendStatus> {
     const group = this.group;
     if (group === null) return this.lastStatus;
-    if (this.broken === null) {
+    this.dropAhead();
+    if (this.broken === null && !group.synced) {
       const wire = await group.ready();
       wire.sync();
     }
@@ -457,6 +588,7 @@ export class PgBackend implements RelayBackend {
   }
 
   async close(): Promise<void> {
+    this.dropAhead();
     await this.client.end().catch(() => undefined);
   }
 
@@ -512,6 +644,24 @@ function backendError(err: unknown): unknown {
   if (e instanceof PgError && e.code === SqlState.ConnectionFailure && !e.isFatal)
     return new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine broke: ${(err as Error).message}`, {}, 'FATAL');
   return e;
+}
+
+/** How an Execute ended. */
+function endOfResult(m: Message): FetchOutcome {
+  switch (m.kind) {
+    case 'portalSuspended':
+      return { kind: 'suspended' };
+    case 'commandComplete':
+      return { kind: 'complete', tag: m.tag };
+    case 'emptyQuery':
+      return { kind: 'empty' };
+    case 'copyInResponse':
+      return { kind: 'copy-in', columns: m.columns };
+    case 'copyOutResponse':
+      return { kind: 'copy-out', columns: m.columns };
+    default:
+      throw unexpected(m, 'the end of a result');
+  }
 }
 
 function unexpected(m: Message, wanted: string): PgError {

@@ -7,7 +7,16 @@ import { isConnectionLoss } from '../adapter/connection.js';
 import { erasureFields, erasureParamTypes, runErasure, type ErasureService } from '../../../engine/erasure-call.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
-import type { ConnectionHandler, CopyIn, ExecuteOutcome, Portal, PreparedStatement, ResultSink, StatementSource } from '../../../session/handler-port.js';
+import type {
+  BindAhead,
+  ConnectionHandler,
+  CopyIn,
+  ExecuteOutcome,
+  Portal,
+  PreparedStatement,
+  ResultSink,
+  StatementSource,
+} from '../../../session/handler-port.js';
 import type { PgStatement, ProxyAccess } from './access.js';
 import {
   checkParents,
@@ -265,10 +274,11 @@ export class ProxyConnection implements ConnectionHandler {
     params: readonly (Buffer | null)[],
     paramFormats: readonly number[],
     resultFormats: readonly number[],
+    ahead?: BindAhead,
   ): Promise<Portal> {
     const statement = prepared as ProxyStatement;
     try {
-      return await this.bindStatement(statement, params, paramFormats, resultFormats);
+      return await this.bindStatement(statement, params, paramFormats, resultFormats, ahead);
     } catch (err) {
       throw inString(err, statement.statement);
     }
@@ -279,6 +289,7 @@ export class ProxyConnection implements ConnectionHandler {
     params: readonly (Buffer | null)[],
     paramFormats: readonly number[],
     resultFormats: readonly number[],
+    ahead: BindAhead | undefined,
   ): Promise<Portal> {
     const values = params.map((p, i): BindValue => {
       if (p === null) return null;
@@ -321,10 +332,23 @@ export class ProxyConnection implements ConnectionHandler {
       default: {
         const texts = searchTexts(s.tree, values);
         if (texts.length > 0) await this.services.search.prepare(texts);
-        const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats);
+        const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats, this.executeAhead(s, ahead));
         return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
       }
     }
+  }
+
+  /**
+   * Whether a relayed statement's Execute (and the exchange's Sync) may go
+   * to the backend with its Bind, as the client sent them: for statements
+   * that run to their end at once (never a COPY, which would take the Sync
+   * for its data), and with a Sync only when nothing of cotwire's own must
+   * reach the backend before it (appends to make, a refusal to fail the
+   * block with, a reader's read-only default to restore).
+   */
+  private executeAhead(s: PgStatement, ahead: BindAhead | undefined): { readonly sync: boolean } | undefined {
+    if (ahead?.executeAll !== true || !RUN_WHOLE.has(Object.keys(s.tree)[0] ?? '')) return undefined;
+    return { sync: ahead.sync && this.pending.length === 0 && !this.refusedInBlock && !this.exchangeFailed };
   }
 
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
@@ -406,15 +430,26 @@ export class ProxyConnection implements ConnectionHandler {
 
   /** Rows from the backend to the client, a batch at a time, waiting for the client's socket between batches. */
   private async relay(portal: ProxyPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
+    const asSent = sink.rowFrame?.bind(sink);
     let left = maxRows;
     let sent = 0;
     for (;;) {
       const want = maxRows > 0 ? Math.min(left, BATCH_ROWS) : BATCH_ROWS;
       let got = 0;
-      const outcome = await this.backend.fetch(portal.name, want, (cells) => {
-        got++;
-        sink.row(cells);
-      });
+      const outcome = await this.backend.fetch(
+        portal.name,
+        want,
+        (cells) => {
+          got++;
+          sink.row(cells);
+        },
+        asSent === undefined
+          ? undefined
+          : (frame) => {
+              got++;
+              asSent(frame);
+            },
+      );
       sent += got;
       switch (outcome.kind) {
         case 'suspended':
@@ -683,6 +718,9 @@ function searchTexts(tree: Record<string, unknown>, values: readonly BindValue[]
   }
   return out;
 }
+
+/** Statements whose Execute runs them to the end with no more from the client: their Execute may go ahead. */
+const RUN_WHOLE = new Set(['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt', 'VariableShowStmt', 'ExplainStmt']);
 
 /** A statement that may change whether the session's transactions are read-only: a SET of it, or any set_config(). */
 function touchesReadOnly(s: PgStatement): boolean {

@@ -1,0 +1,175 @@
+import pg from 'pg';
+import { serialize } from 'pg-protocol';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usePgServer } from '../fixtures/pg-server.js';
+import { errorFields, type RawMessage, WireClient } from '../fixtures/wire.js';
+
+/**
+ * What cotwire relays to a client's backend, it answers as PostgreSQL does,
+ * message for message: sent to cotwire and to the same PostgreSQL directly,
+ * each exchange gets the same messages back, rows byte for byte. The
+ * exchanges are generated: statements of 0 to 2,500 rows (across cotwire's
+ * batches), NULLs, notices among the rows, errors at Bind and after some
+ * rows, in text and in binary, whole or a few rows per Execute, one or two
+ * statements per Sync, and as simple queries.
+ */
+
+const ctx = usePgServer();
+let superuser: pg.Client;
+
+beforeAll(async () => {
+  superuser = new pg.Client({ connectionString: ctx.engine.url });
+  await superuser.connect();
+  // A function that speaks among the rows, made by the operator where any role can call it.
+  await superuser.query(
+    `CREATE FUNCTION public.relay_noisy(i int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF i % 400 = 0 THEN RAISE NOTICE 'row %', i; END IF; RETURN i; END $$`,
+  );
+  await superuser.query('GRANT EXECUTE ON FUNCTION public.relay_noisy(int) TO PUBLIC');
+});
+afterAll(async () => {
+  await superuser?.end();
+});
+
+/** A deterministic generator (mulberry32), so that a failure names a case that runs again the same. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Case {
+  readonly name: string;
+  /** Sent after startup, in one write. */
+  readonly messages: Buffer;
+  /** The message type that ends the exchange's answer. */
+  readonly ends: 'Z';
+}
+
+const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+
+/** A SELECT of `n` rows, with the shapes and failures a relay must carry. */
+function statement(r: () => number, n: number): { sql: string; params: string[] } {
+  const failAt = r() < 0.25 ? 1 + Math.floor(r() * Math.max(n, 1)) : null;
+  const value = failAt === null ? 'i' : `(i / (i - ${failAt}) * 0 + i)`;
+  const shape = pick(r, [
+    `SELECT ${value} AS i, repeat('x', i % 97) AS body, CASE WHEN i % 3 = 0 THEN NULL ELSE i * 0.5 END AS half`,
+    `SELECT public.relay_noisy(${value}) AS i, timestamptz '2026-01-01 12:00:00+00' - interval '1 day 1 second' * i AS at, ARRAY[i, NULL, i + 1] AS a`,
+    `SELECT ${value} AS i, (i % 2 = 0) AS even, 'é€' || i::text AS u, '\\x00ff'::bytea AS b, '{"k": 1}'::jsonb AS j`,
+  ]);
+  if (r() < 0.15) return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [pick(r, ['x', '-', '1e3'])] }; // fails at Bind
+  return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [String(n)] };
+}
+
+function generate(seed: number): Case {
+  const r = random(seed);
+  const rows = () => pick(r, [0, 1, 2, 999, 1000, 1001, 2500]);
+  const kind = pick(r, ['extended', 'extended', 'portion', 'binary', 'two', 'simple'] as const);
+  if (kind === 'simple') {
+    const a = statement(r, rows());
+    const b = statement(r, rows());
+    const inline = (s: { sql: string; params: string[] }) => s.sql.replace('$1::int', `'${s.params[0]}'::int`);
+    return { name: `${seed} simple: ${inline(a)}; ${inline(b)}`, messages: serialize.query(`${inline(a)}; ${inline(b)}`), ends: 'Z' };
+  }
+  const parts: Buffer[] = [];
+  const names: string[] = [];
+  for (let k = 0; k < (kind === 'two' ? 2 : 1); k++) {
+    const s = statement(r, rows());
+    names.push(`${s.sql} [${s.params.join(', ')}]`);
+    const binary = kind === 'binary';
+    parts.push(serialize.parse({ text: s.sql, types: [] }), serialize.bind({ values: s.params, binary }), serialize.describe({ type: 'P' }));
+    if (kind === 'portion') {
+      // A client that takes a few rows at a time (a cursor): Execute with a limit, and again.
+      for (let e = 0; e < 3; e++) parts.push(serialize.execute({ rows: 1 + Math.floor(r() * 700) }));
+    } else parts.push(serialize.execute({}));
+  }
+  parts.push(serialize.sync());
+  return { name: `${seed} ${kind}: ${names.join(' | ')}`, messages: Buffer.concat(parts), ends: 'Z' };
+}
+
+/** The answer as a client compares it: every message after startup, errors by SQLSTATE and text. */
+function answer(messages: readonly RawMessage[]): string[] {
+  return messages.map((m) => {
+    if (m.type === 'E' || m.type === 'N') {
+      const f = errorFields(m.body);
+      return `${m.type} ${f.S} ${f.C} ${f.M}`;
+    }
+    return `${m.type} ${m.body.toString('hex')}`;
+  });
+}
+
+async function exchange(client: WireClient, c: Case): Promise<string[]> {
+  client.write(c.messages);
+  // A simple query of two statements that fails in its first ends at its first ReadyForQuery, as any does.
+  return answer(await client.until(c.ends));
+}
+
+describe('the relay to a client backend', () => {
+  it('answers each generated exchange with the messages PostgreSQL gives, rows byte for byte', async () => {
+    const viaCotwire = await WireClient.startup(ctx.server.port);
+    const direct = await WireClient.startup(ctx.engine.pg.port, { user: 'postgres', database: 'postgres' });
+    // Both sessions format dates alike; the superuser's own session needs nothing else.
+    for (const c of [viaCotwire, direct]) {
+      c.write(serialize.query("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'"));
+      await c.until('Z');
+    }
+    viaCotwire.drain();
+    direct.drain();
+    const kinds = new Map<string, number>();
+    for (let seed = 1; seed <= 120; seed++) {
+      const c = generate(seed);
+      const kind = c.name.split(' ')[1] as string;
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      const theirs = await exchange(direct, c);
+      const ours = await exchange(viaCotwire, c);
+      expect(ours, c.name).toEqual(theirs);
+    }
+    // Every kind of exchange was among them.
+    expect([...kinds.keys()].sort()).toEqual(['binary:', 'extended:', 'portion:', 'simple:', 'two:']);
+    viaCotwire.end();
+    direct.end();
+  });
+
+  it('holds PostgreSQL back while a client reads slowly, rather than the result in memory, and then sends it all', async () => {
+    const rows = 300_000;
+    const slow = await WireClient.startup(ctx.server.port, { application_name: 'relay-slow-reader' });
+    slow.socket.pause();
+    // Parse, Bind, Execute and Sync in one write: the Execute and the Sync go to the backend with the Bind.
+    slow.write(
+      Buffer.concat([
+        serialize.parse({ text: "SELECT i, repeat('x', 200) AS body FROM generate_series(1, $1::int) i", types: [] }),
+        serialize.bind({ values: [String(rows)] }),
+        serialize.execute({}),
+        serialize.sync(),
+      ]),
+    );
+    // PostgreSQL's backend waits to write to cotwire, which waits for the client: nothing in between holds the result.
+    // Seen twenty times in a row, a second apart end to end: a relay that kept reading would let the backend finish.
+    const waitEvent = async (): Promise<string> => {
+      const { rows: seen } = await superuser.query<{ state: string; wait_event: string | null }>(
+        "SELECT state, wait_event FROM pg_catalog.pg_stat_activity WHERE application_name = 'relay-slow-reader'",
+      );
+      return `${seen[0]?.state} ${seen[0]?.wait_event}`;
+    };
+    const deadline = Date.now() + 30_000;
+    let inARow = 0;
+    while (inARow < 20) {
+      const now = await waitEvent();
+      if (now === 'active ClientWrite') inARow++;
+      else if (inARow > 0) throw new Error(`the backend went on to "${now}" while the client read nothing`);
+      if (Date.now() > deadline) throw new Error(`the backend never waited for cotwire to read: ${now}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const received = slow.drain();
+    expect(received.filter((m) => m.type === 'D').length).toBeLessThan(rows);
+    slow.socket.resume();
+    const got = [...received, ...(await slow.until('Z', 60_000))];
+    expect(got.filter((m) => m.type === 'D')).toHaveLength(rows);
+    expect(got.find((m) => m.type === 'C')?.body.toString('utf8')).toBe(`SELECT ${rows}\0`);
+    slow.end();
+  });
+});
