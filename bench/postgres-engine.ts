@@ -189,9 +189,12 @@ await compare('a point read by key, prepared (p50)', 'ms', 'lower', ['cotwire', 
     readers[s as 'cotwire' | 'plain'].query({ name: 'point', text: 'SELECT * FROM stream WHERE id = $1', values: [1 + (i % 1000)] }),
   ),
 );
+// The same 50 rows, read from the same table: through cotwire, and from cotwire's database directly.
+const [engineDirect] = await connect(postgres.port, 'postgres', 'engine', 1);
+const replayers: Record<'cotwire' | 'plain', pg.Client> = { cotwire: cot[0] as pg.Client, plain: engineDirect as pg.Client };
 await compare('one session replayed, 50 steps (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
-  p50(readers[s as 'cotwire' | 'plain'], POINTS / 4, () =>
-    readers[s as 'cotwire' | 'plain'].query("SELECT * FROM _cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
+  p50(replayers[s as 'cotwire' | 'plain'], POINTS / 4, () =>
+    replayers[s as 'cotwire' | 'plain'].query("SELECT * FROM public._cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
   ),
 );
 await compare(`SELECT * of ${STREAM.toLocaleString('en')} rows to a client`, 'rows/s', 'higher', ['cotwire', 'plain'], async (s) => {
@@ -233,7 +236,7 @@ results.push({
   against: 'trigger',
 });
 
-for (const c of [...cot, ...cot2, ...plain, ...anchor]) await c.end().catch(() => undefined);
+for (const c of [...cot, ...cot2, ...plain, ...anchor, engineDirect as pg.Client]) await c.end().catch(() => undefined);
 first.child.kill('SIGTERM');
 second.child.kill('SIGTERM');
 await new Promise((r) => setTimeout(r, 1000));

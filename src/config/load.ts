@@ -227,7 +227,7 @@ export function loadConfig(sources: ConfigSources): Config {
 
   const listen = section(root, 'listen', ['host', 'port']);
   const database = section(root, 'database', ['path', 'name', 'compression']);
-  const engine = section(root, 'engine', ['kind', 'url', 'rolePrefix']);
+  const engine = section(root, 'engine', ['kind', 'url', 'rolePrefix', 'answerTimeoutMs']);
   const tls = section(root, 'tls', ['key', 'cert']);
   const auth = section(root, 'auth', ['method']);
   const limits = section(root, 'limits', [
@@ -343,7 +343,8 @@ function engineConfig(section: Obj, urlValue: Json | undefined, kindValue: Json 
   }
   const rolePrefix = str(section.rolePrefix, 'engine.rolePrefix', DEFAULTS.engine.rolePrefix);
   if (!/^[a-z][a-z0-9_]{0,40}$/.test(rolePrefix)) fail('engine.rolePrefix', rolePrefix, 'expected a lower-case identifier of at most 41 characters');
-  return { kind, url, rolePrefix };
+  const answerTimeoutMs = int(section.answerTimeoutMs, 'engine.answerTimeoutMs', DEFAULTS.engine.answerTimeoutMs, 100, 3_600_000);
+  return { kind, url, rolePrefix, answerTimeoutMs };
 }
 
 /** A URL as it may appear in a message or a log: without its password. */

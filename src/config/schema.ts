@@ -43,6 +43,13 @@ export interface Config {
     readonly url: string | null;
     /** For `postgres`: the prefix of the roles cotwire creates (`<prefix>_owner`, `_server`, `_reader`, `_writer`, `_admin`); one per cotwire database in a cluster. */
     readonly rolePrefix: string;
+    /**
+     * For `postgres`: how long the server waits to connect, or for the
+     * answer to one of its own short calls (a commit, the checkpoint lease,
+     * a parent step's check), before it takes the connection for lost: a
+     * network cut is then an engine down, not a hang.
+     */
+    readonly answerTimeoutMs: number;
   };
   readonly tls: { readonly key: string | null; readonly cert: string | null };
   readonly auth: { readonly method: AuthMethod };
@@ -145,7 +152,7 @@ export const BUILTIN_EMBEDDING_MODEL = 'cotwire-hashed-v1';
 export const DEFAULTS: Config = {
   listen: { host: '127.0.0.1', port: 5433 },
   database: { path: './data/cotwire.duckdb', name: 'cotwire', compression: 'fast-reads' },
-  engine: { kind: 'duckdb', url: null, rolePrefix: 'cotwire' },
+  engine: { kind: 'duckdb', url: null, rolePrefix: 'cotwire', answerTimeoutMs: 30_000 },
   tls: { key: null, cert: null },
   auth: { method: 'scram-sha-256' },
   users: [],

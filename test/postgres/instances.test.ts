@@ -15,6 +15,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const SESSIONS = ['shared-a', 'shared-b', 'shared-c', 'shared-d'];
 
+async function until(what: string, check: () => Promise<boolean>, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** `count` clients appending to the shared sessions through one instance until stopped or the instance dies. */
 function load(port: number, name: string, count: number): { acknowledged: string[]; stop(): Promise<void> } {
   const acknowledged: string[] = [];
@@ -51,14 +59,22 @@ describe('three cotwire instances on one PostgreSQL', () => {
     for (let i = 0; i < 3; i++) instances.push(await spawnServer(['--config', config, '--engine-url', ctx.engine.url, '--db', join(dir, `i${i}.duckdb`)]));
     const loads = instances.map((s, i) => load(s.port, `i${i}`, 16));
     const admin = await ctx.engine.admin();
-    await new Promise((r) => setTimeout(r, 2500));
+    // Every instance under load, and a checkpoint signed, before one dies.
+    const checkpoints = async (): Promise<number> => ((await admin.query('SELECT count(*)::int FROM public._cot_checkpoints')) as [[number]])[0][0];
+    await until('every instance appending, and a checkpoint', async () => loads.every((l) => l.acknowledged.length > 20) && (await checkpoints()) > 0);
     // Kill the instance that signs checkpoints, so that another has to take over.
     const [[holder]] = (await admin.query('SELECT holder FROM cotwire.signer')) as [[string]];
     const victim = instances.findIndex((s) => holder.includes(`:${s.child.pid}:`));
     expect(victim).toBeGreaterThanOrEqual(0);
     const [[sizeAtKill]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
     instances[victim]?.child.kill('SIGKILL');
-    await new Promise((r) => setTimeout(r, 9000));
+    // Another instance takes the lease when it expires, and signs a checkpoint past the kill.
+    await until('a checkpoint signed by a survivor past the kill', async () => {
+      const [[lastSize, signer]] = (await admin.query('SELECT (SELECT max(tree_size) FROM public._cot_checkpoints), (SELECT holder FROM cotwire.signer)')) as [
+        [bigint | null, string],
+      ];
+      return signer !== holder && Number(lastSize ?? 0) > Number(sizeAtKill);
+    });
     for (const l of loads) await l.stop();
     const survivors = instances.filter((_, i) => i !== victim);
     for (const s of survivors) s.child.kill('SIGTERM');

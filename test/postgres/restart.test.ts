@@ -1,9 +1,8 @@
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
-import { expectWholeLedgers } from '../fixtures/pg-integrity.js';
+import { expectEveryOutcomeKept, type Outcomes, writers } from '../fixtures/pg-outcomes.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
 import { errorFields, WireClient } from '../fixtures/wire.js';
 import { serialize } from 'pg-protocol';
@@ -102,111 +101,6 @@ async function healthz(): Promise<number> {
 
 const logged = (message: string): number => lines.filter((l) => (JSON.parse(l) as { msg: string }).msg === message).length;
 
-interface Outcomes {
-  /** Appends the server confirmed, with when. */
-  readonly acked: Array<{ content: string; at: number }>;
-  /** Appends reported failed (an SQLSTATE that says nothing was made), by content. */
-  readonly failed: Map<string, string>;
-  /** Appends whose outcome the client could not know: 08007, or the connection gone with no answer. */
-  readonly unknown: string[];
-  /** Connections cotwire refused, by the SQLSTATE it gave (none: no answer). */
-  readonly refusedConnections: Map<string, number>;
-  /** Stops the writers; fails, naming each, if one is still waiting for cotwire 30 s later. */
-  stop(): Promise<void>;
-}
-
-/**
- * `count` clients appending to sessions of their own through cotwire, for
- * as long as the test runs: an append that fails is recorded and the
- * client goes on, on a new connection if its own was closed.
- */
-function writers(count: number, tag: string): Outcomes {
-  const out = { acked: [] as Outcomes['acked'], failed: new Map<string, string>(), unknown: [] as string[], refusedConnections: new Map<string, number>() };
-  let stopped = false;
-  // What each writer waits for, and since when: a writer that never gets an answer is named by stop().
-  const waiting = new Map<number, { what: string; since: number }>();
-  const workers = Array.from({ length: count }, async (_, w) => {
-    let client: pg.Client | null = null;
-    for (let i = 0; !stopped; i++) {
-      const content = `${tag}-w${w}-${i}`;
-      try {
-        waiting.set(w, { what: client === null ? `connecting before ${content}` : `appending ${content}`, since: Date.now() });
-        if (client === null) {
-          const c = new pg.Client(server.connectionOptions({ application_name: 'restart-writer' }));
-          c.on('error', () => undefined);
-          client = c;
-          await c.connect();
-        }
-      } catch (err) {
-        const code = err instanceof pg.DatabaseError ? (err.code ?? '') : 'none';
-        out.refusedConnections.set(code, (out.refusedConnections.get(code) ?? 0) + 1);
-        waiting.delete(w);
-        await client?.end().catch(() => undefined);
-        client = null;
-        // The server answered at once (the engine is down): a client's pace between attempts.
-        await new Promise((r) => setTimeout(r, 100));
-        continue;
-      }
-      try {
-        await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Action', $2)", [`${tag}-${w}`, content]);
-        out.acked.push({ content, at: Date.now() });
-        waiting.delete(w);
-      } catch (err) {
-        waiting.delete(w);
-        // A DatabaseError carries the server's SQLSTATE; anything else (EPIPE, a closed socket) is a connection gone unanswered.
-        const { code, severity } = err instanceof pg.DatabaseError ? err : { code: undefined, severity: undefined };
-        if (code === undefined || code === '08007') out.unknown.push(content);
-        else out.failed.set(content, code);
-        if (code === undefined || severity === 'FATAL' || code.startsWith('08') || code.startsWith('57P')) {
-          await client.end().catch(() => undefined);
-          client = null;
-        }
-        if (code !== undefined && !code.startsWith('08') && !code.startsWith('57P')) throw err;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    waiting.delete(w);
-    await client?.end().catch(() => undefined);
-  });
-  return {
-    ...out,
-    async stop() {
-      mark('stopping the writers');
-      stopped = true;
-      let timer: NodeJS.Timeout | undefined;
-      const stuck = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          const now = Date.now();
-          const named = [...waiting].map(([w, { what, since }]) => `writer ${w} ${what} for ${Math.round((now - since) / 1000)} s`);
-          reject(new Error(`cotwire left writers without an answer: ${named.join('; ')}`));
-        }, 30_000);
-      });
-      try {
-        await Promise.race([Promise.all(workers), stuck]);
-        mark('the writers stopped');
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
-}
-
-/** Every acknowledged step is stored once, every step reported failed is absent, an unknown one at most once; the ledgers are whole. */
-async function expectEveryOutcomeKept(load: Outcomes, tag: string): Promise<void> {
-  const stored = new Map(
-    (
-      (await admin.query('SELECT content, count(*)::int FROM public._cot_steps WHERE content LIKE $1 GROUP BY content', [`${tag}-%`])) as Array<
-        [string, number]
-      >
-    ).map(([c, n]) => [c, n]),
-  );
-  expect(load.acked.filter((a) => stored.get(a.content) !== 1).map((a) => [a.content, stored.get(a.content)])).toEqual([]);
-  expect([...load.failed].filter(([c]) => stored.has(c))).toEqual([]);
-  expect(load.unknown.filter((c) => (stored.get(c) ?? 0) > 1)).toEqual([]);
-  expect([...stored].filter(([, n]) => n !== 1)).toEqual([]);
-  await expectWholeLedgers(admin);
-}
-
 async function checkpointCount(): Promise<number> {
   const [[n]] = (await admin.query('SELECT count(*)::int FROM public._cot_checkpoints')) as [[number]];
   return n;
@@ -223,7 +117,7 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
   it(
     'lives through PostgreSQL stopped with -m immediate under 16 writers and started again',
     async () => {
-      const load = writers(16, 'crash');
+      const load = writers(server, 16, 'crash', mark);
       try {
         await until('appends under way', () => load.acked.length >= 200);
         const checkpointsBefore = await checkpointCount();
@@ -239,7 +133,7 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
       } finally {
         await load.stop();
       }
-      await expectEveryOutcomeKept(load, 'crash');
+      await expectEveryOutcomeKept(admin, load, 'crash');
       expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
       expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
       expect(logged('issuing a checkpoint failed')).toBe(0);
@@ -251,7 +145,7 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
     'answers at once while PostgreSQL refuses connections for 30 s, says so once, and goes on when it is back',
     async () => {
       lines.length = 0;
-      const load = writers(16, 'refused');
+      const load = writers(server, 16, 'refused', mark);
       try {
         await until('appends under way', () => load.acked.length >= 100);
         const checkpointsBefore = await checkpointCount();
@@ -276,7 +170,7 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
         await resume().catch(() => undefined);
         await load.stop();
       }
-      await expectEveryOutcomeKept(load, 'refused');
+      await expectEveryOutcomeKept(admin, load, 'refused');
       expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(1);
       expect(logged('the PostgreSQL engine is reachable again')).toBe(1);
       expect(logged('issuing a checkpoint failed')).toBe(0);
@@ -286,7 +180,7 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
 
   it("recovers each of its own backends killed with pg_terminate_backend, and a client's killed backend ends only that client's session", async () => {
     lines.length = 0;
-    const load = writers(4, 'terminated');
+    const load = writers(server, 4, 'terminated', mark);
     const terminate = async (applicationName: string): Promise<void> => {
       const [[n]] = (await admin.query('SELECT count(pg_catalog.pg_terminate_backend(pid))::int FROM pg_catalog.pg_stat_activity WHERE application_name = $1', [
         applicationName,
@@ -341,7 +235,7 @@ describe('cotwire on a PostgreSQL that goes away and comes back', () => {
     } finally {
       await load.stop();
     }
-    await expectEveryOutcomeKept(load, 'terminated');
+    await expectEveryOutcomeKept(admin, load, 'terminated');
     // A terminated backend is not an engine down.
     expect(logged('the PostgreSQL engine is unreachable; retrying with backoff until it answers')).toBe(0);
     expect(logged('issuing a checkpoint failed')).toBe(0);

@@ -118,27 +118,36 @@ describe("the global log's proofs in PostgreSQL", () => {
 });
 
 /**
- * The writer's connection, with COMMIT's answer lost on demand: `after`
+ * The writer's connection, with a commit's answer lost on demand: `after`
  * commits and then reports the connection gone (the commit landed), `before`
- * rolls back and reports the same (it did not). The writer cannot tell the
- * two apart from the error: it must ask the log.
+ * rolls back and reports the same (it did not). A commit is COMMIT after
+ * BEGIN, or the writer's one statement outside a transaction (its own). The
+ * writer cannot tell the two apart from the error: it must ask the log.
  */
 class LosingConnection implements SqlConnection {
   losses: Array<'after' | 'before'> = [];
+  private inBlock = false;
   constructor(private readonly inner: PostgresConnection) {}
   async run(sql: string): Promise<void> {
     const loss = sql === 'COMMIT' ? this.losses.shift() : undefined;
+    if (sql === 'BEGIN') this.inBlock = true;
+    if (sql === 'COMMIT' || sql === 'ROLLBACK') this.inBlock = false;
     if (loss === undefined) return this.inner.run(sql);
     await this.inner.run(loss === 'after' ? 'COMMIT' : 'ROLLBACK');
-    throw new PgError(SqlState.ConnectionFailure, 'the PostgreSQL engine: Connection terminated unexpectedly');
+    throw lost();
   }
-  query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]> {
-    return this.inner.query(sql, params);
+  async query(sql: string, params?: readonly (string | null)[]): Promise<unknown[][]> {
+    const loss = !this.inBlock && sql.startsWith('WITH ') ? this.losses.shift() : undefined;
+    if (loss === undefined) return this.inner.query(sql, params);
+    if (loss === 'after') await this.inner.query(sql, params);
+    throw lost();
   }
   close(): void {
     this.inner.close();
   }
 }
+
+const lost = (): PgError => new PgError(SqlState.ConnectionFailure, 'the PostgreSQL engine: Connection terminated unexpectedly');
 
 describe('a commit whose answer the writer never hears', () => {
   it.each([

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { redactUrl } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { PgError } from '../../errors/pg-error.js';
+import { SqlState } from '../../errors/sqlstate.js';
 import { ProtectedNames } from '../../guard/names.js';
 import { LedgerCatalog } from '../../ledger/chain/catalog.js';
 import type { CheckpointIssuer } from '../../ledger/log/checkpoints.js';
@@ -89,6 +90,8 @@ async function openParts(
   const prefix = config.engine.rolePrefix;
   const roles = pgRoles(prefix);
   const health = stack.use(new EngineHealth(url, log, redactUrl(url)), (h) => h.stop());
+  // The writer's calls and the lease's are short: past this, their connection is taken for lost (a network cut).
+  const { answerTimeoutMs } = config.engine;
   let admin: PostgresConnection;
   try {
     admin = stack.use(await PostgresConnection.open(url, 'cotwire', { health }), (c) => c.close());
@@ -124,14 +127,14 @@ async function openParts(
   await loadGuardParser();
   const ledgers = new LedgerCatalog(admin, (n) => names.isProtected(n), null, readPostgresTables(prefix));
   const writerConn = stack.use(
-    await PostgresConnection.open(serverUrl, 'cotwire writer', { pipeline: true, prepare: true, setup: WRITER_SETUP, health }),
+    await PostgresConnection.open(serverUrl, 'cotwire writer', { pipeline: true, prepare: true, setup: WRITER_SETUP, health, answerTimeoutMs }),
     (c) => c.close(),
   );
   const writer = stack.use(
     await PgLedgerWriter.open(writerConn, {
       observer,
       health,
-      checker: stack.use(await PostgresConnection.open(serverUrl, 'cotwire writer check', { health }), (c) => c.close()),
+      checker: stack.use(await PostgresConnection.open(serverUrl, 'cotwire writer check', { health, answerTimeoutMs }), (c) => c.close()),
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
     }),
     (w) => w.close(),
@@ -150,18 +153,25 @@ async function openParts(
     observer,
     handlers: new ProxyHandlerFactory(
       (info, applicationName) =>
-        PgBackend.open(
-          info.role === 'admin' ? clientUrls.admin : info.role === 'writer' ? clientUrls.writer : clientUrls.reader,
-          applicationName === '' ? 'cotwire client' : applicationName,
-          // What cot_agent_id() answers; a client cannot set it (the guard refuses SET cotwire.*).
-          { [AGENT_ID_SETTING]: info.identity.agent_id ?? '' },
-        ).catch((err: unknown) => {
-          // The engine refusing connections (none listening, starting up, shutting down) is down; any other refusal
-          // (too many connections, a password) may be this backend's alone: one probe tells.
-          if (engineRefusedConnection(err)) health.lost(err as Error);
-          else health.suspect(err as Error);
-          throw err;
-        }),
+        // While the engine is down a client is told at once, not after a connection attempt of its own times out.
+        (health.reachable
+          ? Promise.resolve()
+          : Promise.reject(new PgError(SqlState.ConnectionFailure, `cannot reach the PostgreSQL engine: ${health.why}`))
+        ).then(() =>
+          PgBackend.open(
+            info.role === 'admin' ? clientUrls.admin : info.role === 'writer' ? clientUrls.writer : clientUrls.reader,
+            applicationName === '' ? 'cotwire client' : applicationName,
+            // What cot_agent_id() answers; a client cannot set it (the guard refuses SET cotwire.*).
+            { [AGENT_ID_SETTING]: info.identity.agent_id ?? '' },
+            answerTimeoutMs,
+          ).catch((err: unknown) => {
+            // The engine refusing connections (none listening, starting up, shutting down) is down; any other refusal
+            // (too many connections, a password) may be this backend's alone: one probe tells.
+            if (engineRefusedConnection(err)) health.lost(err as Error);
+            else health.suspect(err as Error);
+            throw err;
+          }),
+        ),
       { guard, securityLog, observer },
       {
         ledgers,

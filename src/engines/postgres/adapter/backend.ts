@@ -5,7 +5,7 @@ import { PgError, type Severity } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { BackendField, BackendStatus, BindValue, FetchOutcome, RelayBackend } from '../../../engine/port.js';
 import { binaryEncoder, type BinaryEncoder } from './binary.js';
-import { engineError } from './connection.js';
+import { engineError, KEEPALIVE_DELAY_MS } from './connection.js';
 import { dataRowCells, RowTap } from './row-tap.js';
 
 /**
@@ -254,11 +254,20 @@ export class PgBackend implements RelayBackend {
    * them: they are the session's defaults, which RESET ALL and DISCARD ALL
    * return to.
    */
-  static async open(url: string, applicationName: string, settings: Readonly<Record<string, string>> = {}): Promise<PgBackend> {
+  static async open(url: string, applicationName: string, settings: Readonly<Record<string, string>> = {}, connectTimeoutMs = 30_000): Promise<PgBackend> {
     const options = Object.entries(settings)
       .map(([k, v]) => `-c ${k}=${v.replaceAll('\\', '\\\\').replaceAll(' ', '\\ ')}`)
       .join(' ');
-    const client = new pg.Client({ connectionString: url, types: TEXT, application_name: applicationName, ...(options === '' ? {} : { options }) });
+    const client = new pg.Client({
+      connectionString: url,
+      types: TEXT,
+      application_name: applicationName,
+      // A network cut ends an idle backend's session within seconds; a statement in flight is the client's to time out.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      connectionTimeoutMillis: connectTimeoutMs,
+      ...(options === '' ? {} : { options }),
+    });
     client.on('error', () => undefined);
     const u = new URL(url);
     const backend = new PgBackend(client, { host: u.hostname || 'localhost', port: Number(u.port || 5432) });

@@ -82,7 +82,19 @@ export interface ConnectionOptions {
   readonly setup?: readonly string[];
   /** Shared by the server's connections: a failed connection marks the engine down, and calls fail at once until it is back. */
   readonly health?: EngineHealth;
+  /**
+   * For a connection whose calls are all short (the writer's, the lease's):
+   * a call with no answer after this long takes the backend for lost, as a
+   * network cut leaves a socket that neither answers nor fails for many
+   * minutes. It bounds connecting too (by default CONNECT_TIMEOUT_MS).
+   */
+  readonly answerTimeoutMs?: number;
 }
+
+/** How long connecting may take when no answerTimeoutMs bounds it. */
+const CONNECT_TIMEOUT_MS = 30_000;
+/** An idle connection is probed after this long, and taken for lost about ten seconds of silence later (libuv's keepalive). */
+export const KEEPALIVE_DELAY_MS = 10_000;
 
 /**
  * One of the server's own connections to the engine. It outlives its
@@ -174,8 +186,19 @@ export class PostgresConnection implements SqlConnection {
 
   /** A call on the live backend: at once when there is one, so that calls made together are sent together and in order. */
   private on<T>(call: (client: pg.Client) => Promise<T>): Promise<T> {
-    if (this.transaction !== 'lost' && this.client !== null && this.connecting === null) return call(this.client);
-    return this.live().then(call);
+    const bounded = this.options.answerTimeoutMs === undefined ? call : (client: pg.Client) => this.answered(client, call(client));
+    if (this.transaction !== 'lost' && this.client !== null && this.connecting === null) return bounded(this.client);
+    return this.live().then(bounded);
+  }
+
+  /** The call's answer, or, after answerTimeoutMs without one, the backend ended: the call fails as a lost connection. */
+  private answered<T>(client: pg.Client, answer: Promise<T>): Promise<T> {
+    const ms = this.options.answerTimeoutMs as number;
+    const timer = setTimeout(() => {
+      const stream = (client as unknown as { connection?: { stream?: { destroy(err?: Error): void } } }).connection?.stream;
+      stream?.destroy(new Error(`the PostgreSQL engine did not answer within ${ms} ms (engine.answerTimeoutMs)`));
+    }, ms);
+    return answer.finally(() => clearTimeout(timer));
   }
 
   close(): void {
@@ -208,6 +231,8 @@ export class PostgresConnection implements SqlConnection {
       types,
       application_name: this.applicationName,
       keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      connectionTimeoutMillis: this.options.answerTimeoutMs ?? CONNECT_TIMEOUT_MS,
       ...(this.options.pipeline === true ? { pipeline: true } : {}),
     });
     // Without a listener a broken connection would end the process; with it, the next call connects again.

@@ -322,11 +322,11 @@ export class PgLedgerWriter implements LedgerAppender {
 
   /**
    * One round trip instead of two, when the tip is current (one instance, or
-   * none other committed since): BEGIN, the rows chained from the tip with
-   * the log's size and each chain's head checked and advanced in the same
-   * statement, and COMMIT. If another instance moved either, the statement
-   * fails, nothing is made, and the commit is made again the locking way
-   * (answers null).
+   * none other committed since): one statement, its own transaction, with
+   * the rows chained from the tip and the log's size and each chain's head
+   * checked and advanced in it. If another instance moved either, the
+   * statement fails, nothing is made, and the commit is made again the
+   * locking way (answers null).
    */
   private async commitFromTip(
     units: readonly AppendUnit[],
@@ -342,20 +342,17 @@ export class PgLedgerWriter implements LedgerAppender {
     }
     const { results, rowsByLedger, newNodes, size, last } = chained;
     const { sql, params } = writeStatement(rowsByLedger, newNodes, start.heads, { before: start.before, total, old: start.old });
-    const settled = await Promise.allSettled(this.corked(() => [this.conn.run('BEGIN'), this.conn.query(sql, params), this.conn.run('COMMIT')]));
-    if (settled.every((r) => r.status === 'fulfilled')) return this.committed(units, total, start, size, results);
-    const lost = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && isConnectionLoss(r.reason));
-    if (lost !== undefined) {
+    // One statement is its own transaction, committed at its Sync: no BEGIN and COMMIT to send and run.
+    try {
+      await this.conn.query(sql, params);
+    } catch (err) {
       this.tip = null;
-      if (this.checker !== null) throw this.inDoubt(last, lost.reason, results, units, total);
-      if (await this.landed(this.conn, last, lost.reason)) return this.committed(units, total, start, size, results);
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw this.notMade(lost.reason);
+      if (!isConnectionLoss(err)) return null; // Another instance moved the log or a head since the tip: nothing was made.
+      if (this.checker !== null) throw this.inDoubt(last, err, results, units, total);
+      if (await this.landed(this.conn, last, err)) return this.committed(units, total, start, size, results);
+      throw this.notMade(err);
     }
-    // Another instance committed since the tip: PostgreSQL turned COMMIT into ROLLBACK.
-    await this.conn.run('ROLLBACK').catch(() => undefined);
-    this.tip = null;
-    return null;
+    return this.committed(units, total, start, size, results);
   }
 
   /** A commit whose answer was lost, to be decided on the checker while the writer goes on. */

@@ -35,7 +35,9 @@ export async function openCheckpoints(
     config.checkpoint.keyFile !== null
       ? readKeyFile(config.checkpoint.keyFile)
       : parseSigner(await sharedSignerKey(admin, () => generateKey(`cotwire.local/${config.database.name}`).signerKey));
-  const leaseConn = stack.use(await PostgresConnection.open(serverUrl, 'cotwire signer', { health }), (c) => c.close());
+  const leaseConn = stack.use(await PostgresConnection.open(serverUrl, 'cotwire signer', { health, answerTimeoutMs: config.engine.answerTimeoutMs }), (c) =>
+    c.close(),
+  );
   const instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const leaseMs = 2 * config.checkpoint.intervalSeconds * 1000 + 5000;
   const schedule = issuerSchedule(config.checkpoint, log);
