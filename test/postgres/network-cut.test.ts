@@ -1,8 +1,8 @@
 import net from 'node:net';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
+import { countLogged, logLines } from '../fixtures/log-lines.js';
 import { expectEveryOutcomeKept, writers } from '../fixtures/pg-outcomes.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
 
@@ -72,17 +72,7 @@ const ANSWER_TIMEOUT_MS = 2000;
 beforeAll(async () => {
   link = new CuttableLink(ctx.engine.pg.port);
   await link.listen();
-  const log = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString()
-          .split('\n')
-          .filter((l) => l !== ''),
-      );
-      done();
-    },
-  });
+  const log = logLines(lines);
   const url = new URL(ctx.engine.url);
   url.port = String(link.port);
   server = await startPgTestServer(
@@ -118,7 +108,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms: 
 }
 
 const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`)).status;
-const logged = (message: string): number => lines.filter((l) => (JSON.parse(l) as { msg: string }).msg === message).length;
+const logged = (message: string): number => countLogged(lines, message);
 
 describe('cotwire when the network to its PostgreSQL is cut', () => {
   it('takes the silent connections for lost, answers at once meanwhile, and goes on when the network is back', async () => {

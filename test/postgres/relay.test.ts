@@ -2,6 +2,7 @@ import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usePgServer } from '../fixtures/pg-server.js';
+import { rng } from '../fixtures/rng.js';
 import { errorFields, type RawMessage, WireClient } from '../fixtures/wire.js';
 
 /**
@@ -30,18 +31,6 @@ afterAll(async () => {
   await superuser?.end();
 });
 
-/** A deterministic generator (mulberry32), so that a failure names a case that runs again the same. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Case {
   readonly name: string;
   /** Sent after startup, in one write. */
@@ -66,7 +55,7 @@ function statement(r: () => number, n: number): { sql: string; params: string[] 
 }
 
 function generate(seed: number): Case {
-  const r = random(seed);
+  const r = rng(seed);
   const rows = () => pick(r, [0, 1, 2, 999, 1000, 1001, 2500]);
   const kind = pick(r, ['extended', 'extended', 'portion', 'binary', 'two', 'simple'] as const);
   if (kind === 'simple') {

@@ -1,7 +1,7 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
+import { countLogged, logLines } from '../fixtures/log-lines.js';
 import { expectEveryOutcomeKept, type Outcomes, writers } from '../fixtures/pg-outcomes.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
 import { errorFields, WireClient } from '../fixtures/wire.js';
@@ -21,17 +21,7 @@ let server: PgTestServer;
 let admin: PostgresConnection;
 
 beforeAll(async () => {
-  const log = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString()
-          .split('\n')
-          .filter((l) => l !== ''),
-      );
-      done();
-    },
-  });
+  const log = logLines(lines);
   server = await startPgTestServer(
     ctx.engine,
     { checkpoint: { keyFile: null, intervalSeconds: 1, maxLeaves: 10_000, sinks: [] }, metrics: { host: '127.0.0.1', port: 0 } },
@@ -99,7 +89,7 @@ async function healthz(): Promise<number> {
   return res.status;
 }
 
-const logged = (message: string): number => lines.filter((l) => (JSON.parse(l) as { msg: string }).msg === message).length;
+const logged = (message: string): number => countLogged(lines, message);
 
 async function checkpointCount(): Promise<number> {
   const [[n]] = (await admin.query('SELECT count(*)::int FROM public._cot_checkpoints')) as [[number]];

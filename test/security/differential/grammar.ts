@@ -7,17 +7,8 @@
  * ledger, a macro, the catalog database or a setting there.
  */
 
-/** A small deterministic generator (mulberry32), so that a failure can be replayed from its seed. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from '../../fixtures/rng.js';
+import { rng } from '../../fixtures/rng.js';
 
 type Pick = <T>(xs: readonly T[]) => T;
 

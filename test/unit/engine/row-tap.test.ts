@@ -1,18 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { dataRowCells, RowTap } from '../../../src/engines/postgres/adapter/row-tap.js';
-
-/** A deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../../fixtures/rng.js';
 
 function message(type: string, body: Buffer): Buffer {
   const head = Buffer.alloc(5);
@@ -51,7 +40,7 @@ function framer(): (chunk: Buffer) => Buffer[] {
 describe('RowTap', () => {
   it('takes every DataRow whole and passes everything else on, in order, however the bytes are cut', () => {
     for (let seed = 1; seed <= 300; seed++) {
-      const r = random(seed);
+      const r = rng(seed);
       const messages: Buffer[] = [];
       for (let i = 0; i < 1 + Math.floor(r() * 40); i++) {
         if (r() < 0.6) {
