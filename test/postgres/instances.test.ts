@@ -68,12 +68,12 @@ describe('three cotwire instances on one PostgreSQL', () => {
     expect(victim).toBeGreaterThanOrEqual(0);
     const [[sizeAtKill]] = (await admin.query('SELECT size FROM cotwire.log_head')) as [[bigint]];
     instances[victim]?.child.kill('SIGKILL');
-    // Another instance takes the lease when it expires, and signs a checkpoint past the kill.
-    await until('a checkpoint signed by a survivor past the kill', async () => {
-      const [[lastSize, signer]] = (await admin.query('SELECT (SELECT max(tree_size) FROM public._cot_checkpoints), (SELECT holder FROM cotwire.signer)')) as [
-        [bigint | null, string],
-      ];
-      return signer !== holder && Number(lastSize ?? 0) > Number(sizeAtKill);
+    // Another instance takes the lease when it expires and signs past the kill: a history of more than three checkpoints.
+    await until('checkpoints signed by a survivor past the kill', async () => {
+      const [[lastSize, count, signer]] = (await admin.query(
+        'SELECT (SELECT max(tree_size) FROM public._cot_checkpoints), (SELECT count(*)::int FROM public._cot_checkpoints), (SELECT holder FROM cotwire.signer)',
+      )) as [[bigint | null, number, string]];
+      return signer !== holder && Number(lastSize ?? 0) > Number(sizeAtKill) && count > 3;
     });
     for (const l of loads) await l.stop();
     const survivors = instances.filter((_, i) => i !== victim);
