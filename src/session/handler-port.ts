@@ -83,10 +83,8 @@ export type ExecuteOutcome =
  * bookkeeping and calls these "do" operations (pgwire's on_/do_ split).
  * Every method may throw a PgError; anything else becomes XX000.
  */
-/** What follows a Bind, already received: an Execute of its portal for all its rows, then a Sync (or a simple query's end). */
+/** Already received after a Bind: an Execute of its portal for all its rows, and whether a Sync (or a simple query's end) comes next. */
 export interface BindAhead {
-  readonly executeAll: boolean;
-  /** The exchange ends right after that Execute. */
   readonly sync: boolean;
 }
 

@@ -514,7 +514,7 @@ export class Session {
         const source = query.statements[query.next++] as StatementSource;
         const prepared = await handler.prepare(source, []);
         // A simple query's statement is executed whole, and the last one ends the exchange.
-        const portal = await handler.bind(prepared, [], [], [], { executeAll: true, sync: query.next === query.statements.length });
+        const portal = await handler.bind(prepared, [], [], [], { sync: query.next === query.statements.length });
         if (portal.fields !== null) this.out.rowDescription(portal.fields);
         const outcome = await this.executeTracked(handler, portal, 0, source.text);
         handler.closePortal(portal);
@@ -649,12 +649,13 @@ export class Session {
     let msg = this.queuedMessage(i);
     if (msg?.kind === 'Describe' && msg.target === 'P' && msg.name === portal) msg = this.queuedMessage(++i);
     if (msg?.kind !== 'Execute' || msg.portal !== portal || msg.maxRows !== 0) return undefined;
-    return { executeAll: true, sync: this.queue[i + 1]?.code === FrontendCode.Sync };
+    return { sync: this.queue[i + 1]?.code === FrontendCode.Sync };
   }
 
+  /** A queued Describe or Execute, decoded; null for anything else, which lookahead never needs to read. */
   private queuedMessage(i: number): FrontendMessage | null {
     const frame = this.queue[i];
-    if (frame === undefined || frame.code === STARTUP_FRAME) return null;
+    if (frame?.code !== FrontendCode.Describe && frame?.code !== FrontendCode.Execute) return null;
     try {
       return decodeFrontendMessage(frame.code, frame.body);
     } catch {

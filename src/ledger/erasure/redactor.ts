@@ -8,6 +8,7 @@ import { quoteIdent, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
 import { markerOf, REDACTIONS_TABLE, unredactable } from './redactions.js';
 import type { ErasureStore } from './store.js';
 import type { RedactionAsk as RedactionRequest, RedactionResult as RedactionRecord } from '../../engine/erasure-call.js';
+import { OneAtATime } from './one-at-a-time.js';
 
 /** Which value to redact: a step of `_cot_steps` by trace_id, or a row of any ledger by its ledger_seq. */
 export type RedactionTarget = { readonly traceId: string } | { readonly ledger: string; readonly seq: string };
@@ -31,11 +32,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * and the next start finishes the redaction (complete()).
  */
 export class Redactor {
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly runs = new OneAtATime();
 
   /** Resolves once the runs asked for so far have ended. */
-  async idle(): Promise<void> {
-    await this.queue;
+  idle(): Promise<void> {
+    return this.runs.idle();
   }
 
   constructor(
@@ -46,9 +47,7 @@ export class Redactor {
   ) {}
 
   redact(request: RedactionRequest): Promise<RedactionRecord> {
-    const run = this.queue.then(() => this.redactOne(request));
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.runs.run(() => this.redactOne(request));
   }
 
   private async redactOne(request: RedactionRequest): Promise<RedactionRecord> {

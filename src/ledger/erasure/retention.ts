@@ -5,6 +5,7 @@ import { quoteIdent, quoteLiteral, type LedgerTable } from '../chain/schema.js';
 import { encodeSeqs, retainable, RETENTION_TABLE } from './retention-sql.js';
 import type { ErasureStore } from './store.js';
 import type { RetainedResult as RetainedSession } from '../../engine/erasure-call.js';
+import { OneAtATime } from './one-at-a-time.js';
 
 /** One session that retention removes (or, in a dry run, would remove), as cot_retain() answers it. */
 export type { RetainedResult as RetainedSession } from '../../engine/erasure-call.js';
@@ -46,11 +47,11 @@ interface Candidate {
  * removes them under the records already written.
  */
 export class Retention {
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly runs = new OneAtATime();
 
   /** Resolves once the runs asked for so far have ended. */
-  async idle(): Promise<void> {
-    await this.queue;
+  idle(): Promise<void> {
+    return this.runs.idle();
   }
 
   constructor(
@@ -61,9 +62,7 @@ export class Retention {
   ) {}
 
   run(run: RetentionRun): Promise<RetainedSession[]> {
-    const next = this.queue.then(() => this.runOnce(run));
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.runs.run(() => this.runOnce(run));
   }
 
   private async runOnce(run: RetentionRun): Promise<RetainedSession[]> {

@@ -1,3 +1,5 @@
+import type { ChainVerdict } from '../chain/verdict.js';
+
 /**
  * What an audit can find. The first three come from holding the rows
  * against the global log: `missing` (an acknowledged row is gone: a
@@ -33,4 +35,17 @@ export interface AuditFinding {
   /** How many rows the finding covers. */
   readonly rows: number;
   readonly detail: string;
+}
+
+/** A chain that does not verify, as a finding: the same words on either engine. */
+export function chainBreakFinding(v: ChainVerdict): AuditFinding {
+  return {
+    kind: (v.breakKind ?? 'edited') as FindingKind,
+    ledger: v.table,
+    chainKey: v.chainKey,
+    firstSeq: null,
+    lastSeq: null,
+    rows: 1,
+    detail: `the chain breaks at step ${String(v.firstBrokenIndex)} (${String(v.breakKind)}): expected ${String(v.expectedHash)}, found ${String(v.actualHash)}`,
+  };
 }

@@ -210,7 +210,7 @@ export class AccessControl {
     this.recordAttempt(operation, target, code, 'erasure failed', statement);
   }
 
-  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string): void {
+  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string, print = fingerprint(statement)): void {
     this.securityLog.record({
       user: this.info.user,
       remoteAddress: this.info.remoteAddress,
@@ -219,7 +219,7 @@ export class AccessControl {
       target,
       sqlstate,
       reason,
-      fingerprint: fingerprint(statement),
+      fingerprint: print,
       statement,
     });
   }
@@ -268,16 +268,6 @@ export class AccessControl {
 
   private record(err: GuardRefusal, statement: string): void {
     this.observer.refusal(err.refusal.operation, err.refusal.reason);
-    this.securityLog.record({
-      user: this.info.user,
-      remoteAddress: this.info.remoteAddress,
-      applicationName: this.applicationName(),
-      operation: err.refusal.operation,
-      target: err.refusal.target,
-      sqlstate: err.code,
-      reason: err.refusal.reason,
-      fingerprint: err.fingerprint,
-      statement,
-    });
+    this.recordAttempt(err.refusal.operation, err.refusal.target, err.code, err.refusal.reason, statement, err.fingerprint);
   }
 }

@@ -2,7 +2,8 @@ import type { EngineConnection } from '../../../engine/port.js';
 import type { Observer } from '../../../observe/observer.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
-import { reconcile, type AuditFinding, type FindingKind, type KnownHead } from './reconcile.js';
+import { chainBreakFinding } from '../../../ledger/log/audit-finding.js';
+import { reconcile, type AuditFinding, type KnownHead } from './reconcile.js';
 import { chainVerifier, type Pacing } from '../dialect/verify.js';
 import { addFingerprints, NO_ROWS, observeFingerprint, sameFingerprint, type Fingerprint } from '../ledger/fingerprint.js';
 import { qualifiedName } from '../../../ledger/chain/schema.js';
@@ -251,18 +252,7 @@ export class LedgerAuditor {
       baseline = { seq: applied, byTable };
       const verdicts = await chainVerifier(this.conn, this.catalog, this.pacing).verify(null);
       chains = verdicts.length;
-      for (const v of verdicts) {
-        if (v.valid) continue;
-        findings.push({
-          kind: (v.breakKind ?? 'edited') as FindingKind,
-          ledger: v.table,
-          chainKey: v.chainKey,
-          firstSeq: null,
-          lastSeq: null,
-          rows: 1,
-          detail: `the chain breaks at step ${String(v.firstBrokenIndex)} (${String(v.breakKind)}): expected ${String(v.expectedHash)}, found ${String(v.actualHash)}`,
-        });
-      }
+      for (const v of verdicts) if (!v.valid) findings.push(chainBreakFinding(v));
     } finally {
       await this.conn.run('ROLLBACK').catch(() => undefined);
     }

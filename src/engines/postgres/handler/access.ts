@@ -118,7 +118,7 @@ export class ProxyAccess {
     this.recordAttempt(operation, target, err instanceof PgError ? err.code : 'XX000', 'erasure failed', statement);
   }
 
-  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string): void {
+  private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string, print = fingerprint(statement)): void {
     this.services.securityLog.record({
       user: this.info.user,
       remoteAddress: this.info.remoteAddress,
@@ -127,7 +127,7 @@ export class ProxyAccess {
       target,
       sqlstate,
       reason,
-      fingerprint: fingerprint(statement),
+      fingerprint: print,
       statement,
     });
   }
@@ -154,17 +154,7 @@ export class ProxyAccess {
   refuse(refusal: Refusal, statement: string): never {
     const err = new GuardRefusal(refusal, fingerprint(statement));
     this.services.observer.refusal(refusal.operation, refusal.reason);
-    this.services.securityLog.record({
-      user: this.info.user,
-      remoteAddress: this.info.remoteAddress,
-      applicationName: this.applicationName(),
-      operation: refusal.operation,
-      target: refusal.target,
-      sqlstate: err.code,
-      reason: refusal.reason,
-      fingerprint: err.fingerprint,
-      statement,
-    });
+    this.recordAttempt(refusal.operation, refusal.target, err.code, refusal.reason, statement, err.fingerprint);
     throw err;
   }
 }

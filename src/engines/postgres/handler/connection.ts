@@ -347,7 +347,7 @@ export class ProxyConnection implements ConnectionHandler {
    * block with, a reader's read-only default to restore).
    */
   private executeAhead(s: PgStatement, ahead: BindAhead | undefined): { readonly sync: boolean } | undefined {
-    if (ahead?.executeAll !== true || !RUN_WHOLE.has(Object.keys(s.tree)[0] ?? '')) return undefined;
+    if (ahead === undefined || !RUN_WHOLE.has(Object.keys(s.tree)[0] ?? '')) return undefined;
     return { sync: ahead.sync && this.pending.length === 0 && !this.refusedInBlock && !this.exchangeFailed };
   }
 

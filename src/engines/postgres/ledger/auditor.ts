@@ -4,7 +4,7 @@ import { qualifiedName } from '../../../ledger/chain/schema.js';
 import type { Observer } from '../../../observe/observer.js';
 import { chainVerifier } from '../dialect/verify.js';
 import { PG_SCHEMA } from './names.js';
-import type { AuditFinding, FindingKind } from '../../../ledger/log/audit-finding.js';
+import { type AuditFinding, chainBreakFinding } from '../../../ledger/log/audit-finding.js';
 
 /**
  * The background audit on a PostgreSQL engine, shared by every instance:
@@ -61,18 +61,7 @@ export class PgAuditor {
     if (!force && !(await this.claim())) return null;
     const findings: AuditFinding[] = [];
     const verdicts = await chainVerifier(this.conn, this.catalog).verify(null);
-    for (const v of verdicts) {
-      if (v.valid) continue;
-      findings.push({
-        kind: (v.breakKind ?? 'edited') as FindingKind,
-        ledger: v.table,
-        chainKey: v.chainKey,
-        firstSeq: null,
-        lastSeq: null,
-        rows: 1,
-        detail: `chain ${JSON.stringify(v.chainKey)} breaks at step ${String(v.firstBrokenIndex)} (${v.breakKind ?? 'edited'})`,
-      });
-    }
+    for (const v of verdicts) if (!v.valid) findings.push(chainBreakFinding(v));
     findings.push(...(await this.logFindings()));
     await this.conn.run('BEGIN');
     try {
