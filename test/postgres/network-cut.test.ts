@@ -1,10 +1,10 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
 import { countLogged, logLines } from '../fixtures/log-lines.js';
 import { expectEveryOutcomeKept, writers } from '../fixtures/pg-outcomes.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
+import { TcpLink } from '../fixtures/tcp-link.js';
 
 /**
  * A network cut between cotwire and its PostgreSQL: packets stop, and no
@@ -16,61 +16,15 @@ import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
  * from the log.
  */
 
-/** A TCP relay to PostgreSQL that can stop carrying bytes, both ways, without closing anything. */
-class CuttableLink {
-  private readonly server: net.Server;
-  private cut = false;
-  private readonly held: Array<() => void> = [];
-  port = 0;
-
-  constructor(target: number) {
-    this.server = net.createServer((downstream) => {
-      const upstream = net.connect(target, '127.0.0.1');
-      const carry = (from: net.Socket, to: net.Socket): void => {
-        from.on('data', (chunk: Buffer) => {
-          if (this.cut) this.held.push(() => to.write(chunk));
-          else to.write(chunk);
-        });
-        from.on('close', () => {
-          if (this.cut) this.held.push(() => to.destroy());
-          else to.destroy();
-        });
-        from.on('error', () => undefined);
-      };
-      carry(downstream, upstream);
-      carry(upstream, downstream);
-    });
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  sever(): void {
-    this.cut = true;
-  }
-
-  /** The network is back: what was sent meanwhile arrives (TCP retransmits it), in order. */
-  restore(): void {
-    this.cut = false;
-    for (const deliver of this.held.splice(0)) deliver();
-  }
-
-  close(): void {
-    this.server.close();
-  }
-}
-
 const ctx = usePgEngine();
 const lines: string[] = [];
-let link: CuttableLink;
+let link: TcpLink;
 let server: PgTestServer;
 let admin: PostgresConnection;
 const ANSWER_TIMEOUT_MS = 2000;
 
 beforeAll(async () => {
-  link = new CuttableLink(ctx.engine.pg.port);
+  link = new TcpLink(ctx.engine.pg.port);
   await link.listen();
   const log = logLines(lines);
   const url = new URL(ctx.engine.url);
