@@ -213,6 +213,11 @@ export type BindValue = string | Buffer | null;
  * protocol as the client speaks it, with the backend's Sync at the
  * client's. Results come as text.
  */
+export interface PortalOptions {
+  readonly executeAll?: { readonly sync: boolean };
+  readonly takesFrames?: boolean;
+}
+
 export interface RelayBackend {
   readonly status: BackendStatus;
   readonly inExchange: boolean;
@@ -224,10 +229,12 @@ export interface RelayBackend {
   reportedSettings(): Array<[string, string]>;
   describe(sql: string, types: readonly number[]): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }>;
   /**
-   * Parse, Bind (results in `resultFormats`, converted from text where
-   * binary) and Describe portal; throws 0A000 for a binary column it cannot
-   * convert. With `executeAll`, the portal's Execute goes too (and Sync),
-   * its rows held for fetch.
+   * Parse, Bind (results in `resultFormats`) and Describe portal. With
+   * `executeAll`, the portal's Execute goes too (and Sync), its rows held
+   * for fetch. With `takesFrames`, the caller's fetches take rows as the
+   * backend sent them (onFrame): binary results are then the backend's own;
+   * otherwise binary is converted from text, and a column it cannot convert
+   * is refused (0A000).
    */
   openPortal(
     portal: string,
@@ -235,7 +242,7 @@ export interface RelayBackend {
     types: readonly number[],
     values: readonly BindValue[],
     resultFormats: readonly number[],
-    executeAll?: { readonly sync: boolean },
+    options?: PortalOptions,
   ): Promise<BackendField[] | null>;
   /** Rows go to `onRow`, or to `onFrame` as the DataRow messages the backend sent, when they need no conversion. */
   fetch(

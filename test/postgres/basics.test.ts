@@ -187,10 +187,12 @@ describe('the wire on a PostgreSQL engine', () => {
       "ARRAY[1.5, 'NaN', '-Infinity']::float8[], ARRAY[0.001, 12345.6789, -1]::numeric[], ARRAY['0190a4b2-0000-7000-8000-000000000001']::uuid[], " +
       "ARRAY['2024-02-29 13:14:15.5+00', 'infinity']::timestamptz[], ARRAY['2024-02-29']::date[], ARRAY['\\x00ff'::bytea, NULL], " +
       "ARRAY['{\"k\": [1, 2]}']::jsonb[], ARRAY['1 day 02:00:00']::interval[], ARRAY['x']::varchar[]";
-    const rowOf = async (port: number, user: string): Promise<(Buffer | null)[]> => {
+    const columns = 33;
+    // All in binary (PostgreSQL's own, as sent), and mixed with a text column first (cotwire converts the rest).
+    const rowOf = async (port: number, user: string, formats: readonly number[]): Promise<(Buffer | null)[]> => {
       const w = await WireClient.startup(port, { user, database: 'postgres' });
       w.write(serialize.parse({ text: sql }));
-      w.write(serialize.bind({ binary: true }));
+      w.write(bindFormats(formats));
       w.write(serialize.execute({}));
       w.write(serialize.sync());
       const got = await w.until('Z');
@@ -199,9 +201,12 @@ describe('the wire on a PostgreSQL engine', () => {
       if (data === undefined) throw new Error(`no row: ${JSON.stringify(got.map((m) => [m.type, m.body.toString()]))}`);
       return dataRowCells(data.body);
     };
-    const direct = await rowOf(ctx.engine.pg.port, 'postgres');
-    const through = await rowOf(ctx.server.port, 'cotwire');
-    expect(through.map((b) => b?.toString('hex'))).toEqual(direct.map((b) => b?.toString('hex')));
+    for (const formats of [[1], [0, ...new Array<number>(columns - 1).fill(1)]]) {
+      const direct = await rowOf(ctx.engine.pg.port, 'postgres', formats);
+      const through = await rowOf(ctx.server.port, 'cotwire', formats);
+      expect(direct).toHaveLength(columns);
+      expect(through.map((b) => b?.toString('hex'))).toEqual(direct.map((b) => b?.toString('hex')));
+    }
   });
 
   it('COPY FROM STDIN into a ledger chains the rows; a failed string drops its appends', async () => {
@@ -225,3 +230,24 @@ describe('the wire on a PostgreSQL engine', () => {
     expect((await c.query("SELECT count(*)::int AS n FROM _cot_steps WHERE session_id = 'c2'")).rows).toEqual([{ n: 0 }]);
   });
 });
+
+/** Bind of the unnamed statement, no parameters, with a result format per column (pg-protocol writes one for all). */
+function bindFormats(formats: readonly number[]): Buffer {
+  const body = Buffer.alloc(2 + 2 + 2 + 2 + 2 * formats.length);
+  // Portal and statement names are empty: the two leading zero bytes.
+  let o = 2;
+  body.writeInt16BE(0, o); // parameter formats
+  o += 2;
+  body.writeInt16BE(0, o); // parameters
+  o += 2;
+  body.writeInt16BE(formats.length, o);
+  o += 2;
+  for (const f of formats) {
+    body.writeInt16BE(f, o);
+    o += 2;
+  }
+  const head = Buffer.alloc(5);
+  head.write('B', 0, 'latin1');
+  head.writeInt32BE(4 + body.length, 1);
+  return Buffer.concat([head, body]);
+}

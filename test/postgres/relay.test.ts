@@ -11,7 +11,7 @@ import { errorFields, type RawMessage, WireClient } from '../fixtures/wire.js';
  * each exchange gets the same messages back, rows byte for byte. The
  * exchanges are generated: statements of 0 to 2,500 rows (across cotwire's
  * batches), NULLs, notices among the rows, errors at Bind and after some
- * rows, in text and in binary, whole or a few rows per Execute, one or two
+ * rows, ranges and records, in text and in binary, whole or a few rows per Execute, one or two
  * statements per Sync, and as simple queries.
  */
 
@@ -49,6 +49,8 @@ function statement(r: () => number, n: number): { sql: string; params: string[] 
     `SELECT ${value} AS i, repeat('x', i % 97) AS body, CASE WHEN i % 3 = 0 THEN NULL ELSE i * 0.5 END AS half`,
     `SELECT public.relay_noisy(${value}) AS i, timestamptz '2026-01-01 12:00:00+00' - interval '1 day 1 second' * i AS at, ARRAY[i, NULL, i + 1] AS a`,
     `SELECT ${value} AS i, (i % 2 = 0) AS even, 'é€' || i::text AS u, '\\x00ff'::bytea AS b, '{"k": 1}'::jsonb AS j`,
+    // Ranges, a multirange, records and composite arrays: no text conversion can give their binary form.
+    `SELECT int4range(${value}, i + 5) AS r, numrange(i / 3.0, NULL) AS n, tstzrange('2026-01-01', '2026-01-01'::date + i) AS t, int4multirange(int4range(1, i + 2)) AS m, ROW(i, 'x' || i, NULL::int) AS rec, ARRAY[ROW(i, true)] AS recs`,
   ]);
   if (r() < 0.15) return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [pick(r, ['x', '-', '1e3'])] }; // fails at Bind
   return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [String(n)] };

@@ -3,7 +3,7 @@ import { connect as netConnect } from 'node:net';
 import pg from 'pg';
 import { PgError, type Severity } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import type { BackendField, BackendStatus, BindValue, FetchOutcome, RelayBackend } from '../../../engine/port.js';
+import type { BackendField, BackendStatus, BindValue, FetchOutcome, PortalOptions, RelayBackend } from '../../../engine/port.js';
 import { binaryEncoder, type BinaryEncoder } from './binary.js';
 import { engineError, KEEPALIVE_DELAY_MS } from './connection.js';
 import { dataRowCells, RowTap } from './row-tap.js';
@@ -45,7 +45,7 @@ type Message =
 /** The node-postgres connection object's calls this module makes. */
 interface Wire {
   parse(config: { name?: string; text: string; types?: number[] }): void;
-  bind(config: { portal?: string; statement?: string; values?: BindValue[] }): void;
+  bind(config: { portal?: string; statement?: string; values?: BindValue[]; binary?: boolean }): void;
   describe(config: { type: 'S' | 'P'; name?: string }): void;
   execute(config: { portal?: string; rows?: number }): void;
   close(config: { type: 'S' | 'P'; name?: string }): void;
@@ -198,6 +198,8 @@ class SyncGroup {
 type Held = ReadonlyArray<string | null> | Buffer | PgError;
 
 const NONE: ReadonlySet<Message['kind']> = new Set();
+/** A portal whose rows PostgreSQL encodes in binary itself: nothing to convert, and only frames to take. */
+const AS_SENT: ReadonlyArray<BinaryEncoder | null> = [];
 const ACKS: ReadonlySet<Message['kind']> = new Set(['parseComplete', 'bindComplete', 'closeComplete']);
 
 const TEXT = { getTypeParser: () => (v: string) => v };
@@ -326,20 +328,22 @@ export class PgBackend implements RelayBackend {
     types: readonly number[],
     values: readonly BindValue[],
     resultFormats: readonly number[],
-    executeAll?: { readonly sync: boolean },
+    { executeAll, takesFrames = false }: PortalOptions = {},
   ): Promise<BackendField[] | null> {
     const group = await this.exchange();
     const wire = await group.ready();
+    // Every column in binary, for a caller that takes rows as sent: PostgreSQL encodes them, whatever their type.
+    const native = takesFrames && this.tap !== null && resultFormats.length > 0 && resultFormats.every((f) => f === 1);
     if (executeAll !== undefined) {
       group.held = [];
       group.synced = executeAll.sync;
       this.ahead = portal;
-      // Rows all in text are held as PostgreSQL sent them (the tap), to go to the client as they are.
-      if (this.tap !== null && resultFormats.every((f) => f === 0)) this.tap.take = this.takeFrame;
+      // Rows that need no conversion are held as PostgreSQL sent them (the tap), to go to the client as they are.
+      if (this.tap !== null && (native || resultFormats.every((f) => f === 0))) this.tap.take = this.takeFrame;
     }
     corked(wire, () => {
       wire.parse({ text: sql, types: [...types] });
-      wire.bind({ portal, values: [...values] });
+      wire.bind({ portal, values: [...values], binary: native });
       wire.describe({ type: 'P', name: portal });
       if (executeAll !== undefined) wire.execute({ portal, rows: 0 });
       if (executeAll?.sync === true) wire.sync();
@@ -351,6 +355,10 @@ export class PgBackend implements RelayBackend {
       return null;
     }
     if (m.kind !== 'rowDescription') throw unexpected(m, 'RowDescription');
+    if (native) {
+      this.encoders.set(portal, AS_SENT);
+      return m.fields;
+    }
     // Bind's result formats: none (all text), one for all, or one per column.
     const formatOf = (i: number): number => (resultFormats.length === 1 ? (resultFormats[0] as number) : (resultFormats[i] ?? 0));
     const dateStyle = this.settings.get('DateStyle') ?? 'ISO, MDY';
@@ -377,6 +385,9 @@ export class PgBackend implements RelayBackend {
     const wire = await group.ready();
     const deliver = this.rowsOf(portal, onRow);
     const asSent = onFrame !== undefined && deliver === onRow ? onFrame : null;
+    if (asSent === null && this.encoders.get(portal) === AS_SENT) {
+      throw new PgError(SqlState.InternalError, 'a portal opened for rows as sent was fetched without taking them');
+    }
     if (this.ahead === portal) return this.fetchAhead(group, rows, deliver, asSent);
     const tap = asSent === null ? null : this.tap;
     group.onRow = deliver;

@@ -332,7 +332,11 @@ export class ProxyConnection implements ConnectionHandler {
       default: {
         const texts = searchTexts(s.tree, values);
         if (texts.length > 0) await this.services.search.prepare(texts);
-        const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats, this.executeAhead(s, ahead));
+        const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats, {
+          executeAll: this.executeAhead(s, ahead),
+          // relay() hands the session's sink DataRows as they came.
+          takesFrames: true,
+        });
         return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
       }
     }
