@@ -208,16 +208,18 @@ export type FetchOutcome =
 /** A value for Bind: text, binary (a Buffer), or NULL. */
 export type BindValue = string | Buffer | null;
 
+export interface PortalOptions {
+  readonly executeAll?: { readonly sync: boolean };
+  readonly takesFrames?: boolean;
+  /** What describe answered for this statement: bound without parsing it again, while the backend holds it. */
+  readonly statement?: string;
+}
+
 /**
  * One client connection's backend on a PostgreSQL engine: the extended
  * protocol as the client speaks it, with the backend's Sync at the
  * client's. Results come as text.
  */
-export interface PortalOptions {
-  readonly executeAll?: { readonly sync: boolean };
-  readonly takesFrames?: boolean;
-}
-
 export interface RelayBackend {
   readonly status: BackendStatus;
   readonly inExchange: boolean;
@@ -227,14 +229,24 @@ export interface RelayBackend {
   onNotice: (notice: PgError) => void;
   takeParameterChanges(): Array<[string, string]>;
   reportedSettings(): Array<[string, string]>;
-  describe(sql: string, types: readonly number[]): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }>;
   /**
-   * Parse, Bind (results in `resultFormats`) and Describe portal. With
-   * `executeAll`, the portal's Execute goes too (and Sync), its rows held
-   * for fetch. With `takesFrames`, the caller's fetches take rows as the
-   * backend sent them (onFrame): binary results are then the backend's own;
-   * otherwise binary is converted from text, and a column it cannot convert
-   * is refused (0A000).
+   * Parse and Describe statement. `statement` is the parse, for openPortal:
+   * with `keep` it stays until closeStatement (a client's named statement),
+   * else until the next statement parsed without a name.
+   */
+  describe(
+    sql: string,
+    types: readonly number[],
+    keep?: boolean,
+  ): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null; readonly statement: string }>;
+  closeStatement(statement: string): void;
+  /**
+   * Parse (unless `statement` holds it), Bind (results in `resultFormats`,
+   * one per column or one for all) and Describe portal. With `executeAll`,
+   * the portal's Execute goes too (and Sync), its rows held for fetch. With
+   * `takesFrames`, the caller's fetches take rows as the backend sent them
+   * (onFrame), in the formats asked for; otherwise rows are parsed, and
+   * only text may be asked for.
    */
   openPortal(
     portal: string,

@@ -103,8 +103,11 @@ export interface ConnectionHandler {
    */
   beginQueryString(statements: readonly StatementSource[]): Promise<void>;
   endQueryString(succeeded: boolean): Promise<void>;
-  /** A string comes from Parse and may be empty; a StatementSource comes from splitQuery. */
-  prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement>;
+  /**
+   * A string comes from Parse and may be empty; a StatementSource comes from
+   * splitQuery. `named`: Parse gave it a name, so it may be bound many times.
+   */
+  prepare(sql: string | StatementSource, paramTypes: readonly number[], named?: boolean): Promise<PreparedStatement>;
   /**
    * `ahead` is what the client has already sent after this Bind, when the
    * session knows it: a handler that relays to another server may send it

@@ -599,7 +599,7 @@ export class Session {
         hint: 'Close prepared statements the application no longer uses (Close, or DEALLOCATE), or raise limits.maxPreparedStatements.',
       });
     }
-    const statement = await handler.prepare(msg.sql, msg.parameterTypes);
+    const statement = await handler.prepare(msg.sql, msg.parameterTypes, msg.name !== '');
     const old = this.statements.get(msg.name);
     if (old !== undefined) handler.closeStatement(old.statement);
     this.statements.set(msg.name, { statement, sql: msg.sql });

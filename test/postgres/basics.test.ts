@@ -1,7 +1,7 @@
 import { serialize } from 'pg-protocol';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { dataRowCells, WireClient } from '../fixtures/wire.js';
+import { bindFormats, dataRowCells, errorFields, WireClient } from '../fixtures/wire.js';
 import { usePgServer } from '../fixtures/pg-server.js';
 
 const ctx = usePgServer();
@@ -188,7 +188,7 @@ describe('the wire on a PostgreSQL engine', () => {
       "ARRAY['2024-02-29 13:14:15.5+00', 'infinity']::timestamptz[], ARRAY['2024-02-29']::date[], ARRAY['\\x00ff'::bytea, NULL], " +
       "ARRAY['{\"k\": [1, 2]}']::jsonb[], ARRAY['1 day 02:00:00']::interval[], ARRAY['x']::varchar[]";
     const columns = 33;
-    // All in binary (PostgreSQL's own, as sent), and mixed with a text column first (cotwire converts the rest).
+    // All in binary, and mixed with a text column first: PostgreSQL's own bytes, as sent, either way.
     const rowOf = async (port: number, user: string, formats: readonly number[]): Promise<(Buffer | null)[]> => {
       const w = await WireClient.startup(port, { user, database: 'postgres' });
       w.write(serialize.parse({ text: sql }));
@@ -207,6 +207,61 @@ describe('the wire on a PostgreSQL engine', () => {
       expect(direct).toHaveLength(columns);
       expect(through.map((b) => b?.toString('hex'))).toEqual(direct.map((b) => b?.toString('hex')));
     }
+  });
+
+  it("keeps a client's named statement parsed in its backend, plan and all, as PostgreSQL keeps the client's own, until it is closed", async () => {
+    const text = 'SELECT $1::int * 2 AS twice';
+    const w = await WireClient.startup(ctx.server.port);
+    const cells = (got: readonly { type: string; body: Buffer }[]) =>
+      got.filter((m) => m.type === 'D').map((m) => dataRowCells(m.body).map((b) => b?.toString()));
+    const held = async () => {
+      w.write(serialize.query(`SELECT count(*), coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements WHERE statement = '${text}'`));
+      return cells(await w.until('Z'))[0];
+    };
+    const binds = [1, 2, 3].flatMap((v) => [serialize.bind({ statement: 'k', values: [String(v)] }), serialize.execute({})]);
+    w.write(Buffer.concat([serialize.parse({ name: 'k', text, types: [] }), ...binds, serialize.sync()]));
+    expect(cells(await w.until('Z'))).toEqual([['2'], ['4'], ['6']]);
+    // Parsed once, planned for each of the three binds.
+    expect(await held()).toEqual(['1', '3']);
+    w.write(Buffer.concat([serialize.close({ type: 'S', name: 'k' }), serialize.sync()]));
+    await w.until('Z');
+    expect(await held()).toEqual(['0', '0']);
+    w.end();
+  });
+
+  it("refuses PREPARE and DECLARE under the names of cotwire's own statements and portals in the backend", async () => {
+    for (const sql of ['PREPARE cotwire_s1 AS SELECT 1', 'DECLARE cotwire_7 CURSOR FOR SELECT 1']) {
+      await expect(ctx.client.query(sql), sql).rejects.toMatchObject({ code: '42501', message: expect.stringContaining('"cotwire_') });
+    }
+    // Any other name is the client's.
+    await ctx.client.query('PREPARE cotwirex AS SELECT 1');
+    await ctx.client.query('DEALLOCATE cotwirex');
+  });
+
+  it('answers a named statement whose table changed shape as PostgreSQL does', async () => {
+    const outcome = async (port: number, user: string, table: string): Promise<string[]> => {
+      const w = await WireClient.startup(port, { user, database: 'postgres' });
+      w.write(serialize.query(`CREATE TABLE ${table} (a int); INSERT INTO ${table} VALUES (1)`));
+      await w.until('Z');
+      const run = async () => {
+        w.write(Buffer.concat([serialize.bind({ statement: 'shape', values: [] }), serialize.execute({}), serialize.sync()]));
+        return (await w.until('Z'))
+          .filter((m) => m.type === 'D' || m.type === 'E')
+          .map((m) => (m.type === 'E' ? `E ${errorFields(m.body).C}` : `D ${m.body.toString('hex')}`));
+      };
+      w.write(Buffer.concat([serialize.parse({ name: 'shape', text: `SELECT * FROM ${table}`, types: [] }), serialize.sync()]));
+      await w.until('Z');
+      const before = await run();
+      w.write(serialize.query(`ALTER TABLE ${table} ADD COLUMN b int`));
+      await w.until('Z');
+      const after = await run();
+      w.end();
+      return [...before, ...after];
+    };
+    const direct = await outcome(ctx.engine.pg.port, 'postgres', 'shape_direct');
+    // 0A000, "cached plan must not change result type": the plan PostgreSQL kept for the statement no longer fits.
+    expect(direct).toEqual([expect.stringMatching(/^D /), 'E 0A000']);
+    expect(await outcome(ctx.server.port, 'cotwire', 'shape_relayed')).toEqual(direct);
   });
 
   it('COPY FROM STDIN into a ledger chains the rows; a failed string drops its appends', async () => {
@@ -230,24 +285,3 @@ describe('the wire on a PostgreSQL engine', () => {
     expect((await c.query("SELECT count(*)::int AS n FROM _cot_steps WHERE session_id = 'c2'")).rows).toEqual([{ n: 0 }]);
   });
 });
-
-/** Bind of the unnamed statement, no parameters, with a result format per column (pg-protocol writes one for all). */
-function bindFormats(formats: readonly number[]): Buffer {
-  const body = Buffer.alloc(2 + 2 + 2 + 2 + 2 * formats.length);
-  // Portal and statement names are empty: the two leading zero bytes.
-  let o = 2;
-  body.writeInt16BE(0, o); // parameter formats
-  o += 2;
-  body.writeInt16BE(0, o); // parameters
-  o += 2;
-  body.writeInt16BE(formats.length, o);
-  o += 2;
-  for (const f of formats) {
-    body.writeInt16BE(f, o);
-    o += 2;
-  }
-  const head = Buffer.alloc(5);
-  head.write('B', 0, 'latin1');
-  head.writeInt32BE(4 + body.length, 1);
-  return Buffer.concat([head, body]);
-}

@@ -3,7 +3,7 @@ import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usePgServer } from '../fixtures/pg-server.js';
 import { rng } from '../fixtures/rng.js';
-import { errorFields, type RawMessage, WireClient } from '../fixtures/wire.js';
+import { bindFormats, errorFields, type RawMessage, WireClient } from '../fixtures/wire.js';
 
 /**
  * What cotwire relays to a client's backend, it answers as PostgreSQL does,
@@ -11,8 +11,9 @@ import { errorFields, type RawMessage, WireClient } from '../fixtures/wire.js';
  * each exchange gets the same messages back, rows byte for byte. The
  * exchanges are generated: statements of 0 to 2,500 rows (across cotwire's
  * batches), NULLs, notices among the rows, errors at Bind and after some
- * rows, ranges and records, in text and in binary, whole or a few rows per Execute, one or two
- * statements per Sync, and as simple queries.
+ * rows, ranges and records, in text, in binary and in both (a format per
+ * column), whole or a few rows per Execute, one or two statements per Sync,
+ * named statements bound again and again, and as simple queries.
  */
 
 const ctx = usePgServer();
@@ -42,7 +43,7 @@ interface Case {
 const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
 
 /** A SELECT of `n` rows, with the shapes and failures a relay must carry. */
-function statement(r: () => number, n: number): { sql: string; params: string[] } {
+function statement(r: () => number, n: number): { sql: string; params: string[]; columns: number } {
   const failAt = r() < 0.25 ? 1 + Math.floor(r() * Math.max(n, 1)) : null;
   const value = failAt === null ? 'i' : `(i / (i - ${failAt}) * 0 + i)`;
   const shape = pick(r, [
@@ -52,14 +53,15 @@ function statement(r: () => number, n: number): { sql: string; params: string[] 
     // Ranges, a multirange, records and composite arrays: no text conversion can give their binary form.
     `SELECT int4range(${value}, i + 5) AS r, numrange(i / 3.0, NULL) AS n, tstzrange('2026-01-01', '2026-01-01'::date + i) AS t, int4multirange(int4range(1, i + 2)) AS m, ROW(i, 'x' || i, NULL::int) AS rec, ARRAY[ROW(i, true)] AS recs`,
   ]);
-  if (r() < 0.15) return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [pick(r, ['x', '-', '1e3'])] }; // fails at Bind
-  return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [String(n)] };
+  const columns = shape.match(/ AS \w+/g)?.length ?? 0;
+  if (r() < 0.15) return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [pick(r, ['x', '-', '1e3'])], columns }; // fails at Bind
+  return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [String(n)], columns };
 }
 
 function generate(seed: number): Case {
   const r = rng(seed);
   const rows = () => pick(r, [0, 1, 2, 999, 1000, 1001, 2500]);
-  const kind = pick(r, ['extended', 'extended', 'portion', 'binary', 'two', 'simple'] as const);
+  const kind = pick(r, ['extended', 'extended', 'portion', 'binary', 'mixed', 'named', 'two', 'simple'] as const);
   if (kind === 'simple') {
     const a = statement(r, rows());
     const b = statement(r, rows());
@@ -68,6 +70,35 @@ function generate(seed: number): Case {
   }
   const parts: Buffer[] = [];
   const names: string[] = [];
+  if (kind === 'mixed') {
+    // A format per column, text and binary mixed: PostgreSQL's own binary for every type, ranges and records too.
+    const s = statement(r, rows());
+    const formats = Array.from({ length: s.columns }, () => (r() < 0.5 ? 1 : 0));
+    parts.push(
+      serialize.parse({ text: s.sql, types: [] }),
+      bindFormats(formats, s.params),
+      serialize.describe({ type: 'P' }),
+      serialize.execute({}),
+      serialize.sync(),
+    );
+    return { name: `${seed} mixed [${formats.join('')}]: ${s.sql} [${s.params.join(', ')}]`, messages: Buffer.concat(parts), ends: 'Z' };
+  }
+  if (kind === 'named') {
+    // A named statement bound again and again (cotwire parses it once), then closed.
+    const s = statement(r, rows());
+    const name = `relay_${seed}`;
+    parts.push(serialize.parse({ name, text: s.sql, types: [] }), serialize.describe({ type: 'S', name }));
+    for (let e = 0; e < 3; e++) parts.push(serialize.bind({ statement: name, values: s.params }), serialize.describe({ type: 'P' }), serialize.execute({}));
+    // A Sync between two binds of it: the statement outlives the exchange.
+    parts.push(
+      serialize.sync(),
+      serialize.bind({ statement: name, values: s.params }),
+      serialize.execute({}),
+      serialize.close({ type: 'S', name }),
+      serialize.sync(),
+    );
+    return { name: `${seed} named: ${s.sql} [${s.params.join(', ')}]`, messages: Buffer.concat(parts), ends: 'Z' };
+  }
   for (let k = 0; k < (kind === 'two' ? 2 : 1); k++) {
     const s = statement(r, rows());
     names.push(`${s.sql} [${s.params.join(', ')}]`);
@@ -96,7 +127,10 @@ function answer(messages: readonly RawMessage[]): string[] {
 async function exchange(client: WireClient, c: Case): Promise<string[]> {
   client.write(c.messages);
   // A simple query of two statements that fails in its first ends at its first ReadyForQuery, as any does.
-  return answer(await client.until(c.ends));
+  const got = await client.until(c.ends);
+  // A named case has two Syncs.
+  if (c.name.includes(' named: ')) got.push(...(await client.until(c.ends)));
+  return answer(got);
 }
 
 describe('the relay to a client backend', () => {
@@ -120,7 +154,7 @@ describe('the relay to a client backend', () => {
       expect(ours, c.name).toEqual(theirs);
     }
     // Every kind of exchange was among them.
-    expect([...kinds.keys()].sort()).toEqual(['binary:', 'extended:', 'portion:', 'simple:', 'two:']);
+    expect([...kinds.keys()].sort()).toEqual(['binary:', 'extended:', 'mixed', 'named:', 'portion:', 'simple:', 'two:']);
     viaCotwire.end();
     direct.end();
   });

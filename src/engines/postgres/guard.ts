@@ -56,6 +56,21 @@ function serverOnlyRefusal(table: string): PgPlan {
   return { kind: 'refused', refusal: serverOnly(table) };
 }
 
+/** The backend's statements and portals that cotwire opens for its clients are named so (cotwire_1, cotwire_s1). */
+function isServerName(name: string): boolean {
+  return name.startsWith('cotwire_');
+}
+
+function serverNameRefusal(operation: string, name: string): PgPlan {
+  return refused(
+    'unsupported',
+    operation,
+    name,
+    `cannot ${operation} "${name}": names beginning with "cotwire_" are the server's own statements and portals`,
+    'Choose another name.',
+  );
+}
+
 function unwrap(node: unknown): [string, Node] | null {
   if (node === null || typeof node !== 'object') return null;
   const key = Object.keys(node)[0];
@@ -294,6 +309,7 @@ export class PostgresGuard {
         return inner;
       }
       case 'PrepareStmt': {
+        if (typeof node.name === 'string' && isServerName(node.name)) return serverNameRefusal('PREPARE', node.name);
         const inner = this.plan(node.query as Node);
         if (inner.kind === 'append') {
           return refused(
@@ -307,6 +323,7 @@ export class PostgresGuard {
         return inner.kind === 'refused' ? inner : { kind: 'engine' };
       }
       case 'DeclareCursorStmt':
+        if (typeof node.portalname === 'string' && isServerName(node.portalname)) return serverNameRefusal('DECLARE', node.portalname);
         return this.plan(node.query as Node);
       case 'CopyStmt': {
         const target = nameParts(node.relation as RangeVar);

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PgError, type Severity } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { BackendField, BackendStatus, BindValue, FetchOutcome, PortalOptions, RelayBackend } from '../../../engine/port.js';
-import { binaryEncoder, type BinaryEncoder } from './binary.js';
+import { bindMessage } from './bind-message.js';
 import { engineError, KEEPALIVE_DELAY_MS } from './connection.js';
 import { dataRowCells, RowTap } from './row-tap.js';
 
@@ -18,10 +18,12 @@ import { dataRowCells, RowTap } from './row-tap.js';
  * (`SyncGroup`): node-postgres connects, authenticates and parses, and
  * hands every backend message of the group to it.
  *
- * Results come in text: node-postgres reads no other format. Rows are
- * fetched in batches (Execute with a row limit), each handed on before the
- * next is asked for, so a large result waits for a slow client instead of
- * filling memory.
+ * A client's rows are not parsed: the row tap takes each DataRow as
+ * PostgreSQL sent it, in the formats the client asked for (node-postgres
+ * reads text only). Rows are fetched in batches (Execute with a row limit),
+ * each handed on before the next is asked for, so a large result waits for a
+ * slow client instead of filling memory. A client's named statement is
+ * parsed once, under a name of cotwire's, and bound from then on.
  */
 
 type Message =
@@ -80,6 +82,8 @@ class SyncGroup {
   synced = false;
   /** The backend failed a statement: it ignores everything until Sync. */
   failed = false;
+  /** Something was written in this exchange: the backend may be skipping what follows an error. */
+  written = false;
   /** Why the group was never submitted. */
   private failure: unknown = null;
   private readonly listeners: Array<[string, (msg: unknown) => void]> = [
@@ -198,8 +202,6 @@ class SyncGroup {
 type Held = ReadonlyArray<string | null> | Buffer | PgError;
 
 const NONE: ReadonlySet<Message['kind']> = new Set();
-/** A portal whose rows PostgreSQL encodes in binary itself: nothing to convert, and only frames to take. */
-const AS_SENT: ReadonlyArray<BinaryEncoder | null> = [];
 const ACKS: ReadonlySet<Message['kind']> = new Set(['parseComplete', 'bindComplete', 'closeComplete']);
 
 const TEXT = { getTypeParser: () => (v: string) => v };
@@ -210,8 +212,8 @@ export class PgBackend implements RelayBackend {
   private readonly parameterChanges: Array<[string, string]> = [];
   /** The backend's reported settings (DateStyle, IntervalStyle, ...), as ParameterStatus gave them. */
   private readonly settings = new Map<string, string>();
-  /** Per open portal: how each result column is sent (null: as text). */
-  private readonly encoders = new Map<string, ReadonlyArray<BinaryEncoder | null>>();
+  /** Open portals whose rows are taken as PostgreSQL sent them (in the client's formats), never parsed. */
+  private readonly framed = new Set<string>();
   /** Notices the backend sent, for the statement that caused them. */
   onNotice: (notice: PgError) => void = () => undefined;
   /** The connection broke: the client's session cannot go on. */
@@ -220,6 +222,13 @@ export class PgBackend implements RelayBackend {
   private ahead: string | null = null;
   /** DataRows as PostgreSQL sent them, for results the client takes in text (null: the stream was not as expected). */
   private tap: RowTap | null = null;
+  /** Statements parsed under a name of their own for the client's named statements: bound without a Parse. */
+  private readonly kept = new Set<string>();
+  /** Kept statements the client closed, closed at the start of the next exchange (no error before them makes the backend skip them). */
+  private readonly closing: string[] = [];
+  /** Which describe's Parse the unnamed statement holds (null: another Parse, or none known). */
+  private unnamedHolds: string | null = null;
+  private statements = 0;
   /** Where the tap's frames go: the fetch that runs, or held for the next. */
   private readonly takeFrame = (frame: Buffer): void => {
     const group = this.group;
@@ -282,6 +291,10 @@ export class PgBackend implements RelayBackend {
     // The start-up's own ParameterStatus values are the backend's, not news for the client.
     backend.parameterChanges.length = 0;
     backend.tap = RowTap.install((client as unknown as { connection: { stream: EventEmitter } }).connection.stream);
+    if (backend.tap === null) {
+      await client.end().catch(() => undefined);
+      throw new PgError(SqlState.InternalError, "node-postgres' connection is not as this cotwire expects: its socket has another reader");
+    }
     return backend;
   }
 
@@ -299,21 +312,40 @@ export class PgBackend implements RelayBackend {
     return this.parameterChanges.splice(0);
   }
 
-  /** The statement's parameter types and result columns (Parse, Describe statement). */
-  async describe(sql: string, types: readonly number[]): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null }> {
+  /**
+   * The statement's parameter types and result columns (Parse, Describe
+   * statement). `statement` names the parse for openPortal to bind without
+   * parsing again: kept under a name of its own with `keep` (a client's named
+   * statement, bound many times, until closeStatement), else the unnamed
+   * statement, until the next Parse of it.
+   */
+  async describe(
+    sql: string,
+    types: readonly number[],
+    keep = false,
+  ): Promise<{ readonly paramTypes: number[]; readonly fields: BackendField[] | null; readonly statement: string }> {
     const group = await this.exchange();
     const wire = await group.ready();
-    corked(wire, () => {
-      wire.parse({ text: sql, types: [...types] });
-      wire.describe({ type: 'S' });
+    const statement = `cotwire_s${++this.statements}`;
+    const name = keep ? statement : '';
+    this.write(group, wire, () => {
+      if (!keep) this.unnamedHolds = null;
+      wire.parse({ name, text: sql, types: [...types] });
+      wire.describe({ type: 'S', name });
       wire.flush();
     });
     const params = await group.next(ACKS);
     if (params.kind !== 'parameterDescription') throw unexpected(params, 'ParameterDescription');
     const result = await group.next(ACKS);
-    if (result.kind === 'noData') return { paramTypes: params.types, fields: null };
-    if (result.kind !== 'rowDescription') throw unexpected(result, 'RowDescription');
-    return { paramTypes: params.types, fields: result.fields };
+    if (result.kind !== 'noData' && result.kind !== 'rowDescription') throw unexpected(result, 'RowDescription');
+    if (keep) this.kept.add(statement);
+    else this.unnamedHolds = statement;
+    return { paramTypes: params.types, fields: result.kind === 'noData' ? null : result.fields, statement };
+  }
+
+  /** A statement describe kept is closed with the next exchange; PostgreSQL keeps it until then. */
+  closeStatement(statement: string): void {
+    if (this.kept.delete(statement)) this.closing.push(statement);
   }
 
   /**
@@ -328,45 +360,45 @@ export class PgBackend implements RelayBackend {
     types: readonly number[],
     values: readonly BindValue[],
     resultFormats: readonly number[],
-    { executeAll, takesFrames = false }: PortalOptions = {},
+    { executeAll, takesFrames = false, statement }: PortalOptions = {},
   ): Promise<BackendField[] | null> {
     const group = await this.exchange();
     const wire = await group.ready();
-    // Every column in binary, for a caller that takes rows as sent: PostgreSQL encodes them, whatever their type.
-    const native = takesFrames && this.tap !== null && resultFormats.length > 0 && resultFormats.every((f) => f === 1);
+    const kept = statement !== undefined && this.kept.has(statement);
+    const parsed = kept || (statement !== undefined && this.unnamedHolds === statement);
+    // Rows go to the client as PostgreSQL sent them, in the formats the client asked for, whatever their types.
+    const tap = takesFrames ? this.tap : null;
+    if (tap === null && resultFormats.some((f) => f !== 0)) {
+      throw new PgError(SqlState.InternalError, 'a result asked for in binary was opened for rows to parse');
+    }
     if (executeAll !== undefined) {
       group.held = [];
       group.synced = executeAll.sync;
       this.ahead = portal;
-      // Rows that need no conversion are held as PostgreSQL sent them (the tap), to go to the client as they are.
-      if (this.tap !== null && (native || resultFormats.every((f) => f === 0))) this.tap.take = this.takeFrame;
+      if (tap !== null) tap.take = this.takeFrame;
     }
-    corked(wire, () => {
-      wire.parse({ text: sql, types: [...types] });
-      wire.bind({ portal, values: [...values], binary: native });
+    this.write(group, wire, () => {
+      if (!parsed) {
+        this.unnamedHolds = null;
+        wire.parse({ text: sql, types: [...types] });
+      }
+      (wire as unknown as { stream: { write(b: Buffer): void } }).stream.write(bindMessage(portal, kept ? statement : '', values, resultFormats));
       wire.describe({ type: 'P', name: portal });
       if (executeAll !== undefined) wire.execute({ portal, rows: 0 });
       if (executeAll?.sync === true) wire.sync();
       else wire.flush();
     });
-    const m = await group.next(ACKS);
-    if (m.kind === 'noData') {
-      this.encoders.delete(portal);
-      return null;
+    let m: Message;
+    try {
+      m = await group.next(ACKS);
+    } catch (err) {
+      // Gone from the backend (a DEALLOCATE in a function, say): parsed again from now on.
+      if (kept && (err as { code?: string }).code === SqlState.InvalidSqlStatementName) this.kept.delete(statement);
+      throw err;
     }
+    if (m.kind === 'noData') return null;
     if (m.kind !== 'rowDescription') throw unexpected(m, 'RowDescription');
-    if (native) {
-      this.encoders.set(portal, AS_SENT);
-      return m.fields;
-    }
-    // Bind's result formats: none (all text), one for all, or one per column.
-    const formatOf = (i: number): number => (resultFormats.length === 1 ? (resultFormats[0] as number) : (resultFormats[i] ?? 0));
-    const dateStyle = this.settings.get('DateStyle') ?? 'ISO, MDY';
-    const intervalStyle = this.settings.get('IntervalStyle') ?? 'postgres';
-    this.encoders.set(
-      portal,
-      m.fields.map((f, i) => (formatOf(i) === 1 ? binaryEncoder(f.dataTypeID, dateStyle, intervalStyle) : null)),
-    );
+    if (tap !== null) this.framed.add(portal);
     return m.fields;
   }
 
@@ -383,37 +415,28 @@ export class PgBackend implements RelayBackend {
   ): Promise<FetchOutcome> {
     const group = await this.exchange();
     const wire = await group.ready();
-    const deliver = this.rowsOf(portal, onRow);
-    const asSent = onFrame !== undefined && deliver === onRow ? onFrame : null;
-    if (asSent === null && this.encoders.get(portal) === AS_SENT) {
+    const asSent = this.framed.has(portal) ? (onFrame ?? null) : null;
+    if (asSent === null && this.framed.has(portal)) {
       throw new PgError(SqlState.InternalError, 'a portal opened for rows as sent was fetched without taking them');
     }
-    if (this.ahead === portal) return this.fetchAhead(group, rows, deliver, asSent);
+    if (this.ahead === portal) return this.fetchAhead(group, rows, onRow, asSent);
     const tap = asSent === null ? null : this.tap;
-    group.onRow = deliver;
+    group.onRow = onRow;
     if (tap !== null) {
       group.onFrame = asSent;
       tap.take = this.takeFrame;
     }
     try {
-      corked(wire, () => {
+      this.write(group, wire, () => {
         wire.execute({ portal, rows });
         wire.flush();
       });
-      return endOfResult(await group.next(ACKS));
+      return this.endOfResult(await group.next(ACKS));
     } finally {
       group.onRow = null;
       group.onFrame = null;
       if (tap !== null) tap.take = null;
     }
-  }
-
-  /** A portal's rows as the client asked for them: text, or binary converted from text. */
-  private rowsOf(portal: string, onRow: (cells: ReadonlyArray<string | Uint8Array | null>) => void): (fields: ReadonlyArray<string | null>) => void {
-    const encoders = this.encoders.get(portal);
-    return encoders === undefined || encoders.every((e) => e === null)
-      ? onRow
-      : (fields) => onRow(fields.map((v, i) => (v === null ? null : (encoders[i]?.(v) ?? v))));
   }
 
   /**
@@ -425,7 +448,7 @@ export class PgBackend implements RelayBackend {
     group: SyncGroup,
     rows: number,
     deliver: (fields: ReadonlyArray<string | null>) => void,
-    asSent: ((frame: Buffer) => void) | null,
+    asSent: ((frame: Uint8Array) => void) | null,
   ): Promise<FetchOutcome> {
     const limit = rows > 0 ? rows : Number.POSITIVE_INFINITY;
     let got = 0;
@@ -459,7 +482,7 @@ export class PgBackend implements RelayBackend {
       if (m.kind === 'batchFull') return { kind: 'suspended' };
       this.ahead = null;
       if (this.tap !== null) this.tap.take = null;
-      return endOfResult(m);
+      return this.endOfResult(m);
     } finally {
       group.onRow = null;
       group.onFrame = null;
@@ -498,7 +521,8 @@ export class PgBackend implements RelayBackend {
     const wire = await group.ready();
     group.onRow = onRow;
     try {
-      corked(wire, () => {
+      this.write(group, wire, () => {
+        this.unnamedHolds = null;
         wire.parse({ text: sql, types: [...types] });
         wire.bind({ portal, values: [...values] });
         wire.execute({ portal, rows: 0 });
@@ -532,7 +556,7 @@ export class PgBackend implements RelayBackend {
   async copyInDone(): Promise<string> {
     const group = await this.exchange();
     const wire = await group.ready();
-    corked(wire, () => {
+    this.write(group, wire, () => {
       wire.endCopyFrom();
       // In the extended protocol PostgreSQL holds its answer until a Flush or a Sync.
       wire.flush();
@@ -545,7 +569,7 @@ export class PgBackend implements RelayBackend {
   async copyInFail(message: string): Promise<void> {
     const group = await this.exchange();
     const wire = await group.ready();
-    corked(wire, () => {
+    this.write(group, wire, () => {
       wire.sendFailToCopyFrom(message);
       wire.flush();
     });
@@ -554,13 +578,13 @@ export class PgBackend implements RelayBackend {
 
   /** Close portal; its CloseComplete is skipped when it comes. */
   async closePortal(portal: string): Promise<void> {
-    this.encoders.delete(portal);
+    this.framed.delete(portal);
     if (this.ahead === portal) this.dropAhead();
     const group = this.group;
     // After the exchange's Sync, the portal went with its implicit transaction, or waits for the next exchange.
     if (group === null || group.failed || group.synced) return;
     const wire = await group.ready();
-    corked(wire, () => {
+    this.write(group, wire, () => {
       wire.close({ type: 'P', name: portal });
       wire.flush();
     });
@@ -617,6 +641,31 @@ export class PgBackend implements RelayBackend {
     const e = engineError(err);
     if (e instanceof PgError && e.isFatal) return e;
     return new PgError(SqlState.ConnectionFailure, `the connection to the PostgreSQL engine broke: ${err.message}`, {}, 'FATAL');
+  }
+
+  /**
+   * Writes one exchange's messages at once. The exchange's first write
+   * closes the kept statements the client closed: nothing before them can
+   * make the backend skip them.
+   */
+  private write(group: SyncGroup, wire: Wire, send: () => void): void {
+    corked(wire, () => {
+      if (!group.written) {
+        group.written = true;
+        for (const name of this.closing.splice(0)) wire.close({ type: 'S', name });
+      }
+      send();
+    });
+  }
+
+  /** How an Execute ended; DEALLOCATE and DISCARD ALL took the kept statements with them (or some: all are parsed again). */
+  private endOfResult(m: Message): FetchOutcome {
+    if (m.kind === 'commandComplete' && (m.tag.startsWith('DEALLOCATE') || m.tag === 'DISCARD ALL')) {
+      this.closing.push(...this.kept);
+      this.kept.clear();
+      this.unnamedHolds = null;
+    }
+    return endOfResult(m);
   }
 
   private async exchange(): Promise<SyncGroup> {

@@ -78,6 +78,8 @@ class ProxyStatement implements PreparedStatement {
     readonly fields: readonly FieldDescription[] | null,
     /** The parameter types the client gave (0 where it left PostgreSQL to infer). */
     readonly clientTypes: readonly number[],
+    /** The backend's parse of it, bound without parsing again (see RelayBackend.describe). */
+    readonly parsed: string | null = null,
   ) {}
 }
 
@@ -228,7 +230,7 @@ export class ProxyConnection implements ConnectionHandler {
     await this.backend.fetch(name, 0, () => undefined).catch(() => undefined);
   }
 
-  async prepare(sql: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
+  async prepare(sql: string | StatementSource, paramTypes: readonly number[], named = false): Promise<PreparedStatement> {
     let statement: PgStatement;
     if (typeof sql === 'string') {
       const all = this.access.split(sql);
@@ -250,9 +252,13 @@ export class ProxyConnection implements ConnectionHandler {
       const { call } = statement.plan;
       return new ProxyStatement(statement, erasureParamTypes(call, paramTypes), erasureFields(call), paramTypes);
     }
-    const described =
-      statement.plan.kind === 'append' ? await this.describeAppend(statement.text, paramTypes) : await this.backend.describe(statement.text, paramTypes);
-    return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
+    if (statement.plan.kind === 'append') {
+      const described = await this.describeAppend(statement.text, paramTypes);
+      return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes);
+    }
+    // A named statement is bound again and again: PostgreSQL keeps its parse (and its plan) as it would for the client.
+    const described = await this.backend.describe(statement.text, paramTypes, named);
+    return new ProxyStatement(statement, described.paramTypes, described.fields?.map((f) => field(f, 0)) ?? null, paramTypes, described.statement);
   }
 
   /** What PostgreSQL says of a ledger INSERT as the client's own statement: kept by text, as a ledger's columns never change. */
@@ -336,6 +342,7 @@ export class ProxyConnection implements ConnectionHandler {
           executeAll: this.executeAhead(s, ahead),
           // relay() hands the session's sink DataRows as they came.
           takesFrames: true,
+          ...(statement.parsed === null ? {} : { statement: statement.parsed }),
         });
         return new ProxyPortal(statement, name, fields?.map((f, i) => field(f, formatOf(i))) ?? null, values, resultFormats, null);
       }
@@ -405,7 +412,10 @@ export class ProxyConnection implements ConnectionHandler {
     if (portal.append === null) this.toClose.push(portal.name);
   }
 
-  closeStatement(): void {}
+  closeStatement(p: PreparedStatement): void {
+    const { parsed } = p as ProxyStatement;
+    if (parsed !== null) this.backend.closeStatement(parsed);
+  }
 
   cursorPortal(): Portal | null {
     return null;
