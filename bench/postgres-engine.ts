@@ -94,9 +94,12 @@ const anchor = await connect(postgres.port, 'postgres', 'anchor', CLIENTS);
 await anchor[0]?.query(anchorSchema());
 const cot = await connect(first.port, 'cotwire', 'cotwire', CLIENTS);
 const cot2 = await connect(second.port, 'cotwire', 'cotwire', CLIENTS / 2);
+// A proxy's second hop alone, for the reads: a bare TCP relay in a process of its own, in front of the same PostgreSQL.
+const relayProcess = spawn(process.execPath, [join(import.meta.dirname, 'tcp-relay.js'), String(postgres.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+const relayPort = await new Promise<number>((resolve) => relayProcess.stdout?.once('data', (b: Buffer) => resolve(Number(b.toString().trim()))));
 
 const INSERT = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
-type System = 'cotwire' | 'plain' | 'trigger';
+type System = 'cotwire' | 'plain' | 'trigger' | 'relay';
 const clientsOf = (s: System): pg.Client[] => (s === 'cotwire' ? cot : s === 'plain' ? plain : anchor);
 
 function median(xs: readonly number[]): number {
@@ -180,21 +183,22 @@ for (const c of [cot[0], plain[0]]) {
   await c?.query('CREATE INDEX stream_id ON stream (id)');
 }
 
-const readers: Record<'cotwire' | 'plain', pg.Client> = { cotwire: cot[0] as pg.Client, plain: plain[0] as pg.Client };
-await compare('SELECT 1, one client (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
-  p50(readers[s as 'cotwire' | 'plain'], POINTS, () => readers[s as 'cotwire' | 'plain'].query('SELECT 1')),
+type Reader = 'cotwire' | 'plain' | 'relay';
+const [relayed] = await connect(relayPort, 'postgres', 'plain', 1);
+const readers: Record<Reader, pg.Client> = { cotwire: cot[0] as pg.Client, plain: plain[0] as pg.Client, relay: relayed as pg.Client };
+await compare('SELECT 1, one client (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
+  p50(readers[s as Reader], POINTS, () => readers[s as Reader].query('SELECT 1')),
 );
-await compare('a point read by key, prepared (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
-  p50(readers[s as 'cotwire' | 'plain'], POINTS, (i) =>
-    readers[s as 'cotwire' | 'plain'].query({ name: 'point', text: 'SELECT * FROM stream WHERE id = $1', values: [1 + (i % 1000)] }),
-  ),
+await compare('a point read by key, prepared (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
+  p50(readers[s as Reader], POINTS, (i) => readers[s as Reader].query({ name: 'point', text: 'SELECT * FROM stream WHERE id = $1', values: [1 + (i % 1000)] })),
 );
-// The same 50 rows, read from the same table: through cotwire, and from cotwire's database directly.
+// The same 50 rows, read from the same table: through cotwire, and from cotwire's database directly (and relayed).
 const [engineDirect] = await connect(postgres.port, 'postgres', 'engine', 1);
-const replayers: Record<'cotwire' | 'plain', pg.Client> = { cotwire: cot[0] as pg.Client, plain: engineDirect as pg.Client };
-await compare('one session replayed, 50 steps (p50)', 'ms', 'lower', ['cotwire', 'plain'], (s) =>
-  p50(replayers[s as 'cotwire' | 'plain'], POINTS / 4, () =>
-    replayers[s as 'cotwire' | 'plain'].query("SELECT * FROM public._cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
+const [engineRelayed] = await connect(relayPort, 'postgres', 'engine', 1);
+const replayers: Record<Reader, pg.Client> = { cotwire: cot[0] as pg.Client, plain: engineDirect as pg.Client, relay: engineRelayed as pg.Client };
+await compare('one session replayed, 50 steps (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
+  p50(replayers[s as Reader], POINTS / 4, () =>
+    replayers[s as Reader].query("SELECT * FROM public._cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
   ),
 );
 await compare(`SELECT * of ${STREAM.toLocaleString('en')} rows to a client`, 'rows/s', 'higher', ['cotwire', 'plain'], async (s) => {
@@ -236,7 +240,9 @@ results.push({
   against: 'trigger',
 });
 
-for (const c of [...cot, ...cot2, ...plain, ...anchor, engineDirect as pg.Client]) await c.end().catch(() => undefined);
+for (const c of [...cot, ...cot2, ...plain, ...anchor, engineDirect as pg.Client, relayed as pg.Client, engineRelayed as pg.Client])
+  await c.end().catch(() => undefined);
+relayProcess.kill('SIGTERM');
 first.child.kill('SIGTERM');
 second.child.kill('SIGTERM');
 await new Promise((r) => setTimeout(r, 1000));
@@ -246,7 +252,7 @@ rmSync(tmp, { recursive: true, force: true });
 const fmt = (v: number): string => (v >= 100 ? v.toFixed(0) : v.toFixed(2));
 const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}`;
 const section = `<!-- bench-postgres:start -->
-Measured by \`npm run bench:postgres\`${QUICK ? ' (--quick)' : ''} on ${machine}, ${new Date().toISOString().slice(0, 10)}, against one durable PostgreSQL (fsync on). \`cotwire\` is cotwire with \`engine.kind: postgres\` on that PostgreSQL; \`plain\` the same statements sent to it directly, into a table of the same shape without a chain; \`trigger\` the same INSERTs chained by a trigger under a per-session lock. The ratio is cotwire's speed ÷ the other's (above 1: cotwire is faster).
+Measured by \`npm run bench:postgres\`${QUICK ? ' (--quick)' : ''} on ${machine}, ${new Date().toISOString().slice(0, 10)}, against one durable PostgreSQL (fsync on). \`cotwire\` is cotwire with \`engine.kind: postgres\` on that PostgreSQL; \`plain\` the same statements sent to it directly, into a table of the same shape without a chain; \`trigger\` the same INSERTs chained by a trigger under a per-session lock; \`relay\` the reads sent to PostgreSQL through a bare TCP relay in a process of its own (a proxy's second hop, with nothing done to the bytes). The ratio is cotwire's speed ÷ the other's (above 1: cotwire is faster).
 
 | workload | results (median of ${RUNS}) | ratio |
 |---|---|---|

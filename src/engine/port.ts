@@ -1,4 +1,5 @@
 import type { PgError } from '../errors/pg-error.js';
+import type { FrameSink } from '../protocol/frame-sink.js';
 import type { ParsedStatement } from '../sql/parsed.js';
 
 /**
@@ -215,6 +216,23 @@ export interface PortalOptions {
   readonly statement?: string;
 }
 
+/** An exchange a relayed backend answers whole (`RelayBackend.relayWhole`). */
+export type WholeExchange =
+  | {
+      readonly kind: 'bound';
+      /** What describe answered for the statement. */
+      readonly statement: string;
+      readonly params: readonly (Uint8Array | null)[];
+      readonly paramFormats: readonly number[];
+      readonly resultFormats: readonly number[];
+      /** The client described the portal. */
+      readonly describe: boolean;
+    }
+  | { readonly kind: 'query'; readonly sql: string };
+
+/** Not relayed (nothing was sent), or relayed with the statement's error, if any. */
+export type WholeOutcome = { readonly relayed: false } | { readonly relayed: true; readonly error: PgError | null };
+
 /**
  * One client connection's backend on a PostgreSQL engine: the extended
  * protocol as the client speaks it, with the backend's Sync at the
@@ -276,6 +294,13 @@ export interface RelayBackend {
   copyInDone(): Promise<string>;
   copyInFail(message: string): Promise<void>;
   closePortal(portal: string): Promise<void>;
+  /**
+   * Outside any exchange and transaction: sends a Bind (of a statement
+   * describe holds), its Describe and Execute and a Sync, or a simple query,
+   * and passes PostgreSQL's answer to `out` as it comes, up to and without
+   * its ReadyForQuery. Declines, having sent nothing, when it cannot.
+   */
+  relayWhole(exchange: WholeExchange, out: FrameSink): Promise<WholeOutcome>;
   sync(): Promise<BackendStatus>;
   cancel(): void;
   close(): Promise<void>;

@@ -1,5 +1,6 @@
 import type { PgError } from '../errors/pg-error.js';
 import type { TransactionStatus } from '../protocol/codes.js';
+import type { FrameSink } from '../protocol/frame-sink.js';
 import type { FieldDescription } from '../protocol/messages.js';
 
 /** What the session knows about a connection once it is authenticated. */
@@ -65,6 +66,9 @@ export interface CopyIn {
   abort(): Promise<void>;
 }
 
+/** Not relayed, or relayed with the statement's error (already excluded from what went to the client). */
+export type RelayedWhole = { readonly relayed: false } | { readonly relayed: true; readonly error: PgError | null };
+
 export type ExecuteOutcome =
   /** Finished; `tag` is the CommandComplete tag, or null for an empty query. */
   | {
@@ -121,6 +125,23 @@ export interface ConnectionHandler {
     ahead?: BindAhead,
   ): Promise<Portal>;
   execute(portal: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome>;
+  /**
+   * A Bind whose Execute of all rows (after a Describe of its portal, when
+   * `describe`) and a Sync the client sent with it, or a simple query of one
+   * statement: an engine that is itself a PostgreSQL may pass the exchange on
+   * whole and its answer back as PostgreSQL sent it, to `out`, up to and
+   * without ReadyForQuery. Not relayed: nothing was done, and the session
+   * takes the messages one by one.
+   */
+  relayBound?(
+    statement: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+    describe: boolean,
+    out: FrameSink,
+  ): Promise<RelayedWhole>;
+  relayQuery?(statement: StatementSource, out: FrameSink): Promise<RelayedWhole>;
   closePortal(portal: Portal): void;
   closeStatement(statement: PreparedStatement): void;
   /** A cursor opened with DECLARE, which the protocol can Describe as a portal of the same name (psycopg 3 does). */

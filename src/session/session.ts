@@ -12,12 +12,12 @@ import {
   PORTAL_SUSPENDED,
 } from '../protocol/encode.js';
 import { STARTUP_FRAME, type Frame } from '../protocol/framer.js';
+import type { FrameSink } from '../protocol/frame-sink.js';
 import type { Bind, Close, Describe, Execute, FrontendMessage, Parse, StartupMessage } from '../protocol/messages.js';
 import { MessageReader } from '../protocol/reader.js';
 import { type AuthMethod, type AuthPolicy, passwordFailed } from './auth.js';
 import { FrontendCode } from '../protocol/codes.js';
 import type {
-  BindAhead,
   ConnectionHandler,
   CopyIn,
   ExecuteOutcome,
@@ -119,6 +119,8 @@ export class Session {
   /** The SQL behind each portal, for the slow-statement log. */
   private readonly portalSql = new Map<string, string>();
   private readonly sink: ResultSink;
+  /** An exchange's answer as the engine sent it (handler.relayBound, relayQuery). */
+  private readonly frames: FrameSink;
   private log: SessionLog;
   private draining = false;
   private closedResolve: (() => void) | null = null;
@@ -160,6 +162,13 @@ export class Session {
       copyDone: () => {
         this.out.frame(COPY_DONE);
       },
+    };
+    this.frames = {
+      frame: (bytes) => {
+        this.out.frame(bytes);
+      },
+      flushIfFull: () => this.out.length < FLUSH_THRESHOLD || this.flush(),
+      drained: () => this.transport.drain(),
     };
   }
 
@@ -497,6 +506,20 @@ export class Session {
       this.readyForQuery();
       return;
     }
+    const only = statements.length === 1 ? statements[0] : undefined;
+    if (only !== undefined && handler.relayQuery !== undefined) {
+      const started = performance.now();
+      const whole = await handler.relayQuery(only, this.frames);
+      if (whole.relayed) {
+        this.logIfSlow(started, sql);
+        if (whole.error !== null) {
+          if (whole.error.isFatal) throw whole.error;
+          this.report(whole.error, false);
+        }
+        await this.endQuery(whole.error === null);
+        return;
+      }
+    }
     this.query = { statements, next: 0 };
     await this.continueQuery();
   }
@@ -628,12 +651,31 @@ export class Session {
       );
     }
     checkFormats(msg.parameterFormats, msg.parameters.length, 'parameter');
+    const ahead = this.lookAhead(msg.portal);
+    if (ahead?.sync === true && handler.relayBound !== undefined) {
+      const started = performance.now();
+      const { parameters, parameterFormats, resultFormats } = msg;
+      const whole = await handler.relayBound(entry.statement, parameters, parameterFormats, resultFormats, ahead.describe, this.frames);
+      if (whole.relayed) {
+        // Its Describe and Execute were answered with it; its Sync ends the exchange as any does.
+        this.queue.splice(0, ahead.messages);
+        this.logIfSlow(started, entry.sql);
+        if (whole.error !== null) throw whole.error;
+        return;
+      }
+    }
     const old = this.portals.get(msg.portal);
     if (old !== undefined) {
       this.portals.delete(msg.portal);
       handler.closePortal(old);
     }
-    const portal = await handler.bind(entry.statement, msg.parameters, msg.parameterFormats, msg.resultFormats, this.bindAhead(msg.portal));
+    const portal = await handler.bind(
+      entry.statement,
+      msg.parameters,
+      msg.parameterFormats,
+      msg.resultFormats,
+      ahead === undefined ? undefined : { sync: ahead.sync },
+    );
     this.portals.set(msg.portal, portal);
     this.portalSql.set(msg.portal, entry.sql);
     this.out.frame(BIND_COMPLETE);
@@ -641,15 +683,17 @@ export class Session {
 
   /**
    * What the client already sent after a Bind of `portal` (drivers send
-   * Bind, Describe, Execute and Sync together): whether an Execute of it for
-   * all its rows follows, and a Sync right after.
+   * Bind, Describe, Execute and Sync together): an Execute of it for all its
+   * rows, after a Describe of it or not, and whether a Sync comes right
+   * after; `messages` counts the Describe and the Execute.
    */
-  private bindAhead(portal: string): BindAhead | undefined {
+  private lookAhead(portal: string): { readonly describe: boolean; readonly sync: boolean; readonly messages: number } | undefined {
     let i = 0;
     let msg = this.queuedMessage(i);
-    if (msg?.kind === 'Describe' && msg.target === 'P' && msg.name === portal) msg = this.queuedMessage(++i);
+    const describe = msg?.kind === 'Describe' && msg.target === 'P' && msg.name === portal;
+    if (describe) msg = this.queuedMessage(++i);
     if (msg?.kind !== 'Execute' || msg.portal !== portal || msg.maxRows !== 0) return undefined;
-    return { sync: this.queue[i + 1]?.code === FrontendCode.Sync };
+    return { describe, sync: this.queue[i + 1]?.code === FrontendCode.Sync, messages: i + 1 };
   }
 
   /** A queued Describe or Execute, decoded; null for anything else, which lookahead never needs to read. */
@@ -699,10 +743,14 @@ export class Session {
     try {
       return await handler.execute(portal, maxRows, this.sink);
     } finally {
-      const ms = performance.now() - started;
-      if (this.opts.slowStatementMs > 0 && ms >= this.opts.slowStatementMs) {
-        this.log.warn({ durationMs: Math.round(ms), statement: sql.slice(0, 500) }, 'slow statement');
-      }
+      this.logIfSlow(started, sql);
+    }
+  }
+
+  private logIfSlow(started: number, sql: string): void {
+    const ms = performance.now() - started;
+    if (this.opts.slowStatementMs > 0 && ms >= this.opts.slowStatementMs) {
+      this.log.warn({ durationMs: Math.round(ms), statement: sql.slice(0, 500) }, 'slow statement');
     }
   }
 

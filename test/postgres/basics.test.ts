@@ -36,8 +36,10 @@ describe('cotwire on a PostgreSQL engine', () => {
   });
 
   it("places PostgreSQL's error positions in the client's whole string", async () => {
-    const sql = 'SELECT 1;\n  SELECT * FROM nope';
-    await expect(ctx.client.query(sql)).rejects.toMatchObject({ code: '42P01', position: String(sql.indexOf('nope') + 1) });
+    // A statement after another, and one alone after blank lines (its answer is PostgreSQL's, passed on whole).
+    for (const sql of ['SELECT 1;\n  SELECT * FROM nope', '\n\n   SELECT * FROM nope']) {
+      await expect(ctx.client.query(sql), sql).rejects.toMatchObject({ code: '42P01', position: String(sql.indexOf('nope') + 1) });
+    }
   });
 
   it('refuses changes to a ledger, and PostgreSQL refuses them too', async () => {

@@ -67,7 +67,7 @@ const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${se
 
 describe('cotwire through a failover to a promoted replica at the same address', () => {
   it('waits out the replica in recovery, goes on when it is promoted, and has lost no acknowledged step', async () => {
-    const onStandby = await PostgresConnection.open(`postgres://postgres@127.0.0.1:${standby.port}/postgres`, 'test on standby');
+    const onStandby = await PostgresConnection.open(`postgres://postgres@127.0.0.1:${standby.port}/postgres`, 'test on standby', { readsStandby: true });
     const load = writers(server, 16, 'failover');
     try {
       await until('appends under way', () => load.acked.length >= 200);

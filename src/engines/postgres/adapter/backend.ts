@@ -3,9 +3,10 @@ import { connect as netConnect } from 'node:net';
 import pg from 'pg';
 import { PgError, type Severity } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import type { BackendField, BackendStatus, BindValue, FetchOutcome, PortalOptions, RelayBackend } from '../../../engine/port.js';
-import { bindMessage } from './bind-message.js';
-import { engineError, KEEPALIVE_DELAY_MS } from './connection.js';
+import type { BackendField, BackendStatus, BindValue, FetchOutcome, PortalOptions, RelayBackend, WholeExchange, WholeOutcome } from '../../../engine/port.js';
+import type { FrameSink } from '../../../protocol/frame-sink.js';
+import { bindMessage, bindOfValues } from './bind-message.js';
+import { engineError, KEEPALIVE_DELAY_MS, standbyReached } from './connection.js';
 import { dataRowCells, RowTap } from './row-tap.js';
 
 /**
@@ -53,6 +54,7 @@ interface Wire {
   close(config: { type: 'S' | 'P'; name?: string }): void;
   flush(): void;
   sync(): void;
+  query(text: string): void;
   sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
   sendFailToCopyFrom(message: string): void;
@@ -206,6 +208,14 @@ const ACKS: ReadonlySet<Message['kind']> = new Set(['parseComplete', 'bindComple
 
 const TEXT = { getTypeParser: () => (v: string) => v };
 
+const NOT_RELAYED: WholeOutcome = { relayed: false };
+const CLOSE_COMPLETE = 0x33;
+const PARAMETER_STATUS = 0x53;
+const ERROR_RESPONSE = 0x45;
+const READY_FOR_QUERY = 0x5a;
+/** What a relayed exchange's answer holds for the client: BindComplete, RowDescription, NoData, DataRow, CommandComplete, EmptyQueryResponse, NoticeResponse. */
+const ANSWERED = new Set([0x32, 0x54, 0x6e, 0x44, 0x43, 0x49, 0x4e]);
+
 export class PgBackend implements RelayBackend {
   private group: SyncGroup | null = null;
   private lastStatus: BackendStatus = 'I';
@@ -229,6 +239,8 @@ export class PgBackend implements RelayBackend {
   /** Which describe's Parse the unnamed statement holds (null: another Parse, or none known). */
   private unnamedHolds: string | null = null;
   private statements = 0;
+  /** An exchange relayWhole answers, until its ReadyForQuery: ends it when the connection goes. */
+  private relaying: ((lost: Error) => void) | null = null;
   /** Where the tap's frames go: the fetch that runs, or held for the next. */
   private readonly takeFrame = (frame: Buffer): void => {
     const group = this.group;
@@ -250,6 +262,7 @@ export class PgBackend implements RelayBackend {
     const lose = (err: Error): void => {
       this.broken ??= err;
       this.group?.abandon(err);
+      this.relaying?.(err);
     };
     client.on('error', lose);
     client.on('end', () => lose(new Error('the backend closed the connection')));
@@ -287,6 +300,11 @@ export class PgBackend implements RelayBackend {
     } catch (err) {
       await client.end().catch(() => undefined);
       throw Object.assign(new PgError(SqlState.ConnectionFailure, `cannot reach the PostgreSQL engine: ${(err as Error).message}`), { cause: err });
+    }
+    // A replica not yet promoted, at the engine's address in a failover: the client's writes would fail there.
+    if (backend.settings.get('in_hot_standby') === 'on') {
+      await client.end().catch(() => undefined);
+      throw standbyReached();
     }
     // The start-up's own ParameterStatus values are the backend's, not news for the client.
     backend.parameterChanges.length = 0;
@@ -382,7 +400,7 @@ export class PgBackend implements RelayBackend {
         this.unnamedHolds = null;
         wire.parse({ text: sql, types: [...types] });
       }
-      (wire as unknown as { stream: { write(b: Buffer): void } }).stream.write(bindMessage(portal, kept ? statement : '', values, resultFormats));
+      (wire as unknown as { stream: { write(b: Buffer): void } }).stream.write(bindOfValues(portal, kept ? statement : '', values, resultFormats));
       wire.describe({ type: 'P', name: portal });
       if (executeAll !== undefined) wire.execute({ portal, rows: 0 });
       if (executeAll?.sync === true) wire.sync();
@@ -590,6 +608,77 @@ export class PgBackend implements RelayBackend {
     });
   }
 
+  async relayWhole(exchange: WholeExchange, out: FrameSink): Promise<WholeOutcome> {
+    const tap = this.tap;
+    if (tap === null || this.group !== null || this.relaying !== null || this.broken !== null || this.lastStatus !== 'I') return NOT_RELAYED;
+    let statement = '';
+    if (exchange.kind === 'bound') {
+      if (this.kept.has(exchange.statement)) statement = exchange.statement;
+      else if (this.unnamedHolds !== exchange.statement) return NOT_RELAYED;
+    } else this.unnamedHolds = null;
+    const wire = (this.client as unknown as { connection: Wire }).connection;
+    return new Promise<WholeOutcome>((resolve) => {
+      let error: PgError | null = null;
+      const end = (outcome: WholeOutcome): void => {
+        tap.take = null;
+        tap.takeAll = false;
+        this.relaying = null;
+        this.reading(true);
+        resolve(outcome);
+      };
+      // PostgreSQL's own FATAL, when it said one before it closed the connection (57P01 for a terminated backend).
+      this.relaying = (lost) => end({ relayed: true, error: error?.isFatal === true ? error : this.lost(lost) });
+      tap.takeAll = true;
+      tap.take = (frame) => {
+        switch (frame[0]) {
+          case CLOSE_COMPLETE:
+            return;
+          case PARAMETER_STATUS: {
+            const [name = '', value = ''] = frame.toString('utf8', 5, frame.length - 1).split('\0');
+            this.parameterChanges.push([name, value]);
+            this.settings.set(name, value);
+            return;
+          }
+          case ERROR_RESPONSE:
+            error ??= errorOf(frame);
+            return;
+          case READY_FOR_QUERY:
+            this.lastStatus = String.fromCharCode(frame[5] ?? 0x49) as BackendStatus;
+            end({ relayed: true, error });
+            return;
+          default:
+            if (!ANSWERED.has(frame[0] ?? 0)) {
+              error ??= new PgError(
+                SqlState.ProtocolViolation,
+                `the PostgreSQL engine answered a message of type ${String.fromCharCode(frame[0] ?? 0)} in a relayed exchange`,
+              );
+              return;
+            }
+            out.frame(frame);
+            // A client that reads slowly holds PostgreSQL back: its backend's socket is not read meanwhile.
+            if (!out.flushIfFull()) {
+              this.reading(false);
+              void out.drained().then(() => {
+                if (this.relaying !== null) this.reading(true);
+              });
+            }
+        }
+      };
+      corked(wire, () => {
+        for (const name of this.closing.splice(0)) wire.close({ type: 'S', name });
+        if (exchange.kind === 'query') wire.query(exchange.sql);
+        else {
+          (wire as unknown as { stream: { write(b: Buffer): void } }).stream.write(
+            bindMessage('', statement, exchange.params, exchange.paramFormats, exchange.resultFormats),
+          );
+          if (exchange.describe) wire.describe({ type: 'P', name: '' });
+          wire.execute({ portal: '', rows: 0 });
+          wire.sync();
+        }
+      });
+    });
+  }
+
   /** The backend's reported settings now (server_version, DateStyle, TimeZone, ...). */
   reportedSettings(): Array<[string, string]> {
     return [...this.settings];
@@ -670,6 +759,7 @@ export class PgBackend implements RelayBackend {
 
   private async exchange(): Promise<SyncGroup> {
     if (this.broken !== null) throw this.lost(this.broken);
+    if (this.relaying !== null) throw new PgError(SqlState.InternalError, 'an exchange began while another was relayed whole');
     if (this.group === null) {
       this.group = new SyncGroup();
       void this.client.query(this.group as unknown as pg.QueryConfig);
@@ -735,6 +825,35 @@ function endOfResult(m: Message): FetchOutcome {
 
 function unexpected(m: Message, wanted: string): PgError {
   return new PgError(SqlState.ProtocolViolation, `the PostgreSQL engine answered ${m.kind} where ${wanted} was due`);
+}
+
+/** An ErrorResponse's fields, as engineError keeps them of node-postgres' parse of one. */
+function errorOf(frame: Buffer): PgError {
+  const fields = new Map<string, string>();
+  let at = 5;
+  while (at < frame.length && frame[at] !== 0) {
+    const code = String.fromCharCode(frame[at] as number);
+    const end = frame.indexOf(0, at + 1);
+    if (end < 0) break;
+    fields.set(code, frame.toString('utf8', at + 1, end));
+    at = end + 1;
+  }
+  const optional = (key: string, code: string) => (fields.has(code) ? { [key]: fields.get(code) } : {});
+  const severity = fields.get('V') ?? fields.get('S') ?? 'ERROR';
+  return new PgError(
+    fields.get('C') ?? SqlState.InternalError,
+    fields.get('M') ?? '',
+    {
+      ...optional('detail', 'D'),
+      ...optional('hint', 'H'),
+      ...(fields.has('P') ? { position: Number(fields.get('P')) } : {}),
+      ...optional('schema', 's'),
+      ...optional('table', 't'),
+      ...optional('column', 'c'),
+      ...optional('constraint', 'n'),
+    },
+    severity === 'FATAL' || severity === 'PANIC' ? 'FATAL' : 'ERROR',
+  );
 }
 
 /** A NoticeResponse as node-postgres parses it. */

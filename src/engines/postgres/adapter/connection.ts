@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
@@ -69,6 +70,25 @@ export function isConnectionLoss(err: unknown): boolean {
   return err instanceof Error;
 }
 
+/**
+ * Whether the server a connection reached is a standby in recovery, as
+ * PostgreSQL (14 and later) reports in_hot_standby at startup: the engine's
+ * address can lead to a replica not yet promoted in a failover, where every
+ * write fails (25006). Listened for before connecting.
+ */
+export function watchStandby(client: pg.Client): () => boolean {
+  let standby = false;
+  (client as unknown as { connection: EventEmitter }).connection.on('parameterStatus', (m: { parameterName: string; parameterValue: string }) => {
+    if (m.parameterName === 'in_hot_standby') standby = m.parameterValue === 'on';
+  });
+  return () => standby;
+}
+
+/** A connection that reached a standby: the engine is down for cotwire until the standby is promoted. */
+export function standbyReached(): PgError {
+  return new PgError(SqlState.ConnectionFailure, 'cannot reach the PostgreSQL engine: the server at the engine URL is a standby in recovery');
+}
+
 export interface ConnectionOptions {
   /**
    * Calls made without waiting are sent at once, in order, and answered in
@@ -89,6 +109,8 @@ export interface ConnectionOptions {
    * minutes. It bounds connecting too (by default CONNECT_TIMEOUT_MS).
    */
   readonly answerTimeoutMs?: number;
+  /** Takes a standby in recovery (a test's reads of a replica); the server's own connections are refused one. */
+  readonly readsStandby?: boolean;
 }
 
 /** How long connecting may take when no answerTimeoutMs bounds it. */
@@ -238,8 +260,10 @@ export class PostgresConnection implements SqlConnection {
     // Without a listener a broken connection would end the process; with it, the next call connects again.
     client.on('error', (err: Error) => this.drop(client, err));
     client.on('end', () => this.drop(client, new Error('the connection to the engine ended')));
+    const standby = watchStandby(client);
     try {
       await client.connect();
+      if (standby() && this.options.readsStandby !== true) throw standbyReached();
       for (const sql of this.options.setup ?? []) await client.query(sql);
     } catch (err) {
       await client.end().catch(() => undefined);

@@ -15,6 +15,8 @@ const HEADER = 5;
 export class RowTap {
   /** Takes DataRow frames while set (decided at each message's header). */
   take: ((frame: Buffer) => void) | null = null;
+  /** `take` takes every message, not DataRows alone: an exchange node-postgres never sees. */
+  takeAll = false;
   /** Bytes of a message going on to node-postgres that have not come yet. */
   private passing = 0;
   /** A DataRow being taken, as it comes, and how many of its bytes are still to come. */
@@ -72,7 +74,7 @@ export class RowTap {
         return;
       }
       const total = 1 + chunk.readInt32BE(pos + 1);
-      if (chunk[pos] !== DATA_ROW || this.take === null || total < HEADER) {
+      if ((chunk[pos] !== DATA_ROW && !this.takeAll) || this.take === null || total < HEADER) {
         this.passing = total;
         continue;
       }

@@ -7,6 +7,7 @@ import { isConnectionLoss } from '../adapter/connection.js';
 import { erasureFields, erasureParamTypes, runErasure, type ErasureService } from '../../../engine/erasure-call.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
+import type { FrameSink } from '../../../protocol/frame-sink.js';
 import type {
   BindAhead,
   ConnectionHandler,
@@ -14,6 +15,7 @@ import type {
   ExecuteOutcome,
   Portal,
   PreparedStatement,
+  RelayedWhole,
   ResultSink,
   StatementSource,
 } from '../../../session/handler-port.js';
@@ -64,6 +66,8 @@ export interface ProxyServices {
   /** The vectors of cot_search()'s texts, made before the statement runs (PostgreSQL cannot call the embedder). */
   readonly search: { prepare(texts: readonly string[]): Promise<void> };
 }
+
+const NOT_RELAYED: RelayedWhole = { relayed: false };
 
 /** Ledger INSERT texts whose plans a connection keeps. */
 const PLAN_CACHE_SIZE = 256;
@@ -360,6 +364,42 @@ export class ProxyConnection implements ConnectionHandler {
   private executeAhead(s: PgStatement, ahead: BindAhead | undefined): { readonly sync: boolean } | undefined {
     if (ahead === undefined || !RUN_WHOLE.has(Object.keys(s.tree)[0] ?? '')) return undefined;
     return { sync: ahead.sync && this.pending.length === 0 && !this.refusedInBlock && !this.exchangeFailed };
+  }
+
+  async relayBound(
+    prepared: PreparedStatement,
+    params: readonly (Buffer | null)[],
+    paramFormats: readonly number[],
+    resultFormats: readonly number[],
+    describe: boolean,
+    out: FrameSink,
+  ): Promise<RelayedWhole> {
+    const { statement: s, parsed } = prepared as ProxyStatement;
+    if (s === null || parsed === null || !this.answeredWhole(s)) return NOT_RELAYED;
+    const whole = await this.backend.relayWhole({ kind: 'bound', statement: parsed, params, paramFormats, resultFormats, describe }, out);
+    return whole.relayed && whole.error !== null ? { relayed: true, error: inString(whole.error, s) as PgError } : whole;
+  }
+
+  async relayQuery(source: StatementSource, out: FrameSink): Promise<RelayedWhole> {
+    const s = source as PgStatement;
+    if (!this.answeredWhole(s)) return NOT_RELAYED;
+    const whole = await this.backend.relayWhole({ kind: 'query', sql: s.text }, out);
+    return whole.relayed && whole.error !== null ? { relayed: true, error: inString(whole.error, s) as PgError } : whole;
+  }
+
+  /**
+   * Whether PostgreSQL's answer to a statement is the client's as it is,
+   * with nothing of cotwire's before, among or after it: a statement relayed
+   * as it came that runs to its end at once, outside a transaction block,
+   * with no appends waiting and no refusal to fail a block with; that does
+   * not change whether the session is read-only (set_config) and searches
+   * nothing (cot_search's vectors are made before it runs). The backend
+   * declines too unless it is idle.
+   */
+  private answeredWhole(s: PgStatement): boolean {
+    if (s.plan.kind !== 'engine' || !RUN_WHOLE.has(Object.keys(s.tree)[0] ?? '')) return false;
+    if (this.inBlock || this.pending.length > 0 || this.refusedInBlock || this.exchangeFailed) return false;
+    return !touchesReadOnly(s) && !callsOf(s.tree).some((c) => c.name.toLowerCase() === 'cot_search');
   }
 
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
