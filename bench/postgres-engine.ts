@@ -26,6 +26,8 @@ const SINGLE = QUICK ? 300 : 2_000;
 const POINTS = QUICK ? 300 : 2_000;
 const STREAM = QUICK ? 50_000 : 500_000;
 const CLIENTS = 16;
+/** `--steps N`: after the rest, a session's replay and verification in ledgers of N steps (sessions of 50, interleaved). */
+const STEPS = Number(process.argv[process.argv.indexOf('--steps') + 1] ?? 0) || 0;
 
 const tmp = mkdtempSync(join(tmpdir(), 'cotwire-bench-pg-'));
 const postgres = await startPostgres({ durable: true });
@@ -96,7 +98,10 @@ const cot = await connect(first.port, 'cotwire', 'cotwire', CLIENTS);
 const cot2 = await connect(second.port, 'cotwire', 'cotwire', CLIENTS / 2);
 // A proxy's second hop alone, for the reads: a bare TCP relay in a process of its own, in front of the same PostgreSQL.
 const relayProcess = spawn(process.execPath, [join(import.meta.dirname, 'tcp-relay.js'), String(postgres.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
-const relayPort = await new Promise<number>((resolve) => relayProcess.stdout?.once('data', (b: Buffer) => resolve(Number(b.toString().trim()))));
+const relayPort = await new Promise<number>((resolve, reject) => {
+  relayProcess.stdout?.once('data', (b: Buffer) => resolve(Number(b.toString().trim())));
+  relayProcess.once('exit', (code) => reject(new Error(`the TCP relay exited (${code}) before it listened`)));
+});
 
 const INSERT = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
 type System = 'cotwire' | 'plain' | 'trigger' | 'relay';
@@ -239,6 +244,40 @@ results.push({
   ratio: anchorVerify / verifyP50,
   against: 'trigger',
 });
+
+if (STEPS > 0) {
+  // The same rows in all three, 10,000 a statement: through cotwire (chained by its writer), plain, and chained by the trigger.
+  const sessions = Math.max(1, Math.floor(STEPS / 50));
+  const fill = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')})
+    SELECT 'd-' || (i % $3), 'agent-' || (i % $3 % 1000), (ARRAY['Observation','Reasoning','ToolCall','ToolResult','Decision','FinalAnswer'])[1 + i % 6],
+      $4, ('{"query":"order ' || i || '"}')::json, '{"ok":true}'::json, (i % 100) / 100.0, 20 + i % 900, 100 + i % 400, 'model-' || (i % 4), '{"run":1}'::json
+    FROM generate_series($1::bigint, $2::bigint) i`;
+  const content = String(stepRow('x', 0)[3]);
+  // As a PostgreSQL user reading sessions would have it (cotwire's table and the trigger's have theirs).
+  await plain[0]?.query('CREATE INDEX plain_session ON _cot_steps (session_id, step_index)');
+  for (const [name, c] of [
+    ['cotwire', cot[0]],
+    ['plain', plain[0]],
+    ['trigger', anchor[0]],
+  ] as const) {
+    const t = performance.now();
+    for (let from = 0; from < STEPS; from += 10_000) await c?.query(fill, [from, Math.min(STEPS, from + 10_000) - 1, sessions, content]);
+    console.log(`${name}: ${STEPS.toLocaleString('en')} steps written in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  }
+  await plain[0]?.query('ANALYZE _cot_steps');
+  await anchor[0]?.query('ANALYZE _cot_steps');
+  // A session of 50 steps spread over the whole ledger, as agents working at once leave it.
+  const session = `d-${Math.floor(sessions / 2)}`;
+  const atScale = `in a ledger of ${STEPS.toLocaleString('en')} steps`;
+  await compare(`one session replayed, 50 steps, ${atScale} (p50)`, 'ms', 'lower', ['cotwire', 'plain', 'trigger'], (s) =>
+    p50(clientsOf(s)[0] as pg.Client, POINTS / 4, () =>
+      (clientsOf(s)[0] as pg.Client).query('SELECT * FROM public._cot_steps WHERE session_id = $1 ORDER BY step_index', [session]),
+    ),
+  );
+  await compare(`one session verified in SQL, ${atScale} (p50)`, 'ms', 'lower', ['cotwire', 'trigger'], (s) =>
+    p50(clientsOf(s)[0] as pg.Client, POINTS / 4, () => (clientsOf(s)[0] as pg.Client).query('SELECT * FROM cot_verify($1)', [session])),
+  );
+}
 
 for (const c of [...cot, ...cot2, ...plain, ...anchor, engineDirect as pg.Client, relayed as pg.Client, engineRelayed as pg.Client])
   await c.end().catch(() => undefined);
