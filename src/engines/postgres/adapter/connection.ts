@@ -173,17 +173,18 @@ export class PostgresConnection implements SqlConnection {
     });
   }
 
-  query(sql: string, params: readonly (string | null)[] = []): Promise<unknown[][]> {
+  /** Parameters go in text; one given as bytes goes in binary, as node-postgres sends a Buffer. */
+  query(sql: string, params: readonly (string | Uint8Array | null)[] = []): Promise<unknown[][]> {
     // A read outside a transaction that met a backend just terminated (its FATAL still on the way) is asked once
     // more, of a new one: it changed nothing, and its caller (a check of a parent step, a catalog read) goes on.
     if (this.transaction !== 'none' || !/^\s*SELECT\b/i.test(sql)) return this.send(sql, params);
     return this.send(sql, params).catch((err: unknown) => (isConnectionLoss(err) && !this.closed ? this.send(sql, params) : Promise.reject(err)));
   }
 
-  private send(sql: string, params: readonly (string | null)[]): Promise<unknown[][]> {
+  private send(sql: string, params: readonly (string | Uint8Array | null)[]): Promise<unknown[][]> {
     return this.on(async (client) => {
       try {
-        const r = await client.query({ text: sql, values: params as (string | null)[], rowMode: 'array', ...this.named(sql) });
+        const r = await client.query({ text: sql, values: params as unknown[], rowMode: 'array', ...this.named(sql) });
         return r.rows as unknown[][];
       } catch (err) {
         throw this.failure(client, err);
