@@ -28,6 +28,9 @@ const STREAM = QUICK ? 50_000 : 500_000;
 const CLIENTS = 16;
 /** `--steps N`: after the rest, a session's replay and verification in ledgers of N steps (sessions of 50, interleaved). */
 const STEPS = Number(process.argv[process.argv.indexOf('--steps') + 1] ?? 0) || 0;
+/** `--scale-only`: those alone, into a section of their own in docs/benchmarks.md. */
+const SCALE_ONLY = process.argv.includes('--scale-only');
+const MARK = SCALE_ONLY ? 'bench-postgres-scale' : 'bench-postgres';
 
 const tmp = mkdtempSync(join(tmpdir(), 'cotwire-bench-pg-'));
 const postgres = await startPostgres({ durable: true });
@@ -190,60 +193,64 @@ for (const c of [cot[0], plain[0]]) {
 
 type Reader = 'cotwire' | 'plain' | 'relay';
 const [relayed] = await connect(relayPort, 'postgres', 'plain', 1);
-const readers: Record<Reader, pg.Client> = { cotwire: cot[0] as pg.Client, plain: plain[0] as pg.Client, relay: relayed as pg.Client };
-await compare('SELECT 1, one client (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
-  p50(readers[s as Reader], POINTS, () => readers[s as Reader].query('SELECT 1')),
-);
-await compare('a point read by key, prepared (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
-  p50(readers[s as Reader], POINTS, (i) => readers[s as Reader].query({ name: 'point', text: 'SELECT * FROM stream WHERE id = $1', values: [1 + (i % 1000)] })),
-);
-// The same 50 rows, read from the same table: through cotwire, and from cotwire's database directly (and relayed).
 const [engineDirect] = await connect(postgres.port, 'postgres', 'engine', 1);
 const [engineRelayed] = await connect(relayPort, 'postgres', 'engine', 1);
-const replayers: Record<Reader, pg.Client> = { cotwire: cot[0] as pg.Client, plain: engineDirect as pg.Client, relay: engineRelayed as pg.Client };
-await compare('one session replayed, 50 steps (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
-  p50(replayers[s as Reader], POINTS / 4, () =>
-    replayers[s as Reader].query("SELECT * FROM public._cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
-  ),
-);
-await compare(`SELECT * of ${STREAM.toLocaleString('en')} rows to a client`, 'rows/s', 'higher', ['cotwire', 'plain'], async (s) => {
-  const t = performance.now();
-  const r = await readers[s as 'cotwire' | 'plain'].query('SELECT * FROM stream');
-  return r.rowCount === null ? 0 : r.rowCount / ((performance.now() - t) / 1000);
-});
-await compare('single-row INSERT, 1 client', 'rows/s', 'higher', ['cotwire', 'plain', 'trigger'], (s) => appends(clientsOf(s).slice(0, 1), SINGLE / 4));
-await compare(`single-row INSERT, ${CLIENTS} clients`, 'rows/s', 'higher', ['cotwire', 'plain', 'trigger'], (s) => appends(clientsOf(s), SINGLE));
+if (!SCALE_ONLY) {
+  const readers: Record<Reader, pg.Client> = { cotwire: cot[0] as pg.Client, plain: plain[0] as pg.Client, relay: relayed as pg.Client };
+  await compare('SELECT 1, one client (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
+    p50(readers[s as Reader], POINTS, () => readers[s as Reader].query('SELECT 1')),
+  );
+  await compare('a point read by key, prepared (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
+    p50(readers[s as Reader], POINTS, (i) =>
+      readers[s as Reader].query({ name: 'point', text: 'SELECT * FROM stream WHERE id = $1', values: [1 + (i % 1000)] }),
+    ),
+  );
+  // The same 50 rows, read from the same table: through cotwire, and from cotwire's database directly (and relayed).
+  const replayers: Record<Reader, pg.Client> = { cotwire: cot[0] as pg.Client, plain: engineDirect as pg.Client, relay: engineRelayed as pg.Client };
+  await compare('one session replayed, 50 steps (p50)', 'ms', 'lower', ['cotwire', 'plain', 'relay'], (s) =>
+    p50(replayers[s as Reader], POINTS / 4, () =>
+      replayers[s as Reader].query("SELECT * FROM public._cot_steps WHERE session_id = 'read-session' ORDER BY step_index"),
+    ),
+  );
+  await compare(`SELECT * of ${STREAM.toLocaleString('en')} rows to a client`, 'rows/s', 'higher', ['cotwire', 'plain'], async (s) => {
+    const t = performance.now();
+    const r = await readers[s as 'cotwire' | 'plain'].query('SELECT * FROM stream');
+    return r.rowCount === null ? 0 : r.rowCount / ((performance.now() - t) / 1000);
+  });
+  await compare('single-row INSERT, 1 client', 'rows/s', 'higher', ['cotwire', 'plain', 'trigger'], (s) => appends(clientsOf(s).slice(0, 1), SINGLE / 4));
+  await compare(`single-row INSERT, ${CLIENTS} clients`, 'rows/s', 'higher', ['cotwire', 'plain', 'trigger'], (s) => appends(clientsOf(s), SINGLE));
 
-// A second instance: the same 16 clients, split over two instances, against all on one.
-const runsTwo: number[] = [];
-const runsOne: number[] = [];
-for (let r = 0; r < RUNS; r++) {
-  runsOne.push(await appends(cot, SINGLE));
-  runsTwo.push(await appends([...cot.slice(0, CLIENTS / 2), ...cot2], SINGLE));
+  // A second instance: the same 16 clients, split over two instances, against all on one.
+  const runsTwo: number[] = [];
+  const runsOne: number[] = [];
+  for (let r = 0; r < RUNS; r++) {
+    runsOne.push(await appends(cot, SINGLE));
+    runsTwo.push(await appends([...cot.slice(0, CLIENTS / 2), ...cot2], SINGLE));
+  }
+  const one = median(runsOne);
+  const two = median(runsTwo);
+  results.push({
+    name: `single-row INSERT, ${CLIENTS} clients over two instances`,
+    unit: 'rows/s',
+    values: { 'one instance': one, 'two instances': two },
+    ratio: two / one,
+    against: 'one instance',
+  });
+  console.log(`two instances: ${two.toFixed(0)} rows/s against ${one.toFixed(0)} on one (${(two / one).toFixed(2)}×)`);
+
+  // Verification of one session by the functions init installed, against the trigger chain's own check.
+  const verifyP50 = median(
+    await Promise.all([0].map(() => p50(cot[0] as pg.Client, POINTS / 4, () => (cot[0] as pg.Client).query("SELECT * FROM cot_verify('read-session')")))),
+  );
+  const anchorVerify = await p50(anchor[0] as pg.Client, POINTS / 4, () => (anchor[0] as pg.Client).query("SELECT * FROM cot_verify('read-session')"));
+  results.push({
+    name: 'one session verified in SQL (p50)',
+    unit: 'ms',
+    values: { cotwire: verifyP50, trigger: anchorVerify },
+    ratio: anchorVerify / verifyP50,
+    against: 'trigger',
+  });
 }
-const one = median(runsOne);
-const two = median(runsTwo);
-results.push({
-  name: `single-row INSERT, ${CLIENTS} clients over two instances`,
-  unit: 'rows/s',
-  values: { 'one instance': one, 'two instances': two },
-  ratio: two / one,
-  against: 'one instance',
-});
-console.log(`two instances: ${two.toFixed(0)} rows/s against ${one.toFixed(0)} on one (${(two / one).toFixed(2)}×)`);
-
-// Verification of one session by the functions init installed, against the trigger chain's own check.
-const verifyP50 = median(
-  await Promise.all([0].map(() => p50(cot[0] as pg.Client, POINTS / 4, () => (cot[0] as pg.Client).query("SELECT * FROM cot_verify('read-session')")))),
-);
-const anchorVerify = await p50(anchor[0] as pg.Client, POINTS / 4, () => (anchor[0] as pg.Client).query("SELECT * FROM cot_verify('read-session')"));
-results.push({
-  name: 'one session verified in SQL (p50)',
-  unit: 'ms',
-  values: { cotwire: verifyP50, trigger: anchorVerify },
-  ratio: anchorVerify / verifyP50,
-  against: 'trigger',
-});
 
 if (STEPS > 0) {
   // The same rows in all three, 10,000 a statement: through cotwire (chained by its writer), plain, and chained by the trigger.
@@ -290,8 +297,8 @@ rmSync(tmp, { recursive: true, force: true });
 
 const fmt = (v: number): string => (v >= 100 ? v.toFixed(0) : v.toFixed(2));
 const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}`;
-const section = `<!-- bench-postgres:start -->
-Measured by \`npm run bench:postgres\`${QUICK ? ' (--quick)' : ''} on ${machine}, ${new Date().toISOString().slice(0, 10)}, against one durable PostgreSQL (fsync on). \`cotwire\` is cotwire with \`engine.kind: postgres\` on that PostgreSQL; \`plain\` the same statements sent to it directly, into a table of the same shape without a chain; \`trigger\` the same INSERTs chained by a trigger under a per-session lock; \`relay\` the reads sent to PostgreSQL through a bare TCP relay in a process of its own (a proxy's second hop, with nothing done to the bytes). The ratio is cotwire's speed ÷ the other's (above 1: cotwire is faster).
+const section = `<!-- ${MARK}:start -->
+Measured by \`npm run bench:postgres${[QUICK ? ' --quick' : '', STEPS > 0 ? ` --steps ${STEPS}` : '', SCALE_ONLY ? ' --scale-only' : ''].join('')}\` on ${machine}, ${new Date().toISOString().slice(0, 10)}, against one durable PostgreSQL (fsync on). \`cotwire\` is cotwire with \`engine.kind: postgres\` on that PostgreSQL; \`plain\` the same statements sent to it directly, into a table of the same shape without a chain; \`trigger\` the same INSERTs chained by a trigger under a per-session lock; \`relay\` the reads sent to PostgreSQL through a bare TCP relay in a process of its own (a proxy's second hop, with nothing done to the bytes). The ratio is cotwire's speed ÷ the other's (above 1: cotwire is faster).
 
 | workload | results (median of ${RUNS}) | ratio |
 |---|---|---|
@@ -303,14 +310,12 @@ ${results
         .join('; ')} | ${r.ratio.toFixed(2)}× against ${r.against} |`,
   )
   .join('\n')}
-<!-- bench-postgres:end -->`;
+<!-- ${MARK}:end -->`;
 const docs = join(import.meta.dirname, '../../docs/benchmarks.md');
 const text = readFileSync(docs, 'utf8');
-const start = text.indexOf('<!-- bench-postgres:start -->');
-const end = text.indexOf('<!-- bench-postgres:end -->');
+const start = text.indexOf(`<!-- ${MARK}:start -->`);
+const end = text.indexOf(`<!-- ${MARK}:end -->`);
 writeFileSync(
   docs,
-  start >= 0 && end > start
-    ? `${text.slice(0, start)}${section}${text.slice(end + '<!-- bench-postgres:end -->'.length)}`
-    : `${text.trimEnd()}\n\n${section}\n`,
+  start >= 0 && end > start ? `${text.slice(0, start)}${section}${text.slice(end + `<!-- ${MARK}:end -->`.length)}` : `${text.trimEnd()}\n\n${section}\n`,
 );
