@@ -228,10 +228,29 @@ export type WholeExchange =
       /** The client described the portal. */
       readonly describe: boolean;
     }
+  | {
+      /** The unnamed statement parsed (and described, for the client's later use of it) in the same write. */
+      readonly kind: 'parsed';
+      readonly sql: string;
+      readonly types: readonly number[];
+      readonly params: readonly (Uint8Array | null)[];
+      readonly paramFormats: readonly number[];
+      readonly resultFormats: readonly number[];
+      readonly describe: boolean;
+    }
   | { readonly kind: 'query'; readonly sql: string };
 
-/** Not relayed (nothing was sent), or relayed with the statement's error, if any. */
-export type WholeOutcome = { readonly relayed: false } | { readonly relayed: true; readonly error: PgError | null };
+/**
+ * Not relayed (nothing was sent), or relayed with the statement's error, if
+ * any; for a Parse that PostgreSQL took, what describe would have answered.
+ */
+export type WholeOutcome =
+  | { readonly relayed: false }
+  | {
+      readonly relayed: true;
+      readonly error: PgError | null;
+      readonly described?: { readonly paramTypes: number[]; readonly fields: BackendField[] | null; readonly statement: string };
+    };
 
 /**
  * One client connection's backend on a PostgreSQL engine: the extended

@@ -142,6 +142,18 @@ export interface ConnectionHandler {
     out: FrameSink,
   ): Promise<RelayedWhole>;
   relayQuery?(statement: StatementSource, out: FrameSink): Promise<RelayedWhole>;
+  /**
+   * The same for an unnamed statement's Parse followed by such an exchange:
+   * parsed, bound and run in one round trip. `statement` is the unnamed
+   * statement the Parse made (null if it failed), for the client's later use.
+   */
+  relayParse?(
+    sql: string,
+    paramTypes: readonly number[],
+    bind: { readonly params: readonly (Buffer | null)[]; readonly paramFormats: readonly number[]; readonly resultFormats: readonly number[] },
+    describe: boolean,
+    out: FrameSink,
+  ): Promise<RelayedWhole & { readonly statement?: PreparedStatement | null }>;
   closePortal(portal: Portal): void;
   closeStatement(statement: PreparedStatement): void;
   /** A cursor opened with DECLARE, which the protocol can Describe as a portal of the same name (psycopg 3 does). */

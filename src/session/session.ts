@@ -622,6 +622,7 @@ export class Session {
         hint: 'Close prepared statements the application no longer uses (Close, or DEALLOCATE), or raise limits.maxPreparedStatements.',
       });
     }
+    if (msg.name === '' && handler.relayParse !== undefined && (await this.relayParse(handler, msg))) return;
     const statement = await handler.prepare(msg.sql, msg.parameterTypes, msg.name !== '');
     const old = this.statements.get(msg.name);
     if (old !== undefined) handler.closeStatement(old.statement);
@@ -682,18 +683,57 @@ export class Session {
   }
 
   /**
+   * An unnamed statement's Parse with the Bind of it, its Execute and a Sync
+   * right behind (what drivers send for a query with parameters): the
+   * handler may take them whole, one round trip. Answers whether it did;
+   * the Bind, Describe and Execute are then answered, and the Sync is left.
+   */
+  private async relayParse(handler: ConnectionHandler, msg: Parse): Promise<boolean> {
+    const frame = this.queue[0];
+    if (frame?.code !== FrontendCode.Bind || handler.relayParse === undefined) return false;
+    let bind: FrontendMessage;
+    try {
+      bind = decodeFrontendMessage(frame.code, frame.body);
+    } catch {
+      return false;
+    }
+    if (bind.kind !== 'Bind' || bind.statement !== '') return false;
+    const ahead = this.lookAhead(bind.portal, 1);
+    if (ahead?.sync !== true) return false;
+    try {
+      checkFormats(bind.parameterFormats, bind.parameters.length, 'parameter');
+    } catch {
+      // The Bind's own error, after the Parse's ParseComplete: the messages are taken one by one.
+      return false;
+    }
+    const started = performance.now();
+    const { parameters: params, parameterFormats: paramFormats, resultFormats } = bind;
+    const whole = await handler.relayParse(msg.sql, msg.parameterTypes, { params, paramFormats, resultFormats }, ahead.describe, this.frames);
+    if (!whole.relayed) return false;
+    this.queue.splice(0, 1 + ahead.messages);
+    // PostgreSQL's Parse replaced the unnamed statement, or dropped it if it failed.
+    const old = this.statements.get('');
+    if (old !== undefined) handler.closeStatement(old.statement);
+    this.statements.delete('');
+    if (whole.statement != null) this.statements.set('', { statement: whole.statement, sql: msg.sql });
+    this.logIfSlow(started, msg.sql);
+    if (whole.error !== null) throw whole.error;
+    return true;
+  }
+
+  /**
    * What the client already sent after a Bind of `portal` (drivers send
    * Bind, Describe, Execute and Sync together): an Execute of it for all its
    * rows, after a Describe of it or not, and whether a Sync comes right
    * after; `messages` counts the Describe and the Execute.
    */
-  private lookAhead(portal: string): { readonly describe: boolean; readonly sync: boolean; readonly messages: number } | undefined {
-    let i = 0;
+  private lookAhead(portal: string, from = 0): { readonly describe: boolean; readonly sync: boolean; readonly messages: number } | undefined {
+    let i = from;
     let msg = this.queuedMessage(i);
     const describe = msg?.kind === 'Describe' && msg.target === 'P' && msg.name === portal;
     if (describe) msg = this.queuedMessage(++i);
     if (msg?.kind !== 'Execute' || msg.portal !== portal || msg.maxRows !== 0) return undefined;
-    return { describe, sync: this.queue[i + 1]?.code === FrontendCode.Sync, messages: i + 1 };
+    return { describe, sync: this.queue[i + 1]?.code === FrontendCode.Sync, messages: i + 1 - from };
   }
 
   /** A queued Describe or Execute, decoded; null for anything else, which lookahead never needs to read. */

@@ -13,7 +13,9 @@ import { bindFormats, errorFields, type RawMessage, WireClient } from '../fixtur
  * batches), NULLs, notices among the rows, errors at Bind and after some
  * rows, ranges and records, in text, in binary and in both (a format per
  * column), whole or a few rows per Execute, one or two statements per Sync,
- * named statements bound again and again, and as simple queries.
+ * named statements bound again and again, an unnamed one bound again in the
+ * next exchange, statements PostgreSQL refuses at their Parse, and as simple
+ * queries.
  */
 
 const ctx = usePgServer();
@@ -56,6 +58,8 @@ function statement(r: () => number, n: number): { sql: string; params: string[];
     `SELECT int4range(${value}, i + 5) AS r, numrange(i / 3.0, NULL) AS n, tstzrange('2026-01-01', '2026-01-01'::date + i) AS t, int4multirange(int4range(1, i + 2)) AS m, ROW(i, 'x' || i, NULL::int) AS rec, ARRAY[ROW(i, true)] AS recs`,
   ]);
   const columns = shape.match(/ AS \w+/g)?.length ?? 0;
+  // A table that is not there: PostgreSQL refuses the statement at its Parse.
+  if (r() < 0.05) return { sql: `${shape} FROM generate_series(1, $1::int) i, relay_missing`, params: [String(n)], columns };
   if (r() < 0.15) return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [pick(r, ['x', '-', '1e3'])], columns }; // fails at Bind
   return { sql: `${shape} FROM generate_series(1, $1::int) i`, params: [String(n)], columns };
 }
@@ -114,6 +118,17 @@ function generate(seed: number): Case {
     } else parts.push(serialize.execute({}));
   }
   parts.push(serialize.sync());
+  if (kind === 'extended' && r() < 0.5) {
+    // The unnamed statement again, in the next exchange: described, then bound without a Parse.
+    parts.push(
+      serialize.describe({ type: 'S' }),
+      serialize.bind({ values: [String(rows())] }),
+      serialize.describe({ type: 'P' }),
+      serialize.execute({}),
+      serialize.sync(),
+    );
+    return { name: `${seed} ${kind}: ${names.join(' | ')}, then again`, messages: Buffer.concat(parts), ends: 'Z', syncs: 2 };
+  }
   return { name: `${seed} ${kind}: ${names.join(' | ')}`, messages: Buffer.concat(parts), ends: 'Z' };
 }
 

@@ -210,6 +210,10 @@ const TEXT = { getTypeParser: () => (v: string) => v };
 
 const NOT_RELAYED: WholeOutcome = { relayed: false };
 const CLOSE_COMPLETE = 0x33;
+const PARSE_COMPLETE = 0x31;
+const PARAMETER_DESCRIPTION = 0x74;
+const ROW_DESCRIPTION = 0x54;
+const NO_DATA = 0x6e;
 const PARAMETER_STATUS = 0x53;
 const ERROR_RESPONSE = 0x45;
 const READY_FOR_QUERY = 0x5a;
@@ -616,9 +620,16 @@ export class PgBackend implements RelayBackend {
       if (this.kept.has(exchange.statement)) statement = exchange.statement;
       else if (this.unnamedHolds !== exchange.statement) return NOT_RELAYED;
     } else this.unnamedHolds = null;
+    const token = `cotwire_s${++this.statements}`;
     const wire = (this.client as unknown as { connection: Wire }).connection;
     return new Promise<WholeOutcome>((resolve) => {
       let error: PgError | null = null;
+      // A Parse sent with the exchange is described too, privately: its ParameterDescription and the RowDescription
+      // (or NoData) after it are the statement's, for the client's later Describe or Bind of it.
+      let describing = exchange.kind === 'parsed';
+      let parsed = false;
+      let paramTypes: number[] = [];
+      let described: { paramTypes: number[]; fields: BackendField[] | null; statement: string } | undefined;
       const end = (outcome: WholeOutcome): void => {
         tap.take = null;
         tap.takeAll = false;
@@ -630,8 +641,22 @@ export class PgBackend implements RelayBackend {
       this.relaying = (lost) => end({ relayed: true, error: error?.isFatal === true ? error : this.lost(lost) });
       tap.takeAll = true;
       tap.take = (frame) => {
-        switch (frame[0]) {
+        const type = frame[0] ?? 0;
+        if (describing && (type === PARAMETER_DESCRIPTION || type === ROW_DESCRIPTION || type === NO_DATA)) {
+          if (type === PARAMETER_DESCRIPTION) paramTypes = parameterTypes(frame);
+          else {
+            describing = false;
+            if (parsed) this.unnamedHolds = token;
+            described = { paramTypes, fields: type === NO_DATA ? null : rowFields(frame), statement: token };
+          }
+          return;
+        }
+        switch (type) {
           case CLOSE_COMPLETE:
+            return;
+          case PARSE_COMPLETE:
+            parsed = true;
+            out.frame(frame);
             return;
           case PARAMETER_STATUS: {
             const [name = '', value = ''] = frame.toString('utf8', 5, frame.length - 1).split('\0');
@@ -644,13 +669,13 @@ export class PgBackend implements RelayBackend {
             return;
           case READY_FOR_QUERY:
             this.lastStatus = String.fromCharCode(frame[5] ?? 0x49) as BackendStatus;
-            end({ relayed: true, error });
+            end({ relayed: true, error, ...(described === undefined ? {} : { described }) });
             return;
           default:
-            if (!ANSWERED.has(frame[0] ?? 0)) {
+            if (!ANSWERED.has(type)) {
               error ??= new PgError(
                 SqlState.ProtocolViolation,
-                `the PostgreSQL engine answered a message of type ${String.fromCharCode(frame[0] ?? 0)} in a relayed exchange`,
+                `the PostgreSQL engine answered a message of type ${String.fromCharCode(type)} in a relayed exchange`,
               );
               return;
             }
@@ -666,15 +691,21 @@ export class PgBackend implements RelayBackend {
       };
       corked(wire, () => {
         for (const name of this.closing.splice(0)) wire.close({ type: 'S', name });
-        if (exchange.kind === 'query') wire.query(exchange.sql);
-        else {
-          (wire as unknown as { stream: { write(b: Buffer): void } }).stream.write(
-            bindMessage('', statement, exchange.params, exchange.paramFormats, exchange.resultFormats),
-          );
-          if (exchange.describe) wire.describe({ type: 'P', name: '' });
-          wire.execute({ portal: '', rows: 0 });
-          wire.sync();
+        if (exchange.kind === 'query') {
+          wire.query(exchange.sql);
+          return;
         }
+        if (exchange.kind === 'parsed') {
+          this.unnamedHolds = null;
+          wire.parse({ text: exchange.sql, types: [...exchange.types] });
+          wire.describe({ type: 'S', name: '' });
+        }
+        (wire as unknown as { stream: { write(b: Buffer): void } }).stream.write(
+          bindMessage('', statement, exchange.params, exchange.paramFormats, exchange.resultFormats),
+        );
+        if (exchange.describe) wire.describe({ type: 'P', name: '' });
+        wire.execute({ portal: '', rows: 0 });
+        wire.sync();
       });
     });
   }
@@ -825,6 +856,34 @@ function endOfResult(m: Message): FetchOutcome {
 
 function unexpected(m: Message, wanted: string): PgError {
   return new PgError(SqlState.ProtocolViolation, `the PostgreSQL engine answered ${m.kind} where ${wanted} was due`);
+}
+
+/** A ParameterDescription's type OIDs. */
+function parameterTypes(frame: Buffer): number[] {
+  const count = frame.readInt16BE(5);
+  return Array.from({ length: count }, (_, i) => frame.readUInt32BE(7 + 4 * i));
+}
+
+/** A RowDescription's fields, as node-postgres names them. */
+function rowFields(frame: Buffer): BackendField[] {
+  const count = frame.readInt16BE(5);
+  const fields: BackendField[] = [];
+  let at = 7;
+  for (let i = 0; i < count; i++) {
+    const end = frame.indexOf(0, at);
+    const name = frame.toString('utf8', at, end);
+    at = end + 1;
+    fields.push({
+      name,
+      tableID: frame.readUInt32BE(at),
+      columnID: frame.readInt16BE(at + 4),
+      dataTypeID: frame.readUInt32BE(at + 6),
+      dataTypeSize: frame.readInt16BE(at + 10),
+      dataTypeModifier: frame.readInt32BE(at + 12),
+    });
+    at += 18;
+  }
+  return fields;
 }
 
 /** An ErrorResponse's fields, as engineError keeps them of node-postgres' parse of one. */

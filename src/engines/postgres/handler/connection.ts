@@ -387,6 +387,27 @@ export class ProxyConnection implements ConnectionHandler {
     return whole.relayed && whole.error !== null ? { relayed: true, error: inString(whole.error, s) as PgError } : whole;
   }
 
+  async relayParse(
+    sql: string,
+    paramTypes: readonly number[],
+    bind: { readonly params: readonly (Buffer | null)[]; readonly paramFormats: readonly number[]; readonly resultFormats: readonly number[] },
+    describe: boolean,
+    out: FrameSink,
+  ): Promise<RelayedWhole & { readonly statement?: PreparedStatement | null }> {
+    const all = this.access.split(sql);
+    const s = all[0];
+    if (all.length !== 1 || s === undefined || !this.answeredWhole(s)) return NOT_RELAYED;
+    this.access.admit(s);
+    const whole = await this.backend.relayWhole({ kind: 'parsed', sql: s.text, types: paramTypes, ...bind, describe }, out);
+    if (!whole.relayed) return NOT_RELAYED;
+    const d = whole.described;
+    return {
+      relayed: true,
+      error: whole.error === null ? null : (inString(whole.error, s) as PgError),
+      statement: d === undefined ? null : new ProxyStatement(s, d.paramTypes, d.fields?.map((f) => field(f, 0)) ?? null, paramTypes, d.statement),
+    };
+  }
+
   /**
    * Whether PostgreSQL's answer to a statement is the client's as it is,
    * with nothing of cotwire's before, among or after it: a statement relayed
