@@ -30,7 +30,7 @@ const CLIENTS = 16;
 const STEPS = Number(process.argv[process.argv.indexOf('--steps') + 1] ?? 0) || 0;
 /** `--scale-only`: those alone, into a section of their own in docs/benchmarks.md. */
 const SCALE_ONLY = process.argv.includes('--scale-only');
-const MARK = SCALE_ONLY ? 'bench-postgres-scale' : 'bench-postgres';
+const MARK = SCALE_ONLY ? `bench-postgres-steps-${STEPS}` : 'bench-postgres';
 
 const tmp = mkdtempSync(join(tmpdir(), 'cotwire-bench-pg-'));
 const postgres = await startPostgres({ durable: true });
