@@ -3,6 +3,8 @@ import { AuthCode, BackendCode, type TransactionStatus } from './codes.js';
 import type { FieldDescription } from './messages.js';
 
 const INITIAL_CAPACITY = 16 * 1024;
+/** Below this an answer is copied out: Node allocates it from its shared pool (half of Buffer.poolSize). */
+const SMALL = 4 * 1024;
 
 /**
  * Accumulates backend messages for one response into a single buffer, so a
@@ -18,8 +20,19 @@ export class BackendWriter {
     return this.pos;
   }
 
-  /** Hands out what has been written; the writer starts a fresh buffer, since the old one is now the socket's. */
+  /**
+   * Hands out what has been written. A small answer is copied out (from
+   * Node's pool) and the buffer kept; a large one is handed over, and the
+   * writer starts a fresh buffer, since the old one is now the socket's. A
+   * fresh 16 KB for every answer was garbage the collector paid for.
+   */
   take(): Buffer {
+    if (this.pos < SMALL) {
+      const copy = Buffer.allocUnsafe(this.pos);
+      this.buf.copy(copy, 0, 0, this.pos);
+      this.pos = 0;
+      return copy;
+    }
     const out = this.buf.subarray(0, this.pos);
     this.buf = Buffer.allocUnsafe(Math.max(INITIAL_CAPACITY, Math.min(this.buf.length, 1 << 20)));
     this.pos = 0;

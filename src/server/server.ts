@@ -101,6 +101,15 @@ export class PgServer {
         return stream !== socket;
       },
       write: (data) => (stream.destroyed ? true : stream.write(data)),
+      writev: (chunks) => {
+        if (stream.destroyed) return true;
+        // Written together on uncork: one writev for all of them.
+        stream.cork();
+        let ok = true;
+        for (const chunk of chunks) ok = stream.write(chunk);
+        stream.uncork();
+        return ok;
+      },
       drain: () =>
         new Promise((resolve) => {
           if (stream.destroyed || !stream.writableNeedDrain) {

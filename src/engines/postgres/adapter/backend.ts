@@ -666,6 +666,8 @@ export class PgBackend implements RelayBackend {
           }
           case ERROR_RESPONSE:
             error ??= errorOf(frame);
+            // Gone from the backend (a DEALLOCATE in a function, say): parsed again from now on.
+            if (statement !== '' && error.code === SqlState.InvalidSqlStatementName) this.kept.delete(statement);
             return;
           case READY_FOR_QUERY:
             this.lastStatus = String.fromCharCode(frame[5] ?? 0x49) as BackendStatus;
