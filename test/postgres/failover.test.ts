@@ -6,6 +6,7 @@ import { expectEveryOutcomeKept, writers } from '../fixtures/pg-outcomes.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
 import type { Standby } from '../fixtures/postgres.js';
 import { TcpLink } from '../fixtures/tcp-link.js';
+import { until } from '../fixtures/poll.js';
 
 /**
  * A managed PostgreSQL's failover, as cotwire sees it: the primary dies,
@@ -48,20 +49,6 @@ afterAll(async () => {
   link?.close();
   standby?.stop();
 });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (
-      await Promise.resolve()
-        .then(check)
-        .catch(() => false)
-    )
-      return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`)).status;
 

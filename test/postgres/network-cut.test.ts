@@ -5,6 +5,7 @@ import { countLogged, logLines } from '../fixtures/log-lines.js';
 import { expectEveryOutcomeKept, writers } from '../fixtures/pg-outcomes.js';
 import { startPgTestServer, type PgTestServer } from '../fixtures/pg-server.js';
 import { TcpLink } from '../fixtures/tcp-link.js';
+import { until } from '../fixtures/poll.js';
 
 /**
  * A network cut between cotwire and its PostgreSQL: packets stop, and no
@@ -46,20 +47,6 @@ afterAll(async () => {
   await server?.close();
   link?.close();
 });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (
-      await Promise.resolve()
-        .then(check)
-        .catch(() => false)
-    )
-      return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`)).status;
 const logged = (message: string): number => countLogged(lines, message);

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { PgError, type Severity } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { BackendField, BackendStatus, BindValue, FetchOutcome, PortalOptions, RelayBackend, WholeExchange, WholeOutcome } from '../../../engine/port.js';
+import { BackendCode } from '../../../protocol/codes.js';
 import type { FrameSink } from '../../../protocol/frame-sink.js';
 import { bindMessage, bindOfValues } from './bind-message.js';
 import { engineError, KEEPALIVE_DELAY_MS, standbyReached } from './connection.js';
@@ -209,16 +210,16 @@ const ACKS: ReadonlySet<Message['kind']> = new Set(['parseComplete', 'bindComple
 const TEXT = { getTypeParser: () => (v: string) => v };
 
 const NOT_RELAYED: WholeOutcome = { relayed: false };
-const CLOSE_COMPLETE = 0x33;
-const PARSE_COMPLETE = 0x31;
-const PARAMETER_DESCRIPTION = 0x74;
-const ROW_DESCRIPTION = 0x54;
-const NO_DATA = 0x6e;
-const PARAMETER_STATUS = 0x53;
-const ERROR_RESPONSE = 0x45;
-const READY_FOR_QUERY = 0x5a;
 /** What a relayed exchange's answer holds for the client: BindComplete, RowDescription, NoData, DataRow, CommandComplete, EmptyQueryResponse, NoticeResponse. */
-const ANSWERED = new Set([0x32, 0x54, 0x6e, 0x44, 0x43, 0x49, 0x4e]);
+const ANSWERED: ReadonlySet<number> = new Set([
+  BackendCode.BindComplete,
+  BackendCode.RowDescription,
+  BackendCode.NoData,
+  BackendCode.DataRow,
+  BackendCode.CommandComplete,
+  BackendCode.EmptyQueryResponse,
+  BackendCode.NoticeResponse,
+]);
 
 export class PgBackend implements RelayBackend {
   private group: SyncGroup | null = null;
@@ -620,7 +621,7 @@ export class PgBackend implements RelayBackend {
       if (this.kept.has(exchange.statement)) statement = exchange.statement;
       else if (this.unnamedHolds !== exchange.statement) return NOT_RELAYED;
     } else this.unnamedHolds = null;
-    const token = `cotwire_s${++this.statements}`;
+    const token = exchange.kind === 'parsed' ? `cotwire_s${++this.statements}` : '';
     const wire = (this.client as unknown as { connection: Wire }).connection;
     return new Promise<WholeOutcome>((resolve) => {
       let error: PgError | null = null;
@@ -642,34 +643,34 @@ export class PgBackend implements RelayBackend {
       tap.takeAll = true;
       tap.take = (frame) => {
         const type = frame[0] ?? 0;
-        if (describing && (type === PARAMETER_DESCRIPTION || type === ROW_DESCRIPTION || type === NO_DATA)) {
-          if (type === PARAMETER_DESCRIPTION) paramTypes = parameterTypes(frame);
+        if (describing && (type === BackendCode.ParameterDescription || type === BackendCode.RowDescription || type === BackendCode.NoData)) {
+          if (type === BackendCode.ParameterDescription) paramTypes = parameterTypes(frame);
           else {
             describing = false;
             if (parsed) this.unnamedHolds = token;
-            described = { paramTypes, fields: type === NO_DATA ? null : rowFields(frame), statement: token };
+            described = { paramTypes, fields: type === BackendCode.NoData ? null : rowFields(frame), statement: token };
           }
           return;
         }
         switch (type) {
-          case CLOSE_COMPLETE:
+          case BackendCode.CloseComplete:
             return;
-          case PARSE_COMPLETE:
+          case BackendCode.ParseComplete:
             parsed = true;
             out.frame(frame);
             return;
-          case PARAMETER_STATUS: {
+          case BackendCode.ParameterStatus: {
             const [name = '', value = ''] = frame.toString('utf8', 5, frame.length - 1).split('\0');
             this.parameterChanges.push([name, value]);
             this.settings.set(name, value);
             return;
           }
-          case ERROR_RESPONSE:
+          case BackendCode.ErrorResponse:
             error ??= errorOf(frame);
             // Gone from the backend (a DEALLOCATE in a function, say): parsed again from now on.
             if (statement !== '' && error.code === SqlState.InvalidSqlStatementName) this.kept.delete(statement);
             return;
-          case READY_FOR_QUERY:
+          case BackendCode.ReadyForQuery:
             this.lastStatus = String.fromCharCode(frame[5] ?? 0x49) as BackendStatus;
             end({ relayed: true, error, ...(described === undefined ? {} : { described }) });
             return;

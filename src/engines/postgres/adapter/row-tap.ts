@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
+import { BackendCode } from '../../../protocol/codes.js';
 
-const DATA_ROW = 0x44;
 /** A message's type byte and length word. */
 const HEADER = 5;
 
@@ -74,7 +74,7 @@ export class RowTap {
         return;
       }
       const total = 1 + chunk.readInt32BE(pos + 1);
-      if ((chunk[pos] !== DATA_ROW && !this.takeAll) || this.take === null || total < HEADER) {
+      if ((chunk[pos] !== BackendCode.DataRow && !this.takeAll) || this.take === null || total < HEADER) {
         this.passing = total;
         continue;
       }

@@ -1,4 +1,4 @@
-import type { BackendField, BindValue, RelayBackend } from '../../../engine/port.js';
+import type { BackendField, BindValue, RelayBackend, WholeOutcome } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
@@ -376,15 +376,13 @@ export class ProxyConnection implements ConnectionHandler {
   ): Promise<RelayedWhole> {
     const { statement: s, parsed } = prepared as ProxyStatement;
     if (s === null || parsed === null || !this.answeredWhole(s)) return NOT_RELAYED;
-    const whole = await this.backend.relayWhole({ kind: 'bound', statement: parsed, params, paramFormats, resultFormats, describe }, out);
-    return whole.relayed && whole.error !== null ? { relayed: true, error: inString(whole.error, s) as PgError } : whole;
+    return located(await this.backend.relayWhole({ kind: 'bound', statement: parsed, params, paramFormats, resultFormats, describe }, out), s);
   }
 
   async relayQuery(source: StatementSource, out: FrameSink): Promise<RelayedWhole> {
     const s = source as PgStatement;
     if (!this.answeredWhole(s)) return NOT_RELAYED;
-    const whole = await this.backend.relayWhole({ kind: 'query', sql: s.text }, out);
-    return whole.relayed && whole.error !== null ? { relayed: true, error: inString(whole.error, s) as PgError } : whole;
+    return located(await this.backend.relayWhole({ kind: 'query', sql: s.text }, out), s);
   }
 
   async relayParse(
@@ -398,12 +396,12 @@ export class ProxyConnection implements ConnectionHandler {
     const s = all[0];
     if (all.length !== 1 || s === undefined || !this.answeredWhole(s)) return NOT_RELAYED;
     this.access.admit(s);
-    const whole = await this.backend.relayWhole({ kind: 'parsed', sql: s.text, types: paramTypes, ...bind, describe }, out);
+    const whole = located(await this.backend.relayWhole({ kind: 'parsed', sql: s.text, types: paramTypes, ...bind, describe }, out), s);
     if (!whole.relayed) return NOT_RELAYED;
     const d = whole.described;
     return {
       relayed: true,
-      error: whole.error === null ? null : (inString(whole.error, s) as PgError),
+      error: whole.error,
       statement: d === undefined ? null : new ProxyStatement(s, d.paramTypes, d.fields?.map((f) => field(f, 0)) ?? null, paramTypes, d.statement),
     };
   }
@@ -823,6 +821,11 @@ function resetsSettings(s: PgStatement): boolean {
   const set = (s.tree as { VariableSetStmt?: { kind?: string } }).VariableSetStmt;
   const discard = (s.tree as { DiscardStmt?: { target?: string } }).DiscardStmt;
   return set?.kind === 'VAR_RESET_ALL' || discard?.target === 'DISCARD_ALL';
+}
+
+/** A relayed exchange's error, placed in the client's string as inString places it. */
+function located(whole: WholeOutcome, s: PgStatement): WholeOutcome {
+  return whole.relayed && whole.error !== null ? { ...whole, error: inString(whole.error, s) as PgError } : whole;
 }
 
 /** PostgreSQL saw one statement of the client's string: its error position counts from the string's start. */
