@@ -188,8 +188,14 @@ class SinkQueue {
   push(note: string, size: number): void {
     this.pending.push({ note, size });
     if (this.pending.length > MAX_PENDING) this.pending.shift();
+    this.deliverAll();
+  }
+
+  /** A note pushed after run() saw none left, but before it ended, is delivered when it ends. */
+  private deliverAll(): void {
     this.running ??= this.run().finally(() => {
       this.running = null;
+      if (this.pending.length > 0 && !this.stopped) this.deliverAll();
     });
   }
 

@@ -89,6 +89,8 @@ class SyncGroup {
   written = false;
   /** Why the group was never submitted. */
   private failure: unknown = null;
+  /** The connection went (abandon). */
+  private gone: Error | null = null;
   private readonly listeners: Array<[string, (msg: unknown) => void]> = [
     ['parseComplete', () => this.push({ kind: 'parseComplete' })],
     ['bindComplete', () => this.push({ kind: 'bindComplete' })],
@@ -153,9 +155,16 @@ class SyncGroup {
     this.finish();
   }
 
-  /** The connection went: nothing more will come, not even ReadyForQuery. */
+  /**
+   * The connection went: nothing more will come, not even ReadyForQuery.
+   * A call that waits now, or asks later, is failed with the loss, even when
+   * the backend's own FATAL already failed the call before it: the call after
+   * that one may be waiting for an answer.
+   */
   abandon(err: Error): void {
+    this.gone ??= err;
     if (!this.failed) this.handleError(err);
+    else this.wake();
     this.finish();
   }
 
@@ -179,6 +188,7 @@ class SyncGroup {
   async next(skip: ReadonlySet<Message['kind']> = NONE): Promise<Message> {
     for (;;) {
       while (this.inbox.length === 0) {
+        if (this.gone !== null) throw backendError(this.gone);
         await new Promise<void>((resolve) => {
           this.waiter = resolve;
         });
@@ -196,6 +206,10 @@ class SyncGroup {
 
   private push(m: Message): void {
     this.inbox.push(m);
+    this.wake();
+  }
+
+  private wake(): void {
     const w = this.waiter;
     this.waiter = null;
     w?.();

@@ -154,9 +154,7 @@ export class PgLedgerWriter implements LedgerAppender {
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: 0n })));
     return new Promise((resolve, reject) => {
       this.queue.push({ jobs, queued: performance.now(), resolve, reject });
-      this.running ??= this.run().finally(() => {
-        this.running = null;
-      });
+      this.drain();
     });
   }
 
@@ -164,6 +162,18 @@ export class PgLedgerWriter implements LedgerAppender {
     this.closed = true;
     await this.running;
     await Promise.all(this.doubts);
+  }
+
+  /**
+   * Runs the queue unless it runs already. A unit queued after run() saw the
+   * queue empty, but before it ended, is taken when it ends: otherwise it
+   * would wait for the next append, which its own client may be waiting for.
+   */
+  private drain(): void {
+    this.running ??= this.run().finally(() => {
+      this.running = null;
+      if (this.queue.length > 0) this.drain();
+    });
   }
 
   private async run(): Promise<void> {
@@ -379,9 +389,7 @@ export class PgLedgerWriter implements LedgerAppender {
           for (const u of again) this.retried.add(u);
           if (again.length > 0) {
             this.queue.unshift(...again);
-            this.running ??= this.run().finally(() => {
-              this.running = null;
-            });
+            this.drain();
           }
         }
       },
