@@ -36,21 +36,13 @@ async function failure(p: Promise<unknown>): Promise<{ code?: string; message?: 
   );
 }
 
-async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
-  const t = performance.now();
-  const value = await p;
-  return { value, ms: performance.now() - t };
-}
-
 describe('statement_timeout and cancel cover every phase', () => {
   it('stops a statement whose preparing runs past statement_timeout', async () => {
     const c = await server.client();
     await c.query("SET statement_timeout = '300ms'");
-    const { value, ms } = await timed(failure(c.query(HEAVY_PREPARE)));
-    expect(value).toEqual({ code: '57014', message: 'canceling statement due to statement timeout' });
-    // Answered at the deadline, not when the engine lets go (the folding alone takes seconds).
-    expect(ms).toBeLessThan(2500);
-    // The connection's next statement waits, under its own timeout, until the engine lets go.
+    expect(await failure(c.query(HEAVY_PREPARE))).toEqual({ code: '57014', message: 'canceling statement due to statement timeout' });
+    // Answered at the deadline, not when the engine lets go (the folding alone takes seconds): the connection's next
+    // statement still finds the engine holding the call, and waits for it under its own timeout.
     expect(await failure(c.query('SELECT 1 AS one'))).toMatchObject({ code: '57014' });
     await c.query('SET statement_timeout = 0');
     expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
@@ -96,17 +88,21 @@ describe('statement_timeout and cancel cover every phase', () => {
 });
 
 describe('a heavy client does not starve the others', () => {
-  it('keeps SELECT 1 on another connection fast while four heavy statements run', async () => {
-    const heavy = await Promise.all([0, 1, 2, 3].map(() => server.client()));
-    const running = heavy.map((c, i) => failure(c.query(i % 2 === 0 ? HEAVY_PREPARE : 'SELECT count(*) FROM range(3000000000) a')));
+  it('answers SELECT 1 on another connection while four heavy statements run, none of them waited for', async () => {
+    // Connected first: a start-up on a machine this busy may outlast the server's startupTimeoutMs of 500 ms here.
     const probe = await server.client();
-    const times: number[] = [];
+    const heavy = await Promise.all([0, 1, 2, 3].map(() => server.client()));
+    let settled = 0;
+    const running = heavy.map((c, i) =>
+      failure(c.query(i % 2 === 0 ? HEAVY_PREPARE : 'SELECT count(*) FROM range(3000000000) a')).finally(() => {
+        settled++;
+      }),
+    );
+    // A starved probe would be answered only once a heavy statement ended; each takes seconds of both cores.
     for (let i = 0; i < 30; i++) {
-      times.push((await timed(probe.query('SELECT 1'))).ms);
-      await new Promise((r) => setTimeout(r, 20));
+      expect((await probe.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect(settled, `SELECT 1 number ${i + 1} waited for a heavy statement`).toBe(0);
     }
-    times.sort((a, b) => a - b);
-    expect(times[Math.floor(times.length / 2)]).toBeLessThan(50);
     // Closing a connection stops its statement.
     await Promise.all(heavy.map((c) => c.end().catch(() => undefined)));
     await Promise.allSettled(running);
@@ -119,26 +115,31 @@ describe('limits at the door', () => {
     await new Promise((resolve) => socket.once('connect', resolve));
     // A length of 40 bytes, then only the protocol version.
     socket.write(Buffer.from([0, 0, 0, 40, 0, 3, 0, 0]));
-    const { ms } = await timed(new Promise((resolve) => socket.once('close', resolve)));
-    expect(ms).toBeLessThan(3000);
+    // Closed by the server at startupTimeoutMs (500 ms here); without that limit it would wait for the rest forever.
+    await new Promise((resolve) => socket.once('close', resolve));
   });
 
-  it('terminates a session idle in a transaction past idle_in_transaction_session_timeout, with 25P03', async () => {
+  /** A client in a transaction block, idle past a timeout of `ms`: resolves with the error the server ends it with. */
+  async function idleInBlock(ms: number): Promise<{ code?: string }> {
     const c = new pg.Client(server.connectionOptions());
-    const errors: Array<{ code?: string }> = [];
-    c.on('error', (e: Error & { code?: string }) => errors.push(e));
+    const ended = new Promise<{ code?: string }>((resolve) => c.on('error', (err: Error & { code?: string }) => resolve(err)));
     await c.connect();
-    await c.query("SET idle_in_transaction_session_timeout = '200ms'");
+    await c.query(`SET idle_in_transaction_session_timeout = '${ms}ms'`);
     await c.query('BEGIN');
-    await new Promise((r) => setTimeout(r, 600));
-    expect(errors[0]?.code).toBe('25P03');
+    const err = await ended;
     await c.end().catch(() => undefined);
+    return err;
+  }
+
+  it('terminates a session idle in a transaction past idle_in_transaction_session_timeout, with 25P03', async () => {
+    expect(await idleInBlock(200)).toMatchObject({ code: '25P03' });
   });
 
   it('does not time out a session idle outside a transaction', async () => {
     const c = await server.client();
     await c.query("SET idle_in_transaction_session_timeout = '100ms'");
-    await new Promise((r) => setTimeout(r, 300));
+    // Another session with the same timeout, set later, idles past it inside a block and is ended: this one has idled longer.
+    expect(await idleInBlock(100)).toMatchObject({ code: '25P03' });
     expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
 

@@ -254,9 +254,10 @@ describe('cotwire mcp: what it refuses', () => {
   it('search_reasoning ranks steps by similarity, with the filters of cot_search()', async () => {
     // The steps logged above are embedded in the background; the Decision and the FinalAnswer always.
     // Waited for, not assumed: on a busy machine the background embedder may take a while.
+    // Both by name: a sampled step of another type may be embedded before either.
     for (let waited = Date.now(); ; ) {
-      const [n] = await sqlRows("SELECT count(*)::int AS n FROM _cot_embeddings e JOIN _cot_steps s USING (trace_id) WHERE s.session_id = 'triage-1'");
-      if ((n?.['n'] as number) >= 2) break;
+      const [n] = await sqlRows('SELECT count(*)::int AS n FROM _cot_embeddings WHERE trace_id IN ($1, $2)', [traces['decide'], traces['answer']]);
+      if ((n?.['n'] as number) === 2) break;
       if (Date.now() - waited > 60_000) throw new Error('the decision and the final answer were not embedded within a minute');
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -52,6 +52,8 @@ export class EngineCalls {
   private current: { reason: CancelReason | null; abort: (reason: CancelReason) => void } | null = null;
   /** A call the client was answered for while the engine still runs it. */
   private abandoned: Promise<unknown> | null = null;
+  /** The call in progress, settled either way: closing a DuckDB connection whose call still runs blocks the process until it ends. */
+  private inFlight: Promise<void> | null = null;
 
   constructor(
     private readonly engine: EngineConnection,
@@ -78,6 +80,14 @@ export class EngineCalls {
         this.slots.release();
       }
     })();
+    const inFlight = call.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight = inFlight;
+    void inFlight.then(() => {
+      if (this.inFlight === inFlight) this.inFlight = null;
+    });
     const stopped = new Promise<never>((_, reject) => {
       let grace: NodeJS.Timeout | null = null;
       state.abort = (reason) => {
@@ -128,8 +138,7 @@ export class EngineCalls {
   /** Stops the call in progress and waits until the engine has let go of the connection. */
   async stop(): Promise<void> {
     this.current?.abort('user');
-    const pending = this.abandoned;
-    if (pending !== null) await pending;
+    await Promise.all([this.inFlight, this.abandoned]);
   }
 }
 
