@@ -113,13 +113,9 @@ export class EngineCalls {
     } catch (err) {
       if (state.reason !== null) {
         // The engine still holds the call: the connection's next one waits for it.
-        const settled = call.then(
-          () => undefined,
-          () => undefined,
-        );
-        this.abandoned = settled;
-        void settled.then(() => {
-          if (this.abandoned === settled) this.abandoned = null;
+        this.abandoned = inFlight;
+        void inFlight.then(() => {
+          if (this.abandoned === inFlight) this.abandoned = null;
         });
         throw canceledFrom(err, state.reason);
       }
