@@ -1,6 +1,6 @@
 import { rowHashFor } from './canonical.js';
 import { digestColumn, markerOf, redactableColumns, redactedDigestsSql, withRedactedDigests } from '../erasure/redactions.js';
-import { canonicalTextSql, qualifiedName, type LedgerTable } from './schema.js';
+import { canonicalTextSql, qualifiedName, type LedgerColumn, type LedgerTable } from './schema.js';
 import { chainKeySql } from './verdict-sql.js';
 
 /**
@@ -49,10 +49,17 @@ export function chainRowsSql(table: LedgerTable): string {
   return `SELECT ${[...columns, ...digests].join(', ')} FROM ${withRedactedDigests(table, qualifiedName(table), '$1')} WHERE ${chainKeySql(table)} = $1`;
 }
 
-/** The rows chainRowsSql read, as links: each row's hash recomputed from its texts. */
-export function storedLinks(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<unknown>>): StoredLink[] {
+/**
+ * The rows chainRowsSql read, as links: each row's hash recomputed from its
+ * texts. `redactable` names the columns whose digests follow the texts, in
+ * order (an engine's own SQL may read them otherwise than chainRowsSql).
+ */
+export function storedLinks(
+  table: LedgerTable,
+  rows: ReadonlyArray<ReadonlyArray<unknown>>,
+  redactable: readonly LedgerColumn[] = redactedDigestsSql(table) === null ? [] : redactableColumns(table),
+): StoredLink[] {
   const names = table.columns.map((c) => c.name);
-  const redactable = redactedDigestsSql(table) === null ? [] : redactableColumns(table);
   const positions = redactable.map((c) => ({ at: names.indexOf(c.name), marker: markerOf(c)?.text ?? null }));
   const at = (name: string): number => names.indexOf(name);
   const [stepIndex, ledgerSeq, prevHash, currentHash] = [at('step_index'), at('ledger_seq'), at('prev_hash'), at('current_hash')];
@@ -144,4 +151,34 @@ function breakOf(
   if (unlinked && linked !== undefined) return 'reordered';
   if (unlinked) return 'inserted';
   return null;
+}
+
+/** The one row a chain's verification answers, by column. */
+export interface ChainVerdict {
+  readonly chain_key: string;
+  readonly valid: boolean;
+  readonly step_count: bigint;
+  readonly first_broken_index: number | null;
+  readonly break_kind: string | null;
+  readonly expected_hash: string | null;
+  readonly actual_hash: string | null;
+}
+
+/**
+ * What verifySql answers for one chain from its check; `finding` is a break
+ * the audit found against the global log, which fails the chain too. Null
+ * for a chain that never was: no steps and no finding, no row.
+ */
+export function chainVerdict(key: string, check: ChainCheck, finding: string | null = null): ChainVerdict | null {
+  if (check.stepCount === 0 && finding === null) return null;
+  const b = check.firstBreak;
+  return {
+    chain_key: key,
+    valid: b === null && finding === null,
+    step_count: BigInt(check.stepCount),
+    first_broken_index: b?.firstBrokenIndex ?? null,
+    break_kind: b?.kind ?? finding,
+    expected_hash: b?.expectedHash ?? null,
+    actual_hash: b?.actualHash ?? null,
+  };
 }

@@ -1,13 +1,14 @@
 import type { EngineCursor, EngineStatement, RowSink, WireParam } from '../../../engine/port.js';
 import type { AuditReport } from '../log/auditor.js';
 import { LOG_KINDS } from '../dialect/audit-sql.js';
-import { CHAIN_START, chainRowsSql, checkChain, storedLinks } from '../../../ledger/chain/chain-check.js';
+import { CHAIN_START, chainRowsSql, chainVerdict, checkChain, storedLinks } from '../../../ledger/chain/chain-check.js';
 import { retainedPrefixSql } from '../../../ledger/erasure/retention-sql.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
 import { TypeOid } from '../../../protocol/type-oids.js';
-import type { Token } from '../../../sql/lexer.js';
+import { type ScalarCell, scalarCell } from '../../../protocol/scalar-cells.js';
+import type { ChainVerifyRead, ReadArg } from '../../../sql/verify-call.js';
 
 /**
  * The reads an agent or an auditor makes of one chain, answered by the
@@ -19,16 +20,6 @@ import type { Token } from '../../../sql/lexer.js';
  * call, a result format or a column type it cannot render, falls back to
  * the macro, which answers the same.
  */
-
-/** The call's one argument: a parameter ($n, 1-based) or a string literal. */
-export type ReadArg = { readonly param: number } | { readonly literal: string };
-
-/** A parameter or a plain string literal token as a ReadArg, or null. */
-export function readArg(token: Token | undefined): ReadArg | null {
-  if (token?.kind === 'param') return { param: Number(token.text.slice(1)) };
-  const literal = token?.kind === 'string' ? STRING_LITERAL.exec(token.text) : null;
-  return literal === null || literal === undefined ? null : { literal: (literal[1] as string).replaceAll("''", "'") };
-}
 
 /**
  * The argument's value as text: null for SQL NULL, undefined when it is a
@@ -44,50 +35,6 @@ export function argumentText(arg: ReadArg, params: readonly WireParam[], paramTy
   return p.format === 0 || textual ? p.value.toString('utf8') : undefined;
 }
 
-export interface ChainVerifyRead {
-  /** The verification macro called: cot_verify, or cot_verify_<ledger>. */
-  readonly macro: string;
-  /** The output columns selected, in order. */
-  readonly columns: readonly string[];
-  readonly arg: ReadArg;
-}
-
-/** The columns of a chain verification (verify-sql.ts, withAuditFindings), in order. */
-const VERIFY_COLUMNS = ['chain_key', 'valid', 'step_count', 'first_broken_index', 'break_kind', 'expected_hash', 'actual_hash'] as const;
-
-const STRING_LITERAL = /^'((?:[^']|'')*)'$/;
-
-/**
- * `SELECT * | col, ... FROM cot_verify[_ledger](arg)`, nothing more: the
- * statement shape the handler answers itself, or null.
- */
-export function recognizeChainVerify(tokens: readonly Token[]): ChainVerifyRead | null {
-  const t = tokens.length > 0 && tokens[tokens.length - 1]?.kind === 'semicolon' ? tokens.slice(0, -1) : tokens;
-  const word = (i: number): string | null => (t[i]?.kind === 'word' ? (t[i] as Token).text.toLowerCase() : null);
-  if (word(0) !== 'select') return null;
-  let i = 1;
-  const columns: string[] = [];
-  if (t[i]?.text === '*') {
-    columns.push(...VERIFY_COLUMNS);
-    i++;
-  } else {
-    for (;;) {
-      const name = word(i);
-      if (name === null || !(VERIFY_COLUMNS as readonly string[]).includes(name)) return null;
-      columns.push(name);
-      i++;
-      if (t[i]?.text !== ',') break;
-      i++;
-    }
-  }
-  if (word(i) !== 'from') return null;
-  const macro = word(i + 1);
-  if (macro === null || !/^cot_verify(_[a-z0-9_]+)?$/.test(macro) || macro.endsWith('_all')) return null;
-  if (t[i + 2]?.text !== '(' || t[i + 4]?.text !== ')' || t.length !== i + 5) return null;
-  const arg = readArg(t[i + 3]);
-  return arg === null ? null : { macro, columns, arg };
-}
-
 /** What a served verification needs from the server. */
 export interface ChainVerifySources {
   readonly ledgers: LedgerCatalog;
@@ -97,7 +44,7 @@ export interface ChainVerifySources {
   query(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>>;
 }
 
-type Cell = string | boolean | bigint | number | null;
+type Cell = ScalarCell;
 
 /** The result types a served read renders itself; any other falls back to the engine. */
 const RENDERED = new Set<number>([TypeOid.text, TypeOid.varchar, TypeOid.bool, TypeOid.int8, TypeOid.int4]);
@@ -161,18 +108,8 @@ export class ServedChainVerify implements EngineStatement {
     const prefixSql = retainedPrefixSql(table);
     const [prefix] = prefixSql === null ? [] : ((await this.sources.query(prefixSql, [key])) as Array<[bigint | number, string]>);
     const check = checkChain(storedLinks(table, stored), prefix === undefined ? CHAIN_START : { index: Number(prefix[0]), hash: String(prefix[1]) });
-    const finding = auditFinding(this.sources.auditReport(), table, key);
-    if (check.stepCount === 0 && finding === null) return [];
-    const b = check.firstBreak;
-    const row: Record<(typeof VERIFY_COLUMNS)[number], Cell> = {
-      chain_key: key,
-      valid: b === null && finding === null,
-      step_count: BigInt(check.stepCount),
-      first_broken_index: b?.firstBrokenIndex ?? null,
-      break_kind: b?.kind ?? finding,
-      expected_hash: b?.expectedHash ?? null,
-      actual_hash: b?.actualHash ?? null,
-    };
+    const row = chainVerdict(key, check, auditFinding(this.sources.auditReport(), table, key));
+    if (row === null) return [];
     return [this.read.columns.map((c) => row[c as keyof typeof row])];
   }
 }
@@ -207,7 +144,7 @@ class ValuesCursor implements EngineCursor {
     const start = this.next;
     for (; this.next < end; this.next++) {
       const row = this.rows[this.next] as Cell[];
-      sink.row(row.map((v, c) => render(v, this.types[c] ?? TypeOid.text, formats[c] === 1)));
+      sink.row(row.map((v, c) => scalarCell(v, this.types[c] ?? TypeOid.text, formats[c] === 1)));
     }
     await sink.flushIfFull();
     return { rows: end - start, done: this.next >= this.rows.length };
@@ -215,26 +152,5 @@ class ValuesCursor implements EngineCursor {
 
   close(): void {
     this.next = this.rows.length;
-  }
-}
-
-function render(v: Cell, type: number, binary: boolean): string | Uint8Array | null {
-  if (v === null) return null;
-  if (!binary) return typeof v === 'boolean' ? (v ? 't' : 'f') : String(v);
-  switch (type) {
-    case TypeOid.bool:
-      return Uint8Array.of(v === true ? 1 : 0);
-    case TypeOid.int8: {
-      const b = Buffer.alloc(8);
-      b.writeBigInt64BE(BigInt(v));
-      return b;
-    }
-    case TypeOid.int4: {
-      const b = Buffer.alloc(4);
-      b.writeInt32BE(Number(v));
-      return b;
-    }
-    default:
-      return Buffer.from(String(v), 'utf8');
   }
 }

@@ -24,7 +24,8 @@ import { appendsVisible, type HandlerContext, type StatementHost } from './conte
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { HandledStatement } from './table-create.js';
-import { recognizeChainVerify, ServedChainVerify } from './ledger-reads.js';
+import { ServedChainVerify } from './ledger-reads.js';
+import { recognizeChainVerify } from '../../../sql/verify-call.js';
 import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
 import { describeSources } from './result-sources.js';
 import { erasureFields, erasureParamTypes } from './erasure.js';

@@ -1,7 +1,8 @@
 import type { ColumnInfo, EngineCursor, EngineStatement, RenderSettings, RowSink, WireParam } from '../../../engine/port.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Token } from '../../../sql/lexer.js';
-import { argumentText, readArg, type ReadArg } from './ledger-reads.js';
+import { argumentText } from './ledger-reads.js';
+import { readArg, type ReadArg } from '../../../sql/verify-call.js';
 import type { Cells, SessionCache } from './session-cache.js';
 
 /**

@@ -204,6 +204,40 @@ export function pgHashSql(table: LedgerTable): string {
   return `pg_catalog.encode(pg_catalog.sha256(${parts.join(' || ')}), 'hex')`;
 }
 
+/** The columns whose redaction a row's hash allows for (a digest recorded in place of the value), in table order. */
+export function pgRedactableColumns(table: LedgerTable): LedgerColumn[] {
+  return table.hashVersion === HASH_VERSION_V2 ? table.columns.filter((c) => unredactable(table, c.name) === null && markerText(c) !== undefined) : [];
+}
+
+/** The recorded digests of each redacted row of the ledger `r` (aliased `red`, `d_<column>` each), of one chain (`$1`) when `one`. */
+function redactionsJoin(table: LedgerTable, one: boolean): string {
+  const redactable = pgRedactableColumns(table);
+  if (redactable.length === 0) return '';
+  const digests = redactable.map((c) => `max(value_digest) FILTER (WHERE column_name = ${quoteLiteral(c.name)}) AS ${quoteIdent(`d_${c.name}`)}`);
+  return `LEFT JOIN (SELECT target_seq, ${digests.join(', ')} FROM public._cot_redactions
+    WHERE ledger = ${quoteLiteral(`${table.schema}.${table.name}`)}${one ? ' AND target_chain_key = $1' : ''} GROUP BY target_seq) AS red ON red.target_seq = r.ledger_seq`;
+}
+
+/**
+ * One chain's rows (`$1`, the chain key) for the server's own check
+ * (ledger/chain/chain-check.ts): each column's canonical text, the recorded
+ * digest of each column pgRedactableColumns names, then where retention
+ * left the chain's start (its next step_index and the hash to link to, null
+ * when it removed nothing), the same on every row.
+ */
+export function pgChainRowsSql(table: LedgerTable): string {
+  if (table.chainKey === null) throw new PgError(SqlState.InternalError, `${table.name} has no chains to read one of`);
+  const texts = table.columns.map((c) => canonicalPgTextSql(c.name, c.type, 'r.'));
+  const digests = pgRedactableColumns(table).map((c) => `red.${quoteIdent(`d_${c.name}`)}`);
+  const start = retainable(table)
+    ? `(SELECT (max(last_step_index) + 1)::text AS steps, (array_agg(final_hash ORDER BY last_step_index DESC))[1] AS hash
+         FROM public._cot_retention WHERE ledger = ${quoteLiteral(`${table.schema}.${table.name}`)} AND chain_key = $1)`
+    : '(SELECT NULL::text AS steps, NULL::text AS hash)';
+  return `SELECT ${[...texts, ...digests, 'ret.steps', 'ret.hash'].join(', ')}
+    FROM ${table.relation ?? ''} AS r ${redactionsJoin(table, true)} CROSS JOIN ${start} AS ret
+    WHERE r.${quoteIdent(table.chainKey)}::text = $1`;
+}
+
 /**
  * Every chain of a ledger, or one (`$1`, when `one`): whether it verifies,
  * its steps, and where it first breaks. The same columns and the same
@@ -214,16 +248,7 @@ export function pgVerifySql(table: LedgerTable, one: boolean, where: string | nu
   const key = table.chainKey === null ? `''` : `r.${quoteIdent(table.chainKey)}::text`;
   const ledgerName = quoteLiteral(`${table.schema}.${table.name}`);
   const from = `${table.relation ?? ''} AS r`;
-  const redactable =
-    table.hashVersion === HASH_VERSION_V2 ? table.columns.filter((c) => unredactable(table, c.name) === null && markerText(c) !== undefined) : [];
-  const redactions =
-    redactable.length === 0
-      ? ''
-      : `LEFT JOIN (SELECT target_seq, ${redactable
-          .map((c) => `max(value_digest) FILTER (WHERE column_name = ${quoteLiteral(c.name)}) AS ${quoteIdent(`d_${c.name}`)}`)
-          .join(
-            ', ',
-          )} FROM public._cot_redactions WHERE ledger = ${ledgerName}${one ? ' AND target_chain_key = $1' : ''} GROUP BY target_seq) AS red ON red.target_seq = r.ledger_seq`;
+  const redactions = redactionsJoin(table, one);
   const retained =
     table.chainKey === null || !retainable(table)
       ? `LEFT JOIN (SELECT NULL::text AS chain_key, NULL::bigint AS steps, NULL::text AS hash) AS ret ON false`

@@ -20,6 +20,7 @@ import type {
   StatementSource,
 } from '../../../session/handler-port.js';
 import type { PgStatement, ProxyAccess } from './access.js';
+import { runVerify, servedVerify, verifyCallOf, type ServedVerify } from './chain-verify.js';
 import {
   checkParents,
   checkRows,
@@ -96,6 +97,8 @@ class ProxyPortal implements Portal {
     readonly values: readonly BindValue[],
     readonly resultFormats: readonly number[],
     readonly append: LedgerAppendPlan | null,
+    /** A chain's verification the server answers (chain-verify.ts). */
+    readonly verify: ServedVerify | null = null,
   ) {}
 }
 
@@ -340,6 +343,17 @@ export class ProxyConnection implements ConnectionHandler {
           null,
         );
       default: {
+        const read = verifyCallOf(s.text);
+        if (read !== null) {
+          // PostgreSQL says what the call resolves to (a simple query's statement is described here): the server answers
+          // only cot_verify's own result.
+          const described = statement.fields ?? (await this.backend.describe(s.text, statement.clientTypes)).fields?.map((f) => field(f, 0)) ?? null;
+          const served = await servedVerify(read, described, this.services.ledgers, values, statement.paramTypes);
+          if (served !== null) {
+            const fields = (described ?? []).map((f, i) => ({ ...f, format: formatOf(i) }));
+            return new ProxyPortal(statement, name, fields, values, resultFormats, null, served);
+          }
+        }
         const texts = searchTexts(s.tree, values);
         if (texts.length > 0) await this.services.search.prepare(texts);
         const fields = await this.backend.openPortal(name, s.text, statement.clientTypes, values, resultFormats, {
@@ -418,7 +432,7 @@ export class ProxyConnection implements ConnectionHandler {
   private answeredWhole(s: PgStatement): boolean {
     if (s.plan.kind !== 'engine' || !RUN_WHOLE.has(Object.keys(s.tree)[0] ?? '')) return false;
     if (this.inBlock || this.pending.length > 0 || this.refusedInBlock || this.exchangeFailed) return false;
-    return !touchesReadOnly(s) && !callsOf(s.tree).some((c) => c.name.toLowerCase() === 'cot_search');
+    return !touchesReadOnly(s) && !callsOf(s.tree).some((c) => c.name.toLowerCase() === 'cot_search') && verifyCallOf(s.text) === null;
   }
 
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
@@ -450,6 +464,10 @@ export class ProxyConnection implements ConnectionHandler {
       }
       default: {
         this.relayedInExchange++;
+        if (portal.verify !== null) {
+          portal.done = true;
+          return { done: true, tag: await runVerify(this.backend, portal.verify, portal.resultFormats, sink) };
+        }
         if (touchesReadOnly(s)) this.mayBeReadOnly = true;
         const outcome = await this.relay(portal, maxRows, sink);
         if (this.access.readOnly && resetsSettings(s)) {
@@ -468,7 +486,8 @@ export class ProxyConnection implements ConnectionHandler {
    */
   closePortal(p: Portal): void {
     const portal = p as ProxyPortal;
-    if (portal.append === null) this.toClose.push(portal.name);
+    // The server's own portals (appends, verifications) were never opened in the backend.
+    if (portal.append === null && portal.verify === null) this.toClose.push(portal.name);
   }
 
   closeStatement(p: PreparedStatement): void {
