@@ -77,13 +77,37 @@ export async function servedVerify(
   return table === undefined ? null : { table, read, key };
 }
 
-/** The verdict's one row (none for a chain that never was) into `sink`; answers the command tag. */
-export async function runVerify(backend: RelayBackend, served: ServedVerify, resultFormats: readonly number[], sink: ResultSink): Promise<string> {
+const PORTAL = 'cotwire_verify';
+
+/**
+ * The verdict's one row (none for a chain that never was) into `sink`;
+ * answers the command tag. The read of a ledger's chain is parsed once per
+ * backend (`kept`, by its text): PostgreSQL plans the same statement for
+ * every chain, and its Execute goes with its Bind, one round trip.
+ */
+export async function runVerify(
+  backend: RelayBackend,
+  kept: Map<string, string>,
+  served: ServedVerify,
+  resultFormats: readonly number[],
+  sink: ResultSink,
+): Promise<string> {
   if (served.key === null) return 'SELECT 0';
+  const sql = pgChainRowsSql(served.table);
+  let statement = kept.get(sql);
+  if (statement === undefined) {
+    statement = (await backend.describe(sql, [TypeOid.text], true)).statement;
+    kept.set(sql, statement);
+  }
   const rows: Array<ReadonlyArray<string | null>> = [];
-  await backend.run('cotwire_verify', pgChainRowsSql(served.table), [TypeOid.text], [served.key], (cells) => {
-    rows.push([...cells]);
-  });
+  await backend.openPortal(PORTAL, sql, [TypeOid.text], [served.key], [], { executeAll: { sync: false }, statement });
+  try {
+    await backend.fetch(PORTAL, 0, (cells) => {
+      rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8'))));
+    });
+  } finally {
+    await backend.closePortal(PORTAL);
+  }
   const width = served.table.columns.length + pgRedactableColumns(served.table).length;
   const first = rows[0];
   const start = first?.[width] == null ? CHAIN_START : { index: Number(first[width]), hash: String(first[width + 1] ?? '') };

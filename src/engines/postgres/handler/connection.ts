@@ -125,6 +125,8 @@ export class ProxyConnection implements ConnectionHandler {
   /** What PostgreSQL described of each ledger INSERT, and each one's plan, by text: kept, as a ledger's shape never changes. */
   private readonly appendsDescribed = new Map<string, { readonly paramTypes: number[]; readonly fields: BackendField[] | null }>();
   private readonly appendPlans = new Map<string, LedgerAppendPlan>();
+  /** The backend's parse of each ledger's chain read (chain-verify.ts), by its text. */
+  private readonly verifyReads = new Map<string, string>();
   /** A statement of the exchange failed: its appends go with it. */
   private exchangeFailed = false;
   /** cotwire itself refused a statement of the open block, which the backend never saw fail. */
@@ -466,7 +468,7 @@ export class ProxyConnection implements ConnectionHandler {
         this.relayedInExchange++;
         if (portal.verify !== null) {
           portal.done = true;
-          return { done: true, tag: await runVerify(this.backend, portal.verify, portal.resultFormats, sink) };
+          return { done: true, tag: await runVerify(this.backend, this.verifyReads, portal.verify, portal.resultFormats, sink) };
         }
         if (touchesReadOnly(s)) this.mayBeReadOnly = true;
         const outcome = await this.relay(portal, maxRows, sink);
