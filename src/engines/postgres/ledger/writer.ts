@@ -160,7 +160,8 @@ export class PgLedgerWriter implements LedgerAppender {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.running;
+    // A run that ends with units left starts another (drain): each is waited for.
+    while (this.running !== null) await this.running;
     await Promise.all(this.doubts);
   }
 
