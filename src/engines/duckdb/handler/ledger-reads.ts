@@ -44,8 +44,6 @@ export interface ChainVerifySources {
   query(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>>;
 }
 
-type Cell = ScalarCell;
-
 /** The result types a served read renders itself; any other falls back to the engine. */
 const RENDERED = new Set<number>([TypeOid.text, TypeOid.varchar, TypeOid.bool, TypeOid.int8, TypeOid.int4]);
 
@@ -103,7 +101,7 @@ export class ServedChainVerify implements EngineStatement {
   }
 
   /** The one row verifySql and withAuditFindings give for this chain, projected; none for a chain that never was. */
-  private async verdict(table: LedgerTable, key: string): Promise<Cell[][]> {
+  private async verdict(table: LedgerTable, key: string): Promise<ScalarCell[][]> {
     const stored = await this.sources.query(chainRowsSql(table), [key]);
     const prefixSql = retainedPrefixSql(table);
     const [prefix] = prefixSql === null ? [] : ((await this.sources.query(prefixSql, [key])) as Array<[bigint | number, string]>);
@@ -135,7 +133,7 @@ class ValuesCursor implements EngineCursor {
   private next = 0;
 
   constructor(
-    private readonly rows: readonly Cell[][],
+    private readonly rows: readonly ScalarCell[][],
     private readonly types: readonly number[],
   ) {}
 
@@ -143,7 +141,7 @@ class ValuesCursor implements EngineCursor {
     const end = maxRows === 0 ? this.rows.length : Math.min(this.rows.length, this.next + maxRows);
     const start = this.next;
     for (; this.next < end; this.next++) {
-      const row = this.rows[this.next] as Cell[];
+      const row = this.rows[this.next] as ScalarCell[];
       sink.row(row.map((v, c) => scalarCell(v, this.types[c] ?? TypeOid.text, formats[c] === 1)));
     }
     await sink.flushIfFull();

@@ -2,7 +2,7 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { functionGrantees, PG_SCHEMA, type PgRoles } from '../ledger/names.js';
 import { pgSearchFunctions } from '../search/search-sql.js';
-import { REDACTED_TEXT, unredactable } from '../../../ledger/erasure/redactions.js';
+import { REDACTED_TEXT, redactableColumns, unredactable } from '../../../ledger/erasure/redactions.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { BREAK_CTES, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
@@ -204,14 +204,9 @@ export function pgHashSql(table: LedgerTable): string {
   return `pg_catalog.encode(pg_catalog.sha256(${parts.join(' || ')}), 'hex')`;
 }
 
-/** The columns whose redaction a row's hash allows for (a digest recorded in place of the value), in table order. */
-export function pgRedactableColumns(table: LedgerTable): LedgerColumn[] {
-  return table.hashVersion === HASH_VERSION_V2 ? table.columns.filter((c) => unredactable(table, c.name) === null && markerText(c) !== undefined) : [];
-}
-
 /** The recorded digests of each redacted row of the ledger `r` (aliased `red`, `d_<column>` each), of one chain (`$1`) when `one`. */
 function redactionsJoin(table: LedgerTable, one: boolean): string {
-  const redactable = pgRedactableColumns(table);
+  const redactable = redactableColumns(table);
   if (redactable.length === 0) return '';
   const digests = redactable.map((c) => `max(value_digest) FILTER (WHERE column_name = ${quoteLiteral(c.name)}) AS ${quoteIdent(`d_${c.name}`)}`);
   return `LEFT JOIN (SELECT target_seq, ${digests.join(', ')} FROM public._cot_redactions
@@ -221,14 +216,14 @@ function redactionsJoin(table: LedgerTable, one: boolean): string {
 /**
  * One chain's rows (`$1`, the chain key) for the server's own check
  * (ledger/chain/chain-check.ts): each column's canonical text, the recorded
- * digest of each column pgRedactableColumns names, then where retention
+ * digest of each redactable column, then where retention
  * left the chain's start (its next step_index and the hash to link to, null
  * when it removed nothing), the same on every row.
  */
 export function pgChainRowsSql(table: LedgerTable): string {
   if (table.chainKey === null) throw new PgError(SqlState.InternalError, `${table.name} has no chains to read one of`);
   const texts = table.columns.map((c) => canonicalPgTextSql(c.name, c.type, 'r.'));
-  const digests = pgRedactableColumns(table).map((c) => `red.${quoteIdent(`d_${c.name}`)}`);
+  const digests = redactableColumns(table).map((c) => `red.${quoteIdent(`d_${c.name}`)}`);
   const start = retainable(table)
     ? `(SELECT (max(last_step_index) + 1)::text AS steps, (array_agg(final_hash ORDER BY last_step_index DESC))[1] AS hash
          FROM public._cot_retention WHERE ledger = ${quoteLiteral(`${table.schema}.${table.name}`)} AND chain_key = $1)`

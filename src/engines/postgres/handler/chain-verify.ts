@@ -9,7 +9,8 @@ import { TypeOid } from '../../../protocol/type-oids.js';
 import type { ResultSink } from '../../../session/handler-port.js';
 import { tokenize } from '../../../sql/lexer.js';
 import { type ChainVerifyRead, recognizeChainVerify, type VERIFY_COLUMNS } from '../../../sql/verify-call.js';
-import { pgChainRowsSql, pgRedactableColumns } from '../dialect/verify-sql.js';
+import { redactableColumns } from '../../../ledger/erasure/redactions.js';
+import { pgChainRowsSql } from '../dialect/verify-sql.js';
 
 /**
  * `SELECT * FROM cot_verify($1)` (or some of its columns) answered by the
@@ -108,10 +109,12 @@ export async function runVerify(
   } finally {
     await backend.closePortal(PORTAL);
   }
-  const width = served.table.columns.length + pgRedactableColumns(served.table).length;
+  const redactable = redactableColumns(served.table);
+  // Where retention left the chain's start follows each row's texts and digests.
+  const width = served.table.columns.length + redactable.length;
   const first = rows[0];
   const start = first?.[width] == null ? CHAIN_START : { index: Number(first[width]), hash: String(first[width + 1] ?? '') };
-  const verdict = chainVerdict(served.key, checkChain(storedLinks(served.table, rows, pgRedactableColumns(served.table)), start));
+  const verdict = chainVerdict(served.key, checkChain(storedLinks(served.table, rows, redactable), start));
   if (verdict === null) return 'SELECT 0';
   const formatOf = (i: number): boolean => (resultFormats.length === 1 ? resultFormats[0] : resultFormats[i]) === 1;
   sink.row(served.read.columns.map((c, i) => scalarCell(verdict[c as keyof typeof verdict], TYPES[c as keyof typeof TYPES].oid, formatOf(i))));
