@@ -1,5 +1,6 @@
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
+import { TypeOid } from '../protocol/type-oids.js';
 
 /**
  * PostgreSQL's binary send/receive formats for the types cotwire speaks in
@@ -142,6 +143,31 @@ export function array(elementOid: number, dims: readonly number[], elements: rea
       b.writeInt32BE(e.length, o);
       b.set(e, o + 4);
       o += 4 + e.length;
+    }
+  }
+  return b;
+}
+
+/**
+ * array_send for a one-dimensional float4[] of every value of `vectors`, one
+ * after another: written in place, where an element Buffer each (array())
+ * cost the embedding worker most of its time and garbage.
+ */
+export function float4Array(vectors: readonly Float32Array[]): Buffer {
+  let count = 0;
+  for (const v of vectors) count += v.length;
+  const b = Buffer.allocUnsafe(20 + count * 8);
+  b.writeInt32BE(1, 0);
+  b.writeInt32BE(0, 4);
+  b.writeUInt32BE(TypeOid.float4, 8);
+  b.writeInt32BE(count, 12);
+  b.writeInt32BE(1, 16);
+  let o = 20;
+  for (const v of vectors) {
+    for (let i = 0; i < v.length; i++) {
+      b.writeInt32BE(4, o);
+      b.writeFloatBE(v[i] as number, o + 4);
+      o += 8;
     }
   }
   return b;

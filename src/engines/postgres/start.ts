@@ -146,7 +146,7 @@ async function openParts(
   const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health);
   const erasure = await openErasure(config, log, url, roles, ledgers, writer, health, stack);
   const auditor = await startAudit(config, log, url, ledgers, observer, instance, health, stack);
-  const search = await openSearch(config, log, url, ledgers, observer, health, stack);
+  const search = await openSearch(config, log, url, ledgers, observer, health, stack, instance);
   const server = new PgServer({
     ...wireOptions(config),
     tls,

@@ -98,4 +98,11 @@ describe('PostgreSQL binary formats', () => {
     expect(decoded.elements.map((e) => (e === null ? null : e.readInt32BE(0)))).toEqual([1, null]);
     expect(() => bin.readArray(encoded.subarray(0, encoded.length - 2))).toThrow(/array/);
   });
+
+  it('writes vectors as the float4[] that array_send makes of their elements', () => {
+    const vectors = [Float32Array.of(0.5, -1.25, 3.4028234663852886e38), Float32Array.of(), Float32Array.of(1e-45, Number.NaN)];
+    const elements = vectors.flatMap((v) => Array.from(v, (x) => bin.float4(x)));
+    expect(bin.float4Array(vectors).equals(bin.array(700, [elements.length], elements))).toBe(true);
+    expect(bin.float4Array([]).equals(bin.array(700, [0], []))).toBe(true);
+  });
 });

@@ -235,6 +235,14 @@ function schemaSteps(roles: PgRoles): Step[] {
       ],
     },
     {
+      done: tableExists(PG_SCHEMA, 'embedder'),
+      does: `created ${PG_SCHEMA}.embedder (the lease of the one instance that embeds new steps)`,
+      sql: [
+        `CREATE TABLE ${PG_SCHEMA}.embedder (one boolean PRIMARY KEY DEFAULT true CHECK (one), holder text, expires_at timestamptz NOT NULL)`,
+        `INSERT INTO ${PG_SCHEMA}.embedder (holder, expires_at) VALUES (NULL, '-infinity')`,
+      ],
+    },
+    {
       done: tableExists(PG_SCHEMA, 'audit'),
       does: `created ${PG_SCHEMA}.audit and ${PG_SCHEMA}.audit_state (the latest background audit's findings, and whose round it is)`,
       sql: [
@@ -271,11 +279,11 @@ function schemaSteps(roles: PgRoles): Step[] {
       // At every start, from nothing: a role of an earlier layout keeps no grant it should not have.
       does: `the grants on ${PG_SCHEMA}'s tables`,
       sql: [
-        `REVOKE ALL ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.chain_heads, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.secrets, ${PG_SCHEMA}.audit, ${PG_SCHEMA}.audit_state FROM PUBLIC, ${clients}, ${srv}`,
-        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.signer TO ${srv}`,
+        `REVOKE ALL ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.chain_heads, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.embedder, ${PG_SCHEMA}.secrets, ${PG_SCHEMA}.audit, ${PG_SCHEMA}.audit_state FROM PUBLIC, ${clients}, ${srv}`,
+        `GRANT SELECT, UPDATE ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.embedder TO ${srv}`,
         `GRANT SELECT, INSERT ON ${PG_SCHEMA}.log_nodes TO ${srv}`,
         `GRANT SELECT, INSERT, UPDATE ON ${PG_SCHEMA}.chain_heads TO ${srv}`,
-        `GRANT SELECT ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.audit, ${PG_SCHEMA}.audit_state TO ${clients}`,
+        `GRANT SELECT ON ${PG_SCHEMA}.log_head, ${PG_SCHEMA}.log_nodes, ${PG_SCHEMA}.signer, ${PG_SCHEMA}.embedder, ${PG_SCHEMA}.audit, ${PG_SCHEMA}.audit_state TO ${clients}`,
       ],
     },
   ];
@@ -478,22 +486,25 @@ export async function sharedSignerKey(conn: SqlConnection, make: () => string): 
   return key;
 }
 
+/** A job one instance does at a time: signing checkpoints, embedding new steps. Each has a one-row table of its name. */
+export type Lease = 'signer' | 'embedder';
+
 /**
- * The lease on signing: taken when free or expired, renewed by its holder,
- * decided by PostgreSQL's clock. Answers whether `holder` signs now.
+ * A lease: taken when free or expired, renewed by its holder, decided by
+ * PostgreSQL's clock. Answers whether `holder` holds it now.
  */
-export async function leadSigning(conn: SqlConnection, holder: string, leaseMs: number): Promise<boolean> {
+export async function takeLease(conn: SqlConnection, lease: Lease, holder: string, leaseMs: number): Promise<boolean> {
   const rows = await conn.query(
-    `UPDATE ${PG_SCHEMA}.signer SET holder = $1, expires_at = pg_catalog.now() + $2::interval
+    `UPDATE ${PG_SCHEMA}.${lease} SET holder = $1, expires_at = pg_catalog.now() + $2::interval
      WHERE holder = $1 OR expires_at < pg_catalog.clock_timestamp() RETURNING 1`,
     [holder, `${leaseMs} milliseconds`],
   );
   return rows.length > 0;
 }
 
-/** Gives the lease up at a clean stop, so another instance signs at once. */
-export async function releaseSigning(conn: SqlConnection, holder: string): Promise<void> {
-  await conn.query(`UPDATE ${PG_SCHEMA}.signer SET expires_at = '-infinity' WHERE holder = $1`, [holder]);
+/** Gives a lease up at a clean stop, so another instance takes it at once. */
+export async function releaseLease(conn: SqlConnection, lease: Lease, holder: string): Promise<void> {
+  await conn.query(`UPDATE ${PG_SCHEMA}.${lease} SET expires_at = '-infinity' WHERE holder = $1`, [holder]);
 }
 
 /** The event trigger that refuses objects named like ledgers or cotwire's functions to every role but the owner. */

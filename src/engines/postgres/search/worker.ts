@@ -1,6 +1,5 @@
 import { EmbeddingError, type Embedder } from '../../../embedding/provider.js';
 import * as bin from '../../../engine/pg-binary.js';
-import { TypeOid } from '../../../protocol/type-oids.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import { embeddingText } from '../../../ledger/embeddings.js';
 import { pgArray } from '../ledger/writer.js';
@@ -17,14 +16,27 @@ const BATCH = 64;
 const POLL_MS = 250;
 /** The first wait after a failure; it doubles up to a minute. */
 const FIRST_RETRY_MS = 1000;
+/** How long the embedding lease lasts; its holder renews it when half is spent. */
+export const EMBEDDER_LEASE_MS = 30_000;
+/** How often an instance without the lease asks for it again. */
+const LEASE_RETRY_MS = 2000;
+
+/** The lease that makes one instance at a time the embedder (cotwire.embedder). */
+export interface EmbedderLease {
+  take(): Promise<boolean>;
+  release(): Promise<void>;
+}
 
 /**
  * Embeds the steps selected for an embedding (has_embedding) in the
  * background, on a PostgreSQL engine shared by several instances. It walks
  * the steps by ledger_seq, which is given out in commit order, so a cursor
  * never passes a step that commits later; the first round starts from the
- * oldest step without a vector. Vectors are written with ON CONFLICT DO
- * NOTHING: two instances that embed the same step store it once.
+ * oldest step without a vector. One instance at a time embeds, the
+ * holder of a lease: each would otherwise embed every step (twice the CPU
+ * on the built-in embedder, twice the bill on a paid provider). Vectors are
+ * written with ON CONFLICT DO NOTHING, so that the steps an instance and a
+ * successor that took over an expired lease both embed are stored once.
  */
 export class PgEmbeddingWorker {
   private cursor = 0;
@@ -32,11 +44,14 @@ export class PgEmbeddingWorker {
   private running: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private failing = false;
+  /** Until when (performance.now()) this instance holds the lease without asking again; 0 when it does not hold it. */
+  private leaseUntil = 0;
 
   constructor(
     private readonly conn: VectorConnection,
     private readonly steps: () => Promise<LedgerTable | null>,
     private readonly embedder: Embedder,
+    private readonly lease: EmbedderLease,
     private readonly events: {
       readonly onUnavailable: (err: EmbeddingError, retryInMs: number) => void;
       readonly onError: (err: unknown) => void;
@@ -57,6 +72,7 @@ export class PgEmbeddingWorker {
     this.stopped = true;
     this.wake?.();
     await this.running;
+    if (this.leaseUntil > 0) await this.lease.release().catch(() => undefined);
   }
 
   private async loop(): Promise<void> {
@@ -65,6 +81,12 @@ export class PgEmbeddingWorker {
     while (!this.stopped) {
       let found = 0;
       try {
+        if (!(await this.leads())) {
+          // Another instance embeds; its successor starts from the oldest step it left without a vector.
+          first = true;
+          await this.pause(LEASE_RETRY_MS);
+          continue;
+        }
         const steps = await this.steps();
         if (steps !== null) {
           if (first) this.cursor = await this.oldestWithout(steps);
@@ -84,6 +106,16 @@ export class PgEmbeddingWorker {
       }
       if (found < BATCH) await this.pause(POLL_MS);
     }
+  }
+
+  /** Whether this instance embeds now: the lease, renewed once half of it is spent. */
+  private async leads(): Promise<boolean> {
+    const now = performance.now();
+    if (now < this.leaseUntil) return true;
+    this.leaseUntil = 0;
+    if (!(await this.lease.take())) return false;
+    this.leaseUntil = now + EMBEDDER_LEASE_MS / 2;
+    return true;
   }
 
   /** The ledger_seq just before the oldest selected step with no vector (where the first round starts). */
@@ -119,11 +151,7 @@ export class PgEmbeddingWorker {
         String(this.embedder.dimensions),
         // Every vector, one after another, in binary: PostgreSQL's own float4s, exact, where a text of each (what
         // toPrecision(9) made) cost this process 4 ms of every 64 rows.
-        bin.array(
-          TypeOid.float4,
-          [rows.length * this.embedder.dimensions],
-          vectors.flatMap((v) => Array.from(v, (x) => bin.float4(x))),
-        ),
+        bin.float4Array(vectors),
       ],
     );
     this.cursor = Number(rows[rows.length - 1]?.[0] ?? this.cursor);

@@ -11,7 +11,7 @@ import type { Logger } from '../../../log/logger.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { isConnectionLoss, PostgresConnection } from '../adapter/connection.js';
 import type { EngineHealth } from '../adapter/health.js';
-import { leadSigning, releaseSigning, sharedSignerKey } from '../ledger/install.js';
+import { releaseLease, sharedSignerKey, takeLease } from '../ledger/install.js';
 import { PG_SCHEMA } from '../ledger/names.js';
 import type { PgLedgerWriter } from '../ledger/writer.js';
 
@@ -60,7 +60,7 @@ export async function openCheckpoints(
         if (!isConnectionLoss(err)) schedule.onIssueError(err);
       },
       lead: async () => {
-        if (!(await leadSigning(leaseConn, instance, leaseMs))) return null;
+        if (!(await takeLease(leaseConn, 'signer', instance, leaseMs))) return null;
         const [last] = (await leaseConn.query(`SELECT tree_size, ledger_seq FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
           [bigint, bigint]
         >;
@@ -71,7 +71,7 @@ export async function openCheckpoints(
   );
   stack.defer(async (graceMs) => {
     await checkpoints.close(graceMs);
-    await releaseSigning(leaseConn, instance).catch(() => undefined);
+    await releaseLease(leaseConn, 'signer', instance).catch(() => undefined);
   });
   return { checkpoints, instance };
 }

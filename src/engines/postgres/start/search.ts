@@ -13,7 +13,8 @@ import type { EngineHealth } from '../adapter/health.js';
 import { PG_SCHEMA } from '../ledger/names.js';
 import { pgArray } from '../ledger/writer.js';
 import { VECTORS } from '../search/search-sql.js';
-import { PgEmbeddingWorker } from '../search/worker.js';
+import { EMBEDDER_LEASE_MS, PgEmbeddingWorker } from '../search/worker.js';
+import { releaseLease, takeLease } from '../ledger/install.js';
 
 /** cot_search()'s query side: the vectors of a statement's search texts, made before it runs. */
 export interface PgSearch {
@@ -37,6 +38,8 @@ export async function openSearch(
   observer: Observer,
   health: EngineHealth,
   stack: DisposeStack,
+  /** This instance's name in the embedding lease. */
+  instance: string,
 ): Promise<PgSearch> {
   const c = config.embedding;
   const embedders = embeddersFor(c, observer);
@@ -47,7 +50,11 @@ export async function openSearch(
   if (c.enabled && mismatch === null) {
     const workerConn = stack.use(await PostgresConnection.open(url, 'cotwire embedder', { health }), (x) => x.close());
     let unavailableSince: number | null = null;
-    const worker = new PgEmbeddingWorker(workerConn, () => ledgers.find(['main', '_cot_steps']), embedders.steps, {
+    const lease = {
+      take: () => takeLease(workerConn, 'embedder', instance, EMBEDDER_LEASE_MS),
+      release: () => releaseLease(workerConn, 'embedder', instance),
+    };
+    const worker = new PgEmbeddingWorker(workerConn, () => ledgers.find(['main', '_cot_steps']), embedders.steps, lease, {
       onUnavailable: (err, retryInMs) => {
         unavailableSince ??= Date.now();
         log.error(
