@@ -24,7 +24,10 @@ const provider = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data }));
   });
 });
+const children: Array<{ kill(signal: NodeJS.Signals): unknown }> = [];
 afterAll(() => {
+  // An instance a failed assertion left running.
+  for (const c of children) c.kill('SIGKILL');
   provider.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -45,7 +48,9 @@ describe('embedding on two instances', () => {
     for (const name of ['a', 'b']) {
       const config = join(dir, `${name}.yaml`);
       writeFileSync(config, `embedding:\n  provider: openai\n  url: ${base}/${name}\n  model: fake\n  dimensions: ${DIMENSIONS}\ncheckpoint:\n  sinks: []\n`);
-      instances.push({ name, ...(await spawnServer(['--config', config, '--engine-url', ctx.engine.url, '--db', join(dir, `${name}.duckdb`)])) });
+      const instance = await spawnServer(['--config', config, '--engine-url', ctx.engine.url, '--db', join(dir, `${name}.duckdb`)]);
+      children.push(instance.child);
+      instances.push({ name, ...instance });
     }
     const admin = await ctx.engine.admin();
     const vectors = async (): Promise<number> => ((await admin.query('SELECT count(*)::int FROM public._cot_embeddings')) as [[number]])[0][0];

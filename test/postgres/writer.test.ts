@@ -6,7 +6,7 @@ import { leafPrefix, rowLeafHash } from '../../src/ledger/log/leaf.js';
 import { consistencyProof, inclusionProof, nodeHash, rootOf } from '../../src/ledger/log/merkle.js';
 import { positionOf } from '../../src/ledger/log/leaf.js';
 import { readPostgresTables } from '../../src/engines/postgres/ledger/catalog.js';
-import { PgLedgerWriter } from '../../src/engines/postgres/ledger/writer.js';
+import { PgLedgerWriter, pgArray } from '../../src/engines/postgres/ledger/writer.js';
 import { canonicalPgTextSql } from '../../src/engines/postgres/dialect/verify-sql.js';
 import { usePgEngine } from '../fixtures/pg-engine.js';
 import type { SqlConnection } from '../../src/engine/port.js';
@@ -85,6 +85,42 @@ describe('the ledger writer on PostgreSQL', () => {
     expect(stored.toString('hex')).toBe(expected.toString('hex'));
     for (const w of writers) await w.close();
     for (const c of conns) c.close();
+  });
+});
+
+describe('the text arrays the writer sends', () => {
+  it('reach PostgreSQL as the values they were made of', async () => {
+    const conn = await PostgresConnection.open(ctx.engine.url);
+    const values = [
+      'plain',
+      '',
+      'NULL',
+      'null',
+      ' spaced ',
+      'a,b',
+      '{braces}',
+      'q"uote',
+      'back\\slash',
+      '\\"',
+      '"',
+      '\\',
+      'new\nline',
+      'tab\t',
+      'ünï €😀',
+      '\u2028sep',
+    ];
+    const cases = [values, [null, ...values, null], [], [null]];
+    for (let n = 0; n < 200; n++)
+      cases.push(
+        Array.from({ length: 1 + (n % 5) }, (_, i) =>
+          String.fromCharCode(...Array.from({ length: (n * 7 + i) % 9 }, (_, k) => 32 + ((n * 31 + i * 17 + k * 13) % 95))),
+        ),
+      );
+    for (const c of cases) {
+      const [[got]] = (await conn.query('SELECT $1::text[]', [pgArray(c)])) as [[Array<string | null>]];
+      expect(got).toEqual(c);
+    }
+    conn.close();
   });
 });
 

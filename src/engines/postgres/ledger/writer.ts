@@ -606,8 +606,16 @@ function ledgerKey(table: Pick<LedgerTable, 'schema' | 'name'>): string {
 
 /** A PostgreSQL array literal of texts (NULL for null), passed as one text parameter. */
 export function pgArray(values: ReadonlyArray<string | null>): string {
-  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`;
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as string | null;
+    if (i > 0) out += ',';
+    // Most values hold neither quote nor backslash: one scan for them, and no copies when they hold none.
+    out += v === null ? 'NULL' : NEEDS_ESCAPE.test(v) ? `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"` : `"${v}"`;
+  }
+  return `${out}}`;
 }
+const NEEDS_ESCAPE = /["\\]/;
 
 type Chains = Map<string, { table: LedgerTable; keys: Set<string> }>;
 
@@ -670,6 +678,26 @@ function chainsOf(units: readonly AppendUnit[]): { chains: Chains; total: number
   return { chains, total };
 }
 
+/** A ledger's INSERT of its rows from one text array per column, numbered from `$first`, made once per ledger and number. */
+const insertTexts = new WeakMap<LedgerTable, Map<number, string>>();
+
+function insertText(table: LedgerTable, first: number): string {
+  let byFirst = insertTexts.get(table);
+  if (byFirst === undefined) {
+    byFirst = new Map();
+    insertTexts.set(table, byFirst);
+  }
+  let text = byFirst.get(first);
+  if (text === undefined) {
+    const cols = table.columns.map((_, i) => `c${i}`);
+    text = `INSERT INTO ${qualifiedName(table)} (${table.columns.map((c) => quoteIdent(c.name)).join(', ')})
+       SELECT ${table.columns.map((c, i) => fromCanonicalSql(`u.${cols[i]}`, c.type)).join(', ')}
+       FROM unnest(${cols.map((_, i) => `$${first + i}::text[]`).join(', ')}) AS u(${cols.join(', ')})`;
+    byFirst.set(first, text);
+  }
+  return text;
+}
+
 /** The second round trip's statement: the rows of every ledger, the log's new nodes and the chains' new heads, in one. */
 function writeStatement(
   rowsByLedger: ChainedRows['rowsByLedger'],
@@ -685,13 +713,8 @@ function writeStatement(
   };
   const ctes: string[] = [];
   for (const { table, rows } of rowsByLedger.values()) {
-    const cols = table.columns.map((_, i) => `c${i}`);
-    const arrays = table.columns.map((_, i) => `${param(pgArray(rows.map((r) => r[i] ?? null)))}::text[]`);
-    ctes.push(
-      `INSERT INTO ${qualifiedName(table)} (${table.columns.map((c) => quoteIdent(c.name)).join(', ')})
-       SELECT ${table.columns.map((c, i) => fromCanonicalSql(`u.${cols[i]}`, c.type)).join(', ')}
-       FROM unnest(${arrays.join(', ')}) AS u(${cols.join(', ')})`,
-    );
+    ctes.push(insertText(table, params.length + 1));
+    for (let i = 0; i < table.columns.length; i++) params.push(pgArray(rows.map((r) => r[i] ?? null)));
   }
   ctes.push(
     `INSERT INTO ${PG_SCHEMA}.log_nodes (position, hash)
