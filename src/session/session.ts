@@ -179,6 +179,7 @@ export class Session {
         this.passedBytes += bytes.byteLength;
       },
       flushIfFull: () => this.passedBytes + this.out.length < FLUSH_THRESHOLD || this.flush(),
+      flush: () => this.flush(),
       drained: () => this.transport.drain(),
     };
   }

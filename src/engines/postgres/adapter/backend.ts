@@ -648,6 +648,7 @@ export class PgBackend implements RelayBackend {
       const end = (outcome: WholeOutcome): void => {
         tap.take = null;
         tap.takeAll = false;
+        tap.took = null;
         this.relaying = null;
         this.reading(true);
         resolve(outcome);
@@ -655,6 +656,17 @@ export class PgBackend implements RelayBackend {
       // PostgreSQL's own FATAL, when it said one before it closed the connection (57P01 for a terminated backend).
       this.relaying = (lost) => end({ relayed: true, error: error?.isFatal === true ? error : this.lost(lost) });
       tap.takeAll = true;
+      // An answer PostgreSQL sends in pieces (it writes every 8 KB) goes on piece by piece, as a bare relay's would:
+      // the client reads the first rows while the rest are on their way. The last piece leaves with the
+      // session's ReadyForQuery.
+      tap.took = () => {
+        if (!out.flush()) {
+          this.reading(false);
+          void out.drained().then(() => {
+            if (this.relaying !== null) this.reading(true);
+          });
+        }
+      };
       tap.take = (frame) => {
         const type = frame[0] ?? 0;
         if (describing && (type === BackendCode.ParameterDescription || type === BackendCode.RowDescription || type === BackendCode.NoData)) {

@@ -17,6 +17,8 @@ export class RowTap {
   take: ((frame: Buffer) => void) | null = null;
   /** `take` takes every message, not DataRows alone: an exchange node-postgres never sees. */
   takeAll = false;
+  /** Called after each piece of the backend's bytes that `take` took frames from. */
+  took: (() => void) | null = null;
   /** Bytes of a message going on to node-postgres that have not come yet. */
   private passing = 0;
   /** A DataRow being taken, as it comes, and how many of its bytes are still to come. */
@@ -43,6 +45,11 @@ export class RowTap {
   }
 
   push(input: Buffer): void {
+    this.pushed(input);
+    this.took?.();
+  }
+
+  private pushed(input: Buffer): void {
     const chunk = this.head === null ? input : Buffer.concat([this.head, input]);
     this.head = null;
     let pos = 0;
