@@ -279,6 +279,20 @@ if (STEPS > 0) {
   }
   await plain[0]?.query('ANALYZE _cot_steps');
   await anchor[0]?.query('ANALYZE _cot_steps');
+  // cotwire embeds the selected steps of what was just written in the background; the reads are measured once it is
+  // done (the same process serves them), and how long it took is said.
+  const embedStart = performance.now();
+  for (;;) {
+    const { rows } = await (engineDirect as pg.Client).query(
+      'SELECT (SELECT count(*) FROM public._cot_steps WHERE has_embedding)::int8 AS selected, (SELECT count(*) FROM public._cot_embeddings)::int8 AS embedded',
+    );
+    const { selected, embedded } = rows[0] as { selected: string; embedded: string };
+    if (Number(embedded) >= Number(selected) || performance.now() - embedStart > 20 * 60_000) {
+      console.log(`cotwire: ${Number(embedded).toLocaleString('en')} of ${Number(selected).toLocaleString('en')} selected steps embedded ${((performance.now() - embedStart) / 1000).toFixed(0)} s after the trigger's load`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   // A session of 50 steps spread over the whole ledger, as agents working at once leave it.
   const session = `d-${Math.floor(sessions / 2)}`;
   const atScale = `in a ledger of ${STEPS.toLocaleString('en')} steps`;
