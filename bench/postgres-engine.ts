@@ -297,7 +297,9 @@ if (STEPS > 0) {
     );
     const { selected, embedded } = rows[0] as { selected: string; embedded: string };
     if (Number(embedded) >= Number(selected) || performance.now() - embedStart > 20 * 60_000) {
-      console.log(`cotwire: ${Number(embedded).toLocaleString('en')} of ${Number(selected).toLocaleString('en')} selected steps embedded ${((performance.now() - embedStart) / 1000).toFixed(0)} s after the trigger's load`);
+      console.log(
+        `cotwire: ${Number(embedded).toLocaleString('en')} of ${Number(selected).toLocaleString('en')} selected steps embedded ${((performance.now() - embedStart) / 1000).toFixed(0)} s after the trigger's load`,
+      );
       break;
     }
     await new Promise((r) => setTimeout(r, 1000));
