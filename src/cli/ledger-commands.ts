@@ -25,13 +25,12 @@ type Out = (s: string) => void;
  * log against saved checkpoints; exit 0 when intact, 1 when anything broke.
  */
 export async function verifyCommand(
-  opts: { db: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key?: string },
+  opts: { db: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key: readonly string[] },
   out: Out,
 ): Promise<number> {
   const checkpoints = opts.checkpoint ?? [];
-  if (checkpoints.length > 0 && opts.key === undefined) throw new UsageError('--checkpoint needs --key: the verifier key that signed them');
-  if (opts.key !== undefined && checkpoints.length === 0)
-    throw new UsageError('--key needs --checkpoint: the checkpoint files or directories to verify against');
+  if (checkpoints.length > 0 && opts.key.length === 0) throw new UsageError('--checkpoint needs --key: the verifier key that signed them');
+  if (opts.key.length > 0 && checkpoints.length === 0) throw new UsageError('--key needs --checkpoint: the checkpoint files or directories to verify against');
   return withDatabase(opts.db, false, async (conn) => {
     const names = new ProtectedNames(opts.prefix === undefined ? [] : [opts.prefix]);
     const verdicts = await chainVerifier(
@@ -39,7 +38,7 @@ export async function verifyCommand(
       duckdbLedgers(conn, (n) => names.isProtected(n)),
       WHOLE_CHAINS_IN_SLICES,
     ).verify(opts.session ?? null);
-    const log = checkpoints.length === 0 ? null : await verifyLogOffline(conn, opts.db, checkpoints, opts.key as string);
+    const log = checkpoints.length === 0 ? null : await verifyLogOffline(conn, opts.db, checkpoints, opts.key);
     return printVerifyReport({ verdicts, log, redactions: await redactionsOf(conn, opts.session ?? null) }, opts.json === true, out);
   });
 }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineConnection } from '../engine/port.js';
 import { verifyLog, type CheckpointSource, type LogReport } from '../ledger/log/log-verify.js';
@@ -24,6 +24,101 @@ export function keygenCommand(opts: { name: string; out: string }, out: Out): nu
   }
   out(`${verifier}\n`);
   return 0;
+}
+
+/**
+ * `cotwire keygen --rotate`: a new key file, the rotation recorded in the
+ * stopped server's log (signed by the old key, or a "key lost" event with
+ * the reason), and a checkpoint signed by the new key.
+ */
+export async function rotateKeyCommand(
+  opts: { name?: string; out: string; db?: string; url?: string; config?: string; oldKey?: string; reason: string },
+  out: Out,
+): Promise<number> {
+  const [{ loadConfig }, { createLogger }, { readKeyFile }, { generateKey, parseSigner, verifierKeyOf }, { RotationError }] = await Promise.all([
+    import('../config/load.js'),
+    import('../log/logger.js'),
+    import('../ledger/log/signing-key.js'),
+    import('../ledger/log/note.js'),
+    import('../ledger/log/key-rotation.js'),
+  ]);
+  const config = loadConfig({
+    argv: {
+      ...(opts.config === undefined ? {} : { config: opts.config }),
+      ...(opts.db === undefined ? {} : { db: opts.db }),
+      ...(opts.url === undefined ? {} : { 'engine-url': opts.url }),
+    },
+    env: process.env,
+  });
+  const onPostgres = config.engine.kind === 'postgres';
+  if (!onPostgres && config.database.path === ':memory:')
+    throw new UsageError('keygen --rotate needs --db (a DuckDB file) or --url (a PostgreSQL engine): the log it records in');
+  if (existsSync(opts.out)) throw new UsageError(`${opts.out} already exists; choose another file (a key is never overwritten)`);
+  let oldSigner: ReturnType<typeof readKeyFile> | null = null;
+  if (opts.oldKey !== undefined) {
+    try {
+      oldSigner = readKeyFile(opts.oldKey);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  const name = opts.name ?? oldSigner?.name ?? `cotwire.local/${config.database.name}`;
+  let signerKey: string;
+  try {
+    signerKey = generateKey(name).signerKey;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const newSigner = parseSigner(signerKey);
+  try {
+    // Written first, never over a file: a rotation recorded for a key that was then not saved would be the loss it prevents.
+    writeFileSync(opts.out, `${signerKey}\n`, { mode: 0o600, flag: 'wx' });
+    const logger = createLogger('warn', false, process.stderr);
+    const request = { oldSigner, newSigner, reason: opts.reason };
+    const { event, checkpoint } = onPostgres
+      ? await (await import('../engines/postgres/maintenance.js')).rotatePostgresKey(config, logger, { ...request, newSignerKey: signerKey })
+      : await (await import('../engines/duckdb/maintenance.js')).rotateDuckdbKey(config, logger, request);
+    out(`${verifierKeyOf(newSigner)}\n`);
+    process.stderr.write(
+      `recorded "${event.kind}" in the log at tree size ${event.treeSize}${checkpoint === null ? '' : `, and signed a checkpoint of ${checkpoint.size} leaves with the new key`}. ` +
+        `${event.kind === 'key lost' ? 'No verifier follows a lost key by itself: publish the new verifier key above, and verify with both keys (--key old --key new). ' : 'Verifiers that hold the old key follow the rotation. '}` +
+        (onPostgres && config.checkpoint.keyFile === null
+          ? `The instances' shared key in the engine is the new one; restart every instance.\n`
+          : `Start the server with checkpoint.keyFile set to ${opts.out}.\n`),
+    );
+    return 0;
+  } catch (err) {
+    rmSync(opts.out, { force: true });
+    if (err instanceof RotationError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** `cotwire accept-loss`: the loss a start refused on, recorded in the log. */
+export async function acceptLossCommand(opts: { db?: string; config?: string; reason: string }, out: Out): Promise<number> {
+  const [{ loadConfig }, { createLogger }, { acceptDuckdbLoss, NoLossError }, { StartupError }] = await Promise.all([
+    import('../config/load.js'),
+    import('../log/logger.js'),
+    import('../engines/duckdb/maintenance.js'),
+    import('../server/startup.js'),
+  ]);
+  const config = loadConfig({
+    argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.db === undefined ? {} : { db: opts.db }) },
+    env: process.env,
+  });
+  if (config.engine.kind === 'postgres') throw new UsageError('accept-loss is for a DuckDB file: a PostgreSQL engine keeps no journal to lose');
+  if (config.database.path === ':memory:') throw new UsageError('accept-loss needs --db: the DuckDB file whose start names the loss');
+  if (opts.reason.trim() === '') throw new UsageError('--reason must say why the appends are lost: it is the record');
+  try {
+    const { event, checkpoint } = await acceptDuckdbLoss(config, createLogger('warn', false, process.stderr), opts.reason);
+    out(
+      `recorded the loss of ledger_seq ${event.seqs} in the log at tree size ${event.treeSize}${checkpoint === null ? '' : `, and signed a checkpoint of ${checkpoint.size} leaves`}; the server starts again, and every audit shows the gap\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof NoLossError || err instanceof StartupError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** A verifier key given as text, or as the file that holds it. */
@@ -74,22 +169,26 @@ function nodeFileOf(db: string): MerkleLog | null {
 }
 
 /** The log part of `cotwire verify`. */
-export async function verifyLogOffline(conn: EngineConnection, db: string, checkpoints: readonly string[], key: string): Promise<LogReport> {
-  const verifier = readVerifier(key);
+export async function verifyLogOffline(conn: EngineConnection, db: string, checkpoints: readonly string[], keys: readonly string[]): Promise<LogReport> {
+  const verifiers = keys.map(readVerifier);
   const sources = readCheckpoints(checkpoints);
   const nodeFile = nodeFileOf(db);
   try {
     // Every table with the chain columns is part of the log, whatever the server's prefixes were.
-    return await verifyLog(conn, await duckdbLedgers(conn, () => true).all(), sources, verifier, nodeFile);
+    return await verifyLog(conn, await duckdbLedgers(conn, () => true).all(), sources, verifiers, nodeFile);
   } finally {
     nodeFile?.close();
   }
 }
 
 export function printLogReport(report: LogReport, out: Out): void {
+  for (const e of report.keyEvents) out(`KEY ${e.kind}: ${e.message}\n`);
+  for (const l of report.losses) {
+    out(`GAP ledger_seq ${l.seqs}: ${l.rows} acknowledged appends were lost, recorded at ${l.recordedAt} by ${l.operator}: ${l.reason}\n`);
+  }
   for (const b of report.breaks) out(`BROKEN log: ${b.kind}: ${b.message}\n`);
   out(
-    `log: ${report.leaves} leaves, ${report.checkpoints} signed checkpoints, ${report.matched} reproduced by the database, ${report.breaks.length} breaks${report.retained > 0 ? `; ${report.retained} leaves retained out (each accounted for in _cot_retention)` : ''}\n`,
+    `log: ${report.leaves} leaves, ${report.checkpoints} signed checkpoints, ${report.matched} reproduced by the database, ${report.breaks.length} breaks${report.retained > 0 ? `; ${report.retained} leaves without rows, each accounted for (_cot_retention, or a recorded loss in _cot_log_events)` : ''}\n`,
   );
 }
 

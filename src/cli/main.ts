@@ -105,7 +105,12 @@ function addVerifyCommands(cli: Command, setCode: (code: number) => void): void 
     .option('--prefix <prefix>', 'an extra protected prefix, as in guard.protectedPrefixes')
     .option('--json', 'print the report as JSON')
     .option('--checkpoint <files...>', 'saved checkpoints (files or sink directories) to verify the global log against')
-    .option('--key <verifier>', 'the verifier key that signs the checkpoints (the key text, or a file holding it)')
+    .option(
+      '--key <verifier>',
+      'the verifier key that signs the checkpoints (the key text, or a file holding it); again for a key the log records as rotated to after a lost one',
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
     .action(
       async (opts: {
         db?: string;
@@ -115,7 +120,7 @@ function addVerifyCommands(cli: Command, setCode: (code: number) => void): void 
         prefix?: string;
         json?: boolean;
         checkpoint?: string[];
-        key?: string;
+        key: string[];
       }) => {
         if ((opts.db === undefined) === (opts.url === undefined)) throw new UsageError('verify needs --db <file> or --url <postgres url>, one of them');
         if (opts.url !== undefined) {
@@ -130,10 +135,38 @@ function addVerifyCommands(cli: Command, setCode: (code: number) => void): void 
 
   cli
     .command('keygen')
-    .description('create a checkpoint signing key file and print its verifier key')
-    .requiredOption('--name <name>', "the key name, which is also the checkpoints' origin (for example example.com/agents)")
+    .description(
+      "create a checkpoint signing key file and print its verifier key; with --rotate, also record in a stopped server's log that checkpoints are signed by it from now on",
+    )
+    .option('--name <name>', "the key name, which is also the checkpoints' origin (for example example.com/agents; with --rotate, the old key's by default)")
     .requiredOption('--out <file>', 'the key file to create (never overwritten; keep it off the database disk)')
-    .action(async (opts: { name: string; out: string }) => setCode((await import('./log-commands.js')).keygenCommand(opts, out)));
+    .option('--rotate', "record the rotation in the log of --db's file, and sign a checkpoint with the new key (stop the server first)")
+    .option('--db <file>', 'with --rotate: the DuckDB file')
+    .option('--url <url>', 'with --rotate: or the PostgreSQL engine (postgres://...; stop every instance first)')
+    .option('--config <file>', "with --rotate: the server's configuration file (its database, checkpoint sinks)")
+    .option('--old-key <file>', 'with --rotate: the key file that signed the last checkpoint, which signs the rotation')
+    .option('--reason <text>', 'with --rotate and no --old-key: why the old key is lost, recorded in the log', '')
+    .action(async (opts: { name?: string; out: string; rotate?: boolean; db?: string; url?: string; config?: string; oldKey?: string; reason: string }) => {
+      const commands = await import('./log-commands.js');
+      if (opts.rotate !== true) {
+        if (opts.name === undefined) throw new UsageError("keygen needs --name: the key name, which is also the checkpoints' origin");
+        if (opts.db !== undefined || opts.url !== undefined || opts.oldKey !== undefined || opts.config !== undefined)
+          throw new UsageError('--db, --url, --config and --old-key go with --rotate');
+        setCode(commands.keygenCommand({ name: opts.name, out: opts.out }, out));
+        return;
+      }
+      setCode(await commands.rotateKeyCommand(opts, out));
+    });
+
+  cli
+    .command('accept-loss')
+    .description(
+      "record in a stopped server's log that acknowledged appends are lost (the start names them), signed and chained; the server then starts, and every later audit and verification shows the gap",
+    )
+    .option('--db <file>', 'the DuckDB file')
+    .option('--config <file>', "the server's configuration file (its database, checkpoint key and sinks)")
+    .requiredOption('--reason <text>', 'why they are lost, for the record (what happened to the journal or the database)')
+    .action(async (opts: { db?: string; config?: string; reason: string }) => setCode(await (await import('./log-commands.js')).acceptLossCommand(opts, out)));
 
   cli
     .command('prove')
@@ -305,7 +338,12 @@ async function serve(flags: Record<string, string>): Promise<number> {
     const stop = (signal: string): void => {
       if (stopping) {
         log.warn({ signal }, 'second signal: exiting without waiting');
-        process.exit(1);
+        // Not process.exit(): its clean-up waits for the engine's running statements, which is what a second signal
+        // refuses to wait for. Every acknowledged append is already durable (the journal is written synchronously), so
+        // the process ends as the signal's default ends it.
+        process.removeAllListeners(signal);
+        process.kill(process.pid, signal);
+        return;
       }
       stopping = true;
       log.info({ signal }, 'shutting down: draining connections');
@@ -320,8 +358,9 @@ async function serve(flags: Record<string, string>): Promise<number> {
         },
       );
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    // \`on\`, not \`once\`: a second signal must reach stop() to be logged and obeyed, not kill the process unannounced.
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
   });
 }
 

@@ -1,12 +1,16 @@
 import { PgError } from '../errors/pg-error.js';
 import { PostgresConnection } from '../engines/postgres/adapter/connection.js';
-import { pgRoles } from '../engines/postgres/ledger/names.js';
-import { installPostgres } from '../engines/postgres/ledger/install.js';
+import { PG_SCHEMA, pgRoles } from '../engines/postgres/ledger/names.js';
+import { installPostgres, sharedSignerKey } from '../engines/postgres/ledger/install.js';
 import { ProtectedNames } from '../guard/names.js';
 import { LedgerCatalog } from '../ledger/chain/catalog.js';
 import { verifyLog } from '../ledger/log/log-verify.js';
+import { CHECKPOINTS_TABLE } from '../ledger/log/checkpoint-schema.js';
+import { keyBreak, keyIdText, noteSigners } from '../ledger/log/key-continuity.js';
+import { parseSigner } from '../ledger/log/note.js';
+import { readKeyFile } from '../ledger/log/signing-key.js';
 import { readPostgresTables } from '../engines/postgres/ledger/catalog.js';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { importIntoPostgres } from '../engines/postgres/dialect/import.js';
 import { withDatabase, withNewDatabase } from './database.js';
 import { UsageError } from './usage.js';
@@ -66,11 +70,11 @@ export async function initPostgresCommand(opts: { readonly url: string; readonly
  * against saved signed checkpoints, as for a DuckDB file.
  */
 export async function verifyPostgresCommand(
-  opts: { url: string; rolePrefix?: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key?: string },
+  opts: { url: string; rolePrefix?: string; session?: string; prefix?: string; json?: boolean; checkpoint?: string[]; key: readonly string[] },
   out: (text: string) => void,
 ): Promise<number> {
   const checkpoints = opts.checkpoint ?? [];
-  if (checkpoints.length > 0 !== (opts.key !== undefined))
+  if (checkpoints.length > 0 !== opts.key.length > 0)
     throw new UsageError('--checkpoint and --key go together: saved checkpoints and the verifier key that signed them');
   const conn = await connectOrSay(opts.url, 'cotwire verify');
   if (conn === null) return 1;
@@ -85,7 +89,7 @@ export async function verifyPostgresCommand(
             conn,
             await new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix ?? 'cotwire')).all(),
             readCheckpoints(checkpoints),
-            readVerifier(opts.key as string),
+            opts.key.map(readVerifier),
             null,
           );
     return printVerifyReport({ verdicts, log, redactions: null }, opts.json === true, out);
@@ -120,6 +124,7 @@ export async function importCommand(
       }
     });
     for (const l of report.ledgers) out(`${l.created ? 'created' : 'filled'} ${l.name}: ${l.rows} rows\n`);
+    out(await carryKeyToEngine(conn, `${opts.db}.key`));
     const verdicts = await pgChainVerifier(conn, new LedgerCatalog(conn, () => true, null, readPostgresTables(opts.rolePrefix))).verify(null);
     return printImportVerdict(
       verdicts,
@@ -165,6 +170,7 @@ export async function importIntoFileCommand(
       }
     });
     for (const l of report.ledgers) out(`created ${l.name}: ${l.rows} rows\n`);
+    out(await carryKeyToFile(conn, `${opts.into}.key`));
     const verdicts = await withDatabase(opts.into, false, (duck) =>
       duckdbChainVerifier(
         duck,
@@ -183,4 +189,43 @@ export async function importIntoFileCommand(
   } finally {
     conn.close();
   }
+}
+
+/**
+ * The key that signed the file's checkpoints goes with its ledgers: the key file beside it becomes the
+ * engine's shared key, so that instances without checkpoint.keyFile sign on with it (a server signs only
+ * with the key that signed the last checkpoint). A key kept elsewhere is named, for checkpoint.keyFile.
+ */
+async function carryKeyToEngine(conn: PostgresConnection, besideFile: string): Promise<string> {
+  const last = await lastCheckpointNote(conn);
+  if (last === null) return '';
+  const signedBy = noteSigners(last)[0];
+  const beside = existsSync(besideFile) ? readKeyFile(besideFile) : null;
+  if (beside !== null && signedBy !== undefined && beside.name === signedBy.name && beside.keyHash === signedBy.keyHash) {
+    if ((await sharedSignerKey(conn, null)) === null) {
+      await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ('checkpoint_key', $1) ON CONFLICT (name) DO NOTHING`, [
+        readFileSync(besideFile, 'utf8').trim(),
+      ]);
+      return `the checkpoint key beside the file (${besideFile}) is now the engine's shared key: instances without checkpoint.keyFile sign with it\n`;
+    }
+  }
+  return `the checkpoints were signed by ${signedBy === undefined ? 'an unknown key' : keyIdText(signedBy)}: start every instance with checkpoint.keyFile set to that key\n`;
+}
+
+/** The way back: the engine's shared key, when it signed the last checkpoint, goes beside the new file. */
+async function carryKeyToFile(conn: PostgresConnection, besideFile: string): Promise<string> {
+  const last = await lastCheckpointNote(conn);
+  if (last === null) return '';
+  const shared = await sharedSignerKey(conn, null).catch(() => null);
+  if (shared !== null && keyBreak(last, parseSigner(shared)) === null && !existsSync(besideFile)) {
+    writeFileSync(besideFile, `${shared}\n`, { mode: 0o600, flag: 'wx' });
+    return `the engine's shared checkpoint key is in ${besideFile}, where the server looks without checkpoint.keyFile\n`;
+  }
+  const signedBy = noteSigners(last)[0];
+  return `the checkpoints were signed by ${signedBy === undefined ? 'an unknown key' : keyIdText(signedBy)}: start the server with checkpoint.keyFile set to that key\n`;
+}
+
+async function lastCheckpointNote(conn: PostgresConnection): Promise<string | null> {
+  const rows = (await conn.query(`SELECT checkpoint FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<[string]>;
+  return rows[0]?.[0] ?? null;
 }

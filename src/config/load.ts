@@ -233,6 +233,8 @@ export function loadConfig(sources: ConfigSources): Config {
   const limits = section(root, 'limits', [
     'maxMessageSize',
     'maxConnections',
+    'maxStartupConnections',
+    'maxStartupConnectionsPerAddress',
     'shutdownGraceMs',
     'statementTimeoutMs',
     'startupTimeoutMs',
@@ -282,6 +284,14 @@ export function loadConfig(sources: ConfigSources): Config {
     limits: {
       maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
       maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
+      maxStartupConnections: int(limits.maxStartupConnections, 'limits.maxStartupConnections', DEFAULTS.limits.maxStartupConnections, 1, 10_000),
+      maxStartupConnectionsPerAddress: int(
+        limits.maxStartupConnectionsPerAddress,
+        'limits.maxStartupConnectionsPerAddress',
+        DEFAULTS.limits.maxStartupConnectionsPerAddress,
+        1,
+        10_000,
+      ),
       shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
       statementTimeoutMs: int(limits.statementTimeoutMs, 'limits.statementTimeoutMs', DEFAULTS.limits.statementTimeoutMs, 0, 2_147_483_647),
       startupTimeoutMs: int(limits.startupTimeoutMs, 'limits.startupTimeoutMs', DEFAULTS.limits.startupTimeoutMs, 100, 3_600_000),

@@ -57,7 +57,12 @@ export interface Config {
   readonly limits: {
     /** The largest protocol message accepted, in bytes. */
     readonly maxMessageSize: number;
+    /** Authenticated connections at once; the next gets 53300. */
     readonly maxConnections: number;
+    /** Connections still in startup or authentication at once, apart from maxConnections: a flood of them never takes an authenticated client's slot. */
+    readonly maxStartupConnections: number;
+    /** The same, from one client address. */
+    readonly maxStartupConnectionsPerAddress: number;
     /** How long shutdown waits for running statements before cancelling them, in milliseconds. */
     readonly shutdownGraceMs: number;
     /** Every connection's statement_timeout to begin with, in milliseconds (0 = none). */
@@ -159,9 +164,11 @@ export const DEFAULTS: Config = {
   limits: {
     maxMessageSize: 64 * 1024 * 1024,
     maxConnections: 100,
+    maxStartupConnections: 64,
+    maxStartupConnectionsPerAddress: 16,
     shutdownGraceMs: 10_000,
     statementTimeoutMs: 0,
-    startupTimeoutMs: 60_000,
+    startupTimeoutMs: 15_000,
     idleInTransactionTimeoutMs: 0,
     maxPreparedStatements: 10_000,
     maxPortals: 1_000,

@@ -49,4 +49,4 @@ export class ProtectedNames {
   }
 }
 
-const SERVER_ONLY = new Set(['_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention']);
+const SERVER_ONLY = new Set(['_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention', '_cot_log_events']);

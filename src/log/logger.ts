@@ -26,5 +26,7 @@ export function createLogger(level: LogLevel, interactive: boolean, destination?
       // pino-pretty is not installed: JSON it is.
     }
   }
-  return pino(options);
+  // Written synchronously: a line logged just before the process ends (a second signal, a failed start) is not lost
+  // in a buffer. The server logs per connection, never per statement, so the cost does not show.
+  return pino(options, pino.destination({ dest: 1, sync: true }));
 }

@@ -15,7 +15,11 @@ export interface ServerOptions {
   readonly host: string;
   readonly port: number;
   readonly maxMessageSize: number;
+  /** Authenticated connections; one more gets 53300 after its StartupMessage. */
   readonly maxConnections: number;
+  /** Connections not yet authenticated, all together and from one address: they never take an authenticated client's slot. */
+  readonly maxStartupConnections: number;
+  readonly maxStartupConnectionsPerAddress: number;
   readonly tls: tls.SecureContext | null;
   readonly auth: AuthPolicy;
   readonly handlers: HandlerFactory;
@@ -33,6 +37,22 @@ interface Entry {
   readonly secretKey: number;
 }
 
+interface Starting {
+  readonly session: Session;
+  readonly address: string;
+  readonly since: number;
+}
+
+/**
+ * A client still in startup this long has stalled: when the startup places are full, the oldest such is closed to
+ * make room. Every driver finishes its startup in a few round trips, far below it.
+ */
+const STARTUP_STALL_MS = 1000;
+/** How long a closed connection may take to read its last message before its socket is destroyed. */
+const LINGER_MS = 5000;
+/** Past the grace period, how long a stop waits for sessions to close before it destroys their sockets. */
+const HARD_STOP_MS = 2000;
+
 /**
  * Accepts connections and wires each socket through a framer to a session.
  * It also owns the cancel registry (process id and secret key → session) and
@@ -41,6 +61,11 @@ interface Entry {
 export class PgServer {
   private readonly server: net.Server;
   private readonly sessions = new Map<number, Entry>();
+  /** Sessions in startup or authentication, in the order they connected. */
+  private readonly starting = new Map<number, Starting>();
+  private authenticatedCount = 0;
+  /** Every accepted socket until it closes, refused ones included: a stop destroys what is left. */
+  private readonly sockets = new Set<net.Socket>();
   private nextProcessId = 1;
   private listening = false;
 
@@ -61,6 +86,7 @@ export class PgServer {
     });
   }
 
+  /** Connections open, in startup or authenticated. */
   get connectionCount(): number {
     return this.sessions.size;
   }
@@ -69,25 +95,74 @@ export class PgServer {
     return this.listening;
   }
 
-  /** Stops accepting, lets running statements finish within `graceMs`, then closes every connection. */
+  /**
+   * Stops accepting, closes clients still in startup, lets running statements finish within `graceMs`, then closes
+   * every connection. It ends by `graceMs` + HARD_STOP_MS + LINGER_MS at the latest, whatever the clients do: a socket
+   * that is left (a refused client that never reads, a session whose handler does not close) is destroyed.
+   */
   async close(graceMs: number): Promise<void> {
     this.listening = false;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    await Promise.all([...this.sessions.values()].map((e) => e.session.shutdown(graceMs)));
+    for (const s of [...this.starting.values()]) s.session.evict();
+    const sessionsClosed = Promise.all([...this.sessions.values()].map((e) => e.session.shutdown(graceMs)));
+    await within(sessionsClosed, graceMs + HARD_STOP_MS);
+    // Each session wrote its 57P01 and ended its socket: give the clients a moment to read it and close.
+    await within(this.socketsClosed(), LINGER_MS);
+    for (const socket of this.sockets) socket.destroy();
     await closed;
+  }
+
+  private socketsClosed(): Promise<void> {
+    return Promise.all([...this.sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once('close', () => resolve()))))).then(
+      () => undefined,
+    );
+  }
+
+  /**
+   * Whether a new connection may start: when startup places are full (all together, or from its address), the
+   * oldest client that has stalled makes room. A client that makes progress is never closed for another.
+   */
+  private makeRoomToStart(address: string): boolean {
+    const fromAddress = [...this.starting.values()].filter((s) => s.address === address);
+    if (fromAddress.length >= this.opts.maxStartupConnectionsPerAddress && !evictStalled(fromAddress)) return false;
+    if (this.starting.size >= this.opts.maxStartupConnections && !evictStalled([...this.starting.values()])) return false;
+    return true;
+  }
+
+  /** 53300 after the StartupMessage when the authenticated slots are full, as PostgreSQL answers it. */
+  private admit(): PgError | null {
+    if (this.authenticatedCount < this.opts.maxConnections) return null;
+    this.opts.log.warn({ max: this.opts.maxConnections }, 'connection refused: too many clients');
+    return new PgError(SqlState.TooManyConnections, 'sorry, too many clients already', {}, 'FATAL');
   }
 
   private accept(socket: net.Socket): void {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 60_000);
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
     const remoteAddress = socket.remoteAddress ?? 'unknown';
-    if (this.sessions.size >= this.opts.maxConnections) {
-      const out = new BackendWriter().errorResponse(new PgError(SqlState.TooManyConnections, 'sorry, too many clients already', {}, 'FATAL'));
-      socket.end(out.take());
-      socket.on('error', () => undefined);
-      this.opts.log.warn({ remote: remoteAddress, max: this.opts.maxConnections }, 'connection refused: too many clients');
+    if (!this.listening) {
+      socket.destroy();
       return;
     }
+    if (!this.makeRoomToStart(remoteAddress)) {
+      // Every place is held by a client that is still making progress: this one is told so, before it says a word.
+      const out = new BackendWriter().errorResponse(new PgError(SqlState.TooManyConnections, 'sorry, too many clients in startup already', {}, 'FATAL'));
+      socket.end(out.take());
+      lingerThenDestroy(socket);
+      this.opts.log.warn(
+        { remote: remoteAddress, max: this.opts.maxStartupConnections, maxPerAddress: this.opts.maxStartupConnectionsPerAddress },
+        'connection refused: too many clients in startup',
+      );
+      return;
+    }
+    this.open(socket, remoteAddress);
+  }
+
+  /** A session for an admitted socket: its transport (TLS upgrade included), framing, and the server's registries. */
+  private open(socket: net.Socket, remoteAddress: string): void {
     const processId = this.nextProcessId++;
     const secretKey = randomInt(-2147483648, 2147483647);
     const log = this.opts.log.child({ conn: processId, remote: remoteAddress });
@@ -153,7 +228,9 @@ export class PgServer {
       pauseInput: () => stream.pause(),
       resumeInput: () => stream.resume(),
       end: () => {
-        if (!stream.destroyed) stream.end();
+        if (stream.destroyed) return;
+        stream.end();
+        lingerThenDestroy(stream);
       },
     };
 
@@ -168,13 +245,20 @@ export class PgServer {
       startupTimeoutMs: this.opts.startupTimeoutMs,
       maxPreparedStatements: this.opts.maxPreparedStatements,
       maxPortals: this.opts.maxPortals,
+      admit: () => this.admit(),
+      authenticated: () => {
+        this.starting.delete(processId);
+        this.authenticatedCount++;
+      },
       onClose: () => {
         this.sessions.delete(processId);
+        if (!this.starting.delete(processId)) this.authenticatedCount--;
         this.opts.observer.connectionClosed();
         log.info({}, 'connection closed');
       },
     });
     this.sessions.set(processId, { session, secretKey });
+    this.starting.set(processId, { session, address: remoteAddress, since: performance.now() });
     this.opts.observer.connectionOpened();
 
     function onData(chunk: Buffer): void {
@@ -220,4 +304,37 @@ export class PgServer {
     log.info({ target: processId }, 'cancel request');
     entry.session.cancel();
   }
+}
+
+/** Closes the oldest of `candidates` (in connection order) that has stalled in startup; false when none has. */
+function evictStalled(candidates: readonly Starting[]): boolean {
+  const now = performance.now();
+  const stalled = candidates.find((s) => now - s.since >= STARTUP_STALL_MS);
+  if (stalled === undefined) return false;
+  stalled.session.evict();
+  return true;
+}
+
+/** A socket ended by us closes when the client reads its last bytes and closes too; one that never does is destroyed. */
+function lingerThenDestroy(socket: net.Socket): void {
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
+/** Waits for `p`, or `ms` at most. */
+function within(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    p.then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    );
+  });
 }

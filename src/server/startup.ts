@@ -93,13 +93,25 @@ export function wireOptions(
   config: Config,
 ): Pick<
   ServerOptions,
-  'host' | 'port' | 'maxMessageSize' | 'maxConnections' | 'auth' | 'slowStatementMs' | 'startupTimeoutMs' | 'maxPreparedStatements' | 'maxPortals'
+  | 'host'
+  | 'port'
+  | 'maxMessageSize'
+  | 'maxConnections'
+  | 'maxStartupConnections'
+  | 'maxStartupConnectionsPerAddress'
+  | 'auth'
+  | 'slowStatementMs'
+  | 'startupTimeoutMs'
+  | 'maxPreparedStatements'
+  | 'maxPortals'
 > {
   return {
     host: config.listen.host,
     port: config.listen.port,
     maxMessageSize: config.limits.maxMessageSize,
     maxConnections: config.limits.maxConnections,
+    maxStartupConnections: config.limits.maxStartupConnections,
+    maxStartupConnectionsPerAddress: config.limits.maxStartupConnectionsPerAddress,
     auth: authPolicy(config),
     slowStatementMs: config.log.slowStatementMs,
     startupTimeoutMs: config.limits.startupTimeoutMs,

@@ -66,6 +66,13 @@ export interface SessionOptions {
   readonly onCancelRequest: (processId: number, secretKey: number) => void;
   /** Called once the session is closed, whatever the reason. */
   readonly onClose: () => void;
+  /**
+   * Asked when the StartupMessage arrives and again once the client is authenticated, before it takes a slot: an
+   * error (53300) refuses it. The SSLRequest before it is answered first, so that libpq shows the refusal itself.
+   */
+  readonly admit: () => PgError | null;
+  /** The client is authenticated: from here on it holds one of the server's connection slots. */
+  readonly authenticated: () => void;
   /** Statements that run longer get a warn line (0 = never). */
   readonly slowStatementMs: number;
   /** From the connection to ReadyForQuery, in milliseconds: a client that stalls in startup or authentication does not keep its slot. */
@@ -216,6 +223,15 @@ export class Session {
     this.close();
   }
 
+  /**
+   * Closes a connection still in startup or authentication without a word, as PostgreSQL does with a client that
+   * never finishes its startup packet: the server needs its place for a client that makes progress.
+   */
+  evict(): void {
+    if (this.phase.name === 'ready' || this.phase.name === 'closed') return;
+    this.close();
+  }
+
   /** CancelRequest from another connection with this session's key. */
   cancel(): void {
     // The handler stops whatever engine call runs (preparing included); with none, it does nothing, as in PostgreSQL.
@@ -338,6 +354,9 @@ export class Session {
   }
 
   private async onStartupMessage(startup: StartupMessage): Promise<void> {
+    // PostgreSQL refuses before asking for a password: a client that cannot get a slot is not kept waiting.
+    const refused = this.opts.admit();
+    if (refused !== null) throw refused;
     const user = startup.parameters.get('user');
     if (user === undefined || user === '') {
       throw new PgError(SqlState.InvalidAuthorizationSpecification, 'no PostgreSQL user name specified in startup packet', {}, 'FATAL');
@@ -403,6 +422,10 @@ export class Session {
   }
 
   private async completeStartup(user: string, startup: StartupMessage): Promise<void> {
+    // Checked and taken in one turn of the event loop: two clients that authenticate together cannot both take the last slot.
+    const refused = this.opts.admit();
+    if (refused !== null) throw refused;
+    this.opts.authenticated();
     this.out.authenticationOk();
     const params = new Map(startup.parameters);
     params.delete('user');

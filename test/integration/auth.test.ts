@@ -96,6 +96,7 @@ describe('who may connect', () => {
     await server.client();
     await server.client();
     const c = await WireClient.connect(server.port);
+    c.write(serialize.startup({ user: 'cotwire', database: 'cotwire' }));
     const msgs = await c.until('E');
     expect(errorFields(msgs[0]?.body as Buffer).C).toBe('53300');
     c.end();

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { Journal } from '../../src/engines/duckdb/ledger/journal.js';
 import { createLogger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
-import { crashBeforeApply } from '../fixtures/crash.js';
+import { crashBeforeApply, tamper } from '../fixtures/crash.js';
 import { appendUnderLoad, spawnServer } from '../fixtures/server.js';
 
 /** Faults of the machine: a damaged journal after a crash, a full disk, a stopped and a terminated process. */
@@ -61,6 +61,14 @@ async function crashed(name: string): Promise<{ db: string; journal: string; rec
   return { db, journal, records };
 }
 
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+
+/** `cotwire accept-loss` on a stopped server's file. */
+function acceptLoss(db: string, reason: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, 'accept-loss', '--db', db, '--reason', reason], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
 async function contents(c: pg.Client): Promise<string[]> {
   return (await c.query('SELECT content FROM _cot_steps ORDER BY ledger_seq')).rows.map((r: { content: string }) => r.content);
 }
@@ -72,7 +80,7 @@ describe('a journal damaged after a crash (kill -9 before the rows reached the d
     const s = await start(db);
     try {
       expect(await contents(s.client)).toEqual(['thought 0', 'thought 1', 'thought 2', 'thought 3']);
-      expect(s.log()).toMatch(/ends with a damaged record: the record at offset \d+ claims \d+ bytes, but the file ends/);
+      expect(s.log()).toMatch(/ends with a record cut short \(the record at offset \d+ claims \d+ bytes, but the file ends/);
       const report = await s.running.auditor.audit();
       expect(report.findings.filter((f) => f.kind === 'missing').reduce((n, f) => n + f.rows, 0)).toBe(3);
       // It goes on serving and appending.
@@ -97,24 +105,92 @@ describe('a journal damaged after a crash (kill -9 before the rows reached the d
     }
   });
 
-  it('applies the records after a bit-flipped one, and names the acknowledged rows that are lost', async () => {
+  it('refuses to start past a bit-flipped record until the loss is recorded, then shows it as a gap', async () => {
     const { db, journal, records } = await crashed('flipped');
     const file = readFileSync(journal);
     const at = (records[0]?.at ?? 0) + 60;
     file[at] = (file[at] as number) ^ 0x20;
     writeFileSync(journal, file);
+    const refusal = await start(db).then(
+      async (s) => {
+        await s.stop();
+        return 'started';
+      },
+      (e: Error) => e.message,
+    );
+    expect(refusal).toContain('2 acknowledged appends (ledger_seq 3..4) are gone');
+    expect(refusal).toContain(`the ledger journal ${journal} is damaged where they were`);
+    expect(refusal).toContain(`cotwire accept-loss --db ${db} --reason`);
+    const accepted = acceptLoss(db, 'the journal was damaged on disk');
+    expect(accepted.stderr).toMatch(
+      /the ledger journal .* holds damaged bytes where a record should be \(the record at offset 0 .* does not match its SHA-256/,
+    );
+    expect(accepted.status).toBe(0);
     const s = await start(db);
     try {
-      // The first record (thoughts 2 and 3) is lost; the second, written after it, is applied.
+      // The record after the damaged one, written after it, is applied.
       expect(await contents(s.client)).toEqual(['thought 0', 'thought 1', 'thought 4', 'thought 5', 'untouched']);
-      expect(s.log()).toMatch(
-        /"level":50.*the ledger journal .* is damaged: the record at offset 0 .* does not match its SHA-256.*2 acknowledged appends between ledger_seq 0 and 5/,
-      );
       const report = await s.running.auditor.audit();
-      expect(report.findings.filter((f) => f.kind === 'missing').reduce((n, f) => n + f.rows, 0)).toBe(2);
+      expect(report.findings.filter((f) => f.kind === 'missing')).toEqual([]);
+      expect(report.findings.filter((f) => f.kind === 'gap').map((f) => [f.firstSeq, f.lastSeq, f.rows])).toEqual([[3, 4, 2]]);
+      expect((await s.client.query("SELECT kind, row_count::INT AS n FROM cot_audit() WHERE kind = 'gap'")).rows).toEqual([{ kind: 'gap', n: 2 }]);
+      // The lost steps were inside session s: its chain stays broken where they were, loudly, beside the recorded gap.
+      expect((await s.client.query('SELECT chain_key, break_kind, first_broken_index FROM cot_verify_all() WHERE NOT valid')).rows).toEqual([
+        { chain_key: 's', break_kind: 'deleted', first_broken_index: 2 },
+      ]);
     } finally {
       await s.stop();
     }
+  });
+});
+
+describe('a lost journal', () => {
+  it('refuses to start when acknowledged appends not yet applied are gone with it, until the loss is recorded', async () => {
+    const db = join(root, 'lost-journal.duckdb');
+    const s = await start(db);
+    for (let i = 0; i < 6; i++) await s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Reasoning', $1)", [`thought ${i}`]);
+    await s.stop();
+    // kill -9 with the last appends acknowledged from the journal only (the checkpoint at the stop among them), then the journal deleted.
+    await tamper(db, (c) => c.run('DELETE FROM _cot_checkpoints'));
+    await crashBeforeApply(db, 4);
+    rmSync(Journal.pathFor(db));
+    const refusal = await start(db).then(
+      async (started) => {
+        await started.stop();
+        return 'started';
+      },
+      (e: Error) => e.message,
+    );
+    expect(refusal).toMatch(/^5 acknowledged appends \(ledger_seq 3\.\.7\) are gone: the ledger journal .* is missing/);
+    expect(refusal).toContain('accept-loss');
+    // It stays refused: nothing was written meanwhile.
+    expect(
+      await start(db).then(
+        () => 'started',
+        (e: Error) => e.message,
+      ),
+    ).toMatch(/^5 acknowledged appends \(ledger_seq 3\.\.7\) are gone/);
+    const unexplained = acceptLoss(db, ' ');
+    expect(unexplained.status).toBe(2);
+    const accepted = acceptLoss(db, 'the journal was deleted by a cleanup script');
+    expect(accepted.stdout).toContain('recorded the loss of ledger_seq 3..7');
+    expect(accepted.status).toBe(0);
+    const again = await start(db);
+    try {
+      expect(await contents(again.client)).toEqual(['thought 0', 'thought 1']);
+      // The chain goes on from what is left, and the log from after the lost leaves.
+      await again.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Reasoning', 'after the loss')");
+      const report = await again.running.auditor.audit();
+      expect(report.findings.map((f) => f.kind)).toEqual(['gap']);
+      expect(report.findings[0]?.detail).toContain('the journal was deleted by a cleanup script');
+      expect((await again.client.query('SELECT count(*)::INT AS n FROM cot_verify_all() WHERE NOT valid')).rows[0].n).toBe(0);
+    } finally {
+      await again.stop();
+    }
+    // And the command line's verification shows it.
+    const verified = spawnSync(process.execPath, [CLI, 'verify', '--db', db], { encoding: 'utf8' });
+    expect(verified.status).toBe(0);
+    expect(acceptLoss(db, 'twice').stderr).toContain('has no loss to accept');
   });
 });
 

@@ -2,12 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
+import { logLines } from '../fixtures/log-lines.js';
+import { tamper } from '../fixtures/crash.js';
 import { spawnServer } from '../fixtures/server.js';
 import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
 import { writeKeyFile } from '../../src/ledger/log/signing-key.js';
@@ -23,10 +24,16 @@ beforeAll(() => {
   verifier = writeKeyFile(keyFile, 'audit.example/agents');
 });
 
-async function withServer<T>(db: string, sinkDir: string, fn: (client: pg.Client, running: RunningServer) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  db: string,
+  sinkDir: string,
+  fn: (client: pg.Client, running: RunningServer) => Promise<T>,
+  logTo?: NodeJS.WritableStream,
+  key: string | null = keyFile,
+): Promise<T> {
   const base = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
-  const config: Config = { ...base, checkpoint: { keyFile, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [`${sinkDir}/`] } };
-  const running = await startServer(config, createLogger('silent', false));
+  const config: Config = { ...base, checkpoint: { keyFile: key, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [`${sinkDir}/`] } };
+  const running = await startServer(config, createLogger(logTo === undefined ? 'silent' : 'info', false, logTo));
   const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
   await client.connect();
   try {
@@ -57,6 +64,7 @@ interface Report {
   valid: boolean;
   broken: Array<{ chainKey: string }>;
   log: {
+    keyEvents: Array<{ kind: string; followed: boolean; message: string }>;
     leaves: number;
     checkpoints: number;
     matched: number;
@@ -64,21 +72,12 @@ interface Report {
   };
 }
 
-function verify(db: string, sinks: string): { status: number | null; report: Report } {
-  const r = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--checkpoint', sinks, '--key', verifier, '--json'], { encoding: 'utf8' });
+function verify(db: string, sinks: string, keys: readonly string[] = [verifier]): { status: number | null; report: Report } {
+  const r = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--checkpoint', sinks, ...keys.flatMap((k) => ['--key', k]), '--json'], {
+    encoding: 'utf8',
+  });
   if (r.stdout === '') throw new Error(`cotwire verify printed nothing: ${r.stderr}`);
   return { status: r.status, report: JSON.parse(r.stdout) as Report };
-}
-
-async function tamper(db: string, fn: (conn: Awaited<ReturnType<DuckDBInstance['connect']>>) => Promise<unknown>): Promise<void> {
-  const instance = await DuckDBInstance.create(db);
-  const conn = await instance.connect();
-  try {
-    await fn(conn);
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
-  }
 }
 
 describe('the global log against saved checkpoints', () => {
@@ -190,6 +189,110 @@ describe('the global log against saved checkpoints', () => {
     const { status, report } = verify(db, sinks);
     expect(status).toBe(1);
     expect(report.log.breaks[0]).toMatchObject({ kind: 'signature' });
+  });
+});
+
+describe('a damaged node file', () => {
+  it('is moved aside with a warning that names it, and the log is rebuilt from the rows', async () => {
+    const { db, sinks } = await history('damaged-node-file');
+    const nodeFile = `${db}.merkle`;
+    const stored = readFileSync(nodeFile);
+    writeFileSync(nodeFile, Buffer.concat([Buffer.from('GARBAGE!'), stored.subarray(8)]));
+    const lines: string[] = [];
+    await withServer(
+      db,
+      sinks,
+      async (c, running) => {
+        // The rebuilt tree reproduces every checkpoint signed before the damage, and goes on.
+        const rebuilt = running.merkle.size;
+        expect(rebuilt).toBeGreaterThanOrEqual(12);
+        await c.query(STEP, ['a', 'after the damage']);
+        expect(running.merkle.size).toBe(rebuilt + 1);
+      },
+      logLines(lines),
+    );
+    const warning = lines.map((l) => JSON.parse(l) as { msg: string; nodeFile?: string; movedTo?: string }).find((l) => l.nodeFile === nodeFile);
+    expect(warning?.msg).toContain('is not a cotwire Merkle node file');
+    expect(warning?.msg).toContain('rebuilt from the rows');
+    expect(
+      readFileSync(warning?.movedTo as string)
+        .subarray(0, 8)
+        .toString(),
+    ).toBe('GARBAGE!');
+    const { status, report } = verify(db, sinks);
+    expect(report.log.breaks).toEqual([]);
+    expect(status).toBe(0);
+  });
+});
+
+describe('the checkpoint key', () => {
+  /** `cotwire keygen --rotate` on a stopped server's file, with the sinks of its configuration. */
+  function rotate(db: string, sinks: string, out: string, extra: readonly string[]): { status: number | null; stdout: string; stderr: string } {
+    const config = join(root, `${out.replace(/[^a-z0-9]/gi, '_')}.json`);
+    writeFileSync(config, JSON.stringify({ checkpoint: { sinks: [`${sinks}/`] } }));
+    const r = spawnSync(process.execPath, [CLI, 'keygen', '--rotate', '--db', db, '--config', config, '--out', out, ...extra], { encoding: 'utf8' });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  it('is never replaced in silence: another key file, and a deleted key beside the database, are refused by name', async () => {
+    const { db, sinks } = await history('other-key');
+    const other = join(root, 'another-signer.key');
+    writeKeyFile(other, 'audit.example/agents');
+    const refusal = await withServer(db, sinks, async () => 'started', undefined, other).catch((e: Error) => e.message);
+    expect(refusal).toContain('the last checkpoint in the log was signed by the key audit.example/agents+');
+    expect(refusal).toContain(`checkpoint.keyFile (${other})`);
+    expect(refusal).toContain('cotwire keygen --rotate');
+
+    // The default: a key file beside the database, made at the first start.
+    const beside = join(root, 'beside.duckdb');
+    await withServer(beside, join(root, 'beside-checkpoints'), async (c) => c.query(STEP, ['a', 'one']), undefined, null);
+    expect(existsSync(`${beside}.key`)).toBe(true);
+    rmSync(`${beside}.key`);
+    const missing = await withServer(beside, join(root, 'beside-checkpoints'), async () => 'started', undefined, null).catch((e: Error) => e.message);
+    expect(missing).toContain(`the checkpoint signing key ${beside}.key is missing`);
+    expect(existsSync(`${beside}.key`)).toBe(false);
+  });
+
+  it('rotates explicitly: the rotation is signed by the old key, and a verifier that holds only the old key follows it', async () => {
+    const { db, sinks } = await history('rotated');
+    const next = join(root, 'rotated-next.key');
+    const r = rotate(db, sinks, next, ['--old-key', keyFile]);
+    expect(r.stderr).toContain('recorded "key rotated" in the log');
+    expect(r.status).toBe(0);
+    const newVerifier = r.stdout.trim();
+    expect(newVerifier).toMatch(/^audit\.example\/agents\+[0-9a-f]{8}\+/);
+    // The old key no longer starts the server; the new one does, and signs on.
+    expect(await withServer(db, sinks, async () => 'started').catch((e: Error) => e.message)).toContain('cotwire keygen --rotate');
+    await withServer(db, sinks, async (c) => c.query(STEP, ['a', 'after the rotation']), undefined, next);
+    const { status, report } = verify(db, sinks);
+    expect(report.log.keyEvents).toMatchObject([{ kind: 'key rotated', followed: true }]);
+    expect(report.log.breaks).toEqual([]);
+    expect(status).toBe(0);
+    // A rotation needs the key that signed the last checkpoint.
+    const again = rotate(db, sinks, join(root, 'rotated-third.key'), ['--old-key', keyFile]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toContain("but the log's last checkpoint was signed by");
+  });
+
+  it('records a lost key with its reason; a verifier then needs the new key given', async () => {
+    const { db, sinks } = await history('lost-key');
+    const next = join(root, 'lost-next.key');
+    const unexplained = rotate(db, sinks, next, []);
+    expect(unexplained.status).toBe(2);
+    expect(unexplained.stderr).toContain('say why with --reason');
+    expect(existsSync(next)).toBe(false);
+    const r = rotate(db, sinks, next, ['--reason', 'the laptop that held it was stolen']);
+    expect(r.status).toBe(0);
+    const newVerifier = r.stdout.trim();
+    await withServer(db, sinks, async (c) => c.query(STEP, ['a', 'after the loss']), undefined, next);
+    const oldOnly = verify(db, sinks);
+    expect(oldOnly.report.log.keyEvents).toMatchObject([{ kind: 'key lost', followed: false }]);
+    expect(oldOnly.report.log.keyEvents[0]?.message).toContain('give it with --key');
+    expect(oldOnly.report.log.breaks.map((b) => b.kind)).toContain('signature');
+    expect(oldOnly.status).toBe(1);
+    const both = verify(db, sinks, [verifier, newVerifier]);
+    expect(both.report.log.breaks).toEqual([]);
+    expect(both.status).toBe(0);
   });
 });
 

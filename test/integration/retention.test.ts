@@ -173,7 +173,10 @@ describe('retention', () => {
       await s.stop();
     }
     await offline(other, "UPDATE _cot_steps SET created_at = created_at - INTERVAL 10 DAY WHERE session_id = 'cli-old'");
-    const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'retain', '--db', other, '--json', ...args], { encoding: 'utf8' });
+    // The key that signed the log signs on: without it, the command would refuse, as the server does.
+    const config = join(root, 'cli-retain.json');
+    writeFileSync(config, JSON.stringify({ checkpoint: { keyFile } }));
+    const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'retain', '--db', other, '--config', config, '--json', ...args], { encoding: 'utf8' });
     expect(run().status).toBe(2);
     const dry = run('--days', '5', '--dry-run');
     expect(dry.status, dry.stderr).toBe(0);

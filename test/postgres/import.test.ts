@@ -43,6 +43,10 @@ describe('moving from an embedded DuckDB file to a PostgreSQL engine', () => {
     try {
       const imported = cli('import', '--db', db, '--url', engine.url);
       expect(imported.out).toMatch(/^OK: \d+ leaves, log root \S+; \d+ chains verified by PostgreSQL, 0 broken$/m);
+      // The key that signed the file's checkpoints is kept elsewhere: the instances are told to use it.
+      expect(imported.out).toMatch(
+        /the checkpoints were signed by cotwire\.local\/import-test\+[0-9a-f]{8}: start every instance with checkpoint\.keyFile set to that key/,
+      );
       expect(imported.code).toBe(0);
       // The checkpoints the embedded server signed verify against the PostgreSQL engine's rebuilt log.
       const verified = cli('verify', '--url', engine.url, '--checkpoint', sinks, '--key', verifierKey);
@@ -55,7 +59,7 @@ describe('moving from an embedded DuckDB file to a PostgreSQL engine', () => {
       expect(again.out).toMatch(/already holds \d+ ledger rows/);
 
       // cotwire on the engine goes on from where the file left each chain.
-      const server = await startPgTestServer(engine);
+      const server = await startPgTestServer(engine, { checkpoint: { keyFile, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [] } });
       try {
         const p = await server.client();
         const r = await p.query(
@@ -88,6 +92,43 @@ describe('moving from an embedded DuckDB file to a PostgreSQL engine', () => {
         expect(r.rows).toEqual([{ step_index: 4 }]);
         expect((await d.query("SELECT valid, step_count FROM cot_verify('a')")).rows).toEqual([{ valid: true, step_count: '5' }]);
         expect((await d.query('SELECT bool_and(valid) AS ok FROM cot_verify_notes_all()')).rows).toEqual([{ ok: true }]);
+      } finally {
+        await home.stop();
+      }
+    } finally {
+      engine.stop();
+    }
+  }, 120_000);
+
+  it('carries the key beside the file to the engine, and back beside the new file', async () => {
+    const db = join(dir, 'default-key.duckdb');
+    const duck = await start(db);
+    const c = await duck.connect();
+    await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('k', 'Observation', 'before the move')");
+    await duck.stop();
+    const engine = await startPgEngine();
+    try {
+      const imported = cli('import', '--db', db, '--url', engine.url);
+      expect(imported.out).toContain(`the checkpoint key beside the file (${db}.key) is now the engine's shared key`);
+      expect(imported.code).toBe(0);
+      // Instances without checkpoint.keyFile sign on with it.
+      const server = await startPgTestServer(engine);
+      try {
+        const p = await server.client();
+        await p.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('k', 'Observation', 'on the engine')");
+      } finally {
+        await server.close();
+      }
+      const back = join(dir, 'default-key-back.duckdb');
+      const returned = cli('import', '--url', engine.url, '--into', back);
+      expect(returned.out).toContain(`the engine's shared checkpoint key is in ${back}.key`);
+      expect(returned.code).toBe(0);
+      const home = await start(back);
+      try {
+        const d = await home.connect();
+        expect((await d.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('k', 'Summary', 'home') RETURNING step_index")).rows).toEqual([
+          { step_index: 2 },
+        ]);
       } finally {
         await home.stop();
       }

@@ -45,7 +45,7 @@ export function markerOf(column: Pick<LedgerColumn, 'type' | 'notNull'>): { read
 }
 
 /** The ledgers whose rows are never redacted: the records that account for redaction and retention, and signed checkpoints. */
-const UNREDACTABLE = new Set(['_cot_redactions', '_cot_retention', '_cot_checkpoints']);
+const UNREDACTABLE = new Set(['_cot_redactions', '_cot_retention', '_cot_checkpoints', '_cot_log_events']);
 
 /** Why a column of a ledger cannot be redacted, or null when it can. */
 export function unredactable(table: LedgerTable, column: string): string | null {

@@ -33,7 +33,7 @@ export const RETENTION_DDL = `CREATE TABLE IF NOT EXISTS main.${RETENTION_TABLE}
 )`;
 
 /** The ledgers retention never removes from: the records that account for the others' history. */
-const KEPT = new Set(['_cot_retention', '_cot_redactions', '_cot_checkpoints', '_cot_security_events']);
+const KEPT = new Set(['_cot_retention', '_cot_redactions', '_cot_checkpoints', '_cot_security_events', '_cot_log_events']);
 
 /** Whether retention applies to a ledger: chained by session, and not one of the server's own records. */
 export function retainable(table: LedgerTable): boolean {
@@ -51,6 +51,11 @@ export function encodeSeqs(seqs: readonly bigint[]): string {
     i = j + 1;
   }
   return parts.join(',');
+}
+
+/** Sorted, disjoint [first, last] ranges in encodeSeqs's text. */
+export function encodeRanges(ranges: ReadonlyArray<readonly [number, number]>): string {
+  return ranges.map(([a, b]) => (a === b ? String(a) : `${a}..${b}`)).join(',');
 }
 
 /** The ranges encodeSeqs wrote, as [first, last] pairs; malformed text yields none of its parts. */
@@ -85,6 +90,10 @@ export class RetainedSeqs {
 
   get size(): number {
     return this.starts.reduce((n, s, i) => n + (this.ends[i] as number) - s + 1, 0);
+  }
+
+  ranges(): Array<readonly [number, number]> {
+    return this.starts.map((s, i) => [s, this.ends[i] as number] as const);
   }
 
   has(seq: number): boolean {

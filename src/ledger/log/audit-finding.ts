@@ -9,7 +9,9 @@ import type { ChainVerdict } from '../chain/verdict.js';
  * log, repeated or null). The chain kinds (`edited`, `deleted`, `inserted`,
  * `reordered`) come from recomputing each chain. The `ledger_*` kinds are a
  * ledger dropped or reshaped behind the server, and `log_stopped` is a log
- * that could not be brought up to the rows at start-up.
+ * that could not be brought up to the rows at start-up. A `gap` is no
+ * failure: acknowledged appends lost, and recorded as lost by an operator;
+ * it is shown at every audit, for ever.
  */
 export type FindingKind =
   | 'missing'
@@ -21,7 +23,8 @@ export type FindingKind =
   | 'reordered'
   | 'ledger_missing'
   | 'ledger_changed'
-  | 'log_stopped';
+  | 'log_stopped'
+  | 'gap';
 
 /** One thing an audit found wrong, as cot_audit() lists it, on either engine. */
 export interface AuditFinding {
@@ -47,5 +50,27 @@ export function chainBreakFinding(v: ChainVerdict): AuditFinding {
     lastSeq: null,
     rows: 1,
     detail: `the chain breaks at step ${String(v.firstBrokenIndex)} (${String(v.breakKind)}): expected ${String(v.expectedHash)}, found ${String(v.actualHash)}`,
+  };
+}
+
+/** A recorded loss as the audit shows it. */
+export function gapFinding(loss: {
+  readonly seqs: string;
+  readonly rows: number;
+  readonly operator: string;
+  readonly reason: string;
+  readonly recordedAt: string;
+}): AuditFinding {
+  const ranges = loss.seqs.split(',');
+  const [first] = (ranges[0] ?? '').split('..');
+  const last = (ranges[ranges.length - 1] ?? '').split('..').pop();
+  return {
+    kind: 'gap',
+    ledger: null,
+    chainKey: null,
+    firstSeq: first === undefined || first === '' ? null : Number(first),
+    lastSeq: last === undefined || last === '' ? null : Number(last),
+    rows: loss.rows,
+    detail: `${loss.rows} acknowledged appends (ledger_seq ${loss.seqs}) were lost and recorded as lost at ${loss.recordedAt} by ${loss.operator}: ${loss.reason}. Their leaves stay in the log; no row will fill them`,
   };
 }

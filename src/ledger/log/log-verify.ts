@@ -1,10 +1,10 @@
-import { retainedSeqs } from '../erasure/retention-sql.js';
 import type { RetainedSeqs } from '../erasure/retention-sql.js';
 import type { SqlConnection } from '../../engine/port.js';
 import { verifyConsistency } from './merkle.js';
 import { MerkleLog } from './merkle-log.js';
 import { leafPrefix, rowLeafHash } from './leaf.js';
-import { openNote, parseCheckpoint, type Checkpoint, type NoteVerifier } from './note.js';
+import { accountedSeqs, LOG_EVENTS_TABLE, recordedLosses, type RecordedLoss } from './log-events.js';
+import { openNote, parseCheckpoint, parseVerifier, type Checkpoint, type NoteVerifier } from './note.js';
 import { canonicalTextSql, qualifiedName, type LedgerTable } from '../chain/schema.js';
 
 /** What broke in the global log, and where. */
@@ -34,6 +34,19 @@ export interface LogReport {
   readonly breaks: LogBreak[];
   /** Leaves whose rows retention removed, each accounted for by a record; their leaves come from the node file. */
   readonly retained: number;
+  /** Key rotations and lost keys the log records, in order, and whether this verification followed each. */
+  readonly keyEvents: KeyEventReport[];
+  /** Acknowledged appends recorded as lost: known gaps, whose leaves the log keeps and no row fills. */
+  readonly losses: RecordedLoss[];
+}
+
+export interface KeyEventReport {
+  readonly kind: string;
+  readonly treeSize: number;
+  readonly newKey: string;
+  /** The new key is trusted from here: the rotation is signed by a trusted key, or the new key was given. */
+  readonly followed: boolean;
+  readonly message: string;
 }
 
 export interface CheckpointSource {
@@ -91,11 +104,13 @@ export async function verifyLog(
   conn: SqlConnection,
   ledgers: readonly LedgerTable[],
   sources: readonly CheckpointSource[],
-  verifier: NoteVerifier,
+  given: readonly NoteVerifier[],
   nodeFile: MerkleLog | null,
 ): Promise<LogReport> {
   const breaks: LogBreak[] = [];
-  const retained = await retainedSeqs(conn, ledgers);
+  const verifiers = [...given];
+  const keyEvents = await followRotations(conn, ledgers, verifiers);
+  const retained = await accountedSeqs(conn, ledgers);
   const { leaves, rows } = await readLeaves(conn, ledgers, breaks, retained, nodeFile);
   const tree = MerkleLog.inMemory();
   tree.append(leaves.map((l) => l ?? ZERO));
@@ -104,7 +119,7 @@ export async function verifyLog(
     return { leafIndex: i, table: r?.table ?? null, session: r?.session ?? null, step: r?.step ?? null };
   };
 
-  const checkpoints = openCheckpoints(sources, verifier, breaks);
+  const checkpoints = openCheckpoints(sources, verifiers, breaks);
   let matched = 0;
   let lastGood = 0;
   for (const cp of checkpoints) {
@@ -138,7 +153,59 @@ export async function verifyLog(
       breaks.push(forked(older, newer));
     }
   }
-  return { leaves: leaves.length, checkpoints: checkpoints.length, matched, breaks, retained: retained.size };
+  const losses = await recordedLosses(conn, ledgers);
+  return { leaves: leaves.length, checkpoints: checkpoints.length, matched, breaks, retained: retained.size, keyEvents, losses };
+}
+
+/**
+ * The log's key events, in order: a rotation signed by a key already
+ * trusted makes its new key trusted too (`verifiers` grows); a lost key's
+ * event is signed by the new key alone, so its key is trusted only when it
+ * was given. Read from the database, which cannot forge a rotation: only the
+ * old key can sign one.
+ */
+async function followRotations(conn: SqlConnection, ledgers: readonly LedgerTable[], verifiers: NoteVerifier[]): Promise<KeyEventReport[]> {
+  const table = ledgers.find((t) => t.name === LOG_EVENTS_TABLE);
+  if (table === undefined) return [];
+  const rows = (await conn.query(
+    `SELECT kind, tree_size, new_key, note FROM ${qualifiedName(table)} WHERE kind IN ('key rotated', 'key lost') ORDER BY ledger_seq`,
+  )) as Array<[string, bigint | number, string, string]>;
+  const out: KeyEventReport[] = [];
+  for (const [kind, size, newKey, note] of rows) {
+    const treeSize = Number(size);
+    let next: NoteVerifier | null = null;
+    try {
+      next = parseVerifier(newKey);
+    } catch {
+      // A malformed key is reported below as not followed.
+    }
+    const known = next !== null && verifiers.some((v) => v.name === next?.name && v.keyHash === next?.keyHash);
+    let followed = known;
+    let message: string;
+    if (next === null) {
+      message = `the ${kind} event at tree size ${treeSize} names no valid verifier key`;
+    } else if (kind === 'key rotated') {
+      try {
+        openNote(
+          note,
+          verifiers.filter((v) => !(v.name === next?.name && v.keyHash === next?.keyHash)),
+        );
+        followed = true;
+        message = `at tree size ${treeSize} the key rotated to ${newKey}, signed by the key before it: followed`;
+      } catch (err) {
+        message = known
+          ? `at tree size ${treeSize} the key rotated to ${newKey}, a key given to this verification`
+          : `at tree size ${treeSize} the key rotated to ${newKey}, but the rotation is not signed by a key this verification trusts (${(err as Error).message}): checkpoints signed by the new key do not verify`;
+      }
+    } else {
+      message = known
+        ? `at tree size ${treeSize} the old key was recorded lost, and the new key ${newKey} was given to this verification`
+        : `at tree size ${treeSize} the old key was recorded lost, and checkpoints are signed by ${newKey} from there, which no earlier key vouches for: give it with --key to trust it`;
+    }
+    if (followed && next !== null && !known) verifiers.push(next);
+    out.push({ kind, treeSize, newKey, followed, message });
+  }
+  return out;
 }
 
 interface SignedCheckpoint extends Checkpoint {
@@ -187,18 +254,20 @@ function rewritten(
   };
 }
 
-function openCheckpoints(sources: readonly CheckpointSource[], verifier: NoteVerifier, breaks: LogBreak[]): SignedCheckpoint[] {
+function openCheckpoints(sources: readonly CheckpointSource[], verifiers: readonly NoteVerifier[], breaks: LogBreak[]): SignedCheckpoint[] {
   const out: SignedCheckpoint[] = [];
+  const names = [...new Set(verifiers.map((v) => v.name))].join(' or ');
   for (const { source, text } of sources) {
     for (const note of splitNotes(text)) {
       try {
-        const cp = parseCheckpoint(openNote(note, [verifier]).text);
-        if (cp.origin !== verifier.name) throw new Error(`its origin "${cp.origin}" is not the key's name "${verifier.name}"`);
+        const opened = openNote(note, verifiers);
+        const cp = parseCheckpoint(opened.text);
+        if (!opened.signedBy.includes(cp.origin)) throw new Error(`its origin "${cp.origin}" is not the name of the key that signed it`);
         out.push({ ...cp, source });
       } catch (err) {
         breaks.push({
           kind: 'signature',
-          message: `${source}: not a checkpoint signed by ${verifier.name}: ${(err as Error).message}`,
+          message: `${source}: not a checkpoint signed by ${names}: ${(err as Error).message}`,
           leafIndex: null,
           table: null,
           session: null,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -96,10 +96,18 @@ describe('MerkleLog', () => {
     reopened.close();
   });
 
-  it('refuses a file that is not its own', () => {
+  it('moves a file that is not its own aside and starts afresh; read-only, it names the file', () => {
     const path = join(dir, 'other.merkle');
     writeFileSync(path, 'not a merkle file at all');
-    expect(() => openNodeFile(path)).toThrow(/not a cotwire Merkle node file/);
+    expect(() => openNodeFile(path, true)).toThrow(`${path} is not a cotwire Merkle node file`);
+    const moved: string[] = [];
+    const log = openNodeFile(path, false, (to) => moved.push(to));
+    expect(log.size).toBe(0);
+    log.append([leaf(1)]);
+    log.close();
+    expect(moved).toHaveLength(1);
+    expect(readFileSync(moved[0] as string, 'utf8')).toBe('not a merkle file at all');
+    expect(openNodeFile(path).size).toBe(1);
   });
 });
 

@@ -338,6 +338,8 @@ export function harness(opts: HarnessOptions = {}): Harness {
     handlers,
     log: quietLog,
     onCancelRequest: () => undefined,
+    admit: () => null,
+    authenticated: () => undefined,
     onClose: () => {
       closes++;
     },

@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
 import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
 import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
-import { retainable } from '../../../ledger/erasure/retention-sql.js';
+import { retainable, type RetainedSeqs } from '../../../ledger/erasure/retention-sql.js';
+import { accountedSeqs } from '../../../ledger/log/log-events.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { NO_OBSERVER, type Observer } from '../../../observe/observer.js';
@@ -11,7 +13,7 @@ import { appendRows, inTransaction, LedgerApplier, type TableRows } from './appl
 import { Journal, type JournalRecord, type JournalTail } from './journal.js';
 import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
 import { rowLeafHash } from '../../../ledger/log/leaf.js';
-import { resumeLog } from '../log/log-resume.js';
+import { absentSeqs, resumeLog } from '../log/log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
 import { Quarantine } from './quarantine.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
@@ -95,6 +97,17 @@ export class LedgerWriter implements LedgerAppender {
   private applier: LedgerApplier | null = null;
   /** Why the global log stopped growing (the ledgers were altered outside the server), or null. */
   logFrozen: string | null = null;
+  private journalKept = false;
+  /** Where the stored nodes stopped holding and the tree was rebuilt from the rows, or null. */
+  logRebuiltFrom: number | null = null;
+  /**
+   * Acknowledged appends that neither the database nor the journal holds, while the log (or the journal's
+   * own damage) says they were made, and that no record accounts for yet; and what became of the journal.
+   */
+  unrecordedLoss: { readonly ranges: ReadonlyArray<readonly [number, number]>; readonly journal: 'none' | 'missing' | 'damaged' | 'present' } = {
+    ranges: [],
+    journal: 'none',
+  };
   /** Called after each commit with the log's new size. */
   onIntegrated: (size: number) => void = () => undefined;
   /** Writing the log's node file failed; its leaves are kept and written with the next commit. */
@@ -135,22 +148,40 @@ export class LedgerWriter implements LedgerAppender {
     try {
       const quarantine = options.quarantine ?? Quarantine.at(null);
       const onQuarantine = options.onQuarantine ?? (() => undefined);
+      let damaged: Array<[number, number]> = [];
+      let journalFound = false;
       if (options.journalPath !== null) {
+        journalFound = existsSync(options.journalPath);
         const opened = Journal.open(options.journalPath);
         journal = opened.journal;
         await replayRecords(conn, catalog, opened.records, options.journalPath, quarantine, onQuarantine);
         if (opened.tail.kind !== 'clean') {
-          options.onJournalDamage?.(opened.tail, options.journalPath, await missingBetween(conn, catalog, opened.tail));
+          const lost = opened.tail.lost;
+          damaged = lost === null ? [] : await absentSeqs(conn, await catalog.all(), Number(lost.afterSeq), Number(lost.beforeSeq));
+          options.onJournalDamage?.(
+            opened.tail,
+            options.journalPath,
+            damaged.reduce((n, [a, b]) => n + b - a + 1, 0),
+          );
         }
       }
       const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null, options.embeddingSample ?? null);
       await writer.loadSequence();
+      const committed = Number(writer.seq);
       if (writer.log !== null) {
-        writer.logFrozen = await resumeLog(conn, catalog, writer.log, Number(writer.seq));
-        // Rows cut from the end of the sequence leave leaves the rows no longer reach: the next
-        // append comes after them, so that the log keeps them and the audit reports them missing.
+        const resumed = await resumeLog(conn, catalog, writer.log, committed);
+        writer.logFrozen = resumed.frozen;
+        writer.logRebuiltFrom = resumed.rebuiltFrom;
+        // Leaves beyond the rows are acknowledged appends the database lost: the next append comes after
+        // them, so that the log keeps them, once the loss is recorded.
         if (BigInt(writer.log.size) > writer.seq) writer.seq = BigInt(writer.log.size);
       }
+      const accounted = await accountedSeqs(conn, await catalog.all());
+      const tail: Array<[number, number]> = writer.log !== null && writer.log.size > committed ? [[committed + 1, writer.log.size]] : [];
+      writer.unrecordedLoss = {
+        ranges: subtractSeqs([...damaged, ...tail], accounted),
+        journal: options.journalPath === null ? 'none' : !journalFound ? 'missing' : damaged.length > 0 ? 'damaged' : 'present',
+      };
       writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined), {
         quarantine,
         triage: (_err, tables) => writer.triage(tables),
@@ -305,6 +336,14 @@ export class LedgerWriter implements LedgerAppender {
   }
 
   /** Waits for queued units, then closes the writer's connection. */
+  /**
+   * The journal stays at close, even when the database took all of it: a start refused over a loss keeps its
+   * evidence (a damaged record, the file's absence) for the next start, and for whoever investigates.
+   */
+  keepJournal(): void {
+    this.journalKept = true;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await this.idle;
@@ -316,7 +355,7 @@ export class LedgerWriter implements LedgerAppender {
       applied = false;
     }
     this.applier?.close();
-    this.journal?.close(applied);
+    this.journal?.close(applied && !this.journalKept);
     // A journal DuckDB took whole is deleted, which erases it as well as zeroing.
     for (const w of this.scrubWaiters.splice(0)) applied ? w.resolve() : w.reject(new Error('the ledger writer closed with rows DuckDB does not hold'));
     for (const s of this.inserts.values()) s.close();
@@ -649,16 +688,18 @@ export async function replayRecords(
   return parts.reduce((n, p) => n + p.rows.length, 0);
 }
 
-/** How many ledger_seq in a journal's damaged stretch no ledger holds. */
-async function missingBetween(conn: EngineConnection, catalog: LedgerCatalog, tail: JournalTail): Promise<number> {
-  if (tail.lost === null) return 0;
-  const { afterSeq, beforeSeq } = tail.lost;
-  let present = 0;
-  for (const t of await catalog.all()) {
-    const [[n]] = (await conn.query(`SELECT count(*) FROM ${qualifiedName(t)} WHERE ledger_seq > ${afterSeq} AND ledger_seq < ${beforeSeq}`)) as [[bigint]];
-    present += Number(n);
+/** `ranges` without the seqs `accounted` holds. */
+function subtractSeqs(ranges: ReadonlyArray<readonly [number, number]>, accounted: RetainedSeqs): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (const [first, last] of ranges) {
+    for (let seq = first; seq <= last; seq++) {
+      if (accounted.has(seq)) continue;
+      const prev = out[out.length - 1];
+      if (prev !== undefined && prev[1] === seq - 1) prev[1] = seq;
+      else out.push([seq, seq]);
+    }
   }
-  return Number(beforeSeq - afterSeq - 1n) - present;
+  return out;
 }
 
 const insertCache = new Map<string, string>();

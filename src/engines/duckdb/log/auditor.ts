@@ -2,7 +2,8 @@ import type { EngineConnection } from '../../../engine/port.js';
 import type { Observer } from '../../../observe/observer.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
-import { chainBreakFinding } from '../../../ledger/log/audit-finding.js';
+import { chainBreakFinding, gapFinding } from '../../../ledger/log/audit-finding.js';
+import { recordedLosses } from '../../../ledger/log/log-events.js';
 import { reconcile, type AuditFinding, type KnownHead } from './reconcile.js';
 import { chainVerifier, type Pacing } from '../dialect/verify.js';
 import { addFingerprints, NO_ROWS, observeFingerprint, sameFingerprint, type Fingerprint } from '../ledger/fingerprint.js';
@@ -241,6 +242,7 @@ export class LedgerAuditor {
           pause: this.pacing.pause,
         });
         findings.push(...r.findings);
+        for (const loss of await recordedLosses(this.conn, ledgers)) findings.push(gapFinding(loss));
         rows = r.rows;
         leaves = r.leaves;
         retained = r.retained;
@@ -258,7 +260,8 @@ export class LedgerAuditor {
     }
     this.baseline = baseline;
     this.sources.fingerprints?.forget(applied);
-    for (const f of findings) this.onFinding(f);
+    // A recorded gap was said when it was recorded; it is listed at every audit, not logged as a failure.
+    for (const f of findings) if (f.kind !== 'gap') this.onFinding(f);
     this.observer.audited(chains, findings);
     const report: AuditReport = { startedAt, finishedAt: new Date(), chains, rows, leaves, retained, findings };
     this.latest = report;

@@ -8,38 +8,74 @@ import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 /** Leaves read from the ledgers per round when the tree catches up. */
 const CHUNK = 100_000;
 
+/** What resuming the log found. */
+export interface Resumed {
+  /** Why the log stops (the rows no longer form a gapless sequence), or null. */
+  readonly frozen: string | null;
+  /** Stored nodes that did not hold (a damaged or foreign node file): the tree was rebuilt from the rows from here. */
+  readonly rebuiltFrom: number | null;
+}
+
 /**
- * Brings the tree up to the ledgers' committed rows after a start: the
+ * Brings the tree up to the ledgers' committed rows after a start. The
  * stored nodes are kept up to the last checkpoint whose root they still
- * reproduce (nodes after it may not have reached the disk), and the leaves
- * after it are recomputed from the rows. If the rows no longer form a
+ * reproduce, and past it while their last leaf within the rows is the rows'
+ * own: a node file is written only after an append is durable, so leaves it
+ * holds beyond the last row are acknowledged appends the database lost (the
+ * caller refuses to go on until that loss is recorded). The leaves after the
+ * kept nodes are recomputed from the rows. If the rows no longer form a
  * gapless sequence (someone altered the file), the log stops at the last
  * leaf it can vouch for and the reason is returned: the server keeps
  * serving, and `cotwire verify` tells what changed.
  */
-export async function resumeLog(conn: EngineConnection, catalog: LedgerCatalog, log: MerkleLog, committed: number): Promise<string | null> {
+export async function resumeLog(conn: EngineConnection, catalog: LedgerCatalog, log: MerkleLog, committed: number): Promise<Resumed> {
   const ledgers = await catalog.all();
-  let trusted = Math.min(log.size, committed);
+  const stored = log.size;
+  let trusted = 0;
   const checkpoint = await lastCheckpoint(conn, ledgers);
-  if (checkpoint !== null) {
-    // A signed root vouches for its leaves even when rows they stand for are gone: they are kept,
-    // and the audit reports those rows missing.
-    trusted = checkpoint.size <= log.size && log.root(checkpoint.size).toString('base64') === checkpoint.root ? checkpoint.size : 0;
-  } else if (trusted > 0) {
-    // No checkpoint vouches for the file: its last leaf must at least be the database's.
-    const [leaf] = await leavesFrom(conn, ledgers, trusted - 1, trusted);
-    if (leaf === undefined || !leaf.equals(log.read(0, trusted - 1))) trusted = 0;
+  // A signed root vouches for its leaves even when rows they stand for are gone: they are kept,
+  // and the loss is reported.
+  if (checkpoint !== null && checkpoint.size <= stored && log.root(checkpoint.size).toString('base64') === checkpoint.root) trusted = checkpoint.size;
+  if (stored > trusted) {
+    const within = Math.min(stored, committed);
+    if (within <= trusted) {
+      // Nothing of the rows to hold the rest against: the nodes after a root they reproduce stand.
+      if (checkpoint === null || trusted > 0) trusted = stored;
+    } else {
+      const [leaf] = await leavesFrom(conn, ledgers, within - 1, within).catch(() => []);
+      if (leaf?.equals(log.read(0, within - 1)) === true) trusted = stored;
+    }
   }
   log.truncate(trusted);
   for (let from = trusted; from < committed; from += CHUNK) {
     try {
       log.append(await leavesFrom(conn, ledgers, from, Math.min(committed, from + CHUNK)));
     } catch (err) {
-      if (err instanceof LogGapError) return err.message;
+      if (err instanceof LogGapError) return { frozen: err.message, rebuiltFrom: trusted < stored ? trusted : null };
       throw err;
     }
   }
-  return null;
+  return { frozen: null, rebuiltFrom: trusted < Math.min(stored, committed) ? trusted : null };
+}
+
+/** The ledger_seq in (from, to) that no ledger holds, as [first, last] ranges. */
+export async function absentSeqs(conn: EngineConnection, ledgers: readonly LedgerTable[], from: number, to: number): Promise<Array<[number, number]>> {
+  if (to - from <= 1) return [];
+  const present = new Set<number>();
+  for (const table of ledgers) {
+    const rows = (await conn.query(`SELECT ledger_seq FROM ${qualifiedName(table)} WHERE ledger_seq > ${from} AND ledger_seq < ${to}`)) as Array<
+      [bigint | number]
+    >;
+    for (const [seq] of rows) present.add(Number(seq));
+  }
+  const out: Array<[number, number]> = [];
+  for (let seq = from + 1; seq < to; seq++) {
+    if (present.has(seq)) continue;
+    const last = out[out.length - 1];
+    if (last !== undefined && last[1] === seq - 1) last[1] = seq;
+    else out.push([seq, seq]);
+  }
+  return out;
 }
 
 /**

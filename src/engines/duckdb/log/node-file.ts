@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { MerkleLog, type NodeStore } from '../../../ledger/log/merkle-log.js';
 import type { Hash } from '../../../ledger/log/merkle.js';
 
@@ -18,24 +18,34 @@ export function nodeFilePath(databasePath: string): string {
   return `${databasePath}.merkle`;
 }
 
-/** The tree stored in `path` (created if missing), cut to its last whole append. */
-export function openNodeFile(path: string, readOnly = false): MerkleLog {
-  const fd = openSync(path, readOnly ? 'r' : 'a+');
-  // 'a+' appends regardless of position on Linux; reopen for positioned writes.
-  let store: FileNodeStore;
-  if (readOnly) {
-    store = new FileNodeStore(fd, true);
-  } else {
-    closeSync(fd);
-    store = new FileNodeStore(openSync(path, 'r+'), false);
+/** A node file that is not one (its header damaged): derived data, which the server rebuilds from the rows. */
+export class NodeFileDamage extends Error {}
+
+/**
+ * The tree stored in `path` (created if missing), cut to its last whole append. A writable file whose header is
+ * damaged is moved aside to `<path>.damaged-<time>` and started afresh, and `onDamaged` is told where it went: the
+ * server then rebuilds the tree from the rows. Read-only (offline verification), it throws NodeFileDamage instead.
+ */
+export function openNodeFile(path: string, readOnly = false, onDamaged: (movedTo: string, detail: string) => void = () => undefined): MerkleLog {
+  if (readOnly) return MerkleLog.over(new FileNodeStore(path, openSync(path, 'r'), true));
+  // 'a+' creates the file without truncating it, and appends regardless of position on Linux; reopen for positioned writes.
+  closeSync(openSync(path, 'a+'));
+  try {
+    return MerkleLog.over(new FileNodeStore(path, openSync(path, 'r+'), false));
+  } catch (err) {
+    if (!(err instanceof NodeFileDamage)) throw err;
+    const movedTo = `${path}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(path, movedTo);
+    onDamaged(movedTo, err.message);
+    return MerkleLog.over(new FileNodeStore(path, openSync(path, 'w+'), false));
   }
-  return MerkleLog.over(store);
 }
 
 class FileNodeStore implements NodeStore {
   private stored: number;
 
   constructor(
+    path: string,
     private readonly fd: number,
     private readonly readOnly: boolean,
   ) {
@@ -45,7 +55,12 @@ class FileNodeStore implements NodeStore {
     } else {
       const head = Buffer.alloc(MAGIC.length);
       readSync(fd, head, 0, MAGIC.length, 0);
-      if (!head.equals(MAGIC)) throw new Error('not a cotwire Merkle node file');
+      if (!head.equals(MAGIC)) {
+        closeSync(fd);
+        throw new NodeFileDamage(
+          `${path} is not a cotwire Merkle node file (its header is ${JSON.stringify(head.toString('latin1'))}, not "COTMRKL1"). It is derived data: the server rebuilds it from the ledgers' rows when it starts`,
+        );
+      }
     }
     this.stored = Math.max(0, Math.floor((bytes - HEADER_BYTES) / HASH_BYTES));
   }

@@ -1,4 +1,4 @@
-import { retainedSeqs } from '../../../ledger/erasure/retention-sql.js';
+import { accountedSeqs } from '../../../ledger/log/log-events.js';
 import type { EngineConnection } from '../../../engine/port.js';
 import { leafHashSql, leafKeySql } from './log-resume.js';
 import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
@@ -73,7 +73,7 @@ export async function reconcile(conn: EngineConnection, ledgers: readonly Ledger
     }
     list.push({ seq, leaf, kind });
   };
-  const retained = await retainedSeqs(conn, ledgers);
+  const retained = await accountedSeqs(conn, ledgers);
   let retainedOut = 0;
   let rows = 0;
   for (let from = 0; from < upTo; from += CHUNK) {

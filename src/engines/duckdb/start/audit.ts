@@ -1,6 +1,8 @@
 import type { Config } from '../../../config/schema.js';
 import type { Engine, EngineConnection } from '../../../engine/port.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
+import type { LedgerTable } from '../../../ledger/chain/schema.js';
+import type { NoteSigner } from '../../../ledger/log/note.js';
 import { CheckpointIssuer, issuerSchedule } from '../../../ledger/log/checkpoints.js';
 import { sinkFor } from '../../../ledger/log/checkpoint-sinks.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
@@ -10,6 +12,7 @@ import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { auditFunctions } from '../dialect/audit-sql.js';
 import { LedgerAuditor } from '../log/auditor.js';
 import type { Log } from './log.js';
+import { loadSigner } from './signer.js';
 
 /**
  * The audit, on a connection of its own beside the writer's and the
@@ -59,6 +62,36 @@ export function startAudit(auditor: LedgerAuditor, config: Config, stack: Dispos
   stack.defer(() => auditor.stop());
 }
 
+/** The checkpoint ledger and its last record (null when there is none), as the issuer goes on from it. */
+export interface LastCheckpoint {
+  readonly table: LedgerTable | null;
+  readonly last: { readonly size: number; readonly record: number; readonly note: string } | null;
+}
+
+export async function lastCheckpoint(internal: EngineConnection, ledgers: LedgerCatalog): Promise<LastCheckpoint> {
+  const table = await ledgers.find(['main', CHECKPOINTS_TABLE]).catch(() => null);
+  const [row] =
+    table === null
+      ? []
+      : ((await internal.query(`SELECT tree_size, ledger_seq, checkpoint FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
+          [bigint, bigint, string]
+        >);
+  return { table, last: row === undefined ? null : { size: Number(row[0]), record: Number(row[1]), note: row[2] } };
+}
+
+/** An issuer over the node file, signing with `signer` from where `from` left off. */
+export function checkpointIssuer(config: Config, log: Logger, { merkle, writer }: Log, signer: NoteSigner, from: LastCheckpoint): CheckpointIssuer {
+  return new CheckpointIssuer(
+    writer,
+    { size: () => merkle.size, root: (n) => merkle.root(n), sync: () => merkle.sync() },
+    from.table,
+    signer,
+    config.checkpoint.sinks.map((t) => sinkFor(t)),
+    issuerSchedule(config.checkpoint, log),
+    from.last,
+  );
+}
+
 /**
  * The checkpoint issuer, which signs the log's root and appends each
  * checkpoint through the writer, from where the last one left off. At the
@@ -69,23 +102,12 @@ export async function openCheckpoints(
   log: Logger,
   internal: EngineConnection,
   ledgers: LedgerCatalog,
-  { signer, merkle, writer }: Log,
+  ledgerLog: Log,
   stack: DisposeStack,
 ): Promise<CheckpointIssuer> {
-  const checkpointTable = await ledgers.find(['main', CHECKPOINTS_TABLE]).catch(() => null);
-  const [lastCheckpoint] =
-    checkpointTable === null
-      ? []
-      : ((await internal.query(`SELECT tree_size, ledger_seq FROM main.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<[bigint, bigint]>);
-  const checkpoints = new CheckpointIssuer(
-    writer,
-    { size: () => merkle.size, root: (n) => merkle.root(n), sync: () => merkle.sync() },
-    checkpointTable,
-    signer,
-    config.checkpoint.sinks.map((t) => sinkFor(t)),
-    issuerSchedule(config.checkpoint, log),
-    lastCheckpoint === undefined ? null : { size: Number(lastCheckpoint[0]), record: Number(lastCheckpoint[1]) },
-  );
+  // After the writer replayed its journal: the last checkpoint may have been acknowledged just before a crash.
+  const from = await lastCheckpoint(internal, ledgers);
+  const checkpoints = checkpointIssuer(config, log, ledgerLog, loadSigner(config, log, from.last?.note ?? null), from);
   stack.defer((graceMs) => checkpoints.close(graceMs));
   return checkpoints;
 }

@@ -2,38 +2,48 @@ import type { Config } from '../../../config/schema.js';
 import type { Engine } from '../../../engine/port.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { MerkleLog } from '../../../ledger/log/merkle-log.js';
-import type { NoteSigner } from '../../../ledger/log/note.js';
 import type { Logger } from '../../../log/logger.js';
 import type { Observer } from '../../../observe/observer.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { StartupError } from '../../../server/startup.js';
 import { proofFunctions } from '../dialect/proof-sql.js';
+import { encodeRanges } from '../../../ledger/erasure/retention-sql.js';
 import { Journal } from '../ledger/journal.js';
 import { Quarantine } from '../ledger/quarantine.js';
 import { LedgerWriter } from '../ledger/writer.js';
 import { nodeFilePath, openNodeFile } from '../log/node-file.js';
-import { loadSigner } from './signer.js';
 
 /** The ledgers' writer with its journal, and the global log it extends. */
 export interface Log {
-  readonly signer: NoteSigner;
   readonly merkle: MerkleLog;
   readonly writer: LedgerWriter;
 }
 
 /**
- * The checkpoint key, the global log's node file and the writer, which
+ * The global log's node file and the writer, which
  * replays its journal into the database and resumes the log from the rows;
  * the proof functions read the log. At the stop the writer drains before
  * the node file is synced and closed.
  */
-export async function openLog(config: Config, log: Logger, engine: Engine, ledgers: LedgerCatalog, observer: Observer, stack: DisposeStack): Promise<Log> {
+export async function openLog(
+  config: Config,
+  log: Logger,
+  engine: Engine,
+  ledgers: LedgerCatalog,
+  observer: Observer,
+  stack: DisposeStack,
+  /** `refuse`: a loss no record accounts for stops the start (the server); `report`: the caller deals with it (maintenance). */
+  onLoss: 'refuse' | 'report' = 'refuse',
+): Promise<Log> {
   const path = config.database.path;
-  let signer: NoteSigner;
   let merkle: MerkleLog;
   try {
-    signer = loadSigner(config, log);
-    merkle = path === ':memory:' ? MerkleLog.inMemory() : openNodeFile(nodeFilePath(path));
+    merkle =
+      path === ':memory:'
+        ? MerkleLog.inMemory()
+        : openNodeFile(nodeFilePath(path), false, (movedTo, detail) =>
+            log.warn({ nodeFile: nodeFilePath(path), movedTo }, `${detail}; the damaged file was moved to ${movedTo}, and the log is rebuilt from the rows`),
+          );
   } catch (err) {
     throw new StartupError((err as Error).message);
   }
@@ -50,19 +60,18 @@ export async function openLog(config: Config, log: Logger, engine: Engine, ledge
       log: merkle,
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
       onJournalDamage: (tail, journal, missing) => {
-        if (tail.lost !== null && missing > 0) {
-          log.error(
-            { journal, offset: tail.offset, afterSeq: String(tail.lost.afterSeq), beforeSeq: String(tail.lost.beforeSeq), missing },
-            `the ledger journal ${journal} is damaged: ${tail.detail}. ${missing} acknowledged appends between ledger_seq ${tail.lost.afterSeq} and ${tail.lost.beforeSeq} are in neither the journal nor the database; everything else it holds was applied. The audit reports them missing; keep the journal file for investigation and compare with the checkpoints (cotwire verify --checkpoint)`,
-          );
-        } else if (tail.kind === 'unrecognized') {
+        if (tail.kind === 'unrecognized' && missing === 0) {
           log.info({ journal, offset: tail.offset }, `the ledger journal ends at offset ${tail.offset}: ${tail.detail}`);
-        } else {
-          log.warn(
-            { journal, offset: tail.offset, kind: tail.kind },
-            `the ledger journal ${journal} ends with a damaged record: ${tail.detail}. Every whole record before it was applied. A record torn by a crash was never acknowledged; if the machine did not crash while writing, compare with the checkpoints (cotwire verify --checkpoint)`,
-          );
+          return;
         }
+        const what =
+          tail.kind === 'torn'
+            ? `ends with a record cut short (${tail.detail}), as a crash in the middle of a write leaves it`
+            : `holds damaged bytes where a record should be (${tail.detail}): the file was changed after it was written`;
+        log.warn(
+          { journal, offset: tail.offset, kind: tail.kind, missing },
+          `the ledger journal ${journal} ${what}. Every whole record was applied${missing > 0 ? `; ${missing} acknowledged appends it held are in neither the journal nor the database` : ''}`,
+        );
       },
       quarantine: Quarantine.at(path === ':memory:' ? null : Quarantine.pathFor(path)),
       onQuarantine: (names, rows, reason, quarantine) =>
@@ -75,6 +84,16 @@ export async function openLog(config: Config, log: Logger, engine: Engine, ledge
     throw new StartupError(`cannot open the ledger journal: ${(err as Error).message}`);
   }
   stack.defer(() => writer.close());
+  if (writer.logRebuiltFrom !== null) {
+    log.warn(
+      { nodeFile: nodeFilePath(path), kept: writer.logRebuiltFrom },
+      `the global log's node file ${nodeFilePath(path)} did not hold past leaf ${writer.logRebuiltFrom} (it is not the rows' own, nor a signed checkpoint's): the tree was rebuilt from the rows from there`,
+    );
+  }
+  if (onLoss === 'refuse' && writer.unrecordedLoss.ranges.length > 0) {
+    writer.keepJournal();
+    throw new StartupError(lossRefusal(path, writer.unrecordedLoss));
+  }
   writer.onLogError = (err) => log.error({ err }, "writing the global log's node file failed; its leaves are kept in memory and written with the next commit");
   if (writer.logFrozen !== null) {
     log.error(
@@ -83,5 +102,23 @@ export async function openLog(config: Config, log: Logger, engine: Engine, ledge
     );
   }
   for (const f of proofFunctions(merkle)) await engine.registerFunction(f);
-  return { signer, merkle, writer };
+  return { merkle, writer };
+}
+
+/** Why a start stops at acknowledged appends that are gone, and what to run. */
+export function lossRefusal(path: string, loss: LedgerWriter['unrecordedLoss']): string {
+  const count = loss.ranges.reduce((n, [a, b]) => n + b - a + 1, 0);
+  const journal = Journal.pathFor(path);
+  const state =
+    loss.journal === 'missing'
+      ? `the ledger journal ${journal} is missing`
+      : loss.journal === 'damaged'
+        ? `the ledger journal ${journal} is damaged where they were`
+        : `the ledger journal ${journal} does not hold them`;
+  return (
+    `${count} acknowledged appends (ledger_seq ${encodeRanges(loss.ranges)}) are gone: ` +
+    `${state}, the database does not hold them, and the global log (${nodeFilePath(path)}, or a signed checkpoint) says they were made. ` +
+    'If the journal or the database was moved, or restored from an older copy, put the right files back and start again. ' +
+    `To accept the loss and go on, run \`cotwire accept-loss --db ${path} --reason "..."\` with the server stopped: it records the loss in the log, signed and chained, and every later audit and verification shows it as a gap`
+  );
 }

@@ -6,6 +6,7 @@ import { STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from '../../../ledger/chain/s
 import { LedgerShapes } from '../../../ledger/chain/shapes.js';
 import { REDACTIONS_DDL, REDACTIONS_INDEX_DDL, REDACTIONS_TABLE } from '../../../ledger/erasure/redactions.js';
 import { RETENTION_DDL, RETENTION_INDEX_DDL, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
+import { LOG_EVENTS_DDL, LOG_EVENTS_TABLE } from '../../../ledger/log/log-events.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from '../../../ledger/security-events.js';
 import { ANALYTICS_FUNCTIONS, AUDIT_SQL_FUNCTIONS, PROOF_SQL_FUNCTIONS, SEARCH_SQL_FUNCTIONS } from '../../../ledger/sql-functions.js';
@@ -82,6 +83,7 @@ export async function openStore(config: Config, log: Logger, stack: DisposeStack
     [SECURITY_EVENTS_TABLE, SECURITY_EVENTS_DDL],
     [REDACTIONS_TABLE, REDACTIONS_DDL],
     [RETENTION_TABLE, RETENTION_DDL],
+    [LOG_EVENTS_TABLE, LOG_EVENTS_DDL],
   ] as const) {
     if (shapes.expected('main', name) === undefined) await createServerLedger(internal, name, ddl);
   }

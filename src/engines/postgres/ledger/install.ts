@@ -15,6 +15,7 @@ import { verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
 import { NEW_LEDGER_HASH_VERSION } from '../../../ledger/chain/hash-version.js';
 import { REDACTIONS_DDL, REDACTIONS_TABLE } from '../../../ledger/erasure/redactions.js';
 import { RETENTION_DDL, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
+import { LOG_EVENTS_DDL, LOG_EVENTS_TABLE } from '../../../ledger/log/log-events.js';
 import { quoteIdent, quoteLiteral, STEPS_DDL, STEPS_TABLE } from '../../../ledger/chain/schema.js';
 import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from '../../../ledger/security-events.js';
 
@@ -53,6 +54,7 @@ export const PG_SERVER_LEDGERS: ReadonlyArray<{ readonly name: string; readonly 
   { name: SECURITY_EVENTS_TABLE, ddl: SECURITY_EVENTS_DDL, chainKey: null },
   { name: REDACTIONS_TABLE, ddl: REDACTIONS_DDL, chainKey: null },
   { name: RETENTION_TABLE, ddl: RETENTION_DDL, chainKey: null },
+  { name: LOG_EVENTS_TABLE, ddl: LOG_EVENTS_DDL, chainKey: null },
 ];
 
 const qualified = (name: string): string => `${PG_LEDGER_SCHEMA}.${quoteIdent(name)}`;
@@ -478,12 +480,13 @@ const LARGE_OBJECT_WRITERS = [
 /**
  * The checkpoint signing key every instance shares when none is configured:
  * made by the first instance to ask, kept in cotwire.secrets (readable by
- * the owner role's members only).
+ * the owner role's members only). Without `make` (checkpoints exist, so a
+ * key made now would not be theirs), null when there is none.
  */
-export async function sharedSignerKey(conn: SqlConnection, make: () => string): Promise<string> {
-  await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ('checkpoint_key', $1) ON CONFLICT (name) DO NOTHING`, [make()]);
-  const [[key]] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = 'checkpoint_key'`)) as [[string]];
-  return key;
+export async function sharedSignerKey(conn: SqlConnection, make: (() => string) | null): Promise<string | null> {
+  if (make !== null) await conn.query(`INSERT INTO ${PG_SCHEMA}.secrets (name, value) VALUES ('checkpoint_key', $1) ON CONFLICT (name) DO NOTHING`, [make()]);
+  const [row] = (await conn.query(`SELECT value FROM ${PG_SCHEMA}.secrets WHERE name = 'checkpoint_key'`)) as Array<[string]>;
+  return row?.[0] ?? null;
 }
 
 /** A job one instance does at a time: signing checkpoints, embedding new steps. Each has a one-row table of its name. */

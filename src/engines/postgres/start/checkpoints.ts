@@ -5,10 +5,12 @@ import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import { CheckpointIssuer, issuerSchedule } from '../../../ledger/log/checkpoints.js';
 import { sinkFor } from '../../../ledger/log/checkpoint-sinks.js';
-import { generateKey, parseSigner } from '../../../ledger/log/note.js';
+import { keyBreak, keyBreakMessage, keyIdText, noteSigners } from '../../../ledger/log/key-continuity.js';
+import { generateKey, parseSigner, type NoteSigner } from '../../../ledger/log/note.js';
 import { readKeyFile } from '../../../ledger/log/signing-key.js';
 import type { Logger } from '../../../log/logger.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
+import { StartupError } from '../../../server/startup.js';
 import { isConnectionLoss, PostgresConnection } from '../adapter/connection.js';
 import type { EngineHealth } from '../adapter/health.js';
 import { releaseLease, sharedSignerKey, takeLease } from '../ledger/install.js';
@@ -31,10 +33,34 @@ export async function openCheckpoints(
   stack: DisposeStack,
   health: EngineHealth,
 ): Promise<{ readonly checkpoints: CheckpointIssuer; readonly instance: string }> {
-  const signer =
-    config.checkpoint.keyFile !== null
-      ? readKeyFile(config.checkpoint.keyFile)
-      : parseSigner(await sharedSignerKey(admin, () => generateKey(`cotwire.local/${config.database.name}`).signerKey));
+  const lastNote = async (conn: PostgresConnection): Promise<string | null> =>
+    ((await conn.query(`SELECT checkpoint FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<[string]>)[0]?.[0] ?? null;
+  const last = await lastNote(admin);
+  const rotate = `\`cotwire keygen --rotate --url <engine url> --out <new key file> --old-key <the old key file>\` (or, when the old key is lost, \`--reason "..."\` instead of --old-key), then start every instance with checkpoint.keyFile set to the new file`;
+  let signer: NoteSigner;
+  let source: string;
+  if (config.checkpoint.keyFile !== null) {
+    try {
+      signer = readKeyFile(config.checkpoint.keyFile);
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
+    source = `checkpoint.keyFile (${config.checkpoint.keyFile})`;
+  } else {
+    const shared = await sharedSignerKey(admin, last === null ? () => generateKey(`cotwire.local/${config.database.name}`).signerKey : null);
+    if (shared === null) {
+      const signedBy = noteSigners(last as string)[0] ?? { name: '(unsigned)', keyHash: 0 };
+      throw new StartupError(
+        `the checkpoint signing key the instances share (${PG_SCHEMA}.secrets) is missing, and the log's last checkpoint was signed by the key ${keyIdText(signedBy)}: a server never signs on with a new key in silence. Restore the row from a backup, or rotate to a new key explicitly, which records the rotation in the log: ${rotate}`,
+      );
+    }
+    signer = parseSigner(shared);
+    source = `the key the instances share (${PG_SCHEMA}.secrets)`;
+  }
+  const signedBy = keyBreak(last, signer);
+  if (signedBy !== null) throw new StartupError(keyBreakMessage(signedBy, signer, source, rotate));
+  /** Another instance's rotation (or a key replaced behind the server) stops this one signing, said once. */
+  let keyRefused = false;
   const leaseConn = stack.use(await PostgresConnection.open(serverUrl, 'cotwire signer', { health, answerTimeoutMs: config.engine.answerTimeoutMs }), (c) =>
     c.close(),
   );
@@ -61,9 +87,20 @@ export async function openCheckpoints(
       },
       lead: async () => {
         if (!(await takeLease(leaseConn, 'signer', instance, leaseMs))) return null;
-        const [last] = (await leaseConn.query(`SELECT tree_size, ledger_seq FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`)) as Array<
-          [bigint, bigint]
-        >;
+        const [last] = (await leaseConn.query(
+          `SELECT tree_size, ledger_seq, checkpoint FROM public.${CHECKPOINTS_TABLE} ORDER BY ledger_seq DESC LIMIT 1`,
+        )) as Array<[bigint, bigint, string]>;
+        const other = keyBreak(last?.[2] ?? null, signer);
+        if (other !== null) {
+          if (!keyRefused)
+            log.error(
+              { signedBy: keyIdText(other) },
+              `${keyBreakMessage(other, signer, source, rotate)}; this instance signs no checkpoint until it is restarted with that key`,
+            );
+          keyRefused = true;
+          await releaseLease(leaseConn, 'signer', instance);
+          return null;
+        }
         return last === undefined ? { size: 0, record: 0 } : { size: Number(last[0]), record: Number(last[1]) };
       },
     },
