@@ -96,3 +96,25 @@ export const HOST_FUNCTIONS: ReadonlySet<string> = new Set([
   'duckdb_temporary_files',
   'pragma_database_list',
 ]);
+
+/**
+ * Relations and table functions whose rows show where the server keeps its files (the database file,
+ * the temp and secret directories, extensions, cached files), refused however they are written: with
+ * or without parentheses, quoted, qualified, or named in a string that query_table() or query() reads.
+ */
+export const HOST_INFORMATION: ReadonlySet<string> = new Set([
+  'duckdb_databases',
+  'duckdb_settings',
+  'duckdb_extensions',
+  'duckdb_temporary_files',
+  'duckdb_secrets',
+  'duckdb_external_file_cache',
+  'pragma_database_list',
+  'which_secret',
+]);
+
+/** Functions that run SQL given to them as a value: the guard can judge a constant, never a value computed at run time. */
+export const DYNAMIC_SQL_FUNCTIONS: ReadonlySet<string> = new Set(['query', 'query_table', 'json_execute_serialized_sql']);
+
+/** Settings whose value is a place on the host, which current_setting() would show. */
+export const HOST_PATH_SETTING = /director|path|file|repositor|home/i;

@@ -1,10 +1,10 @@
 import type { StatementKind } from '../../../engine/port.js';
-import type { Token } from '../../../sql/lexer.js';
+import { tokenize, type Token } from '../../../sql/lexer.js';
 import { ParsedStatement } from '../../../sql/parsed.js';
 import { identifierText, type ProtectedNames } from '../../../guard/names.js';
-import { nameText } from '../../../sql/identifiers.js';
+import { nameText, stringText } from '../../../sql/identifiers.js';
 import { serverOnlyRefusal as serverOnly, type Refusal } from '../../../guard/refusal.js';
-import { HOST_FUNCTIONS, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from '../../../guard/policy.js';
+import { DYNAMIC_SQL_FUNCTIONS, HOST_FUNCTIONS, HOST_INFORMATION, HOST_PATH_SETTING, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from '../../../guard/policy.js';
 
 /** A question about the catalog that a verdict depends on; answered at each execution, never cached. */
 export type CatalogCheck =
@@ -54,6 +54,11 @@ function ledgerRefusal(operation: string, table: string): Decision {
 
 function hostRefusal(operation: string, target: string): Decision {
   return refuse('host', operation, target, `cannot ${operation}: the server does not access files or extensions for clients`, HOST_HINT);
+}
+
+/** Where the server keeps its files is not shown to clients. */
+function hostPlaceRefusal(operation: string, target: string): Decision {
+  return refuse('host', operation, target, `cannot ${operation}: where the server keeps its files is not shown to clients`, HOST_HINT);
 }
 
 function uncertain(operation: string, names: readonly string[]): Decision {
@@ -756,6 +761,70 @@ function hostFunction(tokens: readonly Token[]): string | null {
   return null;
 }
 
+/** The tokens between the parenthesis at `open` and the one that closes it, or null when it is not closed. */
+function argumentTokens(tokens: readonly Token[], open: number): Token[] | null {
+  let depth = 0;
+  for (let j = open; j < tokens.length; j++) {
+    const text = tokens[j]?.text;
+    if (text === '(') depth++;
+    else if (text === ')' && --depth === 0) return tokens.slice(open + 1, j);
+  }
+  return null;
+}
+
+/** The strings of an argument list made of string constants only (a list of them included), or null when anything else is in it. */
+function constantStrings(args: readonly Token[]): string[] | null {
+  const out: string[] = [];
+  for (let j = 0; j < args.length; j++) {
+    const t = args[j] as Token;
+    if (t.kind === 'string') out.push(stringText(args, j) ?? '');
+    else if (t.text === ',' || t.text === '[' || t.text === ']') continue;
+    else if (t.kind === 'word' && /^(true|false)$/i.test(t.text)) continue;
+    else return null;
+  }
+  return out.length === 0 ? null : out;
+}
+
+/**
+ * Where the statement would show where the server keeps its files: a relation or function of
+ * HOST_INFORMATION however it is spelt, a path setting through current_setting(), or SQL given to
+ * query()/query_table() as a value the guard cannot read (a computed string, a parameter); a constant
+ * given to them is judged as the statement it names. Null when none.
+ */
+function hostInformation(tokens: readonly Token[], depth = 0): Decision | null {
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.kind !== 'word' && t.kind !== 'quoted') continue;
+    const name = identifierText(tokens, i)?.toLowerCase();
+    if (name === undefined) continue;
+    if (HOST_INFORMATION.has(name)) return hostPlaceRefusal(`read ${name}`, name);
+    if (tokens[i + 1]?.text !== '(') continue;
+    if (name !== 'current_setting' && !DYNAMIC_SQL_FUNCTIONS.has(name)) continue;
+    const args = argumentTokens(tokens, i + 1);
+    const strings = args === null ? null : constantStrings(args);
+    if (name === 'json_execute_serialized_sql' || strings === null || depth > 8) {
+      return refuse(
+        'host',
+        `call ${name}()`,
+        name,
+        `cannot call ${name}() with SQL or a name computed when it runs: the guard judges only what it can read in the statement`,
+        'Write the statement, or the table name, as a constant.',
+      );
+    }
+    if (name === 'current_setting') {
+      if (strings.some((n) => HOST_PATH_SETTING.test(n))) return hostPlaceRefusal(`read the setting ${strings[0] ?? ''}`, 'current_setting');
+      continue;
+    }
+    for (const text of strings) {
+      // query() runs a statement, query_table() reads relations by name: each is judged as it would be written out.
+      const inner = name === 'query' ? tokenize(text) : [{ kind: 'quoted', text: `"${text.replaceAll('"', '""')}"`, start: 0, end: 0 } as unknown as Token];
+      const found = hostInformation(inner, depth + 1) ?? (name === 'query' ? preclassify(inner) : null);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
 /**
  * Decisions that need no engine at all, taken before DuckDB prepares the
  * statement: DuckDB binds a statement while preparing it, and binding a
@@ -766,6 +835,8 @@ function hostFunction(tokens: readonly Token[]): string | null {
 export function preclassify(tokens: readonly Token[]): Decision | null {
   const fn = hostFunction(tokens);
   if (fn !== null) return hostRefusal(`call ${fn}()`, fn);
+  const information = hostInformation(tokens);
+  if (information !== null) return information;
   const w0 = upper(tokens[0]);
   const w1 = upper(tokens[1]);
   switch (w0) {
