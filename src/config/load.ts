@@ -232,6 +232,8 @@ export function loadConfig(sources: ConfigSources): Config {
   const auth = section(root, 'auth', ['method']);
   const limits = section(root, 'limits', [
     'maxMessageSize',
+    'memoryMB',
+    'spillMB',
     'maxConnections',
     'maxStartupConnections',
     'maxStartupConnectionsPerAddress',
@@ -283,6 +285,14 @@ export function loadConfig(sources: ConfigSources): Config {
     users: users(env.COTWIRE_USERS === undefined ? root.users : envUsers(env.COTWIRE_USERS)),
     limits: {
       maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
+      memoryMB: int(limits.memoryMB, 'limits.memoryMB', DEFAULTS.limits.memoryMB, 64, 16 * 1024 * 1024),
+      spillMB: int(
+        limits.spillMB,
+        'limits.spillMB',
+        limits.memoryMB === undefined ? DEFAULTS.limits.spillMB : 4 * Number(limits.memoryMB),
+        0,
+        64 * 1024 * 1024,
+      ),
       maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
       maxStartupConnections: int(limits.maxStartupConnections, 'limits.maxStartupConnections', DEFAULTS.limits.maxStartupConnections, 1, 10_000),
       maxStartupConnectionsPerAddress: int(

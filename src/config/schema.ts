@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 /**
  * The configuration: every key, its default and what it allows. The file
  * (YAML or JSON) is validated against this once at start-up; environment
@@ -57,6 +58,10 @@ export interface Config {
   readonly limits: {
     /** The largest protocol message accepted, in bytes. */
     readonly maxMessageSize: number;
+    /** The engine's memory for every connection together, in MiB; a statement past it (and past spillMB on disk) gets 53200. */
+    readonly memoryMB: number;
+    /** How much the engine may spill to its temp directory beyond memoryMB, in MiB. */
+    readonly spillMB: number;
     /** Authenticated connections at once; the next gets 53300. */
     readonly maxConnections: number;
     /** Connections still in startup or authentication at once, apart from maxConnections: a flood of them never takes an authenticated client's slot. */
@@ -154,6 +159,12 @@ export const EMBEDDING_PROVIDERS: readonly EmbeddingProvider[] = ['builtin', 'op
 /** The built-in embedder's model name (embedding/hashed.ts). */
 export const BUILTIN_EMBEDDING_MODEL = 'cotwire-hashed-v1';
 
+/**
+ * Half the machine's memory for the engine by default (DuckDB's own default is 80%): the server's own
+ * buffers, Node's heap and the operating system's cache need the rest.
+ */
+export const DEFAULT_MEMORY_MB = Math.max(256, Math.floor(totalmem() / 1024 / 1024 / 2));
+
 export const DEFAULTS: Config = {
   listen: { host: '127.0.0.1', port: 5433 },
   database: { path: './data/cotwire.duckdb', name: 'cotwire', compression: 'fast-reads' },
@@ -163,6 +174,8 @@ export const DEFAULTS: Config = {
   users: [],
   limits: {
     maxMessageSize: 64 * 1024 * 1024,
+    memoryMB: DEFAULT_MEMORY_MB,
+    spillMB: 4 * DEFAULT_MEMORY_MB,
     maxConnections: 100,
     maxStartupConnections: 64,
     maxStartupConnectionsPerAddress: 16,

@@ -62,6 +62,13 @@ export interface DuckDBEngineOptions {
   /** Statements run once, before the engine is locked down (the PostgreSQL catalog's views). */
   readonly setup?: readonly string[];
   /**
+   * DuckDB's memory ceiling for every connection together, and how much it may spill to its temp
+   * directory beyond it, in MiB: a statement past both fails with 53200 while the others go on.
+   * DuckDB's own defaults (80% of RAM, and 90% of the free disk) when absent.
+   */
+  readonly memoryMB?: number;
+  readonly spillMB?: number;
+  /**
    * How the data the engine writes is compressed. `fast-reads` (the
    * default) leaves out the two methods whose single-row fetch decodes a
    * whole run of values (FSST strings, bit-packed integers): reading one
@@ -183,6 +190,8 @@ export class DuckDBEngine implements Engine {
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
       ...(opts.readOnly === true ? { access_mode: 'READ_ONLY' } : {}),
+      ...(opts.memoryMB === undefined ? {} : { memory_limit: `${opts.memoryMB}MiB` }),
+      ...(opts.spillMB === undefined ? {} : { max_temp_directory_size: `${opts.spillMB}MiB` }),
     });
     try {
       const conn = await instance.connect();

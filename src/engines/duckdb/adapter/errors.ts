@@ -131,6 +131,13 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
   const code = m === null ? SqlState.InternalError : sqlStateFor(type, m[2] as string);
   let message = body.trim();
   if (code === SqlState.QueryCanceled) message = 'canceling statement due to user request';
+  if (code === SqlState.OutOfMemory) {
+    // DuckDB's "Possible solutions" are settings no client may change: the ceiling is the server's.
+    return new PgError(SqlState.OutOfMemory, message.split('\n')[0] ?? 'out of memory', {
+      hint: 'The statement needs more memory than the server gives its engine (limits.memoryMB, and limits.spillMB on disk). Reduce what it holds at once, or ask the administrator.',
+      cause: err,
+    });
+  }
   if (code === SqlState.SyntaxError && /Cannot prepare multiple statements/i.test(message)) {
     // DuckDB turns a PIVOT without an IN list into several statements (one
     // reads the pivoted values first); the client sent one.

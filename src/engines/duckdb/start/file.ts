@@ -8,7 +8,11 @@ import { engineSetup } from '../catalog/compat.js';
 
 /** The database file: opening it, and rewriting it after an erasure so that erased bytes leave it. */
 
-export async function openEngine(path: string, compression: EngineCompression): Promise<Engine> {
+export async function openEngine(
+  path: string,
+  compression: EngineCompression,
+  memory?: { readonly memoryMB: number; readonly spillMB: number },
+): Promise<Engine> {
   if (path !== ':memory:') {
     try {
       mkdirSync(dirname(path), { recursive: true });
@@ -17,7 +21,7 @@ export async function openEngine(path: string, compression: EngineCompression): 
     }
   }
   try {
-    return await DuckDBEngine.open({ path, setup: engineSetup(), compression });
+    return await DuckDBEngine.open({ path, setup: engineSetup(), compression, ...(memory ?? {}) });
   } catch (err) {
     const reason = (err as Error).message.split('\n')[0] ?? 'unknown error';
     throw new StartupError(`cannot open the database file ${path}: ${reason}`);

@@ -42,7 +42,8 @@ export async function openStore(config: Config, log: Logger, stack: DisposeStack
   const path = config.database.path;
   // A rewrite that fails (a full disk) is logged and retried at the next stop: the erasure itself is done.
   if (path !== ':memory:') await rewriteIfErased(path, config.database.compression, log).catch(() => undefined);
-  const engine = stack.use(await openEngine(path, config.database.compression), async (e) => {
+  const memory = { memoryMB: config.limits.memoryMB, spillMB: config.limits.spillMB };
+  const engine = stack.use(await openEngine(path, config.database.compression, memory), async (e) => {
     if (started()) {
       try {
         await e.checkpoint();
