@@ -1,8 +1,7 @@
 #!/usr/bin/env node
-// DuckDB runs each query on libuv's thread pool. Its default of 4 threads
-// would let four long queries stall every other connection, so the pool is
-// sized before anything can start it; hence this file imports nothing else
-// statically.
+// launch.cts sizes libuv's thread pool before this module is loaded (as an
+// ES module, this file is itself read through that pool). Set here too for
+// `node dist/cli.js`, where it only helps if nothing started the pool yet.
 process.env.UV_THREADPOOL_SIZE ??= '64';
 // Output piped into `head` is closed early; that is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

@@ -46,3 +46,43 @@ describe('EngineCalls.stop', () => {
     await expect(calls.stop()).resolves.toBeUndefined();
   });
 });
+
+describe('EngineSlots', () => {
+  it("gives one user at most its share, and lets another user's call past the ones that wait", async () => {
+    const slots = new EngineSlots(4, 2);
+    const granted: string[] = [];
+    const take = (user: string, tag: string): Promise<void> => slots.acquire(user).then(() => void granted.push(tag));
+    await take('heavy', 'h1');
+    await take('heavy', 'h2');
+    const h3 = take('heavy', 'h3');
+    const h4 = take('heavy', 'h4');
+    await take('other', 'o1');
+    await Promise.resolve();
+    // The heavy user's third and fourth wait for its own to end; the other user's call did not wait behind them.
+    expect(granted).toEqual(['h1', 'h2', 'o1']);
+    slots.release('other');
+    await Promise.resolve();
+    expect(granted).toEqual(['h1', 'h2', 'o1']);
+    slots.release('heavy');
+    await h3;
+    expect(granted).toEqual(['h1', 'h2', 'o1', 'h3']);
+    slots.release('heavy');
+    await h4;
+    expect(granted).toEqual(['h1', 'h2', 'o1', 'h3', 'h4']);
+  });
+
+  it('holds every call to the total, whoever makes it', async () => {
+    const slots = new EngineSlots(2, 2);
+    await slots.acquire('a');
+    await slots.acquire('b');
+    let third = false;
+    const waiting = slots.acquire('c').then(() => {
+      third = true;
+    });
+    await Promise.resolve();
+    expect(third).toBe(false);
+    slots.release('a');
+    await waiting;
+    expect(third).toBe(true);
+  });
+});

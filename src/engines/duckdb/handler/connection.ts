@@ -48,7 +48,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   ) {
     const access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
     this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', (changed) => this.transactionEnded(changed));
-    const calls = new EngineCalls(engine, services.engineSlots, () => this.settings.statementTimeoutMs);
+    const calls = new EngineCalls(engine, services.engineSlots, () => this.settings.statementTimeoutMs, info.user);
     this.ctx = { engine, info, services, settings: this.settings, access, tx: this.tx, calls, tempFunctions: new Map() };
     this.run = new EngineRun(this.ctx);
     this.appends = new LedgerAppends(this.ctx);

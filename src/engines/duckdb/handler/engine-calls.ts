@@ -8,26 +8,54 @@ export type CancelReason = 'user' | 'timeout';
  * The engine's threads that clients' calls may hold at once, shared by every
  * connection. DuckDB runs each call on one of libuv's threads, which the
  * writer's journal and the applier also need: clients get all of them but a
- * reserve, and a call beyond waits here, in JavaScript, holding nothing.
+ * reserve, and a call beyond waits here, in JavaScript, holding nothing. One
+ * user holds at most a quarter of them (`perUser`), abandoned calls the
+ * engine still runs included: a user who starts work the engine cannot
+ * interrupt (a constant folded while preparing) on many connections waits
+ * for its own, while the others' calls go through.
  */
 export class EngineSlots {
   private inUse = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly byUser = new Map<string, number>();
+  private readonly waiting: Array<{ readonly user: string; readonly grant: () => void }> = [];
+  readonly perUser: number;
 
-  constructor(readonly size: number) {}
-
-  acquire(): Promise<void> {
-    if (this.inUse < this.size) {
-      this.inUse++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.waiting.push(resolve));
+  constructor(
+    readonly size: number,
+    perUser?: number,
+  ) {
+    this.perUser = perUser ?? Math.max(1, Math.floor(size / 4));
   }
 
-  release(): void {
-    const next = this.waiting.shift();
-    if (next !== undefined) next();
-    else this.inUse--;
+  acquire(user = ''): Promise<void> {
+    if (this.free(user)) {
+      this.take(user);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push({ user, grant: resolve }));
+  }
+
+  release(user = ''): void {
+    this.inUse--;
+    const held = (this.byUser.get(user) ?? 1) - 1;
+    if (held === 0) this.byUser.delete(user);
+    else this.byUser.set(user, held);
+    // The first waiter that may go now, in the order they came: another user's call is not held behind this one's.
+    const at = this.waiting.findIndex((w) => this.free(w.user));
+    if (at < 0) return;
+    const [next] = this.waiting.splice(at, 1);
+    if (next === undefined) return;
+    this.take(next.user);
+    next.grant();
+  }
+
+  private free(user: string): boolean {
+    return this.inUse < this.size && (this.byUser.get(user) ?? 0) < this.perUser;
+  }
+
+  private take(user: string): void {
+    this.inUse++;
+    this.byUser.set(user, (this.byUser.get(user) ?? 0) + 1);
   }
 }
 
@@ -59,6 +87,8 @@ export class EngineCalls {
     private readonly engine: EngineConnection,
     private readonly slots: EngineSlots,
     private readonly timeoutMs: () => number,
+    /** Whose calls these are, for the slots' share per user. */
+    private readonly user = '',
   ) {}
 
   /** Runs one engine call; an interrupted one fails with 57014 and the reason. */
@@ -70,14 +100,14 @@ export class EngineCalls {
     const state: { reason: CancelReason | null; abort: (reason: CancelReason) => void } = { reason: null, abort: () => undefined };
     const call = (async () => {
       if (before !== null) await before;
-      await this.slots.acquire();
+      await this.slots.acquire(this.user);
       try {
         // Stopped while it waited: it never reaches the engine.
         if (state.reason !== null) throw canceled(state.reason);
         inEngine = true;
         return await work();
       } finally {
-        this.slots.release();
+        this.slots.release(this.user);
       }
     })();
     const inFlight = call.then(
