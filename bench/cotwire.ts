@@ -36,7 +36,7 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
 
   const start = (): Promise<void> =>
     new Promise((resolve, reject) => {
-      const p = spawn(process.execPath, [join(root, 'dist', 'cli.js'), 'serve', '--port', '0', '--db', databasePath, '--log-level', 'info', ...args], {
+      const p = spawn(process.execPath, [join(root, 'dist', 'launch.cjs'), 'serve', '--port', '0', '--db', databasePath, '--log-level', 'info', ...args], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       child = p;

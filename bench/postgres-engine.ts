@@ -60,7 +60,7 @@ async function startInstance(): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(
     process.execPath,
     [
-      join(import.meta.dirname, '../../dist/cli.js'),
+      join(import.meta.dirname, '../../dist/launch.cjs'),
       'serve',
       '--port',
       '0',
