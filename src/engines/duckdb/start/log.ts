@@ -119,6 +119,7 @@ export function lossRefusal(path: string, loss: LedgerWriter['unrecordedLoss']):
     `${count} acknowledged appends (ledger_seq ${encodeRanges(loss.ranges)}) are gone: ` +
     `${state}, the database does not hold them, and the global log (${nodeFilePath(path)}, or a signed checkpoint) says they were made. ` +
     'If the journal or the database was moved, or restored from an older copy, put the right files back and start again. ' +
-    `To accept the loss and go on, run \`cotwire accept-loss --db ${path} --reason "..."\` with the server stopped: it records the loss in the log, signed and chained, and every later audit and verification shows it as a gap`
+    `To accept the loss and go on, run \`cotwire accept-loss --db ${path} --reason "..."\` with the server stopped: it records the loss in the log, signed and chained, and every later audit and verification shows it as a gap. ` +
+    `(To start a new database instead, move ${nodeFilePath(path)}, ${journal} and ${path}.key away with the old file.)`
   );
 }
