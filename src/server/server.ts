@@ -52,6 +52,8 @@ const STARTUP_STALL_MS = 1000;
 const LINGER_MS = 5000;
 /** Past the grace period, how long a stop waits for sessions to close before it destroys their sockets. */
 const HARD_STOP_MS = 2000;
+/** One line per kind of refusal at most this often. */
+const REFUSAL_LOG_MS = 10_000;
 
 /**
  * Accepts connections and wires each socket through a framer to a session.
@@ -68,6 +70,8 @@ export class PgServer {
   private readonly sockets = new Set<net.Socket>();
   private nextProcessId = 1;
   private listening = false;
+  /** Refusals are logged at most once per REFUSAL_LOG_MS each, with how many there were since: a flood of clients must not become a flood of log lines. */
+  private readonly refusalsLogged = new Map<string, { at: number; since: number }>();
 
   constructor(private readonly opts: ServerOptions) {
     this.server = net.createServer((socket) => this.accept(socket));
@@ -132,8 +136,19 @@ export class PgServer {
   /** 53300 after the StartupMessage when the authenticated slots are full, as PostgreSQL answers it. */
   private admit(): PgError | null {
     if (this.authenticatedCount < this.opts.maxConnections) return null;
-    this.opts.log.warn({ max: this.opts.maxConnections }, 'connection refused: too many clients');
+    this.logRefusal('connection refused: too many clients', { max: this.opts.maxConnections });
     return new PgError(SqlState.TooManyConnections, 'sorry, too many clients already', {}, 'FATAL');
+  }
+
+  private logRefusal(message: string, fields: object): void {
+    const now = performance.now();
+    const last = this.refusalsLogged.get(message);
+    if (last !== undefined && now - last.at < REFUSAL_LOG_MS) {
+      last.since++;
+      return;
+    }
+    this.refusalsLogged.set(message, { at: now, since: 0 });
+    this.opts.log.warn({ ...fields, ...(last === undefined || last.since === 0 ? {} : { alsoRefusedSinceLastLine: last.since }) }, message);
   }
 
   private accept(socket: net.Socket): void {
@@ -152,10 +167,11 @@ export class PgServer {
       const out = new BackendWriter().errorResponse(new PgError(SqlState.TooManyConnections, 'sorry, too many clients in startup already', {}, 'FATAL'));
       socket.end(out.take());
       lingerThenDestroy(socket);
-      this.opts.log.warn(
-        { remote: remoteAddress, max: this.opts.maxStartupConnections, maxPerAddress: this.opts.maxStartupConnectionsPerAddress },
-        'connection refused: too many clients in startup',
-      );
+      this.logRefusal('connection refused: too many clients in startup', {
+        remote: remoteAddress,
+        max: this.opts.maxStartupConnections,
+        maxPerAddress: this.opts.maxStartupConnectionsPerAddress,
+      });
       return;
     }
     this.open(socket, remoteAddress);
