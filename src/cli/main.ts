@@ -313,7 +313,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
     engineUrl: 'engine-url',
   };
   for (const [k, v] of Object.entries(flags)) argv[names[k] ?? k] = v;
-  const [{ loadConfig, redactUrl }, { createLogger }, { startServer }] = await Promise.all([
+  const [{ loadConfig, redactUrl }, { createFinalLogger, createLogger }, { startServer }] = await Promise.all([
     import('../config/load.js'),
     import('../log/logger.js'),
     import('../main.js'),
@@ -337,7 +337,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) {
-        log.warn({ signal }, 'second signal: exiting without waiting');
+        createFinalLogger(config.log.level).warn({ signal }, 'second signal: exiting without waiting');
         // Not process.exit(): its clean-up waits for the engine's running statements, which is what a second signal
         // refuses to wait for. Every acknowledged append is already durable (the journal is written synchronously), so
         // the process ends as the signal's default ends it.

@@ -26,7 +26,13 @@ export function createLogger(level: LogLevel, interactive: boolean, destination?
       // pino-pretty is not installed: JSON it is.
     }
   }
-  // Written synchronously: a line logged just before the process ends (a second signal, a failed start) is not lost
-  // in a buffer. The server logs per connection, never per statement, so the cost does not show.
-  return pino(options, pino.destination({ dest: 1, sync: true }));
+  return pino(options);
+}
+
+/**
+ * A logger that writes each line before it returns, for the last words of a process about to end by a signal:
+ * the server's own logger writes in the background, so that a slow reader of its output never stalls it.
+ */
+export function createFinalLogger(level: LogLevel): Logger {
+  return pino({ level, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: true }));
 }
