@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { serialize } from 'pg-protocol';
+import { until } from '../fixtures/poll.js';
 import { startTestServer, type TestServer } from '../fixtures/server.js';
 import { errorFields, WireClient } from '../fixtures/wire.js';
 
@@ -142,12 +143,12 @@ describe('bad input', () => {
     const got: Buffer[] = [];
     c.socket.prependListener('data', (b: Buffer) => got.push(b));
     c.write(serialize.requestSsl());
-    await new Promise((r) => setTimeout(r, 100));
+    await until('the answer to the SSLRequest', () => Buffer.concat(got).length >= 1, 10_000);
     const gss = Buffer.alloc(8);
     gss.writeInt32BE(8, 0);
     gss.writeInt32BE(80877104, 4);
     c.write(gss);
-    await new Promise((r) => setTimeout(r, 100));
+    await until('the answer to the GSSENCRequest', () => Buffer.concat(got).length >= 2, 10_000);
     expect(Buffer.concat(got).toString()).toBe('NN');
     c.end();
   });

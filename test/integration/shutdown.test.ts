@@ -10,6 +10,7 @@ import { STEPS_DDL } from '../../src/ledger/chain/schema.js';
 import { startServer } from '../../src/engines/duckdb/start.js';
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
+import { until } from '../fixtures/poll.js';
 import { startTestServer } from '../fixtures/server.js';
 
 describe('graceful shutdown', () => {
@@ -26,8 +27,7 @@ describe('graceful shutdown', () => {
     const result = await running;
     expect(result.rows[0].n).toBe('100000000');
     await closing;
-    await new Promise((r) => setTimeout(r, 50));
-    expect(idleErrors).toContain('57P01');
+    await until('the idle client to be told', () => idleErrors.includes('57P01'), 10_000);
     await server[Symbol.asyncDispose]();
   });
 
