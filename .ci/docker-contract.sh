@@ -18,15 +18,15 @@ npm prune --omit=dev >/dev/null
 
 # The run stage: the Dockerfile's CMD with its ENV (listening on loopback here: the
 # image's 0.0.0.0 requires configured users).
-grep -q '^CMD \["node", "dist/cli.js", "serve"\]' Dockerfile
+grep -q '^CMD \["node", "dist/launch.cjs", "serve"\]' Dockerfile
 port=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 mport=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 mkdir -p data
 # Users come from the environment, as a container gets them.
-verifier=$(printf 'pw\n' | node dist/cli.js passwd agent | sed -n 's/^    password: //p')
+verifier=$(printf 'pw\n' | node dist/launch.cjs passwd agent | sed -n 's/^    password: //p')
 users="[{\"name\": \"agent\", \"password\": \"$verifier\", \"role\": \"writer\"}]"
 NODE_ENV=production COTWIRE_HOST=127.0.0.1 COTWIRE_PORT="$port" COTWIRE_DB="$work/data/cotwire.duckdb" COTWIRE_METRICS_PORT="$mport" \
-  COTWIRE_USERS="$users" node dist/cli.js serve > server.log 2>&1 &
+  COTWIRE_USERS="$users" node dist/launch.cjs serve > server.log 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
   if node -e "fetch('http://127.0.0.1:$mport/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"; then break; fi

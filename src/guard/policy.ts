@@ -116,5 +116,27 @@ export const HOST_INFORMATION: ReadonlySet<string> = new Set([
 /** Functions that run SQL given to them as a value: the guard can judge a constant, never a value computed at run time. */
 export const DYNAMIC_SQL_FUNCTIONS: ReadonlySet<string> = new Set(['query', 'query_table', 'json_execute_serialized_sql']);
 
-/** Settings whose value is a place on the host, which current_setting() would show. */
-export const HOST_PATH_SETTING = /director|path|file|repositor|home/i;
+/**
+ * Settings whose value is a place on the host, which current_setting() would show: DuckDB's settings that
+ * hold a directory, a file or a repository. `search_path` and the like are not places and stay readable.
+ */
+export const HOST_PATH_SETTINGS: ReadonlySet<string> = new Set([
+  'temp_directory',
+  'secret_directory',
+  'home_directory',
+  'extension_directory',
+  'extension_directories',
+  'allowed_directories',
+  'allowed_paths',
+  'file_search_path',
+  'log_query_path',
+  'profile_output',
+  'profiling_output',
+  'http_logging_output',
+  'custom_extension_repository',
+  'autoinstall_extension_repository',
+  'data_directory',
+  'config_file',
+  'hba_file',
+  'ident_file',
+]);

@@ -199,6 +199,7 @@ describe('DBeaver navigator', () => {
     expect(tables.map((r) => r[2]).sort()).toEqual([
       '_cot_checkpoints',
       '_cot_embeddings',
+      '_cot_log_events',
       '_cot_redactions',
       '_cot_retention',
       '_cot_security_events',

@@ -71,7 +71,7 @@ beforeAll(async () => {
   // The server's own tables, as cotwire's catalog describes them, so both sides list the same relations.
   const c = await servers.cotwire.client();
   const serverLedgers: string[] = [];
-  for (const table of ['_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention']) {
+  for (const table of ['_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention', '_cot_log_events']) {
     const columns = await c.query('SELECT column_name, udt_name, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position', [
       table,
     ]);

@@ -158,5 +158,7 @@ describe('host paths', () => {
     // A constant that reads nothing of the host still runs.
     expect((await reader.query("SELECT * FROM query('SELECT 41 + 1 AS n')")).rows).toEqual([{ n: 42 }]);
     expect((await reader.query("SELECT current_setting('TimeZone') AS tz")).rows[0].tz).toBeTypeOf('string');
+    // search_path is a setting clients read (Grafana does), not a place on the host.
+    expect((await reader.query("SELECT current_setting('search_path') AS p")).rows[0].p).toBeTypeOf('string');
   });
 });

@@ -4,7 +4,7 @@ import { ParsedStatement } from '../../../sql/parsed.js';
 import { identifierText, type ProtectedNames } from '../../../guard/names.js';
 import { nameText, stringText } from '../../../sql/identifiers.js';
 import { serverOnlyRefusal as serverOnly, type Refusal } from '../../../guard/refusal.js';
-import { DYNAMIC_SQL_FUNCTIONS, HOST_FUNCTIONS, HOST_INFORMATION, HOST_PATH_SETTING, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from '../../../guard/policy.js';
+import { DYNAMIC_SQL_FUNCTIONS, HOST_FUNCTIONS, HOST_INFORMATION, HOST_PATH_SETTINGS, READ_ONLY_CALLS, READ_ONLY_PRAGMAS } from '../../../guard/policy.js';
 
 /** A question about the catalog that a verdict depends on; answered at each execution, never cached. */
 export type CatalogCheck =
@@ -812,7 +812,8 @@ function hostInformation(tokens: readonly Token[], depth = 0): Decision | null {
       );
     }
     if (name === 'current_setting') {
-      if (strings.some((n) => HOST_PATH_SETTING.test(n))) return hostPlaceRefusal(`read the setting ${strings[0] ?? ''}`, 'current_setting');
+      if (strings.some((n) => HOST_PATH_SETTINGS.has(n.trim().toLowerCase())))
+        return hostPlaceRefusal(`read the setting ${strings[0] ?? ''}`, 'current_setting');
       continue;
     }
     for (const text of strings) {
