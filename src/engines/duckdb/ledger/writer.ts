@@ -335,7 +335,6 @@ export class LedgerWriter implements LedgerAppender {
     }
   }
 
-  /** Waits for queued units, then closes the writer's connection. */
   /**
    * The journal stays at close, even when the database took all of it: a start refused over a loss keeps its
    * evidence (a damaged record, the file's absence) for the next start, and for whoever investigates.
@@ -344,6 +343,7 @@ export class LedgerWriter implements LedgerAppender {
     this.journalKept = true;
   }
 
+  /** Waits for queued units, then closes the writer's connection. */
   async close(): Promise<void> {
     this.closed = true;
     await this.idle;
