@@ -334,9 +334,12 @@ async function serve(flags: Record<string, string>): Promise<number> {
     `cotwire ${COTWIRE_VERSION} listening on ${host}:${port}; connect with: psql -h ${address} -p ${port} -U ${user} ${config.database.name}`,
   );
   return new Promise<number>((resolve) => {
-    let stopping = false;
+    let stoppingSince: number | null = null;
     const stop = (signal: string): void => {
-      if (stopping) {
+      if (stoppingSince !== null) {
+        // One Ctrl-C under `npm start` arrives twice: from the terminal to the process group, and forwarded by npm.
+        // A second signal means "now" only when someone sent it after the first.
+        if (performance.now() - stoppingSince < SIGNAL_REPEAT_MS) return;
         createFinalLogger(config.log.level).warn({ signal }, 'second signal: exiting without waiting');
         // Not process.exit(): its clean-up waits for the engine's running statements, which is what a second signal
         // refuses to wait for. Every acknowledged append is already durable (the journal is written synchronously), so
@@ -345,7 +348,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
         process.kill(process.pid, signal);
         return;
       }
-      stopping = true;
+      stoppingSince = performance.now();
       log.info({ signal }, 'shutting down: draining connections');
       running.close().then(
         () => {
@@ -363,6 +366,9 @@ async function serve(flags: Record<string, string>): Promise<number> {
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
 }
+
+/** Signals closer together than this are one: a terminal's and npm's copies of the same Ctrl-C. */
+const SIGNAL_REPEAT_MS = 1000;
 
 async function passwd(user: string): Promise<number> {
   const [{ readPassword }, { makeScramVerifier }] = await Promise.all([import('./password.js'), import('../session/scram.js')]);
