@@ -14,7 +14,8 @@ import { startTestServer, type TestServer } from '../fixtures/server.js';
  * directories) never reaches a client. Generated statements, in many
  * spellings, run first on a bare DuckDB locked down as cotwire locks its
  * engine: those that show the bare database's own paths there are the
- * attacks. Through cotwire, as a reader and as an admin, each must be
+ * attacks. Through cotwire, as a reader, a writer and an admin, over both
+ * protocols, each must be
  * refused with 42501, or answer without any of the server's paths.
  */
 
@@ -97,11 +98,13 @@ beforeAll(async () => {
     users: [
       { name: 'cotwire', password: verifier, role: 'admin', agentId: null, orgId: null },
       { name: 'bi', password: verifier, role: 'reader', agentId: null, orgId: null },
+      { name: 'planner', password: verifier, role: 'writer', agentId: null, orgId: null },
     ],
     limits: { ...DEFAULTS.limits, shutdownGraceMs: 1000 },
   });
   clients.set('admin', await server.client({ password: 'pw' }));
   clients.set('reader', await server.client({ user: 'bi', password: 'pw' }));
+  clients.set('writer', await server.client({ user: 'planner', password: 'pw' }));
 }, 60_000);
 
 afterAll(async () => {
@@ -133,12 +136,18 @@ describe('host paths', () => {
       if (!shown.includes(dir) && !shown.includes('/.duckdb')) continue;
       attacks++;
       for (const [role, client] of clients) {
-        const answer = await client.query(sql).then(
-          (r) => JSON.stringify(r.rows),
-          (err: { code?: string; message: string }) => `error ${err.code ?? '?'}: ${err.message}`,
-        );
-        if (answer.startsWith('error 42501')) continue;
-        if (serverPaths.some((p) => answer.includes(p))) leaks.push(`${role}: ${sql} -> ${answer.slice(0, 120)}`);
+        // The simple protocol, then the extended one (Parse, Bind, Execute).
+        for (const [protocol, query] of [
+          ['simple', () => client.query(sql)],
+          ['extended', () => client.query({ text: sql, values: [] })],
+        ] as const) {
+          const answer = await query().then(
+            (r) => JSON.stringify(r.rows),
+            (err: { code?: string; message: string }) => `error ${err.code ?? '?'}: ${err.message}`,
+          );
+          if (answer.startsWith('error 42501')) continue;
+          if (serverPaths.some((p) => answer.includes(p))) leaks.push(`${role} ${protocol}: ${sql} -> ${answer.slice(0, 120)}`);
+        }
       }
     }
     // The generator must find real attacks for the test to mean anything.

@@ -53,6 +53,23 @@ export function encodeSeqs(seqs: readonly bigint[]): string {
   return parts.join(',');
 }
 
+/** Ascending ledger_seq values as [first, last] runs, leaving out those `except` holds. */
+export function seqRuns(ascending: Iterable<number>, except?: { has(seq: number): boolean }): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (const seq of ascending) {
+    if (except?.has(seq) === true) continue;
+    const last = out[out.length - 1];
+    if (last !== undefined && last[1] === seq - 1) last[1] = seq;
+    else out.push([seq, seq]);
+  }
+  return out;
+}
+
+/** Every ledger_seq of sorted, disjoint [first, last] ranges, in order. */
+export function* seqsIn(ranges: ReadonlyArray<readonly [number, number]>): Generator<number> {
+  for (const [first, last] of ranges) for (let seq = first; seq <= last; seq++) yield seq;
+}
+
 /** Sorted, disjoint [first, last] ranges in encodeSeqs's text. */
 export function encodeRanges(ranges: ReadonlyArray<readonly [number, number]>): string {
   return ranges.map(([a, b]) => (a === b ? String(a) : `${a}..${b}`)).join(',');

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
 import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
-import { retainable, type RetainedSeqs } from '../../../ledger/erasure/retention-sql.js';
+import { retainable, seqRuns, seqsIn } from '../../../ledger/erasure/retention-sql.js';
 import { accountedSeqs } from '../../../ledger/log/log-events.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -157,7 +157,7 @@ export class LedgerWriter implements LedgerAppender {
         await replayRecords(conn, catalog, opened.records, options.journalPath, quarantine, onQuarantine);
         if (opened.tail.kind !== 'clean') {
           const lost = opened.tail.lost;
-          damaged = lost === null ? [] : await absentSeqs(conn, await catalog.all(), Number(lost.afterSeq), Number(lost.beforeSeq));
+          damaged = lost === null ? [] : seqRuns(await absentSeqs(conn, await catalog.all(), Number(lost.afterSeq), Number(lost.beforeSeq)));
           options.onJournalDamage?.(
             opened.tail,
             options.journalPath,
@@ -179,7 +179,7 @@ export class LedgerWriter implements LedgerAppender {
       const accounted = await accountedSeqs(conn, await catalog.all());
       const tail: Array<[number, number]> = writer.log !== null && writer.log.size > committed ? [[committed + 1, writer.log.size]] : [];
       writer.unrecordedLoss = {
-        ranges: subtractSeqs([...damaged, ...tail], accounted),
+        ranges: seqRuns(seqsIn([...damaged, ...tail]), accounted),
         journal: options.journalPath === null ? 'none' : !journalFound ? 'missing' : damaged.length > 0 ? 'damaged' : 'present',
       };
       writer.applier = new LedgerApplier(applyConn, writer.seq, options.onApplyError ?? (() => undefined), {
@@ -686,20 +686,6 @@ export async function replayRecords(
     for (const { table, rows } of parts) await appendRows(conn, table, rows);
   });
   return parts.reduce((n, p) => n + p.rows.length, 0);
-}
-
-/** `ranges` without the seqs `accounted` holds. */
-function subtractSeqs(ranges: ReadonlyArray<readonly [number, number]>, accounted: RetainedSeqs): Array<[number, number]> {
-  const out: Array<[number, number]> = [];
-  for (const [first, last] of ranges) {
-    for (let seq = first; seq <= last; seq++) {
-      if (accounted.has(seq)) continue;
-      const prev = out[out.length - 1];
-      if (prev !== undefined && prev[1] === seq - 1) prev[1] = seq;
-      else out.push([seq, seq]);
-    }
-  }
-  return out;
 }
 
 const insertCache = new Map<string, string>();

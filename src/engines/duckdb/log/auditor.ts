@@ -4,6 +4,8 @@ import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
 import { chainBreakFinding, gapFinding } from '../../../ledger/log/audit-finding.js';
 import { accountedSeqs, recordedLosses } from '../../../ledger/log/log-events.js';
+import { seqRuns } from '../../../ledger/erasure/retention-sql.js';
+import { absentSeqs } from './log-resume.js';
 import { reconcile, type AuditFinding, type KnownHead } from './reconcile.js';
 import { chainVerifier, type Pacing } from '../dialect/verify.js';
 import { addFingerprints, NO_ROWS, observeFingerprint, sameFingerprint, type Fingerprint } from '../ledger/fingerprint.js';
@@ -162,18 +164,7 @@ export class LedgerAuditor {
     const accounted = await accountedSeqs(this.conn, ledgers);
     const present = counts.reduce((n, [c]) => n + Number(c), 0);
     if (present + accounted.size >= upTo) return;
-    const seqs = ledgers.map((t) => `SELECT ledger_seq FROM ${qualifiedName(t)}`).join(' UNION ALL ');
-    const rows = (await this.conn.query(
-      `SELECT s FROM range(1, ${upTo + 1}) t(s) ANTI JOIN (${seqs}) u ON t.s = u.ledger_seq ORDER BY s LIMIT ${MAX_GAP_SEQS}`,
-    )) as Array<[bigint | number]>;
-    const ranges: Array<[number, number]> = [];
-    for (const [v] of rows) {
-      const seq = Number(v);
-      if (accounted.has(seq)) continue;
-      const last = ranges[ranges.length - 1];
-      if (last !== undefined && last[1] === seq - 1) last[1] = seq;
-      else ranges.push([seq, seq]);
-    }
+    const ranges = seqRuns(await absentSeqs(this.conn, ledgers, 0, upTo + 1, MAX_GAP_SEQS), accounted);
     if (ranges.length === 0 || this.latest !== null) return;
     const findings: AuditFinding[] = ranges.map(([first, last]) => ({
       kind: 'missing',
