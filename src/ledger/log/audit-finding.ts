@@ -74,3 +74,8 @@ export function gapFinding(loss: {
     detail: `${loss.rows} acknowledged appends (ledger_seq ${loss.seqs}) were lost and recorded as lost at ${loss.recordedAt} by ${loss.operator}: ${loss.reason}. Their leaves stay in the log; no row will fill them`,
   };
 }
+
+/** A run of ledger_seq whose rows are gone and whose ledger and chain nothing names. */
+export function missingRunFinding(first: number, last: number, detail: string): AuditFinding {
+  return { kind: 'missing', ledger: null, chainKey: null, firstSeq: first, lastSeq: last, rows: last - first + 1, detail };
+}

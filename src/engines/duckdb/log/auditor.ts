@@ -2,7 +2,7 @@ import type { EngineConnection } from '../../../engine/port.js';
 import type { Observer } from '../../../observe/observer.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { MerkleLog } from '../../../ledger/log/merkle-log.js';
-import { chainBreakFinding, gapFinding } from '../../../ledger/log/audit-finding.js';
+import { chainBreakFinding, gapFinding, missingRunFinding } from '../../../ledger/log/audit-finding.js';
 import { accountedSeqs, recordedLosses } from '../../../ledger/log/log-events.js';
 import { seqRuns } from '../../../ledger/erasure/retention-sql.js';
 import { absentSeqs } from './log-resume.js';
@@ -166,15 +166,13 @@ export class LedgerAuditor {
     if (present + accounted.size >= upTo) return;
     const ranges = seqRuns(await absentSeqs(this.conn, ledgers, 0, upTo + 1, MAX_GAP_SEQS), accounted);
     if (ranges.length === 0 || this.latest !== null) return;
-    const findings: AuditFinding[] = ranges.map(([first, last]) => ({
-      kind: 'missing',
-      ledger: null,
-      chainKey: null,
-      firstSeq: first,
-      lastSeq: last,
-      rows: last - first + 1,
-      detail: `acknowledged rows ledger_seq ${first}..${last} are gone from the database (found at start-up; the full audit that follows names their ledgers and chains)`,
-    }));
+    const findings = ranges.map(([first, last]) =>
+      missingRunFinding(
+        first,
+        last,
+        `acknowledged rows ledger_seq ${first}..${last} are gone from the database (found at start-up; the full audit that follows names their ledgers and chains)`,
+      ),
+    );
     for (const f of findings) this.onFinding(f);
     this.observer.audited(0, findings);
     this.latest = { startedAt, finishedAt: new Date(), chains: 0, rows: present, leaves: upTo, retained: accounted.size, findings };

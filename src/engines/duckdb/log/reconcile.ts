@@ -6,7 +6,7 @@ import { leafPrefix, rowLeafHash } from '../../../ledger/log/leaf.js';
 import { qualifiedName, type LedgerTable } from '../../../ledger/chain/schema.js';
 
 export type { AuditFinding, FindingKind } from '../../../ledger/log/audit-finding.js';
-import type { AuditFinding } from '../../../ledger/log/audit-finding.js';
+import { missingRunFinding, type AuditFinding } from '../../../ledger/log/audit-finding.js';
 
 /** A chain's newest row, as the writer or the last audit saw it: how a cut tail is recognised. */
 export interface KnownHead {
@@ -252,15 +252,7 @@ class Findings {
       });
     }
     for (const [first, last] of this.runs) {
-      out.push({
-        kind: 'missing',
-        ledger: null,
-        chainKey: null,
-        firstSeq: first,
-        lastSeq: last,
-        rows: last - first + 1,
-        detail: `${last - first + 1} ${DETAIL.missing}; nothing left in the database tells which ledger or chain held them`,
-      });
+      out.push(missingRunFinding(first, last, `${last - first + 1} ${DETAIL.missing}; nothing left in the database tells which ledger or chain held them`));
     }
     return out.sort((a, b) => (a.firstSeq ?? 0) - (b.firstSeq ?? 0));
   }
