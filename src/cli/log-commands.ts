@@ -110,9 +110,12 @@ export async function acceptLossCommand(opts: { db?: string; config?: string; re
   if (config.database.path === ':memory:') throw new UsageError('accept-loss needs --db: the DuckDB file whose start names the loss');
   if (opts.reason.trim() === '') throw new UsageError('--reason must say why the appends are lost: it is the record');
   try {
-    const { event, checkpoint } = await acceptDuckdbLoss(config, createLogger('warn', false, process.stderr), opts.reason);
+    const { event, checkpoint, cuts } = await acceptDuckdbLoss(config, createLogger('warn', false, process.stderr), opts.reason);
+    const what = [event.seqs === '' ? [] : [`ledger_seq ${event.seqs}`], cuts.length === 0 ? [] : [`the cut ends of ${cuts.length} chains`]]
+      .flat()
+      .join(' and ');
     out(
-      `recorded the loss of ledger_seq ${event.seqs} in the log at tree size ${event.treeSize}${checkpoint === null ? '' : `, and signed a checkpoint of ${checkpoint.size} leaves`}; the server starts again, and every audit shows the gap\n`,
+      `recorded the loss of ${what} in the log at tree size ${event.treeSize}${checkpoint === null ? '' : `, and signed a checkpoint of ${checkpoint.size} leaves`}; the server starts again, and every audit shows the gap\n`,
     );
     return 0;
   } catch (err) {

@@ -83,8 +83,12 @@ describe('a journal damaged after a crash (kill -9 before the rows reached the d
       expect(s.log()).toMatch(/ends with a record cut short \(the record at offset \d+ claims \d+ bytes, but the file ends/);
       const report = await s.running.auditor.audit();
       expect(report.findings.filter((f) => f.kind === 'missing').reduce((n, f) => n + f.rows, 0)).toBe(3);
-      // It goes on serving and appending.
-      await s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Summary', 'after')");
+      // It goes on serving and appending, except onto the chain that lost its last steps.
+      await s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('fresh', 'Summary', 'after')");
+      await expect(s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Summary', 'after')")).rejects.toMatchObject({
+        code: 'XX001',
+        message: expect.stringContaining('chain "s" of ledger "main._cot_steps" ends at step_index 3, but the server made step_index 5 durable'),
+      });
     } finally {
       await s.stop();
     }
@@ -191,6 +195,94 @@ describe('a lost journal', () => {
     const verified = spawnSync(process.execPath, [CLI, 'verify', '--db', db], { encoding: 'utf8' });
     expect(verified.status).toBe(0);
     expect(acceptLoss(db, 'twice').stderr).toContain('has no loss to accept');
+  });
+});
+
+describe('a chain cut while the server was stopped', () => {
+  it('refuses appends onto the cut chains, and only those, until the loss is recorded; then they go on from their rows', async () => {
+    const db = join(root, 'cut.duckdb');
+    const s = await start(db);
+    for (const session of ['cut', 'gone', 'kept']) {
+      for (let i = 0; i < 5; i++)
+        await s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Reasoning', $2)", [session, `${session} ${i}`]);
+    }
+    await s.stop();
+    await tamper(db, async (c) => {
+      await c.run("DELETE FROM _cot_steps WHERE session_id = 'cut' AND step_index >= 3");
+      await c.run("DELETE FROM _cot_steps WHERE session_id = 'gone'");
+    });
+    const append = (c: pg.Client, session: string) =>
+      c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Reasoning', 'after the cut')", [session]).then(
+        () => 'appended',
+        (e: { code: string; message: string }) => `${e.code} ${e.message}`,
+      );
+    const cut = await start(db);
+    try {
+      expect(await append(cut.client, 'cut')).toBe(
+        'XX001 chain "cut" of ledger "main._cot_steps" ends at step_index 2, but the server made step_index 4 durable: the steps after 2 are gone from the database (removed while the server was stopped, or lost with its journal); appends to it are refused',
+      );
+      expect(await append(cut.client, 'gone')).toMatch(
+        /^XX001 chain "gone" of ledger "main._cot_steps" holds no row, but the server made step_index 4 durable/,
+      );
+      // Other chains, and new ones, are served; so are appends of several chains in one statement without a cut one.
+      expect(await append(cut.client, 'kept')).toBe('appended');
+      expect(await append(cut.client, 'new')).toBe('appended');
+      const said = cut
+        .log()
+        .split('\n')
+        .filter((l) => l.includes('"headRecord"'))
+        .map((l) => JSON.parse(l) as { msg: string });
+      expect(said.map((l) => l.msg.split(':')[0])).toEqual([
+        '2 chains of main._cot_steps end before the heads the server made durable ("cut" at step_index 2 of 4, "gone" at step_index none of 4)',
+      ]);
+      // It stays refused.
+      expect(await append(cut.client, 'cut')).toMatch(/^XX001 /);
+    } finally {
+      await cut.stop();
+    }
+    const again = await start(db);
+    try {
+      // The record survives a restart: the writer does not learn the cut heads from the rows.
+      expect(await append(again.client, 'cut')).toMatch(/^XX001 /);
+    } finally {
+      await again.stop();
+    }
+    const accepted = acceptLoss(db, 'restored from an older backup');
+    expect(accepted.status).toBe(0);
+    expect(accepted.stdout).toContain('recorded the loss of ledger_seq 4..10 and the cut ends of 2 chains');
+    const after = await start(db);
+    try {
+      expect(await append(after.client, 'cut')).toBe('appended');
+      expect(await append(after.client, 'gone')).toBe('appended');
+      expect(
+        (await after.client.query("SELECT session_id, step_index FROM _cot_steps WHERE content = 'after the cut' AND session_id IN ('cut', 'gone') ORDER BY 1"))
+          .rows,
+      ).toEqual([
+        { session_id: 'cut', step_index: 3 },
+        { session_id: 'gone', step_index: 0 },
+      ]);
+      const report = await after.running.auditor.audit();
+      expect(report.findings.filter((f) => f.kind !== 'gap')).toEqual([]);
+      expect(report.findings.find((f) => f.kind === 'gap')?.detail).toContain('restored from an older backup');
+    } finally {
+      await after.stop();
+    }
+  });
+
+  it('starts without a record of the heads (written by an older server, or deleted), says so, and records from then on', async () => {
+    const db = join(root, 'no-record.duckdb');
+    const s = await start(db);
+    await s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Reasoning', 'one')");
+    await s.stop();
+    rmSync(`${db}.heads`);
+    const again = await start(db);
+    try {
+      expect(again.log()).toContain(`there is no record of the chains' heads (${db}.heads)`);
+      await again.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('s', 'Reasoning', 'two')");
+    } finally {
+      await again.stop();
+    }
+    expect(readFileSync(`${db}.heads`, 'utf8')).toContain('["main._cot_steps","s",1,');
   });
 });
 

@@ -1,6 +1,11 @@
 import type { Config } from '../../config/schema.js';
 import type { IssuedCheckpoint } from '../../ledger/log/checkpoints.js';
-import { encodeRanges } from '../../ledger/erasure/retention-sql.js';
+import { encodeRanges, seqRuns, seqsIn } from '../../ledger/erasure/retention-sql.js';
+import type { EngineConnection } from '../../engine/port.js';
+import type { LedgerTable } from '../../ledger/chain/schema.js';
+import { accountedSeqs } from '../../ledger/log/log-events.js';
+import type { CutChain } from './ledger/head-record.js';
+import { absentSeqs } from './log/log-resume.js';
 import { LOG_EVENTS_TABLE, logEventRow, logEventText, type LogEvent } from '../../ledger/log/log-events.js';
 import { operatorName, recordRotation, type RotationRequest } from '../../ledger/log/key-rotation.js';
 import { signNote } from '../../ledger/log/note.js';
@@ -48,12 +53,17 @@ export class NoLossError extends Error {}
  * key, then a checkpoint over it. The lost leaves stay in the log; the
  * server starts again and shows the gap at every audit.
  */
-export async function acceptDuckdbLoss(config: Config, log: Logger, reason: string): Promise<{ event: LogEvent; checkpoint: IssuedCheckpoint | null }> {
+export async function acceptDuckdbLoss(
+  config: Config,
+  log: Logger,
+  reason: string,
+): Promise<{ event: LogEvent; checkpoint: IssuedCheckpoint | null; cuts: readonly CutChain[] }> {
   const { value, stack } = await startParts(async (stack) => {
     const { engine, internal, ledgers } = await openStore(config, log, stack, () => true);
     const { merkle, writer } = await openLog(config, log, engine, ledgers, NO_OBSERVER, stack, 'report');
-    const loss = writer.unrecordedLoss;
-    if (loss.ranges.length === 0)
+    const cuts = await writer.cutChains();
+    const ranges = await lostRanges(internal, await ledgers.all(), writer.unrecordedLoss.ranges, cuts);
+    if (ranges.length === 0 && cuts.length === 0)
       throw new NoLossError(`${config.database.path} has no loss to accept: every acknowledged append is in the database, or already recorded`);
     const from = await lastCheckpoint(internal, ledgers);
     // The key that signs the log signs the record; a lost key is rotated first (keygen --rotate).
@@ -63,20 +73,44 @@ export async function acceptDuckdbLoss(config: Config, log: Logger, reason: stri
     const event: LogEvent = {
       kind: 'appends lost',
       treeSize: merkle.size,
-      seqs: encodeRanges(loss.ranges),
+      seqs: encodeRanges(ranges),
       oldKey: '',
       newKey: '',
       operator: operatorName(),
-      reason,
+      reason: cuts.length === 0 ? reason : `${reason} (chains cut: ${cuts.map(cutText).join('; ')})`,
     };
     const recordedAt = new Date().toISOString();
     const note = signNote(logEventText(signer.name, event, recordedAt), signer);
     await writer.append([{ table: events, rows: [logEventRow(event, recordedAt, note)] }]);
+    writer.acceptCuts(cuts);
     const issuer = checkpointIssuer(config, log, { merkle, writer }, signer, from);
     const checkpoint = await issuer.issue();
     await issuer.close(config.limits.shutdownGraceMs);
-    return { event, checkpoint };
+    return { event, checkpoint, cuts };
   });
   await stack.unwind(config.limits.shutdownGraceMs);
   return value;
+}
+
+/**
+ * The ledger_seq to record as lost: those the start found gone, and, for
+ * chains cut while the server was stopped, every ledger_seq up to their
+ * recorded heads that no ledger holds and no record accounts for.
+ */
+async function lostRanges(
+  conn: EngineConnection,
+  all: readonly LedgerTable[],
+  gone: ReadonlyArray<readonly [number, number]>,
+  cuts: readonly CutChain[],
+): Promise<Array<[number, number]>> {
+  const upTo = cuts.reduce((m, c) => Math.max(m, c.recorded.seq), 0);
+  const absent = upTo === 0 ? [] : await absentSeqs(conn, all, 0, upTo + 1);
+  return seqRuns(
+    [...new Set([...seqsIn(gone), ...absent])].sort((a, b) => a - b),
+    await accountedSeqs(conn, all),
+  );
+}
+
+function cutText(c: CutChain): string {
+  return `${c.ledger} ${c.key === '' ? '(whole table)' : JSON.stringify(c.key)} ends at step_index ${c.present?.index ?? 'none'}, recorded ${c.recorded.index}`;
 }

@@ -16,12 +16,15 @@ import { rowLeafHash } from '../../../ledger/log/leaf.js';
 import { absentSeqs, resumeLog } from '../log/log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
 import { Quarantine } from './quarantine.js';
+import { ChainHeadRecord, cutChains, type CutChain } from './head-record.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
 import type { EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
 
 interface Head {
   readonly index: number;
   readonly hash: string;
+  /** The head row's ledger_seq. */
+  readonly seq: number;
 }
 
 /** Rows per INSERT statement: enough to amortise the statement, few enough for its parameters. */
@@ -53,6 +56,10 @@ export interface WriterOptions {
    * stretch that the database does not hold either.
    */
   readonly onJournalDamage?: (tail: JournalTail, path: string, missing: number) => void;
+  /** Every chain's head as last made durable, kept beside the database; none in memory. */
+  readonly headRecord?: ChainHeadRecord;
+  /** A ledger's chains end before their recorded heads (rows removed while the server was stopped): appends to them are refused. */
+  readonly onChainsCut?: (cuts: readonly CutChain[]) => void;
   /** Rows were set aside in the quarantine (their ledger is damaged). */
   readonly onQuarantine?: (ledgers: readonly string[], rows: number, reason: string, path: string | null) => void;
   /** Which steps of `_cot_steps` get `has_embedding` (embedding-sample.ts); none without a rule. */
@@ -81,6 +88,8 @@ export class LedgerWriter implements LedgerAppender {
   private readonly heads = new Map<string, Map<string, Head>>();
   /** The table each entry of `heads` belongs to. */
   private readonly headTables = new Map<string, LedgerTable>();
+  /** Chains whose rows end before their recorded heads, by qualified ledger name and key: their appends are refused. */
+  private readonly cut = new Map<string, Map<string, CutChain>>();
   /** Ledgers found damaged while their rows were applied: their appends are refused. */
   private readonly damaged = new Map<string, LedgerDamage>();
   /** The group commit in flight, if any. */
@@ -137,6 +146,8 @@ export class LedgerWriter implements LedgerAppender {
     private readonly journal: Journal | null,
     readonly log: MerkleLog | null,
     private readonly embeddingSample: EmbeddingSampleRule | null,
+    private readonly headRecord: ChainHeadRecord,
+    private readonly onChainsCut: (cuts: readonly CutChain[]) => void,
   ) {}
 
   /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
@@ -165,7 +176,16 @@ export class LedgerWriter implements LedgerAppender {
           );
         }
       }
-      const writer = new LedgerWriter(conn, catalog, options.observer ?? NO_OBSERVER, journal, options.log ?? null, options.embeddingSample ?? null);
+      const writer = new LedgerWriter(
+        conn,
+        catalog,
+        options.observer ?? NO_OBSERVER,
+        journal,
+        options.log ?? null,
+        options.embeddingSample ?? null,
+        options.headRecord ?? ChainHeadRecord.none(),
+        options.onChainsCut ?? (() => undefined),
+      );
       await writer.loadSequence();
       const committed = Number(writer.seq);
       if (writer.log !== null) {
@@ -355,6 +375,7 @@ export class LedgerWriter implements LedgerAppender {
       applied = false;
     }
     this.applier?.close();
+    this.headRecord.close();
     this.journal?.close(applied && !this.journalKept);
     // A journal DuckDB took whole is deleted, which erases it as well as zeroing.
     for (const w of this.scrubWaiters.splice(0)) applied ? w.resolve() : w.reject(new Error('the ledger writer closed with rows DuckDB does not hold'));
@@ -495,8 +516,12 @@ export class LedgerWriter implements LedgerAppender {
     // Durable: the tentative heads are now the truth.
     for (const [name, tentative] of pending) {
       const heads = this.heads.get(name);
-      if (heads === undefined) continue;
-      for (const [key, head] of tentative) heads.set(key, head);
+      const table = this.headTables.get(name);
+      if (heads === undefined || table === undefined) continue;
+      for (const [key, head] of tentative) {
+        heads.set(key, head);
+        this.headRecord.note(recordName(table), key, head);
+      }
     }
     this.seq = seq;
     this.onDurable(tables);
@@ -573,7 +598,9 @@ export class LedgerWriter implements LedgerAppender {
   ): (string | null)[] {
     const layout = rowLayout(table);
     const row = chainRow(table, clientRow, (key) => tentative.get(key) ?? heads.get(key), seq, this.nextMicros(), traceId, this.embeddingSample);
-    tentative.set(row.key, { index: row.index, hash: row.hash });
+    const cut = this.cut.get(qualifiedName(table))?.get(row.key);
+    if (cut !== undefined) throw cutChainError(cut);
+    tentative.set(row.key, { index: row.index, hash: row.hash, seq: Number(seq) });
     if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, row.key, row.hash));
     return row.texts;
   }
@@ -593,12 +620,12 @@ export class LedgerWriter implements LedgerAppender {
     await this.applier?.drain();
     heads = new Map();
     const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
-    const rows = (await this.conn.query(`SELECT ${key}, max(step_index), arg_max(current_hash, step_index) FROM ${name} GROUP BY ALL`)) as Array<
-      [string, number, string]
-    >;
-    for (const [k, index, hash] of rows) {
+    const rows = (await this.conn.query(
+      `SELECT ${key}, max(step_index), arg_max(current_hash, step_index), arg_max(ledger_seq, step_index) FROM ${name} GROUP BY ALL`,
+    )) as Array<[string, number, string, bigint]>;
+    for (const [k, index, hash, seq] of rows) {
       // An empty table still yields one row of NULLs for the whole-table chain.
-      if (index !== null) heads.set(k ?? '', { index: Number(index), hash });
+      if (index !== null) heads.set(k ?? '', { index: Number(index), hash, seq: Number(seq) });
     }
     // A chain whose steps retention removed goes on from the last of them.
     if (table.retention !== null && retainable(table)) {
@@ -607,13 +634,61 @@ export class LedgerWriter implements LedgerAppender {
         [`${table.schema}.${table.name}`],
       )) as Array<[string, number, string]>;
       for (const [k, index, hash] of retained) {
-        if ((heads.get(k)?.index ?? -1) < Number(index)) heads.set(k, { index: Number(index), hash });
+        if ((heads.get(k)?.index ?? -1) < Number(index)) heads.set(k, { index: Number(index), hash, seq: 0 });
       }
+    }
+    const cuts = cutChains(recordName(table), this.headRecord.expected(recordName(table)), heads);
+    if (cuts.length > 0) {
+      this.cut.set(name, new Map(cuts.map((c) => [c.key, c])));
+      this.onChainsCut(cuts);
     }
     this.heads.set(name, heads);
     this.headTables.set(name, table);
     return heads;
   }
+
+  /**
+   * Every chain, of every ledger, whose rows end before its recorded head
+   * (reading each ledger's heads the first time).
+   */
+  async cutChains(): Promise<CutChain[]> {
+    for (const t of await this.catalog.all()) await this.headsOf(t);
+    return [...this.cut.values()].flatMap((m) => [...m.values()]);
+  }
+
+  /**
+   * Appends to these chains go on from the rows they hold: their loss is
+   * recorded (`cotwire accept-loss`).
+   */
+  acceptCuts(cuts: readonly CutChain[]): void {
+    for (const c of cuts) {
+      for (const [name, m] of this.cut) {
+        const table = this.headTables.get(name);
+        if (table === undefined || recordName(table) !== c.ledger || !m.delete(c.key)) continue;
+        const head = this.heads.get(name)?.get(c.key);
+        this.headRecord.note(c.ledger, c.key, head ?? { index: -1, hash: '', seq: 0 });
+      }
+    }
+    this.headRecord.flush();
+  }
+}
+
+/** How the head record names a ledger: without the catalog, which is the database file's name. */
+function recordName(table: Pick<LedgerTable, 'schema' | 'name'>): string {
+  return `${table.schema}.${table.name}`;
+}
+
+function cutChainError(c: CutChain): PgError {
+  const chain = c.key === '' ? `the chain of ledger "${c.ledger}"` : `chain "${c.key}" of ledger "${c.ledger}"`;
+  const [now, gone] =
+    c.present === null ? ['holds no row', 'its steps are'] : [`ends at step_index ${c.present.index}`, `the steps after ${c.present.index} are`];
+  return new PgError(
+    SqlState.DataCorrupted,
+    `${chain} ${now}, but the server made step_index ${c.recorded.index} durable: ${gone} gone from the database (removed while the server was stopped, or lost with its journal); appends to it are refused`,
+    {
+      hint: 'Put back the database file the server last wrote, or stop the server and run `cotwire accept-loss --db <file> --reason "..."` to record the loss in the log. SELECT * FROM cot_audit() lists what is missing. Other chains are not affected.',
+    },
+  );
 }
 
 function journalRecord(firstSeq: bigint, lastSeq: bigint, tables: readonly TableRows[]): JournalRecord {

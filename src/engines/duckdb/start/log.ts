@@ -10,6 +10,7 @@ import { proofFunctions } from '../dialect/proof-sql.js';
 import { encodeRanges } from '../../../ledger/erasure/retention-sql.js';
 import { Journal } from '../ledger/journal.js';
 import { Quarantine } from '../ledger/quarantine.js';
+import { ChainHeadRecord, type CutChain, type HeadRecordDamage } from '../ledger/head-record.js';
 import { LedgerWriter } from '../ledger/writer.js';
 import { nodeFilePath, openNodeFile } from '../log/node-file.js';
 
@@ -51,6 +52,15 @@ export async function openLog(
     merkle.sync();
     merkle.close();
   });
+  const heads =
+    path === ':memory:'
+      ? { record: ChainHeadRecord.none(), found: true }
+      : openHeadRecord(ChainHeadRecord.pathFor(path), (detail, movedTo) =>
+          log.warn(
+            { headRecord: ChainHeadRecord.pathFor(path), movedTo },
+            `${detail}${movedTo === null ? '' : `; it was moved to ${movedTo}`}: appends onto chains cut while the server was stopped are refused only from the heads recorded from now on`,
+          ),
+        );
   let writer: LedgerWriter;
   try {
     writer = await LedgerWriter.open(engine, ledgers, {
@@ -73,6 +83,15 @@ export async function openLog(
           `the ledger journal ${journal} ${what}. Every whole record was applied${missing > 0 ? `; ${missing} acknowledged appends it held are in neither the journal nor the database` : ''}`,
         );
       },
+      headRecord: heads.record,
+      onChainsCut: (cuts) =>
+        log.error(
+          {
+            headRecord: ChainHeadRecord.pathFor(path),
+            chains: cuts.slice(0, 20).map((c) => ({ ledger: c.ledger, key: c.key, recorded: c.recorded.index, present: c.present?.index ?? null })),
+          },
+          `${cuts.length} chains of ${cuts[0]?.ledger} end before the heads the server made durable (${cutList(cuts)}): their last steps are gone from the database (removed while the server was stopped, or lost with its journal), and appends to them are refused. Put back the database file the server last wrote, or stop the server and run \`cotwire accept-loss --db ${path} --reason "..."\``,
+        ),
       quarantine: Quarantine.at(path === ':memory:' ? null : Quarantine.pathFor(path)),
       onQuarantine: (names, rows, reason, quarantine) =>
         log.error(
@@ -84,6 +103,12 @@ export async function openLog(
     throw new StartupError(`cannot open the ledger journal: ${(err as Error).message}`);
   }
   stack.defer(() => writer.close());
+  if (!heads.found && merkle.size > 0) {
+    log.warn(
+      { headRecord: ChainHeadRecord.pathFor(path) },
+      `there is no record of the chains' heads (${ChainHeadRecord.pathFor(path)}): it is new with this version, or was deleted. Appends onto chains cut while the server was stopped are refused only from the heads recorded from now on`,
+    );
+  }
   if (writer.logRebuiltFrom !== null) {
     log.warn(
       { nodeFile: nodeFilePath(path), kept: writer.logRebuiltFrom },
@@ -122,4 +147,20 @@ export function lossRefusal(path: string, loss: LedgerWriter['unrecordedLoss']):
     `To accept the loss and go on, run \`cotwire accept-loss --db ${path} --reason "..."\` with the server stopped: it records the loss in the log, signed and chained, and every later audit and verification shows it as a gap. ` +
     `(To start a new database instead, move ${nodeFilePath(path)}, ${journal} and ${path}.key away with the old file.)`
   );
+}
+
+/** The first few cut chains, for a log line. */
+function cutList(cuts: readonly CutChain[]): string {
+  const shown = cuts
+    .slice(0, 5)
+    .map((c) => `${c.key === '' ? '(whole table)' : `"${c.key}"`} at step_index ${c.present?.index ?? 'none'} of ${c.recorded.index}`);
+  return cuts.length > shown.length ? `${shown.join(', ')}, and ${cuts.length - shown.length} more` : shown.join(', ');
+}
+
+function openHeadRecord(path: string, onDamage: HeadRecordDamage): { record: ChainHeadRecord; found: boolean } {
+  try {
+    return ChainHeadRecord.open(path, onDamage);
+  } catch (err) {
+    throw new StartupError(`cannot open the record of the chains' heads ${path}: ${(err as Error).message}`);
+  }
 }
