@@ -95,22 +95,30 @@ export async function rotateKeyCommand(
 }
 
 /** `cotwire accept-loss`: the loss a start refused on, recorded in the log. */
-export async function acceptLossCommand(opts: { db?: string; config?: string; reason: string }, out: Out): Promise<number> {
-  const [{ loadConfig }, { createLogger }, { acceptDuckdbLoss, NoLossError }, { StartupError }] = await Promise.all([
+export async function acceptLossCommand(opts: { db?: string; url?: string; config?: string; reason: string }, out: Out): Promise<number> {
+  const [{ loadConfig }, { createLogger }, { NoLossError }, { StartupError }] = await Promise.all([
     import('../config/load.js'),
     import('../log/logger.js'),
-    import('../engines/duckdb/maintenance.js'),
+    import('../ledger/log/loss.js'),
     import('../server/startup.js'),
   ]);
   const config = loadConfig({
-    argv: { ...(opts.config === undefined ? {} : { config: opts.config }), ...(opts.db === undefined ? {} : { db: opts.db }) },
+    argv: {
+      ...(opts.config === undefined ? {} : { config: opts.config }),
+      ...(opts.db === undefined ? {} : { db: opts.db }),
+      ...(opts.url === undefined ? {} : { 'engine-url': opts.url }),
+    },
     env: process.env,
   });
-  if (config.engine.kind === 'postgres') throw new UsageError('accept-loss is for a DuckDB file: a PostgreSQL engine keeps no journal to lose');
-  if (config.database.path === ':memory:') throw new UsageError('accept-loss needs --db: the DuckDB file whose start names the loss');
+  const onPostgres = config.engine.kind === 'postgres';
+  if (!onPostgres && config.database.path === ':memory:')
+    throw new UsageError('accept-loss needs --db (the DuckDB file whose start names the loss) or --url (a PostgreSQL engine)');
   if (opts.reason.trim() === '') throw new UsageError('--reason must say why the appends are lost: it is the record');
   try {
-    const { event, checkpoint, cuts } = await acceptDuckdbLoss(config, createLogger('warn', false, process.stderr), opts.reason);
+    const logger = createLogger('warn', false, process.stderr);
+    const { event, checkpoint, cuts } = onPostgres
+      ? await (await import('../engines/postgres/maintenance.js')).acceptPostgresLoss(config, logger, opts.reason)
+      : await (await import('../engines/duckdb/maintenance.js')).acceptDuckdbLoss(config, logger, opts.reason);
     const what = [event.seqs === '' ? [] : [`ledger_seq ${event.seqs}`], cuts.length === 0 ? [] : [`the cut ends of ${cuts.length} chains`]]
       .flat()
       .join(' and ');

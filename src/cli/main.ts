@@ -161,12 +161,15 @@ function addVerifyCommands(cli: Command, setCode: (code: number) => void): void 
   cli
     .command('accept-loss')
     .description(
-      "record in a stopped server's log that acknowledged appends are lost (the start names them), signed and chained; the server then starts, and every later audit and verification shows the gap",
+      "record in a stopped server's log that acknowledged appends are lost (the start names them) or that chains were cut behind it, signed and chained; the server then starts, appends go on, and every later audit and verification shows the gap",
     )
     .option('--db <file>', 'the DuckDB file')
+    .option('--url <url>', 'a PostgreSQL engine (postgres://...)')
     .option('--config <file>', "the server's configuration file (its database, checkpoint key and sinks)")
     .requiredOption('--reason <text>', 'why they are lost, for the record (what happened to the journal or the database)')
-    .action(async (opts: { db?: string; config?: string; reason: string }) => setCode(await (await import('./log-commands.js')).acceptLossCommand(opts, out)));
+    .action(async (opts: { db?: string; url?: string; config?: string; reason: string }) =>
+      setCode(await (await import('./log-commands.js')).acceptLossCommand(opts, out)),
+    );
 
   cli
     .command('prove')

@@ -219,7 +219,7 @@ describe('a chain cut while the server was stopped', () => {
     const cut = await start(db);
     try {
       expect(await append(cut.client, 'cut')).toBe(
-        'XX001 chain "cut" of ledger "main._cot_steps" ends at step_index 2, but the server made step_index 4 durable: the steps after 2 are gone from the database (removed while the server was stopped, or lost with its journal); appends to it are refused',
+        'XX001 chain "cut" of ledger "main._cot_steps" ends at step_index 2, but the server made step_index 4 durable: the steps after 2 are gone from the database (removed behind the server, or lost with its journal); appends to it are refused',
       );
       expect(await append(cut.client, 'gone')).toMatch(
         /^XX001 chain "gone" of ledger "main._cot_steps" holds no row, but the server made step_index 4 durable/,

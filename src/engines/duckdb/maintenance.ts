@@ -1,14 +1,14 @@
 import type { Config } from '../../config/schema.js';
 import type { IssuedCheckpoint } from '../../ledger/log/checkpoints.js';
-import { encodeRanges, seqRuns, seqsIn } from '../../ledger/erasure/retention-sql.js';
+import { seqRuns, seqsIn } from '../../ledger/erasure/retention-sql.js';
 import type { EngineConnection } from '../../engine/port.js';
 import type { LedgerTable } from '../../ledger/chain/schema.js';
 import { accountedSeqs } from '../../ledger/log/log-events.js';
-import type { CutChain } from './ledger/head-record.js';
+import type { CutChain } from '../../ledger/chain/cut.js';
 import { absentSeqs } from './log/log-resume.js';
-import { LOG_EVENTS_TABLE, logEventRow, logEventText, type LogEvent } from '../../ledger/log/log-events.js';
-import { operatorName, recordRotation, type RotationRequest } from '../../ledger/log/key-rotation.js';
-import { signNote } from '../../ledger/log/note.js';
+import { LOG_EVENTS_TABLE, type LogEvent } from '../../ledger/log/log-events.js';
+import { NoLossError, recordLoss } from '../../ledger/log/loss.js';
+import { recordRotation, type RotationRequest } from '../../ledger/log/key-rotation.js';
 import type { Logger } from '../../log/logger.js';
 import { NO_OBSERVER } from '../../observe/observer.js';
 import { startParts } from '../../server/dispose-stack.js';
@@ -44,8 +44,6 @@ export async function rotateDuckdbKey(
   return value;
 }
 
-export class NoLossError extends Error {}
-
 /**
  * Records the loss of acknowledged appends that stops a server's start
  * (`cotwire accept-loss`): one "appends lost" event in the log, with the
@@ -69,19 +67,7 @@ export async function acceptDuckdbLoss(
     // The key that signs the log signs the record; a lost key is rotated first (keygen --rotate).
     const signer = loadSigner(config, log, from.last?.note ?? null);
     const events = await ledgers.find(['main', LOG_EVENTS_TABLE]).catch(() => null);
-    if (events === null) throw new NoLossError(`the ledger ${LOG_EVENTS_TABLE} is missing or damaged: the loss cannot be recorded`);
-    const event: LogEvent = {
-      kind: 'appends lost',
-      treeSize: merkle.size,
-      seqs: encodeRanges(ranges),
-      oldKey: '',
-      newKey: '',
-      operator: operatorName(),
-      reason: cuts.length === 0 ? reason : `${reason} (chains cut: ${cuts.map(cutText).join('; ')})`,
-    };
-    const recordedAt = new Date().toISOString();
-    const note = signNote(logEventText(signer.name, event, recordedAt), signer);
-    await writer.append([{ table: events, rows: [logEventRow(event, recordedAt, note)] }]);
+    const event = await recordLoss(writer, events, signer, merkle.size, { ranges, cuts }, reason);
     writer.acceptCuts(cuts);
     const issuer = checkpointIssuer(config, log, { merkle, writer }, signer, from);
     const checkpoint = await issuer.issue();
@@ -109,8 +95,4 @@ async function lostRanges(
     [...new Set([...seqsIn(gone), ...absent])].sort((a, b) => a - b),
     await accountedSeqs(conn, all),
   );
-}
-
-function cutText(c: CutChain): string {
-  return `${c.ledger} ${c.key === '' ? '(whole table)' : JSON.stringify(c.key)} ends at step_index ${c.present?.index ?? 'none'}, recorded ${c.recorded.index}`;
 }

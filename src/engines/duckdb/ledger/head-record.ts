@@ -1,3 +1,4 @@
+import type { CutChain } from '../../../ledger/chain/cut.js';
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 
 /** What a damaged record was: its path, what is wrong, and where it was moved to (null when it was kept). */
@@ -8,15 +9,6 @@ export interface RecordedHead {
   readonly index: number;
   readonly hash: string;
   readonly seq: number;
-}
-
-/** A chain whose rows end before the head the writer recorded: rows were removed while the server was stopped. */
-export interface CutChain {
-  readonly ledger: string;
-  readonly key: string;
-  readonly recorded: RecordedHead;
-  /** The head the rows hold now; null when the chain has no row left. */
-  readonly present: { readonly index: number; readonly hash: string } | null;
 }
 
 const HEADER = 'cotwire chain heads 1';

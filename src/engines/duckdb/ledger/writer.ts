@@ -16,7 +16,8 @@ import { rowLeafHash } from '../../../ledger/log/leaf.js';
 import { absentSeqs, resumeLog } from '../log/log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
 import { Quarantine } from './quarantine.js';
-import { ChainHeadRecord, cutChains, type CutChain } from './head-record.js';
+import { ChainHeadRecord, cutChains } from './head-record.js';
+import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
 import type { EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
 
@@ -599,7 +600,7 @@ export class LedgerWriter implements LedgerAppender {
     const layout = rowLayout(table);
     const row = chainRow(table, clientRow, (key) => tentative.get(key) ?? heads.get(key), seq, this.nextMicros(), traceId, this.embeddingSample);
     const cut = this.cut.get(qualifiedName(table))?.get(row.key);
-    if (cut !== undefined) throw cutChainError(cut);
+    if (cut !== undefined) throw cutChainError(cut, '`cotwire accept-loss --db <file> --reason "..."` with the server stopped');
     tentative.set(row.key, { index: row.index, hash: row.hash, seq: Number(seq) });
     if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, row.key, row.hash));
     return row.texts;
@@ -676,19 +677,6 @@ export class LedgerWriter implements LedgerAppender {
 /** How the head record names a ledger: without the catalog, which is the database file's name. */
 function recordName(table: Pick<LedgerTable, 'schema' | 'name'>): string {
   return `${table.schema}.${table.name}`;
-}
-
-function cutChainError(c: CutChain): PgError {
-  const chain = c.key === '' ? `the chain of ledger "${c.ledger}"` : `chain "${c.key}" of ledger "${c.ledger}"`;
-  const [now, gone] =
-    c.present === null ? ['holds no row', 'its steps are'] : [`ends at step_index ${c.present.index}`, `the steps after ${c.present.index} are`];
-  return new PgError(
-    SqlState.DataCorrupted,
-    `${chain} ${now}, but the server made step_index ${c.recorded.index} durable: ${gone} gone from the database (removed while the server was stopped, or lost with its journal); appends to it are refused`,
-    {
-      hint: 'Put back the database file the server last wrote, or stop the server and run `cotwire accept-loss --db <file> --reason "..."` to record the loss in the log. SELECT * FROM cot_audit() lists what is missing. Other chains are not affected.',
-    },
-  );
 }
 
 function journalRecord(firstSeq: bigint, lastSeq: bigint, tables: readonly TableRows[]): JournalRecord {

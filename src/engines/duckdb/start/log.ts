@@ -10,7 +10,8 @@ import { proofFunctions } from '../dialect/proof-sql.js';
 import { encodeRanges } from '../../../ledger/erasure/retention-sql.js';
 import { Journal } from '../ledger/journal.js';
 import { Quarantine } from '../ledger/quarantine.js';
-import { ChainHeadRecord, type CutChain, type HeadRecordDamage } from '../ledger/head-record.js';
+import { ChainHeadRecord, type HeadRecordDamage } from '../ledger/head-record.js';
+import type { CutChain } from '../../../ledger/chain/cut.js';
 import { LedgerWriter } from '../ledger/writer.js';
 import { nodeFilePath, openNodeFile } from '../log/node-file.js';
 
@@ -90,7 +91,7 @@ export async function openLog(
             headRecord: ChainHeadRecord.pathFor(path),
             chains: cuts.slice(0, 20).map((c) => ({ ledger: c.ledger, key: c.key, recorded: c.recorded.index, present: c.present?.index ?? null })),
           },
-          `${cuts.length} chains of ${cuts[0]?.ledger} end before the heads the server made durable (${cutList(cuts)}): their last steps are gone from the database (removed while the server was stopped, or lost with its journal), and appends to them are refused. Put back the database file the server last wrote, or stop the server and run \`cotwire accept-loss --db ${path} --reason "..."\``,
+          `${cuts.length} chains of ${cuts[0]?.ledger} end before the heads the server made durable (${cutList(cuts)}): their last steps are gone from the database (removed behind the server, or lost with its journal), and appends to them are refused. Put back the database file the server last wrote, or stop the server and run \`cotwire accept-loss --db ${path} --reason "..."\``,
         ),
       quarantine: Quarantine.at(path === ':memory:' ? null : Quarantine.pathFor(path)),
       onQuarantine: (names, rows, reason, quarantine) =>

@@ -11,6 +11,8 @@ import { PG_SCHEMA } from './names.js';
 import { isConnectionLoss } from '../adapter/connection.js';
 import type { EngineHealth } from '../adapter/health.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
+import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 
 /**
@@ -234,7 +236,11 @@ export class PgLedgerWriter implements LedgerAppender {
       // (rows moved in from another engine have no head row yet).
       for (const [ledger, { table, keys }] of chains) {
         const missing = [...keys].filter((k) => !this.knownHeads.has(`${ledger}\u0000${k}`));
-        if (missing.length > 0) await this.ensureHeads(ledger, table, missing);
+        if (missing.length === 0) continue;
+        await this.ensureHeads(ledger, table, missing);
+        // Asked again at each append onto a cut chain (it never becomes known), so that a recorded loss lifts the refusal.
+        const [cut] = await cutChains(this.conn, table, missing);
+        if (cut !== undefined) throw cutChainError(cut, '`cotwire accept-loss --url <engine URL> --reason "..."`');
       }
     } catch (err) {
       throw this.notMade(err);
@@ -787,4 +793,36 @@ function writeStatement(
     sql: `WITH ${named.join(', ')} SELECT 1 / (CASE WHEN (SELECT count(*) FROM heads) = ${param(String(hl.length))}::int8 AND (SELECT count(*) FROM advanced) = 1 THEN 1 ELSE 0 END)`,
     params,
   };
+}
+
+/**
+ * The chains of `table` (those of `keys`, or all) whose head row in
+ * chain_heads is not the last row the ledger holds, or accounts for through
+ * retention: their last steps were removed behind the server. Read in one
+ * snapshot, in which another instance's append shows its head and its row
+ * together or neither.
+ */
+export async function cutChains(conn: SqlConnection, table: LedgerTable, keys: readonly string[] | null): Promise<CutChain[]> {
+  const ledger = ledgerKey(table);
+  const match = table.chainKey === null ? 'true' : `r.${quoteIdent(table.chainKey)} = h.chain_key`;
+  const retained =
+    table.retention !== null && retainable(table)
+      ? `AND NOT EXISTS (SELECT 1 FROM ${table.retention} x WHERE x.ledger = h.ledger AND x.chain_key = h.chain_key AND x.last_step_index >= h.step_index)`
+      : '';
+  const rows = (await conn.query(
+    `SELECT h.chain_key, h.step_index, h.current_hash, last.step_index, last.current_hash
+     FROM ${PG_SCHEMA}.chain_heads h
+     LEFT JOIN LATERAL (SELECT r.step_index, r.current_hash FROM ${qualifiedName(table)} r WHERE ${match} ORDER BY r.step_index DESC LIMIT 1) last ON true
+     WHERE h.ledger = $1 AND ($2::text[] IS NULL OR h.chain_key = ANY ($2::text[])) AND h.step_index >= 0
+       AND (last.step_index IS NULL OR last.step_index < h.step_index OR (last.step_index = h.step_index AND last.current_hash <> h.current_hash))
+       ${retained}
+     ORDER BY h.chain_key`,
+    [ledger, keys === null ? null : pgArray(keys)],
+  )) as Array<[string, number | string, string, number | string | null, string | null]>;
+  return rows.map(([key, index, hash, presentIndex, presentHash]) => ({
+    ledger,
+    key,
+    recorded: { index: Number(index), hash, seq: 0 },
+    present: presentIndex === null ? null : { index: Number(presentIndex), hash: presentHash ?? '' },
+  }));
 }
