@@ -61,7 +61,9 @@ describe('a chain cut behind the servers on a PostgreSQL engine', () => {
     await first.stop();
     const admin = await ctx.engine.admin();
     await admin.run('ALTER TABLE public._cot_steps DISABLE TRIGGER cotwire_append_only');
-    await admin.run("DELETE FROM public._cot_steps WHERE (session_id = 'cut' AND step_index >= 3) OR session_id = 'gone'");
+    await admin.run(
+      "DELETE FROM public._cot_steps WHERE (session_id = 'cut' AND step_index >= 3) OR session_id = 'gone' OR (session_id = 'kept' AND step_index = 1)",
+    );
     await admin.run('ALTER TABLE public._cot_steps ENABLE TRIGGER cotwire_append_only');
 
     const cut = await instance();
@@ -113,9 +115,15 @@ describe('a chain cut behind the servers on a PostgreSQL engine', () => {
         n: number;
         detail: string;
       }>;
-      expect(findings.map((f) => [f.kind, f.n])).toEqual([['gap', 7]]);
+      expect(findings.map((f) => [f.kind, f.n])).toEqual([['gap', 8]]);
       expect(findings[0]?.detail).toContain('a migration script deleted them');
       expect((await after.client.query('SELECT count(*)::INT AS n FROM cot_verify_all() WHERE NOT valid')).rows[0].n).toBe(0);
+      // The step lost from the middle of a chain is a gap there, by the SQL function and by the server's own check alike.
+      const gap = [{ chain_key: 'kept', valid: true, break_kind: 'gap', first_broken_index: 1 }];
+      expect(
+        (await after.client.query('SELECT chain_key, valid, break_kind, first_broken_index FROM cot_verify_all() WHERE break_kind IS NOT NULL')).rows,
+      ).toEqual(gap);
+      expect((await after.client.query('SELECT chain_key, valid, break_kind, first_broken_index FROM cot_verify($1)', ['kept'])).rows).toEqual(gap);
     } finally {
       await after.stop();
     }

@@ -3,6 +3,7 @@ import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { REDACTIONS_TABLE } from '../erasure/redactions.js';
 import { RETENTION_TABLE } from '../erasure/retention-sql.js';
+import { LOG_EVENTS_TABLE } from '../log/log-events.js';
 import { CHAIN_COLUMNS, HASH_VERSION_V2, qualifiedName, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
 import { hashVersionOf } from './hash-version.js';
 import { shapeChange, type LedgerShapes } from './shapes.js';
@@ -184,9 +185,15 @@ export class LedgerCatalog {
       return any ? qualifiedName(t) : null;
     };
     const [redactions, retention] = [await own(REDACTIONS_TABLE), await own(RETENTION_TABLE)];
+    const events = ledgers.find((l) => l.catalog === mainCatalog && l.schema === 'main' && l.name === LOG_EVENTS_TABLE);
+    const [[anyLoss]] =
+      events === undefined
+        ? [[false]]
+        : ((await this.conn.query(`SELECT EXISTS (SELECT 1 FROM ${qualifiedName(events)} WHERE kind = 'appends lost')`)) as [[boolean]]);
+    const losses = anyLoss ? qualifiedName(events as LedgerTable) : null;
     for (const [i, t] of ledgers.entries()) {
       if (t.catalog !== mainCatalog) continue;
-      ledgers[i] = { ...t, redactions: t.hashVersion === HASH_VERSION_V2 ? redactions : null, retention };
+      ledgers[i] = { ...t, redactions: t.hashVersion === HASH_VERSION_V2 ? redactions : null, retention, losses };
     }
     if (this.shapes !== null) {
       for (const s of this.shapes.all()) {

@@ -12,7 +12,11 @@ import { chainKeySql } from './verdict-sql.js';
  * fields per row and plans a large query on every call.
  */
 
-export type BreakKind = 'edited' | 'inserted' | 'deleted' | 'reordered';
+/** `gap`: steps a recorded loss accounts for (`cotwire accept-loss`) are missing; the chain still verifies. */
+export type BreakKind = 'edited' | 'inserted' | 'deleted' | 'reordered' | 'gap';
+
+/** The ledger_seq ranges recorded lost, [first, last], from the log's events (ledger/log/log-events.ts). */
+export type LostRanges = ReadonlyArray<readonly [number, number]>;
 
 export interface ChainBreak {
   /** The step_index of the first broken row, or its position when rows before it are missing. */
@@ -24,7 +28,7 @@ export interface ChainBreak {
 
 export interface ChainCheck {
   readonly stepCount: number;
-  /** Null when every row links and hashes as written. */
+  /** Null when every row links and hashes as written; a `gap` only when nothing else breaks. */
   readonly firstBreak: ChainBreak | null;
 }
 
@@ -104,17 +108,26 @@ export interface ChainStart {
 
 export const CHAIN_START: ChainStart = { index: 0, hash: '' };
 
-export function checkChain(links: readonly StoredLink[], start: ChainStart = CHAIN_START): ChainCheck {
+export function checkChain(links: readonly StoredLink[], start: ChainStart = CHAIN_START, lost: LostRanges = []): ChainCheck {
   const rows = [...links].sort(compareLinks);
   const position = new Map<string, number>();
   rows.forEach((r, i) => {
     if (r.currentHash !== null && !position.has(r.currentHash)) position.set(r.currentHash, i);
   });
+  // Steps a recorded loss accounts for: the rows after them stand that much further on, and link to a row that is gone.
+  let shift = 0;
+  let gap: ChainBreak | null = null;
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as StoredLink;
-    const expectedPrev = i === 0 ? start.hash : (rows[i - 1]?.currentHash ?? null);
-    const kind = breakOf(r, i + start.index, expectedPrev, rows[i - 1], rows[i + 1], position, start.index);
-    if (kind === null) continue;
+    const before = rows[i - 1];
+    const missing = lostSteps(r, before, i + start.index + shift, lost);
+    shift += missing;
+    const expectedPrev = missing > 0 ? r.prevHash : i === 0 ? start.hash : (before?.currentHash ?? null);
+    const kind = breakOf(r, i + start.index + shift, expectedPrev, before, rows[i + 1], position, start.index + shift);
+    if (kind === null) {
+      if (missing > 0 && gap === null) gap = { firstBrokenIndex: (r.stepIndex as number) - missing, kind: 'gap', expectedHash: null, actualHash: r.prevHash };
+      continue;
+    }
     return {
       stepCount: rows.length,
       firstBreak: {
@@ -125,7 +138,23 @@ export function checkChain(links: readonly StoredLink[], start: ChainStart = CHA
       },
     };
   }
-  return { stepCount: rows.length, firstBreak: null };
+  return { stepCount: rows.length, firstBreak: gap };
+}
+
+/**
+ * How many steps are missing right before `r` that a recorded loss accounts
+ * for: all of them, when the ledger_seq between its predecessor's and its
+ * own that no row holds are at least that many recorded lost; else none.
+ */
+function lostSteps(r: StoredLink, before: StoredLink | undefined, expected: number, lost: LostRanges): number {
+  if (lost.length === 0 || r.stepIndex === null || r.ledgerSeq === null) return 0;
+  const jump = r.stepIndex - (before === undefined ? expected : (before.stepIndex ?? expected - 1) + 1);
+  if (jump <= 0) return 0;
+  const from = Number(before?.ledgerSeq ?? 0n) + 1;
+  const to = Number(r.ledgerSeq) - 1;
+  let accounted = 0;
+  for (const [first, last] of lost) accounted += Math.max(0, Math.min(last, to) - Math.max(first, from) + 1);
+  return accounted >= jump ? jump : 0;
 }
 
 function breakOf(
@@ -174,10 +203,10 @@ export function chainVerdict(key: string, check: ChainCheck, finding: string | n
   const b = check.firstBreak;
   return {
     chain_key: key,
-    valid: b === null && finding === null,
+    valid: (b === null || b.kind === 'gap') && finding === null,
     step_count: BigInt(check.stepCount),
     first_broken_index: b?.firstBrokenIndex ?? null,
-    break_kind: b?.kind ?? finding,
+    break_kind: b === null || b.kind === 'gap' ? (finding ?? b?.kind ?? null) : b.kind,
     expected_hash: b?.expectedHash ?? null,
     actual_hash: b?.actualHash ?? null,
   };

@@ -112,6 +112,12 @@ export interface LedgerTable {
   readonly redactions: string | null;
   /** The qualified name of the ledger of retention records that account for removed sessions (ledger/erasure/retention-sql.ts), or null. */
   readonly retention: string | null;
+  /**
+   * The qualified name of the log's events ledger when it records lost
+   * appends (ledger/log/log-events.ts), whose steps verification then tells as
+   * a gap; null otherwise, which spares verification the look.
+   */
+  readonly losses?: string | null;
 }
 
 export function qualifiedName(t: Pick<LedgerTable, 'catalog' | 'schema' | 'name' | 'relation'>): string {

@@ -8,6 +8,64 @@ import { quoteIdent, STEPS_TABLE, type LedgerTable } from './schema.js';
  * same on DuckDB and PostgreSQL, so both engines give a
  * broken chain the same verdict.
  */
+/**
+ * The ledger_seq ranges recorded lost, as rows (first_seq, last_seq): the
+ * `appends lost` events of the log's events ledger (`events`), whose seqs
+ * are ranges as `3..4,7`. `fn` names a built-in function as the engine must
+ * (DuckDB's verification calls them by their qualified names).
+ */
+export function lostRangesSql(events: string, fn: (name: string) => string = (n) => n): string {
+  const part = (i: number): string => `${fn('split_part')}(r, '..', ${i})`;
+  return `SELECT CAST(${part(1)} AS BIGINT) AS first_seq, CAST(coalesce(nullif(${part(2)}, ''), ${part(1)}) AS BIGINT) AS last_seq
+    FROM (SELECT unnest(${fn('string_to_array')}(seqs, ',')) AS r FROM ${events} WHERE kind = 'appends lost' AND seqs <> '') AS u`;
+}
+
+/**
+ * From \`raw\` (each row with its chain_key, step_index, ledger_seq,
+ * prev_hash, current_hash, recomputed, repeated_index, position,
+ * expected_prev, and its predecessor's step_index and ledger_seq as
+ * prev_step and prev_seq) to \`rows\`: where steps are missing before a row
+ * and a recorded loss accounts for them (the ledger_seq between its
+ * predecessor's and its own hold at least that many recorded lost), the row
+ * and those after it stand that much further on, and its link to the row
+ * that is gone is not held against it (lost_steps says how many). The same
+ * rule as checkChain's.
+ */
+export function gapCtes(events: string | null, fn: (name: string) => string = (n) => n): string {
+  // No loss recorded: no row is after a gap, and nothing more is read.
+  if (events === null) return 'rows AS (SELECT raw.*, 0 AS lost_steps FROM raw)';
+  return `lost AS (${lostRangesSql(events, fn)}),
+explained AS (
+  SELECT w.*, CASE WHEN w.jump > 0 AND (
+      SELECT coalesce(${fn('sum')}(${fn('greatest')}(0, ${fn('least')}(l.last_seq, w.ledger_seq - 1) - ${fn('greatest')}(l.first_seq, coalesce(w.prev_seq, 0) + 1) + 1)), 0)
+      FROM lost l) >= w.jump THEN w.jump ELSE 0 END AS lost_steps
+  FROM (SELECT raw.*, raw.step_index - coalesce(raw.prev_step + 1, raw.position) AS jump FROM raw) AS w
+),
+rows AS (
+  SELECT chain_key, step_index, prev_hash, current_hash, recomputed, repeated_index, lost_steps,
+    position + ${fn('sum')}(lost_steps) OVER (PARTITION BY chain_key ORDER BY position ROWS UNBOUNDED PRECEDING) AS position,
+    CASE WHEN lost_steps > 0 THEN prev_hash ELSE expected_prev END AS expected_prev
+  FROM explained
+)`;
+}
+
+/** The order in which a chain's breaks are told: by position, a recorded gap after every break that fails the chain. */
+export const BREAK_ORDER = `position + CASE WHEN break_kind = 'gap' THEN 1099511627776 ELSE 0 END`;
+
+/**
+ * What a verification answers per chain from \`checked\`: a recorded gap is
+ * said only when nothing else breaks, and does not fail the chain. `first`
+ * takes an expression's value at the first break (in BREAK_ORDER).
+ */
+export function verdictColumns(first: (expr: string) => string, integer: (expr: string) => string): string {
+  return `count(*) FILTER (WHERE break_kind IS NOT NULL AND break_kind <> 'gap') = 0 AS valid,
+  CAST(count(*) AS BIGINT) AS step_count,
+  ${integer(first(`CASE WHEN break_kind = 'deleted' THEN position WHEN break_kind = 'gap' THEN step_index - lost_steps ELSE step_index END`))} AS first_broken_index,
+  ${first('break_kind')} AS break_kind,
+  ${first(`CASE WHEN break_kind = 'edited' THEN recomputed WHEN break_kind = 'gap' THEN NULL ELSE expected_prev END`)} AS expected_hash,
+  ${first(`CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END`)} AS actual_hash`;
+}
+
 export const BREAK_CTES = `-- Where in its chain the hash a row links to stands, to tell a reordered row (it links to a row that
 -- comes later) from an inserted one (it links to nothing in the chain). Only a row that does not link
 -- to its predecessor needs to know, so an intact chain costs no join.
@@ -26,6 +84,7 @@ checked AS (
     WHEN r.recomputed <> r.current_hash THEN 'edited'
     WHEN r.prev_hash <> r.expected_prev AND s.linked_position IS NOT NULL THEN 'reordered'
     WHEN r.prev_hash <> r.expected_prev THEN 'inserted'
+    WHEN r.lost_steps > 0 THEN 'gap'
   END AS break_kind
   FROM rows r LEFT JOIN suspects s ON s.chain_key = r.chain_key AND s.position = r.position
 )`;

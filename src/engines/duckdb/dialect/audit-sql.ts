@@ -75,7 +75,7 @@ SELECT coalesce(CAST(v.chain_key AS VARCHAR), a.chain_key) AS chain_key,
   coalesce(v.valid, true) AND a.chain_key IS NULL AS valid,
   coalesce(v.step_count, 0) AS step_count,
   v.first_broken_index,
-  coalesce(v.break_kind, a.kind) AS break_kind,
+  CASE WHEN coalesce(v.break_kind, 'gap') = 'gap' THEN coalesce(a.kind, v.break_kind) ELSE v.break_kind END AS break_kind,
   v.expected_hash,
   v.actual_hash
 FROM v FULL JOIN a ON CAST(v.chain_key AS VARCHAR) = a.chain_key

@@ -2,7 +2,7 @@ import { withAuditFindings } from './audit-sql.js';
 import { columnDigestSql, withRedactedDigests } from '../../../ledger/erasure/redactions.js';
 import { RETAINED_HASH, RETAINED_STEPS, withRetainedPrefix } from '../../../ledger/erasure/retention-sql.js';
 import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { BREAK_CTES, chainKeySql, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
+import { BREAK_CTES, BREAK_ORDER, chainKeySql, gapCtes, verdictColumns, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
 
 /**
  * The SQL side of verification: macros any client can call, written so that
@@ -66,8 +66,9 @@ export function verifySql(table: LedgerTable, where: string | null, chain: strin
   const key = chainKeySql(table);
   const from = `${quoteIdent(table.catalog)}.${quoteIdent(table.schema)}.${quoteIdent(table.name)}`;
   return `
-WITH rows AS MATERIALIZED (
-  SELECT ${key} AS chain_key, step_index, prev_hash, current_hash, ${hashSql(table, true)} AS recomputed,
+WITH raw AS MATERIALIZED (
+  SELECT ${key} AS chain_key, step_index, ledger_seq, prev_hash, current_hash, ${hashSql(table, true)} AS recomputed,
+    lag(step_index) OVER w AS prev_step, lag(ledger_seq) OVER w AS prev_seq,
     -- A chain whose first steps retention removed starts at the step after them, linked to the last one.
     row_number() OVER w - 1 + coalesce(${RETAINED_STEPS}, 0) AS position,
     lag(current_hash, 1, coalesce(${RETAINED_HASH}, '')) OVER w AS expected_prev,
@@ -77,14 +78,13 @@ WITH rows AS MATERIALIZED (
   ${where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY step_index, ledger_seq)
 ),
+${gapCtes(table.losses ?? null, fn)},
 ${BREAK_CTES}
 SELECT chain_key,
-  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
-  count(*)::BIGINT AS step_count,
-  CAST(arg_min(CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END, position) FILTER (WHERE break_kind IS NOT NULL) AS INTEGER) AS first_broken_index,
-  arg_min(break_kind, position) FILTER (WHERE break_kind IS NOT NULL) AS break_kind,
-  arg_min(CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END, position) FILTER (WHERE break_kind IS NOT NULL) AS expected_hash,
-  arg_min(CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END, position) FILTER (WHERE break_kind IS NOT NULL) AS actual_hash
+  ${verdictColumns(
+    (expr) => `arg_min(${expr}, ${BREAK_ORDER}) FILTER (WHERE break_kind IS NOT NULL)`,
+    (expr) => `CAST(${expr} AS INTEGER)`,
+  )}
 FROM checked
 GROUP BY chain_key
 ORDER BY chain_key`;

@@ -1,3 +1,4 @@
+import type { LostRanges } from '../../../ledger/chain/chain-check.js';
 import type { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { EngineConnection } from '../../../engine/port.js';
@@ -36,6 +37,8 @@ export interface ConnectionServices extends AccessServices {
   readonly declared: DeclaredStore;
   /** The latest background audit (null before the first): its findings count against a chain's verification. */
   readonly auditReport: () => AuditReport | null;
+  /** The ledger_seq ranges recorded lost: a chain's steps they account for are a gap, not a break. */
+  readonly lostRanges: LostRanges;
   /** Recently read sessions of _cot_steps (ledger.sessionCacheMB), or null when it is off. */
   readonly sessionCache: SessionCache | null;
   /** cot_search()'s query vectors, and the search macros each connection defines. */

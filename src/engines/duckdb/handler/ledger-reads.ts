@@ -1,7 +1,7 @@
 import type { EngineCursor, EngineStatement, RowSink, WireParam } from '../../../engine/port.js';
 import type { AuditReport } from '../log/auditor.js';
 import { LOG_KINDS } from '../dialect/audit-sql.js';
-import { CHAIN_START, chainRowsSql, chainVerdict, checkChain, storedLinks } from '../../../ledger/chain/chain-check.js';
+import { CHAIN_START, chainRowsSql, chainVerdict, checkChain, storedLinks, type LostRanges } from '../../../ledger/chain/chain-check.js';
 import { retainedPrefixSql } from '../../../ledger/erasure/retention-sql.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
@@ -40,6 +40,8 @@ export interface ChainVerifySources {
   readonly ledgers: LedgerCatalog;
   /** The latest audit, whose findings about a chain count against it as in the SQL. */
   readonly auditReport: () => AuditReport | null;
+  /** The ledger_seq ranges recorded lost. */
+  readonly lostRanges: LostRanges;
   /** Runs a query on the client's own engine connection (its transaction and snapshot), with text parameters; rows of text cells. */
   query(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>>;
 }
@@ -105,7 +107,11 @@ export class ServedChainVerify implements EngineStatement {
     const stored = await this.sources.query(chainRowsSql(table), [key]);
     const prefixSql = retainedPrefixSql(table);
     const [prefix] = prefixSql === null ? [] : ((await this.sources.query(prefixSql, [key])) as Array<[bigint | number, string]>);
-    const check = checkChain(storedLinks(table, stored), prefix === undefined ? CHAIN_START : { index: Number(prefix[0]), hash: String(prefix[1]) });
+    const check = checkChain(
+      storedLinks(table, stored),
+      prefix === undefined ? CHAIN_START : { index: Number(prefix[0]), hash: String(prefix[1]) },
+      this.sources.lostRanges,
+    );
     const row = chainVerdict(key, check, auditFinding(this.sources.auditReport(), table, key));
     if (row === null) return [];
     return [this.read.columns.map((c) => row[c as keyof typeof row])];

@@ -338,6 +338,7 @@ export class Planner {
       return new ServedChainVerify(engineStatement, verify, {
         ledgers: services.ledgers,
         auditReport: services.auditReport,
+        lostRanges: services.lostRanges,
         query: (sql, params) => this.readRows(sql, params),
       });
     }

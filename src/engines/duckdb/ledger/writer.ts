@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
 import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
 import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
-import { retainable, seqRuns, seqsIn } from '../../../ledger/erasure/retention-sql.js';
-import { accountedSeqs } from '../../../ledger/log/log-events.js';
+import { decodeSeqs, retainable, seqRuns, seqsIn } from '../../../ledger/erasure/retention-sql.js';
+import { accountedSeqs, recordedLosses } from '../../../ledger/log/log-events.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { NO_OBSERVER, type Observer } from '../../../observe/observer.js';
@@ -118,6 +118,8 @@ export class LedgerWriter implements LedgerAppender {
     ranges: [],
     journal: 'none',
   };
+  /** The ledger_seq ranges recorded lost (`cotwire accept-loss`, which runs with the server stopped): fixed while it runs. */
+  lostRanges: ReadonlyArray<readonly [number, number]> = [];
   /** Called after each commit with the log's new size. */
   onIntegrated: (size: number) => void = () => undefined;
   /** Writing the log's node file failed; its leaves are kept and written with the next commit. */
@@ -198,6 +200,7 @@ export class LedgerWriter implements LedgerAppender {
         if (BigInt(writer.log.size) > writer.seq) writer.seq = BigInt(writer.log.size);
       }
       const accounted = await accountedSeqs(conn, await catalog.all());
+      writer.lostRanges = (await recordedLosses(conn, await catalog.all())).flatMap((l) => decodeSeqs(l.seqs));
       const tail: Array<[number, number]> = writer.log !== null && writer.log.size > committed ? [[committed + 1, writer.log.size]] : [];
       writer.unrecordedLoss = {
         ranges: seqRuns(seqsIn([...damaged, ...tail]), accounted),

@@ -60,6 +60,7 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       advisoryLocks: parts.advisoryLocks,
       declared: parts.declared,
       auditReport: () => parts.auditor.latest,
+      lostRanges: parts.writer.lostRanges,
       sessionCache: parts.sessionCache,
       search: { vectors: parts.search.vectors, macros: parts.search.macros },
       erasure: parts.erasure,

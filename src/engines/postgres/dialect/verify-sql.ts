@@ -5,7 +5,8 @@ import { pgSearchFunctions } from '../search/search-sql.js';
 import { REDACTED_TEXT, redactableColumns, unredactable } from '../../../ledger/erasure/redactions.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { BREAK_CTES, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
+import { BREAK_CTES, BREAK_ORDER, gapCtes, verdictColumns, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
+import { LOG_EVENTS_TABLE } from '../../../ledger/log/log-events.js';
 import { pgAnalyticsFunctions } from './analytics-sql.js';
 
 /**
@@ -228,8 +229,9 @@ export function pgChainRowsSql(table: LedgerTable): string {
     ? `(SELECT (max(last_step_index) + 1)::text AS steps, (array_agg(final_hash ORDER BY last_step_index DESC))[1] AS hash
          FROM public._cot_retention WHERE ledger = ${quoteLiteral(`${table.schema}.${table.name}`)} AND chain_key = $1)`
     : '(SELECT NULL::text AS steps, NULL::text AS hash)';
-  return `SELECT ${[...texts, ...digests, 'ret.steps', 'ret.hash'].join(', ')}
-    FROM ${table.relation ?? ''} AS r ${redactionsJoin(table, true)} CROSS JOIN ${start} AS ret
+  const lost = `(SELECT string_agg(seqs, ',') AS seqs FROM public.${LOG_EVENTS_TABLE} WHERE kind = 'appends lost' AND seqs <> '')`;
+  return `SELECT ${[...texts, ...digests, 'ret.steps', 'ret.hash', 'lost.seqs'].join(', ')}
+    FROM ${table.relation ?? ''} AS r ${redactionsJoin(table, true)} CROSS JOIN ${start} AS ret CROSS JOIN ${lost} AS lost
     WHERE r.${quoteIdent(table.chainKey)}::text = $1`;
 }
 
@@ -249,10 +251,11 @@ export function pgVerifySql(table: LedgerTable, one: boolean, where: string | nu
       ? `LEFT JOIN (SELECT NULL::text AS chain_key, NULL::bigint AS steps, NULL::text AS hash) AS ret ON false`
       : `LEFT JOIN (SELECT chain_key, max(last_step_index) + 1 AS steps, (array_agg(final_hash ORDER BY last_step_index DESC))[1] AS hash
            FROM public._cot_retention WHERE ledger = ${ledgerName}${one ? ' AND chain_key = $1' : ''} GROUP BY chain_key) AS ret ON ret.chain_key = ${key}`;
-  const first = (expr: string): string => `(array_agg(${expr} ORDER BY position) FILTER (WHERE break_kind IS NOT NULL))[1]`;
+  const first = (expr: string): string => `(array_agg(${expr} ORDER BY ${BREAK_ORDER}) FILTER (WHERE break_kind IS NOT NULL))[1]`;
   return `
-WITH rows AS MATERIALIZED (
-  SELECT ${key} AS chain_key, r.step_index, r.prev_hash, r.current_hash, ${pgHashSql(table)} AS recomputed,
+WITH raw AS MATERIALIZED (
+  SELECT ${key} AS chain_key, r.step_index, r.ledger_seq, r.prev_hash, r.current_hash, ${pgHashSql(table)} AS recomputed,
+    lag(r.step_index) OVER w AS prev_step, lag(r.ledger_seq) OVER w AS prev_seq,
     row_number() OVER w - 1 + coalesce(ret.steps, 0) AS position,
     lag(r.current_hash, 1, coalesce(ret.hash, '')) OVER w AS expected_prev,
     coalesce(r.step_index = lag(r.step_index) OVER w, false) OR coalesce(r.step_index = lead(r.step_index) OVER w, false) AS repeated_index
@@ -260,14 +263,10 @@ WITH rows AS MATERIALIZED (
   ${one && table.chainKey !== null ? `WHERE ${key} = $1` : where === null ? '' : `WHERE ${where}`}
   WINDOW w AS (PARTITION BY ${key} ORDER BY r.step_index, r.ledger_seq)
 ),
+${gapCtes(`public.${LOG_EVENTS_TABLE}`)},
 ${BREAK_CTES}
 SELECT chain_key,
-  count(*) FILTER (WHERE break_kind IS NOT NULL) = 0 AS valid,
-  count(*)::bigint AS step_count,
-  ${first(`CASE WHEN break_kind = 'deleted' THEN position ELSE step_index END`)}::integer AS first_broken_index,
-  ${first('break_kind')} AS break_kind,
-  ${first(`CASE WHEN break_kind = 'edited' THEN recomputed ELSE expected_prev END`)} AS expected_hash,
-  ${first(`CASE WHEN break_kind = 'edited' THEN current_hash ELSE prev_hash END`)} AS actual_hash
+  ${verdictColumns(first, (expr) => `${expr}::integer`)}
 FROM checked
 GROUP BY chain_key
 ORDER BY chain_key`;

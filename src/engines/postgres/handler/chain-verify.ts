@@ -10,6 +10,7 @@ import type { ResultSink } from '../../../session/handler-port.js';
 import { tokenize } from '../../../sql/lexer.js';
 import { type ChainVerifyRead, recognizeChainVerify, type VERIFY_COLUMNS } from '../../../sql/verify-call.js';
 import { redactableColumns } from '../../../ledger/erasure/redactions.js';
+import { decodeSeqs } from '../../../ledger/erasure/retention-sql.js';
 import { pgChainRowsSql } from '../dialect/verify-sql.js';
 
 /**
@@ -114,7 +115,9 @@ export async function runVerify(
   const width = served.table.columns.length + redactable.length;
   const first = rows[0];
   const start = first?.[width] == null ? CHAIN_START : { index: Number(first[width]), hash: String(first[width + 1] ?? '') };
-  const verdict = chainVerdict(served.key, checkChain(storedLinks(served.table, rows, redactable), start));
+  // And the ledger_seq ranges recorded lost after them.
+  const lost = decodeSeqs(first?.[width + 2] ?? '');
+  const verdict = chainVerdict(served.key, checkChain(storedLinks(served.table, rows, redactable), start, lost));
   if (verdict === null) return 'SELECT 0';
   const formatOf = (i: number): boolean => (resultFormats.length === 1 ? resultFormats[0] : resultFormats[i]) === 1;
   sink.row(served.read.columns.map((c, i) => scalarCell(verdict[c as keyof typeof verdict], TYPES[c as keyof typeof TYPES].oid, formatOf(i))));
