@@ -165,6 +165,15 @@ export const BUILTIN_EMBEDDING_MODEL = 'cotwire-hashed-v1';
  */
 export const DEFAULT_MEMORY_MB = Math.max(256, Math.floor(totalmem() / 1024 / 1024 / 2));
 
+/**
+ * The server's own share of limits.memoryMB, in MiB: what every
+ * connection's messages being received may hold together. The DuckDB engine
+ * gets the rest.
+ */
+export function serverShareMB(limits: Pick<Config['limits'], 'memoryMB'>): number {
+  return Math.max(16, Math.floor(limits.memoryMB / 4));
+}
+
 export const DEFAULTS: Config = {
   listen: { host: '127.0.0.1', port: 5433 },
   database: { path: './data/cotwire.duckdb', name: 'cotwire', compression: 'fast-reads' },

@@ -1,4 +1,5 @@
-import { protocolViolation } from '../errors/pg-error.js';
+import { PgError, protocolViolation } from '../errors/pg-error.js';
+import { SqlState } from '../errors/sqlstate.js';
 import { FrontendCode, StartupCode } from './codes.js';
 
 /** Startup-phase packets have no type byte; they are handed out with this code. */
@@ -26,6 +27,18 @@ const smallMessages = new Set<number>([
   FrontendCode.CopyDone,
 ]);
 
+/** From this size, a message being received holds memory the server counts (MessageMemory). */
+export const COUNTED_MESSAGE_BYTES = 1024 * 1024;
+
+/** The memory every connection's messages being received share (server/message-memory.ts). */
+export interface MessageMemory {
+  /** Takes `bytes` for a message being received; false when they are not there. */
+  take(bytes: number): boolean;
+  give(bytes: number): void;
+  /** What they all may hold, in bytes, for the refusal's words. */
+  readonly capacity: number;
+}
+
 /**
  * Cuts a byte stream into frames. A frame that arrives whole inside one chunk
  * is handed out as a view of that chunk (no copy); a frame split across
@@ -41,8 +54,19 @@ export class Framer {
   private body: Buffer | null = null;
   private bodyFilled = 0;
   private bodyCode = 0;
+  /** What the message being received holds of `memory`. */
+  private held = 0;
 
-  constructor(private readonly maxMessageSize: number) {}
+  constructor(
+    private readonly maxMessageSize: number,
+    private readonly memory: MessageMemory | null = null,
+  ) {}
+
+  /** Gives back what a message cut short by the connection's end held. */
+  release(): void {
+    this.memory?.give(this.held);
+    this.held = 0;
+  }
 
   /** Whether the next frame is still a startup-phase packet. */
   get inStartup(): boolean {
@@ -67,6 +91,7 @@ export class Framer {
         if (this.bodyFilled === this.body.length) {
           frames.push(this.emit(this.bodyCode, this.body));
           this.body = null;
+          this.release();
         }
         continue;
       }
@@ -94,12 +119,35 @@ export class Framer {
         frames.push(this.emit(code, chunk.subarray(offset, offset + bodyLength)));
         offset += bodyLength;
       } else {
+        this.hold(code, bodyLength);
         this.body = Buffer.allocUnsafe(bodyLength);
         this.bodyFilled = 0;
         this.bodyCode = code;
       }
     }
     return frames;
+  }
+
+  /**
+   * A large message that arrives in pieces is buffered until whole: its size
+   * is taken from what all connections share before anything is allocated, so
+   * that many clients announcing large messages and sending them slowly cannot
+   * hold more than that together.
+   */
+  private hold(code: number, bodyLength: number): void {
+    if (this.memory === null || bodyLength < COUNTED_MESSAGE_BYTES) return;
+    if (!this.memory.take(bodyLength)) {
+      throw new PgError(
+        SqlState.OutOfMemory,
+        'out of memory',
+        {
+          detail: `A message of type "${String.fromCharCode(code)}" of ${bodyLength} bytes does not fit in what the server keeps for messages being received (${this.memory.capacity} bytes, a quarter of limits.memoryMB), which other connections hold.`,
+          hint: 'Send smaller messages, or try again when the others are received.',
+        },
+        'FATAL',
+      );
+    }
+    this.held = bodyLength;
   }
 
   private checkLength(code: number, length: number): number {

@@ -4,6 +4,7 @@ import tls from 'node:tls';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { BackendWriter } from '../protocol/encode.js';
+import { SharedMessageMemory } from './message-memory.js';
 import { Framer, STARTUP_FRAME } from '../protocol/framer.js';
 import { StartupCode } from '../protocol/codes.js';
 import type { AuthPolicy } from '../session/auth.js';
@@ -15,6 +16,8 @@ export interface ServerOptions {
   readonly host: string;
   readonly port: number;
   readonly maxMessageSize: number;
+  /** What every connection's large messages being received may hold together, in bytes (limits.memoryMB's server share). */
+  readonly messageMemoryBytes?: number;
   /** Authenticated connections; one more gets 53300 after its StartupMessage. */
   readonly maxConnections: number;
   /** Connections not yet authenticated, all together and from one address: they never take an authenticated client's slot. */
@@ -72,8 +75,11 @@ export class PgServer {
   private listening = false;
   /** Refusals are logged at most once per REFUSAL_LOG_MS each, with how many there were since: a flood of clients must not become a flood of log lines. */
   private readonly refusalsLogged = new Map<string, { at: number; since: number }>();
+  /** What every connection's large messages being received hold together. */
+  private readonly messageMemory: SharedMessageMemory | null;
 
   constructor(private readonly opts: ServerOptions) {
+    this.messageMemory = opts.messageMemoryBytes === undefined ? null : new SharedMessageMemory(opts.messageMemoryBytes);
     this.server = net.createServer((socket) => this.accept(socket));
   }
 
@@ -182,7 +188,7 @@ export class PgServer {
     const processId = this.nextProcessId++;
     const secretKey = randomInt(-2147483648, 2147483647);
     const log = this.opts.log.child({ conn: processId, remote: remoteAddress });
-    const framer = new Framer(this.opts.maxMessageSize);
+    const framer = new Framer(this.opts.maxMessageSize, this.messageMemory);
     let stream: net.Socket | tls.TLSSocket = socket;
     let upgrading = false;
 
@@ -267,6 +273,7 @@ export class PgServer {
         this.authenticatedCount++;
       },
       onClose: () => {
+        framer.release();
         this.sessions.delete(processId);
         if (!this.starting.delete(processId)) this.authenticatedCount--;
         this.opts.observer.connectionClosed();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
-import type { Config } from '../config/schema.js';
+import { serverShareMB, type Config } from '../config/schema.js';
 import { AuthPolicy, isLoopback } from '../session/auth.js';
 import { parseScramVerifier, type ScramVerifier } from '../session/scram.js';
 import type { DisposeStack } from './dispose-stack.js';
@@ -96,6 +96,7 @@ export function wireOptions(
   | 'host'
   | 'port'
   | 'maxMessageSize'
+  | 'messageMemoryBytes'
   | 'maxConnections'
   | 'maxStartupConnections'
   | 'maxStartupConnectionsPerAddress'
@@ -109,6 +110,7 @@ export function wireOptions(
     host: config.listen.host,
     port: config.listen.port,
     maxMessageSize: config.limits.maxMessageSize,
+    messageMemoryBytes: serverShareMB(config.limits) * 1024 * 1024,
     maxConnections: config.limits.maxConnections,
     maxStartupConnections: config.limits.maxStartupConnections,
     maxStartupConnectionsPerAddress: config.limits.maxStartupConnectionsPerAddress,

@@ -1,4 +1,4 @@
-import type { Config } from '../../../config/schema.js';
+import { serverShareMB, type Config } from '../../../config/schema.js';
 import type { Engine, EngineConnection } from '../../../engine/port.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
 import type { LedgerCatalog, LedgerDamage } from '../../../ledger/chain/catalog.js';
@@ -42,7 +42,8 @@ export async function openStore(config: Config, log: Logger, stack: DisposeStack
   const path = config.database.path;
   // A rewrite that fails (a full disk) is logged and retried at the next stop: the erasure itself is done.
   if (path !== ':memory:') await rewriteIfErased(path, config.database.compression, log).catch(() => undefined);
-  const memory = { memoryMB: config.limits.memoryMB, spillMB: config.limits.spillMB };
+  // The server's own buffers are counted in the same ceiling: the engine gets what they leave.
+  const memory = { memoryMB: config.limits.memoryMB - serverShareMB(config.limits), spillMB: config.limits.spillMB };
   const engine = stack.use(await openEngine(path, config.database.compression, memory), async (e) => {
     if (started()) {
       try {
