@@ -14,10 +14,12 @@ import { recordedLosses } from '../../../ledger/log/log-events.js';
  * every chain with the README's SQL and holds the ledgers' rows against the
  * global log's size, and writes what it found to cotwire.audit, which
  * cot_audit() lists. Findings are logged once per audit, and the metrics
- * say when an audit last completed.
+ * say when an audit last completed. Between rounds each instance watches
+ * (watch()): a count that disagrees with cot_audit() runs an audit at once.
  */
 export class PgAuditor {
   private timer: NodeJS.Timeout | null = null;
+  private watchTimer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
 
@@ -29,6 +31,8 @@ export class PgAuditor {
     private readonly intervalMs: number,
     private readonly onFinding: (finding: AuditFinding) => void,
     private readonly onError: (err: unknown) => void,
+    /** How often the watch counts the rows against the log (0: no watch). */
+    private readonly watchMs = 0,
   ) {}
 
   start(): void {
@@ -49,11 +53,49 @@ export class PgAuditor {
     // A round a stopped instance claimed is taken over once its claim lapses: asked again well within the interval.
     this.timer = setInterval(round, Math.max(1000, Math.min(this.intervalMs, 60_000)));
     this.timer.unref();
+    if (this.watchMs > 0) {
+      const look = (): void => {
+        if (this.stopped || this.running !== null) return;
+        this.running = this.watch()
+          .then(
+            () => undefined,
+            (err: unknown) => {
+              if (!this.stopped) this.onError(err);
+            },
+          )
+          .finally(() => {
+            this.running = null;
+          });
+      };
+      // At the start too: rows deleted while every instance was stopped are found within seconds, not at the next round.
+      setImmediate(look);
+      this.watchTimer = setInterval(look, this.watchMs);
+      this.watchTimer.unref();
+    }
+  }
+
+  /**
+   * Between rounds: the ledgers' rows counted against the global log's size
+   * (the first half of an audit, one count per ledger). When that says other
+   * than what cot_audit() lists (rows deleted or added behind the servers
+   * since), a full audit runs now, whichever instance had the round. A
+   * change that keeps the count (an edit) waits for the round.
+   */
+  async watch(): Promise<AuditFinding[] | null> {
+    const now = await this.logFindings();
+    const listed = (await this.conn.query(
+      `SELECT kind, row_count FROM ${PG_SCHEMA}.audit WHERE kind IN ('missing', 'unlogged') AND ledger IS NULL ORDER BY kind`,
+    )) as Array<[string, bigint | string]>;
+    const said = listed.map(([k, n]) => `${k}:${Number(n)}`).join(',');
+    const seen = now.map((f) => `${f.kind}:${f.rows}`).join(',');
+    if (said === seen) return null;
+    return this.audit(true);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
+    if (this.watchTimer !== null) clearInterval(this.watchTimer);
     await this.running;
   }
 

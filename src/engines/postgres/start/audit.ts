@@ -35,6 +35,7 @@ export async function startAudit(
     (err) => {
       if (!isConnectionLoss(err)) log.error({ err }, 'the ledger audit failed; it runs again at the next interval');
     },
+    config.ledger.watchIntervalSeconds * 1000,
   );
   auditor.start();
   stack.defer(() => auditor.stop());
