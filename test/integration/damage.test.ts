@@ -85,6 +85,21 @@ describe('a ledger changed in the file between two starts', () => {
     }
   });
 
+  it('takes a ledger dropped behind it and created again through it as new: its old chains are not held against it', async () => {
+    const db = join(root, 'recreated.duckdb');
+    await withLedgers(db);
+    await offline(db, 'DROP TABLE _cot_tools');
+    const s = await start(db);
+    try {
+      const c = await s.connect();
+      await c.query('CREATE TABLE _cot_tools (session_id VARCHAR, tool VARCHAR)');
+      await c.query("INSERT INTO _cot_tools (session_id, tool) VALUES ('a', 'again')");
+      expect((await c.query("SELECT step_index, tool FROM _cot_tools WHERE session_id = 'a'")).rows).toEqual([{ step_index: 0, tool: 'again' }]);
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('does not recreate a dropped steps ledger empty: it stays missing and fails closed', async () => {
     const db = join(root, 'steps-dropped.duckdb');
     await withLedgers(db);

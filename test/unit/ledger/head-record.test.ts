@@ -61,6 +61,17 @@ describe('the record of chain heads', () => {
     expect(readdirSync(root).filter((f) => f.startsWith('c.heads.damaged-'))).toHaveLength(1);
   });
 
+  it('forgets a ledger created anew: its old chains are not cut', () => {
+    const path = join(root, 'e.heads');
+    const r = reopen(path).record;
+    r.note('main._cot_things', 'a', head(5));
+    r.dropLedger('main._cot_things');
+    r.close();
+    const again = reopen(path).record;
+    expect(cutChains('main._cot_things', again.expected('main._cot_things'), new Map())).toEqual([]);
+    again.close();
+  });
+
   it('is rewritten whole once it grows past twice what it holds', () => {
     const path = join(root, 'd.heads');
     const r = reopen(path).record;

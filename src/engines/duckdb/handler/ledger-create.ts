@@ -78,5 +78,5 @@ async function completeLedger(ctx: HandlerContext, parts: readonly string[]): Pr
   const target = qualifiedName({ catalog: catalogName, schema: schemaName, name });
   for (const c of missing) await ctx.engine.run(`ALTER TABLE ${target} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
   await ctx.engine.run(recordHashVersionSql({ catalog: catalogName, schema: schemaName, name }));
-  ctx.services.writer.forget({ catalog: catalogName, schema: schemaName, name });
+  ctx.services.writer.created({ catalog: catalogName, schema: schemaName, name });
 }

@@ -94,6 +94,11 @@ export class ChainHeadRecord {
     }, FLUSH_MS).unref();
   }
 
+  /** Forgets every head recorded for a ledger (one created anew under its name). */
+  dropLedger(ledger: string): void {
+    for (const key of [...(this.heads.get(ledger)?.keys() ?? [])]) this.note(ledger, key, { index: -1, hash: '', seq: 0 });
+  }
+
   /** Writes the noted heads; rewrites the file when it has grown past twice what it holds. */
   flush(): void {
     if (this.timer !== null) clearTimeout(this.timer);

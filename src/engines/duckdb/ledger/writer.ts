@@ -391,6 +391,13 @@ export class LedgerWriter implements LedgerAppender {
   forget(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): void {
     this.heads.delete(qualifiedName(table));
     this.headTables.delete(qualifiedName(table));
+    this.cut.delete(qualifiedName(table));
+  }
+
+  /** A ledger created anew (after one of its name was dropped behind the server): the heads recorded for the old one go. */
+  created(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name'>): void {
+    this.forget(table);
+    this.headRecord.dropLedger(recordName(table));
   }
 
   private async loadSequence(): Promise<void> {
@@ -645,6 +652,8 @@ export class LedgerWriter implements LedgerAppender {
     if (cuts.length > 0) {
       this.cut.set(name, new Map(cuts.map((c) => [c.key, c])));
       this.onChainsCut(cuts);
+    } else {
+      this.cut.delete(name);
     }
     this.heads.set(name, heads);
     this.headTables.set(name, table);
