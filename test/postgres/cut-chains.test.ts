@@ -131,4 +131,21 @@ describe('a chain cut behind the servers on a PostgreSQL engine', () => {
       'has no loss to accept',
     );
   }, 180_000);
+
+  it('takes a ledger dropped behind the servers and created again through one as new: its old chains are not held against it', async () => {
+    const first = await instance();
+    await first.client.query('CREATE TABLE _cot_tools (session_id VARCHAR, tool VARCHAR)');
+    await first.client.query("INSERT INTO _cot_tools (session_id, tool) VALUES ('a', 'search'), ('a', 'fetch')");
+    await first.stop();
+    const admin = await ctx.engine.admin();
+    await admin.run('DROP TABLE public._cot_tools');
+    const again = await instance();
+    try {
+      await again.client.query('CREATE TABLE _cot_tools (session_id VARCHAR, tool VARCHAR)');
+      await again.client.query("INSERT INTO _cot_tools (session_id, tool) VALUES ('a', 'again')");
+      expect((await again.client.query("SELECT step_index, tool FROM _cot_tools WHERE session_id = 'a'")).rows).toEqual([{ step_index: 0, tool: 'again' }]);
+    } finally {
+      await again.stop();
+    }
+  });
 });

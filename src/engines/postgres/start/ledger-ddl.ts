@@ -8,6 +8,7 @@ import type { EngineHealth } from '../adapter/health.js';
 import { ledgerFunctions } from '../../../ledger/dialect.js';
 import { postgresDialect } from '../dialect/dialect.js';
 import { readPostgresTables } from '../ledger/catalog.js';
+import { PG_SCHEMA } from '../ledger/names.js';
 import { pgLedgerDdl } from '../ledger/ledger-create.js';
 import type { PgRoles } from '../ledger/names.js';
 
@@ -40,6 +41,9 @@ export async function ledgerDdl(
       if ((await check(statement)).exists) return;
       await owner.run('BEGIN');
       try {
+        // A ledger of this name dropped behind the servers left its chains' heads: the new one starts every chain
+        // afresh (the rows stay, so that no instance finds a chain it knew without its head row).
+        await owner.query(`UPDATE ${PG_SCHEMA}.chain_heads SET step_index = -1, current_hash = '' WHERE ledger = $1`, [`main.${made.name}`]);
         await owner.run(`SET LOCAL ROLE ${roles.owner}`);
         for (const sql of made.statements) await owner.run(sql);
         // Read in this transaction, which alone sees the new table yet.
