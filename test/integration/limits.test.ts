@@ -23,7 +23,7 @@ const HEAVY_APPEND =
 
 beforeAll(async () => {
   server = await startTestServer({
-    limits: { ...DEFAULTS.limits, startupTimeoutMs: 500, maxPreparedStatements: 3, maxPortals: 2, maxAppendBytes: 64 * 1024 },
+    limits: { ...DEFAULTS.limits, maxPreparedStatements: 3, maxPortals: 2, maxAppendBytes: 64 * 1024 },
   });
 });
 afterAll(async () => {
@@ -108,7 +108,6 @@ describe('statement_timeout and cancel cover every phase', () => {
 
 describe('a heavy client does not starve the others', () => {
   it('answers SELECT 1 on another connection while four heavy statements run, none of them waited for', async () => {
-    // Connected first: a start-up on a machine this busy may outlast the server's startupTimeoutMs of 500 ms here.
     const probe = await server.client();
     const heavy = await Promise.all([0, 1, 2, 3].map(() => server.client()));
     let settled = 0;
@@ -130,12 +129,18 @@ describe('a heavy client does not starve the others', () => {
 
 describe('limits at the door', () => {
   it('drops a connection that sends half a StartupMessage', async () => {
-    const socket = net.connect(server.port, '127.0.0.1');
-    await new Promise((resolve) => socket.once('connect', resolve));
-    // A length of 40 bytes, then only the protocol version.
-    socket.write(Buffer.from([0, 0, 0, 40, 0, 3, 0, 0]));
-    // Closed by the server at startupTimeoutMs (500 ms here); without that limit it would wait for the rest forever.
-    await new Promise((resolve) => socket.once('close', resolve));
+    // A server of its own: a start-up limit this short would close real clients on a busy machine.
+    const door = await startTestServer({ limits: { ...DEFAULTS.limits, startupTimeoutMs: 500 } });
+    try {
+      const socket = net.connect(door.port, '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      // A length of 40 bytes, then only the protocol version.
+      socket.write(Buffer.from([0, 0, 0, 40, 0, 3, 0, 0]));
+      // Closed by the server at startupTimeoutMs (500 ms here); without that limit it would wait for the rest forever.
+      await new Promise((resolve) => socket.once('close', resolve));
+    } finally {
+      await door[Symbol.asyncDispose]();
+    }
   });
 
   /** A client in a transaction block, idle past a timeout of `ms`: resolves with the error the server ends it with. */
