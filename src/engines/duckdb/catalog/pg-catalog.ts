@@ -1,3 +1,4 @@
+import { viewDefinitionSql } from './view-definition.js';
 import { PG_CHAR_VALUES } from '../../../protocol/type-oids.js';
 import { COMPAT_CATALOG, empty, HIDDEN_DB, INFORMATION_SCHEMA, OID, P, PG_SCHEMA, q, SETTINGS, values } from './catalog-sql.js';
 import { DECLARED_COLUMNS, DECLARED_CONSTRAINTS, DECLARED_SETUP } from './declared.js';
@@ -540,7 +541,7 @@ function catalogViews(): string[] {
          c.relhasindex AS hasindexes, false AS hasrules, false AS hastriggers, false AS rowsecurity
        FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'`,
     `CREATE VIEW ${P}.pg_views AS
-       SELECT ns.nspname AS schemaname, v.view_name AS viewname, current_user() AS viewowner, v.sql AS definition
+       SELECT ns.nspname AS schemaname, v.view_name AS viewname, current_user() AS viewowner, ${viewDefinitionSql('v.sql')} AS definition
        FROM duckdb_views() v JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) WHERE NOT v.internal`,
     `CREATE VIEW ${P}.pg_matviews AS ${empty('schemaname VARCHAR, matviewname VARCHAR, matviewowner VARCHAR, tablespace VARCHAR, hasindexes BOOLEAN, ispopulated BOOLEAN, definition VARCHAR')}`,
     `CREATE VIEW ${P}.pg_indexes AS

@@ -1,3 +1,4 @@
+import { viewDefinitionSql } from './view-definition.js';
 import { OID, P, SETTING_VALUE } from './catalog-sql.js';
 import { RESULT_TYPE_MACROS } from './result-types.js';
 
@@ -51,8 +52,8 @@ export const MACROS: readonly MacroDef[] = [
   [
     'pg_get_viewdef',
     [
-      ['v_oid', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
-      ['v_oid, pretty', `(SELECT cot_v.sql FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+      ['v_oid', `(SELECT ${viewDefinitionSql('cot_v.sql')} FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+      ['v_oid, pretty', `(SELECT ${viewDefinitionSql('cot_v.sql')} FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
     ],
   ],
   ['pg_table_is_visible', [['rel_oid', `true`]]],
