@@ -37,6 +37,23 @@ async function failure(p: Promise<unknown>): Promise<{ code?: string; message?: 
   );
 }
 
+/**
+ * A running postgres.js query canceled, and how it failed. Its connection is open first, so that the
+ * statement is sent at once; a cancel that comes before it starts does nothing (as in PostgreSQL), so it
+ * is sent again until the statement ends, however busy the machine.
+ */
+async function canceled(q: postgres.PendingQuery<postgres.Row[]>): Promise<Awaited<ReturnType<typeof failure>>> {
+  let settled = false;
+  const outcome = failure(q).finally(() => {
+    settled = true;
+  });
+  await until('the statement to be canceled', async () => {
+    if (!settled) await q.cancel();
+    return settled;
+  });
+  return outcome;
+}
+
 describe('statement_timeout and cancel cover every phase', () => {
   it('stops a statement whose preparing runs past statement_timeout', async () => {
     const c = await server.client();
@@ -53,16 +70,7 @@ describe('statement_timeout and cancel cover every phase', () => {
     const sql = postgres({ host: '127.0.0.1', port: server.port, user: 'cotwire', database: 'cotwire', max: 1, onnotice: () => undefined });
     try {
       await sql`SELECT 1`;
-      const q = sql.unsafe(HEAVY_PREPARE);
-      let settled = false;
-      const outcome = failure(q).finally(() => {
-        settled = true;
-      });
-      await until('the statement to be canceled', async () => {
-        if (!settled) await q.cancel();
-        return settled;
-      });
-      expect(await outcome).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
+      expect(await canceled(sql.unsafe(HEAVY_PREPARE))).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
       expect(await sql`SELECT 2 AS two`).toEqual([{ two: 2 }]);
     } finally {
       await sql.end();
@@ -80,19 +88,8 @@ describe('statement_timeout and cancel cover every phase', () => {
   it('cancels a ledger INSERT ... SELECT', async () => {
     const sql = postgres({ host: '127.0.0.1', port: server.port, user: 'cotwire', database: 'cotwire', max: 1, onnotice: () => undefined });
     try {
-      // Connected first, so that the statement is sent at once; a cancel that comes before it starts does nothing
-      // (as in PostgreSQL), so it is sent again until the statement ends, however busy the machine.
       await sql`SELECT 1`;
-      const q = sql.unsafe(HEAVY_APPEND);
-      let settled = false;
-      const outcome = failure(q).finally(() => {
-        settled = true;
-      });
-      await until('the ledger INSERT to be canceled', async () => {
-        if (!settled) await q.cancel();
-        return settled;
-      });
-      expect(await outcome).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
+      expect(await canceled(sql.unsafe(HEAVY_APPEND))).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
     } finally {
       await sql.end();
     }

@@ -36,42 +36,33 @@ export class PgAuditor {
   ) {}
 
   start(): void {
-    const round = (): void => {
-      if (this.stopped || this.running !== null) return;
-      this.running = this.audit(false)
-        .then(
-          () => undefined,
-          (err: unknown) => {
-            if (!this.stopped) this.onError(err);
-          },
-        )
-        .finally(() => {
-          this.running = null;
-        });
-    };
+    const round = (): void => this.exclusive(() => this.audit(false));
     round();
     // A round a stopped instance claimed is taken over once its claim lapses: asked again well within the interval.
     this.timer = setInterval(round, Math.max(1000, Math.min(this.intervalMs, 60_000)));
     this.timer.unref();
     if (this.watchMs > 0) {
-      const look = (): void => {
-        if (this.stopped || this.running !== null) return;
-        this.running = this.watch()
-          .then(
-            () => undefined,
-            (err: unknown) => {
-              if (!this.stopped) this.onError(err);
-            },
-          )
-          .finally(() => {
-            this.running = null;
-          });
-      };
+      const look = (): void => this.exclusive(() => this.watch());
       // At the start too: rows deleted while every instance was stopped are found within seconds, not at the next round.
       setImmediate(look);
       this.watchTimer = setInterval(look, this.watchMs);
       this.watchTimer.unref();
     }
+  }
+
+  /** Runs an audit or a look unless one is running: one at a time on the auditor's connection. */
+  private exclusive(task: () => Promise<unknown>): void {
+    if (this.stopped || this.running !== null) return;
+    this.running = task()
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          if (!this.stopped) this.onError(err);
+        },
+      )
+      .finally(() => {
+        this.running = null;
+      });
   }
 
   /**
