@@ -494,6 +494,8 @@ export class LedgerWriter implements LedgerAppender {
         const damage = this.damaged.get(name);
         if (damage !== undefined) throw damagedLedgerError(damage);
         const heads = await this.headsOf(job.table);
+        // Read once per job: the chains of this ledger whose appends are refused.
+        const cut = this.cut.get(name);
         let tentative = pending.get(name);
         if (tentative === undefined) {
           tentative = new Map();
@@ -507,7 +509,7 @@ export class LedgerWriter implements LedgerAppender {
         const first = seq + 1n;
         job.rows.forEach((clientRow, i) => {
           seq += 1n;
-          entry.rows.push(this.chainedRow(job.table, clientRow, heads, tentative, seq, leaves, job.traceIds?.[i]));
+          entry.rows.push(this.chainedRow(job.table, clientRow, heads, tentative, cut, seq, leaves, job.traceIds?.[i]));
         });
         unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
       }
@@ -603,14 +605,15 @@ export class LedgerWriter implements LedgerAppender {
     clientRow: ReadonlyArray<string | null>,
     heads: Map<string, Head>,
     tentative: Map<string, Head>,
+    cut: ReadonlyMap<string, CutChain> | undefined,
     seq: bigint,
     leaves: Buffer[],
     traceId?: string,
   ): (string | null)[] {
     const layout = rowLayout(table);
     const row = chainRow(table, clientRow, (key) => tentative.get(key) ?? heads.get(key), seq, this.nextMicros(), traceId, this.embeddingSample);
-    const cut = this.cut.get(qualifiedName(table))?.get(row.key);
-    if (cut !== undefined) throw cutChainError(cut, '`cotwire accept-loss --db <file> --reason "..."` with the server stopped');
+    const cutHere = cut?.get(row.key);
+    if (cutHere !== undefined) throw cutChainError(cutHere, '`cotwire accept-loss --db <file> --reason "..."` with the server stopped');
     tentative.set(row.key, { index: row.index, hash: row.hash, seq: Number(seq) });
     if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, row.key, row.hash));
     return row.texts;
