@@ -160,8 +160,10 @@ describe('division', () => {
 
   it('types sum() and avg() by their argument’s witness, keeping DISTINCT, FILTER and OVER', () => {
     expect(rw('SELECT sum(DISTINCT x), avg(y) FILTER (WHERE z) OVER w, avg(x) OVER (PARTITION BY k) FROM t')).toBe(
-      `SELECT ${P}.cot_sum_as(sum(DISTINCT x), "x"), ${P}.cot_avg_as(avg(y) FILTER (WHERE z) OVER w, "y"), ${P}.cot_avg_as(avg(x) OVER (PARTITION BY k), "x") FROM t`,
+      `SELECT ${P}.cot_sum_as(sum(DISTINCT x), "x"), ${P}.cot_avg_as(sum(y) FILTER (WHERE z) OVER w, count(y) FILTER (WHERE z) OVER w, avg(y) FILTER (WHERE z) OVER w, "y"), ${P}.cot_avg_as(sum(x) OVER (PARTITION BY k), count(x) OVER (PARTITION BY k), avg(x) OVER (PARTITION BY k), "x") FROM t`,
     );
+    // With a rewrite inside the call, the copies beside it would not be the same expression: the double average.
+    expect(rw('SELECT avg(extract(second FROM ts)) FROM t')).not.toContain('count(');
     // An argument whose type is not certain keeps DuckDB's.
     expect(rw('SELECT sum(f(x)) FROM t')).toBe('SELECT sum(f(x)) FROM t');
   });
@@ -190,7 +192,7 @@ describe('PostgreSQL’s result types', () => {
 
   it('ntile is integer, percentile_cont double precision, with their window and ordering', () => {
     expect(rw('SELECT ntile(2) OVER (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM t')).toBe(
-      'SELECT CAST(ntile(2) OVER (ORDER BY x) AS INTEGER), CAST(percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS DOUBLE) FROM t',
+      'SELECT CAST(ntile(2) OVER (ORDER BY x) AS INTEGER), CAST(percentile_cont(0.5) WITHIN GROUP (ORDER BY CAST(x AS DOUBLE)) AS DOUBLE) FROM t',
     );
   });
 

@@ -23,7 +23,7 @@ import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'no
 import { dirname } from 'node:path';
 import { ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import { replaceParams, type Token, tokenize } from '../../../sql/lexer.js';
-import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { quotientText, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { paramContext } from '../../../sql/param-context.js';
 import type { ParsedStatement, SqlSource } from '../../../sql/parsed.js';
 import { TimeZoneOffsets } from '../../../engine/pg-format.js';
@@ -43,6 +43,7 @@ import type {
   WireParam,
 } from '../../../engine/port.js';
 import { LimitBoundStatement, limitParams } from './limit-params.js';
+import { ScaleBoundStatement } from './numeric-params.js';
 import { fromDuckDBError } from './errors.js';
 import { setFloatArrays } from './float-arrays.js';
 import { PgError } from '../../../errors/pg-error.js';
@@ -143,6 +144,7 @@ export async function rewriteDatabaseFile(
       if (compression === 'fast-reads') await conn.run(FAST_READS);
       // Defaults may call the server's clock.
       registerEngineClock(conn);
+      registerNumericQuotient(conn);
       const name = String((await conn.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
       await conn.run(`ATTACH '${fresh.replaceAll("'", "''")}' AS cot_rewrite`);
       await conn.run(`COPY FROM DATABASE "${name.replaceAll('"', '""')}" TO cot_rewrite`);
@@ -215,6 +217,7 @@ export class DuckDBEngine implements Engine {
         if ((opts.compression ?? 'fast-reads') === 'fast-reads') await conn.run(FAST_READS);
         // Before the set-up, whose macros DuckDB binds as they are created.
         registerEngineClock(conn);
+        registerNumericQuotient(conn);
         for (const statement of opts.setup ?? []) await conn.run(statement);
         if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');
@@ -354,6 +357,39 @@ export function registerEngineClock(conn: DuckDBConnection): void {
   );
 }
 
+/**
+ * cot_numeric_quotient(a, typeof(a), b, typeof(b)): numeric division as
+ * PostgreSQL computes it (sql/numeric.ts), which the catalog's division
+ * and average macros call; DuckDB divides decimals as doubles. Registered
+ * beside the clock, before the catalog's macros that name it.
+ */
+export function registerNumericQuotient(conn: DuckDBConnection): void {
+  conn.registerScalarFunction(
+    DuckDBScalarFunction.create({
+      name: 'cot_numeric_quotient',
+      returnType: VARCHAR,
+      parameterTypes: [VARCHAR, VARCHAR, VARCHAR, VARCHAR],
+      mainFunction: (info, input, output) => {
+        const columns = [0, 1, 2, 3].map((i) => input.getColumnVector(i));
+        for (let row = 0; row < input.rowCount; row++) {
+          const [a, ta, b, tb] = columns.map((v) => v.getItem(row) as string | null);
+          if (a == null || b == null) {
+            output.setItem(row, null);
+            continue;
+          }
+          try {
+            output.setItem(row, quotientText(a, ta ?? '', b, tb ?? ''));
+          } catch (err) {
+            info.setError((err as Error).message);
+            return;
+          }
+        }
+        output.flush();
+      },
+    }),
+  );
+}
+
 class DuckDBSession implements EngineConnection {
   /** A streaming result left open by a suspended portal; DuckDB allows one per connection. */
   active: DuckDBCursor | null = null;
@@ -363,7 +399,10 @@ class DuckDBSession implements EngineConnection {
 
   async prepare(sql: string, declaredTypes: readonly number[], parsed?: ParsedStatement): Promise<EngineStatement> {
     try {
-      return await this.prepareOne(sql, declaredTypes, parsed?.text === sql ? parsed : undefined);
+      const statement = await this.prepareOne(sql, declaredTypes, parsed?.text === sql ? parsed : undefined);
+      const numeric = statement instanceof DuckDBStatement && statement.kind === 'SELECT' ? ScaleBoundStatement.numericParams(statement.paramDuckTypes) : [];
+      if (numeric.length === 0) return statement;
+      return new ScaleBoundStatement(statement, sql, numeric, (text) => this.prepareOne(text, declaredTypes));
     } catch (err) {
       // LIMIT $1 in a correlated subquery (limit-params.ts): prepared again at each execution, with its value written in.
       const shape = err instanceof Error && /Non-constant limit not supported/i.test(err.message) ? limitParams(sql) : null;
@@ -692,7 +731,8 @@ class DuckDBStatement implements EngineStatement {
   readonly kind: StatementKind;
   readonly paramTypes: readonly number[];
   readonly columns: readonly ColumnInfo[] | null;
-  private readonly paramDuckTypes: readonly (DuckDBType | null)[];
+  /** The parameters' DuckDB types, null where DuckDB could not infer one. */
+  readonly paramDuckTypes: readonly (DuckDBType | null)[];
   private readonly codecs: readonly PgCodec[];
   private readonly resultTypes: readonly (DuckDBType | null)[];
 

@@ -44,6 +44,8 @@ const RULES: readonly Rule[] = [
   { type: 'Syntax', code: SqlState.SyntaxError },
   { type: 'Conversion', match: /(date|time|timestamp)\S* field value out of range/i, code: SqlState.DatetimeFieldOverflow },
   { type: 'Conversion', match: /out of range|overflow/i, code: SqlState.NumericValueOutOfRange },
+  // A number with more digits than DECIMAL(38, s) holds: PostgreSQL's numeric field overflow.
+  { type: 'Conversion', match: /Could not cast value \S+ to DECIMAL\(/i, code: SqlState.NumericValueOutOfRange },
   { type: 'Conversion', code: SqlState.InvalidTextRepresentation },
   { type: 'Constraint', match: /duplicate key|primary key|unique/i, code: SqlState.UniqueViolation },
   { type: 'Constraint', match: /NOT NULL/i, code: SqlState.NotNullViolation },
@@ -52,6 +54,7 @@ const RULES: readonly Rule[] = [
   { type: 'Constraint', code: SqlState.IntegrityConstraintViolation },
   { type: 'Out of Range', code: SqlState.NumericValueOutOfRange },
   { type: 'Invalid Input', match: /division by zero/i, code: SqlState.DivisionByZero },
+  { type: 'Invalid Input', match: /^numeric quotient /, code: SqlState.NumericValueOutOfRange },
   { type: 'Invalid Input', match: /could not obtain lock/i, code: '55P03' },
   { type: 'Invalid Input', match: /Cannot prepare multiple statements/i, code: SqlState.SyntaxError },
   { type: 'Invalid Input', match: /configuration has been locked|Cannot change configuration/i, code: SqlState.InsufficientPrivilege },

@@ -31,6 +31,7 @@ import { parseArrayLiteral, type ArrayItem } from '../../../sql/array-literal.js
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
+import { isUnconstrainedDecimal, losesDigits } from '../../../sql/numeric.js';
 import * as bin from '../../../engine/pg-binary.js';
 import type { WireParam } from '../../../engine/port.js';
 
@@ -53,6 +54,8 @@ export function bindParams(prepared: DuckDBPreparedStatement, paramTypes: readon
     }
     const target = paramTypes[i] ?? null;
     const typed = p.format === 1 ? fromBinary(p.value, p.typeOid, i + 1) : fromText(p.value.toString('utf8'), target, i + 1);
+    if (p.format === 1 && p.typeOid === TypeOid.numeric && target?.typeId === DuckDBTypeId.DECIMAL)
+      exactNumeric(String(typed.value), target as DuckDBDecimalType, index);
     try {
       prepared.bindValue(index, typed.value, typed.type);
     } catch (err) {
@@ -75,10 +78,27 @@ function fromText(text: string, target: DuckDBType | null, index: number): Typed
       // PostgreSQL accepts a space before a numeric offset ('2024-07-01 00:00:00.000 +00:00', as
       // Sequelize writes them); DuckDB would read the offset as a zone name.
       return { value: text.replace(/(\d)\s+([+-]\d{1,2}(?::?\d{2}){0,2})\s*$/, '$1$2'), type: VARCHAR };
+    case DuckDBTypeId.DECIMAL:
+      exactNumeric(text, target as DuckDBDecimalType, index);
+      return { value: text, type: VARCHAR };
     default:
       // DuckDB casts VARCHAR to the parameter's type with PostgreSQL-compatible input syntax.
       return { value: text, type: VARCHAR };
   }
+}
+
+/**
+ * A numeric parameter bound for numeric without precision (DECIMAL(38,9)):
+ * PostgreSQL keeps every digit, DuckDB's cast would round past the ninth
+ * decimal. Refused instead (22003), as a number too wide for it is. A
+ * declared scale (numeric(10,2)) rounds in PostgreSQL too, and is left to.
+ */
+function exactNumeric(text: string, target: DuckDBDecimalType, index: number): void {
+  if (!isUnconstrainedDecimal(target.width, target.scale) || !losesDigits(text, target.scale)) return;
+  throw new PgError(SqlState.NumericValueOutOfRange, `numeric value of parameter $${index} has more digits than numeric without a precision holds here`, {
+    detail: `cotwire holds numeric without a precision as DECIMAL(38,${target.scale}): ${38 - target.scale} digits before the point and ${target.scale} after, and would round ${text.length > 60 ? `${text.slice(0, 60)}...` : text}.`,
+    hint: 'Declare the column or cast the parameter as numeric(p,s) with the scale it needs (p up to 38), or send it as float8.',
+  });
 }
 
 const TRUE_WORDS = ['true', 'yes', 'on'];

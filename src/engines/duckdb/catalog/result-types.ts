@@ -1,3 +1,4 @@
+import { QUOTIENT_SCALE } from '../../../sql/numeric.js';
 import { P } from './catalog-sql.js';
 import type { MacroDef } from './pg-functions.js';
 
@@ -20,8 +21,12 @@ const NUMERIC_OF_DOUBLE = `CASE WHEN q = 0 OR NOT isfinite(q) THEN CAST(q AS DEC
   ELSE CAST(round(q * power(10, least(16, 15 - CAST(ceil(log10(abs(q))) AS INTEGER)))) AS DECIMAL(38,0))
      * CAST(power(10, -least(16, 15 - CAST(ceil(log10(abs(q))) AS INTEGER))) AS DECIMAL(38,16)) END`;
 
+/** a / b as PostgreSQL's numeric divides (cot_numeric_quotient, registered by the engine adapter), held as DECIMAL(38,20). */
+const quotient = (a: string, b: string): string =>
+  `CAST(cot_numeric_quotient(CAST(${a} AS VARCHAR), typeof(${a}), CAST(${b} AS VARCHAR), typeof(${b})) AS DECIMAL(38,${QUOTIENT_SCALE}))`;
+
 const OWN_DIVISION = `a / ${P}.cot_divisor(b)`;
-const NUMERIC_DIVISION = `${P}.cot_numeric(CAST(a AS DOUBLE) / CAST(${P}.cot_divisor(b) AS DOUBLE))`;
+const NUMERIC_DIVISION = quotient('a', `${P}.cot_divisor(b)`);
 
 export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
   ['cot_numeric', [['q', NUMERIC_OF_DOUBLE]]],
@@ -68,7 +73,16 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['s, w', 's'],
     ],
   ],
-  ['cot_avg_as', [...EXACT_TYPES.map((t) => [`a, w ${t}`, `${P}.cot_numeric(a)`] as const), ['a, w', 'a']]],
+  // avg(x), and with the sum and count of x beside it (rewrite/result-types.ts, exactAverage), exact.
+  [
+    'cot_avg_as',
+    [
+      ...EXACT_TYPES.map((t) => [`a, w ${t}`, `${P}.cot_numeric(a)`] as const),
+      ['a, w', 'a'],
+      ...EXACT_TYPES.map((t) => [`s, c, a, w ${t}`, quotient('s', 'c')] as const),
+      ['s, c, a, w', 'a'],
+    ],
+  ],
   // Witnesses of sum(x) and avg(x) for a division around them: the type each returns once rewritten.
   [
     'cot_sum_witness',
@@ -79,5 +93,5 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['w', 'w'],
     ],
   ],
-  ['cot_avg_witness', [...EXACT_TYPES.map((t) => [`w ${t}`, 'CAST(1 AS DECIMAL(38,16))'] as const), ['w', 'w']]],
+  ['cot_avg_witness', [...EXACT_TYPES.map((t) => [`w ${t}`, `CAST(1 AS DECIMAL(38,${QUOTIENT_SCALE}))`] as const), ['w', 'w']]],
 ];

@@ -1,5 +1,5 @@
 import { quoteIdentifier, quoteLiteral } from '../../../sql/identifiers.js';
-import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { exactNumericSql, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { strings } from '../../../sql/pg-tree.js';
 import { PG_SCHEMA } from './catalog-sql.js';
 
@@ -66,7 +66,7 @@ function constant(c: Node): string | null {
   const ival = c.ival as { ival?: number } | undefined;
   if (ival !== undefined) return String(ival.ival ?? 0);
   const fval = (c.fval as { fval?: string } | undefined)?.fval;
-  if (fval !== undefined) return /^[0-9.eE+-]+$/.test(fval) ? fval : null;
+  if (fval !== undefined) return /^[0-9.eE+-]+$/.test(fval) ? exactNumericSql(fval) : null;
   const sval = (c.sval as { sval?: string } | undefined)?.sval;
   if (sval !== undefined) return quoteLiteral(sval);
   const boolval = c.boolval as { boolval?: boolean } | undefined;

@@ -128,10 +128,25 @@ function roundHalfEven(w: Walker, node: Node, i: number, open: number): void {
   w.insertBefore(close, `, ${witness}`);
 }
 
-/** percentile_cont(f) WITHIN GROUP (ORDER BY x): double precision in PostgreSQL, x's type in DuckDB. */
+/**
+ * percentile_cont(f) WITHIN GROUP (ORDER BY x): double precision in
+ * PostgreSQL, which interpolates in doubles; DuckDB interpolates in x's type,
+ * and at a numeric(10,2)'s scale 110.245 would be 110.24. The ordering
+ * expression is a double; the result is one too.
+ */
 function doubleResult(w: Walker, node: Node, fn: string, i: number, open: number): void {
   const first = (node.args as Node[] | undefined)?.[0];
   if (!DOUBLE_AGGREGATES.has(fn) || first?.A_ArrayExpr !== undefined || !w.expressions) return;
+  const order = (node.agg_order as Node[] | undefined)?.[0]?.SortBy as Node | undefined;
+  const expr = order?.node as Node | undefined;
+  const close = w.closing(open);
+  const by = close === null ? null : w.tokens.findIndex((t, j) => j > close && wordOf(t) === 'by');
+  const start = by === null || by < 0 ? null : by + 1;
+  const end = start === null ? null : w.exprEnd(expr, start);
+  if (start !== null && end !== null && (node.agg_order as Node[]).length === 1) {
+    w.insertBefore(start, 'CAST(');
+    w.insertAfter(end, ' AS DOUBLE)');
+  }
   castCall(w, i, open, 'DOUBLE');
 }
 
@@ -150,6 +165,24 @@ function numericAggregate(w: Walker, node: Node, fn: string, i: number, open: nu
   if (witness === null || end === null) return;
   w.insertBefore(i, `${PG_SCHEMA}.${NUMERIC_AGGREGATES[fn]}(`);
   w.insertAfter(end, `, ${witness})`);
+  if (fn === 'avg') exactAverage(w, i, open, end);
+}
+
+/**
+ * avg(x) of integers and numerics is numeric in PostgreSQL, sum(x) / count(x)
+ * at its division's scale, where DuckDB's is a double of 15 digits. The macro
+ * is also given `sum(...)` and `count(...)` of the same arguments, DISTINCT,
+ * FILTER and OVER (the text as the client wrote it), and divides them
+ * exactly. Only when no other rule rewrites inside the call, or the copies
+ * would differ from it; then the average is the double's 15 digits.
+ */
+function exactAverage(w: Walker, i: number, open: number, end: number): void {
+  const from = w.tokens[open];
+  const to = w.tokens[end];
+  const at = w.tokens[i];
+  if (from === undefined || to === undefined || at === undefined) return;
+  const call = w.text.slice(from.start, to.end);
+  w.move({ from: from.start, to: to.end, edits: [{ start: at.start, end: at.start, text: `sum${call}, count${call}, ` }] });
 }
 
 /** `a - b` (see typedOperation); the node's other rules are not asked. */

@@ -5,6 +5,7 @@ import { renamedFunction, toCharCall } from './functions.js';
 import { arrowOperands, jsonAggregate, jsonbOperator, jsonEach } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, updateValues } from './literals.js';
+import { exactNumericConstant, numericLiteralCast } from './numeric.js';
 import { anyList, collate, likePattern, operatorSpelling } from './operators.js';
 import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
 import { aggregateResult, datePartCall, division, integerCall, minus } from './result-types.js';
@@ -31,8 +32,9 @@ export const RULES: Rules = {
     SubLink: [emptySelectList],
     A_Expr: [likePattern, anyList, arrowOperands, jsonbOperator, minus, division, spacedComparison, operatorSpelling],
     CollateClause: [collate],
-    TypeCast: [arrayLiteralCast, vectorText, byteaLiteral, booleanCast, regNameAsText, regCast],
+    TypeCast: [numericLiteralCast, arrayLiteralCast, vectorText, byteaLiteral, booleanCast, regNameAsText, regCast],
     RangeFunction: [jsonEach, partitionAncestors, fromFunction],
+    A_Const: [exactNumericConstant],
     SQLValueFunction: [valueFunction],
     InsertStmt: [overriding, insertValues, insertColumns],
     UpdateStmt: [updateValues, updateTargets],

@@ -1,4 +1,5 @@
 import type { Token } from '../../../../sql/lexer.js';
+import { readAsDouble } from '../../../../sql/numeric.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS } from '../pg-catalog.js';
 import { FUNCTION_NAMES } from './functions.js';
 import { JSON_AGGREGATES, JSON_EACH_FUNCTIONS, JSON_OPERATORS } from './jsonb.js';
@@ -84,6 +85,8 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     if (t.kind === 'punct' && (t.text === '?' || t.text === '#')) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
+    // 1e-20, or more digits than DuckDB's DECIMAL: a double to DuckDB, numeric to PostgreSQL.
+    if (t.kind === 'number' && readAsDouble(t.text)) return true;
     const w = wordOf(t);
     if (w !== null && TRIGGER_WORDS.has(w)) return true;
   }

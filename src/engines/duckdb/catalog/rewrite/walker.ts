@@ -68,6 +68,8 @@ export class Walker extends Spans {
   readonly fromScopes: number[][] = [];
   /** RangeVars and FROM function calls whose whole text another rule replaced, by location. */
   readonly replacedRelations = new Set<number>();
+  /** Constants that a cast around them types (`1e300::float8`), by location: a constant's own rules leave them as written. */
+  readonly castConstants = new Set<number>();
   /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
   expressions = true;
   /** While a range variable's rules run: whether it is the statement's target. */
