@@ -28,6 +28,7 @@ export const TypeOid = {
   varbit: 1562,
   numeric: 1700,
   regclass: 2205,
+  regtype: 2206,
   record: 2249,
   uuid: 2950,
   jsonb: 3802,
@@ -79,6 +80,7 @@ export function typeSize(oid: number): number {
     case TypeOid.oid:
     case TypeOid.regproc:
     case TypeOid.regclass:
+    case TypeOid.regtype:
       return 4;
     case TypeOid.int8:
     case TypeOid.float8:
@@ -105,3 +107,31 @@ export function typeSize(oid: number): number {
  * (OID 18): asyncpg, for one, compares them as bytes.
  */
 export const PG_CHAR_VALUES: readonly string[] = ['', ...' ,;.-_', ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'];
+
+/** PostgreSQL's names of the types above (as format_type and pg_typeof give them), and their OIDs. */
+export const TYPE_OID_BY_NAME: ReadonlyMap<string, number> = new Map([
+  ['boolean', TypeOid.bool],
+  ['bytea', TypeOid.bytea],
+  ['"char"', TypeOid.char],
+  ['name', TypeOid.name],
+  ['bigint', TypeOid.int8],
+  ['smallint', TypeOid.int2],
+  ['integer', TypeOid.int4],
+  ['text', TypeOid.text],
+  ['oid', TypeOid.oid],
+  ['json', TypeOid.json],
+  ['real', TypeOid.float4],
+  ['double precision', TypeOid.float8],
+  ['unknown', TypeOid.unknown],
+  ['character', TypeOid.bpchar],
+  ['character varying', TypeOid.varchar],
+  ['date', TypeOid.date],
+  ['time without time zone', TypeOid.time],
+  ['timestamp without time zone', TypeOid.timestamp],
+  ['timestamp with time zone', TypeOid.timestamptz],
+  ['interval', TypeOid.interval],
+  ['time with time zone', TypeOid.timetz],
+  ['numeric', TypeOid.numeric],
+  ['uuid', TypeOid.uuid],
+  ['jsonb', TypeOid.jsonb],
+]);

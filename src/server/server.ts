@@ -318,6 +318,20 @@ export class PgServer {
     log.debug({}, 'connection received');
   }
 
+  /**
+   * pg_cancel_backend and pg_terminate_backend, once the caller is allowed: the session with this process ID has its
+   * statement cancelled, or is closed with 57P01 (after the calling statement's own engine call has returned, as the
+   * caller may be the session itself). False when no authenticated session has the ID.
+   */
+  signal(processId: number, signal: 'cancel' | 'terminate'): boolean {
+    const entry = this.sessions.get(processId);
+    if (entry === undefined || this.starting.has(processId) || entry.session.isClosed) return false;
+    this.opts.log.info({ target: processId, signal }, signal === 'cancel' ? 'pg_cancel_backend' : 'pg_terminate_backend');
+    if (signal === 'cancel') entry.session.cancel();
+    else setImmediate(() => entry.session.terminate());
+    return true;
+  }
+
   private cancel(processId: number, secretKey: number, log: SessionLog): void {
     const entry = this.sessions.get(processId);
     if (entry === undefined || entry.secretKey !== secretKey) {

@@ -239,6 +239,16 @@ export class Session {
   }
 
   /**
+   * pg_terminate_backend: its statement, if any, is cancelled and the connection closed with 57P01, as
+   * PostgreSQL's backend ends on SIGTERM.
+   */
+  terminate(): void {
+    if (this.phase.name !== 'ready') return;
+    this.handler?.cancel();
+    this.terminateForShutdown();
+  }
+
+  /**
    * Graceful shutdown: an idle session is closed at once with 57P01; a busy one
    * after its current statement, or when `deadline` passes (its statement is then cancelled).
    */

@@ -206,3 +206,50 @@ export function quotientText(a: string, typeA: string, b: string, typeB: string)
   }
   return q.text;
 }
+
+/**
+ * sqrt(x) of a numeric as PostgreSQL computes it (numeric_sqrt): rounded
+ * half up at a scale of 16 significant digits judged on x's first base-10000
+ * digit group, and no fewer decimals than x shows. Returns the text and
+ * its scale; throws a RangeError for a negative x.
+ */
+export function numericSquareRoot(x: string, trim = false): { readonly text: string; readonly scale: number } {
+  const v = scaled(x, trim);
+  if (v.digits < 0n) throw new RangeError('cannot take square root of a negative number');
+  const text = v.digits.toString();
+  const intLength = text.length - v.scale;
+  let weight = 0;
+  if (v.digits !== 0n) {
+    if (intLength > 0) weight = Math.floor((intLength - 1) / 4);
+    else weight = -(Math.floor(text.padStart(v.scale, '0').search(/[1-9]/) / 4) + 1);
+  }
+  const scale = Math.min(1000, Math.max(NUMERIC_MIN_SIG_DIGITS - (2 * weight + 1), v.scale, 0));
+  // sqrt(X / 10^s) at `scale` decimals: isqrt(X * 10^(2 * scale - s)), rounded.
+  const n = v.digits * 10n ** BigInt(2 * scale - v.scale);
+  let r = integerSquareRoot(n);
+  if (n - r * r > r) r += 1n;
+  const body = r.toString().padStart(scale + 1, '0');
+  return { text: scale === 0 ? body : `${body.slice(0, body.length - scale)}.${body.slice(body.length - scale)}`, scale };
+}
+
+function integerSquareRoot(n: bigint): bigint {
+  if (n < 2n) return n;
+  let x = BigInt(`1${'0'.repeat(Math.ceil(n.toString().length / 2))}`);
+  for (;;) {
+    const y = (x + n / x) / 2n;
+    if (y >= x) return x;
+    x = y;
+  }
+}
+
+/** The text of a numeric square root for DECIMAL(38,20), given x's text and DuckDB type (see quotientText). */
+export function squareRootText(x: string, type: string): string {
+  const m = /^DECIMAL\((\d+),(\d+)\)$/.exec(type);
+  const r = numericSquareRoot(x, m !== null && isUnconstrainedDecimal(Number(m[1]), Number(m[2])));
+  if (r.scale > QUOTIENT_SCALE && /[1-9]/.test(r.text.slice(r.text.length - (r.scale - QUOTIENT_SCALE)))) {
+    throw new RangeError(
+      `numeric value sqrt(${x}) has significant digits past the ${QUOTIENT_SCALE}th decimal, which cotwire's numeric does not hold; cast it to double precision`,
+    );
+  }
+  return r.text;
+}

@@ -33,6 +33,12 @@ export type TargetSource =
   | { readonly kind: 'column'; readonly qualifier: string | null; readonly column: string }
   | { readonly kind: 'star'; readonly qualifier: string | null }
   | { readonly kind: 'jsonb' }
+  /** An expression that is jsonb when this column is (`j -> 'k'`, `coalesce(j, ...)`). */
+  | { readonly kind: 'jsonbOf'; readonly qualifier: string | null; readonly column: string }
+  /** A type's name as regtype (pg_typeof, a cast to regtype), which the engine holds as text. */
+  | { readonly kind: 'regtype' }
+  /** A cast to a type with a modifier (`x::numeric(10,2)`), which PostgreSQL describes with it. */
+  | { readonly kind: 'typmod' }
   | { readonly kind: 'other' };
 
 export interface SelectSources {
@@ -108,9 +114,97 @@ function target(val: PgNode | undefined): TargetSource {
     if (star || column === undefined || names.length > 2 || names.some((n) => n === undefined)) return { kind: 'other' };
     return { kind: 'column', qualifier: names.length === 2 ? (names[0] as string) : null, column };
   }
+  const call = val?.FuncCall as PgNode | undefined;
   const cast = val?.TypeCast as PgNode | undefined;
-  if (cast !== undefined && strings((cast.typeName as PgNode | undefined)?.names).at(-1) === 'jsonb') return { kind: 'jsonb' };
+  if (
+    (call !== undefined &&
+      strings(call.funcname)
+        .join('.')
+        .replace(/^pg_catalog\./, '') === 'pg_typeof') ||
+    castName(cast) === 'regtype'
+  ) {
+    return { kind: 'regtype' };
+  }
+  if (cast !== undefined && (cast.typeName as PgNode | undefined)?.typmods !== undefined) return { kind: 'typmod' };
+  const jsonb = jsonbSource(val);
+  if (jsonb === true) return { kind: 'jsonb' };
+  if (jsonb !== null && jsonb !== false) return { kind: 'jsonbOf', ...jsonb };
   return { kind: 'other' };
+}
+
+function castName(cast: PgNode | undefined): string | undefined {
+  const typeName = cast?.typeName as PgNode | undefined;
+  return typeName?.arrayBounds === undefined ? strings(typeName?.names).at(-1) : undefined;
+}
+
+/** Functions whose result is jsonb. */
+const JSONB_FUNCTIONS = new Set([
+  'jsonb_build_object',
+  'jsonb_build_array',
+  'to_jsonb',
+  'jsonb_agg',
+  'jsonb_object_agg',
+  'jsonb_set',
+  'jsonb_insert',
+  'jsonb_strip_nulls',
+  'jsonb_object',
+  'jsonb_extract_path',
+  'jsonb_path_query_first',
+  'jsonb_concat',
+]);
+
+/** Operators whose result has their left operand's json type: jsonb when it is jsonb. */
+const JSONB_OPERATORS = new Set(['->', '#>', '||', '-', '#-']);
+
+/**
+ * Whether an expression is jsonb: true by its text (a cast to jsonb, a
+ * jsonb function), the column whose declared type decides it (`j -> 'k'`,
+ * `coalesce(j, ...)`), or false. DuckDB holds json and jsonb alike.
+ */
+function jsonbSource(e: PgNode | undefined): boolean | { readonly qualifier: string | null; readonly column: string } | null {
+  if (e === undefined) return false;
+  const cast = e.TypeCast as PgNode | undefined;
+  if (cast !== undefined) return castName(cast) === 'jsonb';
+  const ref = e.ColumnRef as PgNode | undefined;
+  if (ref !== undefined) {
+    const names = ((ref.fields as PgNode[] | undefined) ?? []).map((f) => (f.String as { sval?: string } | undefined)?.sval);
+    const column = names.at(-1);
+    if (column === undefined || names.length > 2 || names.some((n) => n === undefined)) return null;
+    return { qualifier: names.length === 2 ? (names[0] as string) : null, column };
+  }
+  const call = e.FuncCall as PgNode | undefined;
+  if (call !== undefined) {
+    const name = strings(call.funcname).at(-1) ?? '';
+    if (JSONB_FUNCTIONS.has(name)) return true;
+    return name === 'coalesce' || name === 'nullif' || name === 'greatest' || name === 'least' ? anyJsonb(call.args) : false;
+  }
+  const expr = e.A_Expr as PgNode | undefined;
+  if (expr !== undefined) {
+    if (expr.kind === 'AEXPR_NULLIF') return jsonbSource(expr.lexpr as PgNode | undefined);
+    const op = strings(expr.name).join('.');
+    if (expr.kind !== 'AEXPR_OP' || !JSONB_OPERATORS.has(op)) return false;
+    const left = jsonbSource(expr.lexpr as PgNode | undefined);
+    return op === '||' && left !== true ? (jsonbSource(expr.rexpr as PgNode | undefined) === true ? true : left) : left;
+  }
+  const coalesce = e.CoalesceExpr as PgNode | undefined;
+  if (coalesce !== undefined) return anyJsonb(coalesce.args);
+  const minMax = e.MinMaxExpr as PgNode | undefined;
+  if (minMax !== undefined) return anyJsonb(minMax.args);
+  const caseExpr = e.CaseExpr as PgNode | undefined;
+  if (caseExpr !== undefined) {
+    const results = ((caseExpr.args as PgNode[] | undefined) ?? []).map((w) => (w.CaseWhen as PgNode | undefined)?.result as PgNode);
+    return anyJsonb([...results, ...(caseExpr.defresult === undefined ? [] : [caseExpr.defresult])]);
+  }
+  return false;
+}
+
+/** The first of several expressions whose json type is known or follows a column. */
+function anyJsonb(args: unknown): boolean | { readonly qualifier: string | null; readonly column: string } | null {
+  for (const a of (args as PgNode[] | undefined) ?? []) {
+    const s = jsonbSource(a);
+    if (s !== false) return s;
+  }
+  return false;
 }
 
 function selectSourcesOf(stmt: PgNode): SelectSources | null {

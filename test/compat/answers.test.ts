@@ -22,6 +22,10 @@ const SCHEMA = [
     (5, 3, 167.75, 2, 3.75, 7, 'C:\\path', '2024-07-04 12:00:00', true, '{c,a}', '{"kind": "web", "score": 4}')`,
 ];
 
+/** The SQL:2003 keywords pgjdbc's getSQLKeywords leaves out of PostgreSQL's. */
+const JDBC_SQL2003_KEYWORDS =
+  'a,abs,absolute,action,ada,add,admin,after,all,allocate,alter,always,and,any,are,array,as,asc,asensitive,assertion,assignment,asymmetric,at,atomic,attribute,attributes,authorization,avg,before,begin,bernoulli,between,bigint,binary,blob,boolean,both,breadth,by,c,call,called,cardinality,cascade,cascaded,case,cast,catalog,catalog_name,ceil,ceiling,chain,char,char_length,character,character_length,character_set_catalog,character_set_name,character_set_schema,characteristics,characters,check,checked,class_origin,clob,close,coalesce,cobol,code_units,collate,collation,collation_catalog,collation_name,collation_schema,collect,column,column_name,command_function,command_function_code,commit,committed,condition,condition_number,connect,connection_name,constraint,constraint_catalog,constraint_name,constraint_schema,constraints,constructors,contains,continue,convert,corr,corresponding,count,covar_pop,covar_samp,create,cross,cube,cume_dist,current,current_collation,current_date,current_default_transform_group,current_path,current_role,current_time,current_timestamp,current_transform_group_for_type,current_user,cursor,cursor_name,cycle,data,date,datetime_interval_code,datetime_interval_precision,day,deallocate,dec,decimal,declare,default,defaults,deferrable,deferred,defined,definer,degree,delete,dense_rank,depth,deref,derived,desc,describe,descriptor,deterministic,diagnostics,disconnect,dispatch,distinct,domain,double,drop,dynamic,dynamic_function,dynamic_function_code,each,element,else,end,end-exec,equals,escape,every,except,exception,exclude,excluding,exec,execute,exists,exp,external,extract,false,fetch,filter,final,first,float,floor,following,for,foreign,fortran,found,free,from,full,function,fusion,g,general,get,global,go,goto,grant,granted,group,grouping,having,hierarchy,hold,hour,identity,immediate,implementation,in,including,increment,indicator,initially,inner,inout,input,insensitive,insert,instance,instantiable,int,integer,intersect,intersection,interval,into,invoker,is,isolation,join,k,key,key_member,key_type,language,large,last,lateral,leading,left,length,level,like,ln,local,localtime,localtimestamp,locator,lower,m,map,match,matched,max,maxvalue,member,merge,message_length,message_octet_length,message_text,method,min,minute,minvalue,mod,modifies,module,month,more,multiset,mumps,name,names,national,natural,nchar,nclob,nesting,new,next,no,none,normalize,normalized,not,"null",nullable,nullif,nulls,number,numeric,object,octet_length,octets,of,old,on,only,open,option,options,or,order,ordering,ordinality,others,out,outer,output,over,overlaps,overlay,overriding,pad,parameter,parameter_mode,parameter_name,parameter_ordinal_position,parameter_specific_catalog,parameter_specific_name,parameter_specific_schema,partial,partition,pascal,path,percent_rank,percentile_cont,percentile_disc,placing,pli,position,power,preceding,precision,prepare,preserve,primary,prior,privileges,procedure,public,range,rank,read,reads,real,recursive,ref,references,referencing,regr_avgx,regr_avgy,regr_count,regr_intercept,regr_r2,regr_slope,regr_sxx,regr_sxy,regr_syy,relative,release,repeatable,restart,result,return,returned_cardinality,returned_length,returned_octet_length,returned_sqlstate,returns,revoke,right,role,rollback,rollup,routine,routine_catalog,routine_name,routine_schema,row,row_count,row_number,rows,savepoint,scale,schema,schema_name,scope_catalog,scope_name,scope_schema,scroll,search,second,section,security,select,self,sensitive,sequence,serializable,server_name,session,session_user,set,sets,similar,simple,size,smallint,some,source,space,specific,specific_name,specifictype,sql,sqlexception,sqlstate,sqlwarning,sqrt,start,state,statement,static,stddev_pop,stddev_samp,structure,style,subclass_origin,submultiset,substring,sum,symmetric,system,system_user,table,table_name,tablesample,temporary,then,ties,time,timestamp,timezone_hour,timezone_minute,to,top_level_count,trailing,transaction,transaction_active,transactions_committed,transactions_rolled_back,transform,transforms,translate,translation,treat,trigger,trigger_catalog,trigger_name,trigger_schema,trim,true,type,uescape,unbounded,uncommitted,under,union,unique,unknown,unnamed,unnest,update,upper,usage,user,user_defined_type_catalog,user_defined_type_code,user_defined_type_name,user_defined_type_schema,using,value,values,var_pop,var_samp,varchar,varying,view,when,whenever,where,width_bucket,window,with,within,without,work,write,year,zone';
+
 /** Statements whose answers must agree, value for value and type for type. */
 const AGREE: readonly string[] = [
   // Counting and summing.
@@ -109,6 +113,15 @@ const AGREE: readonly string[] = [
   "SELECT id FROM orders WHERE meta ? 'score' ORDER BY id",
   "SELECT meta->>'kind' AS kind, count(*) FROM orders WHERE meta IS NOT NULL GROUP BY 1 ORDER BY 1",
   "SELECT jsonb_typeof(meta->'score') FROM orders ORDER BY id",
+  // Sequelize's JSON filter: a text cast to a double or an integer.
+  "SELECT id FROM orders WHERE CAST((meta#>>'{score}') AS DOUBLE PRECISION) = 5 OR CAST((meta#>>'{score}') AS integer) = 3 ORDER BY id",
+  // What jsonb's operators and functions return is jsonb, printed as jsonb prints it.
+  "SELECT meta->'score', meta || '{\"x\": [1, 2.50]}'::jsonb, jsonb_build_object('k', qty, 'a', note) FROM orders ORDER BY id",
+  // Numbers without silent rounding: literal digits, quotients and averages at PostgreSQL's scale, a parameter-free pg_typeof.
+  "SELECT 1.23456789012345678901::numeric, '1e-20'::numeric, 100.00::numeric / 3, 1::numeric / 3, avg(qty), sum(amount) / count(*) FROM orders",
+  "SELECT pg_typeof(1.5), pg_typeof('a'::text), pg_typeof(ARRAY['a'::text]), pg_typeof(now()), pg_typeof(amount), pg_typeof(meta) FROM orders WHERE id = 1",
+  "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount), sqrt(amount), date_trunc('month', created) FROM orders, customers WHERE customers.id = orders.customer AND orders.id = 1",
+  "SELECT string_to_array('', ','), 'x' = ANY(ARRAY['y', NULL]), substr('abc', -1), concat(true, 1.5::float8)",
   // Casts and literals.
   "SELECT 1::text, '42'::int, '3.5'::numeric, '3.5'::float8, 'true'::boolean, '2024-01-02'::date",
   'SELECT CAST(amount AS integer), CAST(qty AS text), amount::text FROM orders ORDER BY id',
@@ -175,6 +188,42 @@ const AGREE: readonly string[] = [
   'SELECT meta, \'{"b": 1, "a": [1,2.50,1e2]}\'::jsonb AS j FROM orders ORDER BY id',
   'SELECT upper(country), country || grade FROM customers ORDER BY id',
   // Parameters are exercised by the drivers' suites; the catalog by the tools'.
+  // The server's functions: the statement's start, the size of indexes (none known to DuckDB), signals to no backend.
+  "SELECT pg_typeof(statement_timestamp())::text, statement_timestamp() >= now(), statement_timestamp() - now() < interval '1 minute'",
+  "SELECT pg_typeof(pg_indexes_size('orders'::regclass))::text, pg_indexes_size('orders'::regclass) >= 0",
+  'SELECT pg_cancel_backend(0), pg_terminate_backend(0), pg_cancel_backend(NULL)',
+  // set_config inside a larger query: any position, several columns, the new value as the setting shows it.
+  "SELECT set_config('application_name', 'answers', false), 1",
+  "SELECT 1 AS a, set_config('lock_timeout', '1000', false) AS b, set_config('search_path', current_setting('search_path'), false) AS c",
+  "SELECT set_config('nosuch', 'x', false), 1",
+  // PostgreSQL's keywords (pgjdbc's getSQLKeywords asks for those not in SQL:2003).
+  'SELECT * FROM pg_get_keywords()',
+  `select string_agg(word, ',') from pg_catalog.pg_get_keywords() where word <> ALL ('{${JDBC_SQL2003_KEYWORDS}}'::text[])`,
+  // pgAdmin's dashboard sums pg_stat_database (sum(bigint) is numeric): its counters differ, their types do not.
+  'SELECT least(sum(tup_inserted), 0) AS ins, least(sum(xact_commit), 0), least(sum(blks_read), 0), least(sum(tup_fetched), 0), least(sum(numbackends), 0) FROM pg_stat_database',
+  // substring with a POSIX regular expression, and with a SQL one.
+  "SELECT substring('order-123' from '[0-9]+'), substring('order-123' from 'r-(\\d)'), substring('abc' from 'x'), substring(note from 'o.') FROM orders ORDER BY id",
+  "SELECT substring('Thomas' from '%#\"o_a#\"_' for '#'), substring('foobar' similar '%#\"o_b#\"%' escape '#'), substring('foobar' from '#\"o_b#\"%' for '#')",
+  "SELECT substring('abcdef', 'c(d)e'), substring('abcdef' from 3), substring('abcdef' for 2), substring('abcdef' from 2 for 3)",
+  // Timestamps as PostgreSQL reads them: an offset after a space, a time without seconds, Z.
+  "SELECT '2024-07-01 00:00:00.000 +00:00'::timestamptz, timestamptz '2024-01-02 00:00+00', '2024-01-02 00:00:00+05:30'::timestamptz, '2024-01-02T10:00:00Z'::timestamptz",
+  "SELECT '2024-07-01 00:00:00.000 +00:00'::timestamp, timestamp '2024-01-02 00:00+00', '2024-01-02 00:00:00+05:30'::timestamp, CAST('2024-01-02 10:00:00 Z' AS timestamptz)",
+  "SELECT s::timestamptz, CAST(s AS timestamp), s::timestamp with time zone FROM (VALUES ('2024-07-01 00:00:00.000 +00:00'), ('2024-01-02 00:00+05'), (NULL)) v(s)",
+  // jsonb's set-returning functions in FROM, of a literal and of a table's column.
+  'SELECT * FROM jsonb_each_text(\'{"a":1,"b":null}\'::jsonb) ORDER BY key',
+  'SELECT o.id, e.key, e.value FROM orders o, jsonb_each_text(o.meta) e ORDER BY o.id, e.key',
+  'SELECT * FROM jsonb_array_elements_text(\'[1,"x",null]\'::jsonb)',
+  'SELECT * FROM jsonb_object_keys(\'{"b":1,"a":2}\'::jsonb) ORDER BY 1',
+  'SELECT o.id, k FROM orders o, jsonb_object_keys(o.meta) k ORDER BY o.id, k',
+  'SELECT * FROM jsonb_array_elements(\'{"a":1}\'::jsonb)',
+  // Extensions whose functions cotwire has: uuid-ossp's, as TypeORM creates it for its uuid columns.
+  'CREATE EXTENSION IF NOT EXISTS "uuid-ossp"',
+  "SELECT extname::text AS name, extversion || '' AS version FROM pg_extension WHERE extname = 'uuid-ossp'",
+  "SELECT uuid_generate_v5(uuid_ns_dns(), 'www.example.com'), uuid_generate_v3(uuid_ns_url(), 'x'), uuid_nil(), uuid_ns_oid(), uuid_ns_x500()",
+  'CREATE EXTENSION nosuch_extension',
+  'CREATE TABLE tokens (id uuid DEFAULT uuid_generate_v4() PRIMARY KEY, name text)',
+  "INSERT INTO tokens (name) VALUES ('a'), ('b')",
+  'SELECT count(DISTINCT id), count(*), bool_and(id IS NOT NULL) FROM tokens',
 ];
 
 /**
@@ -183,10 +232,11 @@ const AGREE: readonly string[] = [
  * cotwire refuses with a clear error where PostgreSQL answers.
  */
 const DIFFER: ReadonlyArray<{ readonly sql: string; readonly types?: readonly [number, number]; readonly refused?: string }> = [
-  // jsonb is json: the same text, sent as json (114) rather than jsonb (3802).
-  { sql: "SELECT meta->'score' FROM orders ORDER BY id", types: [114, 3802] },
   // name is text: the same text, sent as text (25) rather than name (19).
   { sql: 'SELECT current_schema()', types: [25, 19] },
+  // jsonb's set-returning functions give json values.
+  { sql: 'SELECT o.id, e.key, e.value FROM orders o, jsonb_each(o.meta) e ORDER BY o.id, e.key', types: [114, 3802] },
+  { sql: 'SELECT * FROM jsonb_array_elements(\'[1,"x",null]\'::jsonb)', types: [114, 3802] },
   // DuckDB cannot group the rows a set-returning function makes in the same query level.
   { sql: 'SELECT unnest(tags) AS tag, count(*) FROM orders GROUP BY 1 ORDER BY 1', refused: '0A000' },
 ];

@@ -2,7 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { engineSetup } from '../../src/engines/duckdb/catalog/compat.js';
-import { registerEngineClock } from '../../src/engines/duckdb/adapter/engine.js';
+import { registerCatalogFunctions } from '../../src/engines/duckdb/adapter/engine.js';
 import { useTestServer } from '../fixtures/server.js';
 
 /**
@@ -43,7 +43,7 @@ describe('the shared PostgreSQL catalog', () => {
     const other = await bare.connect();
     try {
       // As the engine does before its set-up.
-      registerEngineClock(setup);
+      registerCatalogFunctions(setup);
       for (const s of engineSetup()) await setup.run(s);
       await other.run("CREATE TEMP MACRO current_user() AS 'bob'");
       await other.run("CREATE TEMP MACRO cot_role() AS 'reader'");

@@ -17,6 +17,7 @@ import { checkListenAuth, listenOrExplain, loadTls, openOps } from '../../server
 import { DeclaredStore } from './catalog/declared.js';
 import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
+import { Backends } from './handler/backends.js';
 import { SessionCache } from './handler/session-cache.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { LedgerAuditor } from './log/auditor.js';
@@ -93,10 +94,12 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       search.worker?.appended(tables);
     };
     const advisoryLocks = new AdvisoryLocks();
+    const backends = new Backends();
     const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
     for (const sql of declared.loadSql()) await internal.run(sql);
     await declared.loaded(internal);
     await engine.registerFunction(advisoryLocks.engineFunction());
+    await engine.registerFunction(backends.engineFunction());
     const auditor = await openAudit(engine, ledgers, ledgerLog, observer, log, stack);
     const checkpoints = await openCheckpoints(config, log, internal, ledgers, ledgerLog, stack);
     const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
@@ -110,6 +113,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       ledgers,
       writer,
       advisoryLocks,
+      backends,
       declared,
       auditor,
       sessionCache,

@@ -71,6 +71,8 @@ public class JdbcFlows {
       List<List<Object>> types = rows(md.getTypeInfo(), "TYPE_NAME", "DATA_TYPE");
       out.put("type_info_has_int4", types.stream().anyMatch(r -> "int4".equals(r.get(0))));
       out.put("functions_run", rows(md.getFunctions(null, "pg_catalog", "lower"), "FUNCTION_NAME").size() > 0);
+      // PostgreSQL's keywords that are not SQL:2003's (pgjdbc asks pg_get_keywords(); DBeaver's SQL editor uses them).
+      out.put("sql_keywords", md.getSQLKeywords());
       // Parameters and batches.
       try (PreparedStatement ps = conn.prepareStatement("INSERT INTO jdbc_orders (id, customer, total, placed, paid) VALUES (?, ?, ?, ?, ?)")) {
         for (int i = 1; i <= 3; i++) {

@@ -26,6 +26,15 @@ const Order = new EntitySchema({
   relations: { customer: { type: 'many-to-one', target: 'Customer', joinColumn: { name: 'customer_id' }, inverseSide: 'orders', nullable: false } },
   indices: [{ name: 'orders_paid_idx', columns: ['paid'] }],
 });
+// A generated uuid key: TypeORM creates the uuid-ossp extension and makes the column's default uuid_generate_v4().
+const Token = new EntitySchema({
+  name: 'Token',
+  tableName: 'tokens',
+  columns: {
+    id: { type: 'uuid', primary: true, generated: 'uuid' },
+    label: { type: 'text' },
+  },
+});
 const Step = new EntitySchema({
   name: 'Step',
   tableName: '_cot_steps',
@@ -45,7 +54,7 @@ export async function flow(conn, step, cotwire) {
     type: 'postgres',
     ...conn,
     username: conn.user,
-    entities: cotwire ? [Customer, Order, Step] : [Customer, Order],
+    entities: cotwire ? [Customer, Order, Token, Step] : [Customer, Order, Token],
     synchronize: false,
     logging: false,
   });
@@ -127,6 +136,24 @@ export async function flow(conn, step, cotwire) {
       return customers.count();
     });
     await step('delete', () => orders.delete({ id: 3 }).then((r) => r.affected));
+    await step('uuid-ossp created', async () => (await ds.query("SELECT extname FROM pg_extension WHERE extname = 'uuid-ossp'")).map((r) => r.extname));
+    await step('uuid column', async () => {
+      const qr = ds.createQueryRunner();
+      try {
+        const t = await qr.getTable('tokens');
+        return t?.columns.map((c) => [c.name, c.type, c.isGenerated, c.generationStrategy, c.isPrimary]);
+      } finally {
+        await qr.release();
+      }
+    });
+    await step('save with generated uuids', async () => {
+      const saved = await ds.getRepository('Token').save([{ label: 'a' }, { label: 'b' }]);
+      const found = await ds.getRepository('Token').find({ order: { label: 'ASC' } });
+      return {
+        saved: saved.map((t) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(t.id)),
+        found: found.map((t) => [t.label, t.id === saved.find((s) => s.label === t.label)?.id]),
+      };
+    });
     if (cotwire) await step('ledger insert', () => ds.getRepository('Step').save({ sessionId: 'typeorm', stepType: 'Action', content: 'from typeorm' }));
   } finally {
     await ds.destroy();

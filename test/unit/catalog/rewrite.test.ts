@@ -72,8 +72,8 @@ describe('catalog rewrites', () => {
   });
 
   it("maps PostgreSQL's own type names and strips their pg_catalog qualifier", () => {
-    expect(rw('SELECT x::name, y::pg_catalog.int2[], z::pg_catalog.text, w::"char"')).toBe('SELECT x::VARCHAR, y::int2[], z::text, w::VARCHAR');
-    expect(rw('SELECT x::integer, y::double precision')).toBe('SELECT x::integer, y::double precision');
+    expect(rw('SELECT x::name, y::pg_catalog.int2[], z::pg_catalog.text, w::"char"')).toBe(`SELECT x::VARCHAR, y::int2[], ${P}.cot_text(z)::text, w::VARCHAR`);
+    expect(rw('SELECT x::integer, y::double precision')).toBe(`SELECT ${P}.cot_integer_text(x, 'integer')::integer, ${P}.cot_float_of(y)::double precision`);
   });
 
   it('names the column of a scalar set function in FROM after its alias', () => {
@@ -83,9 +83,11 @@ describe('catalog rewrites', () => {
   });
 
   it('turns = ANY(list) into list_contains, unless the list itself needs a rewrite', () => {
-    expect(rw('SELECT rolname FROM pg_roles WHERE oid = any (pol.polroles)')).toBe(`SELECT rolname FROM ${P}.pg_roles WHERE list_contains(pol.polroles, oid)`);
+    expect(rw('SELECT rolname FROM pg_roles WHERE oid = any (pol.polroles)')).toBe(
+      `SELECT rolname FROM ${P}.pg_roles WHERE ${P}.cot_any_eq(pol.polroles, oid)`,
+    );
     expect(rw('SELECT 1 WHERE x <> ALL (ARRAY[1, 2]) AND pg_catalog.pg_table_is_visible(1)')).toBe(
-      `SELECT 1 WHERE NOT list_contains(ARRAY[1, 2], x) AND ${P}.pg_table_is_visible(1)`,
+      `SELECT 1 WHERE NOT ${P}.cot_any_eq(ARRAY[1, 2], x) AND ${P}.pg_table_is_visible(1)`,
     );
     expect(rw('SELECT 1 WHERE x = ANY(SELECT oid FROM pg_class)')).toBe(`SELECT 1 WHERE x = ANY(SELECT oid FROM ${P}.pg_class)`);
   });
@@ -128,6 +130,35 @@ describe('PostgreSQL array literals', () => {
 });
 
 describe('renamed functions and vector columns', () => {
+  it('reads a text pattern of substring as a regular expression, and a SQL one with its escape', () => {
+    expect(rw("SELECT substring(s from '[0-9]+') FROM t")).toBe(`SELECT ${P}.cot_substring_match(s , '[0-9]+') FROM t`);
+    expect(rw("SELECT substring(s, 'a(b)c')")).toBe(`SELECT ${P}.cot_substring_group(s, 'a(b)c')`);
+    expect(rw(`SELECT substring('Thomas' from '%#"o_a#"_' for '#')`)).toBe(`SELECT ${P}.cot_substring_group('Thomas' , '^(?:.*){1,1}?(o.a){1,1}(?:.)$')`);
+    expect(rw('SELECT substring(s from 2 for 3), substring(s from $1) FROM t')).toBe('SELECT substring(s from 2 for 3), substring(s from $1) FROM t');
+  });
+
+  it('reads timestamps as PostgreSQL does: an offset after a space, no seconds, a text column cast', () => {
+    expect(rw("SELECT '2024-07-01 00:00:00.000 +00:00'::timestamptz, timestamptz '2024-01-02 00:00+00'")).toBe(
+      "SELECT '2024-07-01 00:00:00.000+00:00'::timestamptz, timestamptz '2024-01-02 00:00:00+00'",
+    );
+    expect(rw("SELECT timestamp '2024-01-02 10:00:00 Z', '2024-01-02 10:00:00'::timestamp")).toBe(
+      "SELECT timestamp '2024-01-02 10:00:00+00', '2024-01-02 10:00:00'::timestamp",
+    );
+    expect(rw('SELECT s::timestamptz, CAST(s AS timestamp), s::timestamp with time zone, $1::timestamptz FROM t')).toBe(
+      `SELECT ${P}.cot_timestamptz(s), ${P}.cot_timestamp(s ), ${P}.cot_timestamptz(s), $1::timestamptz FROM t`,
+    );
+  });
+
+  it("makes jsonb's set-returning functions in FROM a lateral query over json_each, rewriting inside their argument", () => {
+    expect(rw(`SELECT * FROM jsonb_each_text('{"a":1}'::jsonb)`)).toBe(
+      `SELECT * FROM LATERAL (SELECT key, CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END AS value FROM json_each('{"a":1}'::JSON)) AS jsonb_each_text`,
+    );
+    expect(rw('SELECT k FROM t, jsonb_object_keys(t.meta) k')).toMatch(
+      /^SELECT k FROM t, LATERAL \(SELECT CASE WHEN fullkey LIKE .* AS "k" FROM json_each\(t\.meta\)\) k$/,
+    );
+    expect(rw('SELECT * FROM t, pg_catalog.jsonb_array_elements(t.meta) AS e(v)')).toMatch(/FROM json_each\(t\.meta\)\) AS e\(v\)$/);
+  });
+
   it('calls DuckDB’s name for PostgreSQL’s JSON builders', () => {
     expect(rw("SELECT json_build_object('a', 1), pg_catalog.jsonb_agg(x) FROM t")).toBe("SELECT json_object('a', 1), nullif(to_json(list(x)), 'null') FROM t");
   });
@@ -149,13 +180,15 @@ describe('division', () => {
 
   it('types a division whose operands have certain types by their witnesses, so that numeric division stays numeric', () => {
     expect(rw('SELECT a / b, a / b::int * c, 7.0 / 2 FROM t')).toBe(
-      `SELECT ${P}.cot_div(a , b, "a", "b"), ${P}.cot_div(a , b::int, "a", CAST("b" AS INTEGER)) * c, ${P}.cot_div(7.0 , 2, 7.0, 2) FROM t`,
+      `SELECT ${P}.cot_div(a , b, "a", "b"), ${P}.cot_div(a , ${P}.cot_integer_text(b, 'integer')::int, "a", CAST("b" AS INTEGER)) * c, ${P}.cot_div(7.0 , 2, 7.0, 2) FROM t`,
     );
     // An aggregate's witness is the type it returns, without aggregating.
     expect(rw('SELECT sum(x) / count(*) FROM t')).toBe(
       `SELECT ${P}.cot_div(${P}.cot_sum_as(sum(x), "x") , count(*), ${P}.cot_sum_witness("x"), CAST(1 AS BIGINT)) FROM t`,
     );
-    expect(rw('SELECT (a + b) / c::numeric FROM t')).toBe(`SELECT ${P}.cot_div((a + b) , c::DECIMAL(38,9), ("a" + "b"), CAST("c" AS DECIMAL(38,9))) FROM t`);
+    expect(rw('SELECT (a + b) / c::numeric FROM t')).toBe(
+      `SELECT ${P}.cot_div((a + b) , ${P}.cot_numeric_text(c)::DECIMAL(38,9), ("a" + "b"), CAST("c" AS DECIMAL(38,9))) FROM t`,
+    );
   });
 
   it('types sum() and avg() by their argument’s witness, keeping DISTINCT, FILTER and OVER', () => {
@@ -198,7 +231,7 @@ describe('PostgreSQL’s result types', () => {
 
   it('round(x) of a double rounds half to even, chosen by x’s witness', () => {
     expect(rw('SELECT round(x), pg_catalog.round(2.5::float8), round(x, 2) FROM t')).toBe(
-      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round(2.5::float8, CAST(2.5 AS DOUBLE)), round(x, 2) FROM t`,
+      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round('2.5'::float8, CAST(2.5 AS DOUBLE)), round(x, 2) FROM t`,
     );
   });
 

@@ -45,3 +45,23 @@ describe('cursor and DEALLOCATE commands', () => {
     expect(recognize('FETCH 1 FROM c extra')).toBeNull();
   });
 });
+
+describe('CREATE EXTENSION and DROP EXTENSION', () => {
+  it('reads the name (quoted, a string or a word), IF [NOT] EXISTS and the schema', () => {
+    expect(recognize('CREATE EXTENSION IF NOT EXISTS "uuid-ossp"')).toEqual({ kind: 'create-extension', name: 'uuid-ossp', ifNotExists: true, schema: null });
+    expect(recognize("create extension pgcrypto with schema public version '1.3' cascade")).toEqual({
+      kind: 'create-extension',
+      name: 'pgcrypto',
+      ifNotExists: false,
+      schema: 'public',
+    });
+    expect(recognize("CREATE EXTENSION 'uuid-ossp' SCHEMA s")).toMatchObject({ name: 'uuid-ossp', schema: 's' });
+    expect(recognize('CREATE EXTENSION pgcrypto WITH nonsense')).toBeNull();
+    expect(recognize('DROP EXTENSION IF EXISTS "uuid-ossp", pgcrypto CASCADE')).toEqual({
+      kind: 'drop-extension',
+      names: ['uuid-ossp', 'pgcrypto'],
+      ifExists: true,
+    });
+    expect(recognize('DROP EXTENSION pgcrypto')).toEqual({ kind: 'drop-extension', names: ['pgcrypto'], ifExists: false });
+  });
+});

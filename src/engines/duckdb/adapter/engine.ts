@@ -23,7 +23,7 @@ import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'no
 import { dirname } from 'node:path';
 import { ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import { replaceParams, type Token, tokenize } from '../../../sql/lexer.js';
-import { quotientText, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { quotientText, squareRootText, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { paramContext } from '../../../sql/param-context.js';
 import type { ParsedStatement, SqlSource } from '../../../sql/parsed.js';
 import { TimeZoneOffsets } from '../../../engine/pg-format.js';
@@ -143,8 +143,7 @@ export async function rewriteDatabaseFile(
     try {
       if (compression === 'fast-reads') await conn.run(FAST_READS);
       // Defaults may call the server's clock.
-      registerEngineClock(conn);
-      registerNumericQuotient(conn);
+      registerCatalogFunctions(conn);
       const name = String((await conn.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
       await conn.run(`ATTACH '${fresh.replaceAll("'", "''")}' AS cot_rewrite`);
       await conn.run(`COPY FROM DATABASE "${name.replaceAll('"', '""')}" TO cot_rewrite`);
@@ -216,8 +215,7 @@ export class DuckDBEngine implements Engine {
         // vectors took 98 ms with RLE, 25 without (and the file holds 1.5 KB a vector, not 0.4).
         if ((opts.compression ?? 'fast-reads') === 'fast-reads') await conn.run(FAST_READS);
         // Before the set-up, whose macros DuckDB binds as they are created.
-        registerEngineClock(conn);
-        registerNumericQuotient(conn);
+        registerCatalogFunctions(conn);
         for (const statement of opts.setup ?? []) await conn.run(statement);
         if (opts.allowFiles !== true) await conn.run('SET GLOBAL enable_external_access = false');
         await conn.run('SET GLOBAL allow_community_extensions = false');
@@ -357,37 +355,49 @@ export function registerEngineClock(conn: DuckDBConnection): void {
   );
 }
 
+/** The functions the catalog's macros call, registered on a connection before the catalog is set up. */
+export function registerCatalogFunctions(conn: DuckDBConnection): void {
+  registerEngineClock(conn);
+  registerNumericFunctions(conn);
+}
+
 /**
- * cot_numeric_quotient(a, typeof(a), b, typeof(b)): numeric division as
- * PostgreSQL computes it (sql/numeric.ts), which the catalog's division
- * and average macros call; DuckDB divides decimals as doubles. Registered
- * beside the clock, before the catalog's macros that name it.
+ * Numeric arithmetic as PostgreSQL computes it (sql/numeric.ts), which the
+ * catalog's division, average and square root macros call, as DuckDB
+ * computes those in doubles: cot_numeric_quotient(a, typeof(a), b,
+ * typeof(b)) and cot_numeric_sqrt(x, typeof(x)), each a numeric's text.
+ * Registered beside the clock, before the catalog's macros that name them.
  */
-export function registerNumericQuotient(conn: DuckDBConnection): void {
-  conn.registerScalarFunction(
-    DuckDBScalarFunction.create({
-      name: 'cot_numeric_quotient',
-      returnType: VARCHAR,
-      parameterTypes: [VARCHAR, VARCHAR, VARCHAR, VARCHAR],
-      mainFunction: (info, input, output) => {
-        const columns = [0, 1, 2, 3].map((i) => input.getColumnVector(i));
-        for (let row = 0; row < input.rowCount; row++) {
-          const [a, ta, b, tb] = columns.map((v) => v.getItem(row) as string | null);
-          if (a == null || b == null) {
-            output.setItem(row, null);
-            continue;
+function registerNumericFunctions(conn: DuckDBConnection): void {
+  const text = (name: string, arity: number, fn: (args: readonly string[]) => string): void => {
+    conn.registerScalarFunction(
+      DuckDBScalarFunction.create({
+        name,
+        returnType: VARCHAR,
+        parameterTypes: Array.from({ length: arity }, () => VARCHAR),
+        mainFunction: (info, input, output) => {
+          const columns = Array.from({ length: arity }, (_, i) => input.getColumnVector(i));
+          for (let row = 0; row < input.rowCount; row++) {
+            const args = columns.map((v) => v.getItem(row) as string | null);
+            // The values (every other argument) null: the answer is; their types never are.
+            if (args.some((a, i) => i % 2 === 0 && a == null)) {
+              output.setItem(row, null);
+              continue;
+            }
+            try {
+              output.setItem(row, fn(args.map((a) => a ?? '')));
+            } catch (err) {
+              info.setError((err as Error).message);
+              return;
+            }
           }
-          try {
-            output.setItem(row, quotientText(a, ta ?? '', b, tb ?? ''));
-          } catch (err) {
-            info.setError((err as Error).message);
-            return;
-          }
-        }
-        output.flush();
-      },
-    }),
-  );
+          output.flush();
+        },
+      }),
+    );
+  };
+  text('cot_numeric_quotient', 4, ([a, ta, b, tb]) => quotientText(a ?? '', ta ?? '', b ?? '', tb ?? ''));
+  text('cot_numeric_sqrt', 2, ([x, tx]) => squareRootText(x ?? '', tx ?? ''));
 }
 
 class DuckDBSession implements EngineConnection {

@@ -54,7 +54,7 @@ const RULES: readonly Rule[] = [
   { type: 'Constraint', code: SqlState.IntegrityConstraintViolation },
   { type: 'Out of Range', code: SqlState.NumericValueOutOfRange },
   { type: 'Invalid Input', match: /division by zero/i, code: SqlState.DivisionByZero },
-  { type: 'Invalid Input', match: /^numeric quotient /, code: SqlState.NumericValueOutOfRange },
+  { type: 'Invalid Input', match: /^numeric (quotient|value) .* (past the|more digits than)/, code: SqlState.NumericValueOutOfRange },
   { type: 'Invalid Input', match: /could not obtain lock/i, code: '55P03' },
   { type: 'Invalid Input', match: /Cannot prepare multiple statements/i, code: SqlState.SyntaxError },
   { type: 'Invalid Input', match: /configuration has been locked|Cannot change configuration/i, code: SqlState.InsufficientPrivilege },

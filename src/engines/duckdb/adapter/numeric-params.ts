@@ -3,7 +3,7 @@ import type { EngineCursor, EngineStatement, WireParam } from '../../../engine/p
 import * as bin from '../../../engine/pg-binary.js';
 import { TypeOid } from '../../../protocol/type-oids.js';
 import { type Token, tokenize } from '../../../sql/lexer.js';
-import { isUnconstrainedDecimal, numericLiteralType, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { isUnconstrainedDecimal, numericDigits, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 
 /**
  * A query whose parameters are numeric without precision. PostgreSQL gives
@@ -62,9 +62,11 @@ export class ScaleBoundStatement implements EngineStatement {
     const key = this.numeric.map((n) => types.get(n) ?? '').join(';');
     let statement = this.prepared.get(key);
     if (statement === undefined) {
-      statement = await this.prepare(this.typedText(types));
+      // DuckDB cannot always type a parameter under a cast beside another DECIMAL ("Failed to get param
+      // logical type"): then the first preparation serves, with the value's digits and the padded scale.
+      statement = (await this.prepare(this.typedText(types)).catch(() => null)) ?? this.base;
       if (this.prepared.size >= 16) {
-        for (const s of this.prepared.values()) s.close();
+        for (const s of this.prepared.values()) if (s !== this.base) s.close();
         this.prepared.clear();
       }
       this.prepared.set(key, statement);
@@ -99,14 +101,18 @@ export class ScaleBoundStatement implements EngineStatement {
 
   close(): void {
     this.base.close();
-    for (const s of this.prepared.values()) s.close();
+    for (const s of this.prepared.values()) if (s !== this.base) s.close();
     this.prepared.clear();
   }
 }
 
-/** The DECIMAL of a numeric parameter's own digits; null for NULL, and for what is not a finite number (the cast refuses it). */
+/**
+ * DECIMAL(38, the scale of a numeric parameter's value); null for NULL, and for what is not a finite
+ * number (the cast refuses it). Of width 38: DuckDB loses a parameter's type under a narrower cast.
+ */
 function valueType(p: WireParam | undefined): string | null {
   if (p === undefined || p.value === null) return null;
-  if (p.format === 1) return p.typeOid === TypeOid.numeric ? numericLiteralType(bin.readNumeric(p.value)) : null;
-  return numericLiteralType(p.value.toString('utf8'));
+  const text = p.format === 1 ? (p.typeOid === TypeOid.numeric ? bin.readNumeric(p.value) : null) : p.value.toString('utf8');
+  const digits = text === null ? null : numericDigits(text);
+  return digits === null ? null : `DECIMAL(38,${Math.min(digits.scale, 38)})`;
 }

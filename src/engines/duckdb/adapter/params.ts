@@ -32,6 +32,7 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import { isUnconstrainedDecimal, losesDigits } from '../../../sql/numeric.js';
+import { pgTimestampText } from '../../../sql/timestamp-text.js';
 import * as bin from '../../../engine/pg-binary.js';
 import type { WireParam } from '../../../engine/port.js';
 
@@ -75,9 +76,10 @@ function fromText(text: string, target: DuckDBType | null, index: number): Typed
       if (text.startsWith('{')) return arrayFromText(text, index, target);
       return { value: text, type: VARCHAR };
     case DuckDBTypeId.TIMESTAMP_TZ:
-      // PostgreSQL accepts a space before a numeric offset ('2024-07-01 00:00:00.000 +00:00', as
-      // Sequelize writes them); DuckDB would read the offset as a zone name.
-      return { value: text.replace(/(\d)\s+([+-]\d{1,2}(?::?\d{2}){0,2})\s*$/, '$1$2'), type: VARCHAR };
+    case DuckDBTypeId.TIMESTAMP:
+      // PostgreSQL's forms DuckDB reads otherwise: a space before a numeric offset ('2024-07-01
+      // 00:00:00.000 +00:00', as Sequelize writes them), ' Z', a time without seconds.
+      return { value: pgTimestampText(text) ?? text, type: VARCHAR };
     case DuckDBTypeId.DECIMAL:
       exactNumeric(text, target as DuckDBDecimalType, index);
       return { value: text, type: VARCHAR };

@@ -30,11 +30,15 @@ export function connectionSetup(
   database: string,
   role: string,
   agentId: string | null = null,
-  /** The session's id and secret, for its advisory locks; null on the set-up connection, which takes none. */
-  session: { readonly id: number; readonly secret: string } | null = null,
+  /**
+   * The session's id and secrets, for its advisory locks and for the functions that reach the session from SQL
+   * (engines/duckdb/handler/backends.ts); null on the set-up connection, which has no session.
+   */
+  session: { readonly id: number; readonly secret: string; readonly backend?: string } | null = null,
 ): string[] {
   return [
     ...(session === null ? [] : advisoryLockMacros(session.id, session.secret)),
+    ...backendMacros(session?.id ?? 0, session?.backend ?? null),
     // The catalog views (pg-catalog.ts) read the connection's role through this macro.
     `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
     // The agent_id the server stamps on this user's appends (users[].agent_id), or NULL.
@@ -54,6 +58,19 @@ export function connectionSetup(
  */
 export function engineSetup(): string[] {
   return [...connectionSetup('DuckDB', 'cotwire', 'cotwire', 'admin'), ...catalogSetup()];
+}
+
+/**
+ * The session as the catalog's functions reach it (pg_backend_pid, statement_timestamp, set_config in a
+ * query, pg_cancel_backend ...): its process ID, and the engine function cot_backend called with its secret.
+ * The set-up connection, which has no session, answers NULL.
+ */
+function backendMacros(pid: number, secret: string | null): string[] {
+  const call = secret === null ? 'CAST(NULL AS VARCHAR)' : `system.main.cot_backend(cot_op, ${pid}, ${quote(secret)}, cot_a, cot_b, cot_c)`;
+  return [
+    `CREATE OR REPLACE TEMP MACRO cot_backend_pid() AS CAST(${pid} AS INTEGER)`,
+    `CREATE OR REPLACE TEMP MACRO cot_backend_call(cot_op, cot_a, cot_b, cot_c) AS ${call}`,
+  ];
 }
 
 /**

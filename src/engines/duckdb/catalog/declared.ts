@@ -24,11 +24,25 @@ type Node = Record<string, unknown>;
 export const DECLARED_COLUMNS = `${P}.cot_declared_columns`;
 export const DECLARED_CONSTRAINTS = `${P}.cot_declared_constraints`;
 
+/** The extensions created (CREATE EXTENSION), for pg_extension. */
+export const DECLARED_EXTENSIONS = `${P}.cot_declared_extensions`;
+
 export const DECLARED_SETUP: readonly string[] = [
   `CREATE TABLE ${DECLARED_COLUMNS} (schema_name VARCHAR, table_name VARCHAR, column_name VARCHAR, pg_type VARCHAR, typmod INTEGER)`,
   // contype as pg_constraint has it (p, u, f); columns: the constrained columns, lower case, comma-separated.
   `CREATE TABLE ${DECLARED_CONSTRAINTS} (schema_name VARCHAR, table_name VARCHAR, contype VARCHAR, columns VARCHAR, name VARCHAR)`,
+  `CREATE TABLE ${DECLARED_EXTENSIONS} (name VARCHAR, schema_name VARCHAR)`,
 ];
+
+/**
+ * The extensions CREATE EXTENSION takes: those whose functions the catalog
+ * has (pg-functions.ts): uuid-ossp's, and of pgcrypto's gen_random_uuid()
+ * and digest(). Their OIDs are cotwire's own; versions are PostgreSQL 15's.
+ */
+export const AVAILABLE_EXTENSIONS: Readonly<Record<string, { readonly oid: number; readonly version: string; readonly comment: string }>> = {
+  'uuid-ossp': { oid: 16390, version: '1.1', comment: 'generate universally unique identifiers (UUIDs)' },
+  pgcrypto: { oid: 16391, version: '1.3', comment: 'cryptographic functions' },
+};
 
 /** The mark of a GENERATED ALWAYS AS IDENTITY column: a client's value for it is refused (428C9). */
 export const IDENTITY_ALWAYS = 'identity always';
@@ -60,7 +74,9 @@ export type DeclaredChange =
   | { readonly op: 'drop-column'; readonly schema: string; readonly table: string; readonly column: string }
   | { readonly op: 'rename-column'; readonly schema: string; readonly table: string; readonly from: string; readonly to: string }
   | { readonly op: 'rename-table'; readonly schema: string; readonly table: string; readonly to: string }
-  | { readonly op: 'drop-table'; readonly schema: string; readonly table: string };
+  | { readonly op: 'drop-table'; readonly schema: string; readonly table: string }
+  | { readonly op: 'extension'; readonly name: string; readonly schema: string }
+  | { readonly op: 'drop-extension'; readonly name: string };
 
 const schemaOf = (relation: Node | undefined): string => {
   const s = typeof relation?.schemaname === 'string' ? relation.schemaname : 'public';
@@ -169,6 +185,12 @@ export function declaredChanges(sql: SqlSource): DeclaredChange[] {
 
 /** The statements that record a change in the declaration tables. */
 export function changeSql(change: DeclaredChange): string[] {
+  if (change.op === 'extension' || change.op === 'drop-extension') {
+    return [
+      `DELETE FROM ${DECLARED_EXTENSIONS} WHERE name = ${lit(change.name)}`,
+      ...(change.op === 'extension' ? [`INSERT INTO ${DECLARED_EXTENSIONS} VALUES (${lit(change.name)}, ${lit(change.schema)})`] : []),
+    ];
+  }
   const where = `lower(schema_name) = lower(${lit(change.schema)}) AND lower(table_name) = lower(${lit(change.table)})`;
   const column = (c: DeclaredColumn): string[] => [
     `DELETE FROM ${DECLARED_COLUMNS} WHERE ${where} AND lower(column_name) = lower(${lit(c.column)})`,
@@ -257,11 +279,12 @@ export class DeclaredStore {
   loadSql(): string[] {
     if (this.path === null || !existsSync(this.path)) return [];
     try {
-      const saved = JSON.parse(readFileSync(this.path, 'utf8')) as { columns?: unknown[][]; constraints?: unknown[][] };
+      const saved = JSON.parse(readFileSync(this.path, 'utf8')) as { columns?: unknown[][]; constraints?: unknown[][]; extensions?: unknown[][] };
       const row = (r: unknown[]): string => `(${r.map((v) => (typeof v === 'number' ? String(v) : lit(String(v)))).join(', ')})`;
       return [
         ...(saved.columns?.length ? [`INSERT INTO ${DECLARED_COLUMNS} VALUES ${saved.columns.map(row).join(', ')}`] : []),
         ...(saved.constraints?.length ? [`INSERT INTO ${DECLARED_CONSTRAINTS} VALUES ${saved.constraints.map(row).join(', ')}`] : []),
+        ...(saved.extensions?.length ? [`INSERT INTO ${DECLARED_EXTENSIONS} VALUES ${saved.extensions.map(row).join(', ')}`] : []),
       ];
     } catch {
       // A damaged file loses the declarations only: columns read as DuckDB's types.
@@ -279,8 +302,9 @@ export class DeclaredStore {
     const save = this.saving.then(async () => {
       const columns = await conn.query(`SELECT schema_name, table_name, column_name, pg_type, typmod FROM ${DECLARED_COLUMNS}`);
       const constraints = await conn.query(`SELECT schema_name, table_name, contype, columns, name FROM ${DECLARED_CONSTRAINTS}`);
+      const extensions = await conn.query(`SELECT name, schema_name FROM ${DECLARED_EXTENSIONS}`);
       const tmp = `${path}.tmp`;
-      writeFileSync(tmp, `${JSON.stringify({ version: 1, columns, constraints })}\n`, { mode: 0o644 });
+      writeFileSync(tmp, `${JSON.stringify({ version: 1, columns, constraints, extensions })}\n`, { mode: 0o644 });
       renameSync(tmp, path);
     });
     this.saving = save.catch(() => undefined);

@@ -1,10 +1,11 @@
 import { viewDefinitionSql } from './view-definition.js';
 import { PG_CHAR_VALUES } from '../../../protocol/type-oids.js';
 import { COMPAT_CATALOG, empty, HIDDEN_DB, INFORMATION_SCHEMA, OID, P, PG_SCHEMA, q, SETTINGS, values } from './catalog-sql.js';
-import { DECLARED_COLUMNS, DECLARED_CONSTRAINTS, DECLARED_SETUP } from './declared.js';
+import { AVAILABLE_EXTENSIONS, DECLARED_COLUMNS, DECLARED_CONSTRAINTS, DECLARED_EXTENSIONS, DECLARED_SETUP } from './declared.js';
 import { informationViews } from './information-schema.js';
 import { createMacro, MACROS, readsViews } from './pg-functions.js';
 import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
+import { PG_KEYWORDS } from './pg-keywords.js';
 
 export { CATALOG_FUNCTIONS } from './pg-functions.js';
 export { INFORMATION_RELATIONS } from './information-schema.js';
@@ -108,6 +109,14 @@ export const CATALOG_RELATIONS: ReadonlySet<string> = new Set(Object.keys(CATALO
 /** The OID of a pg_catalog relation: what its rows' tableoid system column holds. */
 export const catalogRelationOid = (name: string): number | undefined => CATALOG_RELATION_OIDS[name];
 
+/** pg_get_keywords()'s catdesc of each category. */
+const KEYWORD_CATEGORIES = {
+  U: 'unreserved',
+  C: 'unreserved (cannot be function or type name)',
+  T: 'reserved (can be function or type name)',
+  R: 'reserved',
+} as const;
+
 /** Internal building blocks, named `cot_*` so that they never collide with a PostgreSQL name. */
 function internals(): string[] {
   const typeRows = PG_TYPES.map((t) => [
@@ -124,6 +133,12 @@ function internals(): string[] {
   ]);
   return [
     `CREATE TYPE ${CHAR_TYPE} AS ENUM (${PG_CHAR_VALUES.map(q).join(', ')})`,
+    // The extensions CREATE EXTENSION takes (declared.ts).
+    `CREATE TABLE ${P}.cot_extensions (oid BIGINT, name VARCHAR, version VARCHAR, comment VARCHAR)`,
+    `INSERT INTO ${P}.cot_extensions VALUES ${values(Object.entries(AVAILABLE_EXTENSIONS).map(([name, e]) => [e.oid, name, e.version, e.comment]))}`,
+    // PostgreSQL's keywords, for pg_get_keywords(), in PostgreSQL's order (n).
+    `CREATE TABLE ${P}.cot_keywords (n INTEGER, word VARCHAR, catcode ${CHAR_TYPE}, barelabel BOOLEAN, catdesc VARCHAR, baredesc VARCHAR)`,
+    `INSERT INTO ${P}.cot_keywords VALUES ${values(PG_KEYWORDS.map(([word, catcode, bare], n) => [n, word, catcode, bare, KEYWORD_CATEGORIES[catcode], bare ? 'can be bare label' : 'requires AS']))}`,
     `CREATE TABLE ${P}.cot_types (oid BIGINT, typname VARCHAR, display VARCHAR, typcategory VARCHAR, typtype VARCHAR, typelem BIGINT, typarray BIGINT, typinput VARCHAR, typoutput VARCHAR, typlen SMALLINT)`,
     `INSERT INTO ${P}.cot_types VALUES ${values(typeRows)}`,
     // The PostgreSQL OID of each DuckDB type name; agrees with the engine's codecs. Looked up by
@@ -421,7 +436,9 @@ function catalogViews(): string[] {
        UNION ALL SELECT ns.oid, 2615, 0, ns.comment FROM ${P}.cot_namespaces ns WHERE ns.comment IS NOT NULL AND ns.comment <> ''
        -- public's comment in a new PostgreSQL 15 database (pg_dump writes COMMENT ON SCHEMA public only when it differs).
        UNION ALL SELECT ns.oid, 2615, 0, 'standard public schema' FROM ${P}.cot_namespaces ns
-         WHERE ns.nspname = 'public' AND coalesce(ns.comment, '') = ''`,
+         WHERE ns.nspname = 'public' AND coalesce(ns.comment, '') = ''
+       -- and each extension's, as its control file gives it (psql's \\dx shows it).
+       UNION ALL SELECT x.oid, 3079, 0, x.comment FROM ${P}.cot_extensions x JOIN ${DECLARED_EXTENSIONS} d ON d.name = x.name`,
     `CREATE VIEW ${P}.pg_proc AS
        SELECT f.oid, f.function_name AS proname, f.nspoid AS pronamespace, CAST(${OID.owner} AS BIGINT) AS proowner,
          CAST(CASE WHEN f.function_type LIKE '%macro' THEN 14 ELSE 12 END AS BIGINT) AS prolang, 1.0 AS procost,
@@ -467,8 +484,15 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_language AS SELECT * FROM (VALUES (CAST(12 AS BIGINT), 'internal', CAST(${OID.owner} AS BIGINT), false, false, CAST(0 AS BIGINT), CAST(0 AS BIGINT), CAST(0 AS BIGINT), CAST(NULL AS VARCHAR[])),
        (13, 'c', ${OID.owner}, false, false, 0, 0, 0, NULL), (14, 'sql', ${OID.owner}, false, true, 0, 0, 0, NULL))
        AS l(oid, lanname, lanowner, lanispl, lanpltrusted, lanplcallfoid, laninline, lanvalidator, lanacl)`,
-    `CREATE VIEW ${P}.pg_extension AS ${empty('oid BIGINT, extname VARCHAR, extowner BIGINT, extnamespace BIGINT, extrelocatable BOOLEAN, extversion VARCHAR, extconfig BIGINT[], extcondition VARCHAR[]')}`,
-    `CREATE VIEW ${P}.pg_available_extensions AS ${empty('name VARCHAR, default_version VARCHAR, installed_version VARCHAR, comment VARCHAR')}`,
+    // The extensions created with CREATE EXTENSION (declared.ts), among those cotwire has the functions of (cot_extensions).
+    `CREATE VIEW ${P}.pg_extension AS
+       SELECT x.oid, x.name AS extname, CAST(${OID.owner} AS BIGINT) AS extowner,
+         CAST(coalesce((SELECT first(n.oid) FROM ${P}.pg_namespace n WHERE n.nspname = d.schema_name), ${OID.public}) AS BIGINT) AS extnamespace,
+         true AS extrelocatable, x.version AS extversion, CAST(NULL AS BIGINT[]) AS extconfig, CAST(NULL AS VARCHAR[]) AS extcondition
+       FROM ${DECLARED_EXTENSIONS} d JOIN ${P}.cot_extensions x ON x.name = d.name`,
+    `CREATE VIEW ${P}.pg_available_extensions AS
+       SELECT x.name, x.version AS default_version, CASE WHEN d.name IS NOT NULL THEN x.version END AS installed_version, x.comment
+       FROM ${P}.cot_extensions x LEFT JOIN ${DECLARED_EXTENSIONS} d ON d.name = x.name`,
     `CREATE VIEW ${P}.pg_inherits AS ${empty('inhrelid BIGINT, inhparent BIGINT, inhseqno INTEGER, inhdetachpending BOOLEAN')}`,
     `CREATE VIEW ${P}.pg_trigger AS ${empty('oid BIGINT, tgrelid BIGINT, tgparentid BIGINT, tgname VARCHAR, tgfoid BIGINT, tgtype SMALLINT, tgenabled VARCHAR, tgisinternal BOOLEAN, tgconstrrelid BIGINT, tgconstrindid BIGINT, tgconstraint BIGINT, tgdeferrable BOOLEAN, tginitdeferred BOOLEAN, tgnargs SMALLINT, tgattr SMALLINT[], tgargs BLOB, tgqual VARCHAR, tgoldtable VARCHAR, tgnewtable VARCHAR')}`,
     `CREATE VIEW ${P}.pg_policy AS ${empty('oid BIGINT, polname VARCHAR, polrelid BIGINT, polcmd VARCHAR, polpermissive BOOLEAN, polroles BIGINT[], polqual VARCHAR, polwithcheck VARCHAR')}`,
@@ -547,17 +571,26 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_indexes AS
        SELECT n.nspname AS schemaname, t.relname AS tablename, i.relname AS indexname, CAST(NULL AS VARCHAR) AS tablespace, i.indexdef
        FROM ${P}.cot_indexes i JOIN ${P}.pg_class t ON t.oid = i.indrelid JOIN ${P}.pg_namespace n ON n.oid = t.relnamespace`,
+    // Every session (engines/duckdb/handler/backends.ts), with what it does shown to a superuser and to its own user.
     `CREATE VIEW ${P}.pg_stat_activity AS
-       SELECT CAST(${OID.database} AS BIGINT) AS datid, current_database() AS datname, ${P}.pg_backend_pid() AS pid,
-         CAST(${OID.owner} AS BIGINT) AS usesysid, current_user() AS usename, '' AS application_name,
-         CAST(NULL AS VARCHAR) AS client_addr, CAST(NULL AS VARCHAR) AS client_hostname, -1 AS client_port,
-         CAST(NULL AS TIMESTAMPTZ) AS backend_start, CAST(NULL AS TIMESTAMPTZ) AS xact_start, CAST(NULL AS TIMESTAMPTZ) AS query_start,
+       SELECT CAST(${OID.database} AS BIGINT) AS datid, current_database() AS datname, a.pid, CAST(NULL AS INTEGER) AS leader_pid,
+         CAST(${OID.owner} AS BIGINT) AS usesysid, a.usename, a.application_name, a.client_addr, CAST(NULL AS VARCHAR) AS client_hostname,
+         CAST(NULL AS INTEGER) AS client_port, CAST(make_timestamp(a.backend_start) AS TIMESTAMPTZ) AS backend_start,
+         CAST(NULL AS TIMESTAMPTZ) AS xact_start, CAST(make_timestamp(a.query_start) AS TIMESTAMPTZ) AS query_start,
          CAST(NULL AS TIMESTAMPTZ) AS state_change, CAST(NULL AS VARCHAR) AS wait_event_type, CAST(NULL AS VARCHAR) AS wait_event,
-         'active' AS state, CAST(NULL AS BIGINT) AS backend_xid, CAST(NULL AS BIGINT) AS backend_xmin, '' AS query,
-         'client backend' AS backend_type`,
+         a.state, CAST(NULL AS BIGINT) AS backend_xid, CAST(NULL AS BIGINT) AS backend_xmin, CAST(NULL AS BIGINT) AS query_id, a.query,
+         'client backend' AS backend_type
+       FROM (SELECT unnest(from_json(coalesce(cot_backend_call('activity', '', '', ''), '[]'),
+         '[{"pid": "INTEGER", "usename": "VARCHAR", "application_name": "VARCHAR", "client_addr": "VARCHAR", "backend_start": "BIGINT",
+            "query_start": "BIGINT", "state": "VARCHAR", "query": "VARCHAR"}]')) AS a)`,
+    // PostgreSQL 15's columns; cotwire counts none of these (pgAdmin's dashboard sums them).
     `CREATE VIEW ${P}.pg_stat_database AS
-       SELECT CAST(${OID.database} AS BIGINT) AS datid, current_database() AS datname, 1 AS numbackends, CAST(0 AS BIGINT) AS xact_commit,
-         CAST(0 AS BIGINT) AS xact_rollback, CAST(0 AS BIGINT) AS blks_read, CAST(0 AS BIGINT) AS blks_hit`,
+       SELECT CAST(${OID.database} AS BIGINT) AS datid, current_database() AS datname, CAST((SELECT count(*) FROM ${P}.pg_stat_activity) AS INTEGER) AS numbackends,
+         ${['xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'checksum_failures'].map((c) => `CAST(0 AS BIGINT) AS ${c}`).join(', ')},
+         CAST(NULL AS TIMESTAMPTZ) AS checksum_last_failure,
+         ${['blk_read_time', 'blk_write_time', 'session_time', 'active_time', 'idle_in_transaction_time'].map((c) => `CAST(0 AS DOUBLE) AS ${c}`).join(', ')},
+         ${['sessions', 'sessions_abandoned', 'sessions_fatal', 'sessions_killed'].map((c) => `CAST(0 AS BIGINT) AS ${c}`).join(', ')},
+         CAST(NULL AS TIMESTAMPTZ) AS stats_reset`,
     `CREATE VIEW ${P}.pg_stat_user_tables AS
        SELECT c.oid AS relid, n.nspname AS schemaname, c.relname, CAST(0 AS BIGINT) AS seq_scan, CAST(0 AS BIGINT) AS idx_scan,
          CAST(0 AS BIGINT) AS n_tup_ins, CAST(0 AS BIGINT) AS n_tup_upd, CAST(0 AS BIGINT) AS n_tup_del,

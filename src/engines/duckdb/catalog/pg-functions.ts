@@ -1,6 +1,54 @@
 import { viewDefinitionSql } from './view-definition.js';
 import { OID, P, SETTING_VALUE } from './catalog-sql.js';
 import { RESULT_TYPE_MACROS } from './result-types.js';
+import { LIST_MACROS } from './list-functions.js';
+import { TYPE_NAME_MACROS } from './type-names.js';
+
+/** pg_cancel_backend(pid) and pg_terminate_backend(pid): true once signalled, false (with a WARNING) for no such backend. */
+const signalBackend = (signal: 'cancel' | 'terminate'): string =>
+  `CASE WHEN pid IS NULL THEN NULL ELSE CAST(coalesce(cot_backend_call('${signal}', CAST(pid AS VARCHAR), '', ''),
+     error('permission denied to signal backend ' || pid)) AS BOOLEAN) END`;
+
+/** `x`, a text timestamp, as DuckDB reads it (see pgTimestampText in sql/timestamp-text.ts, which does the same for literals). */
+const TIMESTAMP_TEXT = `regexp_replace(regexp_replace(regexp_replace(trim(x),
+  '^(\\d+-\\d+-\\d+[ T]\\d+:\\d+)(\\s*(?:[+-]\\d|[zZ]$|$))', '\\1:00\\2'),
+  '\\s+([+-]\\d{1,2}(?::?\\d{2}){0,2})$', '\\1'), '\\s*[zZ]$', '+00')`;
+
+/** uuid-ossp's functions. A version 1 UUID's node is random (with the multicast bit), not the host's MAC address. */
+const UUID_FUNCTIONS: readonly MacroDef[] = [
+  ['uuid_nil', [['', `CAST('00000000-0000-0000-0000-000000000000' AS UUID)`]]],
+  ['uuid_ns_dns', [['', `CAST('6ba7b810-9dad-11d1-80b4-00c04fd430c8' AS UUID)`]]],
+  ['uuid_ns_url', [['', `CAST('6ba7b811-9dad-11d1-80b4-00c04fd430c8' AS UUID)`]]],
+  ['uuid_ns_oid', [['', `CAST('6ba7b812-9dad-11d1-80b4-00c04fd430c8' AS UUID)`]]],
+  ['uuid_ns_x500', [['', `CAST('6ba7b814-9dad-11d1-80b4-00c04fd430c8' AS UUID)`]]],
+  // A name-based UUID from a hash's hex digits: its version, and RFC 4122's variant bits.
+  [
+    'cot_uuid_of_hash',
+    [
+      [
+        'h, version',
+        `CAST(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-' || version || substr(h, 14, 3) || '-'
+           || substr('89ab', ((strpos('0123456789abcdef', substr(h, 17, 1)) - 1) & 3) + 1, 1) || substr(h, 18, 3) || '-' || substr(h, 21, 12) AS UUID)`,
+      ],
+    ],
+  ],
+  ['uuid_generate_v3', [['namespace, name', `${P}.cot_uuid_of_hash(md5(unhex(replace(CAST(namespace AS VARCHAR), '-', '')) || encode(name)), '3')`]]],
+  ['uuid_generate_v5', [['namespace, name', `${P}.cot_uuid_of_hash(sha1(unhex(replace(CAST(namespace AS VARCHAR), '-', '')) || encode(name)), '5')`]]],
+  // Version 1: 100-nanosecond intervals since 1582-10-15, a random clock sequence and node.
+  [
+    'cot_uuid_v1',
+    [
+      [
+        't',
+        `CAST(lpad(lower(hex(t & 4294967295)), 8, '0') || '-' || lpad(lower(hex((t >> 32) & 65535)), 4, '0') || '-'
+           || lpad(lower(hex(((t >> 48) & 4095) | 4096)), 4, '0') || '-' || lpad(lower(hex(32768 | CAST(floor(random() * 16384) AS BIGINT))), 4, '0')
+           || '-' || lpad(lower(hex(1099511627776 | CAST(floor(random() * 281474976710656) AS BIGINT))), 12, '0') AS UUID)`,
+      ],
+    ],
+  ],
+  ['uuid_generate_v1', [['', `${P}.cot_uuid_v1(CAST(system.main.cot_clock_micros() AS BIGINT) * 10 + 122192928000000000)`]]],
+  ['uuid_generate_v1mc', [['', `${P}.cot_uuid_v1(CAST(system.main.cot_clock_micros() AS BIGINT) * 10 + 122192928000000000)`]]],
+];
 
 /** A macro and its overloads: [parameters, body]. */
 export type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly [params: string, body: string]>];
@@ -116,22 +164,61 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
-  // SELECT set_config(...) on its own is a session command (engines/duckdb/handler/commands.ts). Inside a query it
-  // cannot reach the session's settings: it binds (pg_dump's query over zero rows runs) and refuses a row.
+  // SELECT set_config(...) on its own is a session command (engines/duckdb/handler/commands.ts). Inside a larger
+  // query it reaches the session's settings through cot_backend_call (engines/duckdb/handler/backends.ts): NULL
+  // is the setting's default, an is_local of NULL is false. A refusal's SQLSTATE is the handler's to report.
   [
     'set_config',
     [
       [
         'setting_name, new_value, is_local',
-        `CAST(error('set_config() changes a setting only as a statement of its own: SELECT set_config(name, value, is_local)') AS VARCHAR)`,
+        `CASE WHEN setting_name IS NULL THEN CAST(error('SET requires parameter name') AS VARCHAR)
+           ELSE coalesce(cot_backend_call('set_config', CAST(setting_name AS VARCHAR), coalesce(CAST(new_value AS VARCHAR), ''),
+             CASE WHEN coalesce(is_local, false) THEN 'true' ELSE 'false' END || CASE WHEN new_value IS NULL THEN ':null' ELSE '' END),
+             error('set_config() could not change the setting')) END`,
       ],
     ],
   ],
+  // The start of the session's current statement (cot_backend_call), never before the transaction's start (now()).
+  [
+    'statement_timestamp',
+    [['', `greatest(get_current_timestamp(), CAST(make_timestamp(CAST(cot_backend_call('statement_start', '', '', '') AS BIGINT)) AS TIMESTAMPTZ))`]],
+  ],
+  // Signals to another session, as PostgreSQL allows them (engines/duckdb/handler/backends.ts).
+  ['pg_cancel_backend', [['pid', signalBackend('cancel')]]],
+  [
+    'pg_terminate_backend',
+    [
+      ['pid', signalBackend('terminate')],
+      ['pid, timeout', signalBackend('terminate')],
+    ],
+  ],
   ['cot_json_contained', [['a, b', 'json_contains(b, a)']]],
+  // jsonb || jsonb: two objects merge, the right's keys winning; otherwise arrays concatenate, a scalar or object as one
+  // element. Joined as text, so that numbers keep the digits they were written with (DuckDB's JSON lists and maps
+  // print 2.50 as 2.5); the duplicate keys of a merge are resolved as jsonb prints a value, the last one kept.
+  ['cot_json_items', [['t', `CASE WHEN left(t, 1) IN ('[', '{') THEN trim(t[2:-2]) ELSE t END`]]],
+  [
+    'cot_jsonb_concat',
+    [
+      [
+        'a, b',
+        `CASE WHEN a IS NULL OR b IS NULL THEN NULL
+          WHEN json_type(CAST(a AS JSON)) = 'OBJECT' AND json_type(CAST(b AS JSON)) = 'OBJECT'
+            THEN CAST('{' || concat_ws(', ', nullif(${P}.cot_json_items(trim(CAST(CAST(a AS JSON) AS VARCHAR))), ''),
+              nullif(${P}.cot_json_items(trim(CAST(CAST(b AS JSON) AS VARCHAR))), '')) || '}' AS JSON)
+          ELSE CAST('[' || concat_ws(', ',
+            nullif(CASE WHEN json_type(CAST(a AS JSON)) = 'ARRAY' THEN ${P}.cot_json_items(trim(CAST(CAST(a AS JSON) AS VARCHAR))) ELSE trim(CAST(CAST(a AS JSON) AS VARCHAR)) END, ''),
+            nullif(CASE WHEN json_type(CAST(b AS JSON)) = 'ARRAY' THEN ${P}.cot_json_items(trim(CAST(CAST(b AS JSON) AS VARCHAR))) ELSE trim(CAST(CAST(b AS JSON) AS VARCHAR)) END, '')) || ']' AS JSON) END`,
+      ],
+    ],
+  ],
   ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
   ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
   ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
   ...RESULT_TYPE_MACROS,
+  ...TYPE_NAME_MACROS,
+  ...LIST_MACROS,
   [
     'pg_size_pretty',
     [
@@ -150,7 +237,10 @@ export const MACROS: readonly MacroDef[] = [
   ['pg_total_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
   ['pg_relation_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
   ['pg_database_size', [['db', `CAST((SELECT sum(total_blocks * block_size) FROM pragma_database_size()) AS BIGINT)`]]],
-  ['pg_backend_pid', [['', `CAST(0 AS INTEGER)`]]],
+  // DuckDB cannot tell the size of an index: as pg_relation_size, 0.
+  ['pg_indexes_size', [['rel_oid', `CAST(0 AS BIGINT)`]]],
+  // The session's process ID, as BackendKeyData gave it (a per-connection macro: engines/duckdb/catalog/compat.ts).
+  ['pg_backend_pid', [['', `cot_backend_pid()`]]],
   [
     'has_database_privilege',
     [
@@ -416,6 +506,40 @@ export const MACROS: readonly MacroDef[] = [
     [
       ['stride, source', `time_bucket(stride, source, TIMESTAMP '2001-01-01 00:00:00')`],
       ['stride, source, origin', `time_bucket(stride, source, origin)`],
+    ],
+  ],
+  // PostgreSQL 15's keywords (pg-keywords.ts), as pg_get_keywords() lists them.
+  ['pg_get_keywords', [['', `TABLE SELECT word, catcode, barelabel, catdesc, baredesc FROM ${P}.cot_keywords ORDER BY n`]]],
+  ...UUID_FUNCTIONS,
+  // pgcrypto's digest() for the hashes DuckDB has.
+  [
+    'digest',
+    [
+      [
+        'data, hash_type',
+        `unhex(CASE lower(hash_type) WHEN 'md5' THEN md5(data) WHEN 'sha1' THEN sha1(data) WHEN 'sha256' THEN sha256(data)
+           ELSE CAST(error('Cannot use "' || hash_type || '": No such hash algorithm') AS VARCHAR) END)`,
+      ],
+    ],
+  ],
+  // substring(s FROM 'pattern'): the first match of a POSIX regular expression, or of its first parenthesised
+  // part (rewrite/functions.ts chooses which by the pattern); NULL when nothing matches, as in PostgreSQL.
+  ['cot_substring_match', [['s, pattern', `CASE WHEN regexp_matches(s, pattern) THEN regexp_extract(s, pattern, 0) END`]]],
+  ['cot_substring_group', [['s, pattern', `CASE WHEN regexp_matches(s, pattern) THEN regexp_extract(s, pattern, 1) END`]]],
+  // A text cast to a timestamp, with what PostgreSQL reads and DuckDB does not (rewrite/literals.ts): an offset after
+  // a space, Z after a space, and a time without seconds before an offset. Other types are cast as they are.
+  [
+    'cot_timestamptz',
+    [
+      ['x VARCHAR', `CAST(${TIMESTAMP_TEXT} AS TIMESTAMPTZ)`],
+      ['x', 'CAST(x AS TIMESTAMPTZ)'],
+    ],
+  ],
+  [
+    'cot_timestamp',
+    [
+      ['x VARCHAR', `CAST(${TIMESTAMP_TEXT} AS TIMESTAMP)`],
+      ['x', 'CAST(x AS TIMESTAMP)'],
     ],
   ],
 ];

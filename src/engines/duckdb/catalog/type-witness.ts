@@ -52,6 +52,20 @@ const SAME_TYPE_AGGREGATES = new Set(['min', 'max', 'first_value', 'last_value',
 /** Window functions that count: bigint. */
 const COUNTING_FUNCTIONS = new Set(['count', 'row_number', 'rank', 'dense_rank']);
 
+/** Functions whose result is integer in PostgreSQL and bigint in DuckDB (rewrite/result-types.ts casts them). */
+export const INTEGER_FUNCTIONS = new Set([
+  'length',
+  'char_length',
+  'character_length',
+  'octet_length',
+  'bit_length',
+  'strpos',
+  'position',
+  'array_length',
+  'ascii',
+  'ntile',
+]);
+
 /** Scalar functions whose result has their first argument's type. */
 const SAME_TYPE_FUNCTIONS = new Set(['abs', 'round', 'trunc', 'ceil', 'ceiling', 'floor']);
 
@@ -102,6 +116,8 @@ function call(node: Node): string | null {
   // A scalar function in an aggregate's place would be one of its own: only plain calls.
   if (node.over !== undefined || node.agg_filter !== undefined || node.agg_star === true || node.agg_distinct === true) return null;
   if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
+  if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;
+  if (INTEGER_FUNCTIONS.has(fn)) return 'CAST(1 AS INTEGER)';
   return null;
 }
 

@@ -199,6 +199,11 @@ export class AccessControl {
     this.authorize(`${operation} ${target}`.trim(), ADMINS, statement);
   }
 
+  /** A change to the catalog the handler makes itself (CREATE EXTENSION): admins only, as every DDL. */
+  catalogCommand(operation: string, statement: string): void {
+    this.authorize(operation, ADMINS, statement);
+  }
+
   /** An erasure carried out: recorded too, beside the refusals, so that every attempt leaves a trace. */
   erasureDone(operation: string, target: string, statement: string, outcome: string): void {
     this.recordAttempt(operation, target, '00000', outcome, statement);

@@ -46,6 +46,10 @@ export type SessionCommand =
   | { readonly kind: 'temp-function'; readonly name: string; readonly insert: string | null }
   /** LOCK [TABLE] [ONLY] name [, ...] [IN mode MODE] [NOWAIT]: the tables, each a dotted name, and the mode. */
   | { readonly kind: 'lock'; readonly tables: ReadonlyArray<readonly string[]>; readonly mode: string }
+  /** CREATE EXTENSION [IF NOT EXISTS] name [WITH] [SCHEMA s] [VERSION v] [CASCADE]: recorded in the catalog (pg_extension). */
+  | { readonly kind: 'create-extension'; readonly name: string; readonly ifNotExists: boolean; readonly schema: string | null }
+  /** DROP EXTENSION [IF EXISTS] name [, ...] [CASCADE | RESTRICT]. */
+  | { readonly kind: 'drop-extension'; readonly names: readonly string[]; readonly ifExists: boolean }
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
   | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
 
@@ -261,6 +265,7 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
     case 'LOCK':
       return recognizeLock(tokens);
     case 'DROP': {
+      if (w1 === 'EXTENSION') return recognizeDropExtension(tokens);
       // DROP FUNCTION IF EXISTS pg_temp.testfunc(): the session's emulated function (Sequelize's findOrCreate).
       const m = /^DROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?pg_temp\.(\w+)\s*\(\s*\)\s*;?$/i.exec((text ?? '').trim());
       return m === null ? null : { kind: 'temp-function', name: (m[1] as string).toLowerCase(), insert: null };
@@ -268,6 +273,7 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
     case 'DO':
       return { kind: 'unsupported', command: 'DO', hint: NO_PROCEDURES };
     case 'CREATE': {
+      if (w1 === 'EXTENSION') return recognizeCreateExtension(tokens);
       const insertFunction = sequelizeInsertFunction(text ?? '');
       if (insertFunction !== null) return { kind: 'temp-function', ...insertFunction };
       // CREATE FUNCTION ... LANGUAGE plpgsql; DuckDB's CREATE FUNCTION f(x) AS x + 1 is a macro and stays.
@@ -317,6 +323,56 @@ function recognizeSetConfig(tokens: readonly Token[]): SessionCommand | null {
   if (n === null || v === null || tokens[i + 3]?.text !== ',' || tokens[i + 5]?.text !== ',' || !(local === 'TRUE' || local === 'FALSE')) return null;
   if (tokens[i + 7]?.text !== ')' || tokens.length !== i + 8) return null;
   return { kind: 'set-config', name: n, value: v, local: local === 'TRUE' };
+}
+
+/** An extension's name: an identifier or a string ('uuid-ossp' is usually written "uuid-ossp"). */
+function extensionName(t: Token | undefined): string | null {
+  if (t?.kind === 'string' && t.text.startsWith("'")) return unquoteString(t.text);
+  return identifier(t);
+}
+
+/** CREATE EXTENSION [IF NOT EXISTS] name [WITH] [SCHEMA schema] [VERSION version] [CASCADE]; null for any other shape. */
+function recognizeCreateExtension(tokens: readonly Token[]): SessionCommand | null {
+  let i = 2;
+  const ifNotExists = upper(tokens[i]) === 'IF' && upper(tokens[i + 1]) === 'NOT' && upper(tokens[i + 2]) === 'EXISTS';
+  if (ifNotExists) i += 3;
+  const name = extensionName(tokens[i]);
+  if (name === null) return null;
+  i++;
+  if (upper(tokens[i]) === 'WITH') i++;
+  let schema: string | null = null;
+  while (i < tokens.length) {
+    const w = upper(tokens[i]);
+    if (w === 'SCHEMA' && identifier(tokens[i + 1]) !== null) {
+      schema = identifier(tokens[i + 1]);
+      i += 2;
+    } else if ((w === 'VERSION' || w === 'FROM') && extensionName(tokens[i + 1]) !== null) {
+      i += 2;
+    } else if (w === 'CASCADE') {
+      i++;
+    } else {
+      return null;
+    }
+  }
+  return { kind: 'create-extension', name, ifNotExists, schema };
+}
+
+/** DROP EXTENSION [IF EXISTS] name [, ...] [CASCADE | RESTRICT]; null for any other shape. */
+function recognizeDropExtension(tokens: readonly Token[]): SessionCommand | null {
+  let i = 2;
+  const ifExists = upper(tokens[i]) === 'IF' && upper(tokens[i + 1]) === 'EXISTS';
+  if (ifExists) i += 2;
+  const names: string[] = [];
+  for (;;) {
+    const name = extensionName(tokens[i]);
+    if (name === null) return null;
+    names.push(name);
+    i++;
+    if (tokens[i]?.text !== ',') break;
+    i++;
+  }
+  if (upper(tokens[i]) === 'CASCADE' || upper(tokens[i]) === 'RESTRICT') i++;
+  return i === tokens.length ? { kind: 'drop-extension', names, ifExists } : null;
 }
 
 /** A transaction's access mode among its modes: READ ONLY, READ WRITE (ISOLATION LEVEL READ COMMITTED is not one). */

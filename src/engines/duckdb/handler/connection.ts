@@ -16,7 +16,7 @@ import { EngineRun } from './engine-run.js';
 import { LedgerAppends } from './ledger-append.js';
 import { bindEngine, clientError, ConnectionPortal, planKind, type Statement, writeOperation } from './plan.js';
 import { Planner } from './planner.js';
-import { applySearchPath, runCommand } from './session-commands.js';
+import { applySearchPath, runCommand, SessionFunctions } from './session-commands.js';
 import { SessionSettings } from './settings.js';
 import { TransactionState } from './transaction.js';
 
@@ -40,6 +40,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   private readonly appends: LedgerAppends;
   private readonly planner: Planner;
   private readonly cursors: Cursors;
+  /** What SQL functions reach of the session (backends.ts). */
+  private readonly functions: SessionFunctions;
 
   private constructor(
     private readonly engine: EngineConnection,
@@ -54,6 +56,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     this.appends = new LedgerAppends(this.ctx);
     this.planner = new Planner(this.ctx, this.appends, this, (name) => this.cursors.fields(name));
     this.cursors = new Cursors(this.ctx, this.planner, this, this.run);
+    this.functions = new SessionFunctions(this.ctx);
   }
 
   static async open(engine: EngineConnection, info: SessionInfo, engineVersion: string, services: ConnectionServices): Promise<ConnectionHandlerImpl> {
@@ -74,9 +77,16 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     handler.settings.forceSet('session_authorization', info.user);
     handler.settings.takeChanges();
     const advisory = { id: info.processId, secret: services.advisoryLocks.register(info.processId) };
-    await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, advisory).join(';\n'));
-    await handler.planner.defineLedgerMacros();
-    if (handler.settings.get('search_path') !== '"$user", public') await applySearchPath(handler.ctx);
+    const backend = services.backends.register(info.processId, handler.functions.hooks());
+    try {
+      const session = { ...advisory, backend };
+      await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, session).join(';\n'));
+      await handler.planner.defineLedgerMacros();
+      if (handler.settings.get('search_path') !== '"$user", public') await applySearchPath(handler.ctx);
+    } catch (err) {
+      services.backends.end(info.processId);
+      throw err;
+    }
     return handler;
   }
 
@@ -118,8 +128,10 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     await this.tx.endImplicit(succeeded);
   }
 
-  prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
-    return this.planner.prepare(source, paramTypes);
+  async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
+    const statement = await this.planner.prepare(source, paramTypes);
+    this.functions.prepared(statement, typeof source === 'string' ? source : source.text);
+    return statement;
   }
 
   async bind(
@@ -154,6 +166,9 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   async execute(p: Portal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
     const portal = p as ConnectionPortal;
     const kind = planKind(portal.statement.plan);
+    this.functions.started(portal.statement);
+    // The statement starts (statement_timestamp()), before any transaction of its own; a resumed portal's has.
+    if (portal.cursor === null) this.services.backends.statementStarted(this.ctx.info.processId);
     try {
       // A ledger INSERT reads only when it must (ledger-insert.ts), a read the session cache may answer
       // waits only if it goes to the engine (steps-reads.ts); anything else may read a ledger.
@@ -168,14 +183,18 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
         outcome = await this.dispatch(portal, maxRows, sink);
       } catch (err) {
         if (engineBound) await this.tx.endStatement(portal, false).catch(() => undefined);
+        await this.functions.settle().catch(() => undefined);
         throw err;
       }
       if (engineBound && outcome.done === true) await this.tx.endStatement(portal, true);
+      if (outcome.done === true) await this.functions.settle();
       if (outcome.done === true) this.services.observer.statement(kind, true);
       return outcome;
     } catch (err) {
       this.services.observer.statement(kind, false);
       throw err;
+    } finally {
+      this.functions.ended();
     }
   }
 
@@ -267,6 +286,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     this.appends.close();
     this.engine.close();
     this.services.advisoryLocks.endSession(this.ctx.info.processId);
+    this.services.backends.end(this.ctx.info.processId);
   }
 
   /** Every cursor closes; a ledger created in the block appears (COMMIT) or disappears (ROLLBACK) for other connections. */

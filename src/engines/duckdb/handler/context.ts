@@ -10,6 +10,7 @@ import type { SessionInfo } from '../../../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
 import type { QueryVectors } from '../search/search-sql.js';
 import type { AdvisoryLocks } from './advisory-locks.js';
+import type { Backends } from './backends.js';
 import type { SessionCache } from './session-cache.js';
 import type { EngineCalls, EngineSlots } from './engine-calls.js';
 import type { ConnectionPortal, Statement } from './plan.js';
@@ -33,6 +34,8 @@ export interface ConnectionServices extends AccessServices {
   readonly maxAppendBytes: number;
   /** The sessions' advisory locks (pg_advisory_lock and its kin). */
   readonly advisoryLocks: AdvisoryLocks;
+  /** The sessions as SQL functions reach them (statement_timestamp, set_config in a query, pg_cancel_backend ...). */
+  readonly backends: Backends;
   /** What DDL declared that DuckDB does not keep (varchar(n), jsonb, constraint names), for the catalog. */
   readonly declared: DeclaredStore;
   /** The latest background audit (null before the first): its findings count against a chain's verification. */

@@ -72,8 +72,10 @@ export class EngineRun {
       gaveUp = true;
       portal.done = true;
       portal.cursor?.close();
-      throw clientError(err, plan.offset, plan.clientPosition);
+      // A function that reached the session (backends.ts) says why it failed, with its SQLSTATE; the engine cannot.
+      throw clientError(ctx.services.backends.takeError(session) ?? err, plan.offset, plan.clientPosition);
     } finally {
+      for (const notice of ctx.services.backends.takeNotices(session)) sink.notice(notice);
       if (plan.advisoryWaits.length > 0) ctx.services.advisoryLocks.unreserve(session);
       // A statement outside a transaction block is its own transaction: its transaction-level locks end with it.
       if (ctx.tx.status === 'I' && !ctx.tx.implicitOpen && portal.done) ctx.services.advisoryLocks.releaseTransaction(session);

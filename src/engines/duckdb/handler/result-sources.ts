@@ -1,7 +1,7 @@
 import { DECLARED_COLUMNS } from '../catalog/declared.js';
 import { COMPAT_CATALOG } from '../catalog/pg-catalog.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
-import { TypeOid } from '../../../protocol/type-oids.js';
+import { TYPE_OID_BY_NAME, TypeOid } from '../../../protocol/type-oids.js';
 import { jsonbText } from '../../../sql/jsonb.js';
 import type { ParsedStatement } from '../../../sql/parsed.js';
 import { type FromTable, type SelectSources, selectSources, tablesOf } from '../../../sql/result-sources.js';
@@ -80,7 +80,8 @@ async function catalogColumns(ctx: HandlerContext, tables: readonly FromTable[])
   return out;
 }
 
-type Source = CatalogColumn | 'jsonb' | null;
+/** A column's source, or what an expression is: jsonb, a type's name, a cast with a type modifier, or another expression. */
+type Source = CatalogColumn | 'jsonb' | 'regtype' | 'typmod' | 'expression' | null;
 
 /** The source each result column of a query reads, in order; null when the list cannot be matched to the engine's columns. */
 function resolve(sources: SelectSources, columns: Map<FromTable, CatalogColumn[]>): Source[] | null {
@@ -108,7 +109,7 @@ function resolve(sources: SelectSources, columns: Map<FromTable, CatalogColumn[]
       const from = t.qualifier === null ? [...scope.values()] : [scope.get(t.qualifier.toLowerCase()) ?? []];
       if (from.some((cols) => cols.length === 0)) return null;
       for (const cols of from) out.push(...cols.map((c) => c.source));
-    } else if (t.kind === 'column') {
+    } else if (t.kind === 'column' || t.kind === 'jsonbOf') {
       const name = t.column.toLowerCase();
       // A column JOIN ... USING merged reads its side's (the left one, unless RIGHT; none for FULL).
       const merged = t.qualifier === null ? sources.merged.get(name) : undefined;
@@ -119,9 +120,11 @@ function resolve(sources: SelectSources, columns: Map<FromTable, CatalogColumn[]
             ? [scope.get(t.qualifier.toLowerCase()) ?? []]
             : [...scope.values()];
       const candidates = sources.opaque && t.qualifier === null ? [] : from.flat().filter((c) => c.name.toLowerCase() === name);
-      out.push(candidates.length === 1 ? (candidates[0]?.source ?? null) : null);
+      const source = candidates.length === 1 ? (candidates[0]?.source ?? null) : null;
+      if (t.kind === 'column') out.push(source);
+      else out.push(source === 'jsonb' || (typeof source === 'object' && source?.typeOid === TypeOid.jsonb) ? 'jsonb' : 'expression');
     } else {
-      out.push(t.kind === 'jsonb' ? 'jsonb' : null);
+      out.push(t.kind === 'other' ? 'expression' : t.kind);
     }
   }
   return out;
@@ -150,7 +153,7 @@ export function catalogChanged(): void {
 /** The fields of a query's RowDescription, with each table column's source and declared type. */
 export async function describeSources(ctx: HandlerContext, client: ParsedStatement, fields: readonly FieldDescription[]): Promise<readonly FieldDescription[]> {
   const clientText = client.text;
-  if (fields.length === 0 || !/\bfrom\b|::\s*jsonb/i.test(clientText)) return fields;
+  if (fields.length === 0 || !/\bfrom\b|jsonb|regtype|pg_typeof|numeric|decimal/i.test(clientText)) return fields;
   let cache = caches.get(ctx);
   if (cache === undefined) {
     cache = new Map();
@@ -172,6 +175,10 @@ export async function describeSources(ctx: HandlerContext, client: ParsedStateme
   return fields.map((f, i) => {
     const source = resolved[i];
     if (source === 'jsonb') return f.typeOid === TypeOid.json ? { ...f, typeOid: TypeOid.jsonb } : f;
+    if (source === 'regtype') return f.typeOid === TypeOid.text ? { ...f, typeOid: TypeOid.regtype, typeSize: 4 } : f;
+    // PostgreSQL describes an expression's numeric without a modifier; the engine's DECIMAL has the digits it holds.
+    if (source === 'expression') return f.typeOid === TypeOid.numeric ? { ...f, typeModifier: -1 } : f;
+    if (source === 'typmod') return f;
     if (source === null || source === undefined) return f;
     const declared = source.typeOid !== null && ENGINE_OID.get(source.typeOid) === f.typeOid;
     return {
@@ -194,6 +201,13 @@ function jsonbCell(cell: string | Uint8Array, binary: boolean): string | Uint8Ar
   return binary ? Buffer.concat([Buffer.from([1]), Buffer.from(normal, 'utf8')]) : normal;
 }
 
+/** A regtype cell in binary: the type's OID, by its name (0 for a type cotwire has no OID for). */
+function regtypeCell(cell: string | Uint8Array): Uint8Array {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(TYPE_OID_BY_NAME.get(cellText(cell)) ?? 0);
+  return out;
+}
+
 /** A cell of a char(n) result: blank-padded to n characters, as PostgreSQL stores it. */
 function bpcharCell(cell: string | Uint8Array, length: number): string {
   const text = cellText(cell);
@@ -211,6 +225,7 @@ export function declaredCells(
 ): ((cells: readonly (string | Uint8Array | null)[]) => (string | Uint8Array | null)[]) | null {
   const fix = (fields ?? []).map((f, i): ((c: string | Uint8Array) => string | Uint8Array) | null => {
     if (f.typeOid === TypeOid.jsonb) return (c) => jsonbCell(c, formats[i] === 1);
+    if (f.typeOid === TypeOid.regtype && formats[i] === 1) return regtypeCell;
     if (f.typeOid === TypeOid.bpchar && f.typeModifier > 4) return (c) => bpcharCell(c, f.typeModifier - 4);
     return null;
   });

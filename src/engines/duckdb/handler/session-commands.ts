@@ -1,7 +1,9 @@
+import { AVAILABLE_EXTENSIONS, DECLARED_EXTENSIONS } from '../catalog/declared.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { quoteIdent } from '../../../ledger/chain/schema.js';
 import type { ResultSink } from '../../../session/handler-port.js';
+import type { BackendHooks } from './backends.js';
 import type { SessionCommand } from './commands.js';
 import type { HandlerContext } from './context.js';
 import type { Cursors } from './cursors.js';
@@ -116,8 +118,116 @@ export async function runCommand(
       }
       ctx.tempFunctions.set(cmd.name, cmd.insert);
       return 'CREATE FUNCTION';
+    case 'create-extension':
+      return createExtension(ctx, cmd.name, cmd.ifNotExists, cmd.schema, sink);
+    case 'drop-extension':
+      return dropExtensions(ctx, cmd.names, cmd.ifExists, sink);
     case 'unsupported':
       throw new PgError(SqlState.FeatureNotSupported, `${cmd.command} is not supported`, { hint: cmd.hint });
+  }
+}
+
+/** Whether an extension has been created (CREATE EXTENSION, committed). */
+async function extensionExists(ctx: HandlerContext, name: string): Promise<boolean> {
+  return (await ctx.engine.query(`SELECT 1 FROM ${DECLARED_EXTENSIONS} WHERE name = $1`, [name])).length > 0;
+}
+
+function catalogChange(ctx: HandlerContext, operation: string): void {
+  ctx.access.catalogCommand(operation, operation);
+  if (ctx.tx.readOnly()) throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${operation} in a read-only transaction`);
+}
+
+/**
+ * CREATE EXTENSION of an extension whose functions cotwire has (declared.ts's
+ * AVAILABLE_EXTENSIONS): nothing to install, so it is recorded for
+ * pg_extension once the transaction commits. Any other is not available,
+ * as PostgreSQL says of an extension it does not have.
+ */
+async function createExtension(ctx: HandlerContext, name: string, ifNotExists: boolean, schema: string | null, sink: ResultSink): Promise<string> {
+  catalogChange(ctx, 'CREATE EXTENSION');
+  if (AVAILABLE_EXTENSIONS[name] === undefined) {
+    throw new PgError(SqlState.FeatureNotSupported, `extension "${name}" is not available`, {
+      detail: `cotwire has the functions of these extensions only: ${Object.keys(AVAILABLE_EXTENSIONS).join(', ')}.`,
+      hint: 'The extension must first be installed on the system where PostgreSQL is running.',
+    });
+  }
+  if (await extensionExists(ctx, name)) {
+    if (!ifNotExists) throw new PgError(SqlState.DuplicateObject, `extension "${name}" already exists`);
+    sink.notice(new PgError(SqlState.DuplicateObject, `extension "${name}" already exists, skipping`, {}, 'NOTICE'));
+    return 'CREATE EXTENSION';
+  }
+  const change = { op: 'extension', name, schema: schema ?? 'public' } as const;
+  await ctx.tx.onCommit(() => ctx.services.declared.apply(ctx.engine, [change]));
+  return 'CREATE EXTENSION';
+}
+
+async function dropExtensions(ctx: HandlerContext, names: readonly string[], ifExists: boolean, sink: ResultSink): Promise<string> {
+  catalogChange(ctx, 'DROP EXTENSION');
+  const present: string[] = [];
+  for (const name of names) {
+    if (await extensionExists(ctx, name)) present.push(name);
+    else if (!ifExists) throw new PgError(SqlState.UndefinedObject, `extension "${name}" does not exist`);
+    else sink.notice(new PgError(SqlState.SuccessfulCompletion, `extension "${name}" does not exist, skipping`, {}, 'NOTICE'));
+  }
+  const changes = present.map((name) => ({ op: 'drop-extension', name }) as const);
+  if (changes.length > 0) await ctx.tx.onCommit(() => ctx.services.declared.apply(ctx.engine, changes));
+  return 'DROP EXTENSION';
+}
+
+/**
+ * What SQL functions reach of the session (backends.ts): set_config() inside
+ * a larger query, which changes the setting while the engine evaluates the
+ * query (search_path reaches the engine once the statement has run), and
+ * what pg_stat_activity shows of it.
+ */
+export class SessionFunctions {
+  private searchPathChanged = false;
+  /** Each statement's text, for pg_stat_activity. */
+  private readonly texts = new WeakMap<object, string>();
+  private running = false;
+  private lastQuery = '';
+
+  constructor(private readonly ctx: HandlerContext) {}
+
+  hooks(): BackendHooks {
+    const { ctx } = this;
+    return {
+      user: ctx.info.user,
+      role: ctx.info.role,
+      setConfig: (name, value, local) => {
+        if (!isKnownSetting(name)) ctx.access.engineSetting(name, value);
+        // Local outside a block, it lasts as long as its own statement: the answer is still the new value.
+        if (local && ctx.tx.status === 'I') return isKnownSetting(name) ? ctx.settings.normalize(name, value) : (value ?? '');
+        const stored = ctx.settings.set(name, value, local);
+        if (name.toLowerCase() === 'search_path') this.searchPathChanged = true;
+        return stored;
+      },
+      activity: () => {
+        const status = ctx.tx.status;
+        const state = this.running ? 'active' : status === 'T' ? 'idle in transaction' : status === 'E' ? 'idle in transaction (aborted)' : 'idle';
+        return { applicationName: ctx.settings.get('application_name') ?? '', state, query: this.lastQuery, clientAddr: ctx.info.remoteAddress };
+      },
+    };
+  }
+
+  prepared(statement: object, text: string): void {
+    this.texts.set(statement, text);
+  }
+
+  started(statement: object): void {
+    this.running = true;
+    this.lastQuery = this.texts.get(statement) ?? this.lastQuery;
+  }
+
+  ended(): void {
+    this.running = false;
+  }
+
+  /** After a statement: a search_path that set_config changed reaches the engine. */
+  async settle(): Promise<void> {
+    if (!this.searchPathChanged) return;
+    this.searchPathChanged = false;
+    await applySearchPath(this.ctx);
   }
 }
 

@@ -11,6 +11,7 @@ import { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { Guard } from '../guard/guard.js';
 import type { AdvisoryLocks } from '../handler/advisory-locks.js';
+import type { Backends } from '../handler/backends.js';
 import type { ConnectionServices } from '../handler/context.js';
 import { EngineSlots } from '../handler/engine-calls.js';
 import { EngineHandlerFactory } from '../handler/factory.js';
@@ -32,6 +33,7 @@ export interface ListenerParts {
   readonly ledgers: LedgerCatalog;
   readonly writer: LedgerWriter;
   readonly advisoryLocks: AdvisoryLocks;
+  readonly backends: Backends;
   readonly declared: DeclaredStore;
   readonly auditor: LedgerAuditor;
   readonly sessionCache: SessionCache | null;
@@ -43,7 +45,7 @@ export interface ListenerParts {
 
 /** The wire: one handler pipeline per client connection over its own engine connection (not listening yet). */
 export function wireServer(config: Config, log: Logger, observer: Observer, parts: ListenerParts): PgServer {
-  return new PgServer({
+  const server = new PgServer({
     ...wireOptions(config),
     tls: parts.tls,
     observer,
@@ -58,6 +60,7 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       statementTimeoutMs: config.limits.statementTimeoutMs,
       maxAppendBytes: config.limits.maxAppendBytes,
       advisoryLocks: parts.advisoryLocks,
+      backends: parts.backends,
       declared: parts.declared,
       auditReport: () => parts.auditor.latest,
       lostRanges: parts.writer.lostRanges,
@@ -70,4 +73,7 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
     }),
     log,
   });
+  // pg_cancel_backend and pg_terminate_backend reach another session through the server, which holds them all.
+  parts.backends.attach((pid, signal) => server.signal(pid, signal));
+  return server;
 }

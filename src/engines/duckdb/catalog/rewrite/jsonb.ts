@@ -2,11 +2,11 @@ import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { parseArrayLiteral } from '../../../../sql/array-literal.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
-import { callOf, type Node, operatorOf, rangeCall, spelledName, type Walker } from './walker.js';
+import { callOf, type Node, operatorOf, spelledName, type Walker } from './walker.js';
 
 /**
  * jsonb as DuckDB's JSON: its operators (`?`, `@>`, `#>>`, and `->`'s
- * precedence), json_agg with ORDER BY, and jsonb_each in FROM.
+ * precedence), jsonb's ||, and json_agg with ORDER BY.
  */
 
 /** JSON aggregates, which DuckDB has only as macros that take no ORDER BY. */
@@ -21,14 +21,6 @@ const JSON_EXISTS_OPERATORS: Readonly<Record<string, string>> = {
 
 /** Operators rewritten for JSON operands (and `?`, which DuckDB reads as a parameter). */
 export const JSON_OPERATORS = new Set(['?', '?|', '?&', '@>', '<@', '#>', '#>>']);
-
-/** Set-returning JSON functions, as (key, value) rows; whether the value is text (else json). */
-export const JSON_EACH_FUNCTIONS: Readonly<Record<string, boolean>> = {
-  json_each: false,
-  jsonb_each: false,
-  json_each_text: true,
-  jsonb_each_text: true,
-};
 
 /** `json_agg(x ORDER BY y)` → a JSON array of list(x ORDER BY y), NULL over no rows as in PostgreSQL; the call's other rules are not asked. */
 export function jsonAggregate(w: Walker, node: Node): boolean {
@@ -65,6 +57,7 @@ export function arrowOperands(w: Walker, node: Node): boolean {
 /** jsonb's other operators (see jsonOperator); the node's other rules are not asked. */
 export function jsonbOperator(w: Walker, node: Node): boolean {
   const o = operatorOf(w, node);
+  if (o !== null && o.op === '||' && jsonbConcat(w, node, o.i)) return true;
   if (o === null || node.kind !== 'AEXPR_OP' || o.parts.length !== 1 || !JSON_OPERATORS.has(o.op) || !w.expressions) return false;
   jsonOperator(w, node, o.op, o.i);
   return true;
@@ -109,27 +102,45 @@ function jsonOperator(w: Walker, node: Node, op: string, i: number): void {
   }
 }
 
+/** Functions whose result is jsonb. */
+const JSONB_FUNCTIONS = new Set([
+  'jsonb_build_object',
+  'jsonb_build_array',
+  'to_jsonb',
+  'jsonb_set',
+  'jsonb_strip_nulls',
+  'jsonb_object',
+  'jsonb_insert',
+  'jsonb_agg',
+  'jsonb_object_agg',
+]);
+
+/** Whether an operand is jsonb by its text: a cast to jsonb, a call of a function that returns jsonb, or another jsonb concatenation. */
+function isJsonbOperand(e: Node | undefined): boolean {
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) return strings((cast.typeName as Node | undefined)?.names).at(-1) === 'jsonb';
+  const call = e?.FuncCall as Node | undefined;
+  if (call !== undefined) return JSONB_FUNCTIONS.has(strings(call.funcname).at(-1) ?? '');
+  const expr = e?.A_Expr as Node | undefined;
+  return expr !== undefined && strings(expr.name).join('.') === '||' && (isJsonbOperand(expr.lexpr as Node) || isJsonbOperand(expr.rexpr as Node));
+}
+
 /**
- * `jsonb_each_text(j)` in FROM → a lateral query over DuckDB's json_each,
- * with PostgreSQL's two columns (key, value) and JSON null as SQL NULL.
- * True when it is rewritten: the relation's other rules are not asked.
+ * `a || b` where an operand is jsonb by its text → cot_jsonb_concat(a, b):
+ * PostgreSQL merges two objects and concatenates arrays, DuckDB joins the
+ * two texts ('{"a":1}{"x":1}', not JSON). An operand jsonb only by its
+ * column's type is not seen here (docs/compatibility.md).
  */
-export function jsonEach(w: Walker, node: Node): boolean {
-  const alias = node.alias as { aliasname?: string } | undefined;
-  const call = rangeCall(node);
-  const parts = strings(call?.funcname);
-  const fn = parts[parts.length - 1] ?? '';
-  const text = JSON_EACH_FUNCTIONS[fn];
-  if (call === undefined || text === undefined || node.ordinality === true || (parts.length === 2 && parts[0] !== 'pg_catalog')) return false;
-  const span = w.callSpan(w.index(call.location));
-  if (span === null) return false;
-  const value = text ? `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END` : 'CAST(value AS JSON)';
-  w.replacedRelations.add(call.location as number);
-  w.replaceTokens(
-    span.i,
-    span.close + 1,
-    `LATERAL (SELECT key, ${value} AS value FROM json_each(${w.argumentsText(span)}))${alias === undefined ? ` AS ${fn}` : ''}`,
-  );
+function jsonbConcat(w: Walker, node: Node, i: number): boolean {
+  const lexpr = node.lexpr as Node | undefined;
+  const rexpr = node.rexpr as Node | undefined;
+  if (node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[i]?.text !== '||' || !(isJsonbOperand(lexpr) || isJsonbOperand(rexpr))) return false;
+  const start = w.argStart(lexpr, i);
+  const end = w.exprEnd(rexpr, i + 1);
+  if (start === null || end === null) return false;
+  w.insertBefore(start, `${PG_SCHEMA}.cot_jsonb_concat(`);
+  w.replaceTokens(i, i + 1, ',');
+  w.insertAfter(end, ')');
   return true;
 }
 

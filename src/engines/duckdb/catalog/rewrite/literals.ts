@@ -1,8 +1,10 @@
 import { parseArrayLiteral, type ArrayItem } from '../../../../sql/array-literal.js';
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
+import { pgTimestampText } from '../../../../sql/timestamp-text.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
 import { REG_TYPES } from './types.js';
-import { type Node, operatorOf, type Walker } from './walker.js';
+import { type Node, operatorOf, type Walker, wordOf } from './walker.js';
 
 /**
  * Literals PostgreSQL reads otherwise than DuckDB: array literals
@@ -145,4 +147,50 @@ function spacedOffset(w: Walker, constant: Node | undefined): void {
   const i = w.index(constant?.location);
   if (sval === undefined || i === null || w.tokens[i]?.kind !== 'string' || !SPACED_OFFSET.test(sval)) return;
   w.replaceTokens(i, i + 1, quoteLiteral(sval.replace(SPACED_OFFSET, '$1$2')));
+}
+
+/** The timestamp types, and the macro that casts a text column to each as PostgreSQL reads it. */
+const TIMESTAMP_CASTS: Readonly<Record<string, string>> = { timestamptz: 'cot_timestamptz', timestamp: 'cot_timestamp' };
+
+/**
+ * `'2024-07-01 00:00:00.000 +00:00'::timestamptz`, `timestamptz '2024-01-02
+ * 00:00+00'`, `CAST(col AS timestamp)`: a timestamp's text as PostgreSQL
+ * reads it (sql/timestamp-text.ts). A literal is rewritten here; a column,
+ * whose type only the engine knows, is cast by a macro that reads text so
+ * and any other type as DuckDB's cast does. Parameters are bound as
+ * timestamps by the engine's adapter.
+ */
+export function timestampCast(w: Walker, node: Node): void {
+  const typeName = node.typeName as Node | undefined;
+  const names = strings(typeName?.names);
+  const macro = TIMESTAMP_CASTS[names.at(-1) ?? ''];
+  if (macro === undefined || typeName?.arrayBounds !== undefined || (names.length === 2 && names[0] !== 'pg_catalog') || names.length > 2) return;
+  const arg = node.arg as Node | undefined;
+  const constant = arg?.A_Const as Node | undefined;
+  if (constant !== undefined) {
+    const sval = (constant.sval as { sval?: string } | undefined)?.sval;
+    const i = w.index(constant.location);
+    const text = sval === undefined ? null : pgTimestampText(sval);
+    if (text !== null && i !== null && w.tokens[i]?.kind === 'string') w.replaceTokens(i, i + 1, quoteLiteral(text));
+    return;
+  }
+  if (arg?.ColumnRef === undefined || !w.expressions) return;
+  const castAt = w.index(node.location);
+  const typeAt = w.index(typeName?.location);
+  let typeEnd = typeAt === null ? null : w.typeNameEnd(typeAt);
+  if (castAt === null || typeAt === null || typeEnd === null) return;
+  // timestamp [(p)] with[out] time zone
+  const zone = wordOf(w.tokens[typeEnd]);
+  if ((zone === 'with' || zone === 'without') && wordOf(w.tokens[typeEnd + 1]) === 'time' && wordOf(w.tokens[typeEnd + 2]) === 'zone') typeEnd += 3;
+  if (w.tokens[castAt]?.text === '::') {
+    // col::timestamptz → cot_timestamptz(col)
+    const start = w.argStart(arg, castAt);
+    if (start === null) return;
+    w.insertBefore(start, `${PG_SCHEMA}.${macro}(`);
+    w.replaceTokens(castAt, typeEnd, ')');
+  } else if (wordOf(w.tokens[castAt]) === 'cast' && wordOf(w.tokens[typeAt - 1]) === 'as' && w.tokens[typeEnd]?.text === ')') {
+    // CAST(col AS timestamptz) → cot_timestamptz(col)
+    w.replaceTokens(castAt, castAt + 1, `${PG_SCHEMA}.${macro}`);
+    w.replaceTokens(typeAt - 1, typeEnd, '');
+  }
 }

@@ -1,7 +1,10 @@
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { exactNumericSql, numericLiteralType, plainNumeric, readAsDouble } from '../../../../sql/numeric.js';
 import { strings } from '../../../../sql/pg-tree.js';
-import type { Node, Walker } from './walker.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
+import { SCALAR_SET_FUNCTIONS } from './set-functions.js';
+import { REG_TYPES } from './types.js';
+import { type Node, type Walker, wordOf } from './walker.js';
 
 /**
  * Numeric literals held exactly. PostgreSQL's numeric keeps every digit of
@@ -51,10 +54,115 @@ export function numericLiteralCast(w: Walker, node: Node): void {
   w.replaceTokens(literal.from, literal.to, quoteLiteral(plainNumeric(literal.text)));
 }
 
+/**
+ * `s::numeric` of a text value (a column, an expression): PostgreSQL keeps
+ * every digit, DuckDB's DECIMAL(38,9) rounds past the ninth decimal. The
+ * value goes through cot_numeric_text, which refuses text with digits the
+ * cast would round away (22003) and leaves any other type alone.
+ */
+export function numericTextCast(w: Walker, node: Node): void {
+  const typeName = node.typeName as Node | undefined;
+  const arg = node.arg as Node | undefined;
+  const names = strings(typeName?.names);
+  if (!w.expressions || names.at(-1) !== 'numeric' || typeName?.typmods !== undefined || typeName?.arrayBounds !== undefined) return;
+  if (arg === undefined || arg.A_Const !== undefined || arg.ParamRef !== undefined) return;
+  wrapCastArgument(w, node, arg, 'cot_numeric_text(', ')');
+}
+
 /** A bare numeric constant DuckDB would read as a double (`1e-20`, 40 digits): numeric, as PostgreSQL reads it. */
 export function exactNumericConstant(w: Walker, node: Node): void {
   if (node.fval === undefined || w.castConstants.has(node.location as number)) return;
   const literal = literalSpan(w, node);
   if (literal === null || w.tokens[literal.to - 1]?.kind !== 'number' || !readAsDouble(literal.text)) return;
   w.replaceTokens(literal.from, literal.to, exactNumericSql(literal.text));
+}
+
+/** Types whose text a cast to text gives otherwise in DuckDB: numeric without precision, and doubles. */
+const TEXT_TYPES = new Set(['text', 'varchar']);
+
+/**
+ * `x::text`, `CAST(x AS varchar)`: numeric without precision and double
+ * precision as PostgreSQL prints them (1.5, not DuckDB's 1.500000000; 6,
+ * not 6.0), through cot_text, which leaves other types to DuckDB's cast.
+ */
+export function textCast(w: Walker, node: Node): void {
+  const typeName = node.typeName as Node | undefined;
+  const arg = node.arg as Node | undefined;
+  const name = strings(typeName?.names).at(-1);
+  if (!w.expressions || name === undefined || !TEXT_TYPES.has(name) || typeName?.typmods !== undefined || typeName?.arrayBounds !== undefined) return;
+  if (arg === undefined || arg.A_Const !== undefined || arg.ParamRef !== undefined) return;
+  // The catalog's own columns (int2vector, reg* names) have rules of their own, and no numeric or double to print.
+  const inner = strings(((arg.TypeCast as Node | undefined)?.typeName as Node | undefined)?.names).at(-1) ?? '';
+  if (w.catalogTables.size > 0 || REG_TYPES.has(inner)) return;
+  wrapCastArgument(w, node, arg, 'cot_text(', ')');
+}
+
+/** PostgreSQL's integer types, as DuckDB names them in an error. */
+const INTEGER_TYPES: Readonly<Record<string, string>> = { int2: 'smallint', int4: 'integer', int8: 'bigint' };
+
+/** Double precision and real. */
+const FLOAT_TYPES = new Set(['float8', 'float4']);
+
+/**
+ * `s::int4` of text that is not an integer ('1.5'): PostgreSQL's 22P02,
+ * where DuckDB's cast rounds; and `x::float8` of a numeric, read from its
+ * text (DuckDB's cast of a DECIMAL can be a digit off). A literal number
+ * cast to a double is given as text for the same reason.
+ */
+export function checkedCast(w: Walker, node: Node): void {
+  const typeName = node.typeName as Node | undefined;
+  const arg = node.arg as Node | undefined;
+  const name = strings(typeName?.names).at(-1) ?? '';
+  const integer = INTEGER_TYPES[name];
+  if (!w.expressions || (integer === undefined && !FLOAT_TYPES.has(name)) || typeName?.arrayBounds !== undefined || arg === undefined) return;
+  if (arg.ParamRef !== undefined) return;
+  const constant = arg.A_Const as Node | undefined;
+  if (constant !== undefined) {
+    // A number: DuckDB reads 1.23456789012345678901 as a DECIMAL, then casts it a digit off.
+    const literal = FLOAT_TYPES.has(name) && constant.fval !== undefined ? literalSpan(w, constant) : null;
+    if (literal !== null && w.tokens[literal.to - 1]?.kind === 'number') w.replaceTokens(literal.from, literal.to, quoteLiteral(literal.text));
+    if (integer === undefined || (constant.sval as { sval?: string } | undefined)?.sval === undefined) return;
+  }
+  wrapCastArgument(w, node, arg, integer === undefined ? 'cot_float_of(' : 'cot_integer_text(', integer === undefined ? ')' : `, '${integer}')`);
+}
+
+/** Whether an expression returns a set (generate_series, unnest): its rows are the statement's, and no macro may hold it. */
+function returnsSet(e: Node): boolean {
+  const name = strings((e.FuncCall as Node | undefined)?.funcname).at(-1);
+  return name !== undefined && (SCALAR_SET_FUNCTIONS.has(name) || /^jsonb?_(each|array_elements|object_keys)/.test(name));
+}
+
+/** The argument of a cast (`x::t` or `CAST(x AS t)`) between `before` and `after`. */
+function wrapCastArgument(w: Walker, node: Node, arg: Node, before: string, after: string): void {
+  const at = w.index(node.location);
+  if (at === null || returnsSet(arg)) return;
+  if (w.tokens[at]?.text === '::') {
+    const start = w.argStart(arg, at);
+    if (start === null) return;
+    w.insertBefore(start, `${PG_SCHEMA}.${before}`);
+    w.insertBefore(at, after);
+  } else if (wordOf(w.tokens[at]) === 'cast' && w.tokens[at + 1]?.text === '(') {
+    const end = w.exprEnd(arg, at + 2);
+    if (end === null) return;
+    w.insertBefore(at + 2, `${PG_SCHEMA}.${before}`);
+    w.insertAfter(end, after);
+  }
+}
+
+/** `concat(a, b, ...)`, `concat_ws(sep, ...)`: each argument printed as a cast to text prints it (see textCast). */
+export function concatArguments(w: Walker, node: Node): void {
+  const fn = strings(node.funcname);
+  if (!w.expressions || fn.length !== 1 || (fn[0] !== 'concat' && fn[0] !== 'concat_ws')) return;
+  const open = (w.index(node.location) ?? -2) + 1;
+  if (w.tokens[open]?.text !== '(') return;
+  let from = open + 1;
+  for (const arg of (node.args as Node[] | undefined) ?? []) {
+    const end = w.exprEnd(arg, from);
+    if (end === null) return;
+    if ((arg.A_Const as Node | undefined)?.sval === undefined && arg.ParamRef === undefined) {
+      w.insertBefore(from, `${PG_SCHEMA}.cot_concat_text(`);
+      w.insertAfter(end, ')');
+    }
+    from = end + 2;
+  }
 }

@@ -1,6 +1,7 @@
 import type { Token } from '../../../../sql/lexer.js';
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
 import { type Node, operatorOf, type Walker, wordOf } from './walker.js';
 
 /**
@@ -76,8 +77,9 @@ export function anyList(w: Walker, node: Node): boolean {
 }
 
 /**
- * `x = ANY(list)` → `list_contains(list, x)`: DuckDB cannot unnest a list
- * that comes from the outer query (psql's \d asks pg_policy this way).
+ * `x = ANY(list)` → `cot_any_eq(list, x)`: DuckDB cannot unnest a list
+ * that comes from the outer query (psql's \d asks pg_policy this way), and
+ * the macro answers NULL where PostgreSQL does (no match, a NULL element).
  */
 function anyOfList(w: Walker, node: Node, i: number, opEnd: number, negated: boolean): void {
   if (w.tokens[opEnd]?.text !== (negated ? '<>' : opEnd === i ? '=' : ')') || w.tokens[opEnd + 2]?.text !== '(') return;
@@ -87,13 +89,15 @@ function anyOfList(w: Walker, node: Node, i: number, opEnd: number, negated: boo
   const last = close === null ? undefined : w.tokens[close - 1];
   if (close === null || start === null || first === undefined || last === undefined) return;
   const list = w.text.slice(first.start, last.end);
+  // A parameter inside a macro's arguments could not be typed from the column beside it.
+  const macro = w.expressions && !w.tokens.slice(start, close).some((t) => t.kind === 'param');
   const left = w.tokens[start] as Token;
   const closing = w.tokens[close] as Token;
   w.move({
     from: first.start,
     to: last.end,
     edits: [
-      { start: left.start, end: left.start, text: `${negated ? 'NOT ' : ''}list_contains(${list}, ` },
+      { start: left.start, end: left.start, text: `${negated ? 'NOT ' : ''}${macro ? `${PG_SCHEMA}.cot_any_eq` : 'list_contains'}(${list}, ` },
       { start: (w.tokens[i - 1] ?? (w.tokens[i] as Token)).end, end: closing.end, text: ')' },
     ],
   });

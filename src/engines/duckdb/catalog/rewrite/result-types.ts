@@ -1,6 +1,8 @@
 import { UNCONSTRAINED_NUMERIC } from '../../../../sql/numeric.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
-import { typeWitness } from '../type-witness.js';
+import { INTEGER_FUNCTIONS, typeWitness } from '../type-witness.js';
+
+export { INTEGER_FUNCTIONS };
 import { callOf, type Node, operatorOf, spelledName, type Walker, wordOf } from './walker.js';
 
 /**
@@ -11,20 +13,6 @@ import { callOf, type Node, operatorOf, spelledName, type Walker, wordOf } from 
  * the operands', a macro chooses it by the operands' type witnesses
  * (engines/duckdb/catalog/type-witness.ts, result-types.ts).
  */
-
-/** Functions whose result is integer in PostgreSQL and bigint in DuckDB. */
-export const INTEGER_FUNCTIONS = new Set([
-  'length',
-  'char_length',
-  'character_length',
-  'octet_length',
-  'bit_length',
-  'strpos',
-  'position',
-  'array_length',
-  'ascii',
-  'ntile',
-]);
 
 /** Fields below the second, read as microseconds: the factor to numeric (extract) and the divisor to double (date_part). */
 const SUBSECOND_FIELDS: Readonly<Record<string, { readonly numeric: string; readonly divisor: number }>> = Object.fromEntries([
@@ -61,7 +49,7 @@ export function aggregateResult(w: Walker, node: Node): void {
   const { parts, fn, i } = call;
   if ((parts.length === 1 || parts[0] === 'pg_catalog') && w.expressions && w.tokens[name.next]?.text === '(') {
     if (NUMERIC_AGGREGATES[fn] !== undefined) numericAggregate(w, node, fn, i, name.next);
-    if (fn === 'round') roundHalfEven(w, node, i, name.next);
+    witnessedCall(w, node, fn, i, name.next);
     doubleResult(w, node, fn, i, name.next);
   }
 }
@@ -118,13 +106,27 @@ function datePartResult(w: Walker, node: Node, parts: readonly string[], i: numb
   }
 }
 
-/** round(x) of a double rounds half to even in PostgreSQL (rint), half away from zero in DuckDB: chosen by x's witness. */
-function roundHalfEven(w: Walker, node: Node, i: number, open: number): void {
+/**
+ * Calls whose PostgreSQL result depends on an argument's type, each becoming
+ * a macro given that argument's witness last: round(x) of a double rounds
+ * half to even (rint), DuckDB's half away from zero; sqrt(x) of a numeric is
+ * numeric, DuckDB's a double; date_trunc(field, d) of a date is timestamp
+ * with time zone (PostgreSQL casts the date to it), DuckDB's a timestamp.
+ */
+const WITNESSED_CALLS: Readonly<Record<string, { readonly macro: string; readonly args: number; readonly witnessed: number }>> = {
+  round: { macro: 'cot_round', args: 1, witnessed: 0 },
+  sqrt: { macro: 'cot_sqrt', args: 1, witnessed: 0 },
+  date_trunc: { macro: 'cot_date_trunc', args: 2, witnessed: 1 },
+};
+
+/** `f(..., x)` → `macro(..., x, wx)` (see WITNESSED_CALLS). */
+function witnessedCall(w: Walker, node: Node, fn: string, i: number, open: number): void {
+  const call = WITNESSED_CALLS[fn];
   const args = node.args as Node[] | undefined;
-  const witness = args?.length === 1 ? typeWitness(args[0]) : null;
+  const witness = call !== undefined && args?.length === call.args ? typeWitness(args[call.witnessed]) : null;
   const close = w.closing(open);
-  if (witness === null || close === null) return;
-  w.replaceTokens(i, open, `${PG_SCHEMA}.cot_round`);
+  if (call === undefined || witness === null || close === null) return;
+  w.replaceTokens(i, open, `${PG_SCHEMA}.${call.macro}`);
   w.insertBefore(close, `, ${witness}`);
 }
 

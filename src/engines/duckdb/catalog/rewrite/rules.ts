@@ -1,15 +1,15 @@
 import { regCast, regNameAsText, regTargets } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
 import { addUniqueConstraint, foreignKeyActions, indexMethod, varcharLengths } from './ddl.js';
-import { renamedFunction, toCharCall } from './functions.js';
-import { arrowOperands, jsonAggregate, jsonbOperator, jsonEach } from './jsonb.js';
+import { renamedFunction, substringCall, toCharCall } from './functions.js';
+import { arrowOperands, jsonAggregate, jsonbOperator } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
-import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, updateValues } from './literals.js';
-import { exactNumericConstant, numericLiteralCast } from './numeric.js';
+import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, timestampCast, updateValues } from './literals.js';
+import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
 import { anyList, collate, likePattern, operatorSpelling } from './operators.js';
 import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
 import { aggregateResult, datePartCall, division, integerCall, minus } from './result-types.js';
-import { fromFunction, setReturningTargets } from './set-functions.js';
+import { fromFunction, jsonSetFunction, setReturningTargets } from './set-functions.js';
 import { typeName } from './types.js';
 import type { Rules } from './walker.js';
 
@@ -25,15 +25,27 @@ export const RULES: Rules = {
   relations: [catalogRelation],
   typeNames: [typeName],
   nodes: {
-    FuncCall: [toCharCall, integerCall, datePartCall, aggregateResult, jsonAggregate, renamedFunction, catalogFunction],
+    FuncCall: [concatArguments, substringCall, toCharCall, integerCall, datePartCall, aggregateResult, jsonAggregate, renamedFunction, catalogFunction],
     ColumnRef: [catalogColumn, quoteKeywordParts],
     ColumnDef: [columnDefinition],
     CreateStmt: [varcharLengths],
     SubLink: [emptySelectList],
     A_Expr: [likePattern, anyList, arrowOperands, jsonbOperator, minus, division, spacedComparison, operatorSpelling],
     CollateClause: [collate],
-    TypeCast: [numericLiteralCast, arrayLiteralCast, vectorText, byteaLiteral, booleanCast, regNameAsText, regCast],
-    RangeFunction: [jsonEach, partitionAncestors, fromFunction],
+    TypeCast: [
+      numericLiteralCast,
+      numericTextCast,
+      textCast,
+      checkedCast,
+      arrayLiteralCast,
+      vectorText,
+      byteaLiteral,
+      booleanCast,
+      timestampCast,
+      regNameAsText,
+      regCast,
+    ],
+    RangeFunction: [jsonSetFunction, partitionAncestors, fromFunction],
     A_Const: [exactNumericConstant],
     SQLValueFunction: [valueFunction],
     InsertStmt: [overriding, insertValues, insertColumns],

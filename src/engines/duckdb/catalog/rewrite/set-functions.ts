@@ -1,3 +1,4 @@
+import { quoteIdentifier } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { type Node, rangeCall, type Walker, wordOf } from './walker.js';
 
@@ -99,4 +100,61 @@ function integerArguments(call: Node): boolean {
     return cast !== undefined && (cast.typeName as Node).arrayBounds === undefined && (type === 'int4' || type === 'int' || type === 'integer');
   };
   return args.length >= 2 && args.every(int4);
+}
+
+/** A JSON element's text, JSON null as SQL NULL (the `_text` functions'). */
+const ELEMENT_TEXT = `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END`;
+
+/** An error for a row of json_each that is not what the function takes: `what` is checked on fullkey. */
+const only = (element: boolean, fn: string, value: string): string =>
+  element
+    ? `CASE WHEN fullkey LIKE '$[%' THEN ${value} WHEN fullkey = '$' THEN error('cannot extract elements from a scalar') ELSE error('cannot extract elements from an object') END`
+    : `CASE WHEN fullkey LIKE '$.%' THEN ${value} WHEN fullkey = '$' THEN error('cannot call ${fn} on a scalar') ELSE error('cannot call ${fn} on an array') END`;
+
+/** JSON set-returning functions in FROM: the select list over DuckDB's json_each that gives PostgreSQL's columns (`column`: a one-column function's). */
+const JSON_SET_FUNCTIONS: Readonly<Record<string, (fn: string, column: string) => string>> = {
+  json_each: () => 'key, CAST(value AS JSON) AS value',
+  jsonb_each: () => 'key, CAST(value AS JSON) AS value',
+  json_each_text: () => `key, ${ELEMENT_TEXT} AS value`,
+  jsonb_each_text: () => `key, ${ELEMENT_TEXT} AS value`,
+  json_array_elements: (fn, column) => `${only(true, fn, 'CAST(value AS JSON)')} AS ${column}`,
+  jsonb_array_elements: (fn, column) => `${only(true, fn, 'CAST(value AS JSON)')} AS ${column}`,
+  json_array_elements_text: (fn, column) => `${only(true, fn, ELEMENT_TEXT)} AS ${column}`,
+  jsonb_array_elements_text: (fn, column) => `${only(true, fn, ELEMENT_TEXT)} AS ${column}`,
+  json_object_keys: (fn, column) => `${only(false, fn, 'key')} AS ${column}`,
+  jsonb_object_keys: (fn, column) => `${only(false, fn, 'key')} AS ${column}`,
+};
+
+/** The JSON set-returning functions rewritten in FROM (jsonSetFunction). */
+export const JSON_FROM_FUNCTIONS: ReadonlySet<string> = new Set(Object.keys(JSON_SET_FUNCTIONS));
+
+/**
+ * `jsonb_each_text(j)`, `jsonb_array_elements(t.meta)`, `jsonb_object_keys(j)`
+ * ... in FROM → a lateral query over DuckDB's json_each with PostgreSQL's
+ * columns (key and value, or value, or the keys under the function's or the
+ * alias's name), JSON null as SQL NULL in the `_text` forms, and
+ * PostgreSQL's errors for an argument of the wrong kind. Only the call's
+ * name and parentheses are replaced, so that what is rewritten inside its
+ * argument (`'{"a":1}'::jsonb`) stays rewritten. True when it is rewritten:
+ * the relation's other rules are not asked.
+ */
+export function jsonSetFunction(w: Walker, node: Node): boolean {
+  const alias = node.alias as { aliasname?: string; colnames?: unknown } | undefined;
+  const call = rangeCall(node);
+  const parts = strings(call?.funcname);
+  const fn = parts[parts.length - 1] ?? '';
+  const select = JSON_SET_FUNCTIONS[fn];
+  if (call === undefined || select === undefined || node.ordinality === true || parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog'))
+    return false;
+  if (((call.args as unknown[] | undefined) ?? []).length !== 1) return false;
+  const span = w.callSpan(w.index(call.location));
+  if (span === null) return false;
+  // A function of one column is named by its alias (`jsonb_object_keys(j) AS k`), else value (the array
+  // functions' OUT parameter) or after itself (jsonb_object_keys).
+  const unaliased = fn.endsWith('_object_keys') ? fn : 'value';
+  const column = quoteIdentifier(alias?.colnames === undefined && alias?.aliasname !== undefined ? alias.aliasname : unaliased);
+  w.replacedRelations.add(call.location as number);
+  w.replaceTokens(span.i, span.open + 1, `LATERAL (SELECT ${select(fn, column)} FROM json_each(`);
+  w.insertAfter(span.close, `)${alias === undefined ? ` AS ${fn}` : ''}`);
+  return true;
 }

@@ -133,9 +133,13 @@ export class Spans {
     visit(arg);
     if (min === Infinity) return null;
     let start = min;
-    // (expr)::regclass: take the parentheses that close just before the cast.
-    while (this.tokens[start - 1]?.text === '(' && this.tokens[before - 1]?.text === ')' && this.closing(start - 1) === before - 1) start--;
-    return start;
+    // (expr)::regclass, ((a -> 2) ->> 'k')::int4, (a) * b / c: the parentheses that open just before the
+    // operand's first location and close before `before` are the operand's own.
+    for (;;) {
+      const close = this.tokens[start - 1]?.text === '(' ? this.closing(start - 1) : null;
+      if (close === null || close >= before) return start;
+      start--;
+    }
   }
 
   /** The last token of an expression that starts at token `first`: the first end at which the text parses to the same tree. */

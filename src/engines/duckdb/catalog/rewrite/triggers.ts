@@ -2,12 +2,12 @@ import type { Token } from '../../../../sql/lexer.js';
 import { readAsDouble } from '../../../../sql/numeric.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS } from '../pg-catalog.js';
 import { FUNCTION_NAMES } from './functions.js';
-import { JSON_AGGREGATES, JSON_EACH_FUNCTIONS, JSON_OPERATORS } from './jsonb.js';
+import { JSON_AGGREGATES, JSON_OPERATORS } from './jsonb.js';
 import { DUCKDB_ONLY_KEYWORDS } from './keywords.js';
 import { SPACED_OFFSET } from './literals.js';
 import { LIKE_WORDS, REGEX_OPERATORS } from './operators.js';
 import { DIVISION_OPERATORS, DOUBLE_AGGREGATES, INTEGER_FUNCTIONS, NUMERIC_AGGREGATES } from './result-types.js';
-import { SCALAR_FROM_FUNCTIONS, SCALAR_SET_FUNCTIONS } from './set-functions.js';
+import { JSON_FROM_FUNCTIONS, SCALAR_FROM_FUNCTIONS, SCALAR_SET_FUNCTIONS } from './set-functions.js';
 import { REG_TYPES, TYPE_NAMES } from './types.js';
 import { wordOf } from './walker.js';
 
@@ -41,6 +41,23 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   'time',
   'timetz',
   'numeric',
+  'text',
+  'concat',
+  'date_trunc',
+  'sqrt',
+  'substr',
+  'int2',
+  'int4',
+  'int8',
+  'int',
+  'integer',
+  'smallint',
+  'bigint',
+  'float8',
+  'float4',
+  'real',
+  'double',
+  'concat_ws',
   'decimal',
   'dec',
   'pg_catalog',
@@ -57,7 +74,8 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   ...SCALAR_SET_FUNCTIONS,
   ...SCALAR_FROM_FUNCTIONS,
   ...JSON_AGGREGATES,
-  ...Object.keys(JSON_EACH_FUNCTIONS),
+  ...JSON_FROM_FUNCTIONS,
+  'substring',
   'user',
   ...Object.keys(FUNCTION_NAMES),
   ...CATALOG_RELATIONS,

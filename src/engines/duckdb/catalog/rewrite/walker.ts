@@ -58,6 +58,8 @@ const TARGET_FIELDS = new Set(['relation', 'relations', 'rel', 'view', 'into', '
 
 export class Walker extends Spans {
   private readonly edits: Edit[] = [];
+  /** The insertions made after a token (insertAfter): what closes a node. */
+  private readonly closings = new Set<Edit>();
   private readonly moves: Move[] = [];
 
   /** Names of WITH queries: an unqualified reference to one is the query, not a catalog relation. */
@@ -110,8 +112,17 @@ export class Walker extends Spans {
       if (!this.edits.some((e) => e.start >= move.from && e.start < move.to)) this.edits.push(...move.edits);
     }
     if (this.edits.length === 0) return this.text;
-    // By position; at one position, insertions before replacements.
-    const edits = [...this.edits].sort((a, b) => a.start - b.start || a.end - a.start - (b.end - b.start));
+    // By position; at one position, insertions before replacements, and of the insertions, the text
+    // that closes what a token ends before the text that opens what the next begins. Closings were made
+    // outermost first (a rule wraps a node before the walk reaches its children), so they go in reverse.
+    const order = new Map(this.edits.map((e, k) => [e, k]));
+    const rank = (e: Edit): number => (e.end > e.start ? 2 : this.closings.has(e) ? 0 : 1);
+    const edits = [...this.edits].sort((a, b) => {
+      const byPlace = a.start - b.start || rank(a) - rank(b);
+      if (byPlace !== 0) return byPlace;
+      const k = (order.get(a) ?? 0) - (order.get(b) ?? 0);
+      return rank(a) === 0 ? -k : k;
+    });
     let out = '';
     let at = 0;
     for (const e of edits) {
@@ -208,7 +219,10 @@ export class Walker extends Spans {
 
   insertAfter(i: number, text: string): void {
     const t = this.tokens[i];
-    if (t !== undefined) this.edits.push({ start: t.end, end: t.end, text });
+    if (t === undefined) return;
+    const e = { start: t.end, end: t.end, text };
+    this.closings.add(e);
+    this.edits.push(e);
   }
 
   /** An edit by character offsets, where no token boundary serves. */

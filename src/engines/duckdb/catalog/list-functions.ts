@@ -1,0 +1,39 @@
+import type { MacroDef } from './pg-functions.js';
+
+/**
+ * Arrays as PostgreSQL answers for them where DuckDB's lists answer
+ * otherwise: `x = ANY(a)` with a NULL element, and string_to_array of ''.
+ */
+export const LIST_MACROS: readonly MacroDef[] = [
+  // x = ANY(a): true if an element equals x; otherwise NULL if an element (or x) is NULL; false for an empty array.
+  [
+    'cot_any_eq',
+    [
+      [
+        'l, x',
+        `CASE WHEN l IS NULL THEN NULL WHEN len(l) = 0 THEN false WHEN x IS NULL THEN NULL
+          WHEN list_contains(l, x) THEN true WHEN list_count(l) < len(l) THEN NULL ELSE false END`,
+      ],
+    ],
+  ],
+  // substr(s, start [, n]) counts from position `start` even when it is below 1 (DuckDB's counts from the end).
+  [
+    'substr',
+    [
+      ['s, a', 'CASE WHEN a < 1 THEN s ELSE substring(s, a) END'],
+      [
+        's, a, n',
+        `CASE WHEN n < 0 THEN error('negative substring length not allowed')
+          WHEN a < 1 THEN substring(s, 1, greatest(n + a - 1, 0)) ELSE substring(s, a, n) END`,
+      ],
+    ],
+  ],
+  // string_to_array('', d) is an empty array in PostgreSQL (DuckDB's holds one empty string); a third argument's matches are NULL.
+  [
+    'string_to_array',
+    [
+      ['s, d', `CASE WHEN s = '' THEN CAST([] AS VARCHAR[]) ELSE string_split(s, d) END`],
+      ['s, d, n', `CASE WHEN s = '' THEN CAST([] AS VARCHAR[]) ELSE list_transform(string_split(s, d), e -> CASE WHEN e = n THEN NULL ELSE e END) END`],
+    ],
+  ],
+];

@@ -1,0 +1,75 @@
+import { P } from './catalog-sql.js';
+import type { MacroDef } from './pg-functions.js';
+
+/**
+ * pg_typeof(x) as PostgreSQL answers it: the type's PostgreSQL name
+ * (numeric, text, double precision, timestamp without time zone), where
+ * DuckDB's own pg_typeof answers its names (decimal(2,1), varchar). jsonb is
+ * the name of DuckDB's JSON, as cotwire holds jsonb as JSON. x is evaluated
+ * first, so that its errors are raised (division by zero), as in PostgreSQL.
+ */
+
+/** DuckDB's name of a type without array brackets (typeof), as PostgreSQL names it. */
+const SCALAR_NAME = `CASE
+  WHEN t LIKE 'DECIMAL(%' OR t = 'HUGEINT' OR t = 'UBIGINT' THEN 'numeric'
+  WHEN t = 'VARCHAR' THEN 'text'
+  WHEN t = 'INTEGER' THEN 'integer'
+  WHEN t = 'BIGINT' OR t = 'UINTEGER' THEN 'bigint'
+  WHEN t = 'SMALLINT' OR t = 'TINYINT' OR t = 'UTINYINT' THEN 'smallint'
+  WHEN t = 'USMALLINT' THEN 'integer'
+  WHEN t = 'DOUBLE' THEN 'double precision'
+  WHEN t = 'FLOAT' THEN 'real'
+  WHEN t = 'BOOLEAN' THEN 'boolean'
+  WHEN t = 'TIMESTAMP' THEN 'timestamp without time zone'
+  WHEN t = 'TIME' THEN 'time without time zone'
+  WHEN t = 'JSON' THEN 'jsonb'
+  WHEN t = 'BLOB' THEN 'bytea'
+  WHEN t = '"NULL"' THEN 'unknown'
+  ELSE lower(t) END`;
+
+export const TYPE_NAME_MACROS: readonly MacroDef[] = [
+  ['cot_pg_scalar_type_name', [['t', SCALAR_NAME]]],
+  ['cot_pg_type_name', [['t', `${P}.cot_pg_scalar_type_name(regexp_replace(t, '(\\[\\])+$', '')) || coalesce(regexp_extract(t, '(\\[\\])+$'), '')`]]],
+  // x as text, as PostgreSQL prints it where DuckDB's cast differs (rewrite/numeric.ts, textCast).
+  [
+    'cot_text',
+    [
+      [
+        'x',
+        `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN regexp_replace(CAST(x AS VARCHAR), '\\.0$', '')
+          WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$') THEN regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', '')
+          ELSE CAST(x AS VARCHAR) END`,
+      ],
+    ],
+  ],
+  // Text bound for numeric without precision, refused where DECIMAL(38,9) would round it (rewrite/numeric.ts, numericTextCast).
+  [
+    'cot_numeric_text',
+    [
+      [
+        'x',
+        `CASE WHEN typeof(x) = 'VARCHAR' AND (regexp_matches(CAST(x AS VARCHAR), '^\\s*[+-]?[0-9]*\\.[0-9]{9}[0-9]*[1-9]')
+            OR (regexp_matches(CAST(x AS VARCHAR), '[eE]')
+              AND TRY_CAST(CAST(x AS VARCHAR) AS DOUBLE) <> CAST(TRY_CAST(CAST(x AS VARCHAR) AS DECIMAL(38,9)) AS DOUBLE)))
+          THEN error('numeric value ' || CAST(x AS VARCHAR) || ' has more digits than numeric without a precision holds here (38 digits, 9 after the point): cast it to numeric(p,s) with the scale it needs')
+          ELSE x END`,
+      ],
+    ],
+  ],
+  // concat()'s arguments: as cot_text, and a boolean as its output function prints it (t, f).
+  ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' ELSE 'f' END ELSE ${P}.cot_text(x) END`]]],
+  // Text bound for an integer type: PostgreSQL refuses what is not an integer ('1.5'), DuckDB's cast rounds it.
+  [
+    'cot_integer_text',
+    [
+      [
+        'x, name',
+        `CASE WHEN typeof(x) = 'VARCHAR' AND NOT regexp_matches(CAST(x AS VARCHAR), '^\\s*[+-]?[0-9]+\\s*$')
+          THEN error('invalid input syntax for type ' || name || ': "' || CAST(x AS VARCHAR) || '"') ELSE x END`,
+      ],
+    ],
+  ],
+  // A numeric bound for a double: read from its text, as PostgreSQL does (DuckDB's cast of a DECIMAL is a digit off).
+  ['cot_float_of', [['x', `CASE WHEN typeof(x) LIKE 'DECIMAL%' THEN CAST(CAST(x AS VARCHAR) AS DOUBLE) ELSE CAST(x AS DOUBLE) END`]]],
+  ['pg_typeof', [['x', `CASE WHEN x IS NULL THEN ${P}.cot_pg_type_name(typeof(x)) ELSE ${P}.cot_pg_type_name(typeof(x)) END`]]],
+];
