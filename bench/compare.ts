@@ -7,6 +7,7 @@
  *
  *   npm run bench              the full run (1M and 10M steps for the analytic queries)
  *   npm run bench -- --quick   under three minutes (smaller datasets, fewer runs)
+ *   npm run bench -- --catalog catalog introspection alone (bench/catalog.ts): prints its rows, writes nothing
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
@@ -22,6 +23,7 @@ import { appendRate, proofMicros } from './log.js';
 import { appendRatesWhileAuditing, auditCost, startupAudit } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { SEARCH_SIZES, searchBench } from './search.js';
+import { catalogBench } from './catalog.js';
 import { startPostgres, type ThrowawayPostgres } from '../test/fixtures/postgres.js';
 import { Guard } from '../src/engines/duckdb/guard/guard.js';
 import { tokenize } from '../src/sql/lexer.js';
@@ -30,6 +32,7 @@ const run = promisify(execFile);
 // The same guard the server builds (engines/duckdb/start.ts), for timing its cached decision in this process.
 const guardForBench = await Guard.create({ prefixes: ['_cot'], reservedFunctions: new Set(), engineSettings: new Set() });
 const QUICK = process.argv.includes('--quick');
+const CATALOG_ONLY = process.argv.includes('--catalog');
 const ROOT = join(import.meta.dirname, '..', '..');
 
 interface Sizes {
@@ -164,7 +167,48 @@ async function connect(port: number, user: string, database: string, n: number):
   );
 }
 
+/** Catalog introspection (bench/catalog.ts): a cotwire of its own, and a database of its own in `postgres`. */
+async function catalogRows(postgres: ThrowawayPostgres, notes: string[]): Promise<Row[]> {
+  const cotwire = await startCotwire(ROOT);
+  try {
+    const admin = new pg.Client({ host: '127.0.0.1', port: postgres.port, user: postgres.user, database: 'postgres' });
+    await admin.connect();
+    await admin.query('CREATE DATABASE catalog');
+    await admin.end();
+    return await catalogBench(
+      ROOT,
+      { port: cotwire.port, user: 'cotwire', database: 'cotwire' },
+      { port: postgres.port, user: postgres.user, database: 'catalog' },
+      SIZES.runs,
+      notes,
+    );
+  } finally {
+    await cotwire.remove().catch(() => undefined);
+  }
+}
+
+/** `--catalog`: the catalog rows alone, printed; docs/benchmarks.md is left as the last full run wrote it. */
+async function catalogOnly(): Promise<void> {
+  const postgres = await startPostgres();
+  const notes: string[] = [];
+  try {
+    const rows = await catalogRows(postgres, notes);
+    const med = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+    console.log('\n| workload | cotwire (s) | PostgreSQL (s) | cotwire ÷ PostgreSQL (time) | target met |\n|---|---|---|---|---|');
+    for (const r of rows) {
+      console.log(`| ${r.name} | ${med(r.cot).toFixed(3)} | ${med(r.pg).toFixed(3)} | ${(med(r.cot) / med(r.pg)).toFixed(1)}× | ${r.met ? 'yes' : 'no'} |`);
+    }
+    for (const note of notes) console.log(`\n${note}`);
+  } finally {
+    postgres.stop();
+  }
+}
+
 async function main(): Promise<void> {
+  if (CATALOG_ONLY) {
+    await catalogOnly();
+    return;
+  }
   const started = Date.now();
   // PostgreSQL keeps its default durability: cotwire syncs every acknowledged append too.
   const postgres: ThrowawayPostgres = await startPostgres({ durable: true });
@@ -715,6 +759,8 @@ async function main(): Promise<void> {
       rssMiB: Number.NaN,
     });
     console.log(`appends during audits ${median(during).toFixed(0)} steps/s, without ${median(without).toFixed(0)} steps/s, ratio ${auditRatio.toFixed(3)}`);
+    // Catalog introspection (issue 36): tools that read a whole schema, on a schema of 100 tables.
+    rows.push(...(await catalogRows(postgres, notes)));
   } finally {
     await cotwire.remove().catch(() => undefined);
     postgres.stop();

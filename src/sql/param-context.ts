@@ -178,6 +178,12 @@ export function paramContext(sql: SqlSource): ParamContext {
         for (const item of r) note(paramNumber(item as Node), hintOf(known(l), false));
       }
     }
+    // $1::int4: the parameter has the type it is cast to, as PostgreSQL types it.
+    const cast = node.TypeCast as Node | undefined;
+    if (cast !== undefined) {
+      const type = typeNameType(cast.typeName as Node | undefined);
+      note(paramNumber(cast.arg as Node | undefined), type === null ? null : { kind: 'type', type });
+    }
     const call = node.FuncCall as Node | undefined;
     if (call !== undefined) {
       const name = strings(call.funcname);

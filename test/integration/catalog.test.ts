@@ -77,6 +77,40 @@ describe('pg_catalog', () => {
     ).toEqual([{ description: 'cotwire/v2' }]);
   });
 
+  it('looks relations up by name in lookups nested in lookups, per row, as SQLAlchemy reads identity columns', async () => {
+    await client.query('CREATE TABLE cat_parent (id integer PRIMARY KEY, code text UNIQUE)');
+    await client.query('CREATE TABLE cat_child (id serial PRIMARY KEY, pid integer REFERENCES cat_parent (id), c integer CHECK (c > 0))');
+    await client.query('CREATE TEMP TABLE cat_temp (a integer)');
+    const { rows } = await client.query(`SELECT a.attname, pg_get_serial_sequence(CAST(CAST(a.attrelid AS regclass) AS text), a.attname)::regclass::oid AS seq
+      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = 'cat_child' AND a.attnum > 0 ORDER BY a.attnum`);
+    const seq = (await client.query("SELECT oid FROM pg_class WHERE relname = 'cat_child_id_seq' AND relkind = 'S'")).rows[0].oid;
+    expect(rows).toEqual([
+      { attname: 'id', seq },
+      { attname: 'pid', seq: null },
+      { attname: 'c', seq: null },
+    ]);
+    // Indexes behind keys, temporary tables, qualified and quoted names.
+    const names =
+      await client.query(`SELECT 'cat_parent_pkey'::regclass::oid = (SELECT indexrelid FROM pg_index WHERE indrelid = 'cat_parent'::regclass AND indisprimary) AS pkey,
+      'pg_temp_3.cat_temp'::regclass::oid = (SELECT oid FROM pg_class WHERE relname = 'cat_temp') AS temp,
+      '"cat_child"'::regclass::oid = 'public.cat_child'::regclass::oid AS quoted, 'cat_parent_code_key'::regclass::text AS unique_key`);
+    expect(names.rows[0]).toEqual({ pkey: true, temp: true, quoted: true, unique_key: 'cat_parent_code_key' });
+    // What pg_class and pg_constraint join rather than look up per row.
+    const fk = await client.query(`SELECT k.conname, k.confrelid = 'cat_parent'::regclass::oid AS confrelid, k.confkey,
+        k.conindid = (SELECT indexrelid FROM pg_index WHERE indrelid = 'cat_parent'::regclass AND indisprimary) AS conindid
+      FROM pg_constraint k WHERE k.conrelid = 'cat_child'::regclass AND k.contype = 'f'`);
+    expect(fk.rows).toEqual([{ conname: 'cat_child_pid_fkey', confrelid: true, confkey: [1], conindid: true }]);
+    const rels = await client.query(
+      "SELECT relname, relhastriggers, relchecks FROM pg_class WHERE relname IN ('cat_parent', 'cat_child', 'cat_temp', 'kinds') ORDER BY relname",
+    );
+    expect(rels.rows).toEqual([
+      { relname: 'cat_child', relhastriggers: true, relchecks: 1 },
+      { relname: 'cat_parent', relhastriggers: true, relchecks: 0 },
+      { relname: 'cat_temp', relhastriggers: false, relchecks: 0 },
+      { relname: 'kinds', relhastriggers: false, relchecks: 0 },
+    ]);
+  });
+
   it('reads the connection’s own settings through current_setting() and pg_settings', async () => {
     await client.query("SET application_name = 'catalog-test'");
     expect((await client.query("SELECT current_setting('application_name') AS v")).rows).toEqual([{ v: 'catalog-test' }]);

@@ -190,6 +190,9 @@ describe('extended query on the wire', () => {
     ['INSERT INTO inferred (id, customer, amount) VALUES ($1, $2, $3)', [23, 25, 1700]],
     ['SELECT $1', [25]],
     ['SELECT * FROM inferred WHERE $1 = big', [20]],
+    // A cast at every use declares the parameter, even where DuckDB loses it under the cast.
+    ['SELECT $1::int4 + $2::int8', [23, 20]],
+    ['SELECT $1::jsonb, $2::text[], CAST($3 AS numeric)', [3802, 1009, 1700]],
   ])('describes the parameters of %s with the types PostgreSQL infers', async (text, oids) => {
     const c = await WireClient.startup(server.port);
     c.write(serialize.parse({ text, name: 'inferred' }));
@@ -200,6 +203,25 @@ describe('extended query on the wire', () => {
     expect(msgs.find((m) => m.type === 'E')).toBeUndefined();
     expect(Array.from({ length: t?.readInt16BE(0) ?? 0 }, (_, i) => t?.readUInt32BE(2 + 4 * i))).toEqual(oids);
     c.end();
+  });
+
+  it('describes the rows of a table function whose arguments are parameters, as PostgreSQL does', async () => {
+    const c = await WireClient.startup(server.port);
+    c.write(serialize.parse({ text: 'SELECT i FROM generate_series(1, $1::int4) AS g(i)', name: 'series' }));
+    c.write(serialize.describe({ type: 'S', name: 'series' }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    const row = msgs.find((m) => m.type === 'T')?.body;
+    expect(msgs.find((m) => m.type === 'E')).toBeUndefined();
+    // One column, named i, of type int4 (its OID after the name, the table OID and the column number).
+    expect(row?.readInt16BE(0)).toBe(1);
+    const name = row?.subarray(2, row.indexOf(0, 2)).toString();
+    expect(name).toBe('i');
+    expect(row?.readUInt32BE(2 + (name?.length ?? 0) + 1 + 6)).toBe(23);
+    c.end();
+    const client = await server.client();
+    const r = await client.query({ text: 'SELECT i FROM generate_series(1, $1::int4) AS g(i)', values: [3] });
+    expect(r.rows).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }]);
   });
 
   it('runs arithmetic on a parameter typed from its context, with the value not rounded to the column', async () => {

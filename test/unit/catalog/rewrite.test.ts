@@ -260,6 +260,26 @@ describe('PostgreSQL’s result types', () => {
   });
 });
 
+describe('PostgreSQL’s answers where DuckDB’s differ', () => {
+  it('gives an array subscript only when it is 1 or more, as a subscript below the first element is NULL', () => {
+    expect(rw('SELECT a[-1], a[i + 1], a[(-1)], a[2] FROM t')).toBe(
+      `SELECT a[${P}.cot_subscript(-1)], a[${P}.cot_subscript(i + 1)], a[${P}.cot_subscript((-1))], a[2] FROM t`,
+    );
+    // Slices are left as written.
+    expect(rw('SELECT a[1:2] FROM t')).toBe('SELECT a[1:2] FROM t');
+  });
+
+  it('names the type of an untyped literal unknown, through a NULL', () => {
+    expect(rw("SELECT pg_typeof('abc'), pg_typeof('abc'::text)")).toBe(`SELECT ${P}.pg_typeof(NULL), ${P}.pg_typeof('abc'::text)`);
+  });
+
+  it('holds a numeric literal at its own digits, and reads one DuckDB would read as a double from its text', () => {
+    expect(rw("SELECT 1.23456789012345678901::numeric, '1e-20'::numeric, 1e-20, 1e300::float8")).toBe(
+      "SELECT '1.23456789012345678901'::DECIMAL(21,20), '0.00000000000000000001'::DECIMAL(20,20), CAST('0.00000000000000000001' AS DECIMAL(20,20)), '1e300'::float8",
+    );
+  });
+});
+
 describe('positions', () => {
   it('maps a position in the rewritten text back to the client’s', () => {
     const sql = 'SELECT a / b FROM t WHERE zz';

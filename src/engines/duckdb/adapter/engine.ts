@@ -21,7 +21,7 @@ import {
 } from '@duckdb/node-api';
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
+import { ArrayOidOf, ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import { replaceParams, type Token, tokenize } from '../../../sql/lexer.js';
 import { quotientText, squareRootText, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { paramContext } from '../../../sql/param-context.js';
@@ -407,7 +407,8 @@ class DuckDBSession implements EngineConnection {
 
   constructor(private readonly conn: DuckDBConnection) {}
 
-  async prepare(sql: string, declaredTypes: readonly number[], parsed?: ParsedStatement): Promise<EngineStatement> {
+  async prepare(sql: string, clientTypes: readonly number[], parsed?: ParsedStatement): Promise<EngineStatement> {
+    const declaredTypes = castDeclarations(sql, clientTypes, parsed?.text === sql ? parsed : undefined);
     try {
       const statement = await this.prepareOne(sql, declaredTypes, parsed?.text === sql ? parsed : undefined);
       const numeric = statement instanceof DuckDBStatement && statement.kind === 'SELECT' ? ScaleBoundStatement.numericParams(statement.paramDuckTypes) : [];
@@ -485,6 +486,12 @@ class DuckDBSession implements EngineConnection {
           hint: `Cast the parameter where it is used (for example $${still[0] as number}::numeric), or declare its type in Parse.`,
         });
       }
+    }
+    if (prepared.parameterCount > 0 && unresolvedColumns(prepared)) {
+      // A table function's arguments (generate_series(1, $1::int4)): DuckDB binds it only with the
+      // values, and describes one column "unknown" until then. Described from the typed probe.
+      const probe = await this.typedProbe(sql, declaredTypes);
+      if (probe !== null) return new DuckDBStatement(this, prepared, sql, declaredTypes, probe);
     }
     return new DuckDBStatement(this, prepared, sql, declaredTypes);
   }
@@ -702,6 +709,54 @@ function paramNumbers(sql: string): number[] {
 function castParams(sql: string, unresolved: readonly number[], declared: readonly number[] = [], types?: ReadonlyMap<number, string>): string | null {
   const wanted = new Set(unresolved);
   return replaceParams(sql, (n, t) => (wanted.has(n) ? `CAST(${t.text} AS ${types?.get(n) ?? declaredCast(declared[n - 1] ?? 0) ?? 'VARCHAR'})` : null));
+}
+
+/** The OID a parameter cast to this engine type is declared with, as PostgreSQL types `$1::int4`. */
+const oidForCast = new Map<string, number>([
+  ['SMALLINT', TypeOid.int2],
+  ['INTEGER', TypeOid.int4],
+  ['BIGINT', TypeOid.int8],
+  ['FLOAT', TypeOid.float4],
+  ['DOUBLE', TypeOid.float8],
+  ['BOOLEAN', TypeOid.bool],
+  ['BLOB', TypeOid.bytea],
+  ['DATE', TypeOid.date],
+  ['TIME', TypeOid.time],
+  ['TIMESTAMP', TypeOid.timestamp],
+  ['TIMESTAMPTZ', TypeOid.timestamptz],
+  ['INTERVAL', TypeOid.interval],
+  ['UUID', TypeOid.uuid],
+  ['JSON', TypeOid.jsonb],
+  [UNCONSTRAINED_NUMERIC, TypeOid.numeric],
+  ['VARCHAR', TypeOid.text],
+]);
+
+/**
+ * The parameters' declared types, with those the client left unspecified
+ * and the text casts at every use (`$1::int4`, `CAST($1 AS text)`) taking
+ * the cast's type: PostgreSQL infers them so, and describes them so in
+ * ParameterDescription, where DuckDB may lose a parameter's type under a
+ * cast (`$1::int4 + $2::int8`) or type it only once the values are bound
+ * (a table function's arguments).
+ */
+function castDeclarations(sql: string, declared: readonly number[], parsed: ParsedStatement | undefined): readonly number[] {
+  const tokens = parsed?.tokens ?? tokenize(sql);
+  const numbers = [...new Set(tokens.filter((t) => t.kind === 'param').map((t) => Number(t.text.slice(1))))];
+  const open = numbers.filter((n) => (declared[n - 1] ?? 0) === 0 && castInText(tokens, n));
+  if (open.length === 0) return declared;
+  const hints = paramContext(parsed ?? sql).hints;
+  const out = [...declared];
+  for (const n of open) {
+    const hint = hints.get(n);
+    if (hint?.kind !== 'type') continue;
+    const array = hint.type.endsWith('[]');
+    const base = oidForCast.get(array ? hint.type.slice(0, -2) : hint.type);
+    const oid = base === undefined ? undefined : array ? ArrayOidOf.get(base) : base;
+    if (oid === undefined) continue;
+    while (out.length < n - 1) out.push(0);
+    out[n - 1] = oid;
+  }
+  return out;
 }
 
 /** Whether the text casts parameter n where it uses it (`$n::type`, `CAST($n AS type)`) at each of its uses. */

@@ -28,6 +28,9 @@ export const LIST_MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // a[i]: a subscript below 1 is NULL in PostgreSQL (rewrite/operators.ts, arraySubscript). As 0, which DuckDB
+  // answers NULL of the element's type: a NULL subscript would make the element an untyped NULL.
+  ['cot_subscript', [['i', 'CASE WHEN i >= 1 THEN i ELSE 0 END']]],
   // string_to_array('', d) is an empty array in PostgreSQL (DuckDB's holds one empty string); a third argument's matches are NULL.
   [
     'string_to_array',

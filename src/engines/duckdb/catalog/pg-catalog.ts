@@ -117,6 +117,25 @@ const KEYWORD_CATEGORIES = {
   R: 'reserved',
 } as const;
 
+/**
+ * DuckDB's constraints with their names as cot_conname gives them, the declared names joined once
+ * (the macro's subquery, run per constraint, cost a scan of the declarations per constraint).
+ */
+function namedKeys(): string {
+  return `CREATE VIEW ${P}.cot_keys AS
+       SELECT k.*, coalesce(CASE WHEN k.database_name <> 'temp' THEN dn.name END,
+           CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+             WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
+             WHEN 'UNIQUE' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_key'
+             ELSE k.constraint_name END) AS conname
+       FROM duckdb_constraints() k
+         LEFT JOIN (SELECT lower(dc.schema_name) AS sch, lower(dc.table_name) AS tbl, dc.contype, dc.columns, first(dc.name) AS name
+                    FROM ${DECLARED_CONSTRAINTS} dc GROUP BY ALL) dn
+           ON dn.sch = lower(k.schema_name) AND dn.tbl = lower(k.table_name) AND dn.columns = lower(array_to_string(k.constraint_column_names, ','))
+             AND dn.contype = CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' END
+       WHERE k.database_name NOT IN ${HIDDEN_DB}`;
+}
+
 /** Internal building blocks, named `cot_*` so that they never collide with a PostgreSQL name. */
 function internals(): string[] {
   const typeRows = PG_TYPES.map((t) => [
@@ -195,6 +214,7 @@ function internals(): string[] {
          WHEN 'FOREIGN KEY' THEN tbl || '_' || array_to_string(cols, '_') || '_fkey'
          WHEN 'UNIQUE' THEN tbl || '_' || array_to_string(cols, '_') || '_key'
          ELSE own END)`,
+    namedKeys(),
     `CREATE VIEW ${P}.cot_indexes AS
        WITH ix AS (
          SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS exprs FROM duckdb_indexes() i
@@ -212,28 +232,29 @@ function internals(): string[] {
            || ')' AS indexdef
        FROM ix JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) LEFT JOIN cols USING (index_oid)
        UNION ALL
-       SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid,
-         ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name),
+       SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid, k.conname,
          ns.oid, true, k.constraint_type = 'PRIMARY KEY',
          list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS BIGINT)),
-         'CREATE UNIQUE INDEX ' || ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name)
+         'CREATE UNIQUE INDEX ' || k.conname
            || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')'
-       FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
-       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND k.database_name NOT IN ${HIDDEN_DB}`,
+       FROM ${P}.cot_keys k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
+       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`,
+    // The referenced table and key of a foreign key are joined, not looked up per constraint.
     `CREATE VIEW ${P}.cot_constraints AS
-       SELECT CAST(2000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) AS oid,
-         ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name) AS conname,
+       WITH tabs AS (SELECT t.table_oid, t.database_name, t.schema_name, t.table_name FROM duckdb_tables() t),
+       keys AS (SELECT rt.database_name, rt.schema_name, rt.table_name, r.constraint_column_names,
+           first(3000000000 + r.table_oid * 1000 + r.constraint_index) AS index_oid
+         FROM duckdb_constraints() r JOIN tabs rt ON rt.table_oid = r.table_oid
+         WHERE r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') GROUP BY ALL)
+       SELECT CAST(2000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) AS oid, k.conname,
          ns.oid AS connamespace,
          CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'CHECK' THEN 'c' ELSE 'f' END AS contype,
          k.table_oid AS conrelid,
          -- A foreign key's index is the referenced key's, as in PostgreSQL (pgjdbc's getExportedKeys joins on it).
          CAST(CASE WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN 3000000000 + k.table_oid * 1000 + k.constraint_index
-           WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce((SELECT first(3000000000 + r.table_oid * 1000 + r.constraint_index)
-             FROM duckdb_constraints() r JOIN duckdb_tables() rt ON rt.table_oid = r.table_oid
-             WHERE rt.database_name = k.database_name AND rt.schema_name = k.schema_name AND rt.table_name = k.referenced_table
-               AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND r.constraint_column_names = k.referenced_column_names), 0)
+           WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce(rk.index_oid, 0)
            ELSE 0 END AS BIGINT) AS conindid,
-         coalesce((SELECT t.table_oid FROM duckdb_tables() t WHERE t.database_name = k.database_name AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table), 0) AS confrelid,
+         coalesce(rt.table_oid, 0) AS confrelid,
          list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS SMALLINT)) AS conkey,
          k.referenced_table, k.referenced_column_names, k.constraint_column_names, k.expression,
          CASE k.constraint_type
@@ -242,8 +263,12 @@ function internals(): string[] {
            WHEN 'CHECK' THEN 'CHECK (' || k.expression || ')'
            ELSE 'FOREIGN KEY (' || array_to_string(k.constraint_column_names, ', ') || ') REFERENCES '
              || k.referenced_table || '(' || array_to_string(k.referenced_column_names, ', ') || ')' END AS condef
-       FROM duckdb_constraints() k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
-       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'CHECK', 'FOREIGN KEY') AND k.database_name NOT IN ${HIDDEN_DB}
+       FROM ${P}.cot_keys k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
+         LEFT JOIN tabs rt ON k.constraint_type = 'FOREIGN KEY' AND rt.database_name = k.database_name AND rt.schema_name = k.schema_name
+           AND rt.table_name = k.referenced_table
+         LEFT JOIN keys rk ON k.constraint_type = 'FOREIGN KEY' AND rk.database_name = k.database_name AND rk.schema_name = k.schema_name
+           AND rk.table_name = k.referenced_table AND rk.constraint_column_names = k.referenced_column_names
+       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'CHECK', 'FOREIGN KEY')
          -- The length check that stands in for varchar(n) and char(n) (rewrite.ts) is the type, not a constraint.
          AND NOT (k.constraint_type = 'CHECK' AND regexp_full_match(k.expression, '\\(length\\((rtrim\\()?"?[^()"]*"?\\)?\\) <= \\d+\\)')
            AND len(k.constraint_column_names) = 1 AND EXISTS (SELECT 1 FROM ${DECLARED_COLUMNS} d
@@ -339,25 +364,29 @@ function catalogViews(): string[] {
     `CREATE TABLE ${P}.cot_catalog_relations (oid BIGINT, relname VARCHAR)`,
     `INSERT INTO ${P}.cot_catalog_relations VALUES ${values(relationRows)}`,
     `CREATE VIEW ${P}.pg_class AS
-       WITH rel AS (
+       -- The constraints are read once, and joined (a subquery per table costs a scan of them per table).
+       WITH kc AS MATERIALIZED (SELECT k.conrelid, k.contype, k.confrelid FROM ${P}.cot_constraints k WHERE k.contype IN ('c', 'f')),
+       checks AS (SELECT kc.conrelid, count(*) AS n FROM kc WHERE kc.contype = 'c' GROUP BY kc.conrelid),
+       -- A foreign key is kept by triggers in PostgreSQL (pg_dump reads a table's foreign keys only when it has some).
+       triggered AS (SELECT DISTINCT x AS oid FROM (SELECT kc.conrelid AS x FROM kc WHERE kc.contype = 'f'
+         UNION ALL SELECT kc.confrelid FROM kc WHERE kc.contype = 'f')),
+       rel AS (
          SELECT t.table_oid AS oid, t.table_name AS relname, t.database_name, t.schema_name, 'r' AS relkind, ${OID.heap} AS relam,
            CAST(t.estimated_size AS REAL) AS reltuples, t.index_count > 0 OR t.has_primary_key AS relhasindex,
-           t.temporary, t.column_count AS relnatts, (SELECT count(*) FROM ${P}.cot_constraints k WHERE k.conrelid = t.table_oid AND k.contype = 'c') AS relchecks
-         FROM duckdb_tables() t WHERE t.database_name NOT IN ${HIDDEN_DB}
+           t.temporary, t.column_count AS relnatts, coalesce(checks.n, 0) AS relchecks, tr.oid IS NOT NULL AS relhastriggers
+         FROM duckdb_tables() t LEFT JOIN checks ON checks.conrelid = t.table_oid LEFT JOIN triggered tr ON tr.oid = t.table_oid
+         WHERE t.database_name NOT IN ${HIDDEN_DB}
          UNION ALL
-         SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, 'v', 0, 0, false, v.temporary, v.column_count, 0
+         SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, 'v', 0, 0, false, v.temporary, v.column_count, 0, false
          FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}
          UNION ALL
-         SELECT s.sequence_oid, s.sequence_name, s.database_name, s.schema_name, 'S', 0, 0, false, s.temporary, 3, 0
+         SELECT s.sequence_oid, s.sequence_name, s.database_name, s.schema_name, 'S', 0, 0, false, s.temporary, 3, 0, false
          FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB})
        SELECT rel.oid, rel.relname, ns.oid AS relnamespace, CAST(0 AS BIGINT) AS reltype, CAST(0 AS BIGINT) AS reloftype,
          CAST(${OID.owner} AS BIGINT) AS relowner, CAST(rel.relam AS BIGINT) AS relam, rel.oid AS relfilenode, CAST(0 AS BIGINT) AS reltablespace,
          0 AS relpages, rel.reltuples, 0 AS relallvisible, CAST(0 AS BIGINT) AS reltoastrelid, rel.relhasindex, false AS relisshared,
          CASE WHEN rel.temporary THEN 't' ELSE 'p' END AS relpersistence, rel.relkind, CAST(rel.relnatts AS SMALLINT) AS relnatts,
-         CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules,
-         -- A foreign key is kept by triggers in PostgreSQL (pg_dump reads a table's foreign keys only when it has some).
-         rel.oid IN (SELECT k.conrelid FROM ${P}.cot_constraints k WHERE k.contype = 'f' UNION ALL SELECT k.confrelid FROM ${P}.cot_constraints k WHERE k.contype = 'f')
-           AS relhastriggers, false AS relhassubclass,
+         CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules, rel.relhastriggers, false AS relhassubclass,
          false AS relrowsecurity, false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident, false AS relispartition,
          CAST(0 AS BIGINT) AS relrewrite, CAST(0 AS BIGINT) AS relfrozenxid, CAST(0 AS BIGINT) AS relminmxid,
          CAST(NULL AS VARCHAR[]) AS relacl, CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR) AS relpartbound
@@ -370,6 +399,20 @@ function catalogViews(): string[] {
        SELECT r.oid, r.relname, ${OID.pgCatalog}, 0, 0, ${OID.owner}, 0, r.oid, 0, 0, 0, 0, 0, false, false,
          'p', 'v', 0, 0, false, false, false, false, false, true, 'n', false, 0, 0, 0, NULL, NULL, NULL
        FROM ${P}.cot_catalog_relations r`,
+    // A relation's OID, name and schema's name: what regclass reads and prints (pg-functions.ts), without
+    // pg_class's other columns (a regclass cast per row of a query would compute them per row). The schema
+    // is named as cot_namespaces names it.
+    `CREATE VIEW ${P}.cot_relnames AS
+       SELECT rel.oid, rel.relname,
+         CASE WHEN rel.database_name = 'temp' THEN 'pg_temp_3' WHEN rel.schema_name = 'main' THEN 'public' ELSE rel.schema_name END AS nspname
+       FROM (SELECT t.table_oid AS oid, t.table_name AS relname, t.database_name, t.schema_name FROM duckdb_tables() t
+           UNION ALL SELECT v.view_oid, v.view_name, v.database_name, v.schema_name FROM duckdb_views() v WHERE NOT v.internal
+           UNION ALL SELECT s.sequence_oid, s.sequence_name, s.database_name, s.schema_name FROM duckdb_sequences() s
+           UNION ALL SELECT i.index_oid, i.index_name, i.database_name, i.schema_name FROM duckdb_indexes() i
+           UNION ALL SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.conname, k.database_name, k.schema_name
+             FROM ${P}.cot_keys k WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')) rel
+       WHERE rel.database_name NOT IN ${HIDDEN_DB} AND rel.schema_name NOT IN ('pg_catalog', 'information_schema')
+       UNION ALL SELECT r.oid, r.relname, 'pg_catalog' FROM ${P}.cot_catalog_relations r`,
     `CREATE VIEW ${P}.pg_attribute AS
        SELECT c.table_oid AS attrelid, c.column_name AS attname, c.type_oid AS atttypid,
          CAST(-1 AS INTEGER) AS attstattarget, coalesce(t.typlen, -1) AS attlen, CAST(c.column_index AS SMALLINT) AS attnum,
@@ -423,11 +466,14 @@ function catalogViews(): string[] {
          CASE WHEN k.contype = 'f' THEN 'a' ELSE ' ' END AS confupdtype, CASE WHEN k.contype = 'f' THEN 'a' ELSE ' ' END AS confdeltype,
          CASE WHEN k.contype = 'f' THEN 's' ELSE ' ' END AS confmatchtype, true AS conislocal, 0 AS coninhcount, true AS connoinherit,
          k.conkey,
-         (SELECT list(CAST(c.column_index AS SMALLINT) ORDER BY c.column_index) FROM duckdb_columns() c
-           WHERE k.contype = 'f' AND c.table_oid = k.confrelid AND list_contains(k.referenced_column_names, c.column_name)) AS confkey,
+         -- The referenced columns' numbers, in the referenced table's order (joined: a subquery per constraint scans the columns per constraint).
+         CASE WHEN k.contype = 'f' THEN nullif(list_transform(list_filter(list_zip(rc.names, rc.nums), cot_p -> list_contains(k.referenced_column_names, cot_p[1])),
+           cot_p -> CAST(cot_p[2] AS SMALLINT)), []) END AS confkey,
          CAST(NULL AS BIGINT[]) AS conpfeqop, CAST(NULL AS BIGINT[]) AS conppeqop, CAST(NULL AS BIGINT[]) AS conffeqop,
          CAST(NULL AS SMALLINT[]) AS confdelsetcols, CAST(NULL AS BIGINT[]) AS conexclop, k.expression AS conbin
-       FROM ${P}.cot_constraints k`,
+       FROM ${P}.cot_constraints k
+         LEFT JOIN (SELECT c.table_oid, list(c.column_name ORDER BY c.column_index) AS names, list(c.column_index ORDER BY c.column_index) AS nums
+                    FROM duckdb_columns() c GROUP BY c.table_oid) rc ON k.contype = 'f' AND rc.table_oid = k.confrelid`,
     `CREATE VIEW ${P}.pg_description AS
        SELECT t.table_oid AS objoid, CAST(1259 AS BIGINT) AS classoid, 0 AS objsubid, t.comment AS description
        FROM duckdb_tables() t WHERE t.comment IS NOT NULL AND t.database_name NOT IN ${HIDDEN_DB}

@@ -433,7 +433,7 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
-  ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.pg_class cot_c WHERE cot_c.oid = rel_oid)`]]],
+  ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.cot_relnames cot_c WHERE cot_c.oid = rel_oid)`]]],
   // A type's name as regtype reads it: pg_catalog. and quotes dropped ('"pg_catalog"."bool"', TypeORM's), the grammar's aliases resolved.
   [
     'cot_type_name',
@@ -550,7 +550,7 @@ export function createMacro([name, overloads]: MacroDef): string {
 
 /** Macros whose bodies read catalog views are created after the views; the rest before, for the views to use. */
 export const readsViews = (m: MacroDef): boolean =>
-  m[1].some(([, body]) => [`${P}.pg_`, `${P}.cot_functions`, `${P}.cot_indexes`, `${P}.cot_constraints`].some((v) => body.includes(v)));
+  m[1].some(([, body]) => [`${P}.pg_`, `${P}.cot_functions`, `${P}.cot_indexes`, `${P}.cot_constraints`, `${P}.cot_relnames`].some((v) => body.includes(v)));
 
 /** Functions of the catalog layer, by name: a client's call to one of them (qualified or not) reaches cotwire's. */
 export const CATALOG_FUNCTIONS: ReadonlySet<string> = new Set(MACROS.map(([name]) => name).filter((n) => !n.startsWith('cot_')));

@@ -180,6 +180,16 @@ function recognizeFetch(tokens: readonly Token[], move: boolean): SessionCommand
   return { kind: 'fetch', name, count, move, backward };
 }
 
+/**
+ * FOR UPDATE SKIP LOCKED (job queues: pg-boss, graphile-worker) skips rows other sessions lock; DuckDB locks none,
+ * and without the skip two workers would claim the same row (or one fails with 40001): refused, in a query or in
+ * the subquery or CTE of a DML statement.
+ */
+function skipLocked(tokens: readonly Token[]): boolean {
+  const skip = tokens.findIndex((t, i) => upper(t) === 'SKIP' && upper(tokens[i + 1]) === 'LOCKED');
+  return skip > 0 && tokens.some((t, i) => i < skip && upper(t) === 'FOR' && ['UPDATE', 'SHARE', 'NO', 'KEY'].includes(upper(tokens[i + 1])));
+}
+
 export function recognizeCommand(tokens: readonly Token[], text?: string): SessionCommand | null {
   const w0 = upper(tokens[0]);
   const w1 = upper(tokens[1]);
@@ -251,12 +261,14 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
       if (n === null || n.next !== tokens.length) return null;
       return isKnownSetting(n.name) || n.name.includes('.') ? { kind: 'show', name: n.name } : null;
     }
+    case 'UPDATE':
+    case 'DELETE':
+    case 'INSERT':
+      // A job queue's claim: UPDATE job ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED).
+      return skipLocked(tokens) ? { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS } : null;
     case 'SELECT':
     case 'WITH': {
-      // FOR UPDATE SKIP LOCKED (job queues: pg-boss, graphile-worker) skips rows other sessions lock; DuckDB locks none.
-      const skip = tokens.findIndex((t, i) => upper(t) === 'SKIP' && upper(tokens[i + 1]) === 'LOCKED');
-      const locking = tokens.some((t, i) => i < skip && upper(t) === 'FOR' && ['UPDATE', 'SHARE', 'NO', 'KEY'].includes(upper(tokens[i + 1])));
-      if (skip > 0 && locking) return { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS };
+      if (skipLocked(tokens)) return { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS };
       if (tokens.some((t, i) => t.kind === 'word' && t.text.toLowerCase() === 'pg_notify' && tokens[i + 1]?.text === '(')) {
         return { kind: 'unsupported', command: 'pg_notify', hint: NO_NOTIFICATIONS };
       }

@@ -1,4 +1,6 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
+import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
+import { quoteIdentifier } from '../../../sql/identifiers.js';
 import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
@@ -6,7 +8,7 @@ import { advisoryWaits } from '../../../sql/advisory.js';
 import { searchArgs } from '../../../sql/search-args.js';
 import type { PgNode } from '../../../sql/pg-tree.js';
 import { ParsedStatement } from '../../../sql/parsed.js';
-import type { EngineStatement, StatementKind } from '../../../engine/port.js';
+import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
@@ -68,6 +70,216 @@ function parsedText(text: string, tokens: readonly Token[], known: ParsedStateme
   return text === known.text ? known : new ParsedStatement<StatementKind>(text, tokens);
 }
 
+/** Types whose text form DuckDB casts back to the same value (a RETURNING row goes through it into a temporary table). */
+const TEXT_SAFE_TYPES: ReadonlySet<number> = new Set([16, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1700, 2950, 3802]);
+
+/** The relation names (lower case) a tree reads or writes, at any depth. */
+function relationNames(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) {
+    for (const n of node) relationNames(n, out);
+  } else if (node !== null && typeof node === 'object') {
+    const rv = (node as PgNode).RangeVar as PgNode | undefined;
+    if (rv !== undefined && typeof rv.relname === 'string') out.push(rv.relname.toLowerCase());
+    for (const v of Object.values(node)) relationNames(v, out);
+  }
+  return out;
+}
+
+/** Where a WITH query's body is in the text (inside its parentheses); null when the WITH list cannot be read. */
+function withEntrySpan(tokens: readonly Token[], name: string): { readonly body: readonly [number, number] } | null {
+  const word = (k: number): string => (tokens[k]?.kind === 'word' ? (tokens[k] as Token).text.toLowerCase() : '');
+  const matching = (open: number): number => {
+    let depth = 0;
+    for (let k = open; k < tokens.length; k++) {
+      if (tokens[k]?.text === '(') depth++;
+      else if (tokens[k]?.text === ')' && --depth === 0) return k;
+    }
+    return -1;
+  };
+  if (word(0) !== 'with') return null;
+  const entries: { body: readonly [number, number]; name: string }[] = [];
+  let i = 1;
+  for (;;) {
+    const head = tokens[i];
+    if (head === undefined || (head.kind !== 'word' && head.kind !== 'quoted')) return null;
+    let j = i + 1;
+    if (tokens[j]?.text === '(') j = matching(j) + 1;
+    if (j === 0 || word(j) !== 'as') return null;
+    j++;
+    if (word(j) === 'not' && word(j + 1) === 'materialized') j += 2;
+    else if (word(j) === 'materialized') j++;
+    const open = tokens[j];
+    const k = open?.text === '(' ? matching(j) : -1;
+    const close = tokens[k];
+    if (open === undefined || close === undefined) return null;
+    const entryName = head.kind === 'quoted' ? head.text.slice(1, -1).replaceAll('""', '"') : head.text.toLowerCase();
+    entries.push({ body: [open.end, close.start], name: entryName });
+    i = k + 1;
+    if (tokens[i]?.text !== ',') break;
+    i++;
+  }
+  const entry = entries.find((e) => e.name === name);
+  return tokens[i] === undefined || entry === undefined ? null : { body: entry.body };
+}
+
+/**
+ * The engine statement of a statement with a data-modifying WITH query
+ * (Planner.dataModifyingWith): at Execute, in one transaction, the
+ * data-modifying statement runs, its rows fill the temporary table, the
+ * statement runs on it (its result read whole) and the table is dropped.
+ */
+class WithDmlStatement implements EngineStatement {
+  readonly paramTypes: readonly number[] = [];
+
+  constructor(
+    private readonly ctx: HandlerContext,
+    private readonly inner: EngineStatement,
+    private readonly outer: EngineStatement,
+    private readonly create: string,
+    private readonly drop: string,
+    private readonly table: string,
+    private readonly width: number,
+  ) {}
+
+  get kind(): StatementKind {
+    return this.outer.kind;
+  }
+
+  get columns(): EngineStatement['columns'] {
+    return this.outer.columns;
+  }
+
+  bind(params: readonly WireParam[]): void {
+    this.outer.bind(params);
+  }
+
+  async execute(): Promise<EngineCursor> {
+    const { ctx } = this;
+    return ctx.tx.atomically(async () => {
+      ctx.tx.wrote();
+      this.inner.bind([]);
+      const cursor = await this.inner.execute({ materialize: true });
+      const rows: (string | null)[][] = [];
+      try {
+        const sink = {
+          row: (cells: readonly (string | Uint8Array | null)[]) =>
+            rows.push(cells.map((c) => (c === null ? null : typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
+          flushIfFull: async () => undefined,
+        };
+        await cursor.fetch(0, new Array<0>(this.width).fill(0), sink, { timeZone: ctx.settings.timeZone });
+      } finally {
+        cursor.close();
+      }
+      await ctx.engine.run(this.create);
+      try {
+        for (let i = 0; i < rows.length; i += 100) {
+          const batch = rows.slice(i, i + 100);
+          const values = batch.map((_, r) => `(${Array.from({ length: this.width }, (_x, c) => `$${r * this.width + c + 1}`).join(', ')})`);
+          await ctx.engine.query(`INSERT INTO temp.main.${this.table} VALUES ${values.join(', ')}`, batch.flat());
+        }
+        this.outer.bind([]);
+        return await this.outer.execute({ materialize: true });
+      } finally {
+        await ctx.engine.run(this.drop).catch(() => undefined);
+      }
+    });
+  }
+
+  close(): void {
+    this.inner.close();
+    this.outer.close();
+  }
+}
+
+/**
+ * `WITH d AS (DELETE ... RETURNING ...) <statement>` in a shape that
+ * Planner.dataModifyingWith does not take: DuckDB's WITH takes queries only.
+ * A statement that does not prepare for that reason is refused as
+ * unsupported (0A000), not as a syntax error; the guard has had its say
+ * first, so one on a ledger table is refused as before (42501).
+ */
+function dataModifyingCte(statement: ParsedStatement): PgError | null {
+  const tree = statement.tree;
+  const stmt = tree === null ? undefined : (Object.values(tree)[0] as PgNode | undefined);
+  const ctes = ((stmt?.withClause as PgNode | undefined)?.ctes as PgNode[] | undefined) ?? [];
+  const modifying = ctes.find((c) => {
+    const query = (c.CommonTableExpr as PgNode | undefined)?.ctequery as PgNode | undefined;
+    return query?.InsertStmt !== undefined || query?.UpdateStmt !== undefined || query?.DeleteStmt !== undefined;
+  });
+  if (modifying === undefined) return null;
+  const name = String((modifying.CommonTableExpr as PgNode).ctename);
+  return new PgError(SqlState.FeatureNotSupported, `data-modifying statements in WITH are not supported (WITH ${name} AS (...))`, {
+    hint: 'Run the INSERT, UPDATE or DELETE ... RETURNING first, then the statement that reads its rows, in one transaction.',
+  });
+}
+
+/**
+ * `PREPARE p(int, text) AS query`: DuckDB's PREPARE takes no argument types.
+ * Each `$n` of the query becomes `CAST($n AS type)`, its declared type, as
+ * PostgreSQL types the parameter (EXECUTE p('2', 3) gives an int and a
+ * text); the type list goes. Any other statement is returned as it is.
+ */
+export function typedPrepare(statement: StatementText): StatementText {
+  const tokens = statement.tokens;
+  if (tokens[0]?.text.toLowerCase() !== 'prepare' || tokens[2]?.text !== '(') return statement;
+  const types: string[] = [];
+  let depth = 0;
+  let from = 3;
+  let i = 3;
+  for (; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.text === '(' || t.text === '[') depth++;
+    else if ((t.text === ')' || t.text === ']') && depth > 0) depth--;
+    else if (depth === 0 && (t.text === ',' || t.text === ')')) {
+      const first = tokens[from];
+      const last = tokens[i - 1];
+      if (first === undefined || last === undefined || i === from) return statement;
+      types.push(statement.text.slice(first.start, last.end));
+      from = i + 1;
+      if (t.text === ')') break;
+    }
+  }
+  const as = tokens[i + 1];
+  if (i >= tokens.length || as?.text.toLowerCase() !== 'as') return statement;
+  let text = `${statement.text.slice(0, (tokens[1] as Token).end)} `;
+  let at = as.start;
+  for (const t of tokens.slice(i + 2)) {
+    const type = t.kind === 'param' ? types[Number(t.text.slice(1)) - 1] : undefined;
+    if (type === undefined) continue;
+    text += `${statement.text.slice(at, t.start)}CAST(${t.text} AS ${type})`;
+    at = t.end;
+  }
+  text += statement.text.slice(at);
+  return { ...statement, ...lexStatement(text) };
+}
+
+/**
+ * `CREATE INDEX ... WHERE predicate`: DuckDB has no partial indexes. A
+ * non-unique one is created as a full index on the same columns (it answers
+ * the same queries; the catalog shows it without its predicate). A partial
+ * UNIQUE index is refused: a full one would reject rows PostgreSQL accepts.
+ */
+export function partialIndex(statement: StatementText, sent: ParsedStatement): StatementText {
+  const index = sent.tree?.IndexStmt as PgNode | undefined;
+  if (index?.whereClause === undefined) return statement;
+  if (index.unique === true) {
+    throw new PgError(SqlState.FeatureNotSupported, 'partial unique indexes are not supported', {
+      hint: 'DuckDB has no partial indexes, and a unique index on every row would refuse rows PostgreSQL accepts. Enforce the rule in the application, or index without WHERE if the columns are unique in every row.',
+    });
+  }
+  let depth = 0;
+  const tokens = statement.tokens;
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    else if (depth === 0 && t.kind === 'word' && t.text.toLowerCase() === 'where') {
+      return { ...statement, ...lexStatement(statement.text.slice(0, t.start).trimEnd()) };
+    }
+  }
+  return statement;
+}
+
 /**
  * The pipeline's first stage: what a statement becomes. A session command
  * is answered by the handler; anything else is rewritten for the engine,
@@ -123,6 +335,11 @@ export class Planner {
     if (erasure !== null)
       return new Statement({ kind: 'erasure', call: erasure, text: statement.text }, erasureParamTypes(erasure, paramTypes), erasureFields(erasure));
     statement = this.tempFunctionCall(statement);
+    statement = typedPrepare(statement);
+    statement = partialIndex(statement, sent);
+    statement = await this.conflictConstraint(statement, sent);
+    const withDml = await this.dataModifyingWith(statement, sent, paramTypes);
+    if (withDml !== null) return withDml;
     const client = parsedText(statement.text, statement.tokens, sent);
     await this.identityAlways(client);
     const engineText = await this.forEngine(statement, client);
@@ -135,6 +352,133 @@ export class Planner {
     const ledgerInsert = await this.appends.prepare(engineText, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
     return this.prepareEngine(engineText, client, paramTypes);
+  }
+
+  /**
+   * `WITH d AS (DELETE | UPDATE | INSERT ... RETURNING ...) statement`:
+   * DuckDB's WITH takes queries only. The data-modifying statement runs
+   * first, its RETURNING rows go into a temporary table named as the WITH
+   * query, the statement runs on it, and the table is dropped: all in one
+   * transaction (its own in autocommit). Taken only where that is what
+   * PostgreSQL does: one such WITH query, with RETURNING and no USING or
+   * FROM, whose table nothing else in the statement reads (PostgreSQL's
+   * statement would see the table as it was before), no parameters and no
+   * ledger table (the guard refuses those as before); null otherwise, and
+   * the statement is refused as unsupported (dataModifyingCte).
+   */
+  private async dataModifyingWith(statement: StatementText, sent: ParsedStatement, paramTypes: readonly number[]): Promise<Statement | null> {
+    const tree = sent.tree;
+    const top = tree === null ? undefined : (Object.values(tree)[0] as PgNode | undefined);
+    const withClause = top?.withClause as PgNode | undefined;
+    const ctes = ((withClause?.ctes as PgNode[] | undefined) ?? []).map((c) => c.CommonTableExpr as PgNode);
+    const dml = ctes.filter((c) => {
+      const q = c.ctequery as PgNode | undefined;
+      return q?.InsertStmt !== undefined || q?.UpdateStmt !== undefined || q?.DeleteStmt !== undefined;
+    });
+    const cte = dml[0];
+    if (cte === undefined || dml.length > 1 || withClause?.recursive === true || paramTypes.length > 0) return null;
+    const tokens = statement.tokens;
+    if (
+      tokens.some(
+        (t) => t.kind === 'param' || ((t.kind === 'word' || t.kind === 'quoted') && this.ctx.access.isLedgerName(t.text.replace(/^"|"$/g, '').toLowerCase())),
+      )
+    ) {
+      return null;
+    }
+    const body = Object.values(cte.ctequery as PgNode)[0] as PgNode;
+    const relation = body.relation as PgNode | undefined;
+    if (
+      (body.returningList ?? body.returningClause) === undefined ||
+      body.usingClause !== undefined ||
+      body.fromClause !== undefined ||
+      typeof relation?.relname !== 'string'
+    )
+      return null;
+    const target = relation.relname.toLowerCase();
+    const cteNames = new Set(ctes.map((c) => String(c.ctename).toLowerCase()));
+    if (relationNames(body).some((n) => cteNames.has(n))) return null;
+    const others = relationNames({ ...top, withClause: { ctes: ctes.filter((c) => c !== cte).map((c) => ({ CommonTableExpr: c })) } } as PgNode);
+    if (others.includes(target)) return null;
+    const span = withEntrySpan(tokens, String(cte.ctename));
+    if (span === null) return null;
+    const sub = (text: string, offset: number): StatementText => ({ text, offset: statement.offset + offset, tokens: lexStatement(text).tokens });
+    const innerSource = sub(statement.text.slice(span.body[0], span.body[1]), span.body[0]);
+    const returning = innerSource.tokens.findIndex((t) => t.kind === 'word' && t.text.toLowerCase() === 'returning');
+    const inner = await this.prepare(innerSource, []);
+    const columns = inner.fields;
+    if (inner.plan.kind !== 'engine' || columns === null || returning < 0 || !columns.every((f) => TEXT_SAFE_TYPES.has(f.typeOid))) {
+      this.host.closeStatement(inner);
+      return null;
+    }
+    // The WITH query reads the rows from a temporary table: it keeps its place, its name (which hides a table of that name) and its column names.
+    const name = 'cot_with_returning';
+    // The temporary table's types are those of the RETURNING list read from the same table.
+    const rel = [relation.schemaname, relation.relname]
+      .filter((x) => typeof x === 'string')
+      .map((x) => quoteIdentifier(String(x)))
+      .join('.');
+    const aliasName = (relation.alias as PgNode | undefined)?.aliasname;
+    const shapeText = `SELECT ${innerSource.text.slice((innerSource.tokens[returning] as Token).end)} FROM ${rel}${typeof aliasName === 'string' ? ` AS ${quoteIdentifier(aliasName)}` : ''}`;
+    const shapeSource = sub(shapeText, span.body[0]);
+    const shape = await this.forEngine(shapeSource, new ParsedStatement<StatementKind>(shapeText, shapeSource.tokens));
+    const create = `CREATE TEMP TABLE ${name} AS SELECT * FROM (${shape.text}) AS cot_returning LIMIT 0`;
+    const drop = `DROP TABLE temp.main.${name}`;
+    const outerText = `${statement.text.slice(0, span.body[0])}SELECT * FROM temp.main.${name}${statement.text.slice(span.body[1])}`;
+    await this.ctx.engine.run(create);
+    let outer: Statement;
+    try {
+      outer = await this.prepare(sub(outerText, 0), []);
+    } finally {
+      await this.ctx.engine.run(drop);
+    }
+    if (outer.plan.kind !== 'engine') {
+      this.host.closeStatement(inner);
+      this.host.closeStatement(outer);
+      return null;
+    }
+    const run = new WithDmlStatement(this.ctx, inner.plan.statement, outer.plan.statement, create, drop, name, columns.length);
+    return new Statement({ ...outer.plan, statement: run }, [], outer.fields);
+  }
+
+  /**
+   * `INSERT ... ON CONFLICT ON CONSTRAINT name`: DuckDB takes only a column
+   * list as the conflict target, so the constraint (a primary key or unique
+   * constraint of the table, by the name the catalog gives it: the client's
+   * or PostgreSQL's default) becomes its columns. An unknown name is
+   * PostgreSQL's 42704.
+   */
+  private async conflictConstraint(statement: StatementText, sent: ParsedStatement): Promise<StatementText> {
+    const tokens = statement.tokens;
+    const at = tokens.findIndex(
+      (t, i) =>
+        t.kind === 'word' &&
+        t.text.toLowerCase() === 'on' &&
+        tokens[i - 1]?.text.toLowerCase() === 'conflict' &&
+        tokens[i + 1]?.text.toLowerCase() === 'constraint',
+    );
+    const nameToken = tokens[at + 2];
+    if (at < 0 || nameToken === undefined) return statement;
+    const insert = sent.tree?.InsertStmt as PgNode | undefined;
+    const conname = ((insert?.onConflictClause as PgNode | undefined)?.infer as PgNode | undefined)?.conname;
+    const relation = insert?.relation as PgNode | undefined;
+    // A ledger's INSERT ... ON CONFLICT is the guard's to refuse, as it is.
+    if (typeof conname !== 'string' || typeof relation?.relname !== 'string' || this.ctx.access.isLedgerName(relation.relname)) return statement;
+    const schema = typeof relation.schemaname === 'string' ? (relation.schemaname === 'public' ? 'main' : relation.schemaname) : null;
+    const rows = await this.ctx.engine.query(
+      `SELECT k.constraint_column_names FROM duckdb_constraints() k
+       WHERE lower(k.table_name) = lower($1) AND ($2 IS NULL OR lower(k.schema_name) = lower($2)) AND k.database_name NOT IN ${HIDDEN_DB}
+         AND k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+         AND ${P}.cot_conname(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names, k.constraint_name) = $3
+       ORDER BY k.database_name <> 'temp', k.schema_name <> 'main' LIMIT 1`,
+      [relation.relname, schema, conname],
+    );
+    const columns = rows[0]?.[0];
+    if (!Array.isArray(columns)) {
+      throw new PgError(SqlState.UndefinedObject, `constraint "${conname}" for table "${relation.relname}" does not exist`);
+    }
+    const start = (tokens[at] as Token).start;
+    const text = `${statement.text.slice(0, start)}(${columns.map((c) => quoteIdentifier(String(c))).join(', ')})${statement.text.slice(nameToken.end)}`;
+    return { ...statement, ...lexStatement(text) };
   }
 
   /**
@@ -272,7 +616,7 @@ export class Planner {
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
-      throw access.unprepared(err, parsed) ?? clientError(err, statement.offset, statement.clientPosition);
+      throw access.unprepared(err, parsed) ?? dataModifyingCte(client) ?? clientError(err, statement.offset, statement.clientPosition);
     }
     parsed.recordKind(engineStatement.kind);
     // The statement that the guard classifies is the one that runs: it is

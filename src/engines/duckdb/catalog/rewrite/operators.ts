@@ -170,3 +170,32 @@ function escapableExpression(e: unknown): boolean {
   if (sval?.includes('\\') === true) return true;
   return Object.values(n).some(escapableExpression);
 }
+
+/**
+ * `a[i]`: PostgreSQL's subscript below the array's first element is NULL,
+ * DuckDB's negative one counts from the end (`a[-1]` is the last). The
+ * subscript is given only when it is 1 or more. Slices are left as written.
+ */
+export function arraySubscript(w: Walker, node: Node): void {
+  const index = node.uidx as Node | undefined;
+  if (node.is_slice === true || index === undefined || !w.expressions) return;
+  // A positive constant needs nothing.
+  const ival = ((index.A_Const as Node | undefined)?.ival as { ival?: number } | undefined)?.ival;
+  if (ival !== undefined && ival >= 1) return;
+  // The subscript is what stands between its brackets, its own parentheses included.
+  let start = w.leftmost(index);
+  if (start === null) return;
+  while (w.tokens[start - 1]?.text === '(') start--;
+  if (w.tokens[start - 1]?.text !== '[') return;
+  let depth = 0;
+  let close = start;
+  for (; close < w.tokens.length; close++) {
+    const text = w.tokens[close]?.text;
+    if (text === '[' || text === '(') depth++;
+    else if (text === ')' || (text === ']' && depth > 0)) depth--;
+    else if (text === ']' || (text === ':' && depth === 0)) break;
+  }
+  if (w.tokens[close]?.text !== ']' || close === start) return;
+  w.insertBefore(start, `${PG_SCHEMA}.cot_subscript(`);
+  w.insertAfter(close - 1, ')');
+}

@@ -6,11 +6,11 @@ import { arrowOperands, jsonAggregate, jsonbOperator } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, timestampCast, updateValues } from './literals.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
-import { anyList, collate, likePattern, operatorSpelling } from './operators.js';
+import { anyList, arraySubscript, collate, likePattern, operatorSpelling } from './operators.js';
 import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
 import { aggregateResult, datePartCall, division, integerCall, minus } from './result-types.js';
 import { fromFunction, jsonSetFunction, setReturningTargets } from './set-functions.js';
-import { typeName } from './types.js';
+import { typeName, untypedLiteralType } from './types.js';
 import type { Rules } from './walker.js';
 
 /**
@@ -25,13 +25,25 @@ export const RULES: Rules = {
   relations: [catalogRelation],
   typeNames: [typeName],
   nodes: {
-    FuncCall: [concatArguments, substringCall, toCharCall, integerCall, datePartCall, aggregateResult, jsonAggregate, renamedFunction, catalogFunction],
+    FuncCall: [
+      untypedLiteralType,
+      concatArguments,
+      substringCall,
+      toCharCall,
+      integerCall,
+      datePartCall,
+      aggregateResult,
+      jsonAggregate,
+      renamedFunction,
+      catalogFunction,
+    ],
     ColumnRef: [catalogColumn, quoteKeywordParts],
     ColumnDef: [columnDefinition],
     CreateStmt: [varcharLengths],
     SubLink: [emptySelectList],
     A_Expr: [likePattern, anyList, arrowOperands, jsonbOperator, minus, division, spacedComparison, operatorSpelling],
     CollateClause: [collate],
+    A_Indices: [arraySubscript],
     TypeCast: [
       numericLiteralCast,
       numericTextCast,

@@ -116,8 +116,8 @@ export class Spans {
     return j;
   }
 
-  /** The first token of an operand that ends just before token `before`: the leftmost location in its subtree, with its parentheses. */
-  argStart(arg: Node | undefined, before: number): number | null {
+  /** The token of the leftmost location in a node's subtree, or null. */
+  leftmost(node: unknown): number | null {
     let min = Infinity;
     const visit = (v: unknown): void => {
       if (Array.isArray(v)) v.forEach(visit);
@@ -130,8 +130,14 @@ export class Spans {
         }
       }
     };
-    visit(arg);
-    if (min === Infinity) return null;
+    visit(node);
+    return min === Infinity ? null : min;
+  }
+
+  /** The first token of an operand that ends just before token `before`: the leftmost location in its subtree, with its parentheses. */
+  argStart(arg: Node | undefined, before: number): number | null {
+    const min = this.leftmost(arg);
+    if (min === null) return null;
     let start = min;
     // (expr)::regclass, ((a -> 2) ->> 'k')::int4, (a) * b / c: the parentheses that open just before the
     // operand's first location and close before `before` are the operand's own.

@@ -45,6 +45,7 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   'concat',
   'date_trunc',
   'sqrt',
+  'pg_typeof',
   'substr',
   'int2',
   'int4',
@@ -101,6 +102,8 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     if (t.kind === 'operator' && t.text === '-' && i > 0 && !['(', ',', '=', 'values'].includes(tokens[i - 1]?.text.toLowerCase() ?? '')) return true;
     // DuckDB's scanner splits ?| and #>> after a `?` or `#` of their own.
     if (t.kind === 'punct' && (t.text === '?' || t.text === '#')) return true;
+    // a[i] with a subscript that is not a positive constant (a[-1] counts from the end in DuckDB).
+    if (t.text === '[' && i > 0 && !(tokens[i + 1]?.kind === 'number' && tokens[i + 2]?.text === ']' && Number(tokens[i + 1]?.text) >= 1)) return true;
     // '{a,b}'::text[]: an array literal cast to an array type.
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
     // 1e-20, or more digits than DuckDB's DECIMAL: a double to DuckDB, numeric to PostgreSQL.

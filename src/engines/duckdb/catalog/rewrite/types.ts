@@ -61,3 +61,17 @@ export function typeName(w: Walker, node: Node): void {
     w.replaceTokens(i, name.next, type);
   }
 }
+
+/**
+ * `pg_typeof('abc')`: a quoted literal with no type around it is of type
+ * unknown in PostgreSQL; DuckDB's is VARCHAR. It is given as NULL, whose
+ * type the catalog's pg_typeof names unknown too.
+ */
+export function untypedLiteralType(w: Walker, node: Node): void {
+  const fn = strings(node.funcname);
+  const args = node.args as Node[] | undefined;
+  const constant = args?.length === 1 ? (args[0]?.A_Const as Node | undefined) : undefined;
+  if (fn.at(-1) !== 'pg_typeof' || (fn.length === 2 && fn[0] !== 'pg_catalog') || constant?.sval === undefined) return;
+  const at = w.index(constant.location);
+  if (at !== null && w.tokens[at]?.kind === 'string') w.replaceTokens(at, at + 1, 'NULL');
+}
