@@ -10,10 +10,11 @@ import { isUnconstrainedDecimal, numericDigits, UNCONSTRAINED_NUMERIC } from '..
  * each numeric value its own display scale, so `amount * $1` with '1' is
  * 241.00 and with '1.0' is 241.000; a DuckDB parameter has one DECIMAL type,
  * fixed when the statement is prepared. Such a query is prepared again at
- * each execution with each of those parameters cast to the DECIMAL of its
- * value's own digits (one prepared statement per distinct set of types,
- * sixteen at most), and described as the first preparation describes it.
- * Only queries: what a statement writes does not depend on a value's scale.
+ * each execution with each of those parameters cast to DECIMAL(38, its
+ * value's scale) (one prepared statement per distinct set of scales, sixteen
+ * at most), and described as the first preparation describes it; where
+ * DuckDB cannot prepare that, the first preparation serves. Only queries:
+ * what a statement writes does not depend on a value's scale.
  */
 export class ScaleBoundStatement implements EngineStatement {
   readonly kind: EngineStatement['kind'];
