@@ -39,6 +39,9 @@ describe('PREPARE with argument types', () => {
     await c.query('CREATE TABLE _cot_prep (session_id VARCHAR, content VARCHAR)');
     await expect(c.query('PREPARE typed_del(text) AS DELETE FROM _cot_prep WHERE session_id = $1')).rejects.toMatchObject({ code: '42501' });
     await expect(c.query('PREPARE typed_upd(text) AS UPDATE _cot_prep SET content = $1')).rejects.toMatchObject({ code: '42501' });
+    await expect(c.query({ name: 'typed_ledger', text: 'PREPARE typed_ext(text) AS DELETE FROM _cot_prep WHERE session_id = $1' })).rejects.toMatchObject({
+      code: '42501',
+    });
   });
 
   it('types each parameter as declared', async () => {
@@ -152,6 +155,8 @@ describe('data-modifying statements in WITH', () => {
       "WITH d AS (INSERT INTO _cot_dm (session_id, content) VALUES ('s', 'y') RETURNING *) SELECT * FROM d",
     ]) {
       await expect(c.query(sql)).rejects.toMatchObject({ code: '42501', message: expect.stringContaining('ledger table "_cot_dm"') });
+      // The extended protocol too: a named statement is parsed, described and executed apart.
+      await expect(c.query({ name: 'dm_ledger', text: sql })).rejects.toMatchObject({ code: '42501' });
     }
     expect((await c.query('SELECT content FROM _cot_dm')).rows).toEqual([{ content: 'kept' }]);
   });
