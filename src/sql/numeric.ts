@@ -109,10 +109,17 @@ export function plainNumeric(text: string): string {
   return `${m[1] === '-' ? '-' : ''}${digits.replace(/^0+(?=\d)/, '')}`;
 }
 
-/** A numeric constant as DuckDB reads it exactly: itself, or read from its text where DuckDB would read a double. */
+/**
+ * A numeric constant as DuckDB reads it exactly: itself, or read from its
+ * text where DuckDB would read a double. A constant wider than any DECIMAL
+ * (`1e300`, `1e-50`) stays the double DuckDB reads: it is most often headed
+ * for a float column, where PostgreSQL too makes it a double, and refusing
+ * it would refuse an INSERT PostgreSQL takes.
+ */
 export function exactNumericSql(text: string): string {
-  const type = readAsDouble(text) ? numericLiteralType(text) : null;
-  return type === null ? text : `CAST('${plainNumeric(text)}' AS ${type})`;
+  const digits = readAsDouble(text) ? numericDigits(text) : null;
+  if (digits === null || digits.integer + digits.scale > MAX_DECIMAL_DIGITS) return text;
+  return `CAST('${plainNumeric(text)}' AS ${numericLiteralType(text)})`;
 }
 
 /** The largest scale PostgreSQL gives a quotient's display (NUMERIC_MAX_DISPLAY_SCALE), and the significant digits it keeps at least. */

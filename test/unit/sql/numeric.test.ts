@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { losesDigits, numericDigits, numericLiteralType, numericQuotient, plainNumeric, quotientText } from '../../../src/sql/numeric.js';
+import { exactNumericSql, losesDigits, numericDigits, numericLiteralType, numericQuotient, plainNumeric, quotientText } from '../../../src/sql/numeric.js';
 
 describe('numeric literals', () => {
   it('reads the digits before the point and the display scale as PostgreSQL does', () => {
@@ -16,6 +16,14 @@ describe('numeric literals', () => {
     expect(numericLiteralType('1e-20')).toBe('DECIMAL(20,20)');
     expect(numericLiteralType('0')).toBe('DECIMAL(1,0)');
     expect(numericLiteralType('123456789012345678901234567890123456789012')).toBe('DECIMAL(38,0)');
+  });
+
+  it('reads a bare constant exactly where it fits a DECIMAL, and leaves a wider one the double DuckDB reads', () => {
+    expect(exactNumericSql('1e-20')).toBe("CAST('0.00000000000000000001' AS DECIMAL(20,20))");
+    expect(exactNumericSql('1.5')).toBe('1.5');
+    expect(exactNumericSql('1e300')).toBe('1e300');
+    expect(exactNumericSql('1e-50')).toBe('1e-50');
+    expect(exactNumericSql('1234567890123456789012345678901234567890')).toBe('1234567890123456789012345678901234567890');
   });
 
   it('writes an exponent out', () => {
