@@ -177,3 +177,83 @@ export function jsonbText(json: string): string | null {
     return null;
   }
 }
+
+function parseJson(text: string): JsonValue | undefined {
+  try {
+    const r = new Reader(text);
+    const v = r.value();
+    r.space();
+    return r.i === text.length ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type Kind = 'object' | 'array' | 'scalar';
+
+function kindOf(v: JsonValue): Kind {
+  if (Array.isArray(v)) return 'array';
+  return v !== null && typeof v === 'object' && 'entries' in v ? 'object' : 'scalar';
+}
+
+/** A number's value as a key: 1.0, 1 and 1e0 are one number in jsonb. */
+function numberKey(text: string): string {
+  const t = numericText(text);
+  const trimmed = t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t;
+  return trimmed === '-0' ? '0' : trimmed;
+}
+
+function scalarEquals(a: JsonValue, b: JsonValue): boolean {
+  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && 'number' in a && 'number' in b) {
+    return numberKey(a.number) === numberKey(b.number);
+  }
+  return a === b;
+}
+
+/** Each key once, the last given: jsonb keeps no duplicates. */
+function lastEntries(o: JsonObject): Map<string, JsonValue> {
+  const m = new Map<string, JsonValue>();
+  for (const [k, v] of o.entries) m.set(k, v);
+  return m;
+}
+
+/** JsonbDeepContains: an object holds the other's pairs, an array each of the other's elements, a scalar is equal. */
+function contains(a: JsonValue, b: JsonValue): boolean {
+  const ka = kindOf(a);
+  const kb = kindOf(b);
+  if (ka === 'object') {
+    if (kb !== 'object') return false;
+    const have = lastEntries(a as JsonObject);
+    for (const [k, v] of lastEntries(b as JsonObject)) {
+      if (!have.has(k)) return false;
+      const mine = have.get(k) as JsonValue;
+      const km = kindOf(mine);
+      if (km !== kindOf(v)) return false;
+      if (km === 'scalar' ? !scalarEquals(mine, v) : !contains(mine, v)) return false;
+    }
+    return true;
+  }
+  if (ka === 'array') {
+    const items = a as readonly JsonValue[];
+    // A scalar on the right is a one-element array: '["a"]' @> '"a"'.
+    const wanted = kb === 'array' ? (b as readonly JsonValue[]) : kb === 'scalar' ? [b] : null;
+    if (wanted === null) return false;
+    return wanted.every((w) => {
+      const kw = kindOf(w);
+      return items.some((x) => kindOf(x) === kw && (kw === 'scalar' ? scalarEquals(x, w) : contains(x, w)));
+    });
+  }
+  return kb === 'scalar' && scalarEquals(a, b);
+}
+
+/**
+ * jsonb's @> as PostgreSQL decides it; null when either text is not JSON.
+ * DuckDB's json_contains finds the right side anywhere in the left, at any
+ * depth ('{"b": [1]}' would hold '[1]'); PostgreSQL matches structure from
+ * the top, and compares numbers by value.
+ */
+export function jsonbContains(left: string, right: string): boolean | null {
+  const a = parseJson(left);
+  const b = parseJson(right);
+  return a === undefined || b === undefined ? null : contains(a, b);
+}

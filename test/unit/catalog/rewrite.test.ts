@@ -160,7 +160,21 @@ describe('renamed functions and vector columns', () => {
   });
 
   it('calls DuckDB’s name for PostgreSQL’s JSON builders', () => {
-    expect(rw("SELECT json_build_object('a', 1), pg_catalog.jsonb_agg(x) FROM t")).toBe("SELECT json_object('a', 1), nullif(to_json(list(x)), 'null') FROM t");
+    expect(rw("SELECT json_build_object('a', 1), pg_catalog.jsonb_agg(x) FROM t")).toBe(
+      `SELECT json_object('a', 1), nullif(to_json(list(${P}.cot_json_value(x, "x"))), 'null') FROM t`,
+    );
+  });
+
+  it('writes the values of JSON builders as to_jsonb does, chosen by their type witness', () => {
+    expect(rw("SELECT jsonb_build_object('t', ts::timestamp, 'n', n + 1, 'k', $1), to_jsonb(now())")).toBe(
+      `SELECT json_object('t', ${P}.cot_json_value(${P}.cot_timestamp(ts), CAST("ts" AS TIMESTAMP)), 'n', ${P}.cot_json_value(n + 1, ("n" + 1)), 'k', $1), to_json(now())`,
+    );
+  });
+
+  it('concatenates arrays as PostgreSQL does where an operand is an array by its text', () => {
+    expect(rw("SELECT ta || ARRAY['x'], COALESCE(a, ARRAY[1]) || b, s || t FROM t")).toBe(
+      `SELECT ${P}.cot_array_cat(ta , ARRAY['x']), ${P}.cot_array_cat(COALESCE(a, ARRAY[1]) , b), s || t FROM t`,
+    );
   });
 
   it('prints int2vector columns space-separated when cast to text', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonbText, numericText } from '../../../src/sql/jsonb.js';
+import { jsonbContains, jsonbText, numericText } from '../../../src/sql/jsonb.js';
 
 describe('jsonb text, as PostgreSQL prints it', () => {
   // Each expected text was read from PostgreSQL 15 (SELECT $x$...$x$::jsonb::text).
@@ -35,5 +35,36 @@ describe('jsonb text, as PostgreSQL prints it', () => {
 
   it('prints numbers as numeric does', () => {
     expect(['0', '10', '1e0', '2.5E+2', '0.10e-1', '-1'].map(numericText)).toEqual(['0', '10', '1', '250', '0.010', '-1']);
+  });
+});
+
+describe('jsonb containment', () => {
+  // Each answer is PostgreSQL 15's for '<left>'::jsonb @> '<right>'::jsonb.
+  const cases: ReadonlyArray<readonly [string, string, boolean]> = [
+    ['{"a": 1, "b": [1, 2, {"c": "x"}]}', '[1]', false],
+    ['{"a": 1, "b": [1, 2, {"c": "x"}]}', '[]', false],
+    ['{"a": 1, "b": [1, 2, {"c": "x"}]}', '{"b": [{"c": "x"}]}', true],
+    ['{"a": 1, "b": [1, 2, {"c": "x"}]}', '{"c": "x"}', false],
+    ['{"a": 1.0}', '{"a": 1}', true],
+    ['[1, 2.50, "x", null]', '[1]', true],
+    ['[1, 2.50, "x", null]', '[2.5, null]', true],
+    ['[1, 2.50, "x", null]', '"x"', true],
+    ['["x"]', '[["x"]]', false],
+    ['"str"', '"str"', true],
+    ['"str"', '["str"]', false],
+    ['[]', '[]', true],
+    ['{}', '{}', true],
+    ['[]', '{}', false],
+    ['{"a": {"k": true}, "n": 1.10}', '{"a": {}}', true],
+    ['{"a": [1, 2]}', '{"a": 1}', false],
+    ['[[1,2],3]', '[1]', false],
+    ['[[1,2],3]', '[[1]]', true],
+    ['{"a":[1,[2]]}', '{"a":[[2]]}', true],
+    ['1', '1.0', true],
+    ['null', 'null', true],
+    ['[null]', 'null', true],
+  ];
+  it.each(cases)('%s @> %s is %s', (left, right, answer) => {
+    expect(jsonbContains(left, right)).toBe(answer);
   });
 });

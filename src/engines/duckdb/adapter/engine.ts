@@ -23,7 +23,7 @@ import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'no
 import { dirname } from 'node:path';
 import { ArrayOidOf, ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import { replaceParams, type Token, tokenize } from '../../../sql/lexer.js';
-import { quotientText, squareRootText, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { paramContext } from '../../../sql/param-context.js';
 import type { ParsedStatement, SqlSource } from '../../../sql/parsed.js';
 import { TimeZoneOffsets } from '../../../engine/pg-format.js';
@@ -46,6 +46,9 @@ import { LimitBoundStatement, limitParams } from './limit-params.js';
 import { ScaleBoundStatement } from './numeric-params.js';
 import { fromDuckDBError } from './errors.js';
 import { setFloatArrays } from './float-arrays.js';
+import { registerCatalogFunctions } from './catalog-functions.js';
+
+export { registerCatalogFunctions };
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { bindParams } from './params.js';
@@ -333,71 +336,6 @@ function appendChunks(appender: DuckDBAppender, columns: readonly AppendColumn[]
     });
     appender.appendDataChunk(chunk);
   }
-}
-
-/**
- * cot_clock_micros(): the wall clock at each call, in microseconds, which
- * clock_timestamp() in the catalog layer reads (DuckDB's now() is the
- * transaction's start). Whatever runs the catalog's set-up registers it first.
- */
-export function registerEngineClock(conn: DuckDBConnection): void {
-  conn.registerScalarFunction(
-    DuckDBScalarFunction.create({
-      name: 'cot_clock_micros',
-      returnType: BIGINT,
-      parameterTypes: [],
-      volatile: true,
-      mainFunction: (_info, input, output) => {
-        for (let row = 0; row < input.rowCount; row++) output.setItem(row, BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)));
-        output.flush();
-      },
-    }),
-  );
-}
-
-/** The functions the catalog's macros call, registered on a connection before the catalog is set up. */
-export function registerCatalogFunctions(conn: DuckDBConnection): void {
-  registerEngineClock(conn);
-  registerNumericFunctions(conn);
-}
-
-/**
- * Numeric arithmetic as PostgreSQL computes it (sql/numeric.ts), which the
- * catalog's division, average and square root macros call, as DuckDB
- * computes those in doubles: cot_numeric_quotient(a, typeof(a), b,
- * typeof(b)) and cot_numeric_sqrt(x, typeof(x)), each a numeric's text.
- * Registered beside the clock, before the catalog's macros that name them.
- */
-function registerNumericFunctions(conn: DuckDBConnection): void {
-  const text = (name: string, arity: number, fn: (args: readonly string[]) => string): void => {
-    conn.registerScalarFunction(
-      DuckDBScalarFunction.create({
-        name,
-        returnType: VARCHAR,
-        parameterTypes: Array.from({ length: arity }, () => VARCHAR),
-        mainFunction: (info, input, output) => {
-          const columns = Array.from({ length: arity }, (_, i) => input.getColumnVector(i));
-          for (let row = 0; row < input.rowCount; row++) {
-            const args = columns.map((v) => v.getItem(row) as string | null);
-            // The values (every other argument) null: the answer is; their types never are.
-            if (args.some((a, i) => i % 2 === 0 && a == null)) {
-              output.setItem(row, null);
-              continue;
-            }
-            try {
-              output.setItem(row, fn(args.map((a) => a ?? '')));
-            } catch (err) {
-              info.setError((err as Error).message);
-              return;
-            }
-          }
-          output.flush();
-        },
-      }),
-    );
-  };
-  text('cot_numeric_quotient', 4, ([a, ta, b, tb]) => quotientText(a ?? '', ta ?? '', b ?? '', tb ?? ''));
-  text('cot_numeric_sqrt', 2, ([x, tx]) => squareRootText(x ?? '', tx ?? ''));
 }
 
 class DuckDBSession implements EngineConnection {

@@ -1,3 +1,4 @@
+import { P } from './catalog-sql.js';
 import type { MacroDef } from './pg-functions.js';
 
 /**
@@ -5,6 +6,14 @@ import type { MacroDef } from './pg-functions.js';
  * otherwise: `x = ANY(a)` with a NULL element, and string_to_array of ''.
  */
 export const LIST_MACROS: readonly MacroDef[] = [
+  // a || b of arrays (rewrite/arrays.ts): a NULL array is an empty one, and NULL only when both are.
+  ['cot_array_cat', [['a, b', 'CASE WHEN a IS NULL AND b IS NULL THEN NULL ELSE list_concat(a, b) END']]],
+  // array || element and element || array: a NULL array is an empty one.
+  ['cot_array_append', [['a, x', 'list_append(a, x)']]],
+  ['cot_array_prepend', [['x, a', 'list_prepend(x, a)']]],
+  // a @> b and a <@ b of arrays: every element of the one equal to an element of the other, a NULL to none.
+  ['cot_array_contains', [['a, b', 'CASE WHEN a IS NULL OR b IS NULL THEN NULL WHEN list_count(b) < len(b) THEN false ELSE list_has_all(a, b) END']]],
+  ['cot_array_contained', [['a, b', `${P}.cot_array_contains(b, a)`]]],
   // x = ANY(a): true if an element equals x; otherwise NULL if an element (or x) is NULL; false for an empty array.
   [
     'cot_any_eq',

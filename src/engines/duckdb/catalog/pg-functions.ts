@@ -158,9 +158,9 @@ export const MACROS: readonly MacroDef[] = [
     [
       [
         'j, k',
-        `CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN list_contains(json_keys(CAST(j AS JSON)), k)
+        `CASE WHEN j IS NULL OR k IS NULL THEN NULL ELSE CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN list_contains(json_keys(CAST(j AS JSON)), k)
            WHEN 'ARRAY' THEN list_contains(list_transform(CAST(CAST(j AS JSON) AS JSON[]), cot_e -> CASE json_type(cot_e) WHEN 'VARCHAR' THEN json_extract_string(cot_e, '$') END), k)
-           WHEN 'VARCHAR' THEN json_extract_string(CAST(j AS JSON), '$') = k ELSE false END`,
+           WHEN 'VARCHAR' THEN json_extract_string(CAST(j AS JSON), '$') = k ELSE false END END`,
       ],
     ],
   ],
@@ -193,7 +193,9 @@ export const MACROS: readonly MacroDef[] = [
       ['pid, timeout', signalBackend('terminate')],
     ],
   ],
-  ['cot_json_contained', [['a, b', 'json_contains(b, a)']]],
+  // jsonb's @> and <@ (rewrite/jsonb.ts), decided as PostgreSQL does (cot_jsonb_contains_text, sql/jsonb.ts).
+  ['cot_jsonb_contains', [['a, b', 'cot_jsonb_contains_text(CAST(a AS VARCHAR), CAST(b AS VARCHAR))']]],
+  ['cot_json_contained', [['a, b', 'cot_jsonb_contains_text(CAST(b AS VARCHAR), CAST(a AS VARCHAR))']]],
   // jsonb || jsonb: two objects merge, the right's keys winning; otherwise arrays concatenate, a scalar or object as one
   // element. Joined as text, so that numbers keep the digits they were written with (DuckDB's JSON lists and maps
   // print 2.50 as 2.5); the duplicate keys of a merge are resolved as jsonb prints a value, the last one kept.
@@ -215,6 +217,7 @@ export const MACROS: readonly MacroDef[] = [
   ],
   ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
   ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
+  ['cot_upper', [['s', `replace(ucase(replace(s, 'ß', chr(1114111))), chr(1114111), 'ß')`]]],
   ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
   ...RESULT_TYPE_MACROS,
   ...TYPE_NAME_MACROS,

@@ -38,6 +38,7 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
         'x',
         `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN regexp_replace(CAST(x AS VARCHAR), '\\.0$', '')
           WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$') THEN regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', '')
+          WHEN typeof(x) = 'INTERVAL' OR typeof(x) LIKE '%[]' THEN cot_pg_text(CAST(x AS VARCHAR), typeof(x))
           ELSE CAST(x AS VARCHAR) END`,
       ],
     ],
@@ -58,6 +59,23 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
   ],
   // concat()'s arguments: as cot_text, and a boolean as its output function prints it (t, f).
   ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' ELSE 'f' END ELSE ${P}.cot_text(x) END`]]],
+  // A value in JSON as to_jsonb makes it (rewrite/jsonb.ts, jsonValueArguments), chosen by its type witness: a timestamp
+  // in ISO 8601 with a T and the offset's minutes, an interval as its output function prints it, a double with the digits
+  // PostgreSQL prints (0, not 0.0). Every other type is left to DuckDB, which writes a value it is given as itself exactly
+  // and would read a JSON number handed to it as a double (123456789.123456789 would lose digits).
+  [
+    'cot_json_value',
+    [
+      ['v, w TIMESTAMP', `to_json(replace(CAST(v AS VARCHAR), ' ', 'T'))`],
+      ['v, w TIMESTAMPTZ', `to_json(regexp_replace(replace(CAST(v AS VARCHAR), ' ', 'T'), '([+-][0-9][0-9])$', '\\1:00'))`],
+      ['v, w INTERVAL', `to_json(cot_pg_text(CAST(v AS VARCHAR), 'INTERVAL'))`],
+      ['v, w DOUBLE', `CAST(${P}.cot_text(v) AS JSON)`],
+      ['v, w FLOAT', `CAST(${P}.cot_text(v) AS JSON)`],
+      // Overloads of their own, or DuckDB would cast these witnesses to one of the above.
+      ...['DATE', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'DECIMAL(38,9)'].map((t) => [`v, w ${t}`, 'v'] as const),
+      ['v, w', 'v'],
+    ],
+  ],
   // Text bound for an integer type: PostgreSQL refuses what is not an integer ('1.5'), DuckDB's cast rounds it.
   [
     'cot_integer_text',

@@ -118,6 +118,9 @@ function call(node: Node): string | null {
   if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
   if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;
   if (INTEGER_FUNCTIONS.has(fn)) return 'CAST(1 AS INTEGER)';
+  // rewrite/result-types.ts makes extract numeric and date_part double precision, as PostgreSQL types them.
+  if (fn === 'extract') return `CAST(1 AS ${UNCONSTRAINED_NUMERIC})`;
+  if (fn === 'date_part') return 'CAST(1 AS DOUBLE)';
   return null;
 }
 

@@ -20,6 +20,8 @@ export const FUNCTION_NAMES: Readonly<Record<string, string>> = {
   btrim: 'trim',
   // uuid-ossp's random UUID: DuckDB's own, so that it serves as a column's DEFAULT too (TypeORM's uuid columns).
   uuid_generate_v4: 'gen_random_uuid',
+  // DuckDB's upper makes ß the capital ẞ; PostgreSQL's, a character at a time, has no capital for it and keeps ß.
+  upper: `${PG_SCHEMA}.cot_upper`,
 };
 
 /** to_char(value, 'format'); when it is rewritten, the call's other rules are not asked. */
@@ -52,6 +54,8 @@ export function renamedFunction(w: Walker, node: Node): boolean {
   if (call === null || name === null) return false;
   const renamed = FUNCTION_NAMES[call.fn];
   if (renamed === undefined || !(call.parts.length === 1 || call.parts[0] === 'pg_catalog')) return false;
+  // A catalog macro is for queries: a view's stored text names only DuckDB's own functions.
+  if (renamed.startsWith(`${PG_SCHEMA}.`) && !w.expressions) return false;
   w.replaceTokens(call.i, name.next, renamed);
   return true;
 }

@@ -2,6 +2,7 @@ import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { parseArrayLiteral } from '../../../../sql/array-literal.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
+import { typeWitness } from '../type-witness.js';
 import { callOf, type Node, operatorOf, spelledName, type Walker } from './walker.js';
 
 /**
@@ -21,6 +22,51 @@ const JSON_EXISTS_OPERATORS: Readonly<Record<string, string>> = {
 
 /** Operators rewritten for JSON operands (and `?`, which DuckDB reads as a parameter). */
 export const JSON_OPERATORS = new Set(['?', '?|', '?&', '@>', '<@', '#>', '#>>']);
+
+/** The arguments each JSON builder makes a JSON value of: all, or every other one from an index. */
+const JSON_VALUE_ARGUMENTS: Readonly<Record<string, { readonly from: number; readonly step: number; readonly to?: number }>> = {
+  json_build_object: { from: 1, step: 2 },
+  jsonb_build_object: { from: 1, step: 2 },
+  json_build_array: { from: 0, step: 1 },
+  jsonb_build_array: { from: 0, step: 1 },
+  to_json: { from: 0, step: 1, to: 1 },
+  to_jsonb: { from: 0, step: 1, to: 1 },
+  json_agg: { from: 0, step: 1, to: 1 },
+  jsonb_agg: { from: 0, step: 1, to: 1 },
+  json_object_agg: { from: 1, step: 1, to: 2 },
+  jsonb_object_agg: { from: 1, step: 1, to: 2 },
+};
+
+/**
+ * A JSON builder's values through cot_json_value, which writes them as
+ * PostgreSQL's to_jsonb does: DuckDB's to_json writes a timestamp with a
+ * space ("2024-05-01 10:15:00", not "2024-05-01T10:15:00"), a double as
+ * 0.0. The macro is chosen by the value's type witness
+ * (engines/duckdb/catalog/type-witness.ts); a value whose type is not
+ * certain is left as it is.
+ */
+export function jsonValueArguments(w: Walker, node: Node): void {
+  const call = callOf(w, node);
+  const spec = call === null ? undefined : JSON_VALUE_ARGUMENTS[call.fn];
+  if (call === null || spec === undefined || !w.expressions || !(call.parts.length === 1 || call.parts[0] === 'pg_catalog')) return;
+  const name = spelledName(w, call);
+  if (name === null || w.tokens[name.next]?.text !== '(') return;
+  let from = name.next + 1;
+  const args = (node.args as Node[] | undefined) ?? [];
+  for (let k = 0; k < args.length && k < (spec.to ?? args.length); k++) {
+    const arg = args[k] as Node;
+    const end = w.exprEnd(arg, from);
+    if (end === null) return;
+    // A constant's type is never one the macro changes; a parameter's is not known here.
+    const value = k >= spec.from && (k - spec.from) % spec.step === 0 && arg.A_Const === undefined && arg.ParamRef === undefined;
+    const witness = value ? typeWitness(arg) : null;
+    if (witness !== null) {
+      w.insertBefore(from, `${PG_SCHEMA}.cot_json_value(`);
+      w.insertAfter(end, `, ${witness})`);
+    }
+    from = end + 2;
+  }
+}
 
 /** `json_agg(x ORDER BY y)` → a JSON array of list(x ORDER BY y), NULL over no rows as in PostgreSQL; the call's other rules are not asked. */
 export function jsonAggregate(w: Walker, node: Node): boolean {
@@ -65,7 +111,7 @@ export function jsonbOperator(w: Walker, node: Node): boolean {
 
 /**
  * jsonb's operators on DuckDB's JSON: `j ? k` → cot_jsonb_exists(j, k)
- * (DuckDB reads `?` as a parameter), `j @> '{"a":1}'` → json_contains,
+ * (DuckDB reads `?` as a parameter), `j @> '{"a":1}'` → cot_jsonb_contains,
  * `j #>> '{a,0}'` → json_extract_string(j, '$.a[0]'). `@>` and `<@` are
  * rewritten only where an operand is JSON by its text (a JSON literal or a
  * cast to json): on arrays they are DuckDB's own.
@@ -93,7 +139,7 @@ function jsonOperator(w: Walker, node: Node, op: string, i: number): void {
   if (exists !== undefined) {
     call(`${PG_SCHEMA}.${exists}`);
   } else if (op === '@>' || op === '<@') {
-    if (isJsonOperand(lexpr) || isJsonOperand(rexpr)) call(op === '@>' ? 'json_contains' : `${PG_SCHEMA}.cot_json_contained`);
+    if (isJsonOperand(lexpr) || isJsonOperand(rexpr)) call(`${PG_SCHEMA}.${op === '@>' ? 'cot_jsonb_contains' : 'cot_json_contained'}`);
   } else {
     const path = jsonPath(rexpr);
     if (path === null) return;

@@ -1,8 +1,9 @@
+import { arrayConcat, arrayContainment } from './arrays.js';
 import { regCast, regNameAsText, regTargets } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
 import { addUniqueConstraint, foreignKeyActions, indexMethod, varcharLengths } from './ddl.js';
 import { renamedFunction, substringCall, toCharCall } from './functions.js';
-import { arrowOperands, jsonAggregate, jsonbOperator } from './jsonb.js';
+import { arrowOperands, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, timestampCast, updateValues } from './literals.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
@@ -33,6 +34,7 @@ export const RULES: Rules = {
       integerCall,
       datePartCall,
       aggregateResult,
+      jsonValueArguments,
       jsonAggregate,
       renamedFunction,
       catalogFunction,
@@ -41,7 +43,7 @@ export const RULES: Rules = {
     ColumnDef: [columnDefinition],
     CreateStmt: [varcharLengths],
     SubLink: [emptySelectList],
-    A_Expr: [likePattern, anyList, arrowOperands, jsonbOperator, minus, division, spacedComparison, operatorSpelling],
+    A_Expr: [likePattern, anyList, arrowOperands, arrayContainment, jsonbOperator, arrayConcat, minus, division, spacedComparison, operatorSpelling],
     CollateClause: [collate],
     A_Indices: [arraySubscript],
     TypeCast: [

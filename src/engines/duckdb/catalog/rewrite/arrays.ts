@@ -1,0 +1,96 @@
+import { strings } from '../../../../sql/pg-tree.js';
+import { PG_SCHEMA } from '../pg-catalog.js';
+import { type Node, operatorOf, type Walker } from './walker.js';
+
+/** Functions whose result is an array. */
+const ARRAY_FUNCTIONS = new Set([
+  'array_append',
+  'array_prepend',
+  'array_cat',
+  'array_remove',
+  'array_replace',
+  'array_agg',
+  'string_to_array',
+  'regexp_split_to_array',
+  'array_fill',
+]);
+
+/**
+ * Whether an operand is an array by its text: ARRAY[...], a cast to an array
+ * type, a function that returns one, another array concatenation, or a
+ * COALESCE, CASE or NULLIF of one.
+ */
+function isArrayOperand(e: Node | undefined): boolean {
+  if (e?.A_ArrayExpr !== undefined) return true;
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) return (cast.typeName as Node | undefined)?.arrayBounds !== undefined;
+  const call = e?.FuncCall as Node | undefined;
+  if (call !== undefined) return ARRAY_FUNCTIONS.has(strings(call.funcname).at(-1) ?? '');
+  const coalesce = e?.CoalesceExpr as Node | undefined;
+  if (coalesce !== undefined) return ((coalesce.args as Node[] | undefined) ?? []).some(isArrayOperand);
+  const branches = e?.CaseExpr as Node | undefined;
+  if (branches !== undefined) {
+    const results = ((branches.args as Node[] | undefined) ?? []).map((c) => (c.CaseWhen as Node | undefined)?.result as Node | undefined);
+    return [...results, branches.defresult as Node | undefined].some(isArrayOperand);
+  }
+  const expr = e?.A_Expr as Node | undefined;
+  if (expr?.kind === 'AEXPR_NULLIF') return isArrayOperand(expr.lexpr as Node | undefined);
+  return expr !== undefined && strings(expr.name).join('.') === '||' && (isArrayOperand(expr.lexpr as Node) || isArrayOperand(expr.rexpr as Node));
+}
+
+/**
+ * `a || b` where an operand is an array by its text → cot_array_cat(a, b):
+ * PostgreSQL's array concatenation takes a NULL array as an empty one
+ * (`ta || ARRAY['x']` is {x} where ta is NULL), DuckDB's gives NULL. An
+ * operand that is an array only by its column's type is not seen here.
+ * The node's other rules are not asked.
+ */
+export function arrayConcat(w: Walker, node: Node): boolean {
+  return arrayOperator(w, node, { '||': 'cot_array_cat' });
+}
+
+/**
+ * `a @> b` and `a <@ b` where an operand is an array by its text →
+ * cot_array_contains: PostgreSQL's containment never matches a NULL element
+ * (ARRAY[1, NULL] @> ARRAY[NULL] is false), DuckDB's skips them. The
+ * node's other rules are not asked.
+ */
+export function arrayContainment(w: Walker, node: Node): boolean {
+  return arrayOperator(w, node, { '@>': 'cot_array_contains', '<@': 'cot_array_contained' });
+}
+
+/** Functions whose result is never an array. */
+const SCALAR_FUNCTIONS = new Set(['upper', 'lower', 'trim', 'btrim', 'ltrim', 'rtrim', 'substr', 'substring', 'replace', 'concat', 'length', 'abs', 'round']);
+
+/** Whether an operand is not an array by its text: a cast to a type that is not one, a number, a boolean, or a text function. */
+function isScalarOperand(e: Node | undefined): boolean {
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) return (cast.typeName as Node | undefined)?.arrayBounds === undefined;
+  const constant = e?.A_Const as Node | undefined;
+  if (constant !== undefined) return constant.ival !== undefined || constant.fval !== undefined || constant.boolval !== undefined;
+  const call = e?.FuncCall as Node | undefined;
+  return call !== undefined && call.over === undefined && SCALAR_FUNCTIONS.has(strings(call.funcname).at(-1) ?? '');
+}
+
+/**
+ * `a op b` → `macro(a, b)` where an operand is an array by its text; for
+ * `||`, an array and an element are array_append and array_prepend, where
+ * the element is not an array by its text either.
+ */
+function arrayOperator(w: Walker, node: Node, macros: Readonly<Record<string, string>>): boolean {
+  const o = operatorOf(w, node);
+  const lexpr = node.lexpr as Node | undefined;
+  const rexpr = node.rexpr as Node | undefined;
+  let macro = o === null ? undefined : macros[o.op];
+  if (o === null || macro === undefined || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== o.op) return false;
+  if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr))) return false;
+  if (o.op === '||' && isScalarOperand(rexpr)) macro = 'cot_array_append';
+  else if (o.op === '||' && isScalarOperand(lexpr)) macro = 'cot_array_prepend';
+  const start = w.argStart(lexpr, o.i);
+  const end = w.exprEnd(rexpr, o.i + 1);
+  if (start === null || end === null) return false;
+  w.insertBefore(start, `${PG_SCHEMA}.${macro}(`);
+  w.replaceTokens(o.i, o.i + 1, ',');
+  w.insertAfter(end, ')');
+  return true;
+}
