@@ -197,6 +197,29 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     expect((await c.query("COMMENT ON TABLE ddl_late IS 'late'")).command).toBe('COMMENT');
   });
 
+  it('adds a CHECK to an existing table, checking its rows, under the name it was given', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE ddl_checked (id int PRIMARY KEY, total numeric(10,2), qty int)');
+    await c.query('CREATE INDEX ddl_checked_qty ON ddl_checked (qty)');
+    await c.query('INSERT INTO ddl_checked VALUES (1, 5, 1), (2, -1, 2)');
+    // A row already there breaks it: refused, and nothing changes.
+    await expect(c.query('ALTER TABLE ddl_checked ADD CONSTRAINT positive_total CHECK (total > 0)')).rejects.toMatchObject({ code: '23514' });
+    expect((await c.query('SELECT count(*)::int AS n FROM ddl_checked')).rows).toEqual([{ n: 2 }]);
+    await c.query('DELETE FROM ddl_checked WHERE id = 2');
+    expect((await c.query('ALTER TABLE ddl_checked ADD CONSTRAINT positive_total CHECK (total > 0)')).command).toBe('ALTER');
+    await c.query('ALTER TABLE ONLY ddl_checked ADD CHECK (qty < 100) NOT VALID');
+    await expect(c.query('INSERT INTO ddl_checked VALUES (3, -5, 1)')).rejects.toMatchObject({ code: '23514' });
+    await expect(c.query('INSERT INTO ddl_checked VALUES (4, 5, 100)')).rejects.toMatchObject({ code: '23514' });
+    expect((await c.query('INSERT INTO ddl_checked VALUES (5, 7, 3) RETURNING id')).rows).toEqual([{ id: 5 }]);
+    const named = await c.query("SELECT conname, contype FROM pg_constraint WHERE conrelid = 'ddl_checked'::regclass ORDER BY conname");
+    expect(named.rows).toEqual([
+      { conname: 'ddl_checked_pkey', contype: 'p' },
+      { conname: 'ddl_checked_qty_check', contype: 'c' },
+      { conname: 'positive_total', contype: 'c' },
+    ]);
+    expect((await c.query("SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = 'ddl_checked'")).rows).toEqual([{ n: 2 }]);
+  });
+
   it('drops, renames and retypes an indexed column, in a transaction block as migrations run them', async () => {
     const c = ctx.client;
     await c.query('CREATE TABLE ddl_cols (id int PRIMARY KEY, a int, b text, "Odd" int)');

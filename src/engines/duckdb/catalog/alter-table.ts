@@ -4,36 +4,44 @@ import { strings } from '../../../sql/pg-tree.js';
 
 /**
  * `ALTER TABLE [ONLY] t ADD [CONSTRAINT name] FOREIGN KEY (...) REFERENCES
- * ...`, which DuckDB cannot do to an existing table (Knex, TypeORM, Drizzle
- * and pg_dump's output all add foreign keys this way). The handler rebuilds
- * the table with the key instead (engines/duckdb/handler/table-create.ts); this reads the
- * statement.
+ * ...` and `... ADD [CONSTRAINT name] CHECK (...)`, which DuckDB cannot do
+ * to an existing table (Knex, TypeORM, Drizzle and pg_dump's output all add
+ * foreign keys this way, and ORMs add checks so). The handler rebuilds the
+ * table with the constraint instead (engines/duckdb/handler/table-create.ts),
+ * which checks every row already there; this reads the statement. The
+ * constraint's name is kept as a declaration (declared.ts).
  */
 
 type Node = Record<string, unknown>;
 
-export interface ForeignKeyAddition {
+export interface ConstraintAddition {
   readonly schema: string | null;
   readonly table: string;
-  /** `FOREIGN KEY (a) REFERENCES t (b)`, as the statement wrote it. */
+  /** `FOREIGN KEY (a) REFERENCES t (b)` or `CHECK (a > 0)`, as the statement wrote it. */
   readonly constraint: string;
 }
 
-export function translateAddForeignKey(statement: ParsedStatement): ForeignKeyAddition | null {
+/** The keyword each constraint added by a rebuild starts with. */
+const REBUILT_CONSTRAINTS: Readonly<Record<string, string>> = { CONSTR_FOREIGN: 'foreign', CONSTR_CHECK: 'check' };
+
+export function translateAddConstraint(statement: ParsedStatement): ConstraintAddition | null {
   const { text, tokens } = statement;
-  if (tokens[0]?.text.toLowerCase() !== 'alter' || !tokens.some((t) => t.kind === 'word' && t.text.toLowerCase() === 'foreign')) return null;
+  if (tokens[0]?.text.toLowerCase() !== 'alter' || !tokens.some((t) => t.kind === 'word' && ['foreign', 'check'].includes(t.text.toLowerCase()))) return null;
   const stmt = statement.tree?.AlterTableStmt as Node | undefined;
   const cmds = stmt?.cmds as Node[] | undefined;
   const cmd = cmds?.length === 1 ? (cmds[0]?.AlterTableCmd as Node | undefined) : undefined;
   const constraint = (cmd?.def as Node | undefined)?.Constraint as Node | undefined;
   const relation = stmt?.relation as Node | undefined;
-  if (stmt?.objtype !== 'OBJECT_TABLE' || cmd?.subtype !== 'AT_AddConstraint' || constraint?.contype !== 'CONSTR_FOREIGN') return null;
+  const keyword = REBUILT_CONSTRAINTS[String(constraint?.contype)];
+  if (stmt?.objtype !== 'OBJECT_TABLE' || cmd?.subtype !== 'AT_AddConstraint' || keyword === undefined) return null;
   if (typeof relation?.relname !== 'string') return null;
-  const first = tokens.findIndex((t) => t.kind === 'word' && t.text.toLowerCase() === 'foreign');
+  const first = tokens.findIndex((t) => t.kind === 'word' && t.text.toLowerCase() === keyword);
   let last = tokens.length - 1;
   while (tokens[last]?.kind === 'semicolon') last--;
   // NOT VALID skips checking the rows already there; the rebuild checks them all, which is stricter.
   if (tokens[last]?.text.toLowerCase() === 'valid' && tokens[last - 1]?.text.toLowerCase() === 'not') last -= 2;
+  // NO INHERIT: no table inherits in cotwire.
+  if (tokens[last]?.text.toLowerCase() === 'inherit' && tokens[last - 1]?.text.toLowerCase() === 'no') last -= 2;
   const from = tokens[first];
   const to = tokens[last];
   if (from === undefined || to === undefined || last < first) return null;

@@ -29,7 +29,8 @@ export const DECLARED_EXTENSIONS = `${P}.cot_declared_extensions`;
 
 export const DECLARED_SETUP: readonly string[] = [
   `CREATE TABLE ${DECLARED_COLUMNS} (schema_name VARCHAR, table_name VARCHAR, column_name VARCHAR, pg_type VARCHAR, typmod INTEGER)`,
-  // contype as pg_constraint has it (p, u, f); columns: the constrained columns, lower case, comma-separated.
+  // contype as pg_constraint has it (p, u, f, c); columns: the constrained columns, lower case, comma-separated
+  // (a check's: the columns its expression names, sorted).
   `CREATE TABLE ${DECLARED_CONSTRAINTS} (schema_name VARCHAR, table_name VARCHAR, contype VARCHAR, columns VARCHAR, name VARCHAR)`,
   `CREATE TABLE ${DECLARED_EXTENSIONS} (name VARCHAR, schema_name VARCHAR)`,
 ];
@@ -55,7 +56,7 @@ interface DeclaredColumn {
 }
 
 interface DeclaredConstraint {
-  readonly contype: 'p' | 'u' | 'f';
+  readonly contype: 'p' | 'u' | 'f' | 'c';
   readonly columns: string;
   readonly name: string;
 }
@@ -104,10 +105,35 @@ function declaredColumn(def: Node): DeclaredColumn | null {
   return { column: def.colname, pgType: null, typmod: -1 };
 }
 
+/** The columns an expression names, each once, sorted: how a CHECK's declaration is matched with DuckDB's. */
+function columnsNamed(expr: unknown): string[] {
+  const found = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(visit);
+    else if (v !== null && typeof v === 'object') {
+      const ref = (v as Node).ColumnRef as Node | undefined;
+      const last = ref === undefined ? undefined : strings(ref.fields).at(-1);
+      if (last !== undefined) found.add(last.toLowerCase());
+      else for (const x of Object.values(v as Node)) visit(x);
+    }
+  };
+  visit(expr);
+  return [...found].sort();
+}
+
 function declaredConstraint(c: Node, columns: readonly string[] | null): DeclaredConstraint | null {
   if (typeof c.conname !== 'string') return null;
-  const contype = c.contype === 'CONSTR_PRIMARY' ? 'p' : c.contype === 'CONSTR_UNIQUE' ? 'u' : c.contype === 'CONSTR_FOREIGN' ? 'f' : null;
-  const keys = columns ?? strings(contype === 'f' ? c.fk_attrs : c.keys);
+  const contype =
+    c.contype === 'CONSTR_PRIMARY'
+      ? 'p'
+      : c.contype === 'CONSTR_UNIQUE'
+        ? 'u'
+        : c.contype === 'CONSTR_FOREIGN'
+          ? 'f'
+          : c.contype === 'CONSTR_CHECK'
+            ? 'c'
+            : null;
+  const keys = contype === 'c' ? columnsNamed(c.raw_expr) : (columns ?? strings(contype === 'f' ? c.fk_attrs : c.keys));
   if (contype === null || keys.length === 0) return null;
   return { contype, columns: keys.map((k) => k.toLowerCase()).join(','), name: c.conname };
 }

@@ -131,8 +131,9 @@ function namedKeys(): string {
        FROM duckdb_constraints() k
          LEFT JOIN (SELECT lower(dc.schema_name) AS sch, lower(dc.table_name) AS tbl, dc.contype, dc.columns, first(dc.name) AS name
                     FROM ${DECLARED_CONSTRAINTS} dc GROUP BY ALL) dn
-           ON dn.sch = lower(k.schema_name) AND dn.tbl = lower(k.table_name) AND dn.columns = lower(array_to_string(k.constraint_column_names, ','))
-             AND dn.contype = CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' END
+           ON dn.sch = lower(k.schema_name) AND dn.tbl = lower(k.table_name)
+             AND dn.columns = lower(array_to_string(CASE WHEN k.constraint_type = 'CHECK' THEN list_sort(list_transform(k.constraint_column_names, cot_c -> lower(cot_c))) ELSE k.constraint_column_names END, ','))
+             AND dn.contype = CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END
        WHERE k.database_name NOT IN ${HIDDEN_DB}`;
 }
 

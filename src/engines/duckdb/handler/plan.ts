@@ -1,4 +1,4 @@
-import type { ColumnAlter, ForeignKeyAddition } from '../catalog/alter-table.js';
+import type { ColumnAlter, ConstraintAddition } from '../catalog/alter-table.js';
 import type { DeclaredChange } from '../catalog/declared.js';
 import type { AdvisoryWait } from '../../../sql/advisory.js';
 import type { SerialTable } from '../catalog/serial.js';
@@ -43,7 +43,7 @@ export type Plan =
       /** Set for CREATE TABLE with serial or identity columns: `statement` is the probe, this runs instead. */
       readonly createsSequences: SerialTable | null;
       /** Set for ALTER TABLE ... ADD FOREIGN KEY, which the handler carries out by rebuilding the table. */
-      readonly addsForeignKey: ForeignKeyAddition | null;
+      readonly addsConstraint: ConstraintAddition | null;
       /** Set for an ALTER TABLE an index may block (DROP COLUMN, TYPE, RENAME COLUMN): the indexes are set aside around it. */
       readonly altersIndexedColumns: ColumnAlter | null;
       /** What the statement declares that DuckDB does not keep, recorded once it commits (engines/duckdb/catalog/declared.ts). */

@@ -1,7 +1,7 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
 import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
 import { quoteIdentifier } from '../../../sql/identifiers.js';
-import { translateAddForeignKey, translateColumnAlter, type ColumnAlter, type ForeignKeyAddition } from '../catalog/alter-table.js';
+import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
 import { advisoryWaits } from '../../../sql/advisory.js';
@@ -595,9 +595,9 @@ export class Planner {
     const { access, engine } = this.ctx;
     const { parsed } = statement;
     let engineStatement: EngineStatement;
-    const foreignKey = translateAddForeignKey(parsed);
-    const columnAlter = foreignKey === null ? translateColumnAlter(parsed) : null;
-    if (foreignKey !== null || columnAlter !== null) return this.prepareHandledAlter(statement, client, foreignKey, columnAlter);
+    const constraint = translateAddConstraint(parsed);
+    const columnAlter = constraint === null ? translateColumnAlter(parsed) : null;
+    if (constraint !== null || columnAlter !== null) return this.prepareHandledAlter(statement, client, constraint, columnAlter);
     const serial = translateSerial(parsed);
     if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
       throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
@@ -659,7 +659,7 @@ export class Planner {
         clientPosition: statement.clientPosition ?? SAME_POSITION,
         createsLedger: engineStatement.kind === 'CREATE' ? createdLedgerName(access, statement.tokens) : null,
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
-        addsForeignKey: null,
+        addsConstraint: null,
         altersIndexedColumns: null,
         declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(client) : [],
         advisoryWaits: advisoryWaits(parsed),
@@ -727,7 +727,7 @@ export class Planner {
   }
 
   /**
-   * ALTER TABLE ... ADD FOREIGN KEY, and the column changes an index blocks,
+   * ALTER TABLE ... ADD FOREIGN KEY or CHECK, and the column changes an index blocks,
    * which DuckDB cannot prepare or run as they are: the guard and the roles
    * decide on the statement as an ALTER, and the handler carries it out at
    * Execute (table-create.ts).
@@ -735,7 +735,7 @@ export class Planner {
   private async prepareHandledAlter(
     statement: EngineText,
     client: ParsedStatement,
-    foreignKey: ForeignKeyAddition | null,
+    constraint: ConstraintAddition | null,
     columnAlter: ColumnAlter | null,
   ): Promise<Statement> {
     const { access } = this.ctx;
@@ -751,7 +751,7 @@ export class Planner {
         clientPosition: statement.clientPosition ?? SAME_POSITION,
         createsLedger: null,
         createsSequences: null,
-        addsForeignKey: foreignKey,
+        addsConstraint: constraint,
         altersIndexedColumns: columnAlter,
         // What the client declared, before the rewrite spelled its types for the engine.
         declares: declaredChanges(client),

@@ -5,7 +5,7 @@ import {
   withConstraint,
   withoutLengthChecks,
   type ColumnAlter,
-  type ForeignKeyAddition,
+  type ConstraintAddition,
 } from '../catalog/alter-table.js';
 import { createSequences, ORPHANED_SEQUENCES, ownershipComments, type SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement } from '../../../engine/port.js';
@@ -159,11 +159,16 @@ async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void
   }
 }
 
-/** ALTER TABLE ... ADD FOREIGN KEY, which DuckDB cannot do in place: the table is rebuilt with the key. */
-export async function executeForeignKeyAdd(ctx: HandlerContext, portal: ConnectionPortal, plan: EnginePlan, fk: ForeignKeyAddition): Promise<ExecuteOutcome> {
+/** ALTER TABLE ... ADD FOREIGN KEY or CHECK, which DuckDB cannot do in place: the table is rebuilt with the constraint. */
+export async function executeConstraintAdd(
+  ctx: HandlerContext,
+  portal: ConnectionPortal,
+  plan: EnginePlan,
+  added: ConstraintAddition,
+): Promise<ExecuteOutcome> {
   await ctx.tx.atomically(async () => {
     ctx.tx.wrote();
-    await rebuildTable(ctx, { schema: fk.schema, table: fk.table, constraint: fk.constraint });
+    await rebuildTable(ctx, { schema: added.schema, table: added.table, constraint: added.constraint });
   });
   portal.done = true;
   return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
