@@ -40,8 +40,8 @@ describe('catalog rewrites', () => {
   });
 
   it('sends catalog functions to cotwire and strips pg_catalog. from the engine’s own', () => {
-    expect(rw("SELECT pg_catalog.format_type(a.atttypid, NULL), pg_catalog.array_to_string(x, ','), pg_get_userbyid(1)")).toBe(
-      `SELECT ${P}.format_type(a.atttypid, NULL), array_to_string(x, ','), ${P}.pg_get_userbyid(1)`,
+    expect(rw('SELECT pg_catalog.format_type(a.atttypid, NULL), pg_catalog.lower(x), pg_get_userbyid(1)')).toBe(
+      `SELECT ${P}.format_type(a.atttypid, NULL), lower(x), ${P}.pg_get_userbyid(1)`,
     );
     expect(rw('SELECT pg_catalog.version()')).toBe('SELECT version()');
     expect(rw('SELECT current_schema, current_catalog')).toBe(`SELECT ${P}.current_schema(), current_database()`);
@@ -168,6 +168,18 @@ describe('renamed functions and vector columns', () => {
   it('writes the values of JSON builders as to_jsonb does, chosen by their type witness', () => {
     expect(rw("SELECT jsonb_build_object('t', ts::timestamp, 'n', n + 1, 'k', $1), to_jsonb(now())")).toBe(
       `SELECT json_object('t', ${P}.cot_json_value(${P}.cot_timestamp(ts), CAST("ts" AS TIMESTAMP)), 'n', ${P}.cot_json_value(n + 1, ("n" + 1)), 'k', $1), to_json(now())`,
+    );
+  });
+
+  it('gives the arguments PostgreSQL defaults, and array_to_string its NULL text', () => {
+    expect(rw("SELECT lpad(s, 5), rpad(s, 5, 'x'), array_to_string(a, ','), array_to_string(a, ',', '*') FROM t")).toBe(
+      `SELECT lpad(s, 5, ' '), rpad(s, 5, 'x'), ${P}.cot_array_to_string(a, ',', NULL), ${P}.cot_array_to_string(a, ',', '*') FROM t`,
+    );
+  });
+
+  it('reads an ISO 8601 duration as DuckDB reads an interval', () => {
+    expect(rw("SELECT 'P1DT2H'::interval, interval 'PT1.5S', '1 day'::interval")).toBe(
+      "SELECT '0 months 1 days 7200000000 microseconds'::interval, interval '0 months 0 days 1500000 microseconds', '1 day'::interval",
     );
   });
 

@@ -11,6 +11,21 @@ export const LIST_MACROS: readonly MacroDef[] = [
   // array || element and element || array: a NULL array is an empty one.
   ['cot_array_append', [['a, x', 'list_append(a, x)']]],
   ['cot_array_prepend', [['x, a', 'list_prepend(x, a)']]],
+  // array_to_string(a, sep, null_text) (rewrite/functions.ts): each element as a cast to text prints it, a NULL one as
+  // null_text, or left out when that is NULL.
+  ['cot_array_to_string', [['a, sep, null_text', `array_to_string(list_transform(a, cot_e -> coalesce(${P}.cot_text(cot_e), null_text)), sep)`]]],
+  // jsonb_array_length of an array; of anything else, PostgreSQL's error (DuckDB's json_array_length answers 0).
+  [
+    'jsonb_array_length',
+    [
+      [
+        'j',
+        `CASE WHEN j IS NULL THEN NULL WHEN json_type(CAST(j AS JSON)) = 'ARRAY' THEN CAST(json_array_length(CAST(j AS JSON)) AS INTEGER)
+          WHEN json_type(CAST(j AS JSON)) = 'OBJECT' THEN error('cannot get array length of a non-array')
+          ELSE error('cannot get array length of a scalar') END`,
+      ],
+    ],
+  ],
   // a @> b and a <@ b of arrays: every element of the one equal to an element of the other, a NULL to none.
   ['cot_array_contains', [['a, b', 'CASE WHEN a IS NULL OR b IS NULL THEN NULL WHEN list_count(b) < len(b) THEN false ELSE list_has_all(a, b) END']]],
   ['cot_array_contained', [['a, b', `${P}.cot_array_contains(b, a)`]]],

@@ -62,6 +62,9 @@ export const INTEGER_FUNCTIONS = new Set([
   'strpos',
   'position',
   'array_length',
+  'cardinality',
+  'jsonb_array_length',
+  'json_array_length',
   'ascii',
   'ntile',
 ]);

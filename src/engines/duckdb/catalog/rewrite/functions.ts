@@ -47,6 +47,33 @@ function toChar(w: Walker, node: Node, parts: readonly string[], i: number): boo
   return true;
 }
 
+/**
+ * Calls whose shorter forms DuckDB lacks, given the argument PostgreSQL
+ * defaults (`lpad(s, 5)` pads with spaces), and array_to_string, whose
+ * third argument (the text of a NULL element) DuckDB's has not, and whose
+ * elements it prints as DuckDB casts them (`2.0` for PostgreSQL's `2`).
+ */
+export const DEFAULTED_ARGUMENTS: Readonly<Record<string, { readonly arity: number; readonly added: string; readonly macro?: string }>> = {
+  lpad: { arity: 2, added: "' '" },
+  rpad: { arity: 2, added: "' '" },
+  array_to_string: { arity: 2, added: 'NULL', macro: 'cot_array_to_string' },
+};
+
+export function defaultedArguments(w: Walker, node: Node): void {
+  const call = callOf(w, node);
+  const spec = call === null ? undefined : DEFAULTED_ARGUMENTS[call.fn];
+  if (call === null || spec === undefined || !w.expressions || !(call.parts.length === 1 || call.parts[0] === 'pg_catalog')) return;
+  const args = (node.args as Node[] | undefined) ?? [];
+  const name = spelledName(w, call);
+  const close = name === null || w.tokens[name.next]?.text !== '(' ? null : w.closing(name.next);
+  if (name === null || close === null || node.agg_order !== undefined || (args.length !== spec.arity && spec.macro === undefined)) return;
+  if (spec.macro !== undefined) {
+    if (args.length !== spec.arity && args.length !== spec.arity + 1) return;
+    w.replaceTokens(call.i, name.next, `${PG_SCHEMA}.${spec.macro}`);
+  }
+  if (args.length === spec.arity) w.insertBefore(close, `, ${spec.added}`);
+}
+
 /** A function DuckDB has under another name (FUNCTION_NAMES); when it is renamed, the call's other rules are not asked. */
 export function renamedFunction(w: Walker, node: Node): boolean {
   const call = callOf(w, node);

@@ -1,6 +1,7 @@
 import { parseArrayLiteral, type ArrayItem } from '../../../../sql/array-literal.js';
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
+import { pgIntervalText } from '../../../../sql/interval-text.js';
 import { pgTimestampText } from '../../../../sql/timestamp-text.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
 import { REG_TYPES } from './types.js';
@@ -193,4 +194,21 @@ export function timestampCast(w: Walker, node: Node): void {
     w.replaceTokens(castAt, castAt + 1, `${PG_SCHEMA}.${macro}`);
     w.replaceTokens(typeAt - 1, typeEnd, '');
   }
+}
+
+/**
+ * `'P1DT2H'::interval`, `interval 'PT1.5S'`, `CAST('-3 days +04:05:06' AS
+ * interval)`: an ISO 8601 duration, or PostgreSQL's own output with a signed
+ * time, which DuckDB does not read, as the same interval in a form it reads
+ * (sql/interval-text.ts). Only a literal: a column's text is DuckDB's to cast.
+ */
+export function intervalCast(w: Walker, node: Node): void {
+  const typeName = node.typeName as Node | undefined;
+  const names = strings(typeName?.names);
+  if (names.at(-1) !== 'interval' || typeName?.arrayBounds !== undefined || typeName?.typmods !== undefined || names.length > 2) return;
+  const constant = (node.arg as Node | undefined)?.A_Const as Node | undefined;
+  const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+  const i = w.index(constant?.location);
+  const text = sval === undefined ? null : pgIntervalText(sval);
+  if (text !== null && i !== null && w.tokens[i]?.kind === 'string') w.replaceTokens(i, i + 1, quoteLiteral(text));
 }

@@ -2,10 +2,10 @@ import { arrayConcat, arrayContainment } from './arrays.js';
 import { regCast, regNameAsText, regTargets } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
 import { addUniqueConstraint, foreignKeyActions, indexMethod, varcharLengths } from './ddl.js';
-import { renamedFunction, substringCall, toCharCall } from './functions.js';
+import { defaultedArguments, renamedFunction, substringCall, toCharCall } from './functions.js';
 import { arrowOperands, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
-import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, spacedComparison, timestampCast, updateValues } from './literals.js';
+import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, intervalCast, spacedComparison, timestampCast, updateValues } from './literals.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
 import { anyList, arraySubscript, collate, likePattern, operatorSpelling } from './operators.js';
 import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
@@ -35,6 +35,7 @@ export const RULES: Rules = {
       datePartCall,
       aggregateResult,
       jsonValueArguments,
+      defaultedArguments,
       jsonAggregate,
       renamedFunction,
       catalogFunction,
@@ -56,6 +57,7 @@ export const RULES: Rules = {
       byteaLiteral,
       booleanCast,
       timestampCast,
+      intervalCast,
       regNameAsText,
       regCast,
     ],

@@ -1,7 +1,7 @@
 import type { Token } from '../../../../sql/lexer.js';
 import { readAsDouble } from '../../../../sql/numeric.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS } from '../pg-catalog.js';
-import { FUNCTION_NAMES } from './functions.js';
+import { DEFAULTED_ARGUMENTS, FUNCTION_NAMES } from './functions.js';
 import { JSON_AGGREGATES, JSON_OPERATORS } from './jsonb.js';
 import { DUCKDB_ONLY_KEYWORDS } from './keywords.js';
 import { SPACED_OFFSET } from './literals.js';
@@ -79,6 +79,7 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   'substring',
   'user',
   ...Object.keys(FUNCTION_NAMES),
+  ...Object.keys(DEFAULTED_ARGUMENTS),
   ...CATALOG_RELATIONS,
   ...CATALOG_FUNCTIONS,
 ]);
@@ -91,6 +92,8 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
     if (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))) return true;
+    // An ISO 8601 duration ('P1DT2H'), or an interval's text with a signed time ('-3 days +04:05:06').
+    if (t.kind === 'string' && /^'\s*P[-+\dT.]|\s\+\d+:\d/i.test(t.text)) return true;
     if (LIKE_WORDS.has(wordOf(t) ?? '') && escapablePattern(tokens[i + 1])) return true;
     if (
       t.kind === 'operator' &&
