@@ -94,6 +94,18 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['x, w', 'round(x)'],
     ],
   ],
+  // sum(interval), which DuckDB has not: months, days and microseconds each summed, as PostgreSQL's interval_pl adds them.
+  [
+    'cot_sum',
+    [
+      [
+        'x INTERVAL',
+        `to_months(CAST(sum(datepart('year', x) * 12 + datepart('month', x)) AS INTEGER)) + to_days(CAST(sum(datepart('day', x)) AS INTEGER))
+          + to_microseconds(CAST(sum(datepart('hour', x) * 3600000000 + datepart('minute', x) * 60000000 + datepart('microseconds', x)) AS BIGINT))`,
+      ],
+      ['x', 'sum(x)'],
+    ],
+  ],
   // sum(int2) and sum(int4) are int8.
   [
     'cot_sum_as',
