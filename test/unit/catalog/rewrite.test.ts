@@ -185,7 +185,7 @@ describe('renamed functions and vector columns', () => {
 
   it('concatenates arrays as PostgreSQL does where an operand is an array by its text', () => {
     expect(rw("SELECT ta || ARRAY['x'], COALESCE(a, ARRAY[1]) || b, s || t FROM t")).toBe(
-      `SELECT ${P}.cot_array_cat(ta , ARRAY['x']), ${P}.cot_array_cat(COALESCE(a, ARRAY[1]) , b), s || t FROM t`,
+      `SELECT ${P}.cot_array_cat_or_prepend(ta , ARRAY['x']), ${P}.cot_array_cat_or_append(COALESCE(a, ARRAY[1]) , b), s || t FROM t`,
     );
   });
 

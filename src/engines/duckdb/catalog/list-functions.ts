@@ -5,12 +5,33 @@ import type { MacroDef } from './pg-functions.js';
  * Arrays as PostgreSQL answers for them where DuckDB's lists answer
  * otherwise: `x = ANY(a)` with a NULL element, and string_to_array of ''.
  */
+/** The element types `||` appends to an array: a value of another type is taken for an array to concatenate. */
+const ELEMENT_TYPES = [
+  'VARCHAR',
+  'SMALLINT',
+  'INTEGER',
+  'BIGINT',
+  'HUGEINT',
+  'DOUBLE',
+  'FLOAT',
+  'DECIMAL(38,9)',
+  'BOOLEAN',
+  'DATE',
+  'TIMESTAMP',
+  'TIMESTAMPTZ',
+  'INTERVAL',
+  'UUID',
+];
+
 export const LIST_MACROS: readonly MacroDef[] = [
   // a || b of arrays (rewrite/arrays.ts): a NULL array is an empty one, and NULL only when both are.
   ['cot_array_cat', [['a, b', 'CASE WHEN a IS NULL AND b IS NULL THEN NULL ELSE list_concat(a, b) END']]],
   // array || element and element || array: a NULL array is an empty one.
   ['cot_array_append', [['a, x', 'list_append(a, x)']]],
   ['cot_array_prepend', [['x, a', 'list_prepend(x, a)']]],
+  // array || b and b || array where only the engine knows b's type: an element type appends (prepends), a list concatenates.
+  ['cot_array_cat_or_append', [...ELEMENT_TYPES.map((t) => [`a, x ${t}`, 'list_append(a, x)'] as const), ['a, b', `${P}.cot_array_cat(a, b)`]]],
+  ['cot_array_cat_or_prepend', [...ELEMENT_TYPES.map((t) => [`x ${t}, a`, 'list_prepend(x, a)'] as const), ['b, a', `${P}.cot_array_cat(b, a)`]]],
   // array_to_string(a, sep, null_text) (rewrite/functions.ts): each element as a cast to text prints it, a NULL one as
   // null_text, or left out when that is NULL.
   ['cot_array_to_string', [['a, sep, null_text', `array_to_string(list_transform(a, cot_e -> coalesce(${P}.cot_text(cot_e), null_text)), sep)`]]],

@@ -72,6 +72,22 @@ function isScalarOperand(e: Node | undefined): boolean {
   return call !== undefined && call.over === undefined && SCALAR_FUNCTIONS.has(strings(call.funcname).at(-1) ?? '');
 }
 
+const isNull = (e: Node | undefined): boolean => (e?.A_Const as Node | undefined)?.isnull === true;
+
+/**
+ * The macro for `a || b` where an operand is an array by its text: an
+ * element by its text is appended or prepended; another array, or NULL,
+ * concatenated; an operand whose type only the engine knows goes to a
+ * macro chosen by that type (an element type appends, a list concatenates).
+ */
+function concatMacro(lexpr: Node | undefined, rexpr: Node | undefined): string {
+  if (isScalarOperand(rexpr)) return 'cot_array_append';
+  if (isScalarOperand(lexpr)) return 'cot_array_prepend';
+  if (isArrayOperand(lexpr) && (isArrayOperand(rexpr) || isNull(rexpr))) return 'cot_array_cat';
+  if (isArrayOperand(rexpr) && isNull(lexpr)) return 'cot_array_cat';
+  return isArrayOperand(lexpr) ? 'cot_array_cat_or_append' : 'cot_array_cat_or_prepend';
+}
+
 /**
  * `a op b` → `macro(a, b)` where an operand is an array by its text; for
  * `||`, an array and an element are array_append and array_prepend, where
@@ -84,8 +100,7 @@ function arrayOperator(w: Walker, node: Node, macros: Readonly<Record<string, st
   let macro = o === null ? undefined : macros[o.op];
   if (o === null || macro === undefined || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== o.op) return false;
   if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr))) return false;
-  if (o.op === '||' && isScalarOperand(rexpr)) macro = 'cot_array_append';
-  else if (o.op === '||' && isScalarOperand(lexpr)) macro = 'cot_array_prepend';
+  if (o.op === '||') macro = concatMacro(lexpr, rexpr);
   const start = w.argStart(lexpr, o.i);
   const end = w.exprEnd(rexpr, o.i + 1);
   if (start === null || end === null) return false;
