@@ -183,6 +183,12 @@ describe('renamed functions and vector columns', () => {
     );
   });
 
+  it('reads a string beside an array as an array literal, as PostgreSQL does', () => {
+    expect(rw("SELECT ARRAY[1] || '{2,NULL}', '{a}' || ARRAY['b'], ARRAY['c'] || 'x'")).toBe(
+      `SELECT ${P}.cot_array_cat_literal(ARRAY[1] , ['2', NULL]), ${P}.cot_literal_cat_array(['a'] , ARRAY['b']), ${P}.cot_array_cat(ARRAY['c'] , error('malformed array literal: "x"'))`,
+    );
+  });
+
   it('concatenates arrays as PostgreSQL does where an operand is an array by its text', () => {
     expect(rw("SELECT ta || ARRAY['x'], COALESCE(a, ARRAY[1]) || b, s || t FROM t")).toBe(
       `SELECT ${P}.cot_array_cat_or_prepend(ta , ARRAY['x']), ${P}.cot_array_cat_or_append(COALESCE(a, ARRAY[1]) , b), s || t FROM t`,

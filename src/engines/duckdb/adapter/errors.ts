@@ -58,7 +58,11 @@ const RULES: readonly Rule[] = [
   { type: 'Invalid Input', match: /could not obtain lock/i, code: '55P03' },
   { type: 'Invalid Input', match: /Cannot prepare multiple statements/i, code: SqlState.SyntaxError },
   { type: 'Invalid Input', match: /configuration has been locked|Cannot change configuration/i, code: SqlState.InsufficientPrivilege },
-  { type: 'Invalid Input', match: /Could not (parse|convert)|invalid .*(format|syntax)|Malformed JSON/i, code: SqlState.InvalidTextRepresentation },
+  {
+    type: 'Invalid Input',
+    match: /Could not (parse|convert)|invalid .*(format|syntax)|Malformed JSON|malformed array literal/i,
+    code: SqlState.InvalidTextRepresentation,
+  },
   { type: 'Invalid Input', code: SqlState.InvalidParameterValue },
   { type: 'INTERRUPT', code: SqlState.QueryCanceled },
   { type: 'Interrupt', code: SqlState.QueryCanceled },

@@ -47,6 +47,9 @@ export const LIST_MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // array || '{...}' and '{...}' || array: the literal's texts (rewrite/arrays.ts) cast to the array's element type.
+  ['cot_array_cat_literal', [...ELEMENT_TYPES.map((t) => [`a ${t}[], l`, `list_concat(a, CAST(l AS ${t}[]))`] as const), ['a, l', 'list_concat(a, l)']]],
+  ['cot_literal_cat_array', [...ELEMENT_TYPES.map((t) => [`l, a ${t}[]`, `list_concat(CAST(l AS ${t}[]), a)`] as const), ['l, a', 'list_concat(l, a)']]],
   // a @> b and a <@ b of arrays: every element of the one equal to an element of the other, a NULL to none.
   ['cot_array_contains', [['a, b', 'CASE WHEN a IS NULL OR b IS NULL THEN NULL WHEN list_count(b) < len(b) THEN false ELSE list_has_all(a, b) END']]],
   ['cot_array_contained', [['a, b', `${P}.cot_array_contains(b, a)`]]],

@@ -1,9 +1,11 @@
+import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
+import { pgArrayToList } from './literals.js';
 import { type Node, operatorOf, type Walker } from './walker.js';
 
 /** Functions whose result is an array. */
-const ARRAY_FUNCTIONS = new Set([
+export const ARRAY_FUNCTIONS = new Set([
   'array_append',
   'array_prepend',
   'array_cat',
@@ -74,6 +76,25 @@ function isScalarOperand(e: Node | undefined): boolean {
 
 const isNull = (e: Node | undefined): boolean => (e?.A_Const as Node | undefined)?.isnull === true;
 
+const textOf = (e: Node | undefined): string | undefined => ((e?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
+
+/**
+ * `ARRAY[1] || '{2,3}'`: a string beside an array is an array literal of
+ * the array's type in PostgreSQL. It becomes a list of its texts, which the
+ * macro casts to the other operand's type; text that is not an array
+ * literal is PostgreSQL's error. Null when neither operand is a string.
+ */
+function textOperand(w: Walker, lexpr: Node | undefined, rexpr: Node | undefined): string | null {
+  const [literal, macro] =
+    textOf(rexpr) !== undefined ? [rexpr, 'cot_array_cat_literal'] : textOf(lexpr) !== undefined ? [lexpr, 'cot_literal_cat_array'] : [undefined, null];
+  const text = textOf(literal);
+  const at = w.index((literal?.A_Const as Node | undefined)?.location);
+  if (text === undefined || macro === null || at === null || w.tokens[at]?.kind !== 'string') return null;
+  const list = pgArrayToList(text);
+  w.replaceTokens(at, at + 1, list ?? `error(${quoteLiteral(`malformed array literal: "${text}"`)})`);
+  return list === null ? 'cot_array_cat' : macro;
+}
+
 /**
  * The macro for `a || b` where an operand is an array by its text: an
  * element by its text is appended or prepended; another array, or NULL,
@@ -100,7 +121,7 @@ function arrayOperator(w: Walker, node: Node, macros: Readonly<Record<string, st
   let macro = o === null ? undefined : macros[o.op];
   if (o === null || macro === undefined || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== o.op) return false;
   if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr))) return false;
-  if (o.op === '||') macro = concatMacro(lexpr, rexpr);
+  if (o.op === '||') macro = textOperand(w, lexpr, rexpr) ?? concatMacro(lexpr, rexpr);
   const start = w.argStart(lexpr, o.i);
   const end = w.exprEnd(rexpr, o.i + 1);
   if (start === null || end === null) return false;
