@@ -141,6 +141,21 @@ function hintOf(k: Known, array: boolean): ParamHint | null {
 }
 
 /**
+ * generate_series(start, stop[, step]): PostgreSQL resolves an unknown
+ * bound as the other bound's type (generate_series(1, $1) is of int4), and
+ * an unknown step as that type, or interval beside timestamps.
+ */
+function seriesArguments(call: Node, note: (n: number | null, hint: ParamHint | null) => void): void {
+  const args = (call.args as Node[] | undefined) ?? [];
+  if (args.length < 2 || args.length > 3) return;
+  const bound = [args[0], args[1]].map((a) => known(a)).find((k) => k !== null && 'type' in k) as { readonly type: string } | undefined;
+  if (bound === undefined) return;
+  note(paramNumber(args[0]), { kind: 'type', type: bound.type });
+  note(paramNumber(args[1]), { kind: 'type', type: bound.type });
+  note(paramNumber(args[2]), { kind: 'type', type: bound.type.startsWith('TIMESTAMP') ? 'INTERVAL' : bound.type });
+}
+
+/**
  * For each parameter of `sql` whose type its context fixes, the hint; and
  * the tables whose columns those hints may name. Empty when the statement
  * is not PostgreSQL.
@@ -194,6 +209,7 @@ export function paramContext(sql: SqlSource): ParamContext {
           if (type !== undefined) note(paramNumber(arg), { kind: 'type', type });
         }
       }
+      if (name.at(-1) === 'generate_series' && (name.length === 1 || name[0] === 'pg_catalog')) seriesArguments(call, note);
     }
     for (const v of Object.values(node)) visit(v);
   };

@@ -205,14 +205,21 @@ describe('extended query on the wire', () => {
     c.end();
   });
 
-  it('describes the rows of a table function whose arguments are parameters, as PostgreSQL does', async () => {
+  it.each([
+    ['a cast', 'SELECT i FROM generate_series(1, $1::int4) AS g(i)'],
+    // PostgreSQL types the unknown bound as the other one: int4.
+    ['no cast', 'SELECT i FROM generate_series(1, $1) AS g(i)'],
+  ])('describes the rows of a table function whose arguments are parameters, as PostgreSQL does: %s', async (_, text) => {
     const c = await WireClient.startup(server.port);
-    c.write(serialize.parse({ text: 'SELECT i FROM generate_series(1, $1::int4) AS g(i)', name: 'series' }));
+    c.write(serialize.parse({ text, name: 'series' }));
     c.write(serialize.describe({ type: 'S', name: 'series' }));
     c.write(serialize.sync());
     const msgs = await c.until('Z');
     const row = msgs.find((m) => m.type === 'T')?.body;
+    const params = msgs.find((m) => m.type === 't')?.body;
     expect(msgs.find((m) => m.type === 'E')).toBeUndefined();
+    expect(params?.readInt16BE(0)).toBe(1);
+    expect(params?.readUInt32BE(2)).toBe(23);
     // One column, named i, of type int4 (its OID after the name, the table OID and the column number).
     expect(row?.readInt16BE(0)).toBe(1);
     const name = row?.subarray(2, row.indexOf(0, 2)).toString();
@@ -220,7 +227,7 @@ describe('extended query on the wire', () => {
     expect(row?.readUInt32BE(2 + (name?.length ?? 0) + 1 + 6)).toBe(23);
     c.end();
     const client = await server.client();
-    const r = await client.query({ text: 'SELECT i FROM generate_series(1, $1::int4) AS g(i)', values: [3] });
+    const r = await client.query({ text, values: [3] });
     expect(r.rows).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }]);
   });
 

@@ -21,6 +21,15 @@ describe('paramContext', () => {
     expect([...paramContext('SELECT lower($1)').hints]).toEqual([]);
   });
 
+  it('types an unknown bound of generate_series as the other bound, and its step beside timestamps as an interval', () => {
+    expect([...paramContext('SELECT * FROM generate_series(1, $1) AS g(i)').hints]).toEqual([[1, { kind: 'type', type: 'INTEGER' }]]);
+    expect([...paramContext("SELECT * FROM generate_series('2024-01-01'::timestamp, $1, $2)").hints]).toEqual([
+      [1, { kind: 'type', type: 'TIMESTAMP' }],
+      [2, { kind: 'type', type: 'INTERVAL' }],
+    ]);
+    expect([...paramContext('SELECT * FROM generate_series($1, $2)').hints]).toEqual([]);
+  });
+
   it('still types an operand beside a literal', () => {
     expect([...paramContext('SELECT 1 + $1').hints]).toEqual([[1, { kind: 'type', type: 'INTEGER' }]]);
   });

@@ -401,7 +401,8 @@ class DuckDBSession implements EngineConnection {
     if (untyped.length > 0) {
       // PostgreSQL types a parameter that has no context as text; DuckDB leaves
       // it unresolved, and then cannot even say how many columns the result has.
-      const rewritten = castParams(sql, untyped, declaredTypes);
+      // Where the context types one as PostgreSQL would (a bound of generate_series), that type instead.
+      const rewritten = castParams(sql, untyped, declaredTypes, await this.contextTypes(parsed ?? sql, untyped));
       if (rewritten !== null) {
         const retyped = await this.prepareRaw(rewritten).catch(() => null);
         if (retyped !== null) {
@@ -415,7 +416,7 @@ class DuckDBSession implements EngineConnection {
         // in a CASE after a correlated subquery with parameters of its own): described from a probe
         // with typed NULLs for the parameters, and bound with the values' types at execution, when
         // DuckDB binds the statement again.
-        const probe = await this.typedProbe(sql, declaredTypes);
+        const probe = await this.typedProbe(sql, declaredTypes, parsed);
         if (probe !== null) return new DuckDBStatement(this, prepared, sql, declaredTypes, probe);
         // DuckDB would describe one column named "unknown" and then return another shape of rows:
         // a wrong answer without an error. PostgreSQL's error for a parameter it cannot type instead.
@@ -428,7 +429,7 @@ class DuckDBSession implements EngineConnection {
     if (prepared.parameterCount > 0 && unresolvedColumns(prepared)) {
       // A table function's arguments (generate_series(1, $1::int4)): DuckDB binds it only with the
       // values, and describes one column "unknown" until then. Described from the typed probe.
-      const probe = await this.typedProbe(sql, declaredTypes);
+      const probe = await this.typedProbe(sql, declaredTypes, parsed);
       if (probe !== null) return new DuckDBStatement(this, prepared, sql, declaredTypes, probe);
     }
     return new DuckDBStatement(this, prepared, sql, declaredTypes);
@@ -441,14 +442,17 @@ class DuckDBSession implements EngineConnection {
    * nothing of some statements while they have parameters at all (one in a
    * correlated subquery of the select list, another in a CASE after it).
    */
-  private async typedProbe(sql: string, declared: readonly number[]): Promise<DuckDBPreparedStatement | null> {
+  private async typedProbe(sql: string, declared: readonly number[], parsed?: ParsedStatement): Promise<DuckDBPreparedStatement | null> {
     const tokens = tokenize(sql);
     const params = [...new Set(tokens.filter((t) => t.kind === 'param').map((t) => Number(t.text.slice(1))))];
-    if (!params.every((n) => (declared[n - 1] ?? 0) !== 0 || castInText(tokens, n))) return null;
+    // A parameter typed by its context as PostgreSQL types it (generate_series(1, $1) is of int4): a NULL of that type.
+    const untyped = params.filter((n) => (declared[n - 1] ?? 0) === 0 && !castInText(tokens, n));
+    const context = untyped.length === 0 ? new Map<number, string>() : await this.contextTypes(parsed ?? sql, untyped);
+    if (!untyped.every((n) => context.has(n))) return null;
     const text = replaceParams(
       sql,
       (n) => {
-        const type = declaredCast(declared[n - 1] ?? 0);
+        const type = declaredCast(declared[n - 1] ?? 0) ?? context.get(n);
         return type === undefined ? 'NULL' : `CAST(NULL AS ${type})`;
       },
       tokens,
@@ -646,7 +650,7 @@ function paramNumbers(sql: string): number[] {
 /** Wraps each unresolved $n in CAST($n AS <type>), VARCHAR unless told; returns null when the text has no $n tokens to wrap. */
 function castParams(sql: string, unresolved: readonly number[], declared: readonly number[] = [], types?: ReadonlyMap<number, string>): string | null {
   const wanted = new Set(unresolved);
-  return replaceParams(sql, (n, t) => (wanted.has(n) ? `CAST(${t.text} AS ${types?.get(n) ?? declaredCast(declared[n - 1] ?? 0) ?? 'VARCHAR'})` : null));
+  return replaceParams(sql, (n, t) => (wanted.has(n) ? `CAST(${t.text} AS ${declaredCast(declared[n - 1] ?? 0) ?? types?.get(n) ?? 'VARCHAR'})` : null));
 }
 
 /** The OID a parameter cast to this engine type is declared with, as PostgreSQL types `$1::int4`. */

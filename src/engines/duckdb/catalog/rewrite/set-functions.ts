@@ -89,7 +89,11 @@ export function fromFunction(w: Walker, node: Node): void {
   }
 }
 
-/** Whether every argument of a call is an integer literal or a cast to integer: PostgreSQL's int4. */
+/**
+ * Whether every argument of a call is an integer literal or a cast to
+ * integer, or a parameter beside one (which PostgreSQL types so, as
+ * sql/param-context.ts does): PostgreSQL's int4.
+ */
 function integerArguments(call: Node): boolean {
   const args = (call.args as Node[] | undefined) ?? [];
   const int4 = (a: Node): boolean => {
@@ -99,7 +103,7 @@ function integerArguments(call: Node): boolean {
     const type = strings((cast?.typeName as Node | undefined)?.names).at(-1);
     return cast !== undefined && (cast.typeName as Node).arrayBounds === undefined && (type === 'int4' || type === 'int' || type === 'integer');
   };
-  return args.length >= 2 && args.every(int4);
+  return args.length >= 2 && args.some(int4) && args.every((a) => int4(a) || a.ParamRef !== undefined);
 }
 
 /** A JSON element's text, JSON null as SQL NULL (the `_text` functions'). */
