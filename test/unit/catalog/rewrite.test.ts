@@ -205,9 +205,10 @@ describe('renamed functions and vector columns', () => {
 describe('division', () => {
   it('checks each divisor, finding where it ends by parsing it again', () => {
     expect(rw('SELECT a / f(x), a % (b - 1), a / $1 * c, a / g(x, y) + 1 FROM t')).toBe(
-      `SELECT a / ${P}.cot_divisor(f(x)), a % ${P}.cot_divisor((${P}.cot_minus(b , 1, "b", 1))), a / ${P}.cot_divisor($1) * c, a / ${P}.cot_divisor(g(x, y)) + 1 FROM t`,
+      `SELECT a / ${P}.cot_divisor(f(x)), ${P}.cot_mod(a , (${P}.cot_minus(b , 1, "b", 1)), "a", ${P}.cot_minus("b", 1, "b", 1)), a / ${P}.cot_divisor($1) * c, a / ${P}.cot_divisor(g(x, y)) + 1 FROM t`,
     );
     expect(rw('SELECT x / CASE WHEN y > 0 THEN f(y) ELSE 1 END FROM t')).toBe(`SELECT x / ${P}.cot_divisor(CASE WHEN y > 0 THEN f(y) ELSE 1 END) FROM t`);
+    expect(rw('SELECT a % f(x) FROM t')).toBe(`SELECT a % ${P}.cot_divisor(f(x)) FROM t`);
   });
 
   it('types a division whose operands have certain types by their witnesses, so that numeric division stays numeric', () => {

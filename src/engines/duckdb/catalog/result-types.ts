@@ -54,6 +54,19 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['a, b, wa, wb', OWN_DIVISION],
     ],
   ],
+  // a % b, chosen by the witnesses' types: numerics (and int128s) mixed at one scale that holds the quotient
+  // macros' digits, where DuckDB takes two DECIMALs of different scales, or an int128 and a DECIMAL, for
+  // doubles (-12345678901234567890 % 88710.27 would be 900 off); DuckDB's own for the rest.
+  [
+    'cot_mod',
+    [
+      ...(['DECIMAL(38,9)', 'HUGEINT'] as const).map(
+        (t) => [`a, b, wa ${t}, wb ${t}`, `CAST(a AS DECIMAL(38,${QUOTIENT_SCALE})) % ${P}.cot_divisor(CAST(b AS DECIMAL(38,${QUOTIENT_SCALE})))`] as const,
+      ),
+      ...(['DOUBLE', 'BIGINT', 'INTEGER', 'SMALLINT'] as const).map((t) => [`a, b, wa ${t}, wb ${t}`, `a % ${P}.cot_divisor(b)`] as const),
+      ['a, b, wa, wb', `a % ${P}.cot_divisor(b)`],
+    ],
+  ],
   // sqrt(numeric) is numeric, computed as PostgreSQL does; of any other type, DuckDB's double.
   [
     'cot_sqrt',

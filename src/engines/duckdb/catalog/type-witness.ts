@@ -168,7 +168,8 @@ export function typeWitness(node: Node | undefined): string | null {
       // Division and subtraction are rewritten with their macros, whose result types the witness must have.
       if (op[0] === '/') return `${PG_SCHEMA}.cot_div(${left}, ${right}, ${left}, ${right})`;
       if (op[0] === '-') return `${PG_SCHEMA}.cot_minus(${left}, ${right}, ${left}, ${right})`;
-      return op[0] === '+' || op[0] === '*' || op[0] === '%' ? `(${left} ${op[0]} ${right})` : null;
+      if (op[0] === '%') return `${PG_SCHEMA}.cot_mod(${left}, ${right}, ${left}, ${right})`;
+      return op[0] === '+' || op[0] === '*' ? `(${left} ${op[0]} ${right})` : null;
     }
     case 'FuncCall':
       return call(n);

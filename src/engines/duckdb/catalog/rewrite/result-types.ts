@@ -202,7 +202,7 @@ export function minus(w: Walker, node: Node): boolean {
 export function division(w: Walker, node: Node): boolean {
   const o = operatorOf(w, node);
   if (o === null || node.kind !== 'AEXPR_OP' || o.parts.length !== 1 || !DIVISION_OPERATORS.has(o.op) || !w.expressions) return false;
-  if (o.op !== '/' || !typedOperation(w, node, o.i, 'cot_div')) checkedDivisor(w, node.rexpr as Node | undefined, o.i);
+  if (!typedOperation(w, node, o.i, o.op === '/' ? 'cot_div' : 'cot_mod')) checkedDivisor(w, node.rexpr as Node | undefined, o.i);
   return true;
 }
 
@@ -219,16 +219,20 @@ function checkedDivisor(w: Walker, rexpr: Node | undefined, op: number): void {
   w.insertAfter(end, ')');
 }
 
+/** The operator each typed macro stands for. */
+const MACRO_OPERATORS = { cot_div: '/', cot_mod: '%', cot_minus: '-' } as const;
+
 /**
- * `a / b` → `cot_div(a, b, wa, wb)`, `a - b` → `cot_minus(a, b, wa, wb)`:
- * the operator as PostgreSQL types it (numeric division of integers and
- * numerics mixed, an integer count of days between two dates), chosen by
- * the operands' type witnesses (engines/duckdb/catalog/type-witness.ts). False, and the
- * operator left as it is, when an operand's type is not certain.
+ * `a / b` → `cot_div(a, b, wa, wb)`, `a % b` → `cot_mod(...)`, `a - b` →
+ * `cot_minus(...)`: the operator as PostgreSQL types it (numeric division
+ * and modulo of integers and numerics mixed, an integer count of days
+ * between two dates), chosen by the operands' type witnesses
+ * (engines/duckdb/catalog/type-witness.ts). False, and the operator left as
+ * it is, when an operand's type is not certain.
  */
-function typedOperation(w: Walker, node: Node, op: number, macro: 'cot_div' | 'cot_minus'): boolean {
+function typedOperation(w: Walker, node: Node, op: number, macro: keyof typeof MACRO_OPERATORS): boolean {
   const spelled = w.tokens[op];
-  if (spelled?.kind !== 'operator' || spelled.text !== (macro === 'cot_div' ? '/' : '-')) return false;
+  if (spelled?.kind !== 'operator' || spelled.text !== MACRO_OPERATORS[macro]) return false;
   const lexpr = node.lexpr as Node | undefined;
   const rexpr = node.rexpr as Node | undefined;
   const wa = typeWitness(lexpr);
