@@ -203,6 +203,12 @@ describe('renamed functions and vector columns', () => {
 });
 
 describe('division', () => {
+  it('widens the branches beside a quotient, so that a CASE or COALESCE does not round it to their scale', () => {
+    expect(rw('SELECT CASE WHEN k THEN n ELSE avg(n) END, COALESCE(n, 1) FROM t')).toBe(
+      `SELECT CASE WHEN k THEN ${P}.cot_widen(n, "n") ELSE ${P}.cot_widen(${P}.cot_avg_as(sum(n), count(n), avg(n), "n"), ${P}.cot_avg_witness("n")) END, COALESCE(n, 1) FROM t`,
+    );
+  });
+
   it('checks each divisor, finding where it ends by parsing it again', () => {
     expect(rw('SELECT a / f(x), a % (b - 1), a / $1 * c, a / g(x, y) + 1 FROM t')).toBe(
       `SELECT a / ${P}.cot_divisor(f(x)), ${P}.cot_mod(a , (${P}.cot_minus(b , 1, "b", 1)), "a", ${P}.cot_minus("b", 1, "b", 1)), a / ${P}.cot_divisor($1) * c, a / ${P}.cot_divisor(g(x, y)) + 1 FROM t`,

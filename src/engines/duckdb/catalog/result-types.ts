@@ -67,6 +67,17 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['a, b, wa, wb', `a % ${P}.cot_divisor(b)`],
     ],
   ],
+  // A branch beside a quotient (rewrite/result-types.ts, widenedBranches): a numeric at the quotients' scale.
+  [
+    'cot_widen',
+    [
+      ...(['DECIMAL(38,9)', 'HUGEINT'] as const).map((t) => [`x, w ${t}`, `CAST(x AS DECIMAL(38,${QUOTIENT_SCALE}))`] as const),
+      // Overloads of their own, or DuckDB would cast these witnesses to one above: an integer (an integer
+      // quotient's branch) and a double keep their types.
+      ...(['BIGINT', 'INTEGER', 'SMALLINT', 'DOUBLE'] as const).map((t) => [`x, w ${t}`, 'x'] as const),
+      ['x, w', 'x'],
+    ],
+  ],
   // sqrt(numeric) is numeric, computed as PostgreSQL does; of any other type, DuckDB's double.
   [
     'cot_sqrt',

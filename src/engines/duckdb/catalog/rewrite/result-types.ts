@@ -3,6 +3,7 @@ import { PG_SCHEMA } from '../pg-catalog.js';
 import { INTEGER_FUNCTIONS, typeWitness } from '../type-witness.js';
 
 export { INTEGER_FUNCTIONS };
+import { strings } from '../../../../sql/pg-tree.js';
 import { callOf, type Node, operatorOf, spelledName, type Walker, wordOf } from './walker.js';
 
 /**
@@ -245,4 +246,47 @@ function typedOperation(w: Walker, node: Node, op: number, macro: keyof typeof M
   w.replaceTokens(op, op + 1, ',');
   w.insertAfter(end, `, ${wa}, ${wb})`);
   return true;
+}
+
+/** Whether an expression is a quotient by its text (a division, avg, sqrt): DECIMAL(38,20) once rewritten, when numeric. */
+function quotientLike(e: Node | undefined): boolean {
+  const expr = e?.A_Expr as Node | undefined;
+  if (expr !== undefined) return expr.kind === 'AEXPR_OP' && strings(expr.name).join('.') === '/';
+  const call = e?.FuncCall as Node | undefined;
+  const fn = strings(call?.funcname).at(-1);
+  return fn === 'avg' || fn === 'sqrt';
+}
+
+/** The values a CASE, COALESCE, GREATEST, LEAST or NULLIF chooses among. */
+function branchesOf(node: Node): Array<Node | undefined> {
+  if (node.kind === 'AEXPR_NULLIF') return [node.lexpr as Node | undefined, node.rexpr as Node | undefined];
+  const args = (node.args as Node[] | undefined) ?? [];
+  if (args.some((a) => a.CaseWhen !== undefined)) {
+    return [...args.map((c) => (c.CaseWhen as Node | undefined)?.result as Node | undefined), node.defresult as Node | undefined];
+  }
+  return args;
+}
+
+/**
+ * CASE, COALESCE, NULLIF, GREATEST and LEAST of a quotient and another
+ * numeric: DuckDB gives DECIMAL(38,20) and DECIMAL(38,9) together the
+ * smaller scale, and rounds the quotient to 9 decimals, where PostgreSQL's
+ * numeric keeps each value's digits. Each branch goes through cot_widen,
+ * which makes a numeric DECIMAL(38,20) (an operand of more than 18 digits
+ * before the point is 22003 there, never rounded), chosen by its witness;
+ * a branch whose type is not certain is left as it is.
+ */
+export function widenedBranches(w: Walker, node: Node): void {
+  if (!w.expressions) return;
+  if (node.name !== undefined && node.kind !== 'AEXPR_NULLIF') return;
+  const values = branchesOf(node).filter((b): b is Node => b !== undefined);
+  if (!values.some(quotientLike)) return;
+  for (const branch of values) {
+    const witness = typeWitness(branch);
+    const start = w.leftmost(branch);
+    const end = start === null ? null : w.exprEnd(branch, start);
+    if (witness === null || start === null || end === null) continue;
+    w.insertBefore(start, `${PG_SCHEMA}.cot_widen(`);
+    w.insertAfter(end, `, ${witness})`);
+  }
 }

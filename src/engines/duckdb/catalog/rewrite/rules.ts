@@ -9,7 +9,7 @@ import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, intervalCast
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
 import { anyList, arraySubscript, collate, likePattern, operatorSpelling } from './operators.js';
 import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
-import { aggregateResult, datePartCall, division, integerCall, minus } from './result-types.js';
+import { aggregateResult, datePartCall, division, integerCall, minus, widenedBranches } from './result-types.js';
 import { fromFunction, jsonSetFunction, setReturningTargets } from './set-functions.js';
 import { typeName, untypedLiteralType } from './types.js';
 import type { Rules } from './walker.js';
@@ -44,7 +44,22 @@ export const RULES: Rules = {
     ColumnDef: [columnDefinition],
     CreateStmt: [varcharLengths],
     SubLink: [emptySelectList],
-    A_Expr: [likePattern, anyList, arrowOperands, arrayContainment, jsonbOperator, arrayConcat, minus, division, spacedComparison, operatorSpelling],
+    CaseExpr: [widenedBranches],
+    CoalesceExpr: [widenedBranches],
+    MinMaxExpr: [widenedBranches],
+    A_Expr: [
+      widenedBranches,
+      likePattern,
+      anyList,
+      arrowOperands,
+      arrayContainment,
+      jsonbOperator,
+      arrayConcat,
+      minus,
+      division,
+      spacedComparison,
+      operatorSpelling,
+    ],
     CollateClause: [collate],
     A_Indices: [arraySubscript],
     TypeCast: [
