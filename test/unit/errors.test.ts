@@ -52,6 +52,17 @@ describe('error codes', () => {
     expect(err.position).toBe(sql.indexOf('nope') + 1);
   });
 
+  it('says what to cast where a catalog macro cannot choose for an aggregate operand, and names no macro', () => {
+    const err = fromDuckDBError(
+      new Error(
+        'Binder Error: Macro cot_array_cat_or_append() has multiple overloads that match the supplied arguments.\nIn order to select one, please supply all arguments by name, and/or add explicit type casts.\nCandidate macros:\n\tcot_array_cat_or_append(a, x VARCHAR)',
+      ),
+    );
+    expect(err.code).toBe('42725');
+    expect(err.message).not.toContain('cot_');
+    expect(err.hint).toContain('::text');
+  });
+
   it('falls back to XX000 for an unknown error type', () => {
     expect(sqlStateFor('Brand New', 'x')).toBe('XX000');
   });

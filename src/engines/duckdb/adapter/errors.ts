@@ -39,6 +39,8 @@ const RULES: readonly Rule[] = [
   { type: 'Binder', match: /columns but \d+ values were supplied|expressions than target columns/i, code: SqlState.SyntaxError },
   { type: 'Binder', match: /Cannot compare values|cannot be cast|Cannot mix/i, code: SqlState.DatatypeMismatch },
   { type: 'Binder', match: /Cannot change the value of|read-only|in read-only mode/i, code: SqlState.InsufficientPrivilege },
+  // A catalog macro chosen by an operand's type (array ||, typed by a witness) given an aggregate, which DuckDB cannot type while it binds the macro.
+  { type: 'Binder', match: /Macro cot_\w+\(\) has multiple overloads/i, code: SqlState.AmbiguousFunction },
   { type: 'Binder', code: '42000' },
   { type: 'Parser', code: SqlState.SyntaxError },
   { type: 'Syntax', code: SqlState.SyntaxError },
@@ -174,6 +176,11 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
     // PostgreSQL groups the rows a set-returning function makes; DuckDB cannot in the same query level.
     message = 'a set-returning function (unnest, generate_series) cannot be used here together with GROUP BY or an aggregate';
     fields.hint = 'Expand it in a subquery and group the subquery: SELECT tag, count(*) FROM (SELECT unnest(tags) AS tag FROM t) s GROUP BY tag';
+  }
+  if (code === SqlState.AmbiguousFunction && /Macro cot_\w+\(\)/.test(message)) {
+    // The macro is cotwire's, not the client's: say what to do about the operand.
+    message = 'operator is not unique: the type of an aggregate operand is known only once it is computed';
+    fields.hint = 'Cast the aggregate to its type where it is used, for example (array_agg(x))[1]::text.';
   }
   if (position !== undefined) fields.position = position + offset;
   return new PgError(code, message, fields);
