@@ -203,6 +203,10 @@ describe('renamed functions and vector columns', () => {
 });
 
 describe('division', () => {
+  it('casts a numeric zero to a double without its sign, as a numeric has none', () => {
+    expect(rw('SELECT (-0.0)::float8, (-1.5)::float8')).toBe("SELECT ('0.0')::float8, ('-1.5')::float8");
+  });
+
   it('widens the branches beside a quotient, so that a CASE or COALESCE does not round it to their scale', () => {
     expect(rw('SELECT CASE WHEN k THEN n ELSE avg(n) END, COALESCE(n, 1) FROM t')).toBe(
       `SELECT CASE WHEN k THEN ${P}.cot_widen(n, "n") ELSE ${P}.cot_widen(${P}.cot_avg_as(sum(n), count(n), avg(n), "n"), ${P}.cot_avg_witness("n")) END, COALESCE(n, 1) FROM t`,

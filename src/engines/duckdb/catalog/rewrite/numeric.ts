@@ -120,7 +120,9 @@ export function checkedCast(w: Walker, node: Node): void {
   if (constant !== undefined) {
     // A number: DuckDB reads 1.23456789012345678901 as a DECIMAL, then casts it a digit off.
     const literal = FLOAT_TYPES.has(name) && constant.fval !== undefined ? literalSpan(w, constant) : null;
-    if (literal !== null && w.tokens[literal.to - 1]?.kind === 'number') w.replaceTokens(literal.from, literal.to, quoteLiteral(literal.text));
+    // A numeric zero has no sign: (-0.0)::float8 is 0 in PostgreSQL, where the text '-0.0' would read as -0.
+    const text = literal === null ? '' : /^\s*-[0.]*(?:[eE][+-]?\d+)?\s*$/.test(literal.text) ? literal.text.replace('-', '') : literal.text;
+    if (literal !== null && w.tokens[literal.to - 1]?.kind === 'number') w.replaceTokens(literal.from, literal.to, quoteLiteral(text));
     if (integer === undefined || (constant.sval as { sval?: string } | undefined)?.sval === undefined) return;
   }
   wrapCastArgument(w, node, arg, integer === undefined ? 'cot_float_of(' : 'cot_integer_text(', integer === undefined ? ')' : `, '${integer}')`);
