@@ -276,8 +276,10 @@ describe('PostgreSQL’s result types', () => {
 
   it('round(x) of a double rounds half to even, chosen by x’s witness', () => {
     expect(rw('SELECT round(x), pg_catalog.round(2.5::float8), round(x, 2) FROM t')).toBe(
-      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round('2.5'::float8, CAST(2.5 AS DOUBLE)), round(x, 2) FROM t`,
+      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round('2.5'::float8, CAST(2.5 AS DOUBLE)), ${P}.cot_round_to(x, 2, "x") FROM t`,
     );
+    // round(x, n) of an integer is numeric, as PostgreSQL rounds only numerics to n places.
+    expect(rw('SELECT round(1, 2) FROM t')).toBe(`SELECT ${P}.cot_round_to(1, 2, 1) FROM t`);
   });
 
   it('gives LIKE PostgreSQL’s backslash escape after the whole pattern, and leaves an explicit ESCAPE alone', () => {

@@ -1,4 +1,4 @@
-import { QUOTIENT_SCALE } from '../../../sql/numeric.js';
+import { QUOTIENT_SCALE, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { P } from './catalog-sql.js';
 import type { MacroDef } from './pg-functions.js';
 
@@ -116,6 +116,15 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       // Overloads of their own, or DuckDB would cast these witnesses to double.
       ...EXACT_TYPES.map((t) => [`x, w ${t}`, 'round(x)'] as const),
       ['x, w', 'round(x)'],
+    ],
+  ],
+  // round(x, n) of an integer: numeric, as PostgreSQL casts it to round it; of the rest, DuckDB's.
+  [
+    'cot_round_to',
+    [
+      ...(['SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT'] as const).map((t) => [`x, n, w ${t}`, `round(CAST(x AS ${UNCONSTRAINED_NUMERIC}), n)`] as const),
+      ...(['DECIMAL(38,9)', 'DOUBLE'] as const).map((t) => [`x, n, w ${t}`, 'round(x, n)'] as const),
+      ['x, n, w', 'round(x, n)'],
     ],
   ],
   // sum(interval), which DuckDB has not: months, days and microseconds each summed, as PostgreSQL's interval_pl adds them.

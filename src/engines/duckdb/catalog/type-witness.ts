@@ -118,6 +118,8 @@ function call(node: Node): string | null {
   if (SAME_TYPE_AGGREGATES.has(fn)) return first;
   // A scalar function in an aggregate's place would be one of its own: only plain calls.
   if (node.over !== undefined || node.agg_filter !== undefined || node.agg_star === true || node.agg_distinct === true) return null;
+  // round(x, n) of an integer is numeric once rewritten (rewrite/result-types.ts).
+  if (fn === 'round' && args.length === 2 && first !== null) return `${PG_SCHEMA}.cot_round_to(${first}, 0, ${first})`;
   if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
   if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;
   if (INTEGER_FUNCTIONS.has(fn)) return 'CAST(1 AS INTEGER)';

@@ -114,17 +114,21 @@ function datePartResult(w: Walker, node: Node, parts: readonly string[], i: numb
  * numeric, DuckDB's a double; date_trunc(field, d) of a date is timestamp
  * with time zone (PostgreSQL casts the date to it), DuckDB's a timestamp.
  */
-const WITNESSED_CALLS: Readonly<Record<string, { readonly macro: string; readonly args: number; readonly witnessed: number }>> = {
-  round: { macro: 'cot_round', args: 1, witnessed: 0 },
-  sqrt: { macro: 'cot_sqrt', args: 1, witnessed: 0 },
-  date_trunc: { macro: 'cot_date_trunc', args: 2, witnessed: 1 },
+const WITNESSED_CALLS: Readonly<Record<string, ReadonlyArray<{ readonly macro: string; readonly args: number; readonly witnessed: number }>>> = {
+  // round(x, n) of an integer is numeric: PostgreSQL has round(numeric, int) only.
+  round: [
+    { macro: 'cot_round', args: 1, witnessed: 0 },
+    { macro: 'cot_round_to', args: 2, witnessed: 0 },
+  ],
+  sqrt: [{ macro: 'cot_sqrt', args: 1, witnessed: 0 }],
+  date_trunc: [{ macro: 'cot_date_trunc', args: 2, witnessed: 1 }],
 };
 
 /** `f(..., x)` → `macro(..., x, wx)` (see WITNESSED_CALLS). */
 function witnessedCall(w: Walker, node: Node, fn: string, i: number, open: number): void {
-  const call = WITNESSED_CALLS[fn];
   const args = node.args as Node[] | undefined;
-  const witness = call !== undefined && args?.length === call.args ? typeWitness(args[call.witnessed]) : null;
+  const call = WITNESSED_CALLS[fn]?.find((c) => c.args === args?.length);
+  const witness = call !== undefined ? typeWitness(args?.[call.witnessed]) : null;
   const close = w.closing(open);
   if (call === undefined || witness === null || close === null) return;
   w.replaceTokens(i, open, `${PG_SCHEMA}.${call.macro}`);
