@@ -61,6 +61,14 @@ describe('set-returning functions in the select list return rows', () => {
 });
 
 describe('numeric without a precision keeps every digit, as in PostgreSQL', () => {
+  it('of a double, the 15 significant digits PostgreSQL keeps, not its binary noise', async () => {
+    // DuckDB alone: 123456789.123456784, its double's binary value.
+    const r = await ctx.client.query(
+      'SELECT (123456789.123456789::float8)::numeric AS d, (0.1::float4)::numeric AS r, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY x)::numeric, 2) AS p FROM (VALUES (1.005::float8), (2.0)) v(x)',
+    );
+    expect(r.rows).toEqual([{ d: '123456789.123457', r: '0.1', p: '1.50' }]);
+  });
+
   it('in casts, table columns and aggregates over them', async () => {
     const c = ctx.client;
     // DuckDB alone: DECIMAL(18,3), so 1.235 and 133.873.

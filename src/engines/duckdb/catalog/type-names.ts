@@ -43,17 +43,20 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
-  // Text bound for numeric without precision, refused where DECIMAL(38,9) would round it (rewrite/numeric.ts, numericTextCast).
+  // A value bound for numeric without precision (rewrite/numeric.ts, numericTextCast), as text: a double with the 15
+  // significant digits PostgreSQL's float8_numeric keeps (a real's 6), where DuckDB's cast keeps the binary value's
+  // (123456789.123456784); text refused where DECIMAL(38,9) would round it; any other value as it prints.
   [
     'cot_numeric_text',
     [
       [
         'x',
-        `CASE WHEN typeof(x) = 'VARCHAR' AND (regexp_matches(CAST(x AS VARCHAR), '^\\s*[+-]?[0-9]*\\.[0-9]{9}[0-9]*[1-9]')
+        `CASE WHEN typeof(x) = 'DOUBLE' THEN printf('%.15g', x) WHEN typeof(x) = 'FLOAT' THEN printf('%.6g', x)
+          WHEN typeof(x) = 'VARCHAR' AND (regexp_matches(CAST(x AS VARCHAR), '^\\s*[+-]?[0-9]*\\.[0-9]{9}[0-9]*[1-9]')
             OR (regexp_matches(CAST(x AS VARCHAR), '[eE]')
               AND TRY_CAST(CAST(x AS VARCHAR) AS DOUBLE) <> CAST(TRY_CAST(CAST(x AS VARCHAR) AS DECIMAL(38,9)) AS DOUBLE)))
           THEN error('numeric value ' || CAST(x AS VARCHAR) || ' has more digits than numeric without a precision holds here (38 digits, 9 after the point): cast it to numeric(p,s) with the scale it needs')
-          ELSE x END`,
+          ELSE CAST(x AS VARCHAR) END`,
       ],
     ],
   ],

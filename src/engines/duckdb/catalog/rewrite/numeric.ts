@@ -55,10 +55,12 @@ export function numericLiteralCast(w: Walker, node: Node): void {
 }
 
 /**
- * `s::numeric` of a text value (a column, an expression): PostgreSQL keeps
- * every digit, DuckDB's DECIMAL(38,9) rounds past the ninth decimal. The
- * value goes through cot_numeric_text, which refuses text with digits the
- * cast would round away (22003) and leaves any other type alone.
+ * `s::numeric` of a value that is not a constant (a column, an expression):
+ * PostgreSQL keeps every digit of text, DuckDB's DECIMAL(38,9) rounds past
+ * the ninth decimal; PostgreSQL keeps 15 significant digits of a double,
+ * DuckDB's cast its binary noise. The value goes through cot_numeric_text,
+ * which refuses text with digits the cast would round away (22003) and
+ * gives a double's 15 digits, as text the cast reads exactly.
  */
 export function numericTextCast(w: Walker, node: Node): void {
   const typeName = node.typeName as Node | undefined;
