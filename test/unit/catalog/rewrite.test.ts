@@ -187,6 +187,10 @@ describe('renamed functions and vector columns', () => {
     expect(rw("SELECT ARRAY[1] || '{2,NULL}', '{a}' || ARRAY['b'], ARRAY['c'] || 'x'")).toBe(
       `SELECT ${P}.cot_array_cat_literal(ARRAY[1] , ['2', NULL]), ${P}.cot_literal_cat_array(['a'] , ARRAY['b']), ${P}.cot_array_cat(ARRAY['c'] , error('malformed array literal: "x"'))`,
     );
+    // Beside @> and <@ an array literal makes a column an array (tags @> '{a}'); a JSON text stays jsonb's.
+    expect(rw(`SELECT tags @> '{a}', '{1}' <@ ids, meta @> '{"a": 1}' FROM t`)).toBe(
+      `SELECT ${P}.cot_array_contains_literal(tags , ['a']), ${P}.cot_literal_contained_array(['1'] , ids), ${P}.cot_jsonb_contains(meta , '{"a": 1}') FROM t`,
+    );
   });
 
   it('concatenates arrays as PostgreSQL does where an operand is an array by its text', () => {

@@ -23,6 +23,22 @@ const ELEMENT_TYPES = [
   'UUID',
 ];
 
+/**
+ * A macro over an array `a` and an array literal's texts `l` (rewrite/arrays.ts) that calls cot_array_contains with
+ * `args`, where {l} is the texts cast to the array's type: an overload for each element type, and one that leaves
+ * the texts as they are.
+ */
+function literalMacro(name: string, params: 'a, l' | 'l, a', args: string): MacroDef {
+  const typed = (t: string): string => (params === 'a, l' ? `a ${t}[], l` : `l, a ${t}[]`);
+  return [
+    name,
+    [
+      ...ELEMENT_TYPES.map((t) => [typed(t), `${P}.cot_array_contains(${args.replace('{l}', `CAST(l AS ${t}[])`)})`] as const),
+      [params, `${P}.cot_array_contains(${args.replace('{l}', 'l')})`],
+    ],
+  ];
+}
+
 export const LIST_MACROS: readonly MacroDef[] = [
   // a || b of arrays (rewrite/arrays.ts): a NULL array is an empty one, and NULL only when both are.
   ['cot_array_cat', [['a, b', 'CASE WHEN a IS NULL AND b IS NULL THEN NULL ELSE list_concat(a, b) END']]],
@@ -53,6 +69,11 @@ export const LIST_MACROS: readonly MacroDef[] = [
   // a @> b and a <@ b of arrays: every element of the one equal to an element of the other, a NULL to none.
   ['cot_array_contains', [['a, b', 'CASE WHEN a IS NULL OR b IS NULL THEN NULL WHEN list_count(b) < len(b) THEN false ELSE list_has_all(a, b) END']]],
   ['cot_array_contained', [['a, b', `${P}.cot_array_contains(b, a)`]]],
+  // array @> '{...}', '{...}' @> array and the same of <@: the literal's texts cast to the array's element type.
+  literalMacro('cot_array_contains_literal', 'a, l', 'a, {l}'),
+  literalMacro('cot_literal_contains_array', 'l, a', '{l}, a'),
+  literalMacro('cot_array_contained_literal', 'a, l', '{l}, a'),
+  literalMacro('cot_literal_contained_array', 'l, a', 'a, {l}'),
   // x = ANY(a): true if an element equals x; otherwise NULL if an element (or x) is NULL; false for an empty array.
   [
     'cot_any_eq',

@@ -79,21 +79,45 @@ const isNull = (e: Node | undefined): boolean => (e?.A_Const as Node | undefined
 const textOf = (e: Node | undefined): string | undefined => ((e?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval;
 
 /**
- * `ARRAY[1] || '{2,3}'`: a string beside an array is an array literal of
+ * A string that is an array literal and not JSON (`'{1,2}'`, not `'{"a": 1}'`
+ * or `'{}'`, which jsonb's @> takes): beside @> or <@ it makes the other
+ * operand an array, as PostgreSQL resolves `tags @> '{a}'`.
+ */
+function isArrayText(e: Node | undefined): boolean {
+  const text = textOf(e);
+  if (text === undefined || !/^\s*\{/.test(text) || pgArrayToList(text) === null) return false;
+  try {
+    JSON.parse(text);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * `ARRAY[1] || '{2,3}'`, `a @> '{1}'`: a string beside an array is an array literal of
  * the array's type in PostgreSQL. It becomes a list of its texts, which the
  * macro casts to the other operand's type; text that is not an array
  * literal is PostgreSQL's error. Null when neither operand is a string.
  */
-function textOperand(w: Walker, lexpr: Node | undefined, rexpr: Node | undefined): string | null {
-  const [literal, macro] =
-    textOf(rexpr) !== undefined ? [rexpr, 'cot_array_cat_literal'] : textOf(lexpr) !== undefined ? [lexpr, 'cot_literal_cat_array'] : [undefined, null];
+function textOperand(w: Walker, op: string, lexpr: Node | undefined, rexpr: Node | undefined): string | null {
+  const macros = LITERAL_MACROS[op];
+  if (macros === undefined) return null;
+  const [literal, macro] = textOf(rexpr) !== undefined ? [rexpr, macros.right] : textOf(lexpr) !== undefined ? [lexpr, macros.left] : [undefined, null];
   const text = textOf(literal);
   const at = w.index((literal?.A_Const as Node | undefined)?.location);
   if (text === undefined || macro === null || at === null || w.tokens[at]?.kind !== 'string') return null;
   const list = pgArrayToList(text);
   w.replaceTokens(at, at + 1, list ?? `error(${quoteLiteral(`malformed array literal: "${text}"`)})`);
-  return list === null ? 'cot_array_cat' : macro;
+  return list === null ? macros.plain : macro;
 }
+
+/** For each operator, the macros for an array literal on its right or left, and the plain one a malformed literal errs in. */
+const LITERAL_MACROS: Readonly<Record<string, { readonly right: string; readonly left: string; readonly plain: string }>> = {
+  '||': { right: 'cot_array_cat_literal', left: 'cot_literal_cat_array', plain: 'cot_array_cat' },
+  '@>': { right: 'cot_array_contains_literal', left: 'cot_literal_contains_array', plain: 'cot_array_contains' },
+  '<@': { right: 'cot_array_contained_literal', left: 'cot_literal_contained_array', plain: 'cot_array_contained' },
+};
 
 /**
  * The macro for `a || b` where an operand is an array by its text: an
@@ -120,8 +144,8 @@ function arrayOperator(w: Walker, node: Node, macros: Readonly<Record<string, st
   const rexpr = node.rexpr as Node | undefined;
   let macro = o === null ? undefined : macros[o.op];
   if (o === null || macro === undefined || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== o.op) return false;
-  if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr))) return false;
-  if (o.op === '||') macro = textOperand(w, lexpr, rexpr) ?? concatMacro(lexpr, rexpr);
+  if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr) || (o.op !== '||' && (isArrayText(lexpr) || isArrayText(rexpr))))) return false;
+  macro = textOperand(w, o.op, lexpr, rexpr) ?? (o.op === '||' ? concatMacro(lexpr, rexpr) : macro);
   const start = w.argStart(lexpr, o.i);
   const end = w.exprEnd(rexpr, o.i + 1);
   if (start === null || end === null) return false;
