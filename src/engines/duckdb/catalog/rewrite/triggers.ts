@@ -91,10 +91,14 @@ const escapablePattern = (t: Token | undefined): boolean => t !== undefined && (
 /** Whether a statement may need a rewrite: a cheap look at its tokens, so that most statements are never parsed twice. */
 export function mayNeedRewrite(tokens: readonly Token[]): boolean {
   // `||` beside an array (rewrite/arrays.ts): ARRAY[...], an array type's [], an array literal, an array function.
-  const arrays = tokens.some((t, i) => {
-    const w = wordOf(t);
-    return w === 'array' || ARRAY_FUNCTIONS.has(w ?? '') || (t.text === '[' && tokens[i + 1]?.text === ']') || (t.kind === 'string' && t.text.startsWith("'{"));
-  });
+  // Looked for only once a `||` is met: most statements have none.
+  const arrays = (): boolean =>
+    tokens.some((t, i) => {
+      const w = wordOf(t);
+      return (
+        w === 'array' || ARRAY_FUNCTIONS.has(w ?? '') || (t.text === '[' && tokens[i + 1]?.text === ']') || (t.kind === 'string' && t.text.startsWith("'{"))
+      );
+    });
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
     if (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))) return true;
@@ -117,7 +121,7 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
     // 1e-20, or more digits than DuckDB's DECIMAL: a double to DuckDB, numeric to PostgreSQL.
     if (t.kind === 'number' && readAsDouble(t.text)) return true;
-    if (arrays && t.text === '||') return true;
+    if (t.text === '||' && arrays()) return true;
     const w = wordOf(t);
     if (w !== null && TRIGGER_WORDS.has(w)) return true;
   }
