@@ -23,7 +23,7 @@ const ATTACKS: Array<[string, string, string, unknown[][]]> = [
   [
     'dropping a catalog view',
     'DROP VIEW cotwire_pg.pg.pg_am',
-    "SELECT count(*) FROM duckdb_views() WHERE database_name = 'cotwire_pg' AND view_name = 'pg_am'",
+    "SELECT count(*) FROM duckdb_views() WHERE database_name = 'cotwire_pg' AND schema_name = 'pg' AND view_name = 'pg_am'",
     [[0n]],
   ],
   [

@@ -1,6 +1,7 @@
 import { ADVISORY_FUNCTIONS, advisoryKeySql } from '../../../sql/advisory.js';
 import { COTWIRE_VERSION } from '../../../version.js';
 import { catalogSetup } from './pg-catalog.js';
+import { snapshotSetup } from './snapshot.js';
 import { quoteLiteral as quote } from '../../../sql/identifiers.js';
 
 export { COMPAT_CATALOG } from './pg-catalog.js';
@@ -57,8 +58,13 @@ export function connectionSetup(
  * macros they use are defined first, on the set-up connection only.
  */
 export function engineSetup(): string[] {
-  return [...connectionSetup('DuckDB', 'cotwire', 'cotwire', 'admin'), ...catalogSetup()];
+  return [...connectionSetup('DuckDB', 'cotwire', 'cotwire', 'admin'), ...CATALOG.statements];
 }
+
+const CATALOG = snapshotSetup(catalogSetup());
+
+/** The catalog's views, and the macros that read them: what its copy over the snapshot tables redefines (snapshot.ts). */
+export const CATALOG_READERS: ReadonlySet<string> = CATALOG.readers;
 
 /**
  * The session as the catalog's functions reach it (pg_backend_pid, statement_timestamp, set_config in a

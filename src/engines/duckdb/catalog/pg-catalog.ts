@@ -4,7 +4,7 @@ import { COMPAT_CATALOG, empty, HIDDEN_DB, INFORMATION_SCHEMA, OID, P, PG_SCHEMA
 import { AVAILABLE_EXTENSIONS, DECLARED_COLUMNS, DECLARED_CONSTRAINTS, DECLARED_EXTENSIONS, DECLARED_SETUP } from './declared.js';
 import { informationViews } from './information-schema.js';
 import { createMacro, MACROS, readsViews } from './pg-functions.js';
-import { ARRAY_OIDS, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
+import { ARRAY_OIDS, BTREE_OPCLASSES, BTREE_OPFAMILIES, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
 import { PG_KEYWORDS } from './pg-keywords.js';
 
 export { CATALOG_FUNCTIONS } from './pg-functions.js';
@@ -18,7 +18,9 @@ export { COMPAT_CATALOG, INFORMATION_SCHEMA, PG_SCHEMA } from './catalog-sql.js'
  * live in a small in-memory database attached at start-up, and the rewriter
  * (rewrite.ts) points clients' references at them. The views are bound when
  * a query runs, so each client sees its own temporary objects and every
- * change to the schema at once; nothing here is ever cached.
+ * change to the schema at once. A copy of them reads tables that hold the
+ * costly ones' rows between changes to the schema (snapshot.ts), which a
+ * connection reads when the tables show what the views would.
  */
 
 /** Relations of pg_catalog, with PostgreSQL's OIDs where clients use them (`'pg_class'::regclass`). */
@@ -137,6 +139,31 @@ function namedKeys(): string {
        WHERE k.database_name NOT IN ${HIDDEN_DB}`;
 }
 
+/** Views, with their query as PostgreSQL prints it (pg_views, pg_get_viewdef): read once per view, not per call. */
+function views(): string {
+  return `CREATE VIEW ${P}.cot_views AS
+       SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, ${viewDefinitionSql('v.sql')} AS definition
+       FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}`;
+}
+
+/** Rows that only change with cotwire: extensions, keywords, operator classes. */
+function fixedTables(): string[] {
+  return [
+    // The extensions CREATE EXTENSION takes (declared.ts).
+    `CREATE TABLE ${P}.cot_extensions (oid BIGINT, name VARCHAR, version VARCHAR, comment VARCHAR)`,
+    `INSERT INTO ${P}.cot_extensions VALUES ${values(Object.entries(AVAILABLE_EXTENSIONS).map(([name, e]) => [e.oid, name, e.version, e.comment]))}`,
+    // PostgreSQL's keywords, for pg_get_keywords(), in PostgreSQL's order (n).
+    `CREATE TABLE ${P}.cot_keywords (n INTEGER, word VARCHAR, catcode ${CHAR_TYPE}, barelabel BOOLEAN, catdesc VARCHAR, baredesc VARCHAR)`,
+    `INSERT INTO ${P}.cot_keywords VALUES ${values(PG_KEYWORDS.map(([word, catcode, bare], n) => [n, word, catcode, bare, KEYWORD_CATEGORIES[catcode], bare ? 'can be bare label' : 'requires AS']))}`,
+    // The default btree operator classes and their families (pg_opclass, pg_opfamily, pg_index.indclass).
+
+    `CREATE TABLE ${P}.cot_opclasses (oid BIGINT, opcname VARCHAR, opcfamily BIGINT, opcintype BIGINT)`,
+    `INSERT INTO ${P}.cot_opclasses VALUES ${values(BTREE_OPCLASSES.map((o) => [...o]))}`,
+    `CREATE TABLE ${P}.cot_opfamilies (oid BIGINT, opfname VARCHAR)`,
+    `INSERT INTO ${P}.cot_opfamilies VALUES ${values(BTREE_OPFAMILIES.map((o) => [...o]))}`,
+  ];
+}
+
 /** Internal building blocks, named `cot_*` so that they never collide with a PostgreSQL name. */
 function internals(): string[] {
   const typeRows = PG_TYPES.map((t) => [
@@ -153,12 +180,7 @@ function internals(): string[] {
   ]);
   return [
     `CREATE TYPE ${CHAR_TYPE} AS ENUM (${PG_CHAR_VALUES.map(q).join(', ')})`,
-    // The extensions CREATE EXTENSION takes (declared.ts).
-    `CREATE TABLE ${P}.cot_extensions (oid BIGINT, name VARCHAR, version VARCHAR, comment VARCHAR)`,
-    `INSERT INTO ${P}.cot_extensions VALUES ${values(Object.entries(AVAILABLE_EXTENSIONS).map(([name, e]) => [e.oid, name, e.version, e.comment]))}`,
-    // PostgreSQL's keywords, for pg_get_keywords(), in PostgreSQL's order (n).
-    `CREATE TABLE ${P}.cot_keywords (n INTEGER, word VARCHAR, catcode ${CHAR_TYPE}, barelabel BOOLEAN, catdesc VARCHAR, baredesc VARCHAR)`,
-    `INSERT INTO ${P}.cot_keywords VALUES ${values(PG_KEYWORDS.map(([word, catcode, bare], n) => [n, word, catcode, bare, KEYWORD_CATEGORIES[catcode], bare ? 'can be bare label' : 'requires AS']))}`,
+    ...fixedTables(),
     `CREATE TABLE ${P}.cot_types (oid BIGINT, typname VARCHAR, display VARCHAR, typcategory VARCHAR, typtype VARCHAR, typelem BIGINT, typarray BIGINT, typinput VARCHAR, typoutput VARCHAR, typlen SMALLINT)`,
     `INSERT INTO ${P}.cot_types VALUES ${values(typeRows)}`,
     // The PostgreSQL OID of each DuckDB type name; agrees with the engine's codecs. Looked up by
@@ -204,6 +226,7 @@ function internals(): string[] {
          -- PostgreSQL creates a connection's pg_temp schema with its first temporary object.
          AND (database_name <> 'temp' OR EXISTS (SELECT 1 FROM duckdb_tables() WHERE database_name = 'temp')
               OR EXISTS (SELECT 1 FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal))`,
+    views(),
     // Indexes: DuckDB's own, and the ones that back PRIMARY KEY and UNIQUE constraints (as in PostgreSQL).
     // A constraint's name, and its index's: the one the client gave (declared.ts), else PostgreSQL's
     // default, as DuckDB keeps no constraint names of its own.
@@ -312,6 +335,8 @@ const OID_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   pg_language: ['oid', 'lanowner'],
   pg_extension: ['oid', 'extowner', 'extnamespace'],
   pg_inherits: ['inhrelid', 'inhparent'],
+  pg_opclass: ['oid', 'opcmethod', 'opcnamespace', 'opcowner', 'opcfamily', 'opcintype', 'opckeytype'],
+  pg_opfamily: ['oid', 'opfmethod', 'opfnamespace', 'opfowner'],
   pg_trigger: ['oid', 'tgrelid', 'tgfoid'],
   pg_range: ['rngtypid', 'rngsubtype', 'rngmultitypid', 'rngcollation', 'rngsubopc'],
   pg_enum: ['oid', 'enumtypid'],
@@ -454,13 +479,19 @@ function catalogViews(): string[] {
          CAST(NULL AS VARCHAR) AS typdefaultbin, CAST(NULL AS VARCHAR) AS typdefault, CAST(NULL AS VARCHAR[]) AS typacl
        FROM ${P}.cot_types t`,
     `CREATE VIEW ${P}.pg_index AS
+       -- Each key column's default operator class, by its type (varchar's is text's, as in PostgreSQL).
+       WITH k AS (SELECT i.indexrelid, i.indrelid, unnest(i.indkey) AS attnum, generate_subscripts(i.indkey, 1) AS pos FROM ${P}.cot_indexes i),
+       oc AS (SELECT k.indexrelid, list(CAST(coalesce(CASE WHEN c.data_type LIKE '%]' THEN 10000 ELSE o.oid END, 0) AS BIGINT) ORDER BY k.pos) AS indclass
+         FROM k LEFT JOIN ${P}.cot_columns c ON c.table_oid = k.indrelid AND c.column_index = k.attnum
+           LEFT JOIN ${P}.cot_opclasses o ON o.opcintype = CASE c.type_oid WHEN 1043 THEN 25 ELSE c.type_oid END
+         GROUP BY k.indexrelid)
        SELECT i.indexrelid, i.indrelid, CAST(len(i.indkey) AS SMALLINT) AS indnatts, CAST(len(i.indkey) AS SMALLINT) AS indnkeyatts,
          i.indisunique, false AS indnullsnotdistinct, i.indisprimary, false AS indisexclusion, true AS indimmediate,
          false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready, true AS indislive,
          false AS indisreplident, list_transform(i.indkey, x -> CAST(x AS SMALLINT)) AS indkey,
-         list_transform(i.indkey, x -> CAST(0 AS BIGINT)) AS indcollation, list_transform(i.indkey, x -> CAST(0 AS BIGINT)) AS indclass, list_transform(i.indkey, x -> CAST(0 AS SMALLINT)) AS indoption,
-         CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
-       FROM ${P}.cot_indexes i`,
+         list_transform(i.indkey, x -> CAST(0 AS BIGINT)) AS indcollation, coalesce(oc.indclass, list_transform(i.indkey, x -> CAST(0 AS BIGINT))) AS indclass,
+         list_transform(i.indkey, x -> CAST(0 AS SMALLINT)) AS indoption, CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
+       FROM ${P}.cot_indexes i LEFT JOIN oc ON oc.indexrelid = i.indexrelid`,
     `CREATE VIEW ${P}.pg_constraint AS
        SELECT k.oid, k.conname, k.connamespace, k.contype, false AS condeferrable, false AS condeferred, true AS convalidated,
          k.conrelid, CAST(0 AS BIGINT) AS contypid, k.conindid, CAST(0 AS BIGINT) AS conparentid, k.confrelid,
@@ -575,8 +606,13 @@ function catalogViews(): string[] {
     // Catalogs of objects cotwire has none of (pg_dump reads each).
     `CREATE VIEW ${P}.pg_transform AS ${empty('oid BIGINT, trftype BIGINT, trflang BIGINT, trffromsql BIGINT, trftosql BIGINT')}`,
     `CREATE VIEW ${P}.pg_conversion AS ${empty('oid BIGINT, conname VARCHAR, connamespace BIGINT, conowner BIGINT, conforencoding INTEGER, contoencoding INTEGER, conproc BIGINT, condefault BOOLEAN')}`,
-    `CREATE VIEW ${P}.pg_opclass AS ${empty('oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT')}`,
-    `CREATE VIEW ${P}.pg_opfamily AS ${empty('oid BIGINT, opfmethod BIGINT, opfname VARCHAR, opfnamespace BIGINT, opfowner BIGINT')}`,
+    `CREATE VIEW ${P}.pg_opclass AS
+       SELECT o.oid, CAST(${OID.btree} AS BIGINT) AS opcmethod, o.opcname, CAST(${OID.pgCatalog} AS BIGINT) AS opcnamespace,
+         CAST(${OID.owner} AS BIGINT) AS opcowner, o.opcfamily, o.opcintype, true AS opcdefault, CAST(0 AS BIGINT) AS opckeytype
+       FROM ${P}.cot_opclasses o`,
+    `CREATE VIEW ${P}.pg_opfamily AS
+       SELECT f.oid, CAST(${OID.btree} AS BIGINT) AS opfmethod, f.opfname, CAST(${OID.pgCatalog} AS BIGINT) AS opfnamespace, CAST(${OID.owner} AS BIGINT) AS opfowner
+       FROM ${P}.cot_opfamilies f`,
     `CREATE VIEW ${P}.pg_amop AS ${empty('oid BIGINT, amopfamily BIGINT, amoplefttype BIGINT, amoprighttype BIGINT, amopstrategy SMALLINT, amoppurpose VARCHAR, amopopr BIGINT, amopmethod BIGINT, amopsortfamily BIGINT')}`,
     `CREATE VIEW ${P}.pg_amproc AS ${empty('oid BIGINT, amprocfamily BIGINT, amproclefttype BIGINT, amprocrighttype BIGINT, amprocnum SMALLINT, amproc BIGINT')}`,
     `CREATE VIEW ${P}.pg_ts_parser AS ${empty('oid BIGINT, prsname VARCHAR, prsnamespace BIGINT, prsstart BIGINT, prstoken BIGINT, prsend BIGINT, prsheadline BIGINT, prslextype BIGINT')}`,
@@ -612,8 +648,8 @@ function catalogViews(): string[] {
          c.relhasindex AS hasindexes, false AS hasrules, false AS hastriggers, false AS rowsecurity
        FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'`,
     `CREATE VIEW ${P}.pg_views AS
-       SELECT ns.nspname AS schemaname, v.view_name AS viewname, current_user() AS viewowner, ${viewDefinitionSql('v.sql')} AS definition
-       FROM duckdb_views() v JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) WHERE NOT v.internal`,
+       SELECT ns.nspname AS schemaname, v.view_name AS viewname, current_user() AS viewowner, v.definition
+       FROM ${P}.cot_views v JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)`,
     `CREATE VIEW ${P}.pg_matviews AS ${empty('schemaname VARCHAR, matviewname VARCHAR, matviewowner VARCHAR, tablespace VARCHAR, hasindexes BOOLEAN, ispopulated BOOLEAN, definition VARCHAR')}`,
     `CREATE VIEW ${P}.pg_indexes AS
        SELECT n.nspname AS schemaname, t.relname AS tablename, i.relname AS indexname, CAST(NULL AS VARCHAR) AS tablespace, i.indexdef

@@ -1,4 +1,3 @@
-import { viewDefinitionSql } from './view-definition.js';
 import { OID, P, SETTING_VALUE } from './catalog-sql.js';
 import { RESULT_TYPE_MACROS } from './result-types.js';
 import { LIST_MACROS } from './list-functions.js';
@@ -51,6 +50,14 @@ const UUID_FUNCTIONS: readonly MacroDef[] = [
 ];
 
 /** A macro and its overloads: [parameters, body]. */
+/**
+ * Every comment, as one map from 'objoid:objsubid', which a query builds once: a lookup per row is then a
+ * function of the row, where a subquery per row became a join that put the rows out of their order (clients
+ * read information_schema.columns with col_description() and no ORDER BY, and expect columns by number).
+ */
+const DESCRIPTIONS = `(SELECT map_from_entries(list((cot_k, cot_v))) FROM (SELECT CAST(cot_d.objoid AS VARCHAR) || ':' || CAST(cot_d.objsubid AS VARCHAR) AS cot_k,
+    first(cot_d.description) AS cot_v FROM ${P}.pg_description cot_d GROUP BY ALL))`;
+
 export type MacroDef = readonly [name: string, overloads: ReadonlyArray<readonly [params: string, body: string]>];
 
 /** The functions clients call, by the name they call them (with or without pg_catalog.). */
@@ -85,7 +92,7 @@ export const MACROS: readonly MacroDef[] = [
         'index_oid, col, pretty',
         `CASE WHEN col = 0 OR col IS NULL
        THEN (SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
-       ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN duckdb_columns() cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
+       ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN ${P}.cot_columns cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
              WHERE cot_i.indexrelid = index_oid) END`,
       ],
     ],
@@ -100,8 +107,8 @@ export const MACROS: readonly MacroDef[] = [
   [
     'pg_get_viewdef',
     [
-      ['v_oid', `(SELECT ${viewDefinitionSql('cot_v.sql')} FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
-      ['v_oid, pretty', `(SELECT ${viewDefinitionSql('cot_v.sql')} FROM duckdb_views() cot_v WHERE cot_v.view_oid = v_oid)`],
+      ['v_oid', `(SELECT cot_v.definition FROM ${P}.cot_views cot_v WHERE cot_v.view_oid = v_oid)`],
+      ['v_oid, pretty', `(SELECT cot_v.definition FROM ${P}.cot_views cot_v WHERE cot_v.view_oid = v_oid)`],
     ],
   ],
   ['pg_table_is_visible', [['rel_oid', `true`]]],
@@ -110,19 +117,11 @@ export const MACROS: readonly MacroDef[] = [
   [
     'obj_description',
     [
-      ['obj_oid', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`],
-      ['obj_oid, catalog_name', `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = obj_oid AND cot_d.objsubid = 0)`],
+      ['obj_oid', `${DESCRIPTIONS}[CAST(obj_oid AS VARCHAR) || ':0']`],
+      ['obj_oid, catalog_name', `${DESCRIPTIONS}[CAST(obj_oid AS VARCHAR) || ':0']`],
     ],
   ],
-  [
-    'col_description',
-    [
-      [
-        'table_oid, column_number',
-        `(SELECT first(cot_d.description) FROM ${P}.pg_description cot_d WHERE cot_d.objoid = table_oid AND cot_d.objsubid = column_number)`,
-      ],
-    ],
-  ],
+  ['col_description', [['table_oid, column_number', `${DESCRIPTIONS}[CAST(table_oid AS VARCHAR) || ':' || CAST(column_number AS VARCHAR)]`]]],
   ['shobj_description', [['obj_oid, catalog_name', `CAST(NULL AS VARCHAR)`]]],
   ['pg_encoding_to_char', [['encoding', `CASE WHEN encoding = 6 THEN 'UTF8' ELSE 'SQL_ASCII' END`]]],
   [
@@ -386,7 +385,7 @@ export const MACROS: readonly MacroDef[] = [
         `(SELECT CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
               THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
               ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END
-          FROM duckdb_columns() c
+          FROM ${P}.cot_columns c
           WHERE c.column_default LIKE 'nextval(%' AND c.column_name = col
             AND lower(c.table_name) = lower(${P}.parse_ident(tbl)[-1])
             AND (len(${P}.parse_ident(tbl)) = 1 OR c.schema_name = CASE ${P}.parse_ident(tbl)[-2] WHEN 'public' THEN 'main' ELSE ${P}.parse_ident(tbl)[-2] END)
@@ -437,19 +436,31 @@ export const MACROS: readonly MacroDef[] = [
     ],
   ],
   ['pg_tablespace_location', [['ts_oid', `''`]]],
+  // Relations by name and by OID, as maps a query builds once: a lookup per row is then a function of the row
+  // (a subquery per row cost DuckDB a join to plan and run, per use, and put the rows out of their order).
   [
     'cot_regclass_in',
     [
       [
         'rel',
-        `(SELECT first(cot_c.oid) FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
-       WHERE (CASE WHEN contains(CAST(rel AS VARCHAR), '.') THEN cot_n.nspname = lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"'))
-                   AND cot_c.relname = trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
-              ELSE cot_c.relname = CASE WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END END))`,
+        `(SELECT map_from_entries(list((cot_k, cot_o))) FROM (SELECT cot_k, first(cot_o) AS cot_o FROM (
+           SELECT cot_n.nspname || '.' || cot_c.relname AS cot_k, cot_c.oid AS cot_o FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
+           UNION ALL SELECT cot_c.relname, cot_c.oid FROM ${P}.pg_class cot_c) GROUP BY cot_k))[
+         CASE WHEN contains(CAST(rel AS VARCHAR), '.')
+           THEN lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"')) || '.' || trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
+           WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END]`,
       ],
     ],
   ],
-  ['cot_regclass_out', [['rel_oid', `(SELECT first(cot_c.relname) FROM ${P}.cot_relnames cot_c WHERE cot_c.oid = rel_oid)`]]],
+  [
+    'cot_regclass_out',
+    [
+      [
+        'rel_oid',
+        `(SELECT map_from_entries(list((cot_o, cot_r))) FROM (SELECT oid AS cot_o, first(relname) AS cot_r FROM ${P}.cot_relnames GROUP BY oid))[CAST(rel_oid AS BIGINT)]`,
+      ],
+    ],
+  ],
   // A type's name as regtype reads it: pg_catalog. and quotes dropped ('"pg_catalog"."bool"', TypeORM's), the grammar's aliases resolved.
   [
     'cot_type_name',

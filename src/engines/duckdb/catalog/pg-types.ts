@@ -137,3 +137,53 @@ export const DUCKDB_TYPE_OIDS: ReadonlyArray<readonly [string, number]> = [
 
 /** Element OID → array OID, for lists; PostgreSQL has no array of json-encoded structs but _json. */
 export const ARRAY_OIDS: ReadonlyArray<readonly [number, number]> = [...ArrayOidOf];
+
+/**
+ * PostgreSQL 15's default btree operator classes for the types cotwire
+ * stores, with their OIDs: [oid, name, family, input type]. An index's
+ * pg_index.indclass names them, and tools read an index's columns through
+ * them (drizzle-kit joins pg_opclass to list an index at all).
+ */
+export const BTREE_OPCLASSES: ReadonlyArray<readonly [number, string, number, number]> = [
+  [1978, 'int4_ops', 1976, 23],
+  [1979, 'int2_ops', 1976, 21],
+  [1981, 'oid_ops', 1989, 26],
+  [3122, 'date_ops', 434, 1082],
+  [3123, 'float8_ops', 1970, 701],
+  [3124, 'int8_ops', 1976, 20],
+  [3125, 'numeric_ops', 1988, 1700],
+  [3126, 'text_ops', 1994, 25],
+  [3127, 'timestamptz_ops', 434, 1184],
+  [3128, 'timestamp_ops', 434, 1114],
+  [10000, 'array_ops', 397, 2277],
+  [10003, 'bool_ops', 424, 16],
+  [10004, 'bpchar_ops', 426, 1042],
+  [10006, 'bytea_ops', 428, 17],
+  [10007, 'char_ops', 429, 18],
+  [10012, 'float4_ops', 1970, 700],
+  [10022, 'interval_ops', 1982, 1186],
+  [10038, 'time_ops', 1996, 1083],
+  [10041, 'timetz_ops', 2000, 1266],
+  [10065, 'uuid_ops', 2968, 2950],
+  [10088, 'jsonb_ops', 4033, 3802],
+];
+
+/** The families of BTREE_OPCLASSES: [oid, name]. */
+export const BTREE_OPFAMILIES: ReadonlyArray<readonly [number, string]> = [
+  [397, 'array_ops'],
+  [424, 'bool_ops'],
+  [426, 'bpchar_ops'],
+  [428, 'bytea_ops'],
+  [429, 'char_ops'],
+  [434, 'datetime_ops'],
+  [1970, 'float_ops'],
+  [1976, 'integer_ops'],
+  [1982, 'interval_ops'],
+  [1988, 'numeric_ops'],
+  [1989, 'oid_ops'],
+  [1994, 'text_ops'],
+  [1996, 'time_ops'],
+  [2000, 'timetz_ops'],
+  [2968, 'uuid_ops'],
+  [4033, 'jsonb_ops'],
+];

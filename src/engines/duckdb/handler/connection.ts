@@ -1,4 +1,5 @@
-import { connectionSetup } from '../catalog/compat.js';
+import { CATALOG_READERS, connectionSetup } from '../catalog/compat.js';
+import { CatalogMode } from './catalog-mode.js';
 import { executeErasure } from './erasure.js';
 import type { EngineConnection } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
@@ -27,10 +28,9 @@ const TRANSACTION_COMMANDS = new Set(['begin', 'commit', 'rollback', 'savepoint'
  * goes through the same stages whichever protocol brought it: the planner
  * decides what it is and whether this session may run it (planner.ts, which
  * asks access.ts), the transaction admits it, and its plan's kind picks the
- * module that runs it: the engine (engine-run.ts), the ledger writer
- * (ledger-append.ts), COPY (copy.ts) or the handler itself
- * (session-commands.ts, cursors.ts). The transaction is one object
- * (transaction.ts).
+ * module that runs it: the engine (engine-run.ts), the ledger writer (ledger-append.ts),
+ * COPY (copy.ts) or the handler itself (session-commands.ts, cursors.ts). The
+ * transaction is one object (transaction.ts).
  */
 export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   readonly settings = new SessionSettings(new Map());
@@ -49,9 +49,11 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     private readonly services: ConnectionServices,
   ) {
     const access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
-    this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', (changed) => this.transactionEnded(changed));
+    const catalog = new CatalogMode(services.catalogSnapshot, () => this.tx, CATALOG_READERS);
+    const ended = (changed: boolean): void => this.transactionEnded(changed);
+    this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', ended, catalog);
     const calls = new EngineCalls(engine, services.engineSlots, () => this.settings.statementTimeoutMs, info.user);
-    this.ctx = { engine, info, services, settings: this.settings, access, tx: this.tx, calls, tempFunctions: new Map() };
+    this.ctx = { engine, info, services, settings: this.settings, access, tx: this.tx, calls, tempFunctions: new Map(), catalog };
     this.run = new EngineRun(this.ctx);
     this.appends = new LedgerAppends(this.ctx);
     this.planner = new Planner(this.ctx, this.appends, this, (name) => this.cursors.fields(name));
@@ -112,8 +114,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
 
   async beginQueryString(statements: readonly StatementSource[]): Promise<void> {
     if (this.tx.status !== 'I' || statements.length < 2) return;
-    // PostgreSQL runs a multi-statement string as one transaction unless it
-    // controls transactions itself.
+    // PostgreSQL runs a multi-statement string as one transaction unless it controls transactions itself.
     const controls = statements.some((s) => {
       const cmd = recognizeCommand((s as StatementText).tokens ?? tokenize(s.text));
       return cmd !== null && TRANSACTION_COMMANDS.has(cmd.kind);

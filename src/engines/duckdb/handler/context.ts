@@ -1,3 +1,5 @@
+import type { CatalogSnapshot } from '../catalog/snapshot.js';
+import type { CatalogMode } from './catalog-mode.js';
 import type { LostRanges } from '../../../ledger/chain/chain-check.js';
 import type { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
@@ -48,6 +50,8 @@ export interface ConnectionServices extends AccessServices {
   readonly search: { readonly vectors: QueryVectors; readonly macros: readonly string[] };
   /** Redaction on an admin's behalf (cot_redact); the server runs it, not the client's engine connection. */
   readonly erasure: ErasureService;
+  /** The catalog's costly views kept as tables, shared by every connection (catalog/snapshot.ts). */
+  readonly catalogSnapshot: CatalogSnapshot;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */
@@ -63,6 +67,8 @@ export interface HandlerContext {
   readonly calls: EngineCalls;
   /** The session's emulated temporary functions (Sequelize's findOrCreate): each one's INSERT. */
   readonly tempFunctions: Map<string, string>;
+  /** Whether its statements read the catalog's snapshot or its live views. */
+  readonly catalog: CatalogMode;
 }
 
 /** The connection's portals, for stages that run a query of their own (COPY's, a cursor's). */

@@ -65,8 +65,16 @@ export class EngineRun {
         portal.done = true;
         return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, rows) };
       });
-      if (outcome.done === true && plan.declares.length > 0) await ctx.tx.onCommit(() => ctx.services.declared.apply(ctx.engine, plan.declares));
-      if (outcome.done === true && DDL_KINDS.has(plan.statement.kind)) catalogChanged();
+      if (outcome.done === true && plan.declares.length > 0) {
+        await ctx.tx.onCommit(async () => {
+          await ctx.services.declared.apply(ctx.engine, plan.declares);
+          ctx.services.catalogSnapshot.changed();
+        });
+      }
+      if (outcome.done === true && DDL_KINDS.has(plan.statement.kind)) {
+        catalogChanged();
+        ctx.catalog.ddlRan(plan.tokens);
+      }
       return outcome;
     } catch (err) {
       gaveUp = true;
@@ -109,7 +117,7 @@ export class EngineRun {
 }
 
 /** Statements after which what was read of the catalog may be stale. */
-const DDL_KINDS: ReadonlySet<string> = new Set(['CREATE', 'ALTER', 'DROP']);
+const DDL_KINDS: ReadonlySet<string> = new Set(['CREATE', 'CREATE_FUNC', 'ALTER', 'DROP', 'ATTACH', 'DETACH', 'MULTI']);
 
 /** The sink for a portal's rows: the same, with declared types' cells printed as PostgreSQL prints them (jsonb, char(n)). */
 function declaredSink(portal: ConnectionPortal, formats: readonly (0 | 1)[], sink: RowSink): RowSink {

@@ -11,10 +11,6 @@ import { ParsedStatement } from '../../../sql/parsed.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { duckdbDialect } from '../dialect/dialect.js';
-import { AUDIT_MACROS } from '../dialect/audit-sql.js';
-import { damagedVerifyMacros } from '../dialect/verify-sql.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import { ArrayOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import type { StatementSource } from '../../../session/handler-port.js';
@@ -25,6 +21,8 @@ import { recognizeCommand } from './commands.js';
 import { appendsVisible, type HandlerContext, type StatementHost } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
+import { ledgerMacroGroups } from './ledger-macros.js';
+import { CatalogStatement } from './catalog-mode.js';
 import { HandledStatement } from './table-create.js';
 import { ServedChainVerify } from './ledger-reads.js';
 import { recognizeChainVerify } from '../../../sql/verify-call.js';
@@ -576,19 +574,9 @@ export class Planner {
     for (const group of await this.ledgerMacros()) await engine.run(group.join(';\n')).catch(() => undefined);
   }
 
-  /** The macros in groups that stand alone: one group per ledger, and the steps ledger's readers. */
   private async ledgerMacros(): Promise<string[][]> {
-    const { services } = this.ctx;
-    this.macrosVersion = services.ledgers.version;
-    const ledgers = await services.ledgers.all();
-    const groups: string[][] = [[...AUDIT_MACROS]];
-    for (const t of ledgers) groups.push(duckdbDialect.verifyFunctions(t));
-    for (const d of await services.ledgers.damaged()) groups.push(damagedVerifyMacros(d, d.reason));
-    const steps = ledgers.find((t) => t.isSteps);
-    if (steps !== undefined) groups.push(duckdbDialect.stepsFunctions(steps));
-    if (steps !== undefined) groups.push([...services.search.macros]);
-    if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push(duckdbDialect.proofFunctions());
-    return groups;
+    this.macrosVersion = this.ctx.services.ledgers.version;
+    return ledgerMacroGroups(this.ctx.services);
   }
 
   private async prepareEngine(statement: EngineText, client: ParsedStatement, paramTypes: readonly number[]): Promise<Statement> {
@@ -612,7 +600,13 @@ export class Planner {
       access.beforePrepare(text, statement.tokens);
       // DuckDB folds a literal query text's vector into the plan as it prepares it.
       if (search.searches) await this.ctx.services.search.vectors.prepare(search.literals);
-      engineStatement = await this.ctx.calls.run(() => engine.prepare(text, paramTypes, parsed));
+      const { catalog } = this.ctx;
+      const snapshotText = catalog.reads(text, statement.tokens) ? await catalog.snapshotText(text) : null;
+      const prepareLive = (): Promise<EngineStatement> => this.ctx.calls.run(() => engine.prepare(text, paramTypes, parsed));
+      engineStatement =
+        snapshotText === null
+          ? await prepareLive()
+          : new CatalogStatement(await this.ctx.calls.run(() => engine.prepare(snapshotText, paramTypes, parsed)), catalog, prepareLive);
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.

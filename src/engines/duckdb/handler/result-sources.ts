@@ -1,5 +1,5 @@
 import { DECLARED_COLUMNS } from '../catalog/declared.js';
-import { COMPAT_CATALOG } from '../catalog/pg-catalog.js';
+import { CATALOG_RELATIONS, COMPAT_CATALOG, INFORMATION_RELATIONS } from '../catalog/pg-catalog.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
 import { TYPE_OID_BY_NAME, TypeOid } from '../../../protocol/type-oids.js';
 import { jsonbText } from '../../../sql/jsonb.js';
@@ -37,7 +37,12 @@ const DECLARED_TYPES: Readonly<Record<string, { readonly oid: number; readonly o
  * cheap: duckdb_columns() binds every view of the catalog layer, and costs
  * milliseconds.
  */
-async function catalogColumns(ctx: HandlerContext, tables: readonly FromTable[]): Promise<Map<FromTable, CatalogColumn[]>> {
+async function catalogColumns(ctx: HandlerContext, all: readonly FromTable[]): Promise<Map<FromTable, CatalogColumn[]>> {
+  const out = new Map<FromTable, CatalogColumn[]>();
+  // The catalog's own relations are views, which have no columns to name as sources: nothing to look up.
+  for (const t of all) if (isCatalogRelation(t)) out.set(t, []);
+  const tables = all.filter((t) => !out.has(t));
+  if (tables.length === 0) return out;
   const names = [...new Set(tables.map((t) => t.name.toLowerCase()))];
   const found = await ctx.engine.query(
     `SELECT database_name, schema_name, table_name, table_oid FROM duckdb_tables()
@@ -48,7 +53,6 @@ async function catalogColumns(ctx: HandlerContext, tables: readonly FromTable[])
     `SELECT lower(schema_name), lower(table_name), lower(column_name), pg_type, typmod FROM ${DECLARED_COLUMNS}
      WHERE lower(table_name) IN (${names.map(quoteLiteral).join(', ')})`,
   );
-  const out = new Map<FromTable, CatalogColumn[]>();
   const read = new Map<string, CatalogColumn[]>();
   for (const t of tables) {
     const schema = t.schema === null ? null : t.schema.toLowerCase() === 'public' ? 'main' : t.schema.toLowerCase();
@@ -148,6 +152,14 @@ const caches = new WeakMap<HandlerContext, Map<string, { readonly epoch: number;
 /** Called when DDL has run: what was read of the catalog is read again. */
 export function catalogChanged(): void {
   catalogEpoch++;
+}
+
+/** A relation the rewriter points at the catalog's views (rewrite/catalog-refs.ts). */
+function isCatalogRelation(t: FromTable): boolean {
+  const name = t.name.toLowerCase();
+  const schema = t.schema?.toLowerCase() ?? null;
+  if (schema === null || schema === 'pg_catalog') return CATALOG_RELATIONS.has(name);
+  return schema === 'information_schema' && INFORMATION_RELATIONS.has(name);
 }
 
 /** The fields of a query's RowDescription, with each table column's source and declared type. */

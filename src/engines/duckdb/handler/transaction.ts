@@ -17,6 +17,12 @@ function warning(code: string, message: string): PgError {
   return new PgError(code, message, {}, 'WARNING');
 }
 
+/** What follows the transactions' course (the catalog's snapshot reads, engines/duckdb/handler/catalog-mode.ts). */
+export interface TransactionObserver {
+  transactionBegan(): void;
+  transactionEnded(): void;
+}
+
 /**
  * One connection's transaction, as PostgreSQL keeps it: the status the
  * protocol reports (including the failed state, which DuckDB lacks), the
@@ -52,6 +58,8 @@ export class TransactionState {
     private readonly readerRole: boolean,
     /** Runs when a transaction ends, either way: cursors close, and a ledger created in it appears or disappears. */
     private readonly ended: (catalogChanged: boolean) => void,
+    /** Told when a transaction block or a multi-statement string's transaction begins, and when any transaction ends. */
+    private readonly observer: TransactionObserver = { transactionBegan: () => undefined, transactionEnded: () => undefined },
   ) {}
 
   get status(): TransactionStatus {
@@ -170,6 +178,7 @@ export class TransactionState {
   /** The rest of a multi-statement string runs in one transaction, whose snapshot the caller made current. */
   async beginImplicit(): Promise<void> {
     await this.endOpenStatement();
+    this.observer.transactionBegan();
     await this.engine.run(this.engineBegin(this.readOnly()));
     this.implicit = true;
   }
@@ -192,6 +201,7 @@ export class TransactionState {
     await this.endOpenStatement();
     this.blockReadOnly = readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
     this.blockQueried = false;
+    this.observer.transactionBegan();
     await this.engine.run(this.engineBegin(this.blockReadOnly));
     this.state = 'T';
     this.writes = 0;
@@ -336,6 +346,7 @@ export class TransactionState {
   }
 
   private transactionEnded(): void {
+    this.observer.transactionEnded();
     const changed = this.createdLedgers.size > 0;
     this.createdLedgers.clear();
     this.ended(changed);

@@ -7,7 +7,9 @@ import type { Logger } from '../../../log/logger.js';
 import type { Observer } from '../../../observe/observer.js';
 import { PgServer } from '../../../server/server.js';
 import { wireOptions } from '../../../server/startup.js';
-import { CompatRewriter } from '../catalog/compat.js';
+import { CompatRewriter, connectionSetup } from '../catalog/compat.js';
+import { catalogSnapshot } from '../handler/catalog-mode.js';
+import { ledgerMacroGroups } from '../handler/ledger-macros.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { Guard } from '../guard/guard.js';
 import type { AdvisoryLocks } from '../handler/advisory-locks.js';
@@ -45,6 +47,13 @@ export interface ListenerParts {
 
 /** The wire: one handler pipeline per client connection over its own engine connection (not listening yet). */
 export function wireServer(config: Config, log: Logger, observer: Observer, parts: ListenerParts): PgServer {
+  const search = { vectors: parts.search.vectors, macros: parts.search.macros };
+  // The snapshot's connection is made like a client's (session 0 has no session to reach), so its pg_proc lists the same functions.
+  const snapshot = catalogSnapshot(
+    () => parts.engine.connect(),
+    connectionSetup(parts.engine.version, 'cotwire', config.database.name, 'admin', null, { id: 0, secret: '' }),
+    () => ledgerMacroGroups({ ledgers: parts.ledgers, search }),
+  );
   const server = new PgServer({
     ...wireOptions(config),
     tls: parts.tls,
@@ -65,8 +74,9 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       auditReport: () => parts.auditor.latest,
       lostRanges: parts.writer.lostRanges,
       sessionCache: parts.sessionCache,
-      search: { vectors: parts.search.vectors, macros: parts.search.macros },
+      search,
       erasure: parts.erasure,
+      catalogSnapshot: snapshot,
       idleInTransactionTimeoutMs: config.limits.idleInTransactionTimeoutMs,
       // Clients' calls get the pool but a reserve, so that the writer, the applier and the audit always get through.
       engineSlots: new EngineSlots(Math.max(1, parts.threadPoolSize - RESERVED_ENGINE_THREADS)),

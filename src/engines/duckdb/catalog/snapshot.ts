@@ -1,0 +1,210 @@
+import { COMPAT_CATALOG, INFORMATION_SCHEMA, P } from './catalog-sql.js';
+
+/**
+ * The catalog, a second time, over tables that hold its costly views' rows.
+ *
+ * Each view over DuckDB's catalog costs 5-50 ms to run, and clients that read
+ * a whole schema (pg_dump, SQLAlchemy's reflection, drizzle-kit) join several
+ * of them per query, hundreds of times; binding a query over the nested views
+ * costs as much again. So the catalog's set-up is repeated in a schema of its
+ * own (SNAPSHOT_SCHEMA, and SNAPSHOT_INFORMATION for information_schema),
+ * where each view named in SNAPSHOT_RELATIONS is a table, refreshed from its
+ * definition after the schema changes, and every other view and macro reads
+ * the copy. A statement reads the copy when the rewriter's names are pointed
+ * at it (snapshotText).
+ *
+ * The tables are right for a connection only when they match what the live
+ * views would show it: no temporary objects of its own, no DDL of its own
+ * still uncommitted, and no DDL committed since the refresh. The handler
+ * decides per statement (engines/duckdb/handler/catalog-mode.ts); this module
+ * holds the SQL and the refresh.
+ */
+
+export const SNAPSHOT_SCHEMA = `${COMPAT_CATALOG}.pg_snapshot`;
+export const SNAPSHOT_INFORMATION = `${COMPAT_CATALOG}.information_snapshot`;
+
+/**
+ * The views kept as tables, in the order the set-up creates them (each one's
+ * definition reads only those before it), with the order their rows are
+ * kept in: clients read catalogs without ORDER BY and expect PostgreSQL's
+ * order (a table's columns by number, relations as they were created).
+ */
+const SNAPSHOT_ORDER: ReadonlyArray<readonly [name: string, orderBy: string]> = [
+  ['cot_columns', 'table_oid, column_index'],
+  ['cot_namespaces', 'oid'],
+  ['cot_views', 'view_oid'],
+  ['cot_keys', 'table_oid, constraint_index'],
+  ['cot_indexes', 'indrelid, indexrelid'],
+  ['cot_constraints', 'oid'],
+  ['cot_functions', 'oid'],
+  ['pg_class', 'oid'],
+  ['cot_relnames', 'oid'],
+  ['pg_attrdef', 'oid'],
+  ['pg_index', 'indrelid, indexrelid'],
+  ['pg_constraint', 'oid'],
+  ['pg_description', 'objoid, classoid, objsubid'],
+  ['pg_proc', 'oid'],
+  ['pg_depend', 'classid, objid, refclassid, refobjid'],
+];
+
+export const SNAPSHOT_RELATIONS: readonly string[] = SNAPSHOT_ORDER.map(([name]) => name);
+
+const dotted = (s: string): string => s.replaceAll('.', '\\.');
+const DEFINED = new RegExp(`^CREATE (VIEW|MACRO) (${dotted(P)}|${dotted(INFORMATION_SCHEMA)})\\.(\\w+)`);
+const NAME = new RegExp(`\\b${dotted(P)}\\.(\\w+)`, 'g');
+
+/** The set-up statements with the copy after them, and the names (in P) that the copy redefines. */
+export interface SnapshotSetup {
+  readonly statements: readonly string[];
+  /** The views in P, and the macros that read one (directly or through another): what the copy redefines. */
+  readonly readers: ReadonlySet<string>;
+}
+
+/** The views of P, and its macros that read a view, directly or through another such macro. */
+function catalogReaders(statements: readonly string[]): Set<string> {
+  const readers = new Set<string>();
+  const macros = new Map<string, string>();
+  for (const s of statements) {
+    const m = DEFINED.exec(s);
+    if (m?.[2] !== P) continue;
+    if (m[1] === 'VIEW') readers.add(m[3] as string);
+    else macros.set(m[3] as string, s);
+  }
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [name, s] of macros) {
+      if (readers.has(name) || !(s.includes(`${INFORMATION_SCHEMA}.`) || [...s.matchAll(NAME)].some((r) => readers.has(r[1] as string)))) continue;
+      readers.add(name);
+      grew = true;
+    }
+  }
+  return readers;
+}
+
+/**
+ * The catalog's set-up followed by its copy: every view, and every macro
+ * that reads one, again in the snapshot schemas and reading the copy, with
+ * each of SNAPSHOT_RELATIONS a table (empty until the first refresh) beside
+ * its definition, `cot_live_<name>`. Tables, types, rows and the macros that
+ * read no view are not copied: the copy uses the originals.
+ */
+export function snapshotSetup(statements: readonly string[]): SnapshotSetup {
+  const readers = catalogReaders(statements);
+  const order: string[] = [];
+  const copy = statements.flatMap((statement) => {
+    const m = DEFINED.exec(statement);
+    const name = m?.[3] as string;
+    if (m === null || (m[2] === P && !readers.has(name))) return [];
+    if (m[1] === 'VIEW' && m[2] === P && SNAPSHOT_RELATIONS.includes(name)) {
+      order.push(name);
+      const body = statement.replace(/^CREATE VIEW \S+ AS\s/, '');
+      return [
+        `CREATE VIEW ${SNAPSHOT_SCHEMA}.cot_live_${name} AS ${pointAtSnapshot(body, readers)}`,
+        `CREATE TABLE ${SNAPSHOT_SCHEMA}.${name} AS SELECT * FROM ${SNAPSHOT_SCHEMA}.cot_live_${name} LIMIT 0`,
+      ];
+    }
+    return [pointAtSnapshot(statement, readers)];
+  });
+  if (order.join() !== SNAPSHOT_RELATIONS.join()) throw new Error(`catalog snapshot: the set-up creates ${order.join(', ')}`);
+  return { statements: [...statements, `CREATE SCHEMA ${SNAPSHOT_SCHEMA}`, `CREATE SCHEMA ${SNAPSHOT_INFORMATION}`, ...copy], readers };
+}
+
+/** SQL with the catalog's views and the macros that read them (`readers`) named in the copy instead. */
+export function pointAtSnapshot(sql: string, readers: ReadonlySet<string>): string {
+  return sql
+    .replace(NAME, (all, name: string) => (readers.has(name) ? `${SNAPSHOT_SCHEMA}.${name}` : all))
+    .replaceAll(`${INFORMATION_SCHEMA}.`, `${SNAPSHOT_INFORMATION}.`);
+}
+
+/** The statements that refresh every table, in one transaction: each definition reads the tables refreshed before it. */
+export function refreshSql(): string[] {
+  return [
+    'BEGIN TRANSACTION',
+    ...SNAPSHOT_ORDER.flatMap(([name, orderBy]) => [
+      `DELETE FROM ${SNAPSHOT_SCHEMA}.${name}`,
+      `INSERT INTO ${SNAPSHOT_SCHEMA}.${name} SELECT * FROM ${SNAPSHOT_SCHEMA}.cot_live_${name} ORDER BY ${orderBy}`,
+    ]),
+    'COMMIT',
+  ];
+}
+
+/** Whether a statement, as the engine runs it, reads the catalog's views (or a macro that does). */
+export function readsCatalog(engineText: string, readers: ReadonlySet<string>): boolean {
+  if (engineText.includes(`${INFORMATION_SCHEMA}.`)) return true;
+  for (const m of engineText.matchAll(NAME)) if (readers.has(m[1] as string)) return true;
+  return false;
+}
+
+/** What the refresh runs on: a connection of its own, made like a client's so that it sees the same objects. */
+export interface SnapshotConnection {
+  run(sql: string): Promise<void>;
+}
+
+/**
+ * The tables' state, shared by every connection: a generation that each
+ * change to the schema moves on, and the generation the tables hold.
+ */
+export class CatalogSnapshot {
+  private generation = 0;
+  private built = -1;
+  private building: Promise<void> | null = null;
+  private connection: Promise<SnapshotConnection> | null = null;
+
+  /** `connect`: a connection for the refresh, with the objects a client's connection has (its temporary macros). */
+  constructor(
+    private readonly connect: () => Promise<SnapshotConnection>,
+    /** Runs before each refresh on its connection: the objects it needs may have changed with the schema. */
+    private readonly prepare: (conn: SnapshotConnection) => Promise<void>,
+  ) {}
+
+  /** The schema changed (or may have): the tables are stale until the next refresh. */
+  changed(): void {
+    this.generation++;
+  }
+
+  /** Whether the tables hold the catalog as it is now. */
+  get fresh(): boolean {
+    return this.built === this.generation;
+  }
+
+  /**
+   * Brings the tables up to date, refreshing them if the schema changed
+   * since; one refresh runs at a time. Under a stream of DDL it gives up
+   * after a few rounds, and the caller reads the live views.
+   */
+  async ensureFresh(): Promise<void> {
+    for (let round = 0; round < 3 && !this.fresh; round++) {
+      if (this.building === null) {
+        this.building = this.refresh().finally(() => {
+          this.building = null;
+        });
+      }
+      await this.building;
+    }
+  }
+
+  /** Starts a refresh if the tables are stale, without waiting for it (a transaction that began stale reads the live views). */
+  refreshSoon(): void {
+    if (!this.fresh && this.building === null) this.ensureFresh().catch(() => undefined);
+  }
+
+  private async refresh(): Promise<void> {
+    const generation = this.generation;
+    this.connection ??= this.connect();
+    let conn: SnapshotConnection;
+    try {
+      conn = await this.connection;
+    } catch (err) {
+      this.connection = null;
+      throw err;
+    }
+    await this.prepare(conn);
+    try {
+      await conn.run(refreshSql().join(';\n'));
+    } catch (err) {
+      await conn.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    this.built = generation;
+  }
+}

@@ -1,0 +1,130 @@
+import type pg from 'pg';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../fixtures/server.js';
+
+/**
+ * The catalog a connection reads is the catalog as it is: every change to the
+ * schema shows at once, in this connection and in others, inside and outside
+ * transactions, with temporary objects and with statements prepared before
+ * the change. (On DuckDB the costly views are kept as tables between changes;
+ * these are the cases where a stale copy would show.)
+ */
+const ctx = useTestServer();
+let other: pg.Client;
+
+const names = async (c: pg.Client, like: string): Promise<string[]> =>
+  (await c.query('SELECT relname FROM pg_class WHERE relname LIKE $1 ORDER BY relname', [like])).rows.map((r: { relname: string }) => r.relname);
+
+beforeAll(async () => {
+  other = await ctx.server.client();
+});
+
+describe('catalog reads after changes to the schema', () => {
+  it('shows a table created, altered, commented, indexed and dropped, at once, to this connection and to another', async () => {
+    const c = ctx.client;
+    expect(await names(c, 'snap_a%')).toEqual([]);
+    await c.query('CREATE TABLE snap_a (id integer PRIMARY KEY, name text)');
+    expect(await names(c, 'snap_a%')).toEqual(['snap_a', 'snap_a_pkey']);
+    expect(await names(other, 'snap_a%')).toEqual(['snap_a', 'snap_a_pkey']);
+    await other.query('ALTER TABLE snap_a ADD COLUMN note varchar(20)');
+    const cols = await c.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'snap_a' ORDER BY ordinal_position");
+    expect(cols.rows).toEqual([
+      { column_name: 'id', data_type: 'integer' },
+      { column_name: 'name', data_type: 'text' },
+      { column_name: 'note', data_type: 'character varying' },
+    ]);
+    await c.query("COMMENT ON TABLE snap_a IS 'the first'");
+    const comment = await other.query("SELECT obj_description('snap_a'::regclass, 'pg_class') AS d");
+    expect(comment.rows).toEqual([{ d: 'the first' }]);
+    await other.query('CREATE INDEX snap_a_name ON snap_a (name)');
+    expect((await c.query("SELECT indexname FROM pg_indexes WHERE tablename = 'snap_a' ORDER BY 1")).rows).toEqual([
+      { indexname: 'snap_a_name' },
+      { indexname: 'snap_a_pkey' },
+    ]);
+    await c.query('CREATE TABLE snap_a_child (id integer PRIMARY KEY, a integer REFERENCES snap_a (id))');
+    const fk = await other.query("SELECT conname, contype FROM pg_constraint WHERE conrelid = 'snap_a_child'::regclass ORDER BY conname");
+    expect(fk.rows).toEqual([
+      { conname: 'snap_a_child_a_fkey', contype: 'f' },
+      { conname: 'snap_a_child_pkey', contype: 'p' },
+    ]);
+    await c.query('DROP TABLE snap_a_child');
+    await c.query('DROP TABLE snap_a');
+    expect(await names(other, 'snap_a%')).toEqual([]);
+  });
+
+  it('shows DDL of the open transaction to it alone, and to others once it commits; nothing once it rolls back', async () => {
+    const c = ctx.client;
+    await names(other, 'snap_b%');
+    await c.query('BEGIN');
+    await c.query('CREATE TABLE snap_b (x integer)');
+    expect(await names(c, 'snap_b%')).toEqual(['snap_b']);
+    expect(await names(other, 'snap_b%')).toEqual([]);
+    await c.query('ROLLBACK');
+    expect(await names(c, 'snap_b%')).toEqual([]);
+    await c.query('BEGIN');
+    await c.query('CREATE TABLE snap_b (x integer)');
+    await c.query('COMMIT');
+    expect(await names(other, 'snap_b%')).toEqual(['snap_b']);
+    expect(await names(c, 'snap_b%')).toEqual(['snap_b']);
+    // A transaction that begins right after another connection's DDL sees it from its first read.
+    await other.query('CREATE TABLE snap_b2 (x integer)');
+    await c.query('BEGIN');
+    expect(await names(c, 'snap_b%')).toEqual(['snap_b', 'snap_b2']);
+    await c.query('COMMIT');
+    await c.query('DROP TABLE snap_b');
+    await c.query('DROP TABLE snap_b2');
+  });
+
+  it("shows a connection's temporary table to it alone, and to a statement it prepared before the table existed", async () => {
+    const c = await ctx.server.client();
+    const prepared = { name: 'snap_temp_names', text: "SELECT relname, relpersistence FROM pg_class WHERE relname LIKE 'snap_t%' ORDER BY 1" };
+    expect((await c.query(prepared)).rows).toEqual([]);
+    await c.query('CREATE TEMP TABLE snap_t (x integer)');
+    expect((await c.query(prepared)).rows).toEqual([{ relname: 'snap_t', relpersistence: 't' }]);
+    expect(await names(other, 'snap_t%')).toEqual([]);
+    await c.end();
+  });
+
+  it('reads a view over the catalog as the catalog is now', async () => {
+    const c = ctx.client;
+    await c.query("CREATE VIEW snap_v AS SELECT relname FROM pg_class WHERE relname LIKE 'snap_c%'");
+    expect((await other.query('SELECT * FROM snap_v')).rows).toEqual([]);
+    await c.query('CREATE TABLE snap_c (x integer)');
+    expect((await other.query('SELECT * FROM snap_v')).rows).toEqual([{ relname: 'snap_c' }]);
+    await c.query('DROP VIEW snap_v');
+    await c.query('DROP TABLE snap_c');
+  });
+
+  it('answers whole-schema reads as the live catalog does', async () => {
+    await ctx.client.query(`CREATE TABLE snap_d (id serial PRIMARY KEY, code varchar(8) UNIQUE, amount numeric(12,2) DEFAULT 0 CHECK (amount >= 0))`);
+    await ctx.client.query('CREATE TABLE snap_e (id integer PRIMARY KEY, d integer REFERENCES snap_d (id))');
+    await ctx.client.query("COMMENT ON COLUMN snap_d.code IS 'the code'");
+    // A connection that made a temporary object reads the live views from then on.
+    const live = await ctx.server.client();
+    await live.query('CREATE TEMP TABLE snap_gone (x integer)');
+    await live.query('DROP TABLE snap_gone');
+    const queries = [
+      'SELECT c.oid, c.relname, c.relkind, c.relnamespace, c.relchecks, c.relhasindex, c.relhastriggers, c.relpersistence FROM pg_class c ORDER BY c.oid',
+      'SELECT attrelid, attname, atttypid, atttypmod, attnum, attnotnull, atthasdef FROM pg_attribute ORDER BY attrelid, attnum',
+      'SELECT oid, conname, contype, conrelid, confrelid, conkey, pg_get_constraintdef(oid) AS def FROM pg_constraint ORDER BY oid',
+      'SELECT indexrelid, indrelid, indisunique, indisprimary, indkey::text FROM pg_index ORDER BY indexrelid',
+      'SELECT adrelid, adnum, pg_get_expr(adbin, adrelid) AS d FROM pg_attrdef ORDER BY adrelid, adnum',
+      'SELECT objoid, classoid, objsubid, description FROM pg_description ORDER BY objoid, objsubid',
+      // A connection's temporary macros (current_user(), the ledgers' cot_verify ...) have OIDs of its own.
+      'SELECT proname, pronamespace, pronargs FROM pg_proc ORDER BY 1, 2, 3',
+      'SELECT classid, objid, refobjid, deptype FROM pg_depend ORDER BY objid, refobjid',
+      'SELECT oid, nspname FROM pg_namespace ORDER BY oid',
+      'SELECT table_name, column_name, data_type, column_default, is_nullable FROM information_schema.columns ORDER BY table_name, ordinal_position',
+      'SELECT constraint_name, table_name, constraint_type FROM information_schema.table_constraints ORDER BY 1, 2',
+      "SELECT 'snap_d'::regclass::oid AS oid, format_type('snap_d'::regclass::oid, NULL) AS t",
+    ];
+    for (const sql of queries) {
+      const [snapshot, fromLive] = await Promise.all([other.query(sql), live.query(sql)]);
+      expect(snapshot.rows.length, sql).toBeGreaterThan(0);
+      expect(snapshot.rows, sql).toEqual(fromLive.rows);
+    }
+    await live.end();
+    await ctx.client.query('DROP TABLE snap_e');
+    await ctx.client.query('DROP TABLE snap_d');
+  });
+});
