@@ -382,14 +382,17 @@ export const MACROS: readonly MacroDef[] = [
     [
       [
         'tbl, col',
-        `(SELECT CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
-              THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
-              ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END
-          FROM ${P}.cot_columns c
-          WHERE c.column_default LIKE 'nextval(%' AND c.column_name = col
-            AND lower(c.table_name) = lower(${P}.parse_ident(tbl)[-1])
-            AND (len(${P}.parse_ident(tbl)) = 1 OR c.schema_name = CASE ${P}.parse_ident(tbl)[-2] WHEN 'public' THEN 'main' ELSE ${P}.parse_ident(tbl)[-2] END)
-          ORDER BY c.database_name = 'temp' DESC LIMIT 1)`,
+        // A map a query builds once, from 'schema.table.column' and 'table.column' (a temporary table's first), and a
+        // key that names each argument once: DuckDB copies a macro's argument into every place that names it.
+        `(WITH cot_q AS (SELECT c.schema_name AS cot_s, lower(c.table_name) || '.' || c.column_name AS cot_k, c.database_name = 'temp' AS cot_t,
+             CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
+               THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
+               ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END AS cot_v
+           FROM ${P}.cot_columns c WHERE c.column_default LIKE 'nextval(%')
+         SELECT map_from_entries(list((cot_k, cot_v))) FROM (SELECT cot_k, first(cot_v ORDER BY cot_t DESC) AS cot_v FROM (
+           SELECT cot_s || '.' || cot_k AS cot_k, cot_v, cot_t FROM cot_q UNION ALL SELECT cot_k, cot_v, cot_t FROM cot_q) GROUP BY cot_k))[
+         list_transform([${P}.parse_ident(tbl)], cot_p -> CASE WHEN len(cot_p) = 1 THEN '' ELSE CASE cot_p[-2] WHEN 'public' THEN 'main' ELSE cot_p[-2] END || '.' END
+           || lower(cot_p[-1]))[1] || '.' || col]`,
       ],
     ],
   ],
@@ -446,9 +449,9 @@ export const MACROS: readonly MacroDef[] = [
         `(SELECT map_from_entries(list((cot_k, cot_o))) FROM (SELECT cot_k, first(cot_o) AS cot_o FROM (
            SELECT cot_n.nspname || '.' || cot_c.relname AS cot_k, cot_c.oid AS cot_o FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace
            UNION ALL SELECT cot_c.relname, cot_c.oid FROM ${P}.pg_class cot_c) GROUP BY cot_k))[
-         CASE WHEN contains(CAST(rel AS VARCHAR), '.')
-           THEN lower(trim(split_part(CAST(rel AS VARCHAR), '.', 1), '"')) || '.' || trim(split_part(CAST(rel AS VARCHAR), '.', 2), '"')
-           WHEN CAST(rel AS VARCHAR) LIKE '"%' THEN trim(CAST(rel AS VARCHAR), '"') ELSE lower(CAST(rel AS VARCHAR)) END]`,
+         list_transform([CAST(rel AS VARCHAR)], cot_r -> CASE WHEN contains(cot_r, '.')
+           THEN lower(trim(split_part(cot_r, '.', 1), '"')) || '.' || trim(split_part(cot_r, '.', 2), '"')
+           WHEN cot_r LIKE '"%' THEN trim(cot_r, '"') ELSE lower(cot_r) END)[1]]`,
       ],
     ],
   ],

@@ -54,6 +54,22 @@ function regNameShown(w: Walker, expr: Node | undefined, at: number): void {
   w.edit({ start: at, end: at, text: ')' });
 }
 
+/**
+ * `'nextval(''' || pg_get_serial_sequence(t, c)::regclass || '''::regclass)'` (drizzle-kit's test for a serial
+ * column): a reg* value concatenated to text is its name, as PostgreSQL prints it.
+ */
+export function regConcat(w: Walker, node: Node): void {
+  if (strings(node.name as Node[] | undefined).at(-1) !== '||') return;
+  for (const side of [node.lexpr, node.rexpr] as Array<Node | undefined>) {
+    const cast = side?.TypeCast as Node | undefined;
+    if (cast === undefined || regNameCast(side) === null) continue;
+    const typeAt = w.index((cast.typeName as Node | undefined)?.location);
+    const typeEnd = typeAt === null ? null : w.typeNameEnd(typeAt);
+    if (typeEnd === null || w.tokens[w.index(cast.location) ?? -1]?.text !== '::') continue;
+    regNameShown(w, side, (w.tokens[typeEnd - 1] as Token).end);
+  }
+}
+
 /** `'bool'::regtype::text`, `x::regclass::name`: a reg* value cast to text is its name. */
 export function regNameAsText(w: Walker, node: Node): void {
   const type = strings((node.typeName as Node | undefined)?.names).at(-1);

@@ -1,5 +1,5 @@
 import { arrayConcat, arrayContainment } from './arrays.js';
-import { regCast, regNameAsText, regTargets } from './casts.js';
+import { regCast, regConcat, regNameAsText, regTargets } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
 import { addUniqueConstraint, foreignKeyActions, indexMethod, varcharLengths } from './ddl.js';
 import { defaultedArguments, renamedFunction, substringCall, toCharCall } from './functions.js';
@@ -54,6 +54,7 @@ export const RULES: Rules = {
       arrowOperands,
       arrayContainment,
       jsonbOperator,
+      regConcat,
       arrayConcat,
       minus,
       division,
