@@ -216,6 +216,13 @@ const AGREE: readonly string[] = [
   'SELECT * FROM jsonb_object_keys(\'{"b":1,"a":2}\'::jsonb) ORDER BY 1',
   'SELECT o.id, k FROM orders o, jsonb_object_keys(o.meta) k ORDER BY o.id, k',
   'SELECT * FROM jsonb_array_elements(\'{"a":1}\'::jsonb)',
+  // ... in jsonb's key order (shortest first, then by bytes) with no ORDER BY, and nested values with jsonb's spacing.
+  'SELECT * FROM jsonb_each_text(\'{"bb":1,"a":2,"B":3,"aa":{"y":1,"x":[1, 2]},"é":5,"z":null}\'::jsonb)',
+  'SELECT * FROM jsonb_object_keys(\'{"bb":1,"a":2,"B":3}\'::jsonb)',
+  'SELECT value::text FROM jsonb_each(\'{"b":{"z":1,"a":2},"a":[{"d":1,"c":2}]}\'::jsonb)',
+  'SELECT x FROM jsonb_array_elements_text(\'[{"b":1,"a":2}, "s", null, 3]\'::jsonb) AS x',
+  'SELECT value::text FROM jsonb_array_elements(\'[{"b":1,"a":2}, [3, {"y":1,"x":2}]]\'::jsonb)',
+  'SELECT * FROM json_each_text(\'{"bb":1,"a":2}\')',
   // Extensions whose functions cotwire has: uuid-ossp's, as TypeORM creates it for its uuid columns.
   'CREATE EXTENSION IF NOT EXISTS "uuid-ossp"',
   "SELECT extname::text AS name, extversion || '' AS version FROM pg_extension WHERE extname = 'uuid-ossp'",

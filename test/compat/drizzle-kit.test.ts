@@ -81,7 +81,10 @@ describe('drizzle-kit pull', () => {
     for (const name of tables) expect(cot.get(name), name).toBe(real.get(name));
     // The rest of what cotwire has are its ledgers.
     const others = [...cot.keys()].filter((k) => !real.has(k));
-    expect(others.every((k) => /^cot[A-Z]/.test(k)), others.join(', ')).toBe(true);
+    expect(
+      others.every((k) => /^cot[A-Z]/.test(k)),
+      others.join(', '),
+    ).toBe(true);
   });
 
   it('writes the view, with its columns', () => {

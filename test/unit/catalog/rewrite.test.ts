@@ -150,13 +150,20 @@ describe('renamed functions and vector columns', () => {
   });
 
   it("makes jsonb's set-returning functions in FROM a lateral query over json_each, rewriting inside their argument", () => {
+    // jsonb's text first: its keys in jsonb's order, nested objects and arrays with its spacing.
     expect(rw(`SELECT * FROM jsonb_each_text('{"a":1}'::jsonb)`)).toBe(
-      `SELECT * FROM LATERAL (SELECT key, CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END AS value FROM json_each('{"a":1}'::JSON)) AS jsonb_each_text`,
+      `SELECT * FROM LATERAL (SELECT key, CASE WHEN type = 'NULL' THEN NULL WHEN type IN ('OBJECT', 'ARRAY') THEN cot_jsonb_text(value) ELSE json_extract_string(value, '$') END AS value FROM json_each(cot_jsonb_text(CAST(('{"a":1}'::JSON) AS VARCHAR)))) AS jsonb_each_text`,
     );
     expect(rw('SELECT k FROM t, jsonb_object_keys(t.meta) k')).toMatch(
-      /^SELECT k FROM t, LATERAL \(SELECT CASE WHEN fullkey LIKE .* AS "k" FROM json_each\(t\.meta\)\) k$/,
+      /^SELECT k FROM t, LATERAL \(SELECT CASE WHEN fullkey LIKE .* AS "k" FROM json_each\(cot_jsonb_text\(CAST\(\(t\.meta\) AS VARCHAR\)\)\)\) k$/,
     );
-    expect(rw('SELECT * FROM t, pg_catalog.jsonb_array_elements(t.meta) AS e(v)')).toMatch(/FROM json_each\(t\.meta\)\) AS e\(v\)$/);
+    expect(rw('SELECT * FROM t, pg_catalog.jsonb_array_elements(t.meta) AS e(v)')).toMatch(
+      /FROM json_each\(cot_jsonb_text\(CAST\(\(t\.meta\) AS VARCHAR\)\)\)\) AS e\(v\)$/,
+    );
+    // json's as written.
+    expect(rw(`SELECT * FROM json_each('{"b":1,"a":2}')`)).toBe(
+      `SELECT * FROM LATERAL (SELECT key, CAST(value AS JSON) AS value FROM json_each('{"b":1,"a":2}')) AS json_each`,
+    );
   });
 
   it('calls DuckDB’s name for PostgreSQL’s JSON builders', () => {

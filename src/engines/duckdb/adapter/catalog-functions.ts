@@ -1,5 +1,5 @@
 import { BIGINT, BOOLEAN, type DuckDBConnection, DuckDBScalarFunction, type DuckDBType, VARCHAR } from '@duckdb/node-api';
-import { jsonbContains } from '../../../sql/jsonb.js';
+import { jsonbContains, jsonbText } from '../../../sql/jsonb.js';
 import { quotientText, squareRootText } from '../../../sql/numeric.js';
 import { pgTextOf } from '../../../engine/pg-text.js';
 
@@ -16,6 +16,12 @@ export function registerCatalogFunctions(conn: DuckDBConnection): void {
   scalar(conn, 'cot_numeric_sqrt', 2, VARCHAR, ([x = '', tx = '']) => squareRootText(x, tx));
   // A list or an interval printed as PostgreSQL prints it (sql/pg-text.ts), from DuckDB's text and type.
   scalar(conn, 'cot_pg_text', 2, VARCHAR, ([text = '', type = '']) => pgTextOf(text, type));
+  // jsonb's text (sql/jsonb.ts): keys shortest first and in byte order, the last of a repeated key, PostgreSQL's spacing.
+  scalar(conn, 'cot_jsonb_text', 1, VARCHAR, ([json = '']) => {
+    const text = jsonbText(json);
+    if (text === null) throw new Error('invalid input syntax for type json');
+    return text;
+  });
   // jsonb's @> (sql/jsonb.ts): DuckDB's json_contains searches at every depth.
   scalar(conn, 'cot_jsonb_contains_text', 2, BOOLEAN, ([a = '', b = '']) => {
     const answer = jsonbContains(a, b);

@@ -108,6 +108,9 @@ function integerArguments(call: Node): boolean {
 
 /** A JSON element's text, JSON null as SQL NULL (the `_text` functions'). */
 const ELEMENT_TEXT = `CASE WHEN type = 'NULL' THEN NULL ELSE json_extract_string(value, '$') END`;
+/** ... and of a jsonb element, whose object or array prints as jsonb does (DuckDB's json_each gives it without spaces). */
+const JSONB_ELEMENT_TEXT = `CASE WHEN type = 'NULL' THEN NULL WHEN type IN ('OBJECT', 'ARRAY') THEN cot_jsonb_text(value) ELSE json_extract_string(value, '$') END`;
+const JSONB_VALUE = `CAST(cot_jsonb_text(value) AS JSON)`;
 
 /** An error for a row of json_each that is not what the function takes: `what` is checked on fullkey. */
 const only = (element: boolean, fn: string, value: string): string =>
@@ -118,13 +121,13 @@ const only = (element: boolean, fn: string, value: string): string =>
 /** JSON set-returning functions in FROM: the select list over DuckDB's json_each that gives PostgreSQL's columns (`column`: a one-column function's). */
 const JSON_SET_FUNCTIONS: Readonly<Record<string, (fn: string, column: string) => string>> = {
   json_each: () => 'key, CAST(value AS JSON) AS value',
-  jsonb_each: () => 'key, CAST(value AS JSON) AS value',
+  jsonb_each: () => `key, ${JSONB_VALUE} AS value`,
   json_each_text: () => `key, ${ELEMENT_TEXT} AS value`,
-  jsonb_each_text: () => `key, ${ELEMENT_TEXT} AS value`,
+  jsonb_each_text: () => `key, ${JSONB_ELEMENT_TEXT} AS value`,
   json_array_elements: (fn, column) => `${only(true, fn, 'CAST(value AS JSON)')} AS ${column}`,
-  jsonb_array_elements: (fn, column) => `${only(true, fn, 'CAST(value AS JSON)')} AS ${column}`,
+  jsonb_array_elements: (fn, column) => `${only(true, fn, JSONB_VALUE)} AS ${column}`,
   json_array_elements_text: (fn, column) => `${only(true, fn, ELEMENT_TEXT)} AS ${column}`,
-  jsonb_array_elements_text: (fn, column) => `${only(true, fn, ELEMENT_TEXT)} AS ${column}`,
+  jsonb_array_elements_text: (fn, column) => `${only(true, fn, JSONB_ELEMENT_TEXT)} AS ${column}`,
   json_object_keys: (fn, column) => `${only(false, fn, 'key')} AS ${column}`,
   jsonb_object_keys: (fn, column) => `${only(false, fn, 'key')} AS ${column}`,
 };
@@ -158,7 +161,10 @@ export function jsonSetFunction(w: Walker, node: Node): boolean {
   const unaliased = fn.endsWith('_object_keys') ? fn : 'value';
   const column = quoteIdentifier(alias?.colnames === undefined && alias?.aliasname !== undefined ? alias.aliasname : unaliased);
   w.replacedRelations.add(call.location as number);
-  w.replaceTokens(span.i, span.open + 1, `LATERAL (SELECT ${select(fn, column)} FROM json_each(`);
-  w.insertAfter(span.close, `)${alias === undefined ? ` AS ${fn}` : ''}`);
+  // jsonb keeps an object's keys shortest first, then in byte order, and gives them back so: its text, in that order,
+  // is what json_each reads (json's as written).
+  const jsonb = fn.startsWith('jsonb_');
+  w.replaceTokens(span.i, span.open + 1, `LATERAL (SELECT ${select(fn, column)} FROM json_each(${jsonb ? 'cot_jsonb_text(CAST((' : ''}`);
+  w.insertAfter(span.close, `${jsonb ? ' AS VARCHAR)))' : ''})${alias === undefined ? ` AS ${fn}` : ''}`);
   return true;
 }
