@@ -228,6 +228,28 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     expect((await c.query("SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = 'ddl_checked'")).rows).toEqual([{ n: 2 }]);
   });
 
+  it('drops several tables in one DROP, and a table named in public, all or none, never a ledger', async () => {
+    const c = ctx.client;
+    const tables = async (): Promise<string[]> =>
+      (await c.query("SELECT relname FROM pg_class WHERE relname LIKE 'ddl_drop%' AND relkind = 'r' ORDER BY 1")).rows.map(
+        (r: { relname: string }) => r.relname,
+      );
+    await c.query('CREATE TABLE ddl_drop_a (id serial PRIMARY KEY)');
+    await c.query('CREATE TABLE ddl_drop_b (x int)');
+    await c.query('CREATE TABLE ddl_drop_c (x int)');
+    // A name that does not exist fails the whole DROP, as in PostgreSQL: nothing is dropped.
+    await expect(c.query('DROP TABLE ddl_drop_a, ddl_drop_nope')).rejects.toMatchObject({ code: '42P01' });
+    // A ledger among them is refused, and the others stay.
+    await expect(c.query('DROP TABLE ddl_drop_b, _cot_steps')).rejects.toMatchObject({ code: '42501' });
+    expect(await tables()).toEqual(['ddl_drop_a', 'ddl_drop_b', 'ddl_drop_c']);
+    expect((await c.query('DROP TABLE IF EXISTS ddl_drop_a, ddl_drop_nope, public.ddl_drop_b')).command).toBe('DROP');
+    expect((await c.query('DROP TABLE public.ddl_drop_c')).command).toBe('DROP');
+    expect(await tables()).toEqual([]);
+    // The serial column's sequence went with its table: the table can be created again.
+    await c.query('CREATE TABLE ddl_drop_a (id serial PRIMARY KEY)');
+    await c.query('DROP TABLE ddl_drop_a');
+  });
+
   it('drops, renames and retypes an indexed column, in a transaction block as migrations run them', async () => {
     const c = ctx.client;
     await c.query('CREATE TABLE ddl_cols (id int PRIMARY KEY, a int, b text, "Odd" int)');

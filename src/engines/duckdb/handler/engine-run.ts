@@ -3,7 +3,7 @@ import type { RowSink } from '../../../engine/port.js';
 import type { ExecuteOutcome, ResultSink } from '../../../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
-import { dropOrphanedSequences, executeColumnAlter, executeConstraintAdd, executeSerialCreate } from './table-create.js';
+import { dropOrphanedSequences, executeColumnAlter, executeConstraintAdd, executeDropEach, executeSerialCreate } from './table-create.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
 import { catalogChanged, declaredCells } from './result-sources.js';
@@ -48,6 +48,7 @@ export class EngineRun {
         }
         if (plan.addsConstraint !== null) return await executeConstraintAdd(ctx, portal, plan, plan.addsConstraint);
         if (plan.altersIndexedColumns !== null) return await executeColumnAlter(ctx, portal, plan, plan.altersIndexedColumns);
+        if (plan.dropsEach !== null) return await executeDropEach(ctx, portal, plan, plan.dropsEach);
         if (portal.cursor === null) {
           if (plan.searchParams.length > 0) await ctx.services.search.vectors.prepare(searchTexts(portal, plan.searchParams));
           if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);

@@ -46,6 +46,8 @@ export type Plan =
       readonly addsConstraint: ConstraintAddition | null;
       /** Set for an ALTER TABLE an index may block (DROP COLUMN, TYPE, RENAME COLUMN): the indexes are set aside around it. */
       readonly altersIndexedColumns: ColumnAlter | null;
+      /** Set for a DROP of several objects, or of one in `public`: one DROP per object, in one transaction (catalog/drop.ts). */
+      readonly dropsEach: readonly string[] | null;
       /** What the statement declares that DuckDB does not keep, recorded once it commits (engines/duckdb/catalog/declared.ts). */
       readonly declares: readonly DeclaredChange[];
       /** The advisory locks on constant keys the statement waits for before it runs. */

@@ -4,6 +4,7 @@ import { quoteIdentifier } from '../../../sql/identifiers.js';
 import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
+import { translateDrop } from '../catalog/drop.js';
 import { advisoryWaits } from '../../../sql/advisory.js';
 import { searchArgs } from '../../../sql/search-args.js';
 import type { PgNode } from '../../../sql/pg-tree.js';
@@ -585,7 +586,9 @@ export class Planner {
     let engineStatement: EngineStatement;
     const constraint = translateAddConstraint(parsed);
     const columnAlter = constraint === null ? translateColumnAlter(parsed) : null;
-    if (constraint !== null || columnAlter !== null) return this.prepareHandledAlter(statement, client, constraint, columnAlter);
+    if (constraint !== null || columnAlter !== null) return this.prepareHandled(statement, client, { kind: 'ALTER', constraint, columnAlter, drops: null });
+    const drops = translateDrop(parsed);
+    if (drops !== null) return this.prepareHandled(statement, client, { kind: 'DROP', constraint: null, columnAlter: null, drops });
     const serial = translateSerial(parsed);
     if (serial !== null && createdLedgerName(access, statement.tokens) !== null) {
       throw new PgError(SqlState.FeatureNotSupported, 'serial and identity columns are not supported in a ledger table', {
@@ -655,6 +658,7 @@ export class Planner {
         createsSequences: engineStatement.kind === 'CREATE' ? serial : null,
         addsConstraint: null,
         altersIndexedColumns: null,
+        dropsEach: null,
         declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(client) : [],
         advisoryWaits: advisoryWaits(parsed),
         searchParams: search.params,
@@ -726,20 +730,25 @@ export class Planner {
    * decide on the statement as an ALTER, and the handler carries it out at
    * Execute (table-create.ts).
    */
-  private async prepareHandledAlter(
+  private async prepareHandled(
     statement: EngineText,
     client: ParsedStatement,
-    constraint: ConstraintAddition | null,
-    columnAlter: ColumnAlter | null,
+    handled: {
+      readonly kind: 'ALTER' | 'DROP';
+      readonly constraint: ConstraintAddition | null;
+      readonly columnAlter: ColumnAlter | null;
+      readonly drops: readonly string[] | null;
+    },
   ): Promise<Statement> {
     const { access } = this.ctx;
+    const { constraint, columnAlter } = handled;
     access.beforePrepare(statement.text, statement.tokens);
-    statement.parsed.recordKind('ALTER');
+    statement.parsed.recordKind(handled.kind);
     await access.engineStatement(statement.parsed);
     return new Statement(
       {
         kind: 'engine',
-        statement: new HandledStatement('ALTER'),
+        statement: new HandledStatement(handled.kind),
         tokens: statement.tokens,
         offset: statement.offset,
         clientPosition: statement.clientPosition ?? SAME_POSITION,
@@ -747,6 +756,7 @@ export class Planner {
         createsSequences: null,
         addsConstraint: constraint,
         altersIndexedColumns: columnAlter,
+        dropsEach: handled.drops,
         // What the client declared, before the rewrite spelled its types for the engine.
         declares: declaredChanges(client),
         advisoryWaits: [],

@@ -45,6 +45,17 @@ async function tableExists(ctx: HandlerContext, table: SerialTable): Promise<boo
   return rows.length > 0;
 }
 
+/** A DROP of several objects (or of one in `public`), one DROP per object, all or none. */
+export async function executeDropEach(ctx: HandlerContext, portal: ConnectionPortal, plan: EnginePlan, statements: readonly string[]): Promise<ExecuteOutcome> {
+  await ctx.tx.atomically(async () => {
+    ctx.tx.wrote();
+    for (const sql of statements) await ctx.engine.run(sql);
+    await dropOrphanedSequences(ctx);
+  });
+  portal.done = true;
+  return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
+}
+
 /** After a DROP: the sequences PostgreSQL would have dropped with their table, so that it can be created again. */
 export async function dropOrphanedSequences(ctx: HandlerContext): Promise<void> {
   const rows = await ctx.engine.query(ORPHANED_SEQUENCES);
