@@ -1,6 +1,8 @@
 import type pg from 'pg';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { useTestServer } from '../fixtures/server.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countLogged, logLines } from '../fixtures/log-lines.js';
+import { until } from '../fixtures/poll.js';
+import { startTestServer, type TestServer } from '../fixtures/server.js';
 
 /**
  * The catalog a connection reads is the catalog as it is: every change to the
@@ -9,47 +11,73 @@ import { useTestServer } from '../fixtures/server.js';
  * the change. (On DuckDB the costly views are kept as tables between changes;
  * these are the cases where a stale copy would show.)
  */
-const ctx = useTestServer();
+const lines: string[] = [];
+const ctx = {} as { server: TestServer; client: pg.Client };
 let other: pg.Client;
 
 const names = async (c: pg.Client, like: string): Promise<string[]> =>
   (await c.query('SELECT relname FROM pg_class WHERE relname LIKE $1 ORDER BY relname', [like])).rows.map((r: { relname: string }) => r.relname);
 
+/** Waits until the snapshot tables were refreshed after `since` refreshes, reading the catalog to prompt it. */
+async function refreshedSince(since: number): Promise<void> {
+  await until('the catalog snapshot is refreshed', async () => {
+    await other.query('SELECT 1 FROM pg_class LIMIT 1');
+    return countLogged(lines, 'catalog snapshot refreshed') > since;
+  });
+}
+
 beforeAll(async () => {
+  ctx.server = await startTestServer({}, logLines(lines));
+  ctx.client = await ctx.server.client();
   other = await ctx.server.client();
+});
+
+afterAll(async () => {
+  await ctx.server?.[Symbol.asyncDispose]();
 });
 
 describe('catalog reads after changes to the schema', () => {
   it('shows a table created, altered, commented, indexed and dropped, at once, to this connection and to another', async () => {
     const c = ctx.client;
+    // Each change is read at once (while the schema changes, reads take the live views), then again once
+    // the tables were refreshed (a change that did not mark them stale would show here, or never refresh them).
+    const change = async (by: pg.Client, ddl: string, read: () => Promise<unknown>, expected: unknown): Promise<void> => {
+      const since = countLogged(lines, 'catalog snapshot refreshed');
+      await by.query(ddl);
+      expect(await read(), ddl).toEqual(expected);
+      await refreshedSince(since);
+      expect(await read(), ddl).toEqual(expected);
+    };
     expect(await names(c, 'snap_a%')).toEqual([]);
-    await c.query('CREATE TABLE snap_a (id integer PRIMARY KEY, name text)');
+    await change(c, 'CREATE TABLE snap_a (id integer PRIMARY KEY, name text)', () => names(other, 'snap_a%'), ['snap_a', 'snap_a_pkey']);
     expect(await names(c, 'snap_a%')).toEqual(['snap_a', 'snap_a_pkey']);
-    expect(await names(other, 'snap_a%')).toEqual(['snap_a', 'snap_a_pkey']);
-    await other.query('ALTER TABLE snap_a ADD COLUMN note varchar(20)');
-    const cols = await c.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'snap_a' ORDER BY ordinal_position");
-    expect(cols.rows).toEqual([
+    const columns = async () =>
+      (await c.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'snap_a' ORDER BY ordinal_position")).rows;
+    await change(other, 'ALTER TABLE snap_a ADD COLUMN note varchar(20)', columns, [
       { column_name: 'id', data_type: 'integer' },
       { column_name: 'name', data_type: 'text' },
       { column_name: 'note', data_type: 'character varying' },
     ]);
-    await c.query("COMMENT ON TABLE snap_a IS 'the first'");
-    const comment = await other.query("SELECT obj_description('snap_a'::regclass, 'pg_class') AS d");
-    expect(comment.rows).toEqual([{ d: 'the first' }]);
-    await other.query('CREATE INDEX snap_a_name ON snap_a (name)');
-    expect((await c.query("SELECT indexname FROM pg_indexes WHERE tablename = 'snap_a' ORDER BY 1")).rows).toEqual([
-      { indexname: 'snap_a_name' },
-      { indexname: 'snap_a_pkey' },
-    ]);
-    await c.query('CREATE TABLE snap_a_child (id integer PRIMARY KEY, a integer REFERENCES snap_a (id))');
-    const fk = await other.query("SELECT conname, contype FROM pg_constraint WHERE conrelid = 'snap_a_child'::regclass ORDER BY conname");
-    expect(fk.rows).toEqual([
+    const comment = async () => (await other.query("SELECT obj_description('snap_a'::regclass, 'pg_class') AS d")).rows;
+    await change(c, "COMMENT ON TABLE snap_a IS 'the first'", comment, [{ d: 'the first' }]);
+    const indexes = async () => (await c.query("SELECT indexname FROM pg_indexes WHERE tablename = 'snap_a' ORDER BY 1")).rows;
+    await change(other, 'CREATE INDEX snap_a_name ON snap_a (name)', indexes, [{ indexname: 'snap_a_name' }, { indexname: 'snap_a_pkey' }]);
+    await change(other, 'DROP INDEX snap_a_name', indexes, [{ indexname: 'snap_a_pkey' }]);
+    const keys = async () => (await other.query("SELECT conname, contype FROM pg_constraint WHERE conrelid = 'snap_a_child'::regclass ORDER BY conname")).rows;
+    await change(c, 'CREATE TABLE snap_a_child (id integer PRIMARY KEY, a integer REFERENCES snap_a (id))', keys, [
       { conname: 'snap_a_child_a_fkey', contype: 'f' },
       { conname: 'snap_a_child_pkey', contype: 'p' },
     ]);
+    await change(c, 'CREATE VIEW snap_a_view AS SELECT id FROM snap_a', () => names(other, 'snap_a%'), [
+      'snap_a',
+      'snap_a_child',
+      'snap_a_child_pkey',
+      'snap_a_pkey',
+      'snap_a_view',
+    ]);
+    await change(c, 'DROP VIEW snap_a_view', () => names(other, 'snap_a%'), ['snap_a', 'snap_a_child', 'snap_a_child_pkey', 'snap_a_pkey']);
     await c.query('DROP TABLE snap_a_child');
-    await c.query('DROP TABLE snap_a');
-    expect(await names(other, 'snap_a%')).toEqual([]);
+    await change(c, 'DROP TABLE snap_a', () => names(other, 'snap_a%'), []);
   });
 
   it('shows DDL of the open transaction to it alone, and to others once it commits; nothing once it rolls back', async () => {
@@ -103,6 +131,9 @@ describe('catalog reads after changes to the schema', () => {
     const live = await ctx.server.client();
     await live.query('CREATE TEMP TABLE snap_gone (x integer)');
     await live.query('DROP TABLE snap_gone');
+    // Right after DDL the others read the live views too; the tables are refreshed once the schema settles.
+    const refreshes = countLogged(lines, 'catalog snapshot refreshed');
+    await refreshedSince(refreshes);
     const queries = [
       'SELECT c.oid, c.relname, c.relkind, c.relnamespace, c.relchecks, c.relhasindex, c.relhastriggers, c.relpersistence FROM pg_class c ORDER BY c.oid',
       'SELECT attrelid, attname, atttypid, atttypmod, attnum, attnotnull, atthasdef FROM pg_attribute ORDER BY attrelid, attnum',

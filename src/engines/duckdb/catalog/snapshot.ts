@@ -138,6 +138,15 @@ export function readsCatalog(engineText: string, readers: ReadonlySet<string>): 
   return false;
 }
 
+/** How long the schema stays unchanged before its tables are worth refreshing (see CatalogSnapshot's `changing`). */
+const QUIET_MS = 250;
+
+/** What a refresh tells the server's log. */
+export interface SnapshotEvents {
+  refreshed(ms: number): void;
+  failed(err: unknown): void;
+}
+
 /** What the refresh runs on: a connection of its own, made like a client's so that it sees the same objects. */
 export interface SnapshotConnection {
   run(sql: string): Promise<void>;
@@ -152,17 +161,34 @@ export class CatalogSnapshot {
   private built = -1;
   private building: Promise<void> | null = null;
   private connection: Promise<SnapshotConnection> | null = null;
+  /** When the schema last changed (performance.now()), and the refresh waiting for it to settle. */
+  private lastChange = Number.NEGATIVE_INFINITY;
+  private settling: NodeJS.Timeout | null = null;
 
   /** `connect`: a connection for the refresh, with the objects a client's connection has (its temporary macros). */
   constructor(
     private readonly connect: () => Promise<SnapshotConnection>,
     /** Runs before each refresh on its connection: the objects it needs may have changed with the schema. */
     private readonly prepare: (conn: SnapshotConnection) => Promise<void>,
+    /** Told of each refresh: how long it took, or why it failed (the next catalog read tries again). */
+    private readonly told: SnapshotEvents = { refreshed: () => undefined, failed: () => undefined },
   ) {}
 
   /** The schema changed (or may have): the tables are stale until the next refresh. */
   changed(): void {
     this.generation++;
+    this.lastChange = performance.now();
+  }
+
+  /**
+   * Whether the schema changed within the last QUIET_MS. A migration or an
+   * ORM's sync alternates DDL with a catalog read or two, and a refresh for
+   * each read would cost more than the live views: while the schema is
+   * changing, reads take the live views and one refresh follows once it
+   * settles.
+   */
+  private get changing(): boolean {
+    return performance.now() - this.lastChange < QUIET_MS;
   }
 
   /** Whether the tables hold the catalog as it is now. */
@@ -178,6 +204,10 @@ export class CatalogSnapshot {
   async ensureFresh(): Promise<void> {
     for (let round = 0; round < 3 && !this.fresh; round++) {
       if (this.building === null) {
+        if (this.changing) {
+          this.refreshSoon();
+          return;
+        }
         this.building = this.refresh().finally(() => {
           this.building = null;
         });
@@ -186,13 +216,21 @@ export class CatalogSnapshot {
     }
   }
 
-  /** Starts a refresh if the tables are stale, without waiting for it (a transaction that began stale reads the live views). */
+  /** Refreshes the tables once the schema has settled, without waiting for it (a transaction that began stale reads the live views). */
   refreshSoon(): void {
-    if (!this.fresh && this.building === null) this.ensureFresh().catch(() => undefined);
+    if (this.fresh || this.settling !== null) return;
+    const wait = Math.max(0, this.lastChange + QUIET_MS - performance.now());
+    this.settling = setTimeout(() => {
+      this.settling = null;
+      if (this.changing) this.refreshSoon();
+      else this.ensureFresh().catch((err: unknown) => this.told.failed(err));
+    }, wait);
+    this.settling.unref();
   }
 
   private async refresh(): Promise<void> {
     const generation = this.generation;
+    const started = performance.now();
     this.connection ??= this.connect();
     let conn: SnapshotConnection;
     try {
@@ -209,5 +247,6 @@ export class CatalogSnapshot {
       throw err;
     }
     this.built = generation;
+    this.told.refreshed(performance.now() - started);
   }
 }

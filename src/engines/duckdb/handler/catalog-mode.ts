@@ -1,6 +1,6 @@
 import type { EngineConnection, EngineCursor, EngineStatement, RenderSettings, WireParam } from '../../../engine/port.js';
 import type { Token } from '../../../sql/lexer.js';
-import { CatalogSnapshot, pointAtSnapshot, readsCatalog, type SnapshotConnection } from '../catalog/snapshot.js';
+import { CatalogSnapshot, pointAtSnapshot, readsCatalog, type SnapshotConnection, type SnapshotEvents } from '../catalog/snapshot.js';
 import type { TransactionObserver, TransactionState } from './transaction.js';
 
 /**
@@ -147,6 +147,7 @@ export function catalogSnapshot(
   connect: () => Promise<EngineConnection>,
   setup: readonly string[],
   before: () => Promise<readonly string[][]>,
+  told: SnapshotEvents,
 ): CatalogSnapshot {
   return new CatalogSnapshot(
     async (): Promise<SnapshotConnection> => {
@@ -157,5 +158,6 @@ export function catalogSnapshot(
     async (conn) => {
       for (const group of await before()) await conn.run(group.join(';\n')).catch(() => undefined);
     },
+    told,
   );
 }

@@ -53,6 +53,10 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
     () => parts.engine.connect(),
     connectionSetup(parts.engine.version, 'cotwire', config.database.name, 'admin', null, { id: 0, secret: '' }),
     () => ledgerMacroGroups({ ledgers: parts.ledgers, search }),
+    {
+      refreshed: (ms) => log.debug({ durationMs: Math.round(ms) }, 'catalog snapshot refreshed'),
+      failed: (err) => log.warn({ err }, 'refreshing the catalog snapshot failed; catalog reads use the live views until a refresh succeeds'),
+    },
   );
   const server = new PgServer({
     ...wireOptions(config),
