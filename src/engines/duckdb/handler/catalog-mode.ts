@@ -50,7 +50,11 @@ export class CatalogMode implements TransactionObserver {
   /** Whether the snapshot tables show this connection what the live views would. */
   async usable(): Promise<boolean> {
     if (this.temporaryObjects || this.ddlInTransaction) return false;
-    if (!this.tx().autocommit) return this.freshAtBegin;
+    if (!this.tx().autocommit) {
+      // This transaction reads the views; the next one finds the tables up to date.
+      if (!this.freshAtBegin) this.snapshot.refreshSoon();
+      return this.freshAtBegin;
+    }
     try {
       await this.snapshot.ensureFresh();
       return this.snapshot.fresh;
@@ -70,8 +74,6 @@ export class CatalogMode implements TransactionObserver {
   /** A transaction began (BEGIN, or a multi-statement string's). */
   transactionBegan(): void {
     this.freshAtBegin = this.snapshot.fresh;
-    // The next transaction then finds the tables up to date.
-    if (!this.freshAtBegin) this.snapshot.refreshSoon();
   }
 
   /** The transaction ended: its DDL, committed or rolled back, is every connection's catalog now. */
