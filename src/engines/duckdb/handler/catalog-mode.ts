@@ -3,6 +3,9 @@ import type { Token } from '../../../sql/lexer.js';
 import { CatalogSnapshot, pointAtSnapshot, readsCatalog, type SnapshotConnection, type SnapshotEvents } from '../catalog/snapshot.js';
 import type { TransactionObserver, TransactionState } from './transaction.js';
 
+/** The first words of statements that read once, where they run: queries, and DML reading the catalog as it runs. */
+const READS = new Set(['select', 'with', 'values', 'table', '(', 'insert', 'update', 'delete']);
+
 /**
  * Whether one connection's statements may read the catalog's copy over the
  * snapshot tables (engines/duckdb/catalog/snapshot.ts) or must read the live
@@ -11,14 +14,12 @@ import type { TransactionObserver, TransactionState } from './transaction.js';
  * The tables hold what a connection without objects of its own sees. So a
  * connection reads them unless it made a temporary object, or runs DDL in a
  * transaction not yet committed. Outside a transaction a statement first
- * brings the tables up to date. Inside one, it reads them only if they were
+ * brings the tables up to date (or reads the views while the schema is still
+ * changing: see CatalogSnapshot). Inside one, it reads them only if they were
  * up to date when the transaction began: DuckDB gives a transaction the
  * tables as they were when it first touched them, and a refresh after that
  * is not seen.
  */
-/** The first words of statements that read once, where they run: queries, and DML reading the catalog as it runs. */
-const READS = new Set(['select', 'with', 'values', 'table', '(', 'insert', 'update', 'delete']);
-
 export class CatalogMode implements TransactionObserver {
   private temporaryObjects = false;
   private ddlInTransaction = false;
