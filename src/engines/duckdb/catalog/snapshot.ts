@@ -1,3 +1,4 @@
+import type { Token } from '../../../sql/lexer.js';
 import { COMPAT_CATALOG, INFORMATION_SCHEMA, P } from './catalog-sql.js';
 
 /**
@@ -55,6 +56,7 @@ export const SNAPSHOT_RELATIONS: readonly string[] = SNAPSHOT_ORDER.map(([name])
 const dotted = (s: string): string => s.replaceAll('.', '\\.');
 const DEFINED = new RegExp(`^CREATE (VIEW|MACRO) (${dotted(P)}|${dotted(INFORMATION_SCHEMA)})\\.(\\w+)`);
 const NAME = new RegExp(`\\b${dotted(P)}\\.(\\w+)`, 'g');
+const INFORMATION_NAME = new RegExp(`\\b${dotted(INFORMATION_SCHEMA)}\\.`, 'g');
 
 /** The set-up statements with the copy after them, and the names (in P) that the copy redefines. */
 export interface SnapshotSetup {
@@ -112,11 +114,18 @@ export function snapshotSetup(statements: readonly string[]): SnapshotSetup {
   return { statements: [...statements, `CREATE SCHEMA ${SNAPSHOT_SCHEMA}`, `CREATE SCHEMA ${SNAPSHOT_INFORMATION}`, ...copy], readers };
 }
 
-/** SQL with the catalog's views and the macros that read them (`readers`) named in the copy instead. */
-export function pointAtSnapshot(sql: string, readers: ReadonlySet<string>): string {
+/**
+ * SQL with the catalog's views and the macros that read them (`readers`)
+ * named in the copy instead. Given the text's tokens, a name inside a string
+ * or a quoted identifier is left as it is (a client's text, where only the
+ * rewrite put the names).
+ */
+export function pointAtSnapshot(sql: string, readers: ReadonlySet<string>, tokens?: readonly Token[]): string {
+  const quoted = (tokens ?? []).filter((t) => t.kind === 'string' || t.kind === 'quoted');
+  const outside = (at: number): boolean => !quoted.some((t) => at >= t.start && at < t.end);
   return sql
-    .replace(NAME, (all, name: string) => (readers.has(name) ? `${SNAPSHOT_SCHEMA}.${name}` : all))
-    .replaceAll(`${INFORMATION_SCHEMA}.`, `${SNAPSHOT_INFORMATION}.`);
+    .replace(NAME, (all, name: string, at: number) => (readers.has(name) && outside(at) ? `${SNAPSHOT_SCHEMA}.${name}` : all))
+    .replace(INFORMATION_NAME, (all, at: number) => (outside(at) ? `${SNAPSHOT_INFORMATION}.` : all));
 }
 
 /** The statements that refresh every table, in one transaction: each definition reads the tables refreshed before it. */

@@ -44,8 +44,8 @@ export class CatalogMode implements TransactionObserver {
   }
 
   /** A catalog read as it runs over the snapshot tables, or null when they are not right for this connection now. */
-  async snapshotText(engineText: string): Promise<string | null> {
-    return (await this.usable()) ? pointAtSnapshot(engineText, this.readers) : null;
+  async snapshotText(engineText: string, tokens: readonly Token[]): Promise<string | null> {
+    return (await this.usable()) ? pointAtSnapshot(engineText, this.readers, tokens) : null;
   }
 
   /** Whether the snapshot tables show this connection what the live views would. */

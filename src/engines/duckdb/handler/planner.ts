@@ -604,7 +604,7 @@ export class Planner {
       // DuckDB folds a literal query text's vector into the plan as it prepares it.
       if (search.searches) await this.ctx.services.search.vectors.prepare(search.literals);
       const { catalog } = this.ctx;
-      const snapshotText = catalog.reads(text, statement.tokens) ? await catalog.snapshotText(text) : null;
+      const snapshotText = catalog.reads(text, statement.tokens) ? await catalog.snapshotText(text, statement.tokens) : null;
       const prepareLive = (): Promise<EngineStatement> => this.ctx.calls.run(() => engine.prepare(text, paramTypes, parsed));
       engineStatement =
         snapshotText === null
