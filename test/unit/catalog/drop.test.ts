@@ -1,8 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { loadModule } from 'libpg-query';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { translateDrop } from '../../../src/engines/duckdb/catalog/drop.js';
 import { ParsedStatement } from '../../../src/sql/parsed.js';
 
 const drop = (sql: string) => translateDrop(new ParsedStatement(sql));
+
+beforeAll(async () => {
+  await loadModule();
+});
 
 describe('DROP of several objects, or of one in public', () => {
   it('becomes one DROP per object, with IF EXISTS and CASCADE kept and public named main', () => {
