@@ -154,6 +154,11 @@ describe('catalog reads after changes to the schema', () => {
       expect(snapshot.rows.length, sql).toBeGreaterThan(0);
       expect(snapshot.rows, sql).toEqual(fromLive.rows);
     }
+    // An error is the client's, at its place in the client's text.
+    const sql = 'SELECT relname FROM pg_class WHERE nosuch = 1';
+    const err = (await other.query(sql).catch((e: unknown) => e)) as pg.DatabaseError;
+    expect(err.code).toBe('42703');
+    expect(Number(err.position)).toBe(sql.indexOf('nosuch') + 1);
     await live.end();
     await ctx.client.query('DROP TABLE snap_e');
     await ctx.client.query('DROP TABLE snap_d');

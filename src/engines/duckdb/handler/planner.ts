@@ -606,10 +606,16 @@ export class Planner {
       const { catalog } = this.ctx;
       const snapshotText = catalog.reads(text, statement.tokens) ? await catalog.snapshotText(text, statement.tokens) : null;
       const prepareLive = (): Promise<EngineStatement> => this.ctx.calls.run(() => engine.prepare(text, paramTypes, parsed));
+      // A statement the copy cannot prepare is prepared over the views, whose error (and its position) is the client's.
       engineStatement =
         snapshotText === null
           ? await prepareLive()
-          : new CatalogStatement(await this.ctx.calls.run(() => engine.prepare(snapshotText, paramTypes, parsed)), catalog, prepareLive);
+          : await this.ctx.calls
+              .run(() => engine.prepare(snapshotText, paramTypes, parsed))
+              .then(
+                (prepared) => new CatalogStatement(prepared, catalog, prepareLive),
+                () => prepareLive(),
+              );
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
