@@ -223,6 +223,9 @@ const AGREE: readonly string[] = [
   'SELECT x FROM jsonb_array_elements_text(\'[{"b":1,"a":2}, "s", null, 3]\'::jsonb) AS x',
   'SELECT value::text FROM jsonb_array_elements(\'[{"b":1,"a":2}, [3, {"y":1,"x":2}]]\'::jsonb)',
   'SELECT * FROM json_each_text(\'{"bb":1,"a":2}\')',
+  // DISTINCT ON without ORDER BY comes back in its keys' order, as PostgreSQL's sort gives it.
+  'SELECT DISTINCT ON (customer) customer, id, amount FROM orders',
+  'SELECT DISTINCT ON (paid, customer) paid, customer FROM orders WHERE customer IS NOT NULL',
   // Extensions whose functions cotwire has: uuid-ossp's, as TypeORM creates it for its uuid columns.
   'CREATE EXTENSION IF NOT EXISTS "uuid-ossp"',
   "SELECT extname::text AS name, extversion || '' AS version FROM pg_extension WHERE extname = 'uuid-ossp'",

@@ -166,6 +166,13 @@ describe('renamed functions and vector columns', () => {
     );
   });
 
+  it('orders a DISTINCT ON query by its keys, as PostgreSQL returns it, when it names no order of its own', () => {
+    expect(rw('SELECT DISTINCT ON (a, b) a, b, c FROM t WHERE c > 0;')).toBe('SELECT DISTINCT ON (a, b) a, b, c FROM t WHERE c > 0 ORDER BY a, b;');
+    expect(rw('SELECT DISTINCT ON (a) a, b FROM t ORDER BY a, b DESC')).toBe('SELECT DISTINCT ON (a) a, b FROM t ORDER BY a, b DESC');
+    expect(rw('SELECT DISTINCT ON (a) a FROM t LIMIT 3')).toBe('SELECT DISTINCT ON (a) a FROM t LIMIT 3');
+    expect(rw('SELECT DISTINCT a FROM t')).toBe('SELECT DISTINCT a FROM t');
+  });
+
   it('calls DuckDB’s name for PostgreSQL’s JSON builders', () => {
     expect(rw("SELECT json_build_object('a', 1), pg_catalog.jsonb_agg(x) FROM t")).toBe(
       `SELECT json_object('a', 1), nullif(to_json(list(${P}.cot_json_value(x, "x"))), 'null') FROM t`,

@@ -1,5 +1,6 @@
 import { quoteIdentifier, quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
+import type { Token } from '../../../../sql/lexer.js';
 import { type Node, type Walker, wordOf } from './walker.js';
 
 /**
@@ -86,4 +87,28 @@ export function overriding(w: Walker, insert: Node): void {
   if (insert.override !== 'OVERRIDING_SYSTEM_VALUE') return;
   const i = w.tokens.findIndex((t, k) => wordOf(t) === 'overriding' && wordOf(w.tokens[k + 1]) === 'system' && wordOf(w.tokens[k + 2]) === 'value');
   if (i >= 0) w.replaceTokens(i, i + 3, '');
+}
+
+/**
+ * `SELECT DISTINCT ON (a, b) ...` without ORDER BY: PostgreSQL sorts by the
+ * DISTINCT ON expressions to find each group's first row, and returns the
+ * rows in that order; clients rely on it (drizzle-kit reads an index's
+ * columns so, one row per column). DuckDB's DISTINCT ON hashes, and returns
+ * them in any order: the outermost query gets the ORDER BY PostgreSQL's
+ * plan implies. Only a query that ends there (no LIMIT, OFFSET, locking or
+ * set operation) is given one.
+ */
+export function distinctOnOrder(w: Walker, select: Node): void {
+  const distinct = select.distinctClause as Node[] | undefined;
+  if (!Array.isArray(distinct) || distinct.length === 0 || distinct.some((d) => Object.keys(d).length === 0)) return;
+  if (select.sortClause !== undefined || select.limitCount !== undefined || select.limitOffset !== undefined || select.lockingClause !== undefined) return;
+  if (w.tokens.some((t) => ['union', 'intersect', 'except'].includes(wordOf(t) ?? ''))) return;
+  const at = w.tokens.findIndex((t, i) => wordOf(t) === 'distinct' && wordOf(w.tokens[i + 1]) === 'on' && w.tokens[i + 2]?.text === '(');
+  const close = at < 0 ? null : w.closing(at + 2);
+  if (close === null || w.tokens[0] === undefined || wordOf(w.tokens[0]) !== 'select') return;
+  const open = w.tokens[at + 2] as Token;
+  const keys = w.text.slice(open.end, (w.tokens[close] as Token).start);
+  let last = w.tokens.length - 1;
+  while (last > 0 && w.tokens[last]?.kind === 'semicolon') last--;
+  w.insertAfter(last, ` ORDER BY ${keys}`);
 }

@@ -8,7 +8,7 @@ import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } fro
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, intervalCast, spacedComparison, timestampCast, updateValues } from './literals.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
 import { anyList, arraySubscript, collate, likePattern, operatorSpelling } from './operators.js';
-import { emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
+import { distinctOnOrder, emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
 import { aggregateResult, datePartCall, division, integerCall, minus, widenedBranches } from './result-types.js';
 import { fromFunction, jsonSetFunction, setReturningTargets } from './set-functions.js';
 import { typeName, untypedLiteralType } from './types.js';
@@ -22,7 +22,7 @@ import type { Rules } from './walker.js';
  * minus and division before OPERATOR(...)'s spelling).
  */
 export const RULES: Rules = {
-  results: [vectorResults],
+  results: [vectorResults, distinctOnOrder],
   relations: [catalogRelation],
   typeNames: [typeName],
   nodes: {

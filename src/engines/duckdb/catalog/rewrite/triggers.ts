@@ -123,6 +123,8 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     if (t.kind === 'number' && readAsDouble(t.text)) return true;
     if (t.text === '||' && arrays()) return true;
     const w = wordOf(t);
+    // DISTINCT ON without ORDER BY (rewrite/queries.ts).
+    if (w === 'distinct' && wordOf(tokens[i + 1]) === 'on') return true;
     if (w !== null && TRIGGER_WORDS.has(w)) return true;
   }
   return false;
