@@ -108,6 +108,8 @@ export function distinctOnOrder(w: Walker, select: Node): void {
   if (close === null || w.tokens[0] === undefined || wordOf(w.tokens[0]) !== 'select') return;
   const open = w.tokens[at + 2] as Token;
   const keys = w.text.slice(open.end, (w.tokens[close] as Token).start);
+  // Column names only: an expression there may be rewritten itself, and the copy after ORDER BY would not be.
+  if (!/^[\s\w".,$]+$/.test(keys)) return;
   let last = w.tokens.length - 1;
   while (last > 0 && w.tokens[last]?.kind === 'semicolon') last--;
   w.insertAfter(last, ` ORDER BY ${keys}`);
