@@ -48,6 +48,8 @@ const CHANGES: ReadonlyArray<readonly [string, string]> = [
   ['truncate', 'TRUNCATE _cot_steps'],
   ['drop', 'DROP TABLE _cot_guarded'],
   ['drop if exists', 'DROP TABLE IF EXISTS _cot_steps'],
+  ['drop beside an ordinary table', 'DROP TABLE notes, _cot_steps'],
+  ['drop in public', 'DROP TABLE public._cot_guarded'],
   ['alter: add a column', 'ALTER TABLE _cot_steps ADD COLUMN x INTEGER'],
   ['alter: drop a column', 'ALTER TABLE _cot_guarded DROP COLUMN note'],
   ['alter: rename', 'ALTER TABLE _cot_guarded RENAME TO old_guarded'],
