@@ -166,7 +166,7 @@ export interface SnapshotConnection {
  * change to the schema moves on, and the generation the tables hold.
  */
 export class CatalogSnapshot {
-  private generation = 0;
+  private changes = 0;
   private built = -1;
   private building: Promise<void> | null = null;
   private connection: Promise<SnapshotConnection> | null = null;
@@ -185,7 +185,7 @@ export class CatalogSnapshot {
 
   /** The schema changed (or may have): the tables are stale until the next refresh. */
   changed(): void {
-    this.generation++;
+    this.changes++;
     this.lastChange = performance.now();
   }
 
@@ -200,9 +200,14 @@ export class CatalogSnapshot {
     return performance.now() - this.lastChange < QUIET_MS;
   }
 
+  /** Moved on by every change to the schema: what was read of the catalog before it may be stale. */
+  get generation(): number {
+    return this.changes;
+  }
+
   /** Whether the tables hold the catalog as it is now. */
   get fresh(): boolean {
-    return this.built === this.generation;
+    return this.built === this.changes;
   }
 
   /**
@@ -238,7 +243,7 @@ export class CatalogSnapshot {
   }
 
   private async refresh(): Promise<void> {
-    const generation = this.generation;
+    const generation = this.changes;
     const started = performance.now();
     this.connection ??= this.connect();
     let conn: SnapshotConnection;

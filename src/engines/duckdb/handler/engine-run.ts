@@ -6,7 +6,7 @@ import type { HandlerContext } from './context.js';
 import { dropOrphanedSequences, executeColumnAlter, executeConstraintAdd, executeDropEach, executeSerialCreate } from './table-create.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
-import { catalogChanged, declaredCells } from './result-sources.js';
+import { declaredCells } from './result-sources.js';
 
 /** The bound values of cot_search()'s query-text parameters (text and binary text are both UTF-8). */
 function searchTexts(portal: ConnectionPortal, params: readonly number[]): string[] {
@@ -73,7 +73,6 @@ export class EngineRun {
         });
       }
       if (outcome.done === true && DDL_KINDS.has(plan.statement.kind)) {
-        catalogChanged();
         ctx.catalog.ddlRan(plan.tokens);
       }
       return outcome;

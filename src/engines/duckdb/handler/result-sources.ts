@@ -143,16 +143,8 @@ const ENGINE_OID: ReadonlyMap<number, number> = new Map([
 
 type Resolved = readonly Source[] | null;
 
-/** Bumped by DDL on any connection: tables, columns and declared types may have changed. */
-let catalogEpoch = 0;
-
-/** Each connection's statements' sources, by text, with the epoch they were read in (a temporary table is the connection's own). */
+/** Each connection's statements' sources, by text, with the catalog's generation they were read in (a temporary table is the connection's own). */
 const caches = new WeakMap<HandlerContext, Map<string, { readonly epoch: number; readonly resolved: Resolved }>>();
-
-/** Called when DDL has run: what was read of the catalog is read again. */
-export function catalogChanged(): void {
-  catalogEpoch++;
-}
 
 /** A relation the rewriter points at the catalog's views (rewrite/catalog-refs.ts). */
 function isCatalogRelation(t: FromTable): boolean {
@@ -171,6 +163,8 @@ export async function describeSources(ctx: HandlerContext, client: ParsedStateme
     cache = new Map();
     caches.set(ctx, cache);
   }
+  // The snapshot's generation moves with every change to the schema, on any connection.
+  const catalogEpoch = ctx.services.catalogSnapshot.generation;
   let resolved = cache.get(clientText)?.epoch === catalogEpoch ? (cache.get(clientText)?.resolved ?? null) : undefined;
   if (resolved === undefined) {
     const epoch = catalogEpoch;
