@@ -53,6 +53,8 @@ export const SqlState = {
   InvalidSchemaName: '3F000',
   InvalidCatalogName: '3D000',
   DatatypeMismatch: '42804',
+  InvalidForeignKey: '42830',
+  DependentObjectsStillExist: '2BP01',
   AmbiguousColumn: '42702',
   AmbiguousFunction: '42725',
   InvalidCursorName: '34000',

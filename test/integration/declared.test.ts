@@ -126,10 +126,12 @@ describe('declared types and constraint names', () => {
       // The checks that stand for lengths are the types, not constraints.
       expect((await c.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'people'::regclass AND contype = 'c'")).rows).toEqual([{ n: 0 }]);
       expect((await c.query('SELECT count(*)::int AS n FROM people')).rows).toEqual([{ n: 4 }]);
-      // A table other tables reference cannot be rebuilt: the column is added without the check.
+      // A table other tables reference is rebuilt too (cotwire keeps the key), and the added column is checked.
       await c.query('CREATE TABLE visits (id integer, person integer REFERENCES people (id))');
+      await c.query('INSERT INTO visits VALUES (1, 1)');
       await c.query('ALTER TABLE people ADD COLUMN tag varchar(2)');
-      await c.query("INSERT INTO people (id, tag) VALUES (6, 'abc')");
+      await expect(c.query("INSERT INTO people (id, tag) VALUES (6, 'abc')")).rejects.toMatchObject({ code: '22001' });
+      await expect(c.query('DELETE FROM people WHERE id = 1')).rejects.toMatchObject({ code: '23503' });
       expect((await columns(c, 'people')).map((r) => r.f)).toEqual(['integer', 'text', 'text', 'character varying(3)', 'character varying(2)']);
     });
   });

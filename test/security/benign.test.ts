@@ -45,7 +45,7 @@ const CHAIN = new Set(['step_index', 'prev_hash', 'current_hash', 'created_at', 
  */
 async function dataState(q: (sql: string) => Promise<unknown[][]>): Promise<string> {
   const tables = await q(
-    "SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name NOT IN ('_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention', '_cot_log_events') AND NOT temporary AND database_name <> 'cotwire_pg' ORDER BY ALL",
+    "SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name NOT IN ('_cot_security_events', '_cot_checkpoints', '_cot_embeddings', '_cot_redactions', '_cot_retention', '_cot_log_events') AND NOT temporary AND database_name <> 'cotwire_pg' AND schema_name <> '_cot_catalog' ORDER BY ALL",
   );
   const parts: unknown[] = [tables];
   for (const [schema, table] of tables as Array<[string, string]>) {

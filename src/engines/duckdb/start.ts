@@ -1,3 +1,4 @@
+import { ForeignKeyRegistry } from './handler/key-registry.js';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
@@ -98,6 +99,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
     for (const sql of declared.loadSql()) await internal.run(sql);
     await declared.loaded(internal);
+    const foreignKeys = await ForeignKeyRegistry.open(internal);
     await engine.registerFunction(advisoryLocks.engineFunction());
     await engine.registerFunction(backends.engineFunction());
     const auditor = await openAudit(engine, ledgers, ledgerLog, observer, log, stack);
@@ -115,6 +117,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       advisoryLocks,
       backends,
       declared,
+      foreignKeys,
       auditor,
       sessionCache,
       search,

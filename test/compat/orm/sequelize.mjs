@@ -98,6 +98,15 @@ export async function flow(conn, step, cotwire) {
       return Customer.count();
     });
     await step('destroy', () => Order.destroy({ where: { id: 3 } }));
+    // A referenced row: updated, saved, then destroyed with its orders (Sequelize's keys cascade), and its table altered.
+    await step('update parent', () => Customer.update({ name: 'Alicia' }, { where: { id: 1 } }).then(([n]) => n));
+    await step('save parent', async () => {
+      const c = await Customer.findByPk(1);
+      c.active = false;
+      return (await c.save()).get({ plain: true }).active;
+    });
+    await step('sync alter', () => sequelize.sync({ alter: true }).then(() => 'ok'));
+    await step('destroy parent', async () => [await Customer.destroy({ where: { id: 1 } }), await Order.count()]);
     if (cotwire) {
       const Step = sequelize.define(
         'Step',

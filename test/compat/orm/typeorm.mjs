@@ -23,7 +23,9 @@ const Order = new EntitySchema({
     paid: { type: 'boolean', default: false },
     version: { type: 'int', version: true },
   },
-  relations: { customer: { type: 'many-to-one', target: 'Customer', joinColumn: { name: 'customer_id' }, inverseSide: 'orders', nullable: false } },
+  relations: {
+    customer: { type: 'many-to-one', target: 'Customer', joinColumn: { name: 'customer_id' }, inverseSide: 'orders', nullable: false, onDelete: 'CASCADE' },
+  },
   indices: [{ name: 'orders_paid_idx', columns: ['paid'] }],
 });
 // A generated uuid key: TypeORM creates the uuid-ossp extension and makes the column's default uuid_generate_v4().
@@ -136,6 +138,13 @@ export async function flow(conn, step, cotwire) {
       return customers.count();
     });
     await step('delete', () => orders.delete({ id: 3 }).then((r) => r.affected));
+    // A referenced row: saved with its relation loaded, then deleted with its orders (ON DELETE CASCADE).
+    await step('save parent', async () => {
+      const c = await customers.findOne({ where: { id: 1 }, relations: { orders: true } });
+      c.name = 'Alicia';
+      return (await customers.save(c)).name;
+    });
+    await step('delete parent', async () => [(await customers.delete({ id: 1 })).affected, await orders.count()]);
     await step('uuid-ossp created', async () => (await ds.query("SELECT extname FROM pg_extension WHERE extname = 'uuid-ossp'")).map((r) => r.extname));
     await step('uuid column', async () => {
       const qr = ds.createQueryRunner();

@@ -1,4 +1,5 @@
-import { quoteIdentifier } from '../../../sql/identifiers.js';
+import { identifierText, quoteIdentifier } from '../../../sql/identifiers.js';
+import { lexStatement, type Token } from '../../../sql/lexer.js';
 import type { ParsedStatement } from '../../../sql/parsed.js';
 import { strings } from '../../../sql/pg-tree.js';
 
@@ -75,6 +76,57 @@ export interface ColumnAlter {
    * must gain and which blocks a change of the column's type.
    */
   readonly lengths: ReadonlyArray<{ readonly column: string; readonly length: number | null; readonly padded: boolean; readonly added: boolean }>;
+  /**
+   * When the statement only changes column types (no USING): each column's
+   * new type, as the engine spells it. DuckDB will not change the type of a
+   * key's column, so such a table is made again with the new types instead.
+   */
+  readonly retyped: ReadonlyArray<{ readonly column: string; readonly type: string }> | null;
+  /** Whether it changes an existing column (DROP, TYPE, NOT NULL, DEFAULT, RENAME), which an index on the table blocks. */
+  readonly changesColumns: boolean;
+}
+
+/** The words that end a column's type in a CREATE TABLE as DuckDB prints it. */
+const AFTER_TYPE = new Set(['not', 'null', 'default', 'primary', 'unique', 'check', 'references', 'collate', 'generated', 'constraint', 'using', 'as']);
+
+/** The tokens of a type that starts at `from`: up to a constraint's word, or a comma or parenthesis that closes its list. */
+function typeEnd(tokens: readonly Token[], from: number): number {
+  let depth = 0;
+  let i = from;
+  for (; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.text === '(' || t.text === '[') depth++;
+    else if (t.text === ')' || t.text === ']') {
+      if (depth === 0) break;
+      depth--;
+    } else if (depth === 0 && (t.text === ',' || t.kind === 'semicolon' || (t.kind === 'word' && AFTER_TYPE.has(t.text.toLowerCase())))) break;
+  }
+  return i;
+}
+
+/** A table's CREATE TABLE (duckdb_tables().sql) with columns' types changed; null when a column is not found. */
+export function retypedDefinition(createSql: string, retyped: ReadonlyArray<{ readonly column: string; readonly type: string }>): string | null {
+  const { tokens } = lexStatement(createSql);
+  const open = tokens.findIndex((t) => t.text === '(');
+  const edits: Array<{ start: number; end: number; type: string }> = [];
+  for (const { column, type } of retyped) {
+    let depth = 0;
+    let found = -1;
+    for (let i = open; i < tokens.length && found < 0; i++) {
+      const t = tokens[i] as Token;
+      if (t.text === '(') depth++;
+      else if (t.text === ')') depth--;
+      const startsElement = depth === 1 && (tokens[i - 1]?.text === ',' || i - 1 === open);
+      if (startsElement && identifierText(tokens, i)?.toLowerCase() === column.toLowerCase()) found = i;
+    }
+    const first = tokens[found + 1];
+    if (found < 0 || first === undefined) return null;
+    const last = tokens[typeEnd(tokens, found + 1) - 1];
+    if (last === undefined) return null;
+    edits.push({ start: first.start, end: last.end, type });
+  }
+  edits.sort((a, b) => b.start - a.start);
+  return edits.reduce((sql, e) => `${sql.slice(0, e.start)}${e.type}${sql.slice(e.end)}`, createSql);
 }
 
 /** n of a varchar(n) or char(n) type name, and whether it is char(n); null for any other type. */
@@ -113,7 +165,10 @@ export function withoutLengthChecks(createSql: string, columns: readonly string[
   return columns.reduce((sql, c) => sql.replace(lengthChecks(c), ''), createSql);
 }
 
-/** DROP COLUMN, ALTER COLUMN ... TYPE and RENAME COLUMN: the statements an index on the column blocks in DuckDB. */
+/** The column changes DuckDB refuses on a table with an index (Sequelize's sync({ alter: true }) makes each of them). */
+const INDEX_BLOCKED = new Set(['AT_DropColumn', 'AT_AlterColumnType', 'AT_DropNotNull', 'AT_SetNotNull', 'AT_ColumnDefault']);
+
+/** DROP COLUMN, ALTER COLUMN ... TYPE, [SET|DROP] NOT NULL and DEFAULT, and RENAME COLUMN: the statements an index blocks in DuckDB. */
 export function translateColumnAlter(statement: ParsedStatement): ColumnAlter | null {
   const { text, tokens } = statement;
   if (tokens[0]?.text.toLowerCase() !== 'alter' || tokens[1]?.text.toLowerCase() !== 'table') return null;
@@ -125,10 +180,19 @@ export function translateColumnAlter(statement: ParsedStatement): ColumnAlter | 
   const schema = typeof relation.schemaname === 'string' ? relation.schemaname : null;
   if (rename !== undefined) {
     if (rename.renameType !== 'OBJECT_COLUMN' || typeof rename.subname !== 'string' || typeof rename.newname !== 'string') return null;
-    return { sql: text, schema, table: relation.relname, dropped: [], renamed: { from: rename.subname, to: rename.newname }, lengths: [] };
+    return {
+      sql: text,
+      schema,
+      table: relation.relname,
+      dropped: [],
+      renamed: { from: rename.subname, to: rename.newname },
+      lengths: [],
+      retyped: null,
+      changesColumns: true,
+    };
   }
   const cmds = ((alter?.cmds as Node[] | undefined) ?? []).map((c) => c.AlterTableCmd as Node | undefined);
-  const touching = cmds.filter((c) => c?.subtype === 'AT_DropColumn' || c?.subtype === 'AT_AlterColumnType');
+  const touching = cmds.filter((c) => INDEX_BLOCKED.has(String(c?.subtype)));
   const lengths = cmds.flatMap((c) => {
     const def = (c?.def as Node | undefined)?.ColumnDef as Node | undefined;
     const added = c?.subtype === 'AT_AddColumn';
@@ -139,7 +203,26 @@ export function translateColumnAlter(statement: ParsedStatement): ColumnAlter | 
   });
   if (alter?.objtype !== 'OBJECT_TABLE' || (touching.length === 0 && lengths.length === 0)) return null;
   const dropped = cmds.filter((c) => c?.subtype === 'AT_DropColumn').map((c) => String(c?.name));
-  return { sql: text, schema, table: relation.relname, dropped, renamed: null, lengths };
+  const retyped = cmds.every(
+    (c) => c?.subtype === 'AT_AlterColumnType' && ((c.def as Node | undefined)?.ColumnDef as Node | undefined)?.raw_default === undefined,
+  )
+    ? cmds.flatMap((c) => {
+        const typeName = ((c?.def as Node | undefined)?.ColumnDef as Node | undefined)?.typeName as Node | undefined;
+        const at = tokens.findIndex((t) => t.start === typeName?.location);
+        const last = tokens[typeEnd(tokens, at) - 1];
+        return at < 0 || last === undefined ? [] : [{ column: String(c?.name), type: text.slice((tokens[at] as Token).start, last.end) }];
+      })
+    : null;
+  return {
+    sql: text,
+    schema,
+    table: relation.relname,
+    dropped,
+    renamed: null,
+    lengths,
+    retyped: retyped?.length === cmds.length ? retyped : null,
+    changesColumns: touching.length > 0,
+  };
 }
 
 /** The column list of an index's CREATE INDEX (as duckdb_indexes().sql prints it). */

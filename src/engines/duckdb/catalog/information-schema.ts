@@ -1,5 +1,9 @@
 import { empty, INFORMATION_SCHEMA, P } from './catalog-sql.js';
 
+/** A foreign key's action as information_schema spells it. */
+const rule = (column: string): string =>
+  `CASE coalesce(${column}, 'a') WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END`;
+
 /** The information_schema views cotwire presents. */
 export const INFORMATION_RELATIONS: ReadonlySet<string> = new Set([
   'schemata',
@@ -89,7 +93,7 @@ export function informationViews(): string[] {
        SELECT ${db} AS constraint_catalog, n.nspname AS constraint_schema, k.conname AS constraint_name,
          ${db} AS unique_constraint_catalog, n.nspname AS unique_constraint_schema,
          (SELECT first(p.conname) FROM ${P}.cot_constraints p WHERE p.conrelid = k.confrelid AND p.contype IN ('p', 'u')) AS unique_constraint_name,
-         'NONE' AS match_option, 'NO ACTION' AS update_rule, 'NO ACTION' AS delete_rule
+         'NONE' AS match_option, ${rule('k.on_update')} AS update_rule, ${rule('k.on_delete')} AS delete_rule
        FROM ${P}.cot_constraints k JOIN ${P}.pg_namespace n ON n.oid = k.connamespace WHERE k.contype = 'f'`,
     `CREATE VIEW ${I}.constraint_column_usage AS
        SELECT ${db} AS table_catalog, n.nspname AS table_schema, coalesce(k.referenced_table, c.relname) AS table_name, u.column_name,

@@ -2,6 +2,7 @@ import { viewDefinitionSql } from './view-definition.js';
 import { PG_CHAR_VALUES } from '../../../protocol/type-oids.js';
 import { COMPAT_CATALOG, empty, HIDDEN_DB, INFORMATION_SCHEMA, OID, P, PG_SCHEMA, q, SETTINGS, values } from './catalog-sql.js';
 import { AVAILABLE_EXTENSIONS, DECLARED_COLUMNS, DECLARED_CONSTRAINTS, DECLARED_EXTENSIONS, DECLARED_SETUP } from './declared.js';
+import { KEYS_MIRROR, KEYS_MIRROR_SETUP, KEYS_SCHEMA } from './foreign-keys.js';
 import { informationViews } from './information-schema.js';
 import { createMacro, MACROS, readsViews } from './pg-functions.js';
 import { ARRAY_OIDS, BTREE_OPCLASSES, BTREE_OPFAMILIES, DUCKDB_TYPE_OIDS, PG_TYPES, pgTypeLength } from './pg-types.js';
@@ -119,6 +120,10 @@ const KEYWORD_CATEGORIES = {
   R: 'reserved',
 } as const;
 
+/** A foreign key's action, as pg_get_constraintdef prints it after the key (nothing for NO ACTION). */
+const keyAction = (column: string, on: string): string =>
+  `CASE coalesce(${column}, 'a') WHEN 'r' THEN ' ON ${on} RESTRICT' WHEN 'c' THEN ' ON ${on} CASCADE' WHEN 'n' THEN ' ON ${on} SET NULL' WHEN 'd' THEN ' ON ${on} SET DEFAULT' ELSE '' END`;
+
 /**
  * DuckDB's constraints with their names as cot_conname gives them, the declared names joined once
  * (the macro's subquery, run per constraint, cost a scan of the declarations per constraint).
@@ -136,14 +141,26 @@ function namedKeys(): string {
            ON dn.sch = lower(k.schema_name) AND dn.tbl = lower(k.table_name)
              AND dn.columns = lower(array_to_string(CASE WHEN k.constraint_type = 'CHECK' THEN list_sort(list_transform(k.constraint_column_names, cot_c -> lower(cot_c))) ELSE k.constraint_column_names END, ','))
              AND dn.contype = CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END
-       WHERE k.database_name NOT IN ${HIDDEN_DB}`;
+       WHERE k.database_name NOT IN ${HIDDEN_DB} AND k.schema_name <> ${q(KEYS_SCHEMA)}
+       UNION ALL BY NAME
+       -- The foreign keys the server keeps (foreign-keys.ts), shaped as DuckDB's, with their actions.
+       SELECT t.database_name, t.database_oid, t.schema_name, t.schema_oid, t.table_name, t.table_oid,
+         CAST(500 + f.ordinal AS BIGINT) AS constraint_index, 'FOREIGN KEY' AS constraint_type,
+         CAST(NULL AS VARCHAR) AS constraint_text, CAST(NULL AS VARCHAR) AS expression,
+         list_transform(f.columns, cot_x -> CAST(list_position(tc.names, lower(cot_x)) - 1 AS BIGINT)) AS constraint_column_indexes,
+         f.columns AS constraint_column_names, f.name AS constraint_name, f.ref_table AS referenced_table,
+         f.ref_columns AS referenced_column_names, f.name AS conname, f.on_update, f.on_delete
+       FROM ${KEYS_MIRROR} f
+         JOIN duckdb_tables() t ON t.database_name = f.database_name AND lower(t.schema_name) = lower(f.schema_name) AND lower(t.table_name) = lower(f.table_name)
+         LEFT JOIN (SELECT c.table_oid, list(lower(c.column_name) ORDER BY c.column_index) AS names FROM duckdb_columns() c GROUP BY c.table_oid) tc
+           ON tc.table_oid = t.table_oid`;
 }
 
 /** Views, with their query as PostgreSQL prints it (pg_views, pg_get_viewdef): read once per view, not per call. */
 function views(): string {
   return `CREATE VIEW ${P}.cot_views AS
        SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, ${viewDefinitionSql('v.sql')} AS definition
-       FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}`;
+       FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB} AND v.schema_name <> ${q(KEYS_SCHEMA)}`;
 }
 
 /** Rows that only change with cotwire: extensions, keywords, operator classes. */
@@ -214,7 +231,7 @@ function internals(): string[] {
        FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
          LEFT JOIN ${DECLARED_COLUMNS} d ON c.database_name <> 'temp' AND lower(d.schema_name) = lower(c.schema_name)
            AND lower(d.table_name) = lower(c.table_name) AND lower(d.column_name) = lower(c.column_name)
-       WHERE c.database_name NOT IN ${HIDDEN_DB}`,
+       WHERE c.database_name NOT IN ${HIDDEN_DB} AND c.schema_name <> ${q(KEYS_SCHEMA)}`,
     // Schemas: DuckDB's main is PostgreSQL's public; temporary objects live in pg_temp.
     `CREATE VIEW ${P}.cot_namespaces AS
        SELECT database_name, schema_name,
@@ -222,7 +239,7 @@ function internals(): string[] {
          CASE WHEN database_name = 'temp' THEN 'pg_temp_3' WHEN schema_name = 'main' THEN 'public' ELSE schema_name END AS nspname,
          comment
        FROM duckdb_schemas()
-       WHERE database_name NOT IN ${HIDDEN_DB} AND schema_name NOT IN ('pg_catalog', 'information_schema')
+       WHERE database_name NOT IN ${HIDDEN_DB} AND schema_name NOT IN ('pg_catalog', 'information_schema', ${q(KEYS_SCHEMA)})
          -- PostgreSQL creates a connection's pg_temp schema with its first temporary object.
          AND (database_name <> 'temp' OR EXISTS (SELECT 1 FROM duckdb_tables() WHERE database_name = 'temp')
               OR EXISTS (SELECT 1 FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal))`,
@@ -242,7 +259,7 @@ function internals(): string[] {
     `CREATE VIEW ${P}.cot_indexes AS
        WITH ix AS (
          SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS exprs FROM duckdb_indexes() i
-         WHERE i.database_name NOT IN ${HIDDEN_DB}),
+         WHERE i.database_name NOT IN ${HIDDEN_DB} AND i.schema_name <> ${q(KEYS_SCHEMA)}),
        cols AS (
          SELECT e.index_oid, list(coalesce(c.column_index, 0) ORDER BY e.pos) AS indkey
          FROM (SELECT ix.index_oid, ix.table_oid, unnest(ix.exprs) AS expr, generate_subscripts(ix.exprs, 1) AS pos FROM ix) e
@@ -286,7 +303,9 @@ function internals(): string[] {
            WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(k.constraint_column_names, ', ') || ')'
            WHEN 'CHECK' THEN 'CHECK (' || k.expression || ')'
            ELSE 'FOREIGN KEY (' || array_to_string(k.constraint_column_names, ', ') || ') REFERENCES '
-             || k.referenced_table || '(' || array_to_string(k.referenced_column_names, ', ') || ')' END AS condef
+             || k.referenced_table || '(' || array_to_string(k.referenced_column_names, ', ') || ')'
+             || ${keyAction('k.on_update', 'UPDATE')} || ${keyAction('k.on_delete', 'DELETE')} END AS condef,
+         k.on_update, k.on_delete
        FROM ${P}.cot_keys k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
          LEFT JOIN tabs rt ON k.constraint_type = 'FOREIGN KEY' AND rt.database_name = k.database_name AND rt.schema_name = k.schema_name
            AND rt.table_name = k.referenced_table
@@ -401,13 +420,13 @@ function catalogViews(): string[] {
            CAST(t.estimated_size AS REAL) AS reltuples, t.index_count > 0 OR t.has_primary_key AS relhasindex,
            t.temporary, t.column_count AS relnatts, coalesce(checks.n, 0) AS relchecks, tr.oid IS NOT NULL AS relhastriggers
          FROM duckdb_tables() t LEFT JOIN checks ON checks.conrelid = t.table_oid LEFT JOIN triggered tr ON tr.oid = t.table_oid
-         WHERE t.database_name NOT IN ${HIDDEN_DB}
+         WHERE t.database_name NOT IN ${HIDDEN_DB} AND t.schema_name <> ${q(KEYS_SCHEMA)}
          UNION ALL
          SELECT v.view_oid, v.view_name, v.database_name, v.schema_name, 'v', 0, 0, false, v.temporary, v.column_count, 0, false
-         FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}
+         FROM duckdb_views() v WHERE NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB} AND v.schema_name <> ${q(KEYS_SCHEMA)}
          UNION ALL
          SELECT s.sequence_oid, s.sequence_name, s.database_name, s.schema_name, 'S', 0, 0, false, s.temporary, 3, 0, false
-         FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB})
+         FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)})
        SELECT rel.oid, rel.relname, ns.oid AS relnamespace, CAST(0 AS BIGINT) AS reltype, CAST(0 AS BIGINT) AS reloftype,
          CAST(${OID.owner} AS BIGINT) AS relowner, CAST(rel.relam AS BIGINT) AS relam, rel.oid AS relfilenode, CAST(0 AS BIGINT) AS reltablespace,
          0 AS relpages, rel.reltuples, 0 AS relallvisible, CAST(0 AS BIGINT) AS reltoastrelid, rel.relhasindex, false AS relisshared,
@@ -437,7 +456,7 @@ function catalogViews(): string[] {
            UNION ALL SELECT i.index_oid, i.index_name, i.database_name, i.schema_name FROM duckdb_indexes() i
            UNION ALL SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.conname, k.database_name, k.schema_name
              FROM ${P}.cot_keys k WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')) rel
-       WHERE rel.database_name NOT IN ${HIDDEN_DB} AND rel.schema_name NOT IN ('pg_catalog', 'information_schema')
+       WHERE rel.database_name NOT IN ${HIDDEN_DB} AND rel.schema_name <> ${q(KEYS_SCHEMA)} AND rel.schema_name NOT IN ('pg_catalog', 'information_schema')
        UNION ALL SELECT r.oid, r.relname, 'pg_catalog' FROM ${P}.cot_catalog_relations r`,
     `CREATE VIEW ${P}.pg_attribute AS
        SELECT c.table_oid AS attrelid, c.column_name AS attname, c.type_oid AS atttypid,
@@ -463,7 +482,7 @@ function catalogViews(): string[] {
              OR (c.data_type = 'BOOLEAN' AND lower(c.column_default) IN ('''0''', '''f''', '''false''', '''n''', '''no''', '''off''')) THEN 'false'
            WHEN c.column_default LIKE 'nextval(''%'')' THEN regexp_replace(c.column_default, '^nextval\\(''(.*)''\\)$', 'nextval(''\\1''::regclass)')
            ELSE c.column_default END AS adbin
-       FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}`,
+       FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB} AND c.schema_name <> ${q(KEYS_SCHEMA)}`,
     `CREATE VIEW ${P}.pg_type AS
        SELECT t.oid, t.typname, CAST(${OID.pgCatalog} AS BIGINT) AS typnamespace, CAST(${OID.owner} AS BIGINT) AS typowner, t.typlen,
          t.typlen BETWEEN 1 AND 8 AS typbyval, t.typtype, t.typcategory, t.oid IN (16, 25, 701, 1184, 1186) AS typispreferred,
@@ -495,7 +514,8 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_constraint AS
        SELECT k.oid, k.conname, k.connamespace, k.contype, false AS condeferrable, false AS condeferred, true AS convalidated,
          k.conrelid, CAST(0 AS BIGINT) AS contypid, k.conindid, CAST(0 AS BIGINT) AS conparentid, k.confrelid,
-         CASE WHEN k.contype = 'f' THEN 'a' ELSE ' ' END AS confupdtype, CASE WHEN k.contype = 'f' THEN 'a' ELSE ' ' END AS confdeltype,
+         CASE WHEN k.contype = 'f' THEN coalesce(k.on_update, 'a') ELSE ' ' END AS confupdtype,
+         CASE WHEN k.contype = 'f' THEN coalesce(k.on_delete, 'a') ELSE ' ' END AS confdeltype,
          CASE WHEN k.contype = 'f' THEN 's' ELSE ' ' END AS confmatchtype, true AS conislocal, 0 AS coninhcount, true AS connoinherit,
          k.conkey,
          -- The referenced columns' numbers, in the referenced table's order (joined: a subquery per constraint scans the columns per constraint).
@@ -508,9 +528,9 @@ function catalogViews(): string[] {
                     FROM duckdb_columns() c GROUP BY c.table_oid) rc ON k.contype = 'f' AND rc.table_oid = k.confrelid`,
     `CREATE VIEW ${P}.pg_description AS
        SELECT t.table_oid AS objoid, CAST(1259 AS BIGINT) AS classoid, 0 AS objsubid, t.comment AS description
-       FROM duckdb_tables() t WHERE t.comment IS NOT NULL AND t.database_name NOT IN ${HIDDEN_DB}
-       UNION ALL SELECT v.view_oid, 1259, 0, v.comment FROM duckdb_views() v WHERE v.comment IS NOT NULL AND NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB}
-       UNION ALL SELECT c.table_oid, 1259, c.column_index, c.comment FROM duckdb_columns() c WHERE c.comment IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB}
+       FROM duckdb_tables() t WHERE t.comment IS NOT NULL AND t.database_name NOT IN ${HIDDEN_DB} AND t.schema_name <> ${q(KEYS_SCHEMA)}
+       UNION ALL SELECT v.view_oid, 1259, 0, v.comment FROM duckdb_views() v WHERE v.comment IS NOT NULL AND NOT v.internal AND v.database_name NOT IN ${HIDDEN_DB} AND v.schema_name <> ${q(KEYS_SCHEMA)}
+       UNION ALL SELECT c.table_oid, 1259, c.column_index, c.comment FROM duckdb_columns() c WHERE c.comment IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB} AND c.schema_name <> ${q(KEYS_SCHEMA)}
        UNION ALL SELECT ns.oid, 2615, 0, ns.comment FROM ${P}.cot_namespaces ns WHERE ns.comment IS NOT NULL AND ns.comment <> ''
        -- public's comment in a new PostgreSQL 15 database (pg_dump writes COMMENT ON SCHEMA public only when it differs).
        UNION ALL SELECT ns.oid, 2615, 0, 'standard public schema' FROM ${P}.cot_namespaces ns
@@ -593,14 +613,14 @@ function catalogViews(): string[] {
          c.table_oid AS refobjid, CAST(c.column_index AS INTEGER) AS refobjsubid, 'a' AS deptype
        FROM duckdb_sequences() s JOIN duckdb_columns() c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
          AND c.column_default IN ('nextval(''' || s.sequence_name || ''')', 'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')
-       WHERE s.comment LIKE 'owned by %' AND s.database_name NOT IN ${HIDDEN_DB}
+       WHERE s.comment LIKE 'owned by %' AND s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)}
        UNION ALL
        -- and the default depends on the sequence (the loop pg_dump breaks by writing the default apart).
        SELECT CAST(2604 AS BIGINT), CAST(1000000000 + c.table_oid * 1000 + c.column_index AS BIGINT), 0, CAST(1259 AS BIGINT),
          s.sequence_oid, 0, 'n'
        FROM duckdb_sequences() s JOIN duckdb_columns() c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
          AND c.column_default IN ('nextval(''' || s.sequence_name || ''')', 'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')
-       WHERE s.database_name NOT IN ${HIDDEN_DB}`,
+       WHERE s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)}`,
     `CREATE VIEW ${P}.pg_shdepend AS ${empty('dbid BIGINT, classid BIGINT, objid BIGINT, objsubid INTEGER, refclassid BIGINT, refobjid BIGINT, deptype VARCHAR')}`,
     `CREATE VIEW ${P}.pg_operator AS ${empty('oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprowner BIGINT, oprkind VARCHAR, oprcanmerge BOOLEAN, oprcanhash BOOLEAN, oprleft BIGINT, oprright BIGINT, oprresult BIGINT, oprcom BIGINT, oprnegate BIGINT, oprcode VARCHAR, oprrest VARCHAR, oprjoin VARCHAR')}`,
     // Catalogs of objects cotwire has none of (pg_dump reads each).
@@ -638,7 +658,7 @@ function catalogViews(): string[] {
        SELECT s.sequence_oid AS seqrelid, CAST(20 AS BIGINT) AS seqtypid,
          CASE WHEN s.increment_by > 0 THEN s.min_value ELSE s.max_value END AS seqstart, s.increment_by AS seqincrement,
          s.max_value AS seqmax, s.min_value AS seqmin, CAST(1 AS BIGINT) AS seqcache, s.cycle AS seqcycle
-       FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB}`,
+       FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)}`,
     `CREATE VIEW ${P}.pg_sequences AS
        SELECT ns.nspname AS schemaname, s.sequence_name AS sequencename, current_user() AS sequenceowner, 'bigint' AS data_type,
          s.start_value, s.min_value, s.max_value, s.increment_by, s.cycle, CAST(1 AS BIGINT) AS cache_size, s.last_value
@@ -716,6 +736,7 @@ export function catalogSetup(): string[] {
     `CREATE SCHEMA ${PG_SCHEMA}`,
     `CREATE SCHEMA ${INFORMATION_SCHEMA}`,
     ...DECLARED_SETUP,
+    KEYS_MIRROR_SETUP,
     ...internals(),
     ...MACROS.filter((m) => !readsViews(m)).map(createMacro),
     ...catalogViews().map(oidTyped),

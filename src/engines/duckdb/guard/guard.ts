@@ -39,6 +39,14 @@ const KIND_BY_FIRST_WORD: Readonly<Record<string, StatementKind>> = {
   EXPLAIN: 'EXPLAIN',
 };
 
+/** A name no client statement may mention, and what the refusal says of it. */
+export interface ReservedName {
+  readonly name: string;
+  /** After the quoted name: "is reserved for ...". */
+  readonly message: string;
+  readonly hint: string;
+}
+
 /**
  * The append-only guard. Every statement a client sends is classified here
  * before the engine runs it; the decision is cached by statement text, so a
@@ -52,7 +60,7 @@ export class Guard {
   private constructor(
     policy: GuardPolicy,
     private readonly engineSettings: ReadonlySet<string>,
-    private readonly reservedNames: ReadonlySet<string>,
+    private readonly reservedNames: ReadonlyMap<string, ReservedName>,
   ) {
     this.policy = policy;
   }
@@ -62,14 +70,14 @@ export class Guard {
     prefixes: readonly string[];
     reservedFunctions: ReadonlySet<string>;
     engineSettings: ReadonlySet<string>;
-    /** Names no client statement may mention: the server's own catalog database. */
-    reservedNames?: readonly string[];
+    /** Names no client statement may mention: the server's own catalog database, its records of foreign keys. */
+    reservedNames?: readonly ReservedName[];
   }): Promise<Guard> {
     await loadModule();
     return new Guard(
       { names: new ProtectedNames(opts.prefixes), reservedFunctions: opts.reservedFunctions },
       opts.engineSettings,
-      new Set((opts.reservedNames ?? []).map((n) => n.toLowerCase())),
+      new Map((opts.reservedNames ?? []).map((n) => [n.name.toLowerCase(), n])),
     );
   }
 
@@ -81,17 +89,18 @@ export class Guard {
   refuseReservedNames(text: string, tokens: ClassifyInput['tokens']): void {
     if (this.reservedNames.size === 0) return;
     for (const t of tokens) {
-      if (t.kind !== 'word' && t.kind !== 'quoted') continue;
-      const name = (t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : t.text).toLowerCase();
-      if (!this.reservedNames.has(name)) continue;
+      // A string that spells a name counts too, part by part: DuckDB takes one where a table's name goes.
+      const body = t.kind === 'string' ? t.text.replace(/^[eE]?'|'$/g, '') : '';
+      const names =
+        t.kind === 'word' || t.kind === 'quoted'
+          ? [(t.kind === 'quoted' ? t.text.slice(1, -1).replaceAll('""', '"') : t.text).toLowerCase()]
+          : /^[\w$."]+$/.test(body)
+            ? body.toLowerCase().replaceAll('"', '').split('.')
+            : [];
+      const reserved = names.map((n) => this.reservedNames.get(n)).find((r) => r !== undefined);
+      if (reserved === undefined) continue;
       throw new GuardRefusal(
-        {
-          reason: 'shadow',
-          operation: 'name',
-          target: name,
-          message: `"${name}" is reserved for the server's PostgreSQL catalog`,
-          hint: 'Query pg_catalog and information_schema by their PostgreSQL names.',
-        },
+        { reason: 'shadow', operation: 'name', target: reserved.name, message: `"${reserved.name}" ${reserved.message}`, hint: reserved.hint },
         fingerprint(text),
       );
     }

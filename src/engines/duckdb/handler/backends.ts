@@ -81,6 +81,11 @@ export class Backends {
     b.error = null;
   }
 
+  /** A notice the server raises for the session's statement (a DROP's cascade), sent with its functions'. */
+  notice(pid: number, notice: PgError): void {
+    this.backends.get(pid)?.notices.push(notice);
+  }
+
   /** The WARNINGs the session's functions raised since the last call. */
   takeNotices(pid: number): PgError[] {
     const b = this.backends.get(pid);

@@ -171,8 +171,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     // The statement starts (statement_timestamp()), before any transaction of its own; a resumed portal's has.
     if (portal.cursor === null) this.services.backends.statementStarted(this.ctx.info.processId);
     try {
-      // A ledger INSERT reads only when it must (ledger-insert.ts), a read the session cache may answer
-      // waits only if it goes to the engine (steps-reads.ts); anything else may read a ledger.
+      // Waits for appends: a ledger INSERT only when it reads (ledger-insert.ts), a cached read only if it goes to the engine (steps-reads.ts).
       const { plan } = portal.statement;
       if (plan.kind !== 'ledger-insert' && !(plan.kind === 'engine' && plan.statement.waitsForAppends === true)) await appendsVisible(this.ctx);
       this.admit(portal.statement);
@@ -188,8 +187,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
         throw err;
       }
       if (engineBound && outcome.done === true) await this.tx.endStatement(portal, true);
-      if (outcome.done === true) await this.functions.settle();
-      if (outcome.done === true) this.services.observer.statement(kind, true);
+      if (outcome.done === true) await this.functions.settle().then(() => this.services.observer.statement(kind, true));
       return outcome;
     } catch (err) {
       this.services.observer.statement(kind, false);
@@ -287,12 +285,14 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     this.appends.close();
     this.engine.close();
     this.services.advisoryLocks.endSession(this.ctx.info.processId);
+    this.services.foreignKeys.transactionEnded(this.ctx.info.processId);
     this.services.backends.end(this.ctx.info.processId);
   }
 
   /** Every cursor closes; a ledger created in the block appears (COMMIT) or disappears (ROLLBACK) for other connections. */
   private transactionEnded(catalogChanged: boolean): void {
     this.services.advisoryLocks.releaseTransaction(this.ctx.info.processId);
+    this.services.foreignKeys.transactionEnded(this.ctx.info.processId);
     this.cursors.closeAll();
     if (catalogChanged) this.services.ledgers.invalidate();
   }

@@ -12,6 +12,7 @@ import type { SessionInfo } from '../../../session/handler-port.js';
 import type { AccessControl, AccessServices } from './access.js';
 import type { QueryVectors } from '../search/search-sql.js';
 import type { AdvisoryLocks } from './advisory-locks.js';
+import type { ForeignKeyRegistry } from './key-registry.js';
 import type { Backends } from './backends.js';
 import type { SessionCache } from './session-cache.js';
 import type { EngineCalls, EngineSlots } from './engine-calls.js';
@@ -52,6 +53,8 @@ export interface ConnectionServices extends AccessServices {
   readonly erasure: ErasureService;
   /** The catalog's costly views kept as tables, shared by every connection (catalog/snapshot.ts). */
   readonly catalogSnapshot: CatalogSnapshot;
+  /** The foreign keys the server keeps, and their locks (foreign-keys.ts). */
+  readonly foreignKeys: ForeignKeyRegistry;
 }
 
 /** One connection's parts, as the pipeline's stages share them. */

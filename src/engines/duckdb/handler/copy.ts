@@ -1,3 +1,5 @@
+import { keepingKeys } from './foreign-keys.js';
+import { keyWork } from './key-registry.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -91,17 +93,23 @@ async function copyIntoLedger(
 }
 
 async function copyIntoTable(ctx: HandlerContext, command: CopyFromStdin, columns: readonly string[], rows: (string | null)[][]): Promise<number> {
-  await ctx.tx.atomically(async () => {
-    for (let i = 0; i < rows.length; i += COPY_CHUNK) {
-      const chunk = rows.slice(i, i + COPY_CHUNK);
-      let p = 0;
-      const sql = `INSERT INTO ${command.targetText} (${columns.map(quoteIdent).join(', ')}) VALUES ${chunk
-        .map(() => `(${columns.map(() => `$${++p}`).join(', ')})`)
-        .join(', ')}`;
-      await ctx.access.copyRows(sql, tokenize(sql), command.targetText);
-      await ctx.engine.query(sql, chunk.flat());
-    }
-  });
+  const schema = command.target.length > 1 ? (command.target.at(-2) as string) : 'main';
+  const table = { schema: schema === 'public' ? 'main' : schema, table: command.target.at(-1) as string };
+  // The rows' foreign keys are checked once they are all in (foreign-keys.ts).
+  const copied = keyWork(null, () => ({ kind: 'insert', tables: [table], sets: [], cascade: false }));
+  await keepingKeys(ctx, copied, () =>
+    ctx.tx.atomically(async () => {
+      for (let i = 0; i < rows.length; i += COPY_CHUNK) {
+        const chunk = rows.slice(i, i + COPY_CHUNK);
+        let p = 0;
+        const sql = `INSERT INTO ${command.targetText} (${columns.map(quoteIdent).join(', ')}) VALUES ${chunk
+          .map(() => `(${columns.map(() => `$${++p}`).join(', ')})`)
+          .join(', ')}`;
+        await ctx.access.copyRows(sql, tokenize(sql), command.targetText);
+        await ctx.engine.query(sql, chunk.flat());
+      }
+    }),
+  );
   return rows.length;
 }
 

@@ -1,9 +1,10 @@
 import { PgError } from '../../../errors/pg-error.js';
-import type { RowSink } from '../../../engine/port.js';
+import type { EngineCursor, RowSink } from '../../../engine/port.js';
 import type { ExecuteOutcome, ResultSink } from '../../../session/handler-port.js';
 import { commandTag } from './command-tag.js';
 import type { HandlerContext } from './context.js';
-import { dropOrphanedSequences, executeColumnAlter, executeConstraintAdd, executeDropEach, executeSerialCreate } from './table-create.js';
+import { dropOrphanedSequences, executeColumnAlter, executeConstraintAdd, executeDropEach, executeSerialCreate, HandledStatement } from './table-create.js';
+import { keepingKeys } from './foreign-keys.js';
 import { executeLedgerCreate } from './ledger-create.js';
 import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
 import { declaredCells } from './result-sources.js';
@@ -40,23 +41,11 @@ export class EngineRun {
     try {
       const outcome = await ctx.calls.run(async (): Promise<ExecuteOutcome> => {
         if (plan.advisoryWaits.length > 0 && portal.cursor === null) await this.waitForLocks(plan, () => gaveUp);
-        if (plan.createsLedger !== null && portal.cursor === null) {
-          return await executeLedgerCreate(ctx, portal, plan, plan.createsLedger);
-        }
-        if (plan.createsSequences !== null && portal.cursor === null) {
-          return await executeSerialCreate(ctx, portal, plan, plan.createsSequences);
-        }
-        if (plan.addsConstraint !== null) return await executeConstraintAdd(ctx, portal, plan, plan.addsConstraint);
-        if (plan.altersIndexedColumns !== null) return await executeColumnAlter(ctx, portal, plan, plan.altersIndexedColumns);
-        if (plan.dropsEach !== null) return await executeDropEach(ctx, portal, plan, plan.dropsEach);
         if (portal.cursor === null) {
-          if (plan.searchParams.length > 0) await ctx.services.search.vectors.prepare(searchTexts(portal, plan.searchParams));
-          if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);
-          if (!READ_KINDS.has(plan.statement.kind)) ctx.tx.wrote();
-          portal.cursor = await plan.statement.execute();
-          if (plan.statement.kind === 'DROP') await dropOrphanedSequences(ctx);
+          const handled = await keepingKeys(ctx, plan.keys, (materialize) => this.start(portal, plan, materialize));
+          if (handled !== null) return handled;
         }
-        const cursor = portal.cursor;
+        const cursor = portal.cursor as EngineCursor;
         if (!cursor.returnsRows) {
           portal.done = true;
           return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, cursor.rowsChanged) };
@@ -88,6 +77,32 @@ export class EngineRun {
       // A statement outside a transaction block is its own transaction: its transaction-level locks end with it.
       if (ctx.tx.status === 'I' && !ctx.tx.implicitOpen && portal.done) ctx.services.advisoryLocks.releaseTransaction(session);
     }
+  }
+
+  /**
+   * The portal's first execution: a statement the handler carries out
+   * itself (its outcome), or the engine's, whose cursor the portal then
+   * holds (null). `materialize`: the whole result is read before this
+   * returns, so that the keys can be checked after it (foreign-keys.ts).
+   */
+  private async start(portal: ConnectionPortal, plan: EnginePlan, materialize: boolean): Promise<ExecuteOutcome | null> {
+    const { ctx } = this;
+    if (plan.createsLedger !== null) return executeLedgerCreate(ctx, portal, plan, plan.createsLedger);
+    if (plan.createsSequences !== null) return executeSerialCreate(ctx, portal, plan, plan.createsSequences);
+    if (plan.addsConstraint !== null) return executeConstraintAdd(ctx, portal, plan, plan.addsConstraint);
+    if (plan.altersIndexedColumns !== null) return executeColumnAlter(ctx, portal, plan, plan.altersIndexedColumns);
+    if (plan.dropsEach !== null) return executeDropEach(ctx, portal, plan, plan.dropsEach);
+    if (plan.statement instanceof HandledStatement) {
+      // Its work was the keys' alone (ALTER TABLE ... ADD FOREIGN KEY, DROP CONSTRAINT).
+      portal.done = true;
+      return { done: true, tag: commandTag(plan.statement.kind, plan.tokens, 0) };
+    }
+    if (plan.searchParams.length > 0) await ctx.services.search.vectors.prepare(searchTexts(portal, plan.searchParams));
+    if (portal.statement.boundBy !== portal) bindEngine(portal, plan.statement);
+    if (!READ_KINDS.has(plan.statement.kind)) ctx.tx.wrote();
+    portal.cursor = await plan.statement.execute(materialize ? { materialize: true } : undefined);
+    if (plan.statement.kind === 'DROP') await dropOrphanedSequences(ctx);
+    return null;
   }
 
   /**

@@ -12,6 +12,7 @@ import type { ParsedStatement } from '../../../sql/parsed.js';
 import { operationName, rolesFor } from './access.js';
 import type { SessionCommand } from './commands.js';
 import type { LedgerInsertPlan } from './ledger-insert.js';
+import type { KeyWork } from './key-registry.js';
 import type { ErasureCall } from '../../../sql/erasure-call.js';
 
 /**
@@ -54,6 +55,8 @@ export type Plan =
       readonly advisoryWaits: readonly AdvisoryWait[];
       /** Parameters (1-based) that are cot_search() query texts, embedded before the statement runs. */
       readonly searchParams: readonly number[];
+      /** What the statement does to the foreign keys the server keeps, and to the tables they relate (foreign-keys.ts). */
+      readonly keys: KeyWork;
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */

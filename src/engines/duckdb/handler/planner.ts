@@ -1,5 +1,8 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
 import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
+import { type KeyDdl, keyDdlOf, tableWriteOf } from '../catalog/foreign-keys.js';
+import { keepingKeys, keptKeyNamed } from './foreign-keys.js';
+import { type KeyWork, keyWork } from './key-registry.js';
 import { quoteIdentifier } from '../../../sql/identifiers.js';
 import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
@@ -138,6 +141,8 @@ class WithDmlStatement implements EngineStatement {
     private readonly drop: string,
     private readonly table: string,
     private readonly width: number,
+    /** What the data-modifying statement does to the foreign keys' tables. */
+    private readonly keys: KeyWork,
   ) {}
 
   get kind(): StatementKind {
@@ -157,7 +162,7 @@ class WithDmlStatement implements EngineStatement {
     return ctx.tx.atomically(async () => {
       ctx.tx.wrote();
       this.inner.bind([]);
-      const cursor = await this.inner.execute({ materialize: true });
+      const cursor = await keepingKeys(ctx, this.keys, () => this.inner.execute({ materialize: true }));
       const rows: (string | null)[][] = [];
       try {
         const sink = {
@@ -435,7 +440,7 @@ export class Planner {
       this.host.closeStatement(outer);
       return null;
     }
-    const run = new WithDmlStatement(this.ctx, inner.plan.statement, outer.plan.statement, create, drop, name, columns.length);
+    const run = new WithDmlStatement(this.ctx, inner.plan.statement, outer.plan.statement, create, drop, name, columns.length, inner.plan.keys);
     return new Statement({ ...outer.plan, statement: run }, [], outer.fields);
   }
 
@@ -584,6 +589,10 @@ export class Planner {
     const { access, engine } = this.ctx;
     const { parsed } = statement;
     let engineStatement: EngineStatement;
+    const keyDdl = keyDdlOf(client);
+    if (keyDdl !== null && (keyDdl.op === 'add' ? keyDdl.alone : keyDdl.op === 'drop-constraint' && (await keptKeyNamed(this.ctx, keyDdl.at, keyDdl.name)))) {
+      return this.prepareHandled(statement, client, { kind: 'ALTER', constraint: null, columnAlter: null, drops: null, keyDdl });
+    }
     const constraint = translateAddConstraint(parsed);
     const columnAlter = constraint === null ? translateColumnAlter(parsed) : null;
     if (constraint !== null || columnAlter !== null) return this.prepareHandled(statement, client, { kind: 'ALTER', constraint, columnAlter, drops: null });
@@ -668,6 +677,7 @@ export class Planner {
         declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(client) : [],
         advisoryWaits: advisoryWaits(parsed),
         searchParams: search.params,
+        keys: keyWork(keyDdl, () => tableWriteOf(client)),
       },
       types,
       fields,
@@ -744,6 +754,7 @@ export class Planner {
       readonly constraint: ConstraintAddition | null;
       readonly columnAlter: ColumnAlter | null;
       readonly drops: readonly string[] | null;
+      readonly keyDdl?: KeyDdl;
     },
   ): Promise<Statement> {
     const { access } = this.ctx;
@@ -767,6 +778,7 @@ export class Planner {
         declares: declaredChanges(client),
         advisoryWaits: [],
         searchParams: [],
+        keys: keyWork(handled.keyDdl ?? keyDdlOf(client), () => tableWriteOf(client)),
       },
       [],
       null,

@@ -284,7 +284,9 @@ export async function applySearchPath(ctx: HandlerContext): Promise<void> {
     .map((s) => s.trim())
     .filter((s) => s !== '' && s !== '"$user"' && s !== '$user' && s.toLowerCase() !== 'pg_catalog')
     .map((s) => (s.startsWith('"') ? s.slice(1, -1).replaceAll('""', '"') : s))
-    .map((s) => (s === 'public' ? 'main' : s));
+    .map((s) => (s === 'public' ? 'main' : s))
+    // A schema of the server's (_cot_catalog) is never searched: its tables are the server's to write.
+    .filter((s) => !ctx.access.isLedgerName(s.toLowerCase()));
   const usable: string[] = [];
   for (const s of schemas) {
     try {

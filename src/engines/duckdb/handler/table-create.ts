@@ -2,6 +2,7 @@ import {
   hasLengthCheck,
   indexAfterAlter,
   lengthCheck,
+  retypedDefinition,
   withConstraint,
   withoutLengthChecks,
   type ColumnAlter,
@@ -143,7 +144,10 @@ async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void
       hint: 'cotwire makes this change by rebuilding the table, which DuckDB refuses while another table references it: drop that foreign key first, or make the change before it exists.',
     });
   }
-  const create = withConstraint(withoutLengthChecks(found.sql, rebuild.dropChecks ?? []), target, rebuild.constraint ?? null);
+  // A change of types only is made in the definition: DuckDB will not alter a key column's type.
+  const retyped = rebuild.alter?.retyped ?? null;
+  const definition = withoutLengthChecks(found.sql, rebuild.dropChecks ?? []);
+  const create = withConstraint(retyped === null ? definition : (retypedDefinition(definition, retyped) ?? ''), target, rebuild.constraint ?? null);
   if (create === null) throw new PgError(SqlState.InternalError, `cannot read the definition of "${name}"`);
   const indexes = await ctx.engine.query(`SELECT sql FROM duckdb_indexes() WHERE ${where} AND table_name = ${literal(name)} AND sql IS NOT NULL`);
   const notes = await ctx.engine.query(
@@ -156,7 +160,7 @@ async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void
   await ctx.engine.run(`INSERT INTO ${target} SELECT * FROM ${kept}`);
   await ctx.engine.run(`DROP TABLE ${kept}`);
   const alter = rebuild.alter;
-  if (alter !== undefined) await ctx.engine.run(alter.sql);
+  if (alter !== undefined && retyped === null) await ctx.engine.run(alter.sql);
   for (const [index] of indexes) {
     const again = alter === undefined ? String(index) : indexAfterAlter(String(index), alter);
     if (again !== null) await ctx.engine.run(again);
@@ -168,6 +172,16 @@ async function rebuildTable(ctx: HandlerContext, rebuild: Rebuild): Promise<void
     if (alter?.renamed !== null && alter?.renamed !== undefined && alter.renamed.from.toLowerCase() === c.toLowerCase()) c = alter.renamed.to;
     await ctx.engine.run(`COMMENT ON COLUMN ${target}.${quoteIdent(c)} IS ${literal(String(note))}`);
   }
+}
+
+/** The columns of a table's primary key and unique constraints, lower case. */
+async function keyColumns(ctx: HandlerContext, table: string, schema: string | null): Promise<string[]> {
+  const rows = await ctx.engine.query(
+    `SELECT DISTINCT lower(unnest(constraint_column_names)) FROM duckdb_constraints()
+     WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')`,
+    [table, schema],
+  );
+  return rows.map((r) => String(r[0]));
 }
 
 /** ALTER TABLE ... ADD FOREIGN KEY or CHECK, which DuckDB cannot do in place: the table is rebuilt with the constraint. */
@@ -210,8 +224,10 @@ export async function executeColumnAlter(ctx: HandlerContext, portal: Connection
     const before = retyped.length === 0 ? null : await tableDefinition(ctx, alter.table, alter.schema);
     const checked = before !== null && hasLengthCheck(before.sql, retyped);
     // Adding columns is what DuckDB does to an indexed table too.
-    const addsOnly = alter.dropped.length === 0 && alter.renamed === null && retyped.length === 0;
-    if ((indexes.length === 0 || addsOnly) && !checked) await ctx.engine.run(alter.sql);
+    const addsOnly = !alter.changesColumns;
+    // DuckDB refuses to change the type of a key's column: such a change is made by a rebuild too.
+    const keyed = alter.retyped !== null && (await keyColumns(ctx, alter.table, schema)).some((c) => retyped.some((r) => r.toLowerCase() === c));
+    if ((indexes.length === 0 || addsOnly) && !checked && !keyed) await ctx.engine.run(alter.sql);
     else await rebuildTable(ctx, { schema: alter.schema, table: alter.table, alter, dropChecks: retyped });
     const checks = alter.lengths.flatMap((l) => (l.length === null ? [] : [lengthCheck(l.column, l.length, l.padded)]));
     if (checks.length === 0) return;

@@ -49,6 +49,9 @@ export class TransactionState {
   private statementOwner: object | null = null;
   /** The end of such a transaction whose portal closed, which the next engine work waits for. */
   private statementEnding: Promise<void> = Promise.resolve();
+  /** Units of work (atomically) running: only the outermost opens and ends the engine transaction. */
+  private atomicDepth = 0;
+  private began = 0n;
 
   constructor(
     private readonly engine: EngineConnection,
@@ -162,9 +165,14 @@ export class TransactionState {
    * when none is open, in the open one otherwise.
    */
   async atomically<T>(work: () => Promise<T>): Promise<T> {
-    await this.endOpenStatement();
-    const own = this.autocommit;
-    if (own) await this.engine.run('BEGIN TRANSACTION');
+    const own = this.autocommit && this.atomicDepth === 0;
+    if (own) {
+      await this.endOpenStatement();
+      // Taken before BEGIN: the snapshot is no older than this.
+      this.began = process.hrtime.bigint();
+      await this.engine.run('BEGIN TRANSACTION');
+    }
+    this.atomicDepth++;
     try {
       const result = await work();
       if (own) await this.engine.run('COMMIT');
@@ -172,13 +180,25 @@ export class TransactionState {
     } catch (err) {
       if (own) await this.engine.run('ROLLBACK').catch(() => undefined);
       throw err;
+    } finally {
+      this.atomicDepth--;
     }
+  }
+
+  /**
+   * When the open engine transaction began (process.hrtime), which its
+   * snapshot is no older than; null outside one, where the next statement's
+   * snapshot is taken when it runs.
+   */
+  snapshotBegan(): bigint | null {
+    return this.autocommit && this.atomicDepth === 0 ? null : this.began;
   }
 
   /** The rest of a multi-statement string runs in one transaction, whose snapshot the caller made current. */
   async beginImplicit(): Promise<void> {
     await this.endOpenStatement();
     this.observer.transactionBegan();
+    this.began = process.hrtime.bigint();
     await this.engine.run(this.engineBegin(this.readOnly()));
     this.implicit = true;
   }
@@ -202,6 +222,7 @@ export class TransactionState {
     this.blockReadOnly = readOnly ?? this.settings.get('default_transaction_read_only') === 'on';
     this.blockQueried = false;
     this.observer.transactionBegan();
+    this.began = process.hrtime.bigint();
     await this.engine.run(this.engineBegin(this.blockReadOnly));
     this.state = 'T';
     this.writes = 0;

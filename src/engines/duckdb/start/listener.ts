@@ -13,6 +13,7 @@ import { ledgerMacroGroups } from '../handler/ledger-macros.js';
 import type { DeclaredStore } from '../catalog/declared.js';
 import type { Guard } from '../guard/guard.js';
 import type { AdvisoryLocks } from '../handler/advisory-locks.js';
+import type { ForeignKeyRegistry } from '../handler/key-registry.js';
 import type { Backends } from '../handler/backends.js';
 import type { ConnectionServices } from '../handler/context.js';
 import { EngineSlots } from '../handler/engine-calls.js';
@@ -37,6 +38,7 @@ export interface ListenerParts {
   readonly advisoryLocks: AdvisoryLocks;
   readonly backends: Backends;
   readonly declared: DeclaredStore;
+  readonly foreignKeys: ForeignKeyRegistry;
   readonly auditor: LedgerAuditor;
   readonly sessionCache: SessionCache | null;
   readonly search: Search;
@@ -75,6 +77,7 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       advisoryLocks: parts.advisoryLocks,
       backends: parts.backends,
       declared: parts.declared,
+      foreignKeys: parts.foreignKeys,
       auditReport: () => parts.auditor.latest,
       lostRanges: parts.writer.lostRanges,
       sessionCache: parts.sessionCache,

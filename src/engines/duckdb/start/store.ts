@@ -1,3 +1,4 @@
+import { KEYS_SCHEMA } from '../catalog/foreign-keys.js';
 import { serverShareMB, type Config } from '../../../config/schema.js';
 import type { Engine, EngineConnection } from '../../../engine/port.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
@@ -67,7 +68,18 @@ export async function openStore(config: Config, log: Logger, stack: DisposeStack
       'cot_clock_micros',
     ]),
     engineSettings: await engine.settingNames(),
-    reservedNames: [COMPAT_CATALOG],
+    reservedNames: [
+      {
+        name: COMPAT_CATALOG,
+        message: "is reserved for the server's PostgreSQL catalog",
+        hint: 'Query pg_catalog and information_schema by their PostgreSQL names.',
+      },
+      {
+        name: KEYS_SCHEMA,
+        message: "is reserved for the server's record of foreign keys",
+        hint: 'Read the keys in pg_constraint or information_schema.referential_constraints.',
+      },
+    ],
   });
   // Server-internal connection: the default ledger and the security ledger exist before any client connects.
   const internal = stack.use(await engine.connect(), (c) => c.close());

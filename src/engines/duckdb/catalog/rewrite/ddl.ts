@@ -53,12 +53,11 @@ export function indexMethod(w: Walker, node: Node): void {
 }
 
 /**
- * A foreign key's ON DELETE / ON UPDATE action (Sequelize writes ON DELETE
- * CASCADE ON UPDATE CASCADE by default), which DuckDB does not take: the
- * key is kept as NO ACTION, so a delete that would cascade is refused
- * (23503) rather than done (docs/compatibility.md).
+ * A foreign key's ON DELETE / ON UPDATE action and MATCH, which DuckDB does
+ * not take, on a table whose keys DuckDB keeps (a temporary table, a
+ * ledger): the key restricts.
  */
-export function foreignKeyActions(w: Walker, node: Node): void {
+function foreignKeyActions(w: Walker, node: Node): void {
   if (node.contype !== 'CONSTR_FOREIGN') return;
   const start = w.index(node.location);
   if (start === null) return;
@@ -102,4 +101,72 @@ export function addUniqueConstraint(w: Walker, node: Node): void {
   const table = w.text.slice((w.tokens[i] as Token).start, (w.tokens[name.next - 1] as Token).end);
   const index = typeof constraint.conname === 'string' ? constraint.conname : `${relation.relname}_${keys.join('_')}_key`;
   w.replaceTokens(0, w.tokens.length, `CREATE UNIQUE INDEX ${quoteIdentifier(index)} ON ${table} (${keys.map(quoteIdentifier).join(', ')})`);
+}
+
+/** A table whose foreign keys the server keeps (catalog/foreign-keys.ts): permanent, and not a ledger. */
+const keptKeys = (relation: Node | undefined): boolean =>
+  relation?.relpersistence !== 't' && typeof relation?.relname === 'string' && !/^_cot/i.test(relation.relname);
+
+/**
+ * Removes a FOREIGN KEY or REFERENCES constraint from the statement: the
+ * server keeps it (engines/duckdb/handler/foreign-keys.ts). `next`: where
+ * the column's next constraint starts, for a column constraint.
+ */
+function removeKey(w: Walker, c: Node, column: boolean, next: number | null): void {
+  const start = w.index(c.location);
+  if (start === null) return;
+  let end = start;
+  let depth = 0;
+  for (; end < w.tokens.length; end++) {
+    const t = w.tokens[end] as Token;
+    if (next !== null && end >= next) break;
+    if (t.text === '(') depth++;
+    else if (t.text === ')') {
+      if (depth === 0) break;
+      depth--;
+    } else if (depth === 0 && (t.text === ',' || t.kind === 'semicolon')) break;
+  }
+  if (column) {
+    w.replaceTokens(start, end, '');
+    return;
+  }
+  // A table constraint goes with the comma that separates it from its neighbour.
+  if (w.tokens[start - 1]?.text === ',') w.replaceTokens(start - 1, end, '');
+  else if (w.tokens[end]?.text === ',') w.replaceTokens(start, end + 1, '');
+  else w.replaceTokens(start, end, '');
+}
+
+/** The column's constraints: each FOREIGN KEY one removed (`keep`: false) or its actions taken out. */
+function columnKeys(w: Walker, def: Node | undefined, keep: boolean): void {
+  const constraints = ((def?.constraints as Node[] | undefined) ?? []).map((k) => k.Constraint as Node);
+  constraints.forEach((c, i) => {
+    if (c.contype !== 'CONSTR_FOREIGN') return;
+    const following = constraints[i + 1];
+    if (keep) foreignKeyActions(w, c);
+    else removeKey(w, c, true, following === undefined ? null : w.index(following.location));
+  });
+}
+
+/** CREATE TABLE's foreign keys: the server keeps a permanent table's; DuckDB a temporary table's or a ledger's, without actions. */
+export function createTableKeys(w: Walker, create: Node): void {
+  const keep = !keptKeys(create.relation as Node | undefined);
+  for (const e of (create.tableElts as Node[] | undefined) ?? []) {
+    columnKeys(w, e.ColumnDef as Node | undefined, keep);
+    const c = e.Constraint as Node | undefined;
+    if (c?.contype !== 'CONSTR_FOREIGN') continue;
+    if (keep) foreignKeyActions(w, c);
+    else removeKey(w, c, false, null);
+  }
+}
+
+/** ALTER TABLE ... ADD COLUMN ... REFERENCES, and ADD FOREIGN KEY on a table whose keys DuckDB keeps. */
+export function alterTableKeys(w: Walker, alter: Node): void {
+  const keep = !keptKeys(alter.relation as Node | undefined);
+  for (const x of (alter.cmds as Node[] | undefined) ?? []) {
+    const cmd = x.AlterTableCmd as Node | undefined;
+    const def = cmd?.def as Node | undefined;
+    if (cmd?.subtype === 'AT_AddColumn') columnKeys(w, def?.ColumnDef as Node | undefined, keep);
+    const c = def?.Constraint as Node | undefined;
+    if (cmd?.subtype === 'AT_AddConstraint' && c?.contype === 'CONSTR_FOREIGN' && keep) foreignKeyActions(w, c);
+  }
 }

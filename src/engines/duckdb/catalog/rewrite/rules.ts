@@ -1,7 +1,7 @@
 import { arrayConcat, arrayContainment } from './arrays.js';
 import { regCast, regConcat, regNameAsText, regTargets } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
-import { addUniqueConstraint, foreignKeyActions, indexMethod, varcharLengths } from './ddl.js';
+import { addUniqueConstraint, alterTableKeys, createTableKeys, indexMethod, varcharLengths } from './ddl.js';
 import { defaultedArguments, renamedFunction, substringCall, toCharCall } from './functions.js';
 import { arrowOperands, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
@@ -42,7 +42,7 @@ export const RULES: Rules = {
     ],
     ColumnRef: [catalogColumn, quoteKeywordParts],
     ColumnDef: [columnDefinition],
-    CreateStmt: [varcharLengths],
+    CreateStmt: [varcharLengths, createTableKeys],
     SubLink: [emptySelectList],
     CaseExpr: [widenedBranches],
     CoalesceExpr: [widenedBranches],
@@ -83,8 +83,7 @@ export const RULES: Rules = {
     InsertStmt: [overriding, insertValues, insertColumns],
     UpdateStmt: [updateValues, updateTargets],
     IndexStmt: [indexMethod],
-    Constraint: [foreignKeyActions],
-    AlterTableStmt: [addUniqueConstraint],
+    AlterTableStmt: [addUniqueConstraint, alterTableKeys],
     SelectStmt: [lockingClause, setReturningTargets, sequenceRelation, regTargets],
   },
 };
