@@ -178,6 +178,44 @@ export function jsonbText(json: string): string | null {
   }
 }
 
+/**
+ * One step of jsonb's `->` (a key, or an array's index counted from the end
+ * when negative), or of a `#>` path (text, an index where the value is an
+ * array and the text is an integer).
+ */
+export type JsonbStep = { readonly key: string } | { readonly index: number } | { readonly path: string };
+
+/**
+ * jsonb's `->` / `#>` (`asText`: `->>` / `#>>`): the value at the steps,
+ * as jsonb prints it, or for text a string's own characters (and NULL for
+ * JSON null); null where a step finds nothing. DuckDB's JSON reads numbers
+ * as doubles (1.10 comes back 1.1); this keeps numeric's text.
+ */
+export function jsonbAt(json: string, steps: readonly JsonbStep[], asText: boolean): string | null {
+  let v = parseJson(json);
+  if (v === undefined) throw new SyntaxError('invalid input syntax for type json');
+  for (const step of steps) {
+    if (v === undefined) return null;
+    const kind = kindOf(v);
+    if (kind === 'object' && ('key' in step || 'path' in step)) {
+      const key = 'key' in step ? step.key : step.path;
+      let found: JsonValue | undefined;
+      for (const [k, x] of (v as JsonObject).entries) if (k === key) found = x;
+      v = found;
+    } else if (kind === 'array' && ('index' in step || ('path' in step && /^-?\d+$/.test(step.path)))) {
+      const items = v as readonly JsonValue[];
+      const n = 'index' in step ? step.index : Number(step.path);
+      v = items[n < 0 ? items.length + n : n];
+    } else if (kind === 'scalar' && 'index' in step && (step.index === 0 || step.index === -1)) {
+      // A scalar is an array of one to ->: 'true'::jsonb -> 0 is true.
+    } else return null;
+  }
+  if (v === undefined) return null;
+  if (!asText) return render(v);
+  if (v === null) return null;
+  return typeof v === 'string' ? v : render(v);
+}
+
 function parseJson(text: string): JsonValue | undefined {
   try {
     const r = new Reader(text);

@@ -117,6 +117,8 @@ const AGREE: readonly string[] = [
   "SELECT id FROM orders WHERE CAST((meta#>>'{score}') AS DOUBLE PRECISION) = 5 OR CAST((meta#>>'{score}') AS integer) = 3 ORDER BY id",
   // What jsonb's operators and functions return is jsonb, printed as jsonb prints it.
   "SELECT meta->'score', meta || '{\"x\": [1, 2.50]}'::jsonb, jsonb_build_object('k', qty, 'a', note) FROM orders ORDER BY id",
+  // ... and || of jsonb columns merges them, as the column's declared type says (DuckDB's JSON would join the texts).
+  "SELECT meta || meta, o.meta || jsonb_build_object('k', 1), (meta -> 'tags') || (o.meta -> 'tags') FROM orders o ORDER BY id",
   // Numbers without silent rounding: literal digits, quotients and averages at PostgreSQL's scale, a parameter-free pg_typeof.
   "SELECT 1.23456789012345678901::numeric, '1e-20'::numeric, 100.00::numeric / 3, 1::numeric / 3, avg(qty), sum(amount) / count(*) FROM orders",
   "SELECT pg_typeof(1.5), pg_typeof('a'::text), pg_typeof(ARRAY['a'::text]), pg_typeof(now()), pg_typeof(amount), pg_typeof(meta) FROM orders WHERE id = 1",

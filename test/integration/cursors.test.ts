@@ -86,4 +86,13 @@ describe('DEALLOCATE and DISCARD ALL', () => {
     await c.query('DISCARD ALL');
     await expect(c.query('EXECUTE p1')).rejects.toThrow();
   });
+
+  it('names EXECUTE columns as the PREPARE query names them, typed parameters included', async () => {
+    const c = await ctx.server.client();
+    await c.query('PREPARE typed(int, text) AS SELECT $1 + 1, $2, $1 AS named, upper($2)');
+    const r = await c.query("EXECUTE typed(1, 'x')");
+    expect(r.fields.map((f) => f.name)).toEqual(['?column?', '?column?', 'named', 'upper']);
+    expect(r.rows).toEqual([{ '?column?': 'x', named: 1, upper: 'X' }]);
+    await c.end();
+  });
 });

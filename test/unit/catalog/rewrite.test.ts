@@ -357,3 +357,24 @@ describe('positions', () => {
     expect(out.clientPosition(1)).toBe(1);
   });
 });
+
+describe('jsonb columns, as their tables declare them', () => {
+  const jsonb = new Map([
+    ['t', new Set(['j'])],
+    ['o', new Set(['meta'])],
+  ]);
+  const rwj = (sql: string): string => rewriter.rewriteMapped(new ParsedStatement(sql, tokenize(sql)), null, jsonb).text;
+
+  it('merge with || and read with -> and #> as jsonb, qualified or not', () => {
+    expect(rwj('SELECT j || j FROM t')).toBe(`SELECT ${P}.cot_jsonb_concat(j , j) FROM t`);
+    expect(rwj('SELECT o.meta || x FROM orders o')).toBe(`SELECT ${P}.cot_jsonb_concat(o.meta , x) FROM orders o`);
+    expect(rwj("SELECT j -> 'n', j ->> 'n' FROM t")).toBe(`SELECT ${P}.cot_jsonb_arrow(j , 'n'), ${P}.cot_jsonb_arrow_text(j , 'n') FROM t`);
+    expect(rwj("SELECT j #>> '{a,0}' FROM t")).toBe(`SELECT ${P}.cot_jsonb_path_text(j , '$."a"[0]', '["a","0"]') FROM t`);
+    expect(rwj("SELECT (j -> 'a') || (j -> 'b') FROM t")).toContain('cot_jsonb_concat(');
+  });
+
+  it('leave a column of another table, and text, to DuckDB', () => {
+    expect(rwj('SELECT x.j || j2 FROM other x')).toBe('SELECT x.j || j2 FROM other x');
+    expect(rwj("SELECT name || 'x' FROM t")).toBe("SELECT name || 'x' FROM t");
+  });
+});

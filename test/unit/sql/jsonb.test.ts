@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonbContains, jsonbText, numericText } from '../../../src/sql/jsonb.js';
+import { jsonbAt, jsonbContains, jsonbText, numericText } from '../../../src/sql/jsonb.js';
 
 describe('jsonb text, as PostgreSQL prints it', () => {
   // Each expected text was read from PostgreSQL 15 (SELECT $x$...$x$::jsonb::text).
@@ -66,5 +66,30 @@ describe('jsonb containment', () => {
   ];
   it.each(cases)('%s @> %s is %s', (left, right, answer) => {
     expect(jsonbContains(left, right)).toBe(answer);
+  });
+});
+
+describe('jsonb -> and #>, as PostgreSQL 15 answers them', () => {
+  const doc = '{"n": 1.10, "e": 1e2, "b": [1, 2.50, {"c": "x"}], "s": "a\\"b", "z": null, "k": {"y": 1, "x": [3.0]}, "n": 7.00}';
+  it('keep numeric text, print containers as jsonb, and find nothing where a step does not fit', () => {
+    expect(jsonbAt(doc, [{ key: 'n' }], false)).toBe('7.00');
+    expect(jsonbAt(doc, [{ key: 'e' }], true)).toBe('100');
+    expect(jsonbAt(doc, [{ key: 'b' }], true)).toBe('[1, 2.50, {"c": "x"}]');
+    expect(jsonbAt(doc, [{ key: 'k' }], false)).toBe('{"x": [3.0], "y": 1}');
+    expect(jsonbAt(doc, [{ key: 's' }], true)).toBe('a"b');
+    expect(jsonbAt(doc, [{ key: 's' }], false)).toBe('"a\\"b"');
+    expect(jsonbAt(doc, [{ key: 'z' }], false)).toBe('null');
+    expect(jsonbAt(doc, [{ key: 'z' }], true)).toBeNull();
+    expect(jsonbAt(doc, [{ key: 'missing' }], false)).toBeNull();
+    expect(jsonbAt(doc, [{ index: 0 }], false)).toBeNull();
+    expect(jsonbAt('[1, 2.50, 3]', [{ index: -2 }], false)).toBe('2.50');
+    expect(jsonbAt('[1, 2.50, 3]', [{ key: '1' }], false)).toBeNull();
+    expect(jsonbAt(doc, [{ path: 'b' }, { path: '1' }], true)).toBe('2.50');
+    expect(jsonbAt(doc, [{ path: 'b' }, { path: 'x' }], true)).toBeNull();
+    expect(() => jsonbAt('{', [{ key: 'a' }], false)).toThrow();
+    expect(jsonbAt('true', [{ index: 0 }], false)).toBe('true');
+    expect(jsonbAt('"s"', [{ index: -1 }], true)).toBe('s');
+    expect(jsonbAt('5', [{ path: '0' }], false)).toBeNull();
+    expect(jsonbAt('{"a": 1}', [], false)).toBe('{"a": 1}');
   });
 });

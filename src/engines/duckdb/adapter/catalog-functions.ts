@@ -1,5 +1,5 @@
 import { BIGINT, BOOLEAN, type DuckDBConnection, DuckDBScalarFunction, type DuckDBType, VARCHAR } from '@duckdb/node-api';
-import { jsonbContains, jsonbText } from '../../../sql/jsonb.js';
+import { jsonbAt, jsonbContains, jsonbText } from '../../../sql/jsonb.js';
 import { quotientText, squareRootText } from '../../../sql/numeric.js';
 import { pgTextOf } from '../../../engine/pg-text.js';
 
@@ -22,6 +22,18 @@ export function registerCatalogFunctions(conn: DuckDBConnection): void {
     if (text === null) throw new Error('invalid input syntax for type json');
     return text;
   });
+  // jsonb's -> and ->> (sql/jsonb.ts) on one key or index ('key' or 'index', then '_text' for ->>), and #> and #>> on a
+  // path (a JSON array of its texts; 'text' for #>>), with numbers as numeric prints them (DuckDB's JSON reads doubles).
+  scalar(conn, 'cot_jsonb_get', 3, VARCHAR, ([json = '', step = '', mode = '']) =>
+    jsonbAt(json, [mode.startsWith('index') ? { index: Number(step) } : { key: step }], mode.endsWith('_text')),
+  );
+  scalar(conn, 'cot_jsonb_path', 3, VARCHAR, ([json = '', path = '', mode = '']) =>
+    jsonbAt(
+      json,
+      (JSON.parse(path) as string[]).map((p) => ({ path: p })),
+      mode === 'text',
+    ),
+  );
   // jsonb's @> (sql/jsonb.ts): DuckDB's json_contains searches at every depth.
   scalar(conn, 'cot_jsonb_contains_text', 2, BOOLEAN, ([a = '', b = '']) => {
     const answer = jsonbContains(a, b);
@@ -55,7 +67,7 @@ function registerEngineClock(conn: DuckDBConnection): void {
  * (a NULL value gives NULL; a type name is never NULL). An exception is the
  * statement's error.
  */
-function scalar<T extends string | boolean>(
+function scalar<T extends string | boolean | null>(
   conn: DuckDBConnection,
   name: string,
   arity: number,

@@ -271,6 +271,8 @@ export class DeclaredStore {
   private saving: Promise<void> = Promise.resolve();
   /** GENERATED ALWAYS identity columns, as `schema.table` (lower case) → column names: every INSERT is checked against them. */
   private always = new Map<string, Set<string>>();
+  /** Columns declared jsonb, the same way: `a || b` on one is jsonb's (rewrite/jsonb.ts). */
+  private jsonb = new Map<string, Set<string>>();
 
   /** `path`: the file, or null for an in-memory database (nothing is kept across starts). */
   constructor(private readonly path: string | null) {}
@@ -284,16 +286,26 @@ export class DeclaredStore {
     return this.always.get(`${schema}.${table}`.toLowerCase());
   }
 
+  /** The jsonb columns of a table (schema `main` for public), lower case. */
+  jsonbColumns(schema: string, table: string): ReadonlySet<string> | undefined {
+    return this.jsonb.get(`${schema}.${table}`.toLowerCase());
+  }
+
   private async refreshAlways(conn: Runner): Promise<void> {
-    const rows = await conn.query(`SELECT schema_name, table_name, column_name FROM ${DECLARED_COLUMNS} WHERE pg_type = ${lit(IDENTITY_ALWAYS)}`);
+    const rows = await conn.query(
+      `SELECT schema_name, table_name, column_name, pg_type FROM ${DECLARED_COLUMNS} WHERE pg_type IN (${lit(IDENTITY_ALWAYS)}, 'jsonb')`,
+    );
     const always = new Map<string, Set<string>>();
-    for (const [s, t, c] of rows) {
+    const jsonb = new Map<string, Set<string>>();
+    for (const [s, t, c, type] of rows) {
+      const byTable = type === 'jsonb' ? jsonb : always;
       const key = `${String(s)}.${String(t)}`.toLowerCase();
-      const set = always.get(key) ?? new Set<string>();
+      const set = byTable.get(key) ?? new Set<string>();
       set.add(String(c).toLowerCase());
-      always.set(key, set);
+      byTable.set(key, set);
     }
     this.always = always;
+    this.jsonb = jsonb;
   }
 
   /** After the saved rows are loaded: what the INSERT check needs. */

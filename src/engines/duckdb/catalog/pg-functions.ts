@@ -3,6 +3,30 @@ import { RESULT_TYPE_MACROS } from './result-types.js';
 import { LIST_MACROS } from './list-functions.js';
 import { TYPE_NAME_MACROS } from './type-names.js';
 
+/** DuckDB's integer types, which make `j -> n` an array's index. */
+const INTEGER_TYPES = ['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT'].map((t) => `'${t}'`).join(', ');
+
+/** cot_jsonb_arrow(j, k) and cot_jsonb_path(j, path, texts) for -> and #>, and their _text forms for ->> and #>>. */
+function arrowMacros(): Array<[string, Array<[string, string]>]> {
+  const mode = `CASE WHEN typeof(k) IN (${INTEGER_TYPES}) THEN 'index' ELSE 'key' END`;
+  const get = (text: boolean): string => `cot_jsonb_get(CAST(j AS VARCHAR), CAST(k AS VARCHAR), ${mode}${text ? " || '_text'" : ''})`;
+  const path = (text: boolean): string => `cot_jsonb_path(CAST(j AS VARCHAR), texts, '${text ? 'text' : ''}')`;
+  // The value DuckDB finds decides which reads it.
+  // So is a scalar's: jsonb reads one as an array of one (`'true'::jsonb -> 0` is true), DuckDB finds nothing.
+  const pick = (found: string, again: string, own: string): string =>
+    `CASE WHEN json_type(${found}) IN ('DOUBLE', 'OBJECT', 'ARRAY') OR ((${found}) IS NULL AND json_type(CAST(j AS JSON)) NOT IN ('OBJECT', 'ARRAY'))
+       THEN ${again} ELSE ${own} END`;
+  // DuckDB's -> binds looser than IS NULL and AND: the operator's call stands in parentheses.
+  const arrow = '(CAST(j AS JSON) -> k)';
+  const at = 'json_extract(CAST(j AS JSON), path)';
+  return [
+    ['cot_jsonb_arrow', [['j, k', pick(arrow, `CAST(${get(false)} AS JSON)`, arrow)]]],
+    ['cot_jsonb_arrow_text', [['j, k', pick(arrow, get(true), '(CAST(j AS JSON) ->> k)')]]],
+    ['cot_jsonb_path', [['j, path, texts', pick(at, `CAST(${path(false)} AS JSON)`, at)]]],
+    ['cot_jsonb_path_text', [['j, path, texts', pick(at, path(true), 'json_extract_string(CAST(j AS JSON), path)')]]],
+  ];
+}
+
 /** pg_cancel_backend(pid) and pg_terminate_backend(pid): true once signalled, false (with a WARNING) for no such backend. */
 const signalBackend = (signal: 'cancel' | 'terminate'): string =>
   `CASE WHEN pid IS NULL THEN NULL ELSE CAST(coalesce(cot_backend_call('${signal}', CAST(pid AS VARCHAR), '', ''),
@@ -227,6 +251,10 @@ export const MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // jsonb's -> and ->>, #> and #>> (rewrite/jsonb.ts): DuckDB's own where the value is a string, an integer, a boolean
+  // or null, which it gives as jsonb does; a double (1.10 would come back 1.1), an object or an array are read again as
+  // jsonb reads them (cot_jsonb_get and cot_jsonb_path, sql/jsonb.ts), at microseconds a row.
+  ...arrowMacros(),
   ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
   ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
   ['cot_upper', [['s', `replace(ucase(replace(s, 'ß', chr(1114111))), chr(1114111), 'ß')`]]],

@@ -3,7 +3,7 @@ import { ParsedStatement } from '../../../sql/parsed.js';
 import { pgArrayToList, SPACED_OFFSET } from './rewrite/literals.js';
 import { RULES } from './rewrite/rules.js';
 import { mayNeedRewrite } from './rewrite/triggers.js';
-import { type Edit, type Node, type TargetColumns, Walker, wordOf } from './rewrite/walker.js';
+import { type Edit, type JsonbColumns, type Node, type TargetColumns, Walker, wordOf } from './rewrite/walker.js';
 
 /**
  * PostgreSQL-only syntax rewritten onto DuckDB, on the statement as
@@ -69,15 +69,17 @@ export class CompatRewriter {
    * The statement as DuckDB should run it, with the map from its positions
    * back to the client's. `target` describes an INSERT's table (see insertTarget).
    */
-  rewriteMapped(statement: ParsedStatement, target: TargetColumns | null = null): Rewritten {
+  rewriteMapped(statement: ParsedStatement, target: TargetColumns | null = null, jsonb: JsonbColumns | null = null): Rewritten {
     const { text, tokens } = statement;
-    if (target === null && !mayNeedRewrite(tokens)) return UNCHANGED(text);
-    const hit = target === null ? this.cache.get(text) : undefined;
+    if (target === null && jsonb === null && !mayNeedRewrite(tokens)) return UNCHANGED(text);
+    // What the tables hold decides a rewrite made with them: it is not cached by text.
+    const cached = target === null && jsonb === null;
+    const hit = cached ? this.cache.get(text) : undefined;
     if (hit !== undefined) return hit;
     let out = UNCHANGED(text);
     const stmt = statement.tree;
     if (stmt !== null) {
-      const rewriter = new Walker(text, tokens, RULES, target, this.database);
+      const rewriter = new Walker(text, tokens, RULES, target, this.database, jsonb);
       try {
         out = withEdits(rewriter.run(stmt), rewriter.applied);
       } catch {
@@ -85,7 +87,7 @@ export class CompatRewriter {
         out = UNCHANGED(text);
       }
     }
-    if (target !== null) return out;
+    if (!cached) return out;
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(text, out);
     return out;
@@ -96,6 +98,30 @@ export class CompatRewriter {
    * ('{a,b}', which is how psycopg2 sends an empty list): the target table,
    * whose column types decide which literals are arrays. Null otherwise.
    */
+  /**
+   * The tables a statement with `||` names, each by the name or alias its
+   * columns are read by: where one has jsonb columns, `a || b` on them is
+   * jsonb's (rewrite/jsonb.ts). Null for a statement without `||`.
+   */
+  concatTables(statement: ParsedStatement): ReadonlyArray<{ readonly schema: string; readonly table: string; readonly as: string }> | null {
+    if (!statement.tokens.some((t) => t.text === '||')) return null;
+    const found: Array<{ schema: string; table: string; as: string }> = [];
+    const visit = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(visit);
+      else if (v !== null && typeof v === 'object') {
+        const range = (v as Node).RangeVar as Node | undefined;
+        if (typeof range?.relname === 'string') {
+          const schema = typeof range.schemaname === 'string' && range.schemaname !== 'public' ? range.schemaname : 'main';
+          const alias = (range.alias as Node | undefined)?.aliasname;
+          found.push({ schema, table: range.relname, as: (typeof alias === 'string' ? alias : range.relname).toLowerCase() });
+        }
+        for (const x of Object.values(v as Node)) visit(x);
+      }
+    };
+    visit(statement.tree);
+    return found;
+  }
+
   insertTarget(statement: ParsedStatement): { readonly schema: string | null; readonly table: string } | null {
     const { tokens } = statement;
     // A JSON object ('{"k": 1}') is not an array literal; '{}' may be either, and the column decides.

@@ -3,7 +3,7 @@ import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
 import { type KeyDdl, keyDdlOf, tableWriteOf } from '../catalog/foreign-keys.js';
 import { keepingKeys, keptKeyNamed } from './foreign-keys.js';
 import { type KeyWork, keyWork } from './key-registry.js';
-import { quoteIdentifier } from '../../../sql/identifiers.js';
+import { identifierText, quoteIdentifier } from '../../../sql/identifiers.js';
 import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
 import { translateSerial } from '../catalog/serial.js';
@@ -296,6 +296,8 @@ export class Planner {
   /** The served reads' own queries, prepared on this connection (readRows). */
   private readonly serverStatements = new Map<string, EngineStatement>();
   private publishedSettings = '';
+  /** The queries of this connection's PREPAREs, by name: their select lists name EXECUTE's columns. */
+  private readonly preparedQueries = new Map<string, ParsedStatement>();
 
   constructor(
     private readonly ctx: HandlerContext,
@@ -335,6 +337,7 @@ export class Planner {
     ctx.tx.checkNotFailed();
     // Every rule from here on reads this object (and the rewritten text's), never the text again.
     const sent = new ParsedStatement<StatementKind>(statement.text, statement.tokens);
+    this.recordPrepared(sent);
     const erasure = erasureOf(sent);
     if (erasure !== null)
       return new Statement({ kind: 'erasure', call: erasure, text: statement.text }, erasureParamTypes(erasure, paramTypes), erasureFields(erasure));
@@ -645,7 +648,7 @@ export class Planner {
       columns === null
         ? null
         : pgNames(
-            client,
+            this.namesFrom(client),
             columns.map((c) => c.name),
           );
     const nameArrays = columns === null ? null : nameArrayColumns(client);
@@ -795,7 +798,7 @@ export class Planner {
     const rewriter = this.ctx.services.rewriter;
     const target = rewriter.insertTarget(client);
     const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
-    const rewritten = rewriter.rewriteMapped(client, columns);
+    const rewritten = rewriter.rewriteMapped(client, columns, this.jsonbColumns(client));
     if (rewritten.text === statement.text) return { ...statement, parsed: client };
     const scanned = lexStatement(rewritten.text);
     return {
@@ -805,6 +808,44 @@ export class Planner {
       clientPosition: (p) => rewritten.clientPosition(p),
       parsed: parsedText(scanned.text, scanned.tokens, client),
     };
+  }
+
+  /** The statement whose select list names the result's columns: for EXECUTE, the query its PREPARE gave. */
+  private namesFrom(client: ParsedStatement): ParsedStatement {
+    const name = client.tokens[0]?.text.toLowerCase() === 'execute' ? identifierText(client.tokens, 1) : null;
+    return (name === null ? undefined : this.preparedQueries.get(name)) ?? client;
+  }
+
+  /**
+   * PREPARE name [(types)] AS query: the query as the client wrote it, kept
+   * by name, whose select list names EXECUTE's columns as PostgreSQL does
+   * (DuckDB names `$1 + 1` by its text, PostgreSQL `?column?`).
+   */
+  private recordPrepared(sent: ParsedStatement): void {
+    const { tokens, text } = sent;
+    const name = tokens[0]?.text.toLowerCase() === 'prepare' ? identifierText(tokens, 1) : null;
+    if (name === null) return;
+    let depth = 0;
+    const as = tokens.findIndex((t, i) => {
+      if (t.text === '(') depth++;
+      else if (t.text === ')') depth--;
+      return i > 1 && depth === 0 && t.kind === 'word' && t.text.toLowerCase() === 'as';
+    });
+    if (as < 0) return;
+    const query = text.slice((tokens[as] as Token).end).trim();
+    this.preparedQueries.set(name, new ParsedStatement(query, lexStatement(query).tokens));
+  }
+
+  /** The jsonb columns of the tables a statement with `||` names, by the name or alias it reads them by; null for none. */
+  private jsonbColumns(statement: ParsedStatement): Map<string, ReadonlySet<string>> | null {
+    const tables = this.ctx.services.rewriter.concatTables(statement);
+    if (tables === null) return null;
+    const found = new Map<string, ReadonlySet<string>>();
+    for (const t of tables) {
+      const columns = this.ctx.services.declared.jsonbColumns(t.schema, t.table);
+      if (columns !== undefined) found.set(t.as, columns);
+    }
+    return found.size === 0 ? null : found;
   }
 
   /** A table's columns in order, and which hold lists; the connection's temporary table first, as name lookup does. */

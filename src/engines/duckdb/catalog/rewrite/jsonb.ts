@@ -93,10 +93,13 @@ export function arrowOperands(w: Walker, node: Node): boolean {
   const { op, i } = o;
   const start = w.argStart(node.lexpr as Node | undefined, i);
   const end = w.tokens[i]?.text === op ? w.exprEnd(node.rexpr as Node | undefined, i + 1) : null;
-  if (start !== null && end !== null) {
-    w.insertBefore(start, '(');
-    w.insertAfter(end, ')');
-  }
+  if (start === null || end === null) return true;
+  if (isJsonbOperand(w, node.lexpr as Node | undefined)) {
+    // jsonb's: numbers as numeric prints them (pg-functions.ts, cot_jsonb_arrow).
+    w.insertBefore(start, `${PG_SCHEMA}.cot_jsonb_arrow${op === '->>' ? '_text' : ''}(`);
+    w.replaceTokens(i, i + 1, ',');
+  } else w.insertBefore(start, '(');
+  w.insertAfter(end, ')');
   return true;
 }
 
@@ -143,6 +146,12 @@ function jsonOperator(w: Walker, node: Node, op: string, i: number): void {
   } else {
     const path = jsonPath(rexpr);
     if (path === null) return;
+    if (isJsonbOperand(w, lexpr)) {
+      const texts = JSON.stringify(parseArrayLiteral(((rexpr?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval ?? '{}'));
+      w.insertBefore(start, `${PG_SCHEMA}.cot_jsonb_path${op === '#>>' ? '_text' : ''}(`);
+      w.replaceTokens(i, end + 1, `, ${quoteLiteral(path)}, ${quoteLiteral(texts)})`);
+      return;
+    }
     w.insertBefore(start, `${op === '#>>' ? 'json_extract_string' : 'json_extract'}(`);
     w.replaceTokens(i, end + 1, `, ${quoteLiteral(path)})`);
   }
@@ -161,26 +170,40 @@ const JSONB_FUNCTIONS = new Set([
   'jsonb_object_agg',
 ]);
 
-/** Whether an operand is jsonb by its text: a cast to jsonb, a call of a function that returns jsonb, or another jsonb concatenation. */
-function isJsonbOperand(e: Node | undefined): boolean {
+/**
+ * Whether an operand is jsonb: by its text (a cast to jsonb, a call of a
+ * function that returns jsonb, another jsonb concatenation), as a column
+ * declared jsonb of a table the statement names, or as `->` / `#>` of one.
+ */
+function isJsonbOperand(w: Walker, e: Node | undefined): boolean {
   const cast = e?.TypeCast as Node | undefined;
   if (cast !== undefined) return strings((cast.typeName as Node | undefined)?.names).at(-1) === 'jsonb';
   const call = e?.FuncCall as Node | undefined;
   if (call !== undefined) return JSONB_FUNCTIONS.has(strings(call.funcname).at(-1) ?? '');
+  const ref = e?.ColumnRef as Node | undefined;
+  if (ref !== undefined && w.jsonbColumns !== null) {
+    const fields = strings(ref.fields).map((f) => f.toLowerCase());
+    const column = fields.at(-1) ?? '';
+    if (fields.length === 1) return [...w.jsonbColumns.values()].some((columns) => columns.has(column));
+    return w.jsonbColumns.get(fields.at(-2) ?? '')?.has(column) === true;
+  }
   const expr = e?.A_Expr as Node | undefined;
-  return expr !== undefined && strings(expr.name).join('.') === '||' && (isJsonbOperand(expr.lexpr as Node) || isJsonbOperand(expr.rexpr as Node));
+  const op = strings(expr?.name).join('.');
+  if (op === '->' || op === '#>') return isJsonbOperand(w, expr?.lexpr as Node);
+  return expr !== undefined && op === '||' && (isJsonbOperand(w, expr.lexpr as Node) || isJsonbOperand(w, expr.rexpr as Node));
 }
 
 /**
  * `a || b` where an operand is jsonb by its text → cot_jsonb_concat(a, b):
  * PostgreSQL merges two objects and concatenates arrays, DuckDB joins the
- * two texts ('{"a":1}{"x":1}', not JSON). An operand jsonb only by its
- * column's type is not seen here (docs/compatibility.md).
+ * two texts ('{"a":1}{"x":1}', not JSON). A column is jsonb as declared
+ * (engines/duckdb/catalog/declared.ts); one of a view or a subquery is not
+ * seen here (docs/compatibility.md).
  */
 function jsonbConcat(w: Walker, node: Node, i: number): boolean {
   const lexpr = node.lexpr as Node | undefined;
   const rexpr = node.rexpr as Node | undefined;
-  if (node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[i]?.text !== '||' || !(isJsonbOperand(lexpr) || isJsonbOperand(rexpr))) return false;
+  if (node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[i]?.text !== '||' || !(isJsonbOperand(w, lexpr) || isJsonbOperand(w, rexpr))) return false;
   const start = w.argStart(lexpr, i);
   const end = w.exprEnd(rexpr, i + 1);
   if (start === null || end === null) return false;

@@ -27,6 +27,9 @@ export interface Move {
   readonly edits: readonly Edit[];
 }
 
+/** Columns declared jsonb, by the table's name or alias in the statement (lower case): DuckDB's JSON does not say which are. */
+export type JsonbColumns = ReadonlyMap<string, ReadonlySet<string>>;
+
 /** The columns of an INSERT's target table, in order, and whether each holds a list. */
 export type TargetColumns = ReadonlyArray<{ readonly name: string; readonly list: boolean; readonly temporal?: boolean }>;
 
@@ -86,6 +89,8 @@ export class Walker extends Spans {
     readonly target: TargetColumns | null = null,
     /** The database name clients connect to, which they may put before a schema (cotwire.public.orders). */
     readonly database: string = 'cotwire',
+    /** The columns declared jsonb of the tables the statement names, by the name or alias it reads them by (lower case). */
+    readonly jsonbColumns: JsonbColumns | null = null,
   ) {
     super(text, tokens);
   }
