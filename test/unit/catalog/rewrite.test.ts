@@ -378,3 +378,17 @@ describe('jsonb columns, as their tables declare them', () => {
     expect(rwj("SELECT name || 'x' FROM t")).toBe("SELECT name || 'x' FROM t");
   });
 });
+
+describe('jsonb text read as a binary number', () => {
+  const jsonb = new Map([['t', new Set(['j'])]]);
+  const rwj = (sql: string): string => rewriter.rewriteMapped(new ParsedStatement(sql, tokenize(sql)), null, jsonb).text;
+
+  it("stays DuckDB's ->>, whose double is the same value, and only there", () => {
+    const cast = rwj("SELECT sum((j ->> 'n')::float8), (j ->> 'c')::int FROM t");
+    expect(cast).not.toContain('cot_jsonb_arrow_text');
+    expect(cast).toContain("((j ->> 'n'))");
+    expect(cast).toContain("((j ->> 'c'))");
+    expect(rwj("SELECT (j ->> 'n')::numeric FROM t")).toContain('cot_jsonb_arrow_text(');
+    expect(rwj("SELECT (j #>> '{a,b}')::float8 FROM t")).toContain('json_extract_string(j , \'$."a"."b"\')');
+  });
+});

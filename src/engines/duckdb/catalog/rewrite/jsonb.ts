@@ -82,6 +82,28 @@ export function jsonAggregate(w: Walker, node: Node): boolean {
   return true;
 }
 
+/** Types whose value DuckDB's reading of a JSON number gives exactly: its double, or an integer. */
+const BINARY_NUMBER_TYPES = new Set(['float4', 'float8', 'real', 'double', 'int2', 'int4', 'int8', 'smallint', 'integer', 'int', 'bigint']);
+
+/**
+ * `(j ->> 'n')::float8`: the text of the number does not matter to the
+ * double (or integer) it becomes, so DuckDB's own ->> stays, at its speed;
+ * jsonb's reading (cot_jsonb_arrow_text) costs microseconds a row.
+ */
+export function binaryNumberText(w: Walker, node: Node): void {
+  const type = strings((node.typeName as Node | undefined)?.names).at(-1) ?? '';
+  const arg = (node.arg as Node | undefined)?.A_Expr as Node | undefined;
+  const op = strings(arg?.name).join('.');
+  if (
+    BINARY_NUMBER_TYPES.has(type) &&
+    (node.typeName as Node).arrayBounds === undefined &&
+    (op === '->>' || op === '#>>') &&
+    typeof arg?.location === 'number'
+  ) {
+    w.binaryNumberTexts.add(arg.location);
+  }
+}
+
 /**
  * PostgreSQL's -> binds tighter than = and AND; DuckDB's binds looser (a = 1
  * AND j->>'k' = 'v' would read as (a = 1 AND j) ->> ...): the operator's own
@@ -94,7 +116,7 @@ export function arrowOperands(w: Walker, node: Node): boolean {
   const start = w.argStart(node.lexpr as Node | undefined, i);
   const end = w.tokens[i]?.text === op ? w.exprEnd(node.rexpr as Node | undefined, i + 1) : null;
   if (start === null || end === null) return true;
-  if (isJsonbOperand(w, node.lexpr as Node | undefined)) {
+  if (isJsonbOperand(w, node.lexpr as Node | undefined) && !w.binaryNumberTexts.has(node.location as number)) {
     // jsonb's: numbers as numeric prints them (pg-functions.ts, cot_jsonb_arrow).
     w.insertBefore(start, `${PG_SCHEMA}.cot_jsonb_arrow${op === '->>' ? '_text' : ''}(`);
     w.replaceTokens(i, i + 1, ',');
@@ -146,7 +168,7 @@ function jsonOperator(w: Walker, node: Node, op: string, i: number): void {
   } else {
     const path = jsonPath(rexpr);
     if (path === null) return;
-    if (isJsonbOperand(w, lexpr)) {
+    if (isJsonbOperand(w, lexpr) && !w.binaryNumberTexts.has(node.location as number)) {
       const texts = JSON.stringify(parseArrayLiteral(((rexpr?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval ?? '{}'));
       w.insertBefore(start, `${PG_SCHEMA}.cot_jsonb_path${op === '#>>' ? '_text' : ''}(`);
       w.replaceTokens(i, end + 1, `, ${quoteLiteral(path)}, ${quoteLiteral(texts)})`);

@@ -3,7 +3,7 @@ import { regCast, regConcat, regNameAsText, regTargets } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
 import { addUniqueConstraint, alterTableKeys, createTableKeys, indexMethod, varcharLengths } from './ddl.js';
 import { defaultedArguments, renamedFunction, substringCall, toCharCall } from './functions.js';
-import { arrowOperands, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
+import { arrowOperands, binaryNumberText, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, intervalCast, spacedComparison, timestampCast, updateValues } from './literals.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
@@ -64,6 +64,7 @@ export const RULES: Rules = {
     CollateClause: [collate],
     A_Indices: [arraySubscript],
     TypeCast: [
+      binaryNumberText,
       numericLiteralCast,
       numericTextCast,
       textCast,

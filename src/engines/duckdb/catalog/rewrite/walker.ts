@@ -75,6 +75,8 @@ export class Walker extends Spans {
   readonly replacedRelations = new Set<number>();
   /** Constants that a cast around them types (`1e300::float8`), by location: a constant's own rules leave them as written. */
   readonly castConstants = new Set<number>();
+  /** jsonb `->>` / `#>>` cast to a binary number (`(j ->> 'n')::float8`), by location: DuckDB's reading gives the same value. */
+  readonly binaryNumberTexts = new Set<number>();
   /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
   expressions = true;
   /** While a range variable's rules run: whether it is the statement's target. */
