@@ -118,6 +118,35 @@ describe('foreign keys', () => {
     expect(await rows(c, 'SELECT count(*)::int AS n FROM fk_update_items')).toEqual([{ n: 2 }]);
   });
 
+  it('carry a changed key to the children with ON UPDATE CASCADE, SET NULL or SET DEFAULT', async () => {
+    const c = await s.as();
+    await c.query('CREATE TABLE fk_rekey_parent (code text PRIMARY KEY, n int)');
+    await c.query('CREATE TABLE fk_rekey_child (id int PRIMARY KEY, code text REFERENCES fk_rekey_parent ON UPDATE CASCADE ON DELETE CASCADE)');
+    await c.query("CREATE TABLE fk_rekey_other (id int PRIMARY KEY, code text DEFAULT 'd' REFERENCES fk_rekey_parent ON UPDATE SET DEFAULT)");
+    await c.query('CREATE TABLE fk_rekey_loose (id int PRIMARY KEY, code text REFERENCES fk_rekey_parent ON UPDATE SET NULL)');
+    await c.query("INSERT INTO fk_rekey_parent VALUES ('a', 1), ('b', 2), ('c', 3), ('d', 4)");
+    await c.query("INSERT INTO fk_rekey_child VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c')");
+    await c.query("INSERT INTO fk_rekey_other VALUES (1, 'b')");
+    await c.query("INSERT INTO fk_rekey_loose VALUES (1, 'c')");
+    // With a parameter, as drivers send it; the rows whose key stays keep their children as they are.
+    const updated = await c.query("UPDATE fk_rekey_parent SET code = code || '2' WHERE n <= $1", [2]);
+    expect(updated.rowCount).toBe(2);
+    expect(await rows(c, 'SELECT id, code FROM fk_rekey_child ORDER BY id')).toEqual([
+      { id: 1, code: 'a2' },
+      { id: 2, code: 'b2' },
+      { id: 3, code: 'a2' },
+      { id: 4, code: 'c' },
+    ]);
+    expect(await rows(c, 'SELECT id, code FROM fk_rekey_other')).toEqual([{ id: 1, code: 'd' }]);
+    // With a FROM list, and with an alias.
+    await c.query('CREATE TABLE fk_rekey_map (old text, new text)');
+    await c.query("INSERT INTO fk_rekey_map VALUES ('c', 'c9')");
+    await c.query('UPDATE fk_rekey_parent AS p SET code = m.new FROM fk_rekey_map m WHERE p.code = m.old');
+    expect(await rows(c, 'SELECT code FROM fk_rekey_child WHERE id = 4')).toEqual([{ code: 'c9' }]);
+    expect(await rows(c, 'SELECT code FROM fk_rekey_loose')).toEqual([{ code: null }]);
+    expect(await rows(c, 'SELECT count(*)::int AS n FROM fk_rekey_parent p JOIN fk_rekey_child c USING (code)')).toEqual([{ n: 4 }]);
+  });
+
   it('let a referenced table be altered, as Sequelize sync({ alter: true }) and ADD CONSTRAINT CHECK do', async () => {
     const c = await s.as();
     await shop(c, 'fk_alter');

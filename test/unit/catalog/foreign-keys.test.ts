@@ -2,8 +2,17 @@ import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { retypedDefinition } from '../../../src/engines/duckdb/catalog/alter-table.js';
 import { CompatRewriter } from '../../../src/engines/duckdb/catalog/compat.js';
-import { actionSql, defaultKeyName, type ForeignKey, keyDdlOf, orphanSql, tableWriteOf } from '../../../src/engines/duckdb/catalog/foreign-keys.js';
-import { tokenize } from '../../../src/sql/lexer.js';
+import {
+  actionSql,
+  defaultKeyName,
+  type ForeignKey,
+  keyDdlOf,
+  keyMappingSql,
+  orphanSql,
+  tableWriteOf,
+  updateParts,
+} from '../../../src/engines/duckdb/catalog/foreign-keys.js';
+import { lexStatement, tokenize } from '../../../src/sql/lexer.js';
 import { ParsedStatement } from '../../../src/sql/parsed.js';
 
 const parsed = (sql: string) => new ParsedStatement(sql);
@@ -138,5 +147,32 @@ describe('a change of column types made in the definition', () => {
       `CREATE TABLE customers(id INTEGER DEFAULT(nextval('customers_id_seq')) PRIMARY KEY, email VARCHAR NOT NULL UNIQUE, "Tags" INTEGER[], n DECIMAL(12,4), CHECK((length(email) <= 255)));`,
     );
     expect(retypedDefinition(sql, [{ column: 'missing', type: 'INTEGER' }])).toBeNull();
+  });
+});
+
+describe("an UPDATE's parts, for the keys an ON UPDATE CASCADE rekeys", () => {
+  const parts = (sql: string, alias: string) => updateParts(sql, lexStatement(sql).tokens, alias);
+
+  it('reads the target, each SET expression, FROM and WHERE, and maps each old key to its new one', () => {
+    const p = parts("UPDATE p AS x SET code = code || '2', n = f(a, b) FROM m WHERE x.code = m.old AND a IS DISTINCT FROM b RETURNING *", 'x');
+    expect(p).toEqual({
+      target: 'p AS x',
+      alias: 'x',
+      sets: new Map([
+        ['code', "code || '2'"],
+        ['n', 'f(a, b)'],
+      ]),
+      from: 'm',
+      where: 'x.code = m.old AND a IS DISTINCT FROM b',
+    });
+    expect(keyMappingSql(p as NonNullable<typeof p>, ['code', 'n2'])).toBe(
+      `SELECT CAST("x"."code" AS VARCHAR), CAST("x"."n2" AS VARCHAR), CAST(code || '2' AS VARCHAR), CAST("x"."n2" AS VARCHAR) FROM p AS x, m WHERE x.code = m.old AND a IS DISTINCT FROM b`,
+    );
+    expect(parts('UPDATE p SET id = $1 WHERE id = $2;', 'p')).toMatchObject({ sets: new Map([['id', '$1']]), from: null, where: 'id = $2' });
+  });
+
+  it('takes no multiple assignment, and no other statement', () => {
+    expect(parts('UPDATE p SET (a, b) = (1, 2)', 'p')).toBeNull();
+    expect(parts('DELETE FROM p', 'p')).toBeNull();
   });
 });

@@ -1,4 +1,5 @@
-import { quoteIdentifier as ident, quoteLiteral as lit } from '../../../sql/identifiers.js';
+import { identifierText, quoteIdentifier as ident, quoteLiteral as lit } from '../../../sql/identifiers.js';
+import type { Token } from '../../../sql/lexer.js';
 import type { ParsedStatement } from '../../../sql/parsed.js';
 import { strings } from '../../../sql/pg-tree.js';
 import { P } from './catalog-sql.js';
@@ -352,3 +353,82 @@ export function renameColumnSql(at: TableName, from: string, to: string): string
 
 /** The SQL text of an action, as pg_get_constraintdef prints it after the key. */
 export const ACTION_WORDS: Readonly<Record<KeyAction, string>> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CASCADE', n: 'SET NULL', d: 'SET DEFAULT' };
+
+/** An UPDATE's parts as the engine runs it, for the keys an ON UPDATE CASCADE rekeys (foreign-keys.ts). */
+export interface UpdateParts {
+  /** The target as written, with its alias (`orders AS o`). */
+  readonly target: string;
+  /** The name the target's columns are read by: its alias, or its name. */
+  readonly alias: string;
+  /** Each assigned column (lower case) and its expression's text. */
+  readonly sets: ReadonlyMap<string, string>;
+  readonly from: string | null;
+  readonly where: string | null;
+}
+
+/**
+ * `UPDATE t [AS a] SET c = e, ... [FROM ...] [WHERE ...] [RETURNING ...]`
+ * read from its tokens; null for another statement, and for a multiple
+ * assignment (`SET (a, b) = ...`), whose columns are not one expression each.
+ */
+export function updateParts(text: string, tokens: readonly Token[], alias: string): UpdateParts | null {
+  const word = (i: number): string => (tokens[i]?.kind === 'word' ? (tokens[i] as Token).text.toLowerCase() : '');
+  if (word(0) !== 'update') return null;
+  // Where each top-level clause starts (depth 0), by its keyword.
+  let depth = 0;
+  const at = new Map<string, number>();
+  tokens.forEach((t, i) => {
+    if (t.text === '(' || t.text === '[') depth++;
+    else if (t.text === ')' || t.text === ']') depth--;
+    // IS DISTINCT FROM is no clause.
+    else if (depth === 0 && ['set', 'from', 'where', 'returning'].includes(word(i)) && !at.has(word(i)) && word(i - 1) !== 'distinct') at.set(word(i), i);
+  });
+  const set = at.get('set');
+  if (set === undefined) return null;
+  const end = (i: number): number => {
+    const next = [...at.values()].filter((k) => k > i).sort((a, b) => a - b)[0];
+    let last = next === undefined ? tokens.length - 1 : next - 1;
+    while (tokens[last]?.kind === 'semicolon') last--;
+    return last;
+  };
+  const span = (from: number, to: number): string => (to < from ? '' : text.slice((tokens[from] as Token).start, (tokens[to] as Token).end));
+  const sets = new Map<string, string>();
+  let depthSet = 0;
+  let piece = set + 1;
+  const setEnd = end(set);
+  for (let i = set + 1; i <= setEnd + 1; i++) {
+    const t = tokens[i];
+    if (t !== undefined && i <= setEnd) {
+      if (t.text === '(' || t.text === '[') depthSet++;
+      else if (t.text === ')' || t.text === ']') depthSet--;
+      if (!(depthSet === 0 && t.text === ',')) continue;
+    }
+    const name = identifierText(tokens, piece);
+    if (name === null || tokens[piece + 1]?.text !== '=') return null;
+    sets.set(name.toLowerCase(), span(piece + 2, i - 1));
+    piece = i + 1;
+  }
+  const from = at.get('from');
+  const where = at.get('where');
+  return {
+    target: span(1, set - 1),
+    alias,
+    sets,
+    from: from === undefined ? null : span(from + 1, end(from)),
+    where: where === undefined ? null : span(where + 1, end(where)),
+  };
+}
+
+/** Each updated row's referenced key before and after, as text: the rows an ON UPDATE CASCADE carries to the children. */
+export function keyMappingSql(parts: UpdateParts, refColumns: readonly string[]): string {
+  const old = refColumns.map((c) => `CAST(${ident(parts.alias)}.${ident(c)} AS VARCHAR)`);
+  const next = refColumns.map((c) => `CAST(${parts.sets.get(c.toLowerCase()) ?? `${ident(parts.alias)}.${ident(c)}`} AS VARCHAR)`);
+  return `SELECT ${[...old, ...next].join(', ')} FROM ${parts.target}${parts.from === null ? '' : `, ${parts.from}`}${parts.where === null ? '' : ` WHERE ${parts.where}`}`;
+}
+
+/** The name an UPDATE's target columns are read by: its alias, or its name. */
+export function updateAlias(statement: ParsedStatement): string {
+  const relation = (statement.tree?.UpdateStmt as Node | undefined)?.relation as Node | undefined;
+  const alias = (relation?.alias as Node | undefined)?.aliasname;
+  return typeof alias === 'string' ? alias : typeof relation?.relname === 'string' ? relation.relname : '';
+}

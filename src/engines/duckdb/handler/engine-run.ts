@@ -6,7 +6,7 @@ import type { HandlerContext } from './context.js';
 import { dropOrphanedSequences, executeColumnAlter, executeConstraintAdd, executeDropEach, executeSerialCreate, HandledStatement } from './table-create.js';
 import { keepingKeys } from './foreign-keys.js';
 import { executeLedgerCreate } from './ledger-create.js';
-import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan } from './plan.js';
+import { bindEngine, clientError, READ_KINDS, type ConnectionPortal, type EnginePlan, wireParams } from './plan.js';
 import { declaredCells } from './result-sources.js';
 
 /** The bound values of cot_search()'s query-text parameters (text and binary text are both UTF-8). */
@@ -42,7 +42,8 @@ export class EngineRun {
       const outcome = await ctx.calls.run(async (): Promise<ExecuteOutcome> => {
         if (plan.advisoryWaits.length > 0 && portal.cursor === null) await this.waitForLocks(plan, () => gaveUp);
         if (portal.cursor === null) {
-          const handled = await keepingKeys(ctx, plan.keys, (materialize) => this.start(portal, plan, materialize));
+          const params = { types: plan.statement.paramTypes, values: wireParams(portal) };
+          const handled = await keepingKeys(ctx, plan.keys, (materialize) => this.start(portal, plan, materialize), params);
           if (handled !== null) return handled;
         }
         const cursor = portal.cursor as EngineCursor;

@@ -11,6 +11,7 @@ import {
   LOAD_KEYS,
   orphanSql,
   orphansSql,
+  keyMappingSql,
   qualified,
   renameColumnSql,
   renameTableSql,
@@ -19,6 +20,8 @@ import {
 } from '../catalog/foreign-keys.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
+import type { WireParam } from '../../../engine/port.js';
+import { quoteIdentifier as ident, quoteLiteral as lit } from '../../../sql/identifiers.js';
 import type { HandlerContext } from './context.js';
 import type { KeyWork, LockMode } from './key-registry.js';
 
@@ -87,7 +90,12 @@ async function lock(ctx: HandlerContext, key: string, mode: LockMode): Promise<v
  * foreign keys, as one unit: nothing of it commits if a key refuses it.
  * A statement that relates to no key runs as it is.
  */
-export async function keepingKeys<T>(ctx: HandlerContext, work: KeyWork, run: (materialize: boolean) => Promise<T>): Promise<T> {
+export async function keepingKeys<T>(
+  ctx: HandlerContext,
+  work: KeyWork,
+  run: (materialize: boolean) => Promise<T>,
+  params: BoundParams | null = null,
+): Promise<T> {
   const { keyDdl } = work;
   const keys = await currentKeys(ctx);
   if (keyDdl === null && keys.length === 0) return run(false);
@@ -107,7 +115,9 @@ export async function keepingKeys<T>(ctx: HandlerContext, work: KeyWork, run: (m
       const ddl = keyDdl?.op === 'add' && keyDdl.ifNotExists && (await tableInfo(ctx, keyDdl.at)) !== null ? null : keyDdl;
       if (ddl !== null) changed = await beforeDdl(ctx, keys, ddl);
       if (writing && writes.kind === 'truncate') await truncateChildren(ctx, keys, writes);
+      const cascades = writing ? await rekeyed(ctx, keys, writes, work, params) : [];
       const out = await run(true);
+      for (const c of cascades) await carry(ctx, c);
       if (ddl !== null) changed = (await afterDdl(ctx, keys, ddl)) || changed;
       if (writing) await afterWrite(ctx, keys, writes, 0);
       return out;
@@ -128,6 +138,87 @@ export async function keepingKeys<T>(ctx: HandlerContext, work: KeyWork, run: (m
 async function keysCommitted(ctx: HandlerContext): Promise<void> {
   await ctx.services.foreignKeys.load(ctx.engine);
   ctx.services.catalogSnapshot.changed();
+}
+
+// ---- ON UPDATE CASCADE ----
+/** The parameters a portal bound, for the queries the keys run beside its statement (ON UPDATE CASCADE's old and new keys). */
+export interface BoundParams {
+  readonly types: readonly number[];
+  readonly values: readonly WireParam[];
+}
+
+/** One ON UPDATE CASCADE to carry: each rekeyed parent's key before and after, as text. */
+interface Rekeyed {
+  readonly key: ForeignKey;
+  readonly pairs: ReadonlyArray<readonly (string | null)[]>;
+}
+
+/** A query's rows as text, with the statement's own parameters. */
+async function textRows(ctx: HandlerContext, sql: string, params: BoundParams | null): Promise<Array<Array<string | null>>> {
+  const statement = await ctx.engine.prepare(sql, params?.types ?? []);
+  try {
+    statement.bind(params?.values ?? []);
+    const cursor = await statement.execute({ materialize: true });
+    const rows: Array<Array<string | null>> = [];
+    try {
+      const sink = {
+        row: (cells: readonly (string | Uint8Array | null)[]) =>
+          rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
+        flushIfFull: () => Promise.resolve(),
+      };
+      await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
+    } finally {
+      cursor.close();
+    }
+    return rows;
+  } finally {
+    statement.close();
+  }
+}
+
+/**
+ * Before an UPDATE of referenced keys whose foreign keys cascade: each
+ * row's key before and after, read with the statement's own SET, FROM and
+ * WHERE (DuckDB rewrites such a row as a new one, so nothing pairs them
+ * afterwards). Rows whose key stays are left out.
+ */
+async function rekeyed(ctx: HandlerContext, keys: readonly ForeignKey[], w: TableWrite, work: KeyWork, params: BoundParams | null): Promise<Rekeyed[]> {
+  const parts = w.kind === 'update' ? work.update() : null;
+  if (parts === null) return [];
+  const out: Rekeyed[] = [];
+  for (const t of w.tables) {
+    for (const k of keys) {
+      if (!parentOf(k, t) || k.onUpdate !== 'c' || !writesParentKey(w, k)) continue;
+      const n = k.refColumns.length;
+      const rows = await textRows(ctx, keyMappingSql(parts, k.refColumns), params);
+      const pairs = rows.filter((r) => r.slice(0, n).every((v) => v !== null) && r.slice(0, n).some((v, i) => v !== r[n + i]));
+      if (pairs.length > 0) out.push({ key: k, pairs });
+    }
+  }
+  return out;
+}
+
+/** ON UPDATE CASCADE: the children of each rekeyed parent take its new key. */
+async function carry(ctx: HandlerContext, r: Rekeyed): Promise<void> {
+  const { key: k, pairs } = r;
+  const db = ctx.services.foreignKeys.database;
+  const types = await ctx.engine.query(
+    `SELECT lower(column_name), data_type FROM duckdb_columns() WHERE database_name = $1 AND schema_name = $2 AND table_name = $3`,
+    [db, k.schema, k.table],
+  );
+  const typeOf = new Map(types.map((t) => [String(t[0]), String(t[1])]));
+  const names = [...k.columns.map((_, i) => `cot_o${i}`), ...k.columns.map((_, i) => `cot_n${i}`)];
+  const cast = (i: number, side: 'o' | 'n'): string => `CAST(cot_m.cot_${side}${i} AS ${typeOf.get((k.columns[i] as string).toLowerCase()) ?? 'VARCHAR'})`;
+  for (let at = 0; at < pairs.length; at += 500) {
+    const values = pairs
+      .slice(at, at + 500)
+      .map((p) => `(${p.map((v) => (v === null ? 'NULL' : lit(v))).join(', ')})`)
+      .join(', ');
+    await ctx.engine.run(
+      `UPDATE ${qualified(db, k)} AS cot_c SET ${k.columns.map((c, i) => `${ident(c)} = ${cast(i, 'n')}`).join(', ')}
+       FROM (VALUES ${values}) AS cot_m(${names.join(', ')}) WHERE ${k.columns.map((c, i) => `cot_c.${ident(c)} = ${cast(i, 'o')}`).join(' AND ')}`,
+    );
+  }
 }
 
 // ---- DDL ----
@@ -396,10 +487,10 @@ async function afterWrite(ctx: HandlerContext, keys: readonly ForeignKey[], w: T
         if (orphan === undefined) continue;
         throw new PgError(
           SqlState.FeatureNotSupported,
-          `ON UPDATE CASCADE of a changed key is not supported (foreign key constraint "${k.name}" on table "${k.table}")`,
+          `ON UPDATE CASCADE of this change is not supported (foreign key constraint "${k.name}" on table "${k.table}")`,
           {
             detail: `${keyText(k.refColumns, orphan)} is still referenced from table "${k.table}".`,
-            hint: 'Update the referencing rows to the new key in the same transaction first, or delete and insert the parent row.',
+            hint: 'cotwire carries a key to its children when the UPDATE gives each key column one expression (not SET (a, b) = ...), one level deep. Update the referencing rows first, or set the key column by itself.',
           },
         );
       }

@@ -1,4 +1,13 @@
-import { FOREIGN_KEYS_SETUP, type ForeignKey, type KeyDdl, keyFromRow, LOAD_KEYS, mirrorSql, type TableWrite } from '../catalog/foreign-keys.js';
+import {
+  FOREIGN_KEYS_SETUP,
+  type ForeignKey,
+  type KeyDdl,
+  keyFromRow,
+  LOAD_KEYS,
+  mirrorSql,
+  type TableWrite,
+  type UpdateParts,
+} from '../catalog/foreign-keys.js';
 import { PgError } from '../../../errors/pg-error.js';
 
 /**
@@ -61,25 +70,29 @@ export class ForeignKeyRegistry {
   }
 }
 
-/** What a statement's plan says about the keys: the DDL that changes them, and the tables it writes (read from its tree when keys exist). */
+/**
+ * What a statement's plan says about the keys: the DDL that changes them,
+ * the tables it writes, and an UPDATE's parts (what an ON UPDATE CASCADE
+ * needs), each read from the statement when first asked.
+ */
 export interface KeyWork {
   readonly keyDdl: KeyDdl | null;
   writes(): TableWrite | null;
+  update(): UpdateParts | null;
 }
 
-/** A statement's key work, its writes read once and only when asked. */
-export function keyWork(keyDdl: KeyDdl | null, writes: () => TableWrite | null): KeyWork {
-  let read: { value: TableWrite | null } | null = null;
-  return {
-    keyDdl,
-    writes: () => {
-      read ??= { value: writes() };
-      return read.value;
-    },
+const once = <T>(read: () => T): (() => T) => {
+  let got: { value: T } | null = null;
+  return () => {
+    got ??= { value: read() };
+    return got.value;
   };
-}
+};
 
-export const NO_KEY_WORK: KeyWork = { keyDdl: null, writes: () => null };
+/** A statement's key work, its writes and parts read once and only when asked. */
+export function keyWork(keyDdl: KeyDdl | null, writes: () => TableWrite | null, update: () => UpdateParts | null = () => null): KeyWork {
+  return { keyDdl, writes: once(writes), update: once(update) };
+}
 
 /**
  * The table locks that keep foreign keys true between transactions, which

@@ -1,6 +1,6 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
 import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
-import { type KeyDdl, keyDdlOf, tableWriteOf } from '../catalog/foreign-keys.js';
+import { type KeyDdl, keyDdlOf, tableWriteOf, updateAlias, updateParts } from '../catalog/foreign-keys.js';
 import { keepingKeys, keptKeyNamed } from './foreign-keys.js';
 import { type KeyWork, keyWork } from './key-registry.js';
 import { identifierText, quoteIdentifier } from '../../../sql/identifiers.js';
@@ -680,7 +680,11 @@ export class Planner {
         declares: engineStatement.kind === 'CREATE' || engineStatement.kind === 'ALTER' || engineStatement.kind === 'DROP' ? declaredChanges(client) : [],
         advisoryWaits: advisoryWaits(parsed),
         searchParams: search.params,
-        keys: keyWork(keyDdl, () => tableWriteOf(client)),
+        keys: keyWork(
+          keyDdl,
+          () => tableWriteOf(client),
+          () => updateParts(statement.text, statement.tokens, updateAlias(client)),
+        ),
       },
       types,
       fields,
