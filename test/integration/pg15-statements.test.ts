@@ -67,15 +67,15 @@ describe('partial indexes', () => {
     expect((await c.query("SELECT indexname FROM pg_indexes WHERE tablename = 'pidx'")).rows).toEqual([{ indexname: 'pidx_x' }]);
   });
 
-  it('refuses a partial UNIQUE index with 0A000, never a full unique index', async () => {
+  it('keeps a partial UNIQUE index to the rows its predicate holds for', async () => {
     const c = ctx.client;
-    await expect(c.query('CREATE UNIQUE INDEX pidx_u ON pidx (x) WHERE y > 0')).rejects.toMatchObject({
-      code: '0A000',
-      message: 'partial unique indexes are not supported',
-    });
+    await c.query('CREATE UNIQUE INDEX pidx_u ON pidx (x) WHERE y > 0');
     // Rows PostgreSQL accepts (x = 5 twice, one of them outside the predicate) are still accepted.
     await c.query('INSERT INTO pidx VALUES (3, 5, -2)');
-    expect((await c.query("SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = 'pidx'")).rows).toEqual([{ n: 1 }]);
+    await expect(c.query('INSERT INTO pidx VALUES (4, 5, 7)')).rejects.toMatchObject({ code: '23505', detail: 'Key (x)=(5) already exists.' });
+    await expect(c.query('INSERT INTO pidx VALUES (4, 5, 7) ON CONFLICT (x) WHERE y > 0 DO NOTHING')).rejects.toMatchObject({ code: '0A000' });
+    await expect(c.query('INSERT INTO pidx VALUES (4, 6, 7) ON CONFLICT (x) DO NOTHING')).rejects.toMatchObject({ code: '42P10' });
+    expect((await c.query("SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = 'pidx'")).rows).toEqual([{ n: 2 }]);
   });
 });
 

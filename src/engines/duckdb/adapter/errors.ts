@@ -32,6 +32,7 @@ const RULES: readonly Rule[] = [
     code: SqlState.UndefinedColumn,
   },
   { type: 'Binder', match: /Ambiguous reference to column/i, code: SqlState.AmbiguousColumn },
+  { type: 'Binder', match: /conflict target are not referenced by a UNIQUE\/PRIMARY KEY CONSTRAINT or INDEX/i, code: '42P10' },
   { type: 'Binder', match: /No function matches|does not exist/i, code: SqlState.UndefinedFunction },
   { type: 'Binder', match: /Could not choose a best candidate/i, code: SqlState.AmbiguousFunction },
   { type: 'Binder', match: /UNNEST not supported here/i, code: SqlState.FeatureNotSupported },
@@ -167,11 +168,16 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
     return new PgError('22001', `value too long for type ${tooLong[1] === undefined ? 'character varying' : 'character'}(${tooLong[2]})`, { cause: err });
   }
   const duplicate = code === SqlState.UniqueViolation ? duplicateKeyDetail(message) : null;
+  // Two rows of one statement with one key: DuckDB names the value, not the columns.
+  if (code === SqlState.UniqueViolation && duplicate === null && /constraint violation: duplicate key/i.test(message)) {
+    message = 'duplicate key value violates unique constraint';
+  }
   if (duplicate !== null) {
     // PostgreSQL's wording, and its detail, which ORMs parse for the columns at fault (Sequelize's UniqueConstraintError).
     message = 'duplicate key value violates unique constraint';
     fields.detail = duplicate;
   }
+  if (code === '42P10') message = 'there is no unique or exclusion constraint matching the ON CONFLICT specification';
   if (code === SqlState.FeatureNotSupported && /UNNEST not supported here/i.test(message)) {
     // PostgreSQL groups the rows a set-returning function makes; DuckDB cannot in the same query level.
     message = 'a set-returning function (unnest, generate_series) cannot be used here together with GROUP BY or an aggregate';
@@ -190,7 +196,9 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
 function duplicateKeyDetail(message: string): string | null {
   const m = /Duplicate key "(.*)" violates (?:unique|primary key) constraint/i.exec(message);
   if (m === null) return null;
-  const pairs = (m[1] as string).split(/, (?=[^\s:,]+: )/).map((p) => {
+  // A partial unique index's key is each column's value where its predicate holds (planner.ts, partialIndex): the column.
+  const keys = (m[1] as string).replace(/CASE\s+WHEN \(\(.*?\)\) THEN \((.*?)\) ELSE CAST\(NULL AS [^)]*\) END/g, '$1');
+  const pairs = keys.split(/, (?=[^\s:,]+: )/).map((p) => {
     const at = p.indexOf(': ');
     return at < 0 ? null : ([p.slice(0, at), p.slice(at + 2)] as const);
   });

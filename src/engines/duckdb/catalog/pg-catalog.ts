@@ -120,6 +120,9 @@ const KEYWORD_CATEGORIES = {
   R: 'reserved',
 } as const;
 
+/** A partial unique index's element as DuckDB prints it: `(CASE  WHEN (predicate) THEN (column) ELSE NULL END)`. */
+const PARTIAL_ELEMENT = q('^\\(CASE\\s+WHEN \\((.*)\\) THEN \\((.*)\\) ELSE NULL END\\)$');
+
 /** A foreign key's action, as pg_get_constraintdef prints it after the key (nothing for NO ACTION). */
 const keyAction = (column: string, on: string): string =>
   `CASE coalesce(${column}, 'a') WHEN 'r' THEN ' ON ${on} RESTRICT' WHEN 'c' THEN ' ON ${on} CASCADE' WHEN 'n' THEN ' ON ${on} SET NULL' WHEN 'd' THEN ' ON ${on} SET DEFAULT' ELSE '' END`;
@@ -257,9 +260,15 @@ function internals(): string[] {
          ELSE own END)`,
     namedKeys(),
     `CREATE VIEW ${P}.cot_indexes AS
-       WITH ix AS (
-         SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS exprs FROM duckdb_indexes() i
+       WITH raw AS (
+         SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS raw_exprs FROM duckdb_indexes() i
          WHERE i.database_name NOT IN ${HIDDEN_DB} AND i.schema_name <> ${q(KEYS_SCHEMA)}),
+       -- A partial unique index is each column's value where its predicate holds (planner.ts, partialIndex):
+       -- its columns and its predicate, as PostgreSQL keeps them.
+       ix AS (
+         SELECT raw.*, list_transform(raw_exprs, e -> coalesce(nullif(regexp_extract(e, ${PARTIAL_ELEMENT}, 2), ''), e)) AS exprs,
+           nullif(regexp_extract(raw_exprs[1], ${PARTIAL_ELEMENT}, 1), '') AS predicate
+         FROM raw),
        cols AS (
          SELECT e.index_oid, list(coalesce(c.column_index, 0) ORDER BY e.pos) AS indkey
          FROM (SELECT ix.index_oid, ix.table_oid, unnest(ix.exprs) AS expr, generate_subscripts(ix.exprs, 1) AS pos FROM ix) e
@@ -270,14 +279,15 @@ function internals(): string[] {
          'CREATE ' || CASE WHEN ix.is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || ix.index_name || ' ON '
            || ns.nspname || '.' || ix.table_name || ' USING btree ('
            || array_to_string(list_transform(ix.exprs, e -> CASE WHEN regexp_full_match(e, '"[a-z_][a-z0-9_$]*"') THEN trim(e, '"') ELSE e END), ', ')
-           || ')' AS indexdef
+           || ')' || coalesce(' WHERE ' || ix.predicate, '') AS indexdef, ix.predicate
        FROM ix JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) LEFT JOIN cols USING (index_oid)
        UNION ALL
        SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid, k.conname,
          ns.oid, true, k.constraint_type = 'PRIMARY KEY',
          list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS BIGINT)),
          'CREATE UNIQUE INDEX ' || k.conname
-           || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')'
+           || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')',
+         CAST(NULL AS VARCHAR)
        FROM ${P}.cot_keys k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
        WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`,
     // The referenced table and key of a foreign key are joined, not looked up per constraint.
@@ -509,7 +519,7 @@ function catalogViews(): string[] {
          false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready, true AS indislive,
          false AS indisreplident, list_transform(i.indkey, x -> CAST(x AS SMALLINT)) AS indkey,
          list_transform(i.indkey, x -> CAST(0 AS BIGINT)) AS indcollation, coalesce(oc.indclass, list_transform(i.indkey, x -> CAST(0 AS BIGINT))) AS indclass,
-         list_transform(i.indkey, x -> CAST(0 AS SMALLINT)) AS indoption, CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
+         list_transform(i.indkey, x -> CAST(0 AS SMALLINT)) AS indoption, CAST(NULL AS VARCHAR) AS indexprs, i.predicate AS indpred
        FROM ${P}.cot_indexes i LEFT JOIN oc ON oc.indexrelid = i.indexrelid`,
     `CREATE VIEW ${P}.pg_constraint AS
        SELECT k.oid, k.conname, k.connamespace, k.contype, false AS condeferrable, false AS condeferred, true AS convalidated,

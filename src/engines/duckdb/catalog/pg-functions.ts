@@ -3,6 +3,14 @@ import { RESULT_TYPE_MACROS } from './result-types.js';
 import { LIST_MACROS } from './list-functions.js';
 import { TYPE_NAME_MACROS } from './type-names.js';
 
+/**
+ * A predicate as pg_get_indexdef(..., true) prints it: without its outer
+ * parentheses, nor those around each comparison (`deleted_at IS NULL AND
+ * org > 0` for `((deleted_at IS NULL) AND (org > 0))`).
+ */
+const prettyPredicate = (p: string): string =>
+  `regexp_replace(regexp_replace(${p}, '^\\((.*)\\)$', '\\1'), '\\(([^()]+ (?:IS NULL|IS NOT NULL|[<>=!]+ [^()]+))\\)', '\\1', 'g')`;
+
 /** DuckDB's integer types, which make `j -> n` an array's index. */
 const INTEGER_TYPES = ['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT'].map((t) => `'${t}'`).join(', ');
 
@@ -115,7 +123,9 @@ export const MACROS: readonly MacroDef[] = [
       [
         'index_oid, col, pretty',
         `CASE WHEN col = 0 OR col IS NULL
-       THEN (SELECT cot_i.indexdef FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
+       THEN (SELECT CASE WHEN pretty AND cot_i.predicate IS NOT NULL
+               THEN replace(cot_i.indexdef, ' WHERE ' || cot_i.predicate, ' WHERE ' || ${prettyPredicate('cot_i.predicate')}) ELSE cot_i.indexdef END
+             FROM ${P}.cot_indexes cot_i WHERE cot_i.indexrelid = index_oid)
        ELSE (SELECT cot_c.column_name FROM ${P}.cot_indexes cot_i JOIN ${P}.cot_columns cot_c ON cot_c.table_oid = cot_i.indrelid AND cot_c.column_index = cot_i.indkey[col]
              WHERE cot_i.indexrelid = index_oid) END`,
       ],

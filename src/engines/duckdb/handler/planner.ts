@@ -261,27 +261,69 @@ export function typedPrepare(statement: StatementText): StatementText {
  * `CREATE INDEX ... WHERE predicate`: DuckDB has no partial indexes. A
  * non-unique one is created as a full index on the same columns (it answers
  * the same queries; the catalog shows it without its predicate). A partial
- * UNIQUE index is refused: a full one would reject rows PostgreSQL accepts.
+ * UNIQUE index becomes a unique index on each column's value where the
+ * predicate holds, and NULL elsewhere (`(CASE WHEN p THEN email END)`):
+ * NULLs never collide, so it refuses exactly the rows PostgreSQL's does,
+ * in the statement and between transactions alike.
  */
 export function partialIndex(statement: StatementText, sent: ParsedStatement): StatementText {
   const index = sent.tree?.IndexStmt as PgNode | undefined;
   if (index?.whereClause === undefined) return statement;
-  if (index.unique === true) {
-    throw new PgError(SqlState.FeatureNotSupported, 'partial unique indexes are not supported', {
-      hint: 'DuckDB has no partial indexes, and a unique index on every row would refuse rows PostgreSQL accepts. Enforce the rule in the application, or index without WHERE if the columns are unique in every row.',
-    });
-  }
   let depth = 0;
   const tokens = statement.tokens;
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i] as Token;
+  const where = tokens.findIndex((t) => {
     if (t.text === '(') depth++;
     else if (t.text === ')') depth--;
-    else if (depth === 0 && t.kind === 'word' && t.text.toLowerCase() === 'where') {
-      return { ...statement, ...lexStatement(statement.text.slice(0, t.start).trimEnd()) };
+    return depth === 0 && t.kind === 'word' && t.text.toLowerCase() === 'where';
+  });
+  if (where < 0) return statement;
+  const before = statement.text.slice(0, (tokens[where] as Token).start).trimEnd();
+  if (index.unique !== true) return { ...statement, ...lexStatement(before) };
+  let last = tokens.length - 1;
+  while (tokens[last]?.kind === 'semicolon') last--;
+  const predicate = statement.text.slice((tokens[where + 1] as Token).start, (tokens[last] as Token).end);
+  // The column list: the last parenthesised list before WHERE (after ON t [USING method]).
+  const close = tokens.slice(0, where).findLastIndex((t) => t.text === ')');
+  let open = close;
+  for (let d = 0; open >= 0; open--) {
+    const t = tokens[open] as Token;
+    if (t.text === ')') d++;
+    else if (t.text === '(' && --d === 0) break;
+  }
+  if (open < 0 || close < 0) return statement;
+  const items: string[] = [];
+  let from = open + 1;
+  depth = 0;
+  for (let i = open + 1; i <= close; i++) {
+    const t = tokens[i] as Token;
+    if (t.text === '(') depth++;
+    else if (t.text === ')' && i < close) depth--;
+    else if ((t.text === ',' && depth === 0) || i === close) {
+      // An element's ordering (ASC, DESC, NULLS FIRST) orders nothing in a unique check.
+      let end = i - 1;
+      while (end > from && ['asc', 'desc', 'nulls', 'first', 'last'].includes((tokens[end] as Token).text.toLowerCase())) end--;
+      items.push(statement.text.slice((tokens[from] as Token).start, (tokens[end] as Token).end));
+      from = i + 1;
     }
   }
-  return statement;
+  const list = items.map((e) => `(CASE WHEN (${predicate}) THEN ${e} END)`).join(', ');
+  const text = `${statement.text.slice(0, (tokens[open] as Token).start)}(${list})`;
+  return { ...statement, ...lexStatement(text) };
+}
+
+/**
+ * `INSERT ... ON CONFLICT (c) WHERE predicate`: the arbiter is a partial
+ * unique index, which DuckDB's ON CONFLICT cannot take (its index is on
+ * each column's value where the predicate holds): refused, where taking it
+ * as the whole column would decide otherwise than PostgreSQL.
+ */
+function partialConflict(sent: ParsedStatement): void {
+  if (!sent.tokens.some((t) => t.kind === 'word' && t.text.toLowerCase() === 'conflict')) return;
+  const infer = ((sent.tree?.InsertStmt as PgNode | undefined)?.onConflictClause as PgNode | undefined)?.infer as PgNode | undefined;
+  if (infer?.whereClause === undefined) return;
+  throw new PgError(SqlState.FeatureNotSupported, 'ON CONFLICT with a partial unique index as its arbiter is not supported', {
+    hint: 'Look the row up first in the same transaction, or let the insert fail with 23505 and catch it.',
+  });
 }
 
 /**
@@ -344,6 +386,7 @@ export class Planner {
     statement = this.tempFunctionCall(statement);
     statement = typedPrepare(statement);
     statement = partialIndex(statement, sent);
+    partialConflict(sent);
     statement = await this.conflictConstraint(statement, sent);
     const withDml = await this.dataModifyingWith(statement, sent, paramTypes);
     if (withDml !== null) return withDml;
