@@ -159,6 +159,44 @@ function namedKeys(): string {
            ON tc.table_oid = t.table_oid`;
 }
 
+/**
+ * Indexes: DuckDB's own, and the ones that back PRIMARY KEY and UNIQUE
+ * constraints (as in PostgreSQL).
+ */
+function indexesView(): string {
+  return `CREATE VIEW ${P}.cot_indexes AS
+       WITH raw AS (
+         SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS raw_exprs FROM duckdb_indexes() i
+         WHERE i.database_name NOT IN ${HIDDEN_DB} AND i.schema_name <> ${q(KEYS_SCHEMA)}),
+       -- A partial unique index is each column's value where its predicate holds (planner.ts, partialIndex):
+       -- its columns and its predicate, as PostgreSQL keeps them.
+       ix AS (
+         SELECT raw.*, list_transform(raw_exprs, e -> coalesce(nullif(regexp_extract(e, ${PARTIAL_ELEMENT}, 2), ''), e)) AS exprs,
+           nullif(regexp_extract(raw_exprs[1], ${PARTIAL_ELEMENT}, 1), '') AS predicate
+         FROM raw),
+       cols AS (
+         SELECT e.index_oid, list(coalesce(c.column_index, 0) ORDER BY e.pos) AS indkey
+         FROM (SELECT ix.index_oid, ix.table_oid, unnest(ix.exprs) AS expr, generate_subscripts(ix.exprs, 1) AS pos FROM ix) e
+         LEFT JOIN duckdb_columns() c ON c.table_oid = e.table_oid AND c.column_name = trim(e.expr, '"')
+         GROUP BY e.index_oid)
+       SELECT ix.index_oid AS indexrelid, ix.table_oid AS indrelid, ix.index_name AS relname, ns.oid AS relnamespace,
+         ix.is_unique AS indisunique, false AS indisprimary, cols.indkey,
+         'CREATE ' || CASE WHEN ix.is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || ix.index_name || ' ON '
+           || ns.nspname || '.' || ix.table_name || ' USING btree ('
+           || array_to_string(list_transform(ix.exprs, e -> CASE WHEN regexp_full_match(e, '"[a-z_][a-z0-9_$]*"') THEN trim(e, '"') ELSE e END), ', ')
+           || ')' || coalesce(' WHERE ' || ix.predicate, '') AS indexdef, ix.predicate
+       FROM ix JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) LEFT JOIN cols USING (index_oid)
+       UNION ALL
+       SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid, k.conname,
+         ns.oid, true, k.constraint_type = 'PRIMARY KEY',
+         list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS BIGINT)),
+         'CREATE UNIQUE INDEX ' || k.conname
+           || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')',
+         CAST(NULL AS VARCHAR)
+       FROM ${P}.cot_keys k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
+       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`;
+}
+
 /** Views, with their query as PostgreSQL prints it (pg_views, pg_get_viewdef): read once per view, not per call. */
 function views(): string {
   return `CREATE VIEW ${P}.cot_views AS
@@ -259,37 +297,7 @@ function internals(): string[] {
          WHEN 'UNIQUE' THEN tbl || '_' || array_to_string(cols, '_') || '_key'
          ELSE own END)`,
     namedKeys(),
-    `CREATE VIEW ${P}.cot_indexes AS
-       WITH raw AS (
-         SELECT i.*, CAST(i.expressions AS VARCHAR[]) AS raw_exprs FROM duckdb_indexes() i
-         WHERE i.database_name NOT IN ${HIDDEN_DB} AND i.schema_name <> ${q(KEYS_SCHEMA)}),
-       -- A partial unique index is each column's value where its predicate holds (planner.ts, partialIndex):
-       -- its columns and its predicate, as PostgreSQL keeps them.
-       ix AS (
-         SELECT raw.*, list_transform(raw_exprs, e -> coalesce(nullif(regexp_extract(e, ${PARTIAL_ELEMENT}, 2), ''), e)) AS exprs,
-           nullif(regexp_extract(raw_exprs[1], ${PARTIAL_ELEMENT}, 1), '') AS predicate
-         FROM raw),
-       cols AS (
-         SELECT e.index_oid, list(coalesce(c.column_index, 0) ORDER BY e.pos) AS indkey
-         FROM (SELECT ix.index_oid, ix.table_oid, unnest(ix.exprs) AS expr, generate_subscripts(ix.exprs, 1) AS pos FROM ix) e
-         LEFT JOIN duckdb_columns() c ON c.table_oid = e.table_oid AND c.column_name = trim(e.expr, '"')
-         GROUP BY e.index_oid)
-       SELECT ix.index_oid AS indexrelid, ix.table_oid AS indrelid, ix.index_name AS relname, ns.oid AS relnamespace,
-         ix.is_unique AS indisunique, false AS indisprimary, cols.indkey,
-         'CREATE ' || CASE WHEN ix.is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || ix.index_name || ' ON '
-           || ns.nspname || '.' || ix.table_name || ' USING btree ('
-           || array_to_string(list_transform(ix.exprs, e -> CASE WHEN regexp_full_match(e, '"[a-z_][a-z0-9_$]*"') THEN trim(e, '"') ELSE e END), ', ')
-           || ')' || coalesce(' WHERE ' || ix.predicate, '') AS indexdef, ix.predicate
-       FROM ix JOIN ${P}.cot_namespaces ns USING (database_name, schema_name) LEFT JOIN cols USING (index_oid)
-       UNION ALL
-       SELECT CAST(3000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT), k.table_oid, k.conname,
-         ns.oid, true, k.constraint_type = 'PRIMARY KEY',
-         list_transform(k.constraint_column_indexes, x -> CAST(x + 1 AS BIGINT)),
-         'CREATE UNIQUE INDEX ' || k.conname
-           || ' ON ' || ns.nspname || '.' || k.table_name || ' USING btree (' || array_to_string(k.constraint_column_names, ', ') || ')',
-         CAST(NULL AS VARCHAR)
-       FROM ${P}.cot_keys k JOIN ${P}.cot_namespaces ns USING (database_name, schema_name)
-       WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`,
+    indexesView(),
     // The referenced table and key of a foreign key are joined, not looked up per constraint.
     `CREATE VIEW ${P}.cot_constraints AS
        WITH tabs AS (SELECT t.table_oid, t.database_name, t.schema_name, t.table_name FROM duckdb_tables() t),
