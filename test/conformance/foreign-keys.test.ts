@@ -147,6 +147,22 @@ describe('foreign keys', () => {
     expect(await rows(c, 'SELECT count(*)::int AS n FROM fk_rekey_parent p JOIN fk_rekey_child c USING (code)')).toEqual([{ n: 4 }]);
   });
 
+  it('refuse a DELETE or UPDATE of a referenced key however the statement names its rows', async () => {
+    const c = await s.as();
+    await c.query('CREATE TABLE fk_named_parent (id int PRIMARY KEY, tag text)');
+    await c.query('CREATE TABLE fk_named_child (id int PRIMARY KEY, pid int REFERENCES fk_named_parent)');
+    await c.query("INSERT INTO fk_named_parent VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')");
+    await c.query('INSERT INTO fk_named_child VALUES (1, 1), (2, 2)');
+    await c.query('CREATE TABLE fk_named_gone (x int)');
+    await c.query('INSERT INTO fk_named_gone VALUES (3), (4)');
+    expect((await c.query('DELETE FROM fk_named_parent AS p USING fk_named_gone g WHERE p.id = g.x')).rowCount).toBe(2);
+    expect(await sqlstate(c.query('DELETE FROM fk_named_parent WHERE id IN (1, 5)'))).toBe('23503');
+    expect(await sqlstate(c.query('DELETE FROM fk_named_parent WHERE tag = $1', ['b']))).toBe('23503');
+    expect(await sqlstate(c.query('UPDATE fk_named_parent SET id = id + 100 WHERE id = 2'))).toBe('23503');
+    expect((await c.query("UPDATE fk_named_parent SET tag = 'z' WHERE id = 1")).rowCount).toBe(1);
+    expect(await rows(c, 'SELECT id FROM fk_named_parent ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }, { id: 5 }]);
+  });
+
   it('let a referenced table be altered, as Sequelize sync({ alter: true }) and ADD CONSTRAINT CHECK do', async () => {
     const c = await s.as();
     await shop(c, 'fk_alter');

@@ -7,6 +7,7 @@ import {
   defaultKeyName,
   type ForeignKey,
   keyDdlOf,
+  keyIn,
   keyMappingSql,
   orphanSql,
   tableWriteOf,
@@ -173,6 +174,28 @@ describe("an UPDATE's parts, for the keys an ON UPDATE CASCADE rekeys", () => {
 
   it('takes no multiple assignment, and no other statement', () => {
     expect(parts('UPDATE p SET (a, b) = (1, 2)', 'p')).toBeNull();
-    expect(parts('DELETE FROM p', 'p')).toBeNull();
+    expect(parts('INSERT INTO p VALUES (1)', 'p')).toBeNull();
+  });
+});
+
+describe('the keys a parent change removes', () => {
+  it('reads a DELETE as its target, USING and WHERE', () => {
+    const sql = 'DELETE FROM p AS x USING m WHERE x.id = m.id AND m.gone RETURNING x.id';
+    expect(updateParts(sql, lexStatement(sql).tokens, 'x')).toEqual({
+      target: 'p AS x',
+      alias: 'x',
+      sets: new Map(),
+      from: 'm',
+      where: 'x.id = m.id AND m.gone',
+    });
+    const all = 'DELETE FROM p;';
+    expect(updateParts(all, lexStatement(all).tokens, 'p')).toEqual({ target: 'p', alias: 'p', sets: new Map(), from: null, where: null });
+  });
+
+  it('names child rows on the removed keys, typed as the columns are', () => {
+    expect(keyIn('cot_c', ['pid'], ['INTEGER'], [['1'], ['2']])).toBe("cot_c.\"pid\" IN (CAST('1' AS INTEGER), CAST('2' AS INTEGER))");
+    expect(keyIn('cot_c', ['a', 'b'], ['VARCHAR', 'DATE'], [['x', '2024-01-01']])).toBe(
+      '(cot_c."a" = CAST(\'x\' AS VARCHAR) AND cot_c."b" = CAST(\'2024-01-01\' AS DATE))',
+    );
   });
 });

@@ -263,9 +263,28 @@ const joined = (k: ForeignKey): string => k.columns.map((c, i) => `cot_p.${ident
  * transaction appended (DuckDB numbers them from 2^55 until they commit),
  * which is every row an INSERT can have added.
  */
-export function orphansWhere(db: string, k: ForeignKey, newOnly: boolean): string {
+export function orphansWhere(db: string, k: ForeignKey, newOnly: boolean, among: string | null = null): string {
   const present = k.columns.map((c) => `cot_c.${ident(c)} IS NOT NULL`).join(' AND ');
+  // Keys known to be gone from the parent: the child rows on them, without a scan of the parent.
+  if (among !== null) return `${present} AND (${among})`;
   return `${present} AND NOT EXISTS (SELECT 1 FROM ${qualified(db, parentOf(k))} cot_p WHERE ${joined(k)})${newOnly ? ` AND cot_c.rowid >= ${TRANSACTION_ROWID}` : ''}`;
+}
+
+/**
+ * `alias.a IN (CAST('1' AS INTEGER), ...)`, or for several columns an OR of
+ * each tuple's equalities: rows whose key is one of `tuples` (texts, cast to
+ * each column's type).
+ */
+export function keyIn(alias: string, columns: readonly string[], types: readonly string[], tuples: ReadonlyArray<readonly (string | null)[]>): string {
+  const value = (v: string | null, i: number): string => (v === null ? 'NULL' : `CAST(${lit(v)} AS ${types[i] ?? 'VARCHAR'})`);
+  if (columns.length === 1) return `${alias}.${ident(columns[0] as string)} IN (${tuples.map((t) => value(t[0] ?? null, 0)).join(', ')})`;
+  return tuples.map((t) => `(${columns.map((c, i) => `${alias}.${ident(c)} = ${value(t[i] ?? null, i)}`).join(' AND ')})`).join(' OR ');
+}
+
+/** Which of `tuples` the parent still has (its keys as text). */
+export function presentKeysSql(db: string, k: ForeignKey, types: readonly string[], tuples: ReadonlyArray<readonly (string | null)[]>): string {
+  const cells = k.refColumns.map((c) => `CAST(cot_p.${ident(c)} AS VARCHAR)`).join(', ');
+  return `SELECT DISTINCT ${cells} FROM ${qualified(db, parentOf(k))} cot_p WHERE ${keyIn('cot_p', k.refColumns, types, tuples)}`;
 }
 
 /** DuckDB's first row id for rows a transaction appended, until it commits (MAX_ROW_ID). */
@@ -274,19 +293,19 @@ export const TRANSACTION_ROWID = '36028797018960000';
 const keyCells = (k: ForeignKey): string => k.columns.map((c) => `CAST(cot_c.${ident(c)} AS VARCHAR)`).join(', ');
 
 /** One orphan's key, as text, for the error's detail. */
-export function orphanSql(db: string, k: ForeignKey, newOnly: boolean): string {
-  return `SELECT ${keyCells(k)} FROM ${qualified(db, k)} cot_c WHERE ${orphansWhere(db, k, newOnly)} LIMIT 1`;
+export function orphanSql(db: string, k: ForeignKey, newOnly: boolean, among: string | null = null): string {
+  return `SELECT ${keyCells(k)} FROM ${qualified(db, k)} cot_c WHERE ${orphansWhere(db, k, newOnly, among)} LIMIT 1`;
 }
 
 /** Every orphan's key, as text, once. */
-export function orphansSql(db: string, k: ForeignKey): string {
-  return `SELECT DISTINCT ${keyCells(k)} FROM ${qualified(db, k)} cot_c WHERE ${orphansWhere(db, k, false)}`;
+export function orphansSql(db: string, k: ForeignKey, among: string | null = null): string {
+  return `SELECT DISTINCT ${keyCells(k)} FROM ${qualified(db, k)} cot_c WHERE ${orphansWhere(db, k, false, among)}`;
 }
 
 /** The action a parent's change calls for, carried out on the orphans it left. */
-export function actionSql(db: string, k: ForeignKey, action: 'c' | 'n' | 'd'): string {
+export function actionSql(db: string, k: ForeignKey, action: 'c' | 'n' | 'd', among: string | null = null): string {
   const target = `${qualified(db, k)} AS cot_c`;
-  const where = orphansWhere(db, k, false);
+  const where = orphansWhere(db, k, false, among);
   if (action === 'c') return `DELETE FROM ${target} WHERE ${where}`;
   const value = action === 'n' ? 'NULL' : 'DEFAULT';
   return `UPDATE ${target} SET ${k.columns.map((c) => `${ident(c)} = ${value}`).join(', ')} WHERE ${where}`;
@@ -373,6 +392,7 @@ export interface UpdateParts {
  */
 export function updateParts(text: string, tokens: readonly Token[], alias: string): UpdateParts | null {
   const word = (i: number): string => (tokens[i]?.kind === 'word' ? (tokens[i] as Token).text.toLowerCase() : '');
+  if (word(0) === 'delete') return deleteParts(text, tokens, alias);
   if (word(0) !== 'update') return null;
   // Where each top-level clause starts (depth 0), by its keyword.
   let depth = 0;
@@ -428,7 +448,36 @@ export function keyMappingSql(parts: UpdateParts, refColumns: readonly string[])
 
 /** The name an UPDATE's target columns are read by: its alias, or its name. */
 export function updateAlias(statement: ParsedStatement): string {
-  const relation = (statement.tree?.UpdateStmt as Node | undefined)?.relation as Node | undefined;
+  const relation = ((statement.tree?.UpdateStmt ?? statement.tree?.DeleteStmt) as Node | undefined)?.relation as Node | undefined;
   const alias = (relation?.alias as Node | undefined)?.aliasname;
   return typeof alias === 'string' ? alias : typeof relation?.relname === 'string' ? relation.relname : '';
+}
+
+/** `DELETE FROM t [AS a] [USING ...] [WHERE ...]` as UpdateParts without SET (USING is its FROM). */
+function deleteParts(text: string, tokens: readonly Token[], alias: string): UpdateParts | null {
+  const word = (i: number): string => (tokens[i]?.kind === 'word' ? (tokens[i] as Token).text.toLowerCase() : '');
+  if (word(1) !== 'from') return null;
+  let depth = 0;
+  const at = new Map<string, number>();
+  tokens.forEach((t, i) => {
+    if (t.text === '(' || t.text === '[') depth++;
+    else if (t.text === ')' || t.text === ']') depth--;
+    else if (depth === 0 && i > 1 && ['using', 'where', 'returning'].includes(word(i)) && !at.has(word(i))) at.set(word(i), i);
+  });
+  let last = tokens.length - 1;
+  while (tokens[last]?.kind === 'semicolon') last--;
+  const stops = [...at.values()].sort((a, b) => a - b);
+  const end = (i: number): number => (stops.find((k) => k > i) ?? last + 1) - 1;
+  const span = (from: number, to: number): string | null => (to < from ? null : text.slice((tokens[from] as Token).start, (tokens[to] as Token).end));
+  const using = at.get('using');
+  const where = at.get('where');
+  const target = span(2, end(1));
+  if (target === null) return null;
+  return {
+    target,
+    alias,
+    sets: new Map(),
+    from: using === undefined ? null : span(using + 1, end(using)),
+    where: where === undefined ? null : span(where + 1, end(where)),
+  };
 }

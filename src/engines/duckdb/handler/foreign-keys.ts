@@ -12,6 +12,8 @@ import {
   orphanSql,
   orphansSql,
   keyMappingSql,
+  keyIn,
+  presentKeysSql,
   qualified,
   renameColumnSql,
   renameTableSql,
@@ -20,7 +22,7 @@ import {
 } from '../catalog/foreign-keys.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import type { WireParam } from '../../../engine/port.js';
+import type { EngineStatement, WireParam } from '../../../engine/port.js';
 import { quoteIdentifier as ident, quoteLiteral as lit } from '../../../sql/identifiers.js';
 import type { HandlerContext } from './context.js';
 import type { KeyWork, LockMode } from './key-registry.js';
@@ -116,10 +118,12 @@ export async function keepingKeys<T>(
       if (ddl !== null) changed = await beforeDdl(ctx, keys, ddl);
       if (writing && writes.kind === 'truncate') await truncateChildren(ctx, keys, writes);
       const cascades = writing ? await rekeyed(ctx, keys, writes, work, params) : [];
+      const before = writing ? await keysBefore(ctx, keys, writes, work, params) : new Map<ForeignKey, Array<Array<string | null>>>();
       const out = await run(true);
       for (const c of cascades) await carry(ctx, c);
+      const gone = await keysGone(ctx, before);
       if (ddl !== null) changed = (await afterDdl(ctx, keys, ddl)) || changed;
-      if (writing) await afterWrite(ctx, keys, writes, 0);
+      if (writing) await afterWrite(ctx, keys, writes, 0, gone);
       return out;
     });
     if (changed) {
@@ -153,26 +157,60 @@ interface Rekeyed {
   readonly pairs: ReadonlyArray<readonly (string | null)[]>;
 }
 
+/** A prepared statement's rows, as text. */
+async function rowsOf(statement: EngineStatement, params: readonly WireParam[]): Promise<Array<Array<string | null>>> {
+  statement.bind(params);
+  const cursor = await statement.execute({ materialize: true });
+  const rows: Array<Array<string | null>> = [];
+  try {
+    const sink = {
+      row: (cells: readonly (string | Uint8Array | null)[]) =>
+        rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
+      flushIfFull: () => Promise.resolve(),
+    };
+    await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
+  } finally {
+    cursor.close();
+  }
+  return rows;
+}
+
 /** A query's rows as text, with the statement's own parameters. */
 async function textRows(ctx: HandlerContext, sql: string, params: BoundParams | null): Promise<Array<Array<string | null>>> {
   const statement = await ctx.engine.prepare(sql, params?.types ?? []);
   try {
-    statement.bind(params?.values ?? []);
-    const cursor = await statement.execute({ materialize: true });
-    const rows: Array<Array<string | null>> = [];
-    try {
-      const sink = {
-        row: (cells: readonly (string | Uint8Array | null)[]) =>
-          rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
-        flushIfFull: () => Promise.resolve(),
-      };
-      await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
-    } finally {
-      cursor.close();
-    }
-    return rows;
+    return await rowsOf(statement, params?.values ?? []);
   } finally {
     statement.close();
+  }
+}
+
+/** Each connection's key checks and actions, prepared once: planning one costs more than running it. */
+const prepared = new WeakMap<object, Map<string, EngineStatement>>();
+
+/** The rows of a check or action the keys run, through the connection's prepared statement for it. */
+async function keyRows(ctx: HandlerContext, sql: string): Promise<Array<Array<string | null>>> {
+  let cache = prepared.get(ctx.engine);
+  if (cache === undefined) {
+    cache = new Map();
+    prepared.set(ctx.engine, cache);
+  }
+  let statement = cache.get(sql);
+  if (statement === undefined) {
+    if (cache.size >= 256) {
+      for (const s of cache.values()) s.close();
+      cache.clear();
+    }
+    statement = await ctx.engine.prepare(sql, []);
+    cache.set(sql, statement);
+  }
+  try {
+    return await rowsOf(statement, []);
+  } catch (err) {
+    // A table dropped or made again since: prepared afresh next time.
+    cache.delete(sql);
+    statement.close();
+    throw err;
   }
 }
 
@@ -219,6 +257,75 @@ async function carry(ctx: HandlerContext, r: Rekeyed): Promise<void> {
        FROM (VALUES ${values}) AS cot_m(${names.join(', ')}) WHERE ${k.columns.map((c, i) => `cot_c.${ident(c)} = ${cast(i, 'o')}`).join(' AND ')}`,
     );
   }
+}
+
+// ---- the keys a parent's change removes ----
+
+/** Functions whose value differs at each call. */
+const VOLATILE = /\b(random|gen_random_uuid|uuid|uuid_generate_v4|clock_timestamp|timeofday|nextval|setseed|statement_timestamp)\s*\(/i;
+
+/** Above this many keys, the children are searched for every missing parent instead. */
+const MAX_NAMED_KEYS = 1000;
+
+/** A table's column types, by lower-case name. */
+async function columnTypes(ctx: HandlerContext, schema: string, table: string): Promise<Map<string, string>> {
+  const db = ctx.services.foreignKeys.database;
+  const rows = await keyRows(
+    ctx,
+    `SELECT lower(column_name), data_type FROM duckdb_columns() WHERE database_name = ${lit(db)} AND schema_name = ${lit(schema)} AND table_name = ${lit(table)}`,
+  );
+  return new Map(rows.map((r) => [String(r[0]), String(r[1])]));
+}
+
+/**
+ * Before a DELETE or an UPDATE of referenced keys: the keys of the rows it
+ * will change, read with its own FROM (USING), WHERE and parameters, so that
+ * afterwards only the children on keys that are gone are looked at (rather
+ * than every child row against every parent). Null where the statement
+ * cannot be read so, or names too many keys.
+ */
+async function keysBefore(
+  ctx: HandlerContext,
+  keys: readonly ForeignKey[],
+  w: TableWrite,
+  work: KeyWork,
+  params: BoundParams | null,
+): Promise<Map<ForeignKey, Array<Array<string | null>>>> {
+  const found = new Map<ForeignKey, Array<Array<string | null>>>();
+  const parts = w.kind === 'delete' || w.kind === 'update' ? work.update() : null;
+  // A volatile function would pick other rows when read again: every child is searched then.
+  if (parts === null || VOLATILE.test(`${parts.from ?? ''} ${parts.where ?? ''}`)) return found;
+  for (const t of w.tables) {
+    for (const k of keys) {
+      if (!parentOf(k, t) || !writesParentKey(w, k)) continue;
+      const n = k.refColumns.length;
+      const rows = await textRows(ctx, `${keyMappingSql(parts, k.refColumns)} LIMIT ${MAX_NAMED_KEYS + 1}`, params);
+      if (rows.length > MAX_NAMED_KEYS) continue;
+      const seen = new Set<string>();
+      const tuples = rows.map((r) => r.slice(0, n)).filter((r) => r.every((v) => v !== null) && !seen.has(JSON.stringify(r)) && seen.add(JSON.stringify(r)));
+      found.set(k, tuples);
+    }
+  }
+  return found;
+}
+
+/** After the change: for each key read before it, the condition on child rows for the keys the parent no longer has ('' for none). */
+async function keysGone(ctx: HandlerContext, before: Map<ForeignKey, Array<Array<string | null>>>): Promise<Map<ForeignKey, string>> {
+  const db = ctx.services.foreignKeys.database;
+  const gone = new Map<ForeignKey, string>();
+  for (const [k, tuples] of before) {
+    if (tuples.length === 0) {
+      gone.set(k, '');
+      continue;
+    }
+    const parentTypes = await columnTypes(ctx, k.refSchema, k.refTable);
+    const childTypes = await columnTypes(ctx, k.schema, k.table);
+    const types = (columns: readonly string[], of: Map<string, string>): string[] => columns.map((c) => of.get(c.toLowerCase()) ?? 'VARCHAR');
+    const present = new Set((await textRows(ctx, presentKeysSql(db, k, types(k.refColumns, parentTypes), tuples), null)).map((r) => JSON.stringify(r)));
+    const missing = tuples.filter((t) => !present.has(JSON.stringify(t)));
+    gone.set(k, missing.length === 0 ? '' : keyIn('cot_c', k.columns, types(k.columns, childTypes), missing));
+  }
+  return gone;
 }
 
 // ---- DDL ----
@@ -414,7 +521,7 @@ const keyText = (columns: readonly string[], values: readonly unknown[]): string
 
 /** 23503 if a child row of `k` has no parent; `newOnly`: only the rows the transaction appended. */
 async function checkChildren(ctx: HandlerContext, k: ForeignKey, newOnly: boolean): Promise<void> {
-  const [orphan] = await ctx.engine.query(orphanSql(ctx.services.foreignKeys.database, k, newOnly));
+  const [orphan] = await keyRows(ctx, orphanSql(ctx.services.foreignKeys.database, k, newOnly));
   if (orphan === undefined) return;
   throw new PgError(SqlState.ForeignKeyViolation, `insert or update on table "${k.table}" violates foreign key constraint "${k.name}"`, {
     detail: `${keyText(k.columns, orphan)} is not present in table "${k.refTable}".`,
@@ -467,7 +574,13 @@ const MAX_CASCADE_DEPTH = 64;
  * NULL or to their default, or refuse the statement (NO ACTION,
  * RESTRICT). A cascade's own changes are kept in turn.
  */
-async function afterWrite(ctx: HandlerContext, keys: readonly ForeignKey[], w: TableWrite, depth: number): Promise<void> {
+async function afterWrite(
+  ctx: HandlerContext,
+  keys: readonly ForeignKey[],
+  w: TableWrite,
+  depth: number,
+  gone: ReadonlyMap<ForeignKey, string> = new Map(),
+): Promise<void> {
   if (depth > MAX_CASCADE_DEPTH) throw new PgError(SqlState.ProgramLimitExceeded, 'foreign key cascades nest too deeply');
   const db = ctx.services.foreignKeys.database;
   for (const t of w.tables) {
@@ -477,13 +590,16 @@ async function afterWrite(ctx: HandlerContext, keys: readonly ForeignKey[], w: T
     for (const k of keys) {
       if (!parentOf(k, t) || !writesParentKey(w, k) || w.kind === 'truncate') continue;
       const action: KeyAction = w.kind === 'delete' || w.kind === 'merge' ? k.onDelete : k.onUpdate;
+      // The keys the change removed, where they were read before it: none, or the child rows on them.
+      const among = gone.get(k) ?? null;
+      if (among === '') continue;
       if (action === 'a' || action === 'r') {
-        const [orphan] = await ctx.engine.query(orphanSql(db, k, false));
+        const [orphan] = await keyRows(ctx, orphanSql(db, k, false, among));
         if (orphan === undefined) continue;
         throw stillReferenced(k, orphan);
       }
       if (action === 'c' && w.kind === 'update') {
-        const [orphan] = await ctx.engine.query(orphanSql(db, k, false));
+        const [orphan] = await keyRows(ctx, orphanSql(db, k, false, among));
         if (orphan === undefined) continue;
         throw new PgError(
           SqlState.FeatureNotSupported,
@@ -497,11 +613,11 @@ async function afterWrite(ctx: HandlerContext, keys: readonly ForeignKey[], w: T
       const child = { schema: k.schema, table: k.table };
       if (action !== 'c' && action !== 'n' && action !== 'd') continue;
       // SET DEFAULT may leave a row on the key just removed (its default): PostgreSQL then refuses the parent's change.
-      const before = action === 'd' ? new Set((await ctx.engine.query(orphansSql(db, k))).map((r) => JSON.stringify(r))) : null;
-      const changed = (await ctx.engine.query(`${actionSql(db, k, action)} RETURNING 1`)).length;
+      const before = action === 'd' ? new Set((await keyRows(ctx, orphansSql(db, k, among))).map((r) => JSON.stringify(r))) : null;
+      const changed = (await keyRows(ctx, `${actionSql(db, k, action, among)} RETURNING 1`)).length;
       if (changed === 0) continue;
       if (before !== null) {
-        const [orphan] = await ctx.engine.query(orphanSql(db, k, false));
+        const [orphan] = await keyRows(ctx, orphanSql(db, k, false));
         if (orphan !== undefined && before.has(JSON.stringify(orphan))) throw stillReferenced(k, orphan);
         await checkChildren(ctx, k, false);
       }
