@@ -24,6 +24,7 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { EngineStatement, WireParam } from '../../../engine/port.js';
 import { quoteIdentifier as ident, quoteLiteral as lit } from '../../../sql/identifiers.js';
+import { lexStatement } from '../../../sql/lexer.js';
 import type { HandlerContext } from './context.js';
 import type { KeyWork, LockMode } from './key-registry.js';
 
@@ -175,11 +176,39 @@ async function rowsOf(statement: EngineStatement, params: readonly WireParam[]):
   return rows;
 }
 
-/** A query's rows as text, with the statement's own parameters. */
-async function textRows(ctx: HandlerContext, sql: string, params: BoundParams | null): Promise<Array<Array<string | null>>> {
-  const statement = await ctx.engine.prepare(sql, params?.types ?? []);
+/**
+ * A query's rows as text, with the parameters of the statement it was read
+ * from: those it names, numbered again from $1 (DuckDB wants every number up
+ * to the highest bound). Null when the engine cannot prepare it: the caller
+ * then does without.
+ */
+async function textRows(ctx: HandlerContext, sql: string, params: BoundParams | null): Promise<Array<Array<string | null>> | null> {
+  const { text, tokens } = lexStatement(sql);
+  const order: number[] = [];
+  let out = '';
+  let at = 0;
+  for (const t of tokens) {
+    if (t.kind !== 'param') continue;
+    const n = Number(t.text.slice(1));
+    if (!order.includes(n)) order.push(n);
+    out += `${text.slice(at, t.start)}$${order.indexOf(n) + 1}`;
+    at = t.end;
+  }
+  out += text.slice(at);
+  let statement: EngineStatement;
   try {
-    return await rowsOf(statement, params?.values ?? []);
+    statement = await ctx.engine.prepare(
+      out,
+      order.map((n) => params?.types[n - 1] ?? 0),
+    );
+  } catch {
+    return null;
+  }
+  try {
+    return await rowsOf(
+      statement,
+      order.flatMap((n) => params?.values[n - 1] ?? []),
+    );
   } finally {
     statement.close();
   }
@@ -228,7 +257,7 @@ async function rekeyed(ctx: HandlerContext, keys: readonly ForeignKey[], w: Tabl
     for (const k of keys) {
       if (!parentOf(k, t) || k.onUpdate !== 'c' || !writesParentKey(w, k)) continue;
       const n = k.refColumns.length;
-      const rows = await textRows(ctx, keyMappingSql(parts, k.refColumns), params);
+      const rows = (await textRows(ctx, keyMappingSql(parts, k.refColumns), params)) ?? [];
       const pairs = rows.filter((r) => r.slice(0, n).every((v) => v !== null) && r.slice(0, n).some((v, i) => v !== r[n + i]));
       if (pairs.length > 0) out.push({ key: k, pairs });
     }
@@ -300,7 +329,7 @@ async function keysBefore(
       if (!parentOf(k, t) || !writesParentKey(w, k)) continue;
       const n = k.refColumns.length;
       const rows = await textRows(ctx, `${keyMappingSql(parts, k.refColumns)} LIMIT ${MAX_NAMED_KEYS + 1}`, params);
-      if (rows.length > MAX_NAMED_KEYS) continue;
+      if (rows === null || rows.length > MAX_NAMED_KEYS) continue;
       const seen = new Set<string>();
       const tuples = rows.map((r) => r.slice(0, n)).filter((r) => r.every((v) => v !== null) && !seen.has(JSON.stringify(r)) && seen.add(JSON.stringify(r)));
       found.set(k, tuples);
@@ -321,7 +350,10 @@ async function keysGone(ctx: HandlerContext, before: Map<ForeignKey, Array<Array
     const parentTypes = await columnTypes(ctx, k.refSchema, k.refTable);
     const childTypes = await columnTypes(ctx, k.schema, k.table);
     const types = (columns: readonly string[], of: Map<string, string>): string[] => columns.map((c) => of.get(c.toLowerCase()) ?? 'VARCHAR');
-    const present = new Set((await textRows(ctx, presentKeysSql(db, k, types(k.refColumns, parentTypes), tuples), null)).map((r) => JSON.stringify(r)));
+    const stillThere = await textRows(ctx, presentKeysSql(db, k, types(k.refColumns, parentTypes), tuples), null);
+    // Not known: every child is searched (the key is left out of the map).
+    if (stillThere === null) continue;
+    const present = new Set(stillThere.map((r) => JSON.stringify(r)));
     const missing = tuples.filter((t) => !present.has(JSON.stringify(t)));
     gone.set(k, missing.length === 0 ? '' : keyIn('cot_c', k.columns, types(k.columns, childTypes), missing));
   }
