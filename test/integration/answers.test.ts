@@ -208,6 +208,22 @@ describe('DDL of ordinary tables as ORMs write it', () => {
     expect((await c.query("COMMENT ON TABLE ddl_late IS 'late'")).command).toBe('COMMENT');
   });
 
+  it('drops the foreign keys of a schema it drops, and refuses while another schema references it', async () => {
+    const c = ctx.client;
+    await c.query('CREATE SCHEMA fk_sch');
+    await c.query('CREATE TABLE fk_sch.parent (id int PRIMARY KEY)');
+    await c.query('CREATE TABLE fk_sch_child (id int, pid int REFERENCES fk_sch.parent)');
+    await expect(c.query('DROP SCHEMA fk_sch')).rejects.toMatchObject({ code: '2BP01' });
+    await c.query('DROP SCHEMA fk_sch CASCADE');
+    // A table of the same name made again is not bound by the dropped key.
+    await c.query('CREATE SCHEMA fk_sch');
+    await c.query('CREATE TABLE fk_sch.parent (id int PRIMARY KEY)');
+    expect((await c.query('INSERT INTO fk_sch_child VALUES (1, 42)')).rowCount).toBe(1);
+    expect((await c.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'fk_sch_child'::regclass AND contype = 'f'")).rows).toEqual([
+      { n: 0 },
+    ]);
+  });
+
   it('adds a CHECK to an existing table, checking its rows, under the name it was given', async () => {
     const c = ctx.client;
     await c.query('CREATE TABLE ddl_checked (id int PRIMARY KEY, total numeric(10,2), qty int)');

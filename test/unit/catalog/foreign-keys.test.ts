@@ -78,6 +78,7 @@ describe('foreign keys the server keeps', () => {
     });
     expect(keyDdlOf(parsed('ALTER TABLE c RENAME TO d'))).toEqual({ op: 'rename-table', at: { schema: 'main', table: 'c' }, to: 'd' });
     expect(keyDdlOf(parsed('ALTER TABLE c RENAME COLUMN a TO b'))).toEqual({ op: 'rename-column', at: { schema: 'main', table: 'c' }, from: 'a', to: 'b' });
+    expect(keyDdlOf(parsed('DROP SCHEMA s, public CASCADE'))).toEqual({ op: 'drop-schemas', schemas: ['s', 'main'], cascade: true });
     expect(keyDdlOf(parsed('DROP VIEW v'))).toBeNull();
   });
 

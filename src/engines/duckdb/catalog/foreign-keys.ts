@@ -85,6 +85,7 @@ export type KeyDdl =
       /** The tables named without a schema, which a temporary table of the name hides (the DROP drops that one). */
       readonly unqualified: readonly string[];
     }
+  | { readonly op: 'drop-schemas'; readonly schemas: readonly string[]; readonly cascade: boolean }
   | { readonly op: 'rename-table'; readonly at: TableName; readonly to: string }
   | { readonly op: 'rename-column'; readonly at: TableName; readonly from: string; readonly to: string }
   | { readonly op: 'drop-column'; readonly at: TableName; readonly column: string; readonly cascade: boolean };
@@ -159,6 +160,13 @@ export function keyDdlOf(statement: ParsedStatement): KeyDdl | null {
   }
   const drop = tree?.DropStmt as Node | undefined;
   if (drop !== undefined) {
+    if (drop.removeType === 'OBJECT_SCHEMA') {
+      const schemas = ((drop.objects as Node[] | undefined) ?? []).flatMap((o) => {
+        const name = (o.String as Node | undefined)?.sval;
+        return typeof name === 'string' ? [name === 'public' ? 'main' : name] : [];
+      });
+      return { op: 'drop-schemas', schemas, cascade: drop.behavior === 'DROP_CASCADE' };
+    }
     if (drop.removeType !== 'OBJECT_TABLE') return null;
     const names = ((drop.objects as Node[] | undefined) ?? []).map((o) => strings((o.List as Node | undefined)?.items));
     const tables = names.flatMap((parts) => {

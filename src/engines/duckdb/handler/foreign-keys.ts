@@ -516,6 +516,14 @@ async function beforeDdl(ctx: HandlerContext, keys: readonly ForeignKey[], ddl: 
     if (first !== undefined && !ddl.cascade) throw dependents(referencing, `column ${ddl.column} of table ${first.refTable}`);
     cascaded(ctx, referencing);
     gone = keys.filter((k) => (childOf(k, ddl.at) && column(k.columns)) || referencing.includes(k));
+  } else if (ddl.op === 'drop-schemas') {
+    // DROP SCHEMA ... CASCADE drops the tables in it: their keys go, and so do keys from elsewhere that reference them.
+    const inside = (schema: string): boolean => ddl.schemas.some((x) => same(x, schema));
+    const blocking = keys.filter((k) => inside(k.refSchema) && !inside(k.schema));
+    const first = blocking[0];
+    if (first !== undefined && !ddl.cascade) throw dependents(blocking, `schema ${first.refSchema}`);
+    cascaded(ctx, blocking);
+    gone = keys.filter((k) => inside(k.schema) || inside(k.refSchema));
   } else if (ddl.op === 'drop-constraint') {
     gone = keys.filter((k) => childOf(k, ddl.at) && k.name === ddl.name);
     if (gone.length === 0 && !ddl.missingOk)
