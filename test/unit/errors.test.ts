@@ -39,6 +39,15 @@ describe('error codes', () => {
     expect([one.code, one.message, one.detail]).toEqual(['23505', 'duplicate key value violates unique constraint', 'Key (email)=(a@x.io) already exists.']);
     const two = fromDuckDBError(new Error('Constraint Error: Duplicate key "a: 1, b: x, y" violates primary key constraint.'));
     expect(two.detail).toBe('Key (a, b)=(1, x, y) already exists.');
+    // A partial unique index's key (its column where the predicate holds), and a COMMIT that two transactions' keys refuse.
+    const partial = fromDuckDBError(
+      new Error(
+        'Constraint Error: Duplicate key "CASE  WHEN ((deleted_at IS NULL)) THEN (email) ELSE CAST(NULL AS VARCHAR) END: a@x.io" violates unique constraint.',
+      ),
+    );
+    expect(partial.detail).toBe('Key (email)=(a@x.io) already exists.');
+    const commit = fromDuckDBError(new Error('TransactionContext Error: Failed to commit: PRIMARY KEY or UNIQUE constraint violation: duplicate key "x"'));
+    expect([commit.code, commit.message]).toEqual(['23505', 'duplicate key value violates unique constraint']);
   });
 
   it('recovers the position from the LINE excerpt and moves suggestions to the hint', () => {

@@ -79,6 +79,8 @@ const RULES: readonly Rule[] = [
   { type: 'TransactionContext', match: /aborted/i, code: SqlState.InFailedSqlTransaction },
   { type: 'TransactionContext', match: /within a transaction/i, code: SqlState.ActiveSqlTransaction },
   { type: 'TransactionContext', match: /no transaction is active/i, code: SqlState.NoActiveSqlTransaction },
+  // Two transactions that added one key: the second's COMMIT is refused, as PostgreSQL refuses its INSERT.
+  { type: 'TransactionContext', match: /UNIQUE constraint violation|duplicate key/i, code: SqlState.UniqueViolation },
   { type: 'TransactionContext', match: /conflict/i, code: SqlState.SerializationFailure },
   { type: 'TransactionContext', code: SqlState.InvalidTransactionState },
   { type: 'Dependency', code: '2BP01' },
