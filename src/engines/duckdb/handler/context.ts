@@ -3,7 +3,7 @@ import type { CatalogMode } from './catalog-mode.js';
 import type { LostRanges } from '../../../ledger/chain/chain-check.js';
 import type { CompatRewriter } from '../catalog/compat.js';
 import type { DeclaredStore } from '../catalog/declared.js';
-import type { EngineConnection } from '../../../engine/port.js';
+import type { EngineConnection, EngineStatement, WireParam } from '../../../engine/port.js';
 import type { AuditReport } from '../log/auditor.js';
 import type { ErasureService } from '../../../engine/erasure-call.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
@@ -90,4 +90,22 @@ export interface StatementHost {
 export async function appendsVisible(ctx: HandlerContext, seq?: bigint): Promise<void> {
   const wait = ctx.services.writer.visible(seq);
   if (wait !== null) await wait;
+}
+
+/** A prepared statement's whole result, bound to `params`, as text cells (the server's own queries read it so). */
+export async function statementRows(statement: EngineStatement, params: readonly WireParam[]): Promise<Array<Array<string | null>>> {
+  statement.bind(params);
+  const cursor = await statement.execute({ materialize: true });
+  const rows: Array<Array<string | null>> = [];
+  try {
+    const sink = {
+      row: (cells: readonly (string | Uint8Array | null)[]) =>
+        rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
+      flushIfFull: () => Promise.resolve(),
+    };
+    await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
+  } finally {
+    cursor.close();
+  }
+  return rows;
 }

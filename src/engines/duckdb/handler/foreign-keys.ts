@@ -25,7 +25,7 @@ import { SqlState } from '../../../errors/sqlstate.js';
 import type { EngineStatement, WireParam } from '../../../engine/port.js';
 import { quoteIdentifier as ident, quoteLiteral as lit } from '../../../sql/identifiers.js';
 import { lexStatement } from '../../../sql/lexer.js';
-import type { HandlerContext } from './context.js';
+import { type HandlerContext, statementRows } from './context.js';
 import type { KeyWork, LockMode } from './key-registry.js';
 
 /**
@@ -158,24 +158,6 @@ interface Rekeyed {
   readonly pairs: ReadonlyArray<readonly (string | null)[]>;
 }
 
-/** A prepared statement's rows, as text. */
-async function rowsOf(statement: EngineStatement, params: readonly WireParam[]): Promise<Array<Array<string | null>>> {
-  statement.bind(params);
-  const cursor = await statement.execute({ materialize: true });
-  const rows: Array<Array<string | null>> = [];
-  try {
-    const sink = {
-      row: (cells: readonly (string | Uint8Array | null)[]) =>
-        rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
-      flushIfFull: () => Promise.resolve(),
-    };
-    await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
-  } finally {
-    cursor.close();
-  }
-  return rows;
-}
-
 /**
  * A query's rows as text, with the parameters of the statement it was read
  * from: those it names, numbered again from $1 (DuckDB wants every number up
@@ -205,7 +187,7 @@ async function textRows(ctx: HandlerContext, sql: string, params: BoundParams | 
     return null;
   }
   try {
-    return await rowsOf(
+    return await statementRows(
       statement,
       order.flatMap((n) => params?.values[n - 1] ?? []),
     );
@@ -234,7 +216,7 @@ async function keyRows(ctx: HandlerContext, sql: string): Promise<Array<Array<st
     cache.set(sql, statement);
   }
   try {
-    return await rowsOf(statement, []);
+    return await statementRows(statement, []);
   } catch (err) {
     // A table dropped or made again since: prepared afresh next time.
     cache.delete(sql);

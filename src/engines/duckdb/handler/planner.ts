@@ -22,7 +22,7 @@ import { hasComputedNames, nameArrayColumns, postgresColumnNames } from '../../.
 import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../../../sql/copy.js';
 import { lexStatement, splitStatements, type StatementText, type Token } from '../../../sql/lexer.js';
 import { recognizeCommand } from './commands.js';
-import { appendsVisible, type HandlerContext, type StatementHost } from './context.js';
+import { appendsVisible, type HandlerContext, type StatementHost, statementRows } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { ledgerMacroGroups } from './ledger-macros.js';
@@ -774,20 +774,10 @@ export class Planner {
       statement = await this.ctx.engine.prepare(sql, []);
       this.serverStatements.set(sql, statement);
     }
-    statement.bind(params.map((p) => ({ value: Buffer.from(p, 'utf8'), format: 0, typeOid: 0 })));
-    const rows: Array<ReadonlyArray<string | null>> = [];
-    const cursor = await statement.execute({ materialize: true });
-    try {
-      const sink = {
-        row: (cells: readonly (string | Uint8Array | null)[]) =>
-          rows.push(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))),
-        flushIfFull: () => Promise.resolve(),
-      };
-      await cursor.fetch(0, [], sink, { timeZone: 'UTC' });
-    } finally {
-      cursor.close();
-    }
-    return rows;
+    return statementRows(
+      statement,
+      params.map((p) => ({ value: Buffer.from(p, 'utf8'), format: 0 as const, typeOid: 0 })),
+    );
   }
 
   /**
