@@ -96,11 +96,16 @@ describe('appends in a transaction block', () => {
     expect(end.command).toBe('ROLLBACK');
   });
 
-  it('refuse RETURNING of a chain column inside the block with 0A000, and return it outside one', async () => {
+  it('return a chain column inside the block and outside one alike, and give it again after ROLLBACK', async () => {
     const a = await s.fresh();
     await a.query('BEGIN');
-    expect(await sqlstate(a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index"))).toBe('0A000');
-    await a.query('ROLLBACK');
+    try {
+      expect((await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index")).rows).toEqual([
+        { step_index: 0 },
+      ]);
+    } finally {
+      await a.query('ROLLBACK');
+    }
     const r = await a.query(
       "INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index, length(current_hash)::integer AS h",
     );
@@ -187,5 +192,94 @@ describe('read-only transactions', () => {
     expect(await sqlstate(a.query('INSERT INTO tx_plain VALUES (1)'))).toBe('25006');
     await a.query('ROLLBACK');
     expect(await countOf(a, 'SELECT count(*) FROM tx_plain')).toBe(0);
+  });
+});
+
+describe('chain columns returned inside a transaction block', () => {
+  const columns = 'trace_id, session_id, step_index, prev_hash, current_hash, created_at, ledger_seq';
+
+  it('come back at INSERT with the values COMMIT stores, behind the block s earlier appends', async () => {
+    const a = await s.fresh();
+    await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-held', 'Observation')");
+    const [before] = await chainOf(a, 'tx-held');
+    await a.query('BEGIN');
+    try {
+      // Appended before the first INSERT that returns chain columns, and so chained before it.
+      await a.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('tx-held', 'Reasoning', 'plain')");
+      const returned = await a.query(
+        `INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('tx-held', 'Action', 'one'), ('tx-held', 'Decision', 'two') RETURNING ${columns}`,
+      );
+      const later = await a.query(`INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('tx-held', 'FinalAnswer', 'three') RETURNING *`);
+      expect(returned.rows.map((r) => r.step_index)).toEqual([2, 3]);
+      expect(later.rows.map((r) => r.step_index)).toEqual([4]);
+      expect(returned.rows[1].prev_hash).toBe(returned.rows[0].current_hash);
+      expect(later.rows[0].prev_hash).toBe(returned.rows[1].current_hash);
+      expect(BigInt(returned.rows[0].ledger_seq)).toBe(BigInt(before?.ledger_seq ?? 0) + 2n);
+      // Nothing is visible before COMMIT.
+      expect(await stepsOf('tx-held')).toBe(1);
+      await a.query('COMMIT');
+      const stored = await a.query(`SELECT ${columns} FROM _cot_steps WHERE session_id = 'tx-held' AND step_index >= 2 ORDER BY step_index`);
+      expect(stored.rows).toEqual([...returned.rows, { ...later.rows[0] }].map((r) => Object.fromEntries(columns.split(', ').map((c) => [c, r[c]]))));
+      expect(chainProblems(await chainOf(a, 'tx-held'))).toEqual([]);
+      expect((await a.query("SELECT valid FROM cot_verify('tx-held')")).rows).toEqual([{ valid: true }]);
+    } finally {
+      await a.query('ROLLBACK');
+    }
+  });
+
+  it('hold the append order until the block ends: others wait (55P03 under lock_timeout), and ROLLBACK gives its numbers again', async () => {
+    const a = await s.fresh();
+    const b = await s.fresh();
+    const c = await s.fresh();
+    await a.query('BEGIN');
+    let waiting: Promise<bigint> | null = null;
+    try {
+      const r = await a.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-hold-a', 'Action') RETURNING ledger_seq");
+      const held = BigInt(r.rows[0].ledger_seq);
+      await b.query("SET lock_timeout = '100ms'");
+      await b.query('BEGIN');
+      expect(await sqlstate(b.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-hold-b', 'Action') RETURNING step_index"))).toBe('55P03');
+      await b.query('ROLLBACK');
+      // Waits for the holder, then takes the number its ROLLBACK gave back: no gap.
+      waiting = c
+        .query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-hold-c', 'Action') RETURNING ledger_seq")
+        .then((x) => BigInt(x.rows[0].ledger_seq));
+      await a.query('ROLLBACK');
+      expect(await waiting).toBe(held);
+    } finally {
+      await a.query('ROLLBACK');
+      await waiting?.catch(() => undefined);
+    }
+    expect(await stepsOf('tx-hold-a')).toBe(0);
+    expect(await stepsOf('tx-hold-b')).toBe(0);
+  });
+
+  it('go with ROLLBACK TO a savepoint before them all, and refuse one that would keep some (0A000)', async () => {
+    const a = await s.fresh();
+    const insert = "INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-held-sp', 'Action') RETURNING step_index";
+    await a.query('BEGIN');
+    try {
+      await a.query('SAVEPOINT before_all');
+      expect((await a.query(insert)).rows).toEqual([{ step_index: 0 }]);
+      await a.query('ROLLBACK TO SAVEPOINT before_all');
+      expect((await a.query(insert)).rows).toEqual([{ step_index: 0 }]);
+      await a.query('SAVEPOINT between');
+      expect((await a.query(insert)).rows).toEqual([{ step_index: 1 }]);
+      expect(await sqlstate(a.query('ROLLBACK TO SAVEPOINT between'))).toBe('0A000');
+      expect((await a.query('COMMIT')).command).toBe('ROLLBACK');
+    } finally {
+      await a.query('ROLLBACK');
+    }
+    expect(await stepsOf('tx-held-sp')).toBe(0);
+    await a.query('BEGIN');
+    try {
+      await a.query('SAVEPOINT before_all');
+      await a.query(insert);
+      await a.query('ROLLBACK TO SAVEPOINT before_all');
+      expect((await a.query('COMMIT')).command).toBe('COMMIT');
+    } finally {
+      await a.query('ROLLBACK');
+    }
+    expect(await stepsOf('tx-held-sp')).toBe(0);
   });
 });

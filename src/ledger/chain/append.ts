@@ -34,9 +34,69 @@ export interface AppendUnit {
   readonly reject: (err: unknown) => void;
 }
 
+/**
+ * A transaction's place in the global append order, held from the first
+ * INSERT that returns chain columns until the transaction ends: its rows are
+ * chained at once, so their step_index, prev_hash, current_hash, created_at
+ * and ledger_seq are known before COMMIT, and every other append waits, as
+ * behind the row lock of a gap-free counter in PostgreSQL. ledger_seq has no
+ * gaps, so a later append cannot take a number before the holder's end.
+ */
+export interface AppendHold {
+  /** Chains the jobs after everything the hold already holds; each result carries its rows' texts. */
+  add(jobs: readonly AppendJob[]): Promise<AppendResult[]>;
+  /** Makes every row the hold chained durable, then lets the other appends go. */
+  commit(): Promise<void>;
+  /** Forgets the rows (ROLLBACK): the next append takes the same numbers. */
+  release(): void;
+}
+
+/** A caller waiting in a writer's queue for the append order (hold()). */
+export interface HoldRequest {
+  readonly signal: AbortSignal;
+  readonly grant: (hold: AppendHold) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+export type QueuedAppend = AppendUnit | HoldRequest;
+
+export function isHoldRequest(q: QueuedAppend): q is HoldRequest {
+  return 'grant' in q;
+}
+
+/**
+ * Queues an append or a hold request: one still queued when `signal` fires
+ * leaves the queue, failing with its reason; one already taken goes on.
+ */
+export function enqueue(queue: QueuedAppend[], entry: QueuedAppend, signal: AbortSignal | undefined): void {
+  queue.push(entry);
+  if (signal === undefined) return;
+  const withdraw = (): void => {
+    const at = queue.indexOf(entry);
+    if (at < 0) return;
+    queue.splice(at, 1);
+    entry.reject(signal.reason);
+  };
+  if (signal.aborted) withdraw();
+  else signal.addEventListener('abort', withdraw, { once: true });
+}
+
+/** The queued entries the next group commit takes: up to `max` units, stopping at a hold request. */
+export function nextUnits(queue: QueuedAppend[], max: number): AppendUnit[] {
+  const holdAt = queue.findIndex(isHoldRequest);
+  return queue.splice(0, holdAt < 0 ? max : Math.min(holdAt, max)) as AppendUnit[];
+}
+
 /** What appends to ledgers needs of a writer, on either engine. */
 export interface LedgerAppender {
-  append(jobs: readonly AppendJob[]): Promise<AppendResult[]>;
+  /** `signal` withdraws the jobs while they wait in the queue (behind a hold); once taken, they are made whatever it says. */
+  append(jobs: readonly AppendJob[], signal?: AbortSignal): Promise<AppendResult[]>;
+  /**
+   * Waits for the append order (behind the appends and holds queued
+   * before), then holds it. `signal` withdraws the wait: a hold granted
+   * after it fired is released at once.
+   */
+  hold(signal: AbortSignal): Promise<AppendHold>;
   /** Resolves once the engine shows every append acknowledged so far (or `seq`); null when it already does. */
   visible(seq?: bigint): Promise<void> | null;
   /** Called after each commit with the global log's size. */

@@ -121,6 +121,31 @@ export async function flow(conn, step, cotwire) {
       await step('ledger insert', () =>
         Step.create({ sessionId: 'sequelize', stepType: 'Observation', content: 'from sequelize' }).then((s) => s.get({ plain: true })),
       );
+      // A model of every column: create() asks RETURNING for all of them, here inside a transaction.
+      const FullStep = sequelize.define(
+        'FullStep',
+        {
+          traceId: { type: DataTypes.UUID, primaryKey: true, field: 'trace_id' },
+          sessionId: { type: DataTypes.STRING, field: 'session_id' },
+          stepType: { type: DataTypes.STRING, field: 'step_type' },
+          content: DataTypes.TEXT,
+          stepIndex: { type: DataTypes.INTEGER, field: 'step_index' },
+          prevHash: { type: DataTypes.STRING, field: 'prev_hash' },
+          currentHash: { type: DataTypes.STRING, field: 'current_hash' },
+          createdAt: { type: DataTypes.DATE, field: 'created_at' },
+          ledgerSeq: { type: DataTypes.BIGINT, field: 'ledger_seq' },
+        },
+        { tableName: '_cot_steps', timestamps: false },
+      );
+      await step('ledger insert of a whole model in a transaction', async () => {
+        const created = await sequelize.transaction(async (transaction) => [
+          (await FullStep.create({ sessionId: 'sequelize-tx', stepType: 'Observation', content: 'one' }, { transaction })).get({ plain: true }),
+          (await FullStep.create({ sessionId: 'sequelize-tx', stepType: 'Decision', content: 'two' }, { transaction })).get({ plain: true }),
+        ]);
+        const read = (await FullStep.findAll({ where: { sessionId: 'sequelize-tx' }, order: [['stepIndex', 'ASC']] })).map((s) => s.get({ plain: true }));
+        if (JSON.stringify(created) !== JSON.stringify(read)) throw new Error(`created ${JSON.stringify(created)} but read ${JSON.stringify(read)}`);
+        return read.map((s) => [s.stepIndex, s.prevHash.length, s.currentHash.length]);
+      });
     }
   } finally {
     await sequelize.close();

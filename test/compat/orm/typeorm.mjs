@@ -50,13 +50,32 @@ const Step = new EntitySchema({
   },
 });
 
+// A ledger entity mapped whole, as an application reading its traces back maps it: the server's columns are
+// TypeORM's generated and create-date columns, which it asks RETURNING for.
+const FullStep = new EntitySchema({
+  name: 'FullStep',
+  tableName: '_cot_steps',
+  synchronize: false,
+  columns: {
+    traceId: { name: 'trace_id', type: 'uuid', primary: true, generated: 'uuid' },
+    sessionId: { name: 'session_id', type: 'text' },
+    stepType: { name: 'step_type', type: 'text' },
+    content: { type: 'text' },
+    stepIndex: { name: 'step_index', type: 'int', insert: false, update: false, nullable: true },
+    prevHash: { name: 'prev_hash', type: 'text', insert: false, update: false, nullable: true },
+    currentHash: { name: 'current_hash', type: 'text', insert: false, update: false, nullable: true },
+    createdAt: { name: 'created_at', type: 'timestamptz', createDate: true },
+    ledgerSeq: { name: 'ledger_seq', type: 'bigint', generated: 'increment' },
+  },
+});
+
 /** @param {{host: string, port: number, user: string, database: string}} conn @param {(name: string, fn: () => Promise<unknown>) => Promise<unknown>} step @param {boolean} cotwire */
 export async function flow(conn, step, cotwire) {
   const ds = new DataSource({
     type: 'postgres',
     ...conn,
     username: conn.user,
-    entities: cotwire ? [Customer, Order, Token, Step] : [Customer, Order, Token],
+    entities: cotwire ? [Customer, Order, Token, Step, FullStep] : [Customer, Order, Token],
     synchronize: false,
     logging: false,
   });
@@ -163,7 +182,25 @@ export async function flow(conn, step, cotwire) {
         found: found.map((t) => [t.label, t.id === saved.find((s) => s.label === t.label)?.id]),
       };
     });
-    if (cotwire) await step('ledger insert', () => ds.getRepository('Step').save({ sessionId: 'typeorm', stepType: 'Action', content: 'from typeorm' }));
+    if (cotwire) {
+      await step('ledger insert', () => ds.getRepository('Step').save({ sessionId: 'typeorm', stepType: 'Action', content: 'from typeorm' }));
+      // save() inside a transaction of an entity whose created_at and ledger_seq come back from RETURNING.
+      await step('ledger insert of a whole entity in a transaction', async () => {
+        const saved = await ds.transaction((m) =>
+          m.getRepository('FullStep').save([
+            { sessionId: 'typeorm-tx', stepType: 'Observation', content: 'one' },
+            { sessionId: 'typeorm-tx', stepType: 'Decision', content: 'two' },
+          ]),
+        );
+        const read = await ds.getRepository('FullStep').find({ where: { sessionId: 'typeorm-tx' }, order: { stepIndex: 'ASC' } });
+        const same = saved.every(
+          (s, i) =>
+            s.traceId === read[i]?.traceId && String(s.ledgerSeq) === String(read[i]?.ledgerSeq) && s.createdAt.getTime() === read[i]?.createdAt.getTime(),
+        );
+        if (!same) throw new Error(`saved ${JSON.stringify(saved)} but read ${JSON.stringify(read)}`);
+        return read.map((s) => [s.stepIndex, s.currentHash.length]);
+      });
+    }
   } finally {
     await ds.destroy();
   }

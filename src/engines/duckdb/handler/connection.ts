@@ -44,7 +44,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   private readonly functions: SessionFunctions;
 
   private constructor(
-    private readonly engine: EngineConnection,
+    engine: EngineConnection,
     readonly info: SessionInfo,
     private readonly services: ConnectionServices,
   ) {
@@ -283,7 +283,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   async close(): Promise<void> {
     await this.run.stop();
     this.appends.close();
-    this.engine.close();
+    this.ctx.tx.close();
     this.services.advisoryLocks.endSession(this.ctx.info.processId);
     this.services.foreignKeys.transactionEnded(this.ctx.info.processId);
     this.services.backends.end(this.ctx.info.processId);

@@ -88,7 +88,7 @@ async function copyIntoLedger(
   for (let i = 0; i < rows.length; i += COPY_CHUNK) {
     evaluated.push(...(await appends.evaluateCopied(table, command, columns, rows.slice(i, i + COPY_CHUNK))));
   }
-  await ctx.tx.append({ table, rows: evaluated });
+  await ctx.calls.wait((signal) => ctx.tx.append({ table, rows: evaluated }, signal));
   return evaluated.length;
 }
 

@@ -156,6 +156,36 @@ export class EngineCalls {
     }
   }
 
+  /**
+   * A wait that holds none of the engine's threads (for the append order,
+   * which another session holds until its transaction ends), under
+   * statement_timeout and CancelRequest like a call: they fire `signal`,
+   * and the wait fails with 57014.
+   */
+  async wait<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    if (this.current !== null) return work(controller.signal);
+    const state: { reason: CancelReason | null; abort: (reason: CancelReason) => void } = {
+      reason: null,
+      abort: (reason) => {
+        if (state.reason !== null) return;
+        state.reason = reason;
+        controller.abort(canceled(reason));
+      },
+    };
+    this.current = state;
+    const ms = this.timeoutMs();
+    const timer = ms > 0 ? setTimeout(() => state.abort('timeout'), ms) : null;
+    try {
+      return await work(controller.signal);
+    } catch (err) {
+      throw state.reason === null ? err : canceledFrom(err, state.reason);
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+      this.current = null;
+    }
+  }
+
   /** CancelRequest: stops the call in progress, if any. */
   cancel(): void {
     this.current?.abort('user');

@@ -19,6 +19,24 @@ function chainColumnsReturned(plan: LedgerInsertPlan): string | null {
   return returnsAnyOf(plan.returning ?? '', new Set([...plan.table.serverColumns].filter((c) => c !== 'trace_id')));
 }
 
+/**
+ * Runs a wait under lock_timeout as well as the signal it is given: at the
+ * deadline it fails with 55P03, as a lock wait does in PostgreSQL.
+ */
+async function underLockTimeout<T>(signal: AbortSignal, ms: number, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  if (ms <= 0) return wait(signal);
+  const either = new AbortController();
+  const timer = setTimeout(() => either.abort(new PgError(SqlState.LockNotAvailable, 'canceling statement due to lock timeout')), ms);
+  const passOn = (): void => either.abort(signal.reason);
+  signal.addEventListener('abort', passOn, { once: true });
+  try {
+    return await wait(either.signal);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', passOn);
+  }
+}
+
 /** How many plans a connection keeps: drivers rarely cycle through more INSERT texts than this. */
 const PLAN_CACHE_SIZE = 256;
 
@@ -128,23 +146,30 @@ export class LedgerAppends {
     const tag = `INSERT 0 ${rows.length}`;
     if (!ctx.tx.autocommit) {
       if (plan.returning === null) {
-        await ctx.tx.append(job);
+        await ctx.calls.wait((signal) => ctx.tx.append(job, signal));
         return { done: true, tag };
       }
-      // What is known at INSERT can be returned now (ORMs ask for the key of what they add); the
-      // chain columns exist only at COMMIT.
-      const atCommit = chainColumnsReturned(plan);
-      if (atCommit !== null) {
-        throw new PgError(SqlState.FeatureNotSupported, `RETURNING ${atCommit} of a ledger table is not available inside a transaction block`, {
-          hint: 'The server computes the chain columns at COMMIT. Return trace_id and the columns you gave now, and read the rest after COMMIT.',
-        });
+      // What is known at INSERT is returned at once (ORMs ask for the key of what they add); the chain
+      // columns need the rows chained now, which holds the append order until the block ends.
+      if (chainColumnsReturned(plan) !== null) {
+        const result = await ctx.calls.wait((signal) => underLockTimeout(signal, ctx.settings.lockTimeoutMs, (s) => ctx.tx.appendChained(job, s)));
+        await this.returnTexts(
+          plan,
+          plan.table.columns.map((c) => c.name),
+          result.rows ?? [],
+          portal,
+          sink,
+        );
+        return { done: true, tag };
       }
       const traceIds = plan.table.serverColumns.has('trace_id') ? rows.map(() => uuidv7(Date.now())) : undefined;
       await ctx.tx.append(traceIds === undefined ? job : { ...job, traceIds });
-      await this.returnKnown(plan, rows, traceIds, portal, sink);
+      const columns = [...plan.clientColumns, ...(traceIds === undefined ? [] : ['trace_id'])];
+      const texts = rows.map((r, i) => [...r, ...(traceIds === undefined ? [] : [traceIds[i] as string])]);
+      await this.returnTexts(plan, columns, texts, portal, sink);
       return { done: true, tag };
     }
-    const [result] = await ctx.services.writer.append([job]);
+    const [result] = await ctx.calls.wait((signal) => ctx.services.writer.append([job], signal));
     if (plan.returning !== null && result !== undefined && result.count > 0) {
       await appendsVisible(ctx, result.lastSeq);
       const returning = await ctx.engine.prepare(
@@ -162,17 +187,16 @@ export class LedgerAppends {
     return { done: true, tag };
   }
 
-  /** RETURNING over what an INSERT in a transaction block knows before COMMIT: the client's columns, and trace_id. */
-  private async returnKnown(
+  /** RETURNING over rows' canonical texts (of `columns`), before COMMIT: the client's columns and trace_id, or whole chained rows. */
+  private async returnTexts(
     plan: LedgerInsertPlan,
+    columns: readonly string[],
     rows: ReadonlyArray<ReadonlyArray<string | null>>,
-    traceIds: readonly string[] | undefined,
     portal: ConnectionPortal,
     sink: ResultSink,
   ): Promise<void> {
     const { ctx } = this;
     if (rows.length === 0) return;
-    const columns = [...plan.clientColumns, ...(traceIds === undefined ? [] : ['trace_id'])];
     const types = new Map(plan.table.columns.map((c) => [c.name, c.type]));
     let p = 0;
     const tuple = (): string =>
@@ -187,7 +211,7 @@ export class LedgerAppends {
         })
         .join(', ')})`;
     const sql = `SELECT ${plan.returning} FROM (VALUES ${rows.map(tuple).join(', ')}) AS ${quoteIdent(plan.table.name)}(${columns.map(quoteIdent).join(', ')})`;
-    const values = rows.flatMap((r, i) => [...r, ...(traceIds === undefined ? [] : [traceIds[i] as string])]);
+    const values = rows.flat();
     await ctx.calls.run(async () => {
       const statement = await ctx.engine.prepare(sql, []);
       try {

@@ -4,7 +4,7 @@ import { SqlState } from '../../../errors/sqlstate.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
 import type { ResultSink } from '../../../session/handler-port.js';
 import type { LedgerWriter } from '../ledger/writer.js';
-import type { AppendJob } from '../../../ledger/chain/append.js';
+import type { AppendHold, AppendJob, AppendResult } from '../../../ledger/chain/append.js';
 import type { SessionSettings } from './settings.js';
 
 interface Savepoint {
@@ -43,6 +43,8 @@ export class TransactionState {
   private writes = 0;
   /** Ledger appends of the open transaction: they reach the writer at COMMIT, as one unit. */
   private pendingAppends: AppendJob[] = [];
+  /** The append order, held since an INSERT returned chain columns (AppendHold); its rows are chained already. */
+  private appendHold: AppendHold | null = null;
   /** Ledgers created in the open transaction (lower-case names): the catalog changes for others when it ends. */
   private readonly createdLedgers = new Set<string>();
   /** The portal whose autocommit statement runs in a read-only engine transaction of its own. */
@@ -119,9 +121,26 @@ export class TransactionState {
    * Sends a ledger append to the writer now (autocommit: the client is
    * answered after the commit), or queues it for COMMIT.
    */
-  async append(job: AppendJob): Promise<void> {
-    if (this.autocommit) await this.writer.append([job]);
+  async append(job: AppendJob, signal?: AbortSignal): Promise<void> {
+    if (this.autocommit) await this.writer.append([job], signal);
+    else if (this.appendHold !== null) await this.appendHold.add([job]);
     else this.pendingAppends.push(job);
+  }
+
+  /**
+   * Chains a ledger append of the open block now, holding the append order
+   * until the block ends (the first time, behind the appends queued
+   * before): its chain columns can then be returned before COMMIT.
+   */
+  async appendChained(job: AppendJob, signal: AbortSignal): Promise<AppendResult> {
+    if (this.appendHold === null) {
+      this.appendHold = await this.writer.hold(signal);
+      const earlier = this.pendingAppends;
+      this.pendingAppends = [];
+      if (earlier.length > 0) await this.appendHold.add(earlier);
+    }
+    const [result] = await this.appendHold.add([job]);
+    return result as AppendResult;
   }
 
   /**
@@ -279,7 +298,7 @@ export class TransactionState {
       return;
     }
     if (savepoint.writes === 0) {
-      this.pendingAppends = [];
+      this.dropAppends();
       await this.engine.run('ROLLBACK');
       await this.engine.run(this.engineBegin(this.blockReadOnly));
       this.writes = 0;
@@ -305,7 +324,7 @@ export class TransactionState {
     }
     if (readOnly !== this.blockReadOnly && !this.blockQueried && this.writes === 0) {
       // Nothing ran in the block yet: its engine transaction starts again in the new mode.
-      this.pendingAppends = [];
+      this.dropAppends();
       await this.engine.run('ROLLBACK');
       await this.engine.run(this.engineBegin(readOnly));
     }
@@ -328,10 +347,13 @@ export class TransactionState {
    */
   private async flushAppends(): Promise<void> {
     const jobs = this.pendingAppends;
+    const hold = this.appendHold;
     this.pendingAppends = [];
-    if (jobs.length === 0) return;
+    this.appendHold = null;
+    if (jobs.length === 0 && hold === null) return;
     try {
-      await this.writer.append(jobs);
+      if (hold !== null) await hold.commit();
+      else await this.writer.append(jobs);
     } catch (err) {
       // Everything else the transaction did ends with it: SET LOCAL, cursors, savepoints.
       await this.end('ROLLBACK').catch(() => undefined);
@@ -349,10 +371,23 @@ export class TransactionState {
     else this.afterCommit.push(work);
   }
 
+  /** The session ends: its open block's appends go with its engine connection, and so does a held append order. */
+  close(): void {
+    this.dropAppends();
+    this.engine.close();
+  }
+
+  /** The block's appends go (ROLLBACK): a held append order is let go, and its numbers are given again. */
+  private dropAppends(): void {
+    this.pendingAppends = [];
+    this.appendHold?.release();
+    this.appendHold = null;
+  }
+
   private async end(how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
     const after = this.afterCommit;
     this.afterCommit = [];
-    this.pendingAppends = [];
+    this.dropAppends();
     this.state = 'I';
     this.implicit = false;
     this.savepoints = [];

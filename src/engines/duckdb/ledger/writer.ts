@@ -1,6 +1,19 @@
 import { existsSync } from 'node:fs';
 import type { Engine, EngineConnection, EngineStatement } from '../../../engine/port.js';
-import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
+import {
+  chainRow,
+  enqueue,
+  isHoldRequest,
+  nextUnits,
+  rowLayout,
+  type AppendHold,
+  type AppendJob,
+  type AppendResult,
+  type AppendUnit,
+  type HoldRequest,
+  type LedgerAppender,
+  type QueuedAppend,
+} from '../../../ledger/chain/append.js';
 import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
 import { decodeSeqs, retainable, seqRuns, seqsIn } from '../../../ledger/erasure/retention-sql.js';
 import { accountedSeqs, recordedLosses } from '../../../ledger/log/log-events.js';
@@ -26,6 +39,14 @@ interface Head {
   readonly hash: string;
   /** The head row's ledger_seq. */
   readonly seq: number;
+}
+
+/** Rows chained for one durable write: heads they advance (not yet the truth), rows by table, leaves, the last ledger_seq. */
+interface Batch {
+  readonly pending: Map<string, Map<string, Head>>;
+  readonly byTable: Map<string, { table: LedgerTable; rows: (string | null)[][] }>;
+  readonly leaves: Buffer[];
+  seq: bigint;
 }
 
 /** Rows per INSERT statement: enough to amortise the statement, few enough for its parameters. */
@@ -84,7 +105,7 @@ export interface WriterOptions {
  * always holds a prefix of the sequence.
  */
 export class LedgerWriter implements LedgerAppender {
-  private readonly queue: AppendUnit[] = [];
+  private readonly queue: QueuedAppend[] = [];
   private running = false;
   private readonly heads = new Map<string, Map<string, Head>>();
   /** The table each entry of `heads` belongs to. */
@@ -314,13 +335,64 @@ export class LedgerWriter implements LedgerAppender {
     return head === undefined ? 0 : head.index + 1;
   }
 
-  append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
+  append(jobs: readonly AppendJob[], signal?: AbortSignal): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: -1n })));
     return new Promise((resolve, reject) => {
-      this.queue.push({ jobs, resolve, reject, queued: performance.now() });
+      const unit: AppendUnit = { jobs, resolve, reject, queued: performance.now() };
+      enqueue(this.queue, unit, signal);
       if (!this.running) void this.run();
     });
+  }
+
+  hold(signal: AbortSignal): Promise<AppendHold> {
+    if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
+    return new Promise((grant, reject) => {
+      const request: HoldRequest = { signal, grant, reject };
+      enqueue(this.queue, request, signal);
+      if (!this.running) void this.run();
+    });
+  }
+
+  /**
+   * Grants the append order to one transaction and waits until it commits
+   * or releases it: nothing else is chained meanwhile, so its rows keep the
+   * numbers they were given.
+   */
+  private async serveHold(request: HoldRequest): Promise<void> {
+    if (request.signal.aborted) return;
+    let end: () => void = () => undefined;
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    const batch = this.newBatch();
+    let open = true;
+    let jobs = 0;
+    const queued = performance.now();
+    const close = (): void => {
+      open = false;
+      end();
+    };
+    const hold: AppendHold = {
+      add: async (more) => {
+        if (!open) throw new PgError(SqlState.InternalError, 'the append order is no longer held');
+        jobs += more.length;
+        return this.chainJobs(batch, more, true);
+      },
+      commit: async () => {
+        if (!open) throw new PgError(SqlState.InternalError, 'the append order is no longer held');
+        try {
+          if (jobs > 0) await this.tracked(this.persist(batch, 1, queued));
+        } finally {
+          close();
+        }
+      },
+      release: close,
+    };
+    request.grant(hold);
+    // Granted after the caller gave up: nobody will end it.
+    if (request.signal.aborted) close();
+    await ended;
   }
 
   /**
@@ -416,7 +488,13 @@ export class LedgerWriter implements LedgerAppender {
     });
     try {
       while (this.queue.length > 0) {
-        const units = this.queue.splice(0, UNITS_PER_COMMIT);
+        const first = this.queue[0] as QueuedAppend;
+        if (isHoldRequest(first)) {
+          this.queue.shift();
+          await this.serveHold(first);
+          continue;
+        }
+        const units = nextUnits(this.queue, UNITS_PER_COMMIT);
         try {
           const results = await this.tracked(this.commit(units));
           units.forEach((u, i) => {
@@ -468,54 +546,69 @@ export class LedgerWriter implements LedgerAppender {
 
   /** One durable write for all the units; chain heads advance only once it is durable. */
   private async commit(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
-    const applier = this.applier as LedgerApplier;
-    const full = applier.diskFull;
+    this.checkDiskSpace();
+    const batch = this.newBatch();
+    const results: AppendResult[][] = [];
+    for (const unit of units) results.push(await this.chainJobs(batch, unit.jobs, false));
+    await this.persist(batch, units.length, units[0]?.queued ?? performance.now());
+    return results;
+  }
+
+  private checkDiskSpace(): void {
+    const full = (this.applier as LedgerApplier).diskFull;
     if (full !== null) {
       // Journaled rows wait for space; more would only lengthen the wait. Nothing of this unit is written.
       throw new PgError(SqlState.DiskFull, `could not append: ${full.message.replace(/^[A-Za-z ]+ Error: (Failed to commit: )?/, '')}`, {
         hint: 'Free space on the disk that holds the database; appends resume by themselves once the server can write again.',
       });
     }
-    const journaled =
-      this.journal !== null &&
-      units.every((u) => u.jobs.every((j) => j.table.journaled)) &&
-      units.reduce((n, u) => n + u.jobs.reduce((m, j) => m + j.rows.length, 0), 0) <= JOURNAL_MAX_ROWS;
+  }
+
+  private newBatch(): Batch {
+    return { pending: new Map(), byTable: new Map(), leaves: [], seq: this.seq };
+  }
+
+  /** Chains the jobs' rows after what the batch holds; `withRows` hands their texts back. */
+  private async chainJobs(batch: Batch, jobs: readonly AppendJob[], withRows: boolean): Promise<AppendResult[]> {
+    const results: AppendResult[] = [];
+    for (const job of jobs) {
+      const name = qualifiedName(job.table);
+      const damage = this.damaged.get(name);
+      if (damage !== undefined) throw damagedLedgerError(damage);
+      const heads = await this.headsOf(job.table);
+      // Read once per job: the chains of this ledger whose appends are refused.
+      const cut = this.cut.get(name);
+      let tentative = batch.pending.get(name);
+      if (tentative === undefined) {
+        tentative = new Map();
+        batch.pending.set(name, tentative);
+      }
+      let entry = batch.byTable.get(name);
+      if (entry === undefined) {
+        entry = { table: job.table, rows: [] };
+        batch.byTable.set(name, entry);
+      }
+      const first = batch.seq + 1n;
+      const rows: (string | null)[][] = [];
+      job.rows.forEach((clientRow, i) => {
+        batch.seq += 1n;
+        rows.push(this.chainedRow(job.table, clientRow, heads, tentative, cut, batch.seq, batch.leaves, job.traceIds?.[i]));
+      });
+      for (const row of rows) entry.rows.push(row);
+      results.push({ count: job.rows.length, firstSeq: first, lastSeq: batch.seq, ...(withRows ? { rows } : {}) });
+    }
+    return results;
+  }
+
+  /** Makes the batch durable: journaled, or committed to DuckDB; then its heads, sequence and leaves are the truth. */
+  private async persist(batch: Batch, units: number, queued: number): Promise<void> {
+    this.checkDiskSpace();
+    const applier = this.applier as LedgerApplier;
+    const tables = [...batch.byTable.values()];
+    const seq = batch.seq;
+    const journaled = this.journal !== null && tables.every((t) => t.table.journaled) && tables.reduce((n, t) => n + t.rows.length, 0) <= JOURNAL_MAX_ROWS;
     // A direct commit comes after every journaled row; the journal waits when DuckDB lags too far.
     if (!journaled || applier.backlog > MAX_BACKLOG) await applier.drain();
-    const pending = new Map<string, Map<string, Head>>();
-    let seq = this.seq;
-    const byTable = new Map<string, { table: LedgerTable; rows: (string | null)[][] }>();
-    const results: AppendResult[][] = [];
-    const leaves: Buffer[] = [];
-    for (const unit of units) {
-      const unitResults: AppendResult[] = [];
-      for (const job of unit.jobs) {
-        const name = qualifiedName(job.table);
-        const damage = this.damaged.get(name);
-        if (damage !== undefined) throw damagedLedgerError(damage);
-        const heads = await this.headsOf(job.table);
-        // Read once per job: the chains of this ledger whose appends are refused.
-        const cut = this.cut.get(name);
-        let tentative = pending.get(name);
-        if (tentative === undefined) {
-          tentative = new Map();
-          pending.set(name, tentative);
-        }
-        let entry = byTable.get(name);
-        if (entry === undefined) {
-          entry = { table: job.table, rows: [] };
-          byTable.set(name, entry);
-        }
-        const first = seq + 1n;
-        job.rows.forEach((clientRow, i) => {
-          seq += 1n;
-          entry.rows.push(this.chainedRow(job.table, clientRow, heads, tentative, cut, seq, leaves, job.traceIds?.[i]));
-        });
-        unitResults.push({ count: job.rows.length, firstSeq: first, lastSeq: seq });
-      }
-      results.push(unitResults);
-    }
-    const tables = [...byTable.values()];
     if (journaled) {
       for (const t of tables) checkNotNull(t.table, t.rows);
       if (this.scrubWaiters.length > 0) {
@@ -527,7 +620,7 @@ export class LedgerWriter implements LedgerAppender {
       await this.write(tables);
     }
     // Durable: the tentative heads are now the truth.
-    for (const [name, tentative] of pending) {
+    for (const [name, tentative] of batch.pending) {
       const heads = this.heads.get(name);
       const table = this.headTables.get(name);
       if (heads === undefined || table === undefined) continue;
@@ -548,10 +641,9 @@ export class LedgerWriter implements LedgerAppender {
     }
     if (journaled) applier.enqueue(tables, seq);
     else applier.committedDirectly(seq);
-    if (this.log !== null && this.logFrozen === null) this.integrate(leaves);
-    const rows = results.reduce((n, r) => n + r.reduce((m, j) => m + j.count, 0), 0);
-    this.observer.appendsCommitted(units.length, rows, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
-    return results;
+    if (this.log !== null && this.logFrozen === null) this.integrate(batch.leaves);
+    const rows = tables.reduce((n, t) => n + t.rows.length, 0);
+    this.observer.appendsCommitted(units, rows, (performance.now() - queued) / 1000);
   }
 
   /** Writes the chained rows atomically, by the cheapest path for their number. */

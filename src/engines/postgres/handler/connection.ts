@@ -2,7 +2,7 @@ import type { BackendField, BindValue, RelayBackend, WholeOutcome } from '../../
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
-import { rowLayout, rowTexts, uuidv7, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
+import { rowLayout, rowTexts, uuidv7, type AppendHold, type AppendJob, type AppendResult, type LedgerAppender } from '../../../ledger/chain/append.js';
 import { isConnectionLoss } from '../adapter/connection.js';
 import { erasureFields, erasureParamTypes, runErasure, type ErasureService } from '../../../engine/erasure-call.js';
 import type { TransactionStatus } from '../../../protocol/codes.js';
@@ -119,6 +119,14 @@ export class ProxyConnection implements ConnectionHandler {
   private blockFailed = false;
   /** Appends of the open block, in order, and where each savepoint began. */
   private pending: AppendJob[] = [];
+  /**
+   * The append order, held since an INSERT of the block returned chain
+   * columns: the block's appends are chained as they come, the number of
+   * jobs the hold took and their results kept for COMMIT's report.
+   */
+  private held: { readonly hold: AppendHold; readonly results: AppendResult[] } | null = null;
+  /** Fired by CancelRequest while the session's appends wait in the writer's queue (behind another block's hold). */
+  private holdWait: AbortController | null = null;
   private savepoints: Array<{ readonly name: string; readonly at: number; readonly ledgers: number }> = [];
   /** Ledgers this block created, made at its COMMIT. */
   private pendingLedgers: Array<{ readonly name: string; readonly create: Record<string, unknown> }> = [];
@@ -190,7 +198,7 @@ export class ProxyConnection implements ConnectionHandler {
       this.pending = [];
       if (!this.backend.failed && !this.exchangeFailed) {
         try {
-          appended = await this.services.writer.append(jobs);
+          appended = await this.cancellable((signal) => this.services.writer.append(jobs, signal));
         } catch (err) {
           failure = err;
           await this.rollbackBackend();
@@ -514,6 +522,7 @@ export class ProxyConnection implements ConnectionHandler {
   }
 
   cancel(): void {
+    this.holdWait?.abort(new PgError(SqlState.QueryCanceled, 'canceling statement due to user request'));
     this.backend.cancel();
   }
 
@@ -595,21 +604,20 @@ export class ProxyConnection implements ConnectionHandler {
     const tag = `INSERT 0 ${job.rows.length}`;
     if (plan.pieces.returning === null) {
       // Outside a block it waits for the end of the exchange, inside one for COMMIT (sync, executeTransaction).
-      this.pending.push(job);
+      await this.queueAppend(job);
       return { done: true, tag };
     }
     if (this.inBlock) {
-      // What is known at INSERT can be returned now (ORMs ask for the key of what they add), as on DuckDB;
-      // the chain columns exist only at COMMIT.
+      // What is known at INSERT is returned at once (ORMs ask for the key of what they add), as on DuckDB; the
+      // chain columns need the rows chained now, which holds the append order until the block ends.
       const table = plan.table;
-      const atCommit = returnsAnyOf(plan.pieces.returning, new Set([...table.serverColumns].filter((c) => c !== 'trace_id')));
-      if (atCommit !== null) {
-        throw new PgError(SqlState.FeatureNotSupported, `RETURNING ${atCommit} of a ledger table is not available inside a transaction block`, {
-          hint: 'The server computes the chain columns at COMMIT. Return trace_id and the columns you gave now, and read the rest after COMMIT.',
-        });
+      if (returnsAnyOf(plan.pieces.returning, new Set([...table.serverColumns].filter((c) => c !== 'trace_id'))) !== null) {
+        const [result] = await this.appendHeld(job);
+        await sendReturning(this.backend, plan, result?.rows ?? [], portal.resultFormats, sink);
+        return { done: true, tag };
       }
       const traceIds = table.serverColumns.has('trace_id') ? job.rows.map(() => uuidv7(Date.now())) : undefined;
-      this.pending.push(traceIds === undefined ? job : { ...job, traceIds });
+      await this.queueAppend(traceIds === undefined ? job : { ...job, traceIds });
       const layout = rowLayout(table);
       const known = job.rows.map((clientRow, r) => {
         const texts = rowTexts(layout, clientRow);
@@ -622,10 +630,65 @@ export class ProxyConnection implements ConnectionHandler {
     // RETURNING needs the chained rows now: the appends waiting before it go first, in order, with it.
     const jobs = [...this.pending, job];
     this.pending = [];
-    const results = await this.services.writer.append(jobs);
+    const results = await this.cancellable((signal) => this.services.writer.append(jobs, signal));
     const result = results[results.length - 1];
     if (result?.rows !== undefined) await sendReturning(this.backend, plan, result.rows, portal.resultFormats, sink);
     return { done: true, tag };
+  }
+
+  /** A wait in the writer's queue that CancelRequest withdraws. */
+  private async cancellable<T>(wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    this.holdWait = controller;
+    try {
+      return await wait(controller.signal);
+    } finally {
+      if (this.holdWait === controller) this.holdWait = null;
+    }
+  }
+
+  /** An append waits for the exchange's end or the block's COMMIT; in a block that holds the append order, it is chained now. */
+  private async queueAppend(job: AppendJob): Promise<void> {
+    if (this.held === null) this.pending.push(job);
+    else await this.appendHeld(job);
+  }
+
+  /** Chains the job now, in the block's hold of the append order (taken the first time, behind the appends queued before). */
+  private async appendHeld(job: AppendJob): Promise<AppendResult[]> {
+    if (this.held === null) {
+      const wait = new AbortController();
+      // The wait is cotwire's, not the backend's: it keeps the session's lock_timeout and statement_timeout itself.
+      const timers: NodeJS.Timeout[] = [];
+      await this.backend.run(
+        'cotwire_timeouts',
+        "SELECT (extract(epoch FROM pg_catalog.current_setting('lock_timeout')::interval) * 1000)::int8, (extract(epoch FROM pg_catalog.current_setting('statement_timeout')::interval) * 1000)::int8",
+        [],
+        [],
+        ([lockMs, statementMs]) => {
+          const after = (ms: string | null | undefined, err: PgError): void => {
+            if (Number(ms) > 0) timers.push(setTimeout(() => wait.abort(err), Number(ms)));
+          };
+          after(lockMs, new PgError(SqlState.LockNotAvailable, 'canceling statement due to lock timeout'));
+          after(statementMs, new PgError(SqlState.QueryCanceled, 'canceling statement due to statement timeout'));
+        },
+      );
+      let hold: AppendHold;
+      try {
+        hold = await this.cancellable((signal) => {
+          signal.addEventListener('abort', () => wait.abort(signal.reason), { once: true });
+          return this.services.writer.hold(wait.signal);
+        });
+      } finally {
+        for (const t of timers) clearTimeout(t);
+      }
+      this.held = { hold, results: [] };
+      const earlier = this.pending;
+      this.pending = [];
+      if (earlier.length > 0) this.held.results.push(...(await hold.add(earlier)));
+    }
+    const results = await this.held.hold.add([job]);
+    this.held.results.push(...results);
+    return results;
   }
 
   /** COPY ... FROM STDIN into a ledger: the data is read whole, then its rows go the way of an INSERT's. */
@@ -660,7 +723,7 @@ export class ProxyConnection implements ConnectionHandler {
         );
         const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
         await checkParents(plan, job.rows, this.services.query);
-        this.pending.push(job);
+        await this.queueAppend(job);
         return `COPY ${job.rows.length}`;
       },
       abort: async () => {
@@ -709,17 +772,30 @@ export class ProxyConnection implements ConnectionHandler {
     if ((op === 'commit' || op === 'prepare') && this.inBlock && !this.blockFailed) {
       const ledgers = this.pendingLedgers;
       const jobs = this.pending;
+      const held = this.held;
       this.pendingLedgers = [];
       this.pending = [];
+      this.held = null;
       try {
         // The block's ledgers first, then its appends: nothing of the transaction may commit without them.
         for (const l of ledgers) await this.services.ledgerDdl.create(l.create);
-        if (jobs.length > 0) appended = await this.services.writer.append(jobs);
+        if (held !== null) {
+          await held.hold.commit();
+          appended = held.results;
+        } else if (jobs.length > 0) appended = await this.services.writer.append(jobs);
       } catch (err) {
         await this.backend.closePortal(portal.name);
         await this.backend.openPortal(`${portal.name}_rollback`, 'ROLLBACK', [], [], []);
         await this.backend.fetch(`${portal.name}_rollback`, 0, () => undefined);
         this.endBlock();
+        throw err;
+      }
+    }
+    if (op === 'rollback_to') {
+      try {
+        this.rollbackHeld(savepoint);
+      } catch (err) {
+        await this.backend.closePortal(portal.name);
         throw err;
       }
     }
@@ -742,7 +818,7 @@ export class ProxyConnection implements ConnectionHandler {
         this.endBlock();
         break;
       case 'savepoint':
-        if (savepoint !== null) this.savepoints.push({ name: savepoint, at: this.pending.length, ledgers: this.pendingLedgers.length });
+        if (savepoint !== null) this.savepoints.push({ name: savepoint, at: this.appendsInBlock(), ledgers: this.pendingLedgers.length });
         break;
       case 'release': {
         const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
@@ -752,7 +828,7 @@ export class ProxyConnection implements ConnectionHandler {
       case 'rollback_to': {
         const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
         if (i >= 0) {
-          this.pending.length = (this.savepoints[i] as { at: number }).at;
+          this.pending.length = Math.max(0, (this.savepoints[i] as { at: number }).at - (this.held?.results.length ?? 0));
           this.pendingLedgers.length = (this.savepoints[i] as { ledgers: number }).ledgers;
           this.savepoints.length = i + 1;
         }
@@ -763,9 +839,42 @@ export class ProxyConnection implements ConnectionHandler {
     return outcome;
   }
 
+  /** The block's appends so far: those chained in its hold of the append order, then those waiting for COMMIT. */
+  private appendsInBlock(): number {
+    return (this.held?.results.length ?? 0) + this.pending.length;
+  }
+
+  /**
+   * ROLLBACK TO a savepoint before rows chained in the block's hold: all of
+   * them go with the hold when none was chained before the savepoint;
+   * otherwise the kept rows' numbers would change after they were returned,
+   * so it is refused (before the backend rolls back).
+   */
+  private rollbackHeld(savepoint: string | null): void {
+    const i = this.savepoints.findLastIndex((p) => p.name === savepoint);
+    const held = this.held;
+    if (i < 0 || held === null) return;
+    const at = (this.savepoints[i] as { at: number }).at;
+    if (at >= held.results.length) return;
+    if (at === 0) {
+      held.hold.release();
+      this.held = null;
+      return;
+    }
+    throw new PgError(
+      SqlState.FeatureNotSupported,
+      `cannot roll back to savepoint "${savepoint}": ledger rows chained since it were returned with their chain columns`,
+      {
+        hint: 'Rows an INSERT returned step_index, current_hash or ledger_seq for keep their place until the transaction ends. Roll back the whole transaction.',
+      },
+    );
+  }
+
   private endBlock(): void {
     this.inBlock = false;
     this.blockFailed = false;
+    this.held?.hold.release();
+    this.held = null;
     this.pending = [];
     this.pendingLedgers = [];
     this.savepoints = [];

@@ -13,7 +13,20 @@ import type { EngineHealth } from '../adapter/health.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
-import { chainRow, rowLayout, type AppendJob, type AppendResult, type LedgerAppender, type AppendUnit } from '../../../ledger/chain/append.js';
+import {
+  chainRow,
+  enqueue,
+  isHoldRequest,
+  nextUnits,
+  rowLayout,
+  type AppendHold,
+  type AppendJob,
+  type AppendResult,
+  type AppendUnit,
+  type HoldRequest,
+  type LedgerAppender,
+  type QueuedAppend,
+} from '../../../ledger/chain/append.js';
 
 /**
  * The ledger writer on a PostgreSQL engine, which several cotwire instances
@@ -99,7 +112,7 @@ export interface PgWriterOptions {
 }
 
 export class PgLedgerWriter implements LedgerAppender {
-  private readonly queue: AppendUnit[] = [];
+  private readonly queue: QueuedAppend[] = [];
   private running: Promise<void> | null = null;
   private lastMicros = 0n;
   private closed = false;
@@ -148,16 +161,155 @@ export class PgLedgerWriter implements LedgerAppender {
     return null;
   }
 
-  append(jobs: readonly AppendJob[]): Promise<AppendResult[]> {
+  append(jobs: readonly AppendJob[], signal?: AbortSignal): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new PgError(SqlState.AdminShutdown, 'the server is shutting down; the append was not made'));
     const health = this.health;
     if (health !== null && !health.reachable)
       return Promise.reject(new PgError(SqlState.ConnectionFailure, `the PostgreSQL engine is unreachable; the append was not made (${health.why})`));
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: 0n })));
     return new Promise((resolve, reject) => {
-      this.queue.push({ jobs, queued: performance.now(), resolve, reject });
+      const unit: AppendUnit = { jobs, queued: performance.now(), resolve, reject };
+      enqueue(this.queue, unit, signal);
       this.drain();
     });
+  }
+
+  hold(signal: AbortSignal): Promise<AppendHold> {
+    if (this.closed) return Promise.reject(new PgError(SqlState.AdminShutdown, 'the server is shutting down; the append was not made'));
+    return new Promise((grant, reject) => {
+      const request: HoldRequest = { signal, grant, reject };
+      enqueue(this.queue, request, signal);
+      this.drain();
+    });
+  }
+
+  /**
+   * Grants the append order to one transaction: a transaction of the
+   * writer's connection that holds the log_head row lock (so every
+   * instance's appends wait, as for any commit) and each chain's head row
+   * as the holder reaches it, until the holder commits or releases it.
+   */
+  private async serveHold(request: HoldRequest): Promise<void> {
+    if (request.signal.aborted) return;
+    const conn = this.conn;
+    let held: HeldRows;
+    try {
+      await conn.run('BEGIN');
+      const [[size]] = (await conn.query(`SELECT size FROM ${PG_SCHEMA}.log_head FOR UPDATE`)) as [[bigint]];
+      const nodes = new Map<number, Buffer>();
+      for (const [position, hash] of (await conn.query(FRONTIER_SQL, ['0'])) as Array<[bigint, Buffer]>) nodes.set(Number(position), hash);
+      held = { heads: new Map(), nodes, before: Number(size), size: Number(size), rowsByLedger: new Map(), newNodes: [], last: null };
+    } catch (err) {
+      await conn.run('ROLLBACK').catch(() => undefined);
+      request.reject(this.notMade(err));
+      return;
+    }
+    let end: () => void = () => undefined;
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    let open = true;
+    let busy: Promise<unknown> = Promise.resolve();
+    const queued = performance.now();
+    const finish = async (commit: boolean): Promise<void> => {
+      open = false;
+      try {
+        await busy.catch(() => undefined);
+        if (commit && held.last !== null) await this.commitHeld(held, queued);
+        else await conn.run('ROLLBACK');
+      } catch (err) {
+        if (commit) throw err;
+      } finally {
+        this.tip = null;
+        end();
+      }
+    };
+    const notHeld = (): PgError => new PgError(SqlState.InternalError, 'the append order is no longer held');
+    request.grant({
+      add: (jobs) => {
+        if (!open) return Promise.reject(notHeld());
+        const added = busy.then(() => this.addHeld(held, jobs));
+        busy = added;
+        return added;
+      },
+      commit: () => (open ? finish(true) : Promise.reject(notHeld())),
+      release: () => {
+        if (open) void finish(false);
+      },
+    });
+    // Granted after the caller gave up: nobody will end it.
+    if (request.signal.aborted) void finish(false);
+    await ended;
+  }
+
+  /** Chains a held transaction's jobs after its rows so far, locking the head rows of the chains it reaches first. */
+  private async addHeld(held: HeldRows, jobs: readonly AppendJob[]): Promise<AppendResult[]> {
+    const unit: AppendUnit = { jobs, queued: 0, resolve: () => undefined, reject: () => undefined };
+    const { chains } = chainsOf([unit]);
+    const ledgers: string[] = [];
+    const keys: string[] = [];
+    for (const [ledger, { table, keys: all }] of chains) {
+      const fresh = [...all].filter((k) => held.heads.get(ledger)?.has(k) !== true);
+      if (fresh.length === 0) continue;
+      await this.ensureHeads(ledger, table, fresh);
+      const [cut] = await cutChains(this.conn, table, fresh);
+      if (cut !== undefined) throw cutChainError(cut, '`cotwire accept-loss --url <engine URL> --reason "..."`');
+      for (const k of fresh) {
+        ledgers.push(ledger);
+        keys.push(k);
+      }
+    }
+    if (keys.length > 0) {
+      const rows = (await this.conn.query(
+        `SELECT h.ledger, h.chain_key, h.step_index, h.current_hash FROM ${PG_SCHEMA}.chain_heads h
+         JOIN unnest($1::text[], $2::text[]) AS c(ledger, chain_key) ON c.ledger = h.ledger AND c.chain_key = h.chain_key
+         ORDER BY h.ledger, h.chain_key FOR UPDATE OF h`,
+        [pgArray(ledgers), pgArray(keys)],
+      )) as Array<[string, string, number, string]>;
+      for (const [ledger, key, index, hash] of rows) {
+        let m = held.heads.get(ledger);
+        if (m === undefined) {
+          m = new Map();
+          held.heads.set(ledger, m);
+        }
+        m.set(key, { index: Number(index), hash });
+      }
+    }
+    const chained = this.chainRows([unit], { heads: held.heads, before: held.size, nodes: held.nodes });
+    for (const [ledger, { table, rows }] of chained.rowsByLedger) {
+      const into = held.rowsByLedger.get(ledger);
+      if (into === undefined) held.rowsByLedger.set(ledger, { table, rows });
+      else for (const row of rows) into.rows.push(row);
+    }
+    for (const n of chained.newNodes) held.newNodes.push(n);
+    held.size = chained.size;
+    held.last = chained.last;
+    return chained.results[0] as AppendResult[];
+  }
+
+  /** The held transaction's rows, nodes and heads, the log's new size, and COMMIT. */
+  private async commitHeld(held: HeldRows, queued: number): Promise<void> {
+    const total = held.size - held.before;
+    const { sql, params } = writeStatement(held.rowsByLedger, held.newNodes, held.heads);
+    const [sized, written, committed] = await Promise.allSettled(
+      this.corked(() => [
+        this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8`, [String(total)]),
+        this.conn.query(sql, params),
+        this.conn.run('COMMIT'),
+      ]),
+    );
+    const failure = [sized, written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure !== undefined) {
+      const lost = [sized, written, committed].find((r): r is PromiseRejectedResult => r.status === 'rejected' && isConnectionLoss(r.reason));
+      if (lost === undefined || !(await this.landed(this.conn, held.last as LastRow, lost.reason))) {
+        await this.conn.run('ROLLBACK').catch(() => undefined);
+        throw lost === undefined ? failure.reason : this.notMade(lost.reason);
+      }
+    }
+    for (const [ledger, m] of held.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+    this.size = held.size;
+    this.observer.appendsCommitted(1, total, (performance.now() - queued) / 1000);
+    this.onIntegrated(held.size);
   }
 
   async close(): Promise<void> {
@@ -181,7 +333,13 @@ export class PgLedgerWriter implements LedgerAppender {
 
   private async run(): Promise<void> {
     while (this.queue.length > 0) {
-      const units = this.queue.splice(0, UNITS_PER_COMMIT);
+      const first = this.queue[0] as QueuedAppend;
+      if (isHoldRequest(first)) {
+        this.queue.shift();
+        await this.serveHold(first);
+        continue;
+      }
+      const units = nextUnits(this.queue, UNITS_PER_COMMIT);
       try {
         const results = await this.commitRetrying(units);
         units.forEach((u, i) => {
@@ -477,13 +635,7 @@ export class PgLedgerWriter implements LedgerAppender {
             [pgArray(ledgersOfChains), pgArray(keysOfChains)],
           ),
           this.conn.query(`UPDATE ${PG_SCHEMA}.log_head SET size = size + $1::int8 RETURNING size`, [String(total)]),
-          this.conn.query(
-            `SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY (ARRAY(
-           SELECT 2 * m - bit_count(m::bit(64)) + l
-           FROM (SELECT size - $1::int8 AS s FROM ${PG_SCHEMA}.log_head) AS x, generate_series(0, 62) AS l, LATERAL (SELECT ((x.s >> l) << l) - 1 AS m) AS y
-           WHERE (x.s >> l) & 1 = 1))`,
-            [String(total)],
-          ),
+          this.conn.query(FRONTIER_SQL, [String(total)]),
         ] as const,
     );
     const settled = await Promise.allSettled(sent);
@@ -624,6 +776,23 @@ export function pgArray(values: ReadonlyArray<string | null>): string {
 const NEEDS_ESCAPE = /["\\]/;
 
 type Chains = Map<string, { table: LedgerTable; keys: Set<string> }>;
+
+/** The log's frontier (the complete subtrees a new leaf may join) at its size less $1. */
+const FRONTIER_SQL = `SELECT position, hash FROM ${PG_SCHEMA}.log_nodes WHERE position = ANY (ARRAY(
+  SELECT 2 * m - bit_count(m::bit(64)) + l
+  FROM (SELECT size - $1::int8 AS s FROM ${PG_SCHEMA}.log_head) AS x, generate_series(0, 62) AS l, LATERAL (SELECT ((x.s >> l) << l) - 1 AS m) AS y
+  WHERE (x.s >> l) & 1 = 1))`;
+
+/** A held transaction's rows so far (serveHold): heads and nodes as its rows left them, and where the log stands. */
+interface HeldRows {
+  readonly heads: Map<string, Map<string, Head>>;
+  readonly nodes: Map<number, Buffer>;
+  readonly before: number;
+  size: number;
+  readonly rowsByLedger: ChainedRows['rowsByLedger'];
+  readonly newNodes: Array<{ position: number; hash: Buffer }>;
+  last: LastRow | null;
+}
 
 /** What the first round trip locked and reserved: the chains' heads, the ledger_seq before this commit's, the log's frontier. */
 interface Reserved {
