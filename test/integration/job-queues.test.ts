@@ -3,10 +3,10 @@ import { useTestServer } from '../fixtures/server.js';
 
 /**
  * Job queues (pg-boss, graphile-worker) claim rows with FOR UPDATE SKIP
- * LOCKED. cotwire takes no row locks: a claim without SKIP LOCKED is kept by
- * DuckDB's write conflicts (the second claimant fails with 40001), and SKIP
- * LOCKED, in any statement, is refused with 0A000: two workers never get the
- * same row.
+ * LOCKED. cotwire locks the rows such a query returns, for its transaction,
+ * and leaves out those another holds; a claim without SKIP LOCKED is kept by
+ * DuckDB's write conflicts (the second claimant fails with 40001): two
+ * workers never get the same row.
  */
 const ctx = useTestServer();
 
@@ -39,7 +39,42 @@ describe('claiming jobs with a row-locking subquery', () => {
     "WITH next AS (SELECT id FROM job WHERE state = 'created' LIMIT 10 FOR UPDATE SKIP LOCKED) UPDATE job SET state = 'active' FROM next WHERE job.id = next.id RETURNING job.*",
     'DELETE FROM job WHERE id = (SELECT id FROM job ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)',
     'SELECT id FROM job ORDER BY id LIMIT 1 FOR SHARE SKIP LOCKED',
-  ])('refuses SKIP LOCKED with 0A000, never a syntax error: %s', async (sql) => {
+    'SELECT * FROM job j WHERE j.id > 0 FOR NO KEY UPDATE OF j SKIP LOCKED',
+  ])('runs SKIP LOCKED over one table: %s', async (sql) => {
+    await expect(ctx.client.query(sql)).resolves.toMatchObject({ command: expect.any(String) });
+  });
+
+  it('refuses SKIP LOCKED over a join with 0A000 and a hint, never a syntax error', async () => {
+    await ctx.client.query('CREATE TABLE job_owner (job_id int, owner text)');
+    const sql = 'SELECT j.id FROM job j JOIN job_owner o ON o.job_id = j.id FOR UPDATE OF j SKIP LOCKED';
     await expect(ctx.client.query(sql)).rejects.toMatchObject({ code: '0A000', hint: expect.stringContaining('SKIP LOCKED') });
+  });
+
+  it('lets concurrent workers claim every job exactly once', async () => {
+    await ctx.client.query('CREATE TABLE job_many (id int PRIMARY KEY, state text, worker int)');
+    await ctx.client.query("INSERT INTO job_many SELECT i, 'created', NULL FROM range(1, 201) t(i)");
+    const claim = (w: number): string =>
+      `WITH next AS (SELECT id FROM job_many WHERE state = 'created' ORDER BY id LIMIT 7 FOR UPDATE SKIP LOCKED)
+       UPDATE job_many SET state = 'active', worker = ${w} FROM next WHERE job_many.id = next.id RETURNING job_many.id`;
+    const worker = async (w: number): Promise<number[]> => {
+      const c = await ctx.server.client();
+      const mine: number[] = [];
+      for (;;) {
+        // A claim whose snapshot began before another's commit, and reached a row after its lock went, conflicts: it retries.
+        const r = await c.query(claim(w)).catch((e: { code?: string }) => {
+          if (e.code === '40001') return { rows: null };
+          throw e;
+        });
+        if (r.rows === null) continue;
+        if (r.rows.length === 0) return mine;
+        mine.push(...r.rows.map((x: { id: number }) => x.id));
+      }
+    };
+    const claimed = await Promise.all([1, 2, 3, 4].map(worker));
+    const all = claimed.flat().sort((x, y) => x - y);
+    expect(all).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    const stored = await ctx.client.query('SELECT worker, count(*)::int AS n FROM job_many GROUP BY worker ORDER BY worker');
+    const byWorker = Object.fromEntries(claimed.flatMap((c, i) => (c.length === 0 ? [] : [[i + 1, c.length]])));
+    expect(Object.fromEntries(stored.rows.map((r) => [r.worker, r.n]))).toEqual(byWorker);
   });
 });

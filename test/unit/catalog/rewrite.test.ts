@@ -392,3 +392,15 @@ describe('jsonb text read as a binary number', () => {
     expect(rwj("SELECT (j #>> '{a,b}')::float8 FROM t")).toContain('json_extract_string(j , \'$."a"."b"\')');
   });
 });
+
+describe('SKIP LOCKED', () => {
+  it('leaves out rows other sessions lock before the LIMIT, and locks what is returned after it', () => {
+    expect(rw("SELECT id FROM public.job WHERE state = 'created' ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED")).toBe(
+      "SELECT * EXCLUDE (cot_rowid) FROM (SELECT id , \"job\".cot_rowid FROM (SELECT *, rowid AS cot_rowid FROM main.job WHERE cot_row_free('public.job', rowid, 'exclusive')) AS \"job\" WHERE state = 'created' ORDER BY id LIMIT 2 ) AS cot_locked WHERE cot_row_take('public.job', cot_rowid, 'exclusive')",
+    );
+    // Inside a subquery, with an alias and a star: the star brings the row's id already.
+    expect(rw('DELETE FROM job WHERE id = (SELECT j.* FROM main.job AS j LIMIT 1 FOR SHARE OF j SKIP LOCKED)')).toBe(
+      "DELETE FROM job WHERE id = (SELECT * EXCLUDE (cot_rowid) FROM (SELECT j.* FROM (SELECT *, rowid AS cot_rowid FROM main.job WHERE cot_row_free('public.job', rowid, 'shared')) AS j LIMIT 1 ) AS cot_locked WHERE cot_row_take('public.job', cot_rowid, 'shared'))",
+    );
+  });
+});

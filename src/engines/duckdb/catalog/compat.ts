@@ -99,5 +99,11 @@ function advisoryLockMacros(session: number, secret: string): string[] {
   macros.push(
     `CREATE OR REPLACE TEMP MACRO pg_advisory_unlock_all() AS CASE cot_advisory('unlock_all', ${session}, ${quote(secret)}, '') WHEN 't' THEN '' END`,
   );
+  // SELECT ... SKIP LOCKED's row locks (rewrite/queries.ts): whether no other session holds the row, and taking it.
+  for (const op of ['free', 'take']) {
+    macros.push(
+      `CREATE OR REPLACE TEMP MACRO cot_row_${op}(cot_rel, cot_row, cot_mode) AS cot_advisory(CASE cot_mode WHEN 'shared' THEN 'row_${op}_shared' ELSE 'row_${op}' END, ${session}, ${quote(secret)}, cot_rel || '/' || CAST(cot_row AS VARCHAR)) = 't'`,
+    );
+  }
   return macros;
 }

@@ -75,8 +75,46 @@ export class AdvisoryLocks {
     return true;
   }
 
-  /** At the end of a transaction: its holds go. */
+  /**
+   * Row locks of SELECT ... FOR UPDATE | FOR SHARE SKIP LOCKED, by table and
+   * rowid (`schema.table/rowid`), held until the transaction ends. Apart
+   * from the advisory locks: pg_advisory_unlock_all leaves them.
+   */
+  private readonly rows = new Map<string, Array<{ readonly session: number; readonly mode: Mode }>>();
+  private readonly rowsBySession = new Map<number, Set<string>>();
+
+  private rowFree(session: number, key: string, mode: Mode): boolean {
+    return (this.rows.get(key) ?? []).every((h) => h.session === session || (mode === 'shared' && h.mode === 'shared'));
+  }
+
+  private rowTake(session: number, key: string, mode: Mode): boolean {
+    if (!this.rowFree(session, key, mode)) return false;
+    const holds = this.rows.get(key) ?? [];
+    if (!holds.some((h) => h.session === session && h.mode === mode)) holds.push({ session, mode });
+    this.rows.set(key, holds);
+    let mine = this.rowsBySession.get(session);
+    if (mine === undefined) {
+      mine = new Set();
+      this.rowsBySession.set(session, mine);
+    }
+    mine.add(key);
+    return true;
+  }
+
+  private releaseRows(session: number): void {
+    const mine = this.rowsBySession.get(session);
+    if (mine === undefined) return;
+    this.rowsBySession.delete(session);
+    for (const key of mine) {
+      const left = (this.rows.get(key) ?? []).filter((h) => h.session !== session);
+      if (left.length === 0) this.rows.delete(key);
+      else this.rows.set(key, left);
+    }
+  }
+
+  /** At the end of a transaction: its holds go, and its row locks. */
   releaseTransaction(session: number): void {
+    this.releaseRows(session);
     for (const [key, holds] of this.held) {
       for (const h of holds) if (h.session === session) h.xact = 0;
       this.prune(key, holds);
@@ -87,6 +125,7 @@ export class AdvisoryLocks {
   /** The end of the session: every hold goes, and its secret. */
   endSession(session: number): void {
     this.releaseSession(session);
+    this.releaseRows(session);
     this.secrets.delete(session);
   }
 
@@ -154,6 +193,10 @@ export class AdvisoryLocks {
           case 'unlock_all':
             this.releaseSession(s);
             return 't';
+          case 'row_free':
+            return this.rowFree(s, k, mode) ? 't' : 'f';
+          case 'row_take':
+            return this.rowTake(s, k, mode) ? 't' : 'f';
           default:
             return null;
         }

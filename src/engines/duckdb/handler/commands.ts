@@ -1,4 +1,6 @@
 import type { Token } from '../../../sql/lexer.js';
+import { ParsedStatement } from '../../../sql/parsed.js';
+import { skipLockedRefusal } from '../catalog/rewrite/queries.js';
 import { isKnownSetting } from './settings.js';
 
 /**
@@ -52,9 +54,6 @@ export type SessionCommand =
   | { readonly kind: 'drop-extension'; readonly names: readonly string[]; readonly ifExists: boolean }
   /** A PostgreSQL command cotwire recognises and cannot serve: 0A000 with a hint, not a syntax error. */
   | { readonly kind: 'unsupported'; readonly command: string; readonly hint: string };
-
-const NO_ROW_LOCKS =
-  'cotwire takes no row locks: FOR UPDATE and FOR SHARE are accepted (a conflicting write fails with 40001 instead of waiting), SKIP LOCKED cannot be kept.';
 
 const NO_PROCEDURES = 'cotwire runs no procedural languages; a SQL function of one expression is CREATE FUNCTION f(x) AS <expression> (a DuckDB macro).';
 
@@ -185,9 +184,11 @@ function recognizeFetch(tokens: readonly Token[], move: boolean): SessionCommand
  * and without the skip two workers would claim the same row (or one fails with 40001): refused, in a query or in
  * the subquery or CTE of a DML statement.
  */
-function skipLocked(tokens: readonly Token[]): boolean {
+function skipLockedRefused(tokens: readonly Token[], text: string | undefined): SessionCommand | null {
   const skip = tokens.findIndex((t, i) => upper(t) === 'SKIP' && upper(tokens[i + 1]) === 'LOCKED');
-  return skip > 0 && tokens.some((t, i) => i < skip && upper(t) === 'FOR' && ['UPDATE', 'SHARE', 'NO', 'KEY'].includes(upper(tokens[i + 1])));
+  if (skip < 0 || text === undefined) return null;
+  const hint = skipLockedRefusal(new ParsedStatement(text, tokens).tree);
+  return hint === null ? null : { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint };
 }
 
 export function recognizeCommand(tokens: readonly Token[], text?: string): SessionCommand | null {
@@ -265,10 +266,11 @@ export function recognizeCommand(tokens: readonly Token[], text?: string): Sessi
     case 'DELETE':
     case 'INSERT':
       // A job queue's claim: UPDATE job ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED).
-      return skipLocked(tokens) ? { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS } : null;
+      return skipLockedRefused(tokens, text);
     case 'SELECT':
     case 'WITH': {
-      if (skipLocked(tokens)) return { kind: 'unsupported', command: 'SELECT ... SKIP LOCKED', hint: NO_ROW_LOCKS };
+      const refused = skipLockedRefused(tokens, text);
+      if (refused !== null) return refused;
       if (tokens.some((t, i) => t.kind === 'word' && t.text.toLowerCase() === 'pg_notify' && tokens[i + 1]?.text === '(')) {
         return { kind: 'unsupported', command: 'pg_notify', hint: NO_NOTIFICATIONS };
       }

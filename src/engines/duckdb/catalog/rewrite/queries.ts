@@ -16,8 +16,8 @@ const SEQUENCE_COLUMNS = new Set(['last_value', 'is_called', 'log_cnt']);
  * `SELECT ... FOR UPDATE [OF t] [NOWAIT]` (and FOR SHARE ...): DuckDB has
  * no row locks and refuses the clause. Without it, a transaction that then
  * changes a row another changed first fails at that write (40001) instead
- * of waiting: the same rows are never silently overwritten. SKIP LOCKED,
- * which cannot be kept, is refused before this (engines/duckdb/handler/commands.ts).
+ * of waiting: the same rows are never silently overwritten. With SKIP
+ * LOCKED (job queues), the rows are locked by the server (lockRowsSkipped).
  */
 export function lockingClause(w: Walker, select: Node): void {
   if (!Array.isArray(select.lockingClause)) return;
@@ -40,9 +40,88 @@ export function lockingClause(w: Walker, select: Node): void {
       }
     }
     if (word(j) === 'nowait') j++;
+    else if (word(j) === 'skip' && word(j + 1) === 'locked') j += 2;
     w.replaceTokens(i, j, '');
     i = j - 1;
   }
+  const skip = lockedSkipping(select);
+  if (skip !== null) lockRowsSkipped(w, select, skip);
+}
+
+/** The lock a SELECT ... SKIP LOCKED takes of its one table's rows, or null for a query that skips none. */
+function lockedSkipping(select: Node): { readonly range: Node; readonly mode: 'exclusive' | 'shared' } | null {
+  const clauses = ((select.lockingClause as Node[] | undefined) ?? []).map((c) => c.LockingClause as Node);
+  const skipping = clauses.filter((c) => c.waitPolicy === 'LockWaitSkip');
+  if (skipping.length === 0) return null;
+  const from = select.fromClause as Node[] | undefined;
+  const range = from?.length === 1 ? (from[0]?.RangeVar as Node | undefined) : undefined;
+  if (range === undefined) return null;
+  const exclusive = skipping.some((c) => c.strength === 'LCS_FORUPDATE' || c.strength === 'LCS_FORNOKEYUPDATE');
+  return { range, mode: exclusive ? 'exclusive' : 'shared' };
+}
+
+/**
+ * Why a statement's SKIP LOCKED cannot be kept, or null: the server locks
+ * the rows of one table read alone (a job queue's claim), not of a join, a
+ * set operation or a WITH inside the locking query.
+ */
+export function skipLockedRefusal(tree: unknown): string | null {
+  let refusal: string | null = null;
+  const visit = (v: unknown): void => {
+    if (refusal !== null || v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      for (const x of v) visit(x);
+      return;
+    }
+    const select = (v as Node).SelectStmt as Node | undefined;
+    if (select !== undefined && Array.isArray(select.lockingClause)) {
+      const skips = (select.lockingClause as Node[]).some((c) => (c.LockingClause as Node).waitPolicy === 'LockWaitSkip');
+      if (skips && (lockedSkipping(select) === null || select.withClause !== undefined)) {
+        refusal = 'SKIP LOCKED is kept for a query of one table (SELECT ... FROM t WHERE ... FOR UPDATE SKIP LOCKED), not a join or a WITH inside it';
+      }
+    }
+    for (const x of Object.values(v as Node)) visit(x);
+  };
+  visit(tree);
+  return refusal;
+}
+
+/**
+ * `SELECT ... FROM t WHERE ... ORDER BY ... LIMIT n FOR UPDATE SKIP LOCKED`:
+ * the rows other sessions lock are left out before the LIMIT, and the rows
+ * the query returns are locked for the transaction after it, by the
+ * server's lock table (cot_row_free, cot_row_take: handler/advisory-locks.ts).
+ * The query becomes
+ * `SELECT * EXCLUDE (cot_rowid) FROM (SELECT ..., t.cot_rowid FROM (SELECT *, rowid AS cot_rowid FROM t WHERE cot_row_free(...)) AS t ...) AS cot_locked WHERE cot_row_take(...)`:
+ * a row another session took between the two is skipped too.
+ */
+function lockRowsSkipped(w: Walker, select: Node, skip: { readonly range: Node; readonly mode: 'exclusive' | 'shared' }): void {
+  const { range, mode } = skip;
+  const first = w.leftmost(select.targetList);
+  const relation = w.index(range.location);
+  if (first === null || relation === null) return;
+  let start = first - 1;
+  while (start >= 0 && wordOf(w.tokens[start]) !== 'select') start--;
+  const name = w.dotted(relation);
+  if (start < 0 || name === null || wordOf(w.tokens[relation - 1]) !== 'from') return;
+  const open = w.tokens[start - 1]?.text === '(' ? start - 1 : null;
+  let end = open === null ? w.tokens.length - 1 : (w.closing(open) ?? w.tokens.length) - 1;
+  if (w.tokens[end]?.text === ';') end--;
+  const relname = String(range.relname);
+  // One key per table however a session spells it: main is public.
+  const schema = String(range.schemaname ?? 'public').toLowerCase();
+  const key = quoteLiteral(`${schema === 'main' ? 'public' : schema}.${relname.toLowerCase()}`);
+  const aliasName = (range.alias as Node | undefined)?.aliasname as string | undefined;
+  const star = ((select.targetList as Node[]) ?? []).some(
+    (t) =>
+      (((t.ResTarget as Node | undefined)?.val as Node | undefined)?.ColumnRef as Node | undefined)?.fields !== undefined &&
+      ((((t.ResTarget as Node).val as Node).ColumnRef as Node).fields as Node[]).some((f) => f.A_Star !== undefined),
+  );
+  w.insertBefore(start, 'SELECT * EXCLUDE (cot_rowid) FROM (');
+  if (!star) w.insertBefore(relation - 1, `, ${quoteIdentifier(aliasName ?? relname)}.cot_rowid `);
+  w.insertBefore(relation, '(SELECT *, rowid AS cot_rowid FROM ');
+  w.insertAfter(name.next - 1, ` WHERE cot_row_free(${key}, rowid, '${mode}'))${aliasName === undefined ? ` AS ${quoteIdentifier(relname)}` : ''}`);
+  w.insertAfter(end, `) AS cot_locked WHERE cot_row_take(${key}, cot_rowid, '${mode}')`);
 }
 
 /** `EXISTS (SELECT FROM t WHERE ...)`: PostgreSQL allows an empty select list (drizzle-kit writes one); DuckDB wants a column. */
