@@ -53,18 +53,6 @@ describe('a transaction and the ledger writer', () => {
     );
     expect(await count('_cot_steps', "session_id = 'tx-string'")).toBe(2);
   });
-
-  it('refuses RETURNING from a ledger inside a block, and gives it outside one', async () => {
-    const c = await ctx.server.client();
-    await c.query('BEGIN');
-    expect(await sqlstate(c.query("INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index"))).toBe('0A000');
-    await c.query('ROLLBACK');
-    const r = await c.query(
-      "INSERT INTO _cot_steps (session_id, step_type) VALUES ('tx-ret', 'Observation') RETURNING step_index, length(current_hash)::INTEGER AS h",
-    );
-    expect(r.command).toBe('INSERT');
-    expect(r.rows).toEqual([{ step_index: 0, h: 64 }]);
-  });
 });
 
 describe('COPY and CREATE inside a block', () => {
