@@ -344,6 +344,27 @@ describe('jsonb operators and functions', () => {
     const agg = await c.query('SELECT jsonb_agg(id ORDER BY id DESC) AS a, (SELECT json_agg(id) FROM json_docs WHERE false) AS none FROM json_docs');
     expect(agg.rows).toEqual([{ a: [2, 1], none: null }]);
   });
+
+  it('reads a jsonb column as jsonb keeps it: numbers as written, keys in order, jsonb s spacing', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE json_kept (id int, j jsonb)');
+    await c.query('INSERT INTO json_kept VALUES (1, $1), (2, $2)', ['{"n":1.10,"b":[1,2,{"c":"x"}],"a":1}', '[1,2.50,"x",null]']);
+    // Without || in the statement too: -> and ->> on the column keep 1.10, and a cast to text is jsonb's text.
+    const r = await c.query(`SELECT j -> 'n' AS n, j ->> 'b' AS b, j -> 1 AS e, j::text AS t, CAST(j -> 'b' AS varchar) AS bt FROM json_kept ORDER BY id`, []);
+    expect(r.rows).toEqual([
+      { n: 1.1, b: '[1, 2, {"c": "x"}]', e: null, t: '{"a": 1, "b": [1, 2, {"c": "x"}], "n": 1.10}', bt: '[1, 2, {"c": "x"}]' },
+      { n: null, b: null, e: 2.5, t: '[1, 2.50, "x", null]', bt: null },
+    ]);
+    const raw = await c.query({
+      text: "SELECT j -> 'n' AS n, j -> 1 AS e FROM json_kept ORDER BY id",
+      rowMode: 'array',
+      types: { getTypeParser: () => (v: string) => v },
+    });
+    expect(raw.rows).toEqual([
+      ['1.10', null],
+      [null, '2.50'],
+    ]);
+  });
 });
 
 describe('LOCK TABLE', () => {

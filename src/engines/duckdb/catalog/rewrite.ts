@@ -50,6 +50,9 @@ function withEdits(text: string, edits: readonly Edit[]): Rewritten {
 
 const CACHE_LIMIT = 10_000;
 
+/** Tokens of what reads a jsonb column as jsonb does (jsonbTables). */
+const JSONB_READS: ReadonlySet<string> = new Set(['||', '->', '->>', '#>', '#>>', 'text', 'varchar']);
+
 /**
  * Rewrites statements for the engine, caching by statement text (catalog
  * queries repeat: every psql \d, every driver's type lookup).
@@ -99,12 +102,14 @@ export class CompatRewriter {
    * whose column types decide which literals are arrays. Null otherwise.
    */
   /**
-   * The tables a statement with `||` names, each by the name or alias its
-   * columns are read by: where one has jsonb columns, `a || b` on them is
-   * jsonb's (rewrite/jsonb.ts). Null for a statement without `||`.
+   * The tables a statement names, each by the name or alias its columns are
+   * read by, when it has what reads a jsonb column otherwise than DuckDB's
+   * JSON (rewrite/jsonb.ts): `||` (merging), `->`, `->>`, `#>`, `#>>`
+   * (numbers as numeric prints them), a cast to text (jsonb's own text).
+   * Null for a statement without any.
    */
-  concatTables(statement: ParsedStatement): ReadonlyArray<{ readonly schema: string; readonly table: string; readonly as: string }> | null {
-    if (!statement.tokens.some((t) => t.text === '||')) return null;
+  jsonbTables(statement: ParsedStatement): ReadonlyArray<{ readonly schema: string; readonly table: string; readonly as: string }> | null {
+    if (!statement.tokens.some((t) => JSONB_READS.has(t.kind === 'word' ? t.text.toLowerCase() : t.text))) return null;
     const found: Array<{ schema: string; table: string; as: string }> = [];
     const visit = (v: unknown): void => {
       if (Array.isArray(v)) v.forEach(visit);

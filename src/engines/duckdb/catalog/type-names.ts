@@ -61,6 +61,8 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     ],
   ],
   // concat()'s arguments: as cot_text, and a boolean as its output function prints it (t, f).
+  // A jsonb value's text as jsonb prints it (a cast of a jsonb column to text: rewrite/numeric.ts, textCast).
+  ['cot_jsonb_cast_text', [['x', 'cot_jsonb_text(CAST(x AS VARCHAR))']]],
   ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' ELSE 'f' END ELSE ${P}.cot_text(x) END`]]],
   // A value in JSON as to_jsonb makes it (rewrite/jsonb.ts, jsonValueArguments), chosen by its type witness: a timestamp
   // in ISO 8601 with a T and the offset's minutes, an interval as its output function prints it, a double with the digits

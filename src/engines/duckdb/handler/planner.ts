@@ -873,9 +873,9 @@ export class Planner {
     this.preparedQueries.set(name, new ParsedStatement(query, lexStatement(query).tokens));
   }
 
-  /** The jsonb columns of the tables a statement with `||` names, by the name or alias it reads them by; null for none. */
+  /** The jsonb columns of the tables a statement names, by the name or alias it reads them by, where it reads one as jsonb (jsonbTables); null for none. */
   private jsonbColumns(statement: ParsedStatement): Map<string, ReadonlySet<string>> | null {
-    const tables = this.ctx.services.rewriter.concatTables(statement);
+    const tables = this.ctx.services.rewriter.jsonbTables(statement);
     if (tables === null) return null;
     const found = new Map<string, ReadonlySet<string>>();
     for (const t of tables) {

@@ -197,7 +197,7 @@ const JSONB_FUNCTIONS = new Set([
  * function that returns jsonb, another jsonb concatenation), as a column
  * declared jsonb of a table the statement names, or as `->` / `#>` of one.
  */
-function isJsonbOperand(w: Walker, e: Node | undefined): boolean {
+export function isJsonbOperand(w: Walker, e: Node | undefined): boolean {
   const cast = e?.TypeCast as Node | undefined;
   if (cast !== undefined) return strings((cast.typeName as Node | undefined)?.names).at(-1) === 'jsonb';
   const call = e?.FuncCall as Node | undefined;

@@ -2,6 +2,7 @@ import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { exactNumericSql, numericLiteralType, plainNumeric, readAsDouble } from '../../../../sql/numeric.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
+import { isJsonbOperand } from './jsonb.js';
 import { SCALAR_SET_FUNCTIONS } from './set-functions.js';
 import { REG_TYPES } from './types.js';
 import { type Node, type Walker, wordOf } from './walker.js';
@@ -96,7 +97,9 @@ export function textCast(w: Walker, node: Node): void {
   // The catalog's own columns (int2vector, reg* names) have rules of their own, and no numeric or double to print.
   const inner = strings(((arg.TypeCast as Node | undefined)?.typeName as Node | undefined)?.names).at(-1) ?? '';
   if (w.catalogTables.size > 0 || REG_TYPES.has(inner)) return;
-  wrapCastArgument(w, node, arg, 'cot_text(', ')');
+  // jsonb's text is its own: keys in jsonb's order, one space after each colon and comma (DuckDB's is the stored text).
+  if (isJsonbOperand(w, arg)) wrapCastArgument(w, node, arg, 'cot_jsonb_cast_text(', ')');
+  else wrapCastArgument(w, node, arg, 'cot_text(', ')');
 }
 
 /** PostgreSQL's integer types, as DuckDB names them in an error. */
