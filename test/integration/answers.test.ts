@@ -105,6 +105,25 @@ describe('numeric without a precision keeps every digit, as in PostgreSQL', () =
       { column_name: 'free', numeric_precision: null, numeric_scale: null },
     ]);
   });
+
+  it('refuses a literal with a digit past the ninth decimal bound for such a column (22003), where DuckDB alone rounds it', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE answers_fine (id int, free numeric, exact numeric(12,2))');
+    for (const sql of [
+      'INSERT INTO answers_fine VALUES (1, 0.1234567890123456789, 1)',
+      'INSERT INTO answers_fine (free, id) VALUES (-1.5e-10, 2)',
+      'INSERT INTO answers_fine (id, free) VALUES (3, 1), (4, 0.00000000001)',
+    ]) {
+      await expect(c.query(sql), sql).rejects.toMatchObject({ code: '22003', message: expect.stringContaining('9 after the point') });
+    }
+    await c.query('INSERT INTO answers_fine VALUES (5, 0.000000001, 1.239), (6, 0.1234567890000, 2)');
+    await expect(c.query('UPDATE answers_fine SET free = 1e-12 WHERE id = 5')).rejects.toMatchObject({ code: '22003' });
+    // A numeric(p,s) column rounds to its scale, as in PostgreSQL.
+    expect((await c.query('SELECT id, free, exact FROM answers_fine ORDER BY id')).rows).toEqual([
+      { id: 5, free: '0.000000001', exact: '1.24' },
+      { id: 6, free: '0.123456789', exact: '2.00' },
+    ]);
+  });
 });
 
 describe("result columns are named by PostgreSQL's rules", () => {

@@ -50,6 +50,9 @@ function withEdits(text: string, edits: readonly Edit[]): Rewritten {
 
 const CACHE_LIMIT = 10_000;
 
+/** A number literal with a non-zero digit past the ninth decimal (or an exponent, which may put one there). */
+const FINE_NUMBER = /^[0-9]*\.[0-9]{9}[0-9]*[1-9]|[eE]/;
+
 /** Tokens of what reads a jsonb column as jsonb does (jsonbTables). */
 const JSONB_READS: ReadonlySet<string> = new Set(['||', '->', '->>', '#>', '#>>', 'text', 'varchar']);
 
@@ -134,7 +137,10 @@ export class CompatRewriter {
       t.kind === 'string' && t.text.startsWith("'{") && pgArrayToList(t.text.slice(1, -1).replaceAll("''", "'")) !== null;
     const spaced = (t: Token): boolean => t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1));
     const first = wordOf(tokens[0]);
-    if (!((first === 'insert' && tokens.some((t) => arrayLike(t) || spaced(t))) || (first === 'update' && tokens.some(spaced)))) return null;
+    // A number with a digit past the ninth decimal: bound for numeric without a precision, it would be rounded.
+    const fine = (t: Token): boolean => t.kind === 'number' && FINE_NUMBER.test(t.text);
+    if (!((first === 'insert' && tokens.some((t) => arrayLike(t) || spaced(t) || fine(t))) || (first === 'update' && tokens.some((t) => spaced(t) || fine(t)))))
+      return null;
     const stmt = statement.tree;
     const relation = ((stmt?.InsertStmt ?? stmt?.UpdateStmt) as Node | undefined)?.relation as Node | undefined;
     if (typeof relation?.relname !== 'string') return null;

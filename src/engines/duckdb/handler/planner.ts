@@ -897,7 +897,12 @@ export class Planner {
     if (first === undefined) return null;
     return rows
       .filter((r) => r[0] === first[0] && r[1] === first[1])
-      .map((r) => ({ name: String(r[2]), list: String(r[3]).endsWith(']'), temporal: String(r[3]).startsWith('TIMESTAMP') }));
+      .map((r) => ({
+        name: String(r[2]),
+        list: String(r[3]).endsWith(']'),
+        temporal: String(r[3]).startsWith('TIMESTAMP'),
+        numeric9: r[3] === 'DECIMAL(38,9)',
+      }));
   }
 
   /**

@@ -2,8 +2,10 @@ import { parseArrayLiteral, type ArrayItem } from '../../../../sql/array-literal
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { pgIntervalText } from '../../../../sql/interval-text.js';
+import { plainNumeric } from '../../../../sql/numeric.js';
 import { pgTimestampText } from '../../../../sql/timestamp-text.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
+import { literalSpan } from './numeric.js';
 import { REG_TYPES } from './types.js';
 import { type Node, operatorOf, type Walker, wordOf } from './walker.js';
 
@@ -95,6 +97,7 @@ export function insertValues(w: Walker, node: Node): void {
   const named = Array.isArray(node.cols) ? (node.cols as Node[]).map((c) => String((c.ResTarget as Node | undefined)?.name ?? '')) : null;
   const lists = new Set(w.target.filter((c) => c.list).map((c) => c.name.toLowerCase()));
   const temporal = new Set(w.target.filter((c) => c.temporal === true).map((c) => c.name.toLowerCase()));
+  const numeric9 = new Set(w.target.filter((c) => c.numeric9 === true).map((c) => c.name.toLowerCase()));
   const order = named ?? w.target.map((c) => c.name.toLowerCase());
   const rows = ((node.selectStmt as Node | undefined)?.SelectStmt as Node | undefined)?.valuesLists;
   if (!Array.isArray(rows)) return;
@@ -105,6 +108,7 @@ export function insertValues(w: Walker, node: Node): void {
       const column = order[k];
       if (column !== undefined && lists.has(column.toLowerCase())) arrayLiteral(w, (item as Node).A_Const as Node | undefined);
       if (column !== undefined && temporal.has(column.toLowerCase())) spacedOffset(w, (item as Node).A_Const as Node | undefined);
+      if (column !== undefined && numeric9.has(column.toLowerCase())) fineNumeric(w, (item as Node).A_Const as Node | undefined);
     });
   }
 }
@@ -113,10 +117,37 @@ export function insertValues(w: Walker, node: Node): void {
 export function updateValues(w: Walker, node: Node): void {
   if (w.target === null) return;
   const temporal = new Set(w.target.filter((c) => c.temporal === true).map((c) => c.name.toLowerCase()));
+  const numeric9 = new Set(w.target.filter((c) => c.numeric9 === true).map((c) => c.name.toLowerCase()));
   for (const t of (node.targetList as Node[] | undefined) ?? []) {
     const res = t.ResTarget as Node | undefined;
     if (typeof res?.name === 'string' && temporal.has(res.name.toLowerCase())) spacedOffset(w, (res.val as Node | undefined)?.A_Const as Node | undefined);
+    if (typeof res?.name === 'string' && numeric9.has(res.name.toLowerCase())) fineNumeric(w, (res.val as Node | undefined)?.A_Const as Node | undefined);
   }
+}
+
+/**
+ * A number literal bound for numeric without a precision (DECIMAL(38,9))
+ * with a digit the column would round away: PostgreSQL keeps it, so it is
+ * refused (22003), as a parameter or a cast of text with such digits is.
+ */
+function fineNumeric(w: Walker, constant: Node | undefined): void {
+  if (constant?.fval === undefined) return;
+  const literal = literalSpan(w, constant);
+  if (literal === null || w.tokens[literal.to - 1]?.kind !== 'number') return;
+  const text = literal.text.trim();
+  if (!roundsAtScale9(text)) return;
+  w.replaceTokens(
+    literal.from,
+    literal.to,
+    `CAST(error(${quoteLiteral(`numeric value ${text} has more digits than numeric without a precision holds here (38 digits, 9 after the point): cast it to numeric(p,s) with the scale it needs`)}) AS DECIMAL(38,9))`,
+  );
+}
+
+/** Whether DECIMAL(38,9) would change the number a literal's text names. */
+function roundsAtScale9(text: string): boolean {
+  const plain = plainNumeric(text.replace(/^[+-]/, ''));
+  const point = plain.indexOf('.');
+  return point >= 0 && /[1-9]/.test(plain.slice(point + 10));
 }
 
 /** A timestamp literal with a spaced offset compared with a column: `created_at > '2024-07-01 00:00:00 +00:00'` (see spacedOffset). */

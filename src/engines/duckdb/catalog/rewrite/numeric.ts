@@ -17,7 +17,7 @@ import { type Node, type Walker, wordOf } from './walker.js';
  */
 
 /** The literal's text and its token span (a negative constant starts at its minus sign), or null. */
-function literalSpan(w: Walker, constant: Node | undefined): { readonly text: string; readonly from: number; readonly to: number } | null {
+export function literalSpan(w: Walker, constant: Node | undefined): { readonly text: string; readonly from: number; readonly to: number } | null {
   const fval = (constant?.fval as { fval?: string } | undefined)?.fval;
   const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
   const ival = (constant?.ival as { ival?: number } | undefined)?.ival;

@@ -31,7 +31,13 @@ export interface Move {
 export type JsonbColumns = ReadonlyMap<string, ReadonlySet<string>>;
 
 /** The columns of an INSERT's target table, in order, and whether each holds a list. */
-export type TargetColumns = ReadonlyArray<{ readonly name: string; readonly list: boolean; readonly temporal?: boolean }>;
+export type TargetColumns = ReadonlyArray<{
+  readonly name: string;
+  readonly list: boolean;
+  readonly temporal?: boolean;
+  /** DECIMAL(38,9): numeric without a precision, which holds 9 digits after the point. */
+  readonly numeric9?: boolean;
+}>;
 
 /**
  * A rule: given a node of the kind it is registered for, it records its
