@@ -364,6 +364,20 @@ describe('jsonb operators and functions', () => {
     expect(agg.rows).toEqual([{ a: [2, 1], none: null }]);
   });
 
+  it('prints a double, a real and a numeric beside text in || as a cast to text does', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE concat_numbers (f float8, r real, n numeric, t text[])');
+    await c.query("INSERT INTO concat_numbers VALUES (2.0, 0.5, 1.5, '{a}'), ('NaN', 3, 0.000000001, NULL), (35000000000, 4, 10, NULL)");
+    const r = await c.query("SELECT 'v=' || f || ',' || r || ',' || n AS s, f || '' AS f, 'x' || max(r) OVER () AS w FROM concat_numbers ORDER BY r");
+    expect(r.rows).toEqual([
+      { s: 'v=2,0.5,1.5', f: '2', w: 'x4' },
+      { s: 'v=NaN,3,0.000000001', f: 'NaN', w: 'x4' },
+      { s: 'v=35000000000,4,10', f: '35000000000', w: 'x4' },
+    ]);
+    // Arrays keep DuckDB's || (rewrite/arrays.ts): the rule is for text.
+    expect((await c.query('SELECT t || t AS tt FROM concat_numbers WHERE t IS NOT NULL')).rows).toEqual([{ tt: ['a', 'a'] }]);
+  });
+
   it('reads a jsonb column as jsonb keeps it: numbers as written, keys in order, jsonb s spacing', async () => {
     const c = ctx.client;
     await c.query('CREATE TABLE json_kept (id int, j jsonb)');

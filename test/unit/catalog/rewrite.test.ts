@@ -65,7 +65,9 @@ describe('catalog rewrites', () => {
     expect(rw("SELECT 1 FROM t WHERE c = 'pg_catalog.pg_extension'::pg_catalog.regclass")).toBe(
       `SELECT 1 FROM t WHERE c = ${P}.cot_regclass_in('pg_catalog.pg_extension')`,
     );
-    expect(rw(`SELECT ('"' || s || '"')::"regtype"::text FROM t`)).toBe(`SELECT ${P}.cot_regtype_out(${P}.cot_regtype_in(('"' || s || '"')))::text FROM t`);
+    expect(rw(`SELECT ('"' || s || '"')::"regtype"::text FROM t`)).toBe(
+      `SELECT ${P}.cot_regtype_out(${P}.cot_regtype_in(('"' || ${P}.cot_concat_operand(s, "s") || '"')))::text FROM t`,
+    );
     expect(rw('SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_class c')).toBe(`SELECT ${P}.cot_regclass_out(c.oid)::text FROM ${P}.pg_class c`);
     expect(rw('SELECT CAST($1 AS regtype)')).toBe(`SELECT ${P}.cot_regtype_in($1)`);
     expect(rw('SELECT (a + 1)::regproc')).toBe(`SELECT ${P}.cot_regproc_out((a + 1))`);
@@ -375,7 +377,8 @@ describe('jsonb columns, as their tables declare them', () => {
 
   it('leave a column of another table, and text, to DuckDB', () => {
     expect(rwj('SELECT x.j || j2 FROM other x')).toBe('SELECT x.j || j2 FROM other x');
-    expect(rwj("SELECT name || 'x' FROM t")).toBe("SELECT name || 'x' FROM t");
+    // Text's || (a double beside text printed as PostgreSQL prints it, rewrite/casts.ts), not jsonb's.
+    expect(rwj("SELECT name || 'x' FROM t")).toBe(`SELECT ${P}.cot_concat_operand(name, "name") || 'x' FROM t`);
   });
 });
 

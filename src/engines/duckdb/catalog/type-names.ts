@@ -36,7 +36,8 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     [
       [
         'x',
-        `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN regexp_replace(CAST(x AS VARCHAR), '\\.0$', '')
+        `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN CASE CAST(x AS VARCHAR) WHEN 'nan' THEN 'NaN' WHEN 'inf' THEN 'Infinity' WHEN '-inf' THEN '-Infinity'
+            ELSE regexp_replace(CAST(x AS VARCHAR), '\\.0$', '') END
           WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$') THEN regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', '')
           WHEN typeof(x) = 'INTERVAL' OR typeof(x) LIKE '%[]' THEN cot_pg_text(CAST(x AS VARCHAR), typeof(x))
           ELSE CAST(x AS VARCHAR) END`,
@@ -61,6 +62,18 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     ],
   ],
   // concat()'s arguments: as cot_text, and a boolean as its output function prints it (t, f).
+  // An operand of text || (rewrite/casts.ts, textConcat), chosen by its witness: a double, a real, a numeric without a
+  // precision and an interval as a cast to text prints them (2, not 2.0; NaN); every other type as it is. Overloads of
+  // their own keep integers, dates and timestamps from being cast to one of those (none for VARCHAR: a list's witness
+  // would then match two overloads).
+  [
+    'cot_concat_operand',
+    [
+      ...['DOUBLE', 'FLOAT', 'DECIMAL(38,9)', 'INTERVAL'].map((t) => [`x, w ${t}`, `${P}.cot_text(x)`] as const),
+      ...['DATE', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'TIMESTAMP', 'TIMESTAMPTZ'].map((t) => [`x, w ${t}`, 'x'] as const),
+      ['x, w', 'x'],
+    ],
+  ],
   // A jsonb value's text as jsonb prints it (a cast of a jsonb column to text: rewrite/numeric.ts, textCast).
   ['cot_jsonb_cast_text', [['x', 'cot_jsonb_text(CAST(x AS VARCHAR))']]],
   ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' ELSE 'f' END ELSE ${P}.cot_text(x) END`]]],

@@ -5,7 +5,7 @@ import { pgArrayToList } from './literals.js';
 import { type Node, operatorOf, type Walker } from './walker.js';
 
 /** Functions whose result is an array. */
-export const ARRAY_FUNCTIONS = new Set([
+const ARRAY_FUNCTIONS = new Set([
   'array_append',
   'array_prepend',
   'array_cat',

@@ -3,7 +3,8 @@ import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
 import { pgArrayToList } from './literals.js';
 import { REG_TYPES } from './types.js';
-import { type Node, type Walker, wordOf } from './walker.js';
+import { typeWitness } from '../type-witness.js';
+import { type Node, operatorOf, type Walker, wordOf } from './walker.js';
 
 /**
  * Casts to PostgreSQL's reg* types (`'pg_class'::regclass`, `oid::regtype`,
@@ -68,6 +69,52 @@ export function regConcat(w: Walker, node: Node): void {
     if (typeEnd === null || w.tokens[w.index(cast.location) ?? -1]?.text !== '::') continue;
     regNameShown(w, side, (w.tokens[typeEnd - 1] as Token).end);
   }
+}
+
+/**
+ * `'n = ' || x`: PostgreSQL prints x by its output function, DuckDB by its
+ * cast to VARCHAR, which writes a double 2.0 (PostgreSQL 2) and nan, and a
+ * numeric without a precision with nine decimals. Beside an operand that is
+ * text by its spelling, each operand whose type is certain goes through
+ * cot_concat_operand, chosen by its witness
+ * (engines/duckdb/catalog/type-witness.ts); arrays and jsonb have rules of
+ * their own before this one.
+ */
+export function textConcat(w: Walker, node: Node): void {
+  const o = operatorOf(w, node);
+  if (o === null || o.op !== '||' || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== '||') return;
+  const lexpr = node.lexpr as Node | undefined;
+  const rexpr = node.rexpr as Node | undefined;
+  // Only beside an operand that is text by its spelling: a macro chosen by a list's witness can be ambiguous to DuckDB.
+  if (!isTextBySpelling(lexpr) && !isTextBySpelling(rexpr)) return;
+  const spans: Array<[Node | undefined, number | null, number | null]> = [
+    [lexpr, w.argStart(lexpr, o.i), o.i - 1],
+    [rexpr, o.i + 1, w.exprEnd(rexpr, o.i + 1)],
+  ];
+  for (const [operand, start, end] of spans) {
+    if (operand === undefined || start === null || end === null || operand.A_Const !== undefined || operand.ParamRef !== undefined) continue;
+    // A string constant cast to text is text already.
+    const cast = operand.TypeCast as Node | undefined;
+    if (
+      (cast?.arg as Node | undefined)?.A_Const !== undefined &&
+      ['text', 'varchar'].includes(strings((cast?.typeName as Node | undefined)?.names).at(-1) ?? '')
+    )
+      continue;
+    const witness = typeWitness(operand);
+    if (witness === null) continue;
+    w.insertBefore(start, `${PG_SCHEMA}.cot_concat_operand(`);
+    w.insertAfter(end, `, ${witness})`);
+  }
+}
+
+/** A string constant, a cast to text, or a `||` beside one of those. */
+function isTextBySpelling(e: Node | undefined): boolean {
+  const constant = e?.A_Const as Node | undefined;
+  if (constant !== undefined) return constant.sval !== undefined;
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) return ['text', 'varchar'].includes(strings((cast.typeName as Node | undefined)?.names).at(-1) ?? '');
+  const expr = e?.A_Expr as Node | undefined;
+  return expr !== undefined && strings(expr.name).join('.') === '||' && (isTextBySpelling(expr.lexpr as Node) || isTextBySpelling(expr.rexpr as Node));
 }
 
 /** `'bool'::regtype::text`, `x::regclass::name`: a reg* value cast to text is its name. */

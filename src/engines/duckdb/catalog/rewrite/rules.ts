@@ -1,5 +1,5 @@
 import { arrayConcat, arrayContainment } from './arrays.js';
-import { regCast, regConcat, regNameAsText, regTargets } from './casts.js';
+import { regCast, regConcat, regNameAsText, regTargets, textConcat } from './casts.js';
 import { catalogColumn, catalogFunction, catalogRelation, partitionAncestors, valueFunction, vectorResults, vectorText } from './catalog-refs.js';
 import { addUniqueConstraint, alterTableKeys, createTableKeys, indexMethod, varcharLengths } from './ddl.js';
 import { defaultedArguments, renamedFunction, substringCall, toCharCall } from './functions.js';
@@ -56,6 +56,7 @@ export const RULES: Rules = {
       jsonbOperator,
       regConcat,
       arrayConcat,
+      textConcat,
       minus,
       division,
       spacedComparison,

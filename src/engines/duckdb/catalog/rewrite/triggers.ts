@@ -1,7 +1,6 @@
 import type { Token } from '../../../../sql/lexer.js';
 import { readAsDouble } from '../../../../sql/numeric.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS } from '../pg-catalog.js';
-import { ARRAY_FUNCTIONS } from './arrays.js';
 import { DEFAULTED_ARGUMENTS, FUNCTION_NAMES } from './functions.js';
 import { JSON_AGGREGATES, JSON_OPERATORS } from './jsonb.js';
 import { DUCKDB_ONLY_KEYWORDS } from './keywords.js';
@@ -90,15 +89,6 @@ const escapablePattern = (t: Token | undefined): boolean => t !== undefined && (
 
 /** Whether a statement may need a rewrite: a cheap look at its tokens, so that most statements are never parsed twice. */
 export function mayNeedRewrite(tokens: readonly Token[]): boolean {
-  // `||` beside an array (rewrite/arrays.ts): ARRAY[...], an array type's [], an array literal, an array function.
-  // Looked for only once a `||` is met: most statements have none.
-  const arrays = (): boolean =>
-    tokens.some((t, i) => {
-      const w = wordOf(t);
-      return (
-        w === 'array' || ARRAY_FUNCTIONS.has(w ?? '') || (t.text === '[' && tokens[i + 1]?.text === ']') || (t.kind === 'string' && t.text.startsWith("'{"))
-      );
-    });
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
     if (t.kind === 'string' && SPACED_OFFSET.test(t.text.slice(1, -1))) return true;
@@ -121,7 +111,8 @@ export function mayNeedRewrite(tokens: readonly Token[]): boolean {
     if (t.kind === 'string' && t.text.startsWith("'{") && tokens[i + 1]?.text === '::') return true;
     // 1e-20, or more digits than DuckDB's DECIMAL: a double to DuckDB, numeric to PostgreSQL.
     if (t.kind === 'number' && readAsDouble(t.text)) return true;
-    if (t.text === '||' && arrays()) return true;
+    // `||`: beside an array (rewrite/arrays.ts), jsonb (rewrite/jsonb.ts), or a double or numeric printed as text (rewrite/casts.ts).
+    if (t.text === '||') return true;
     const w = wordOf(t);
     // DISTINCT ON without ORDER BY (rewrite/queries.ts).
     if (w === 'distinct' && wordOf(tokens[i + 1]) === 'on') return true;
