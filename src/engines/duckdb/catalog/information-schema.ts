@@ -62,9 +62,11 @@ export function informationViews(): string[] {
          ${db} AS udt_catalog, 'pg_catalog' AS udt_schema, t.typname AS udt_name,
          CAST(NULL AS VARCHAR) AS scope_catalog, CAST(NULL AS VARCHAR) AS scope_schema, CAST(NULL AS VARCHAR) AS scope_name,
          CAST(NULL AS INTEGER) AS maximum_cardinality, CAST(a.attnum AS VARCHAR) AS dtd_identifier, 'NO' AS is_self_referencing,
-         'NO' AS is_identity, CAST(NULL AS VARCHAR) AS identity_generation, CAST(NULL AS VARCHAR) AS identity_start,
-         CAST(NULL AS VARCHAR) AS identity_increment, CAST(NULL AS VARCHAR) AS identity_maximum, CAST(NULL AS VARCHAR) AS identity_minimum,
-         CAST(NULL AS VARCHAR) AS identity_cycle, 'NEVER' AS is_generated, CAST(NULL AS VARCHAR) AS generation_expression,
+         CASE WHEN a.attidentity <> '' THEN 'YES' ELSE 'NO' END AS is_identity,
+         CASE a.attidentity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' END AS identity_generation,
+         CASE WHEN a.attidentity <> '' THEN '1' END AS identity_start, CASE WHEN a.attidentity <> '' THEN '1' END AS identity_increment,
+         CASE WHEN a.attidentity <> '' THEN CASE a.atttypid WHEN 21 THEN '32767' WHEN 23 THEN '2147483647' ELSE '9223372036854775807' END END AS identity_maximum,
+         CASE WHEN a.attidentity <> '' THEN '1' END AS identity_minimum, 'NO' AS identity_cycle, 'NEVER' AS is_generated, CAST(NULL AS VARCHAR) AS generation_expression,
          CASE WHEN c.relkind = 'r' THEN 'YES' ELSE 'NO' END AS is_updatable
        FROM ${P}.pg_attribute a JOIN ${P}.pg_class c ON c.oid = a.attrelid JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace
          LEFT JOIN ${P}.cot_types t ON t.oid = a.atttypid LEFT JOIN ${P}.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum

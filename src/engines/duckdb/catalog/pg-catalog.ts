@@ -268,7 +268,9 @@ function internals(): string[] {
          CAST(CASE WHEN d.pg_type IN ('varchar', 'bpchar') AND c.data_type = 'VARCHAR' THEN d.typmod
            WHEN c.table_name ILIKE '\\_cot%' ESCAPE '\\' AND c.data_type LIKE 'DECIMAL(%' THEN
              CAST(regexp_extract(c.data_type, 'DECIMAL\\((\\d+),', 1) AS INTEGER) * 65536 + CAST(regexp_extract(c.data_type, ',(\\d+)\\)', 1) AS INTEGER) + 4
-           ELSE ${P}.cot_typmod(c.data_type) END AS INTEGER) AS typmod
+           ELSE ${P}.cot_typmod(c.data_type) END AS INTEGER) AS typmod,
+         -- An identity column (declared.ts): its sequence's default is the identity's, not a default of its own.
+         CASE d.pg_type WHEN 'identity always' THEN 'a' WHEN 'identity by default' THEN 'd' ELSE '' END AS identity
        FROM duckdb_columns() c LEFT JOIN ${P}.cot_type_map m ON m.type_key = ${P}.cot_type_key(${P}.cot_element_type(c.data_type))
          LEFT JOIN ${DECLARED_COLUMNS} d ON c.database_name <> 'temp' AND lower(d.schema_name) = lower(c.schema_name)
            AND lower(d.table_name) = lower(c.table_name) AND lower(d.column_name) = lower(c.column_name)
@@ -482,8 +484,8 @@ function catalogViews(): string[] {
          CAST(CASE WHEN c.data_type LIKE '%]' THEN 1 ELSE 0 END AS INTEGER) AS attndims, -1 AS attcacheoff,
          c.typmod AS atttypmod, coalesce(t.typlen BETWEEN 1 AND 8, false) AS attbyval,
          CASE WHEN coalesce(t.typlen, -1) = -1 THEN 'x' ELSE 'p' END AS attstorage, 'i' AS attalign,
-         NOT c.is_nullable AS attnotnull, c.column_default IS NOT NULL AS atthasdef, false AS atthasmissing,
-         '' AS attidentity, '' AS attgenerated, false AS attisdropped, true AS attislocal, 0 AS attinhcount,
+         NOT c.is_nullable OR c.identity <> '' AS attnotnull, c.column_default IS NOT NULL AND c.identity = '' AS atthasdef, false AS atthasmissing,
+         c.identity AS attidentity, '' AS attgenerated, false AS attisdropped, true AS attislocal, 0 AS attinhcount,
          CAST(CASE WHEN c.type_oid IN (25, 1043, 1042) THEN 100 ELSE 0 END AS BIGINT) AS attcollation,
          '' AS attcompression, CAST(NULL AS VARCHAR[]) AS attacl, CAST(NULL AS VARCHAR[]) AS attoptions,
          CAST(NULL AS VARCHAR[]) AS attfdwoptions, CAST(NULL AS VARCHAR) AS attmissingval
@@ -500,7 +502,7 @@ function catalogViews(): string[] {
              OR (c.data_type = 'BOOLEAN' AND lower(c.column_default) IN ('''0''', '''f''', '''false''', '''n''', '''no''', '''off''')) THEN 'false'
            WHEN c.column_default LIKE 'nextval(''%'')' THEN regexp_replace(c.column_default, '^nextval\\(''(.*)''\\)$', 'nextval(''\\1''::regclass)')
            ELSE c.column_default END AS adbin
-       FROM duckdb_columns() c WHERE c.column_default IS NOT NULL AND c.database_name NOT IN ${HIDDEN_DB} AND c.schema_name <> ${q(KEYS_SCHEMA)}`,
+       FROM ${P}.cot_columns c WHERE c.column_default IS NOT NULL AND c.identity = ''`,
     `CREATE VIEW ${P}.pg_type AS
        SELECT t.oid, t.typname, CAST(${OID.pgCatalog} AS BIGINT) AS typnamespace, CAST(${OID.owner} AS BIGINT) AS typowner, t.typlen,
          t.typlen BETWEEN 1 AND 8 AS typbyval, t.typtype, t.typcategory, t.oid IN (16, 25, 701, 1184, 1186) AS typispreferred,
@@ -626,19 +628,21 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_enum AS ${empty('oid BIGINT, enumtypid BIGINT, enumsortorder REAL, enumlabel VARCHAR')}`,
     // A serial column's sequence depends on the column (deptype 'a'): pg_dump then writes OWNED BY,
     // and the column's default after the sequence it draws from. See engines/duckdb/catalog/serial.ts.
+    // An identity column's sequence is its internal part (deptype 'i'), and the column has no default: pg_dump then
+    // writes ADD GENERATED ... AS IDENTITY (SEQUENCE NAME ...).
     `CREATE VIEW ${P}.pg_depend AS
        SELECT CAST(1259 AS BIGINT) AS classid, s.sequence_oid AS objid, 0 AS objsubid, CAST(1259 AS BIGINT) AS refclassid,
-         c.table_oid AS refobjid, CAST(c.column_index AS INTEGER) AS refobjsubid, 'a' AS deptype
-       FROM duckdb_sequences() s JOIN duckdb_columns() c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
+         c.table_oid AS refobjid, CAST(c.column_index AS INTEGER) AS refobjsubid, CASE WHEN c.identity = '' THEN 'a' ELSE 'i' END AS deptype
+       FROM duckdb_sequences() s JOIN ${P}.cot_columns c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
          AND c.column_default IN ('nextval(''' || s.sequence_name || ''')', 'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')
        WHERE s.comment LIKE 'owned by %' AND s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)}
        UNION ALL
        -- and the default depends on the sequence (the loop pg_dump breaks by writing the default apart).
        SELECT CAST(2604 AS BIGINT), CAST(1000000000 + c.table_oid * 1000 + c.column_index AS BIGINT), 0, CAST(1259 AS BIGINT),
          s.sequence_oid, 0, 'n'
-       FROM duckdb_sequences() s JOIN duckdb_columns() c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
+       FROM duckdb_sequences() s JOIN ${P}.cot_columns c ON c.database_name = s.database_name AND c.schema_name = s.schema_name
          AND c.column_default IN ('nextval(''' || s.sequence_name || ''')', 'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')
-       WHERE s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)}`,
+       WHERE c.identity = '' AND s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)}`,
     `CREATE VIEW ${P}.pg_shdepend AS ${empty('dbid BIGINT, classid BIGINT, objid BIGINT, objsubid INTEGER, refclassid BIGINT, refobjid BIGINT, deptype VARCHAR')}`,
     `CREATE VIEW ${P}.pg_operator AS ${empty('oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprowner BIGINT, oprkind VARCHAR, oprcanmerge BOOLEAN, oprcanhash BOOLEAN, oprleft BIGINT, oprright BIGINT, oprresult BIGINT, oprcom BIGINT, oprnegate BIGINT, oprcode VARCHAR, oprrest VARCHAR, oprjoin VARCHAR')}`,
     // Catalogs of objects cotwire has none of (pg_dump reads each).

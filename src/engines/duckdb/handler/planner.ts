@@ -564,7 +564,8 @@ export class Planner {
       }
       return;
     }
-    if (target.override === 'OVERRIDING_SYSTEM_VALUE') return;
+    // DEFAULT VALUES gives no value.
+    if (target.override === 'OVERRIDING_SYSTEM_VALUE' || target.selectStmt === undefined) return;
     let columns = ((target.cols as PgNode[] | undefined) ?? []).map((c) => String((c.ResTarget as PgNode).name).toLowerCase());
     if (columns.length === 0) {
       const rows = await this.ctx.engine.query(
@@ -575,10 +576,18 @@ export class Planner {
     }
     const select = (target.selectStmt as PgNode | undefined)?.SelectStmt as PgNode | undefined;
     const rows = select?.valuesLists as PgNode[] | undefined;
+    // A query's rows (INSERT ... SELECT) give as many values as its select list has columns (a `*` counts as all).
+    const width = (select?.targetList as PgNode[] | undefined)?.length;
+    const starred = JSON.stringify(select?.targetList ?? null).includes('"A_Star"');
     columns.forEach((column, k) => {
       if (!always.has(column)) return;
-      // A query's rows (INSERT ... SELECT) are values for the column; VALUES may say DEFAULT there.
-      if (rows === undefined || rows.some((r) => !isDefault(((r.List as PgNode).items as unknown[])[k]))) refuse(column, false);
+      if (rows === undefined) {
+        if (starred || width === undefined || k < width) refuse(column, false);
+        return;
+      }
+      // VALUES may say DEFAULT there, or end before the column (which then takes its default).
+      const given = (r: PgNode): unknown => ((r.List as PgNode).items as unknown[])[k];
+      if (rows.some((r) => given(r) !== undefined && !isDefault(given(r)))) refuse(column, false);
     });
   }
 

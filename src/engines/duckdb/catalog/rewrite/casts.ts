@@ -80,12 +80,26 @@ export function regConcat(w: Walker, node: Node): void {
  * (engines/duckdb/catalog/type-witness.ts); arrays and jsonb have rules of
  * their own before this one.
  */
-export function textConcat(w: Walker, node: Node): void {
+export function textConcat(w: Walker, select: Node): void {
+  if (!w.expressions) return;
+  for (const target of (select.targetList as Node[] | undefined) ?? []) concatChain(w, (target.ResTarget as Node | undefined)?.val as Node | undefined);
+}
+
+/**
+ * The operands of a `||` chain of the query's own select list, and of the
+ * chains inside it: only there, as an overloaded macro inside another
+ * macro's argument (a reg* cast, a catalog function) cannot be chosen.
+ */
+function concatChain(w: Walker, e: Node | undefined): void {
+  const node = e?.A_Expr as Node | undefined;
+  if (node === undefined) return;
   const o = operatorOf(w, node);
-  if (o === null || o.op !== '||' || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== '||') return;
+  if (o === null || o.op !== '||' || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || w.tokens[o.i]?.text !== '||') return;
   const lexpr = node.lexpr as Node | undefined;
   const rexpr = node.rexpr as Node | undefined;
-  // Only beside an operand that is text by its spelling: a macro chosen by a list's witness can be ambiguous to DuckDB.
+  concatChain(w, lexpr);
+  concatChain(w, rexpr);
+  // Only beside an operand that is text by its spelling: beside an array, || is the array's (rewrite/arrays.ts).
   if (!isTextBySpelling(lexpr) && !isTextBySpelling(rexpr)) return;
   const spans: Array<[Node | undefined, number | null, number | null]> = [
     [lexpr, w.argStart(lexpr, o.i), o.i - 1],
@@ -93,13 +107,7 @@ export function textConcat(w: Walker, node: Node): void {
   ];
   for (const [operand, start, end] of spans) {
     if (operand === undefined || start === null || end === null || operand.A_Const !== undefined || operand.ParamRef !== undefined) continue;
-    // A string constant cast to text is text already.
-    const cast = operand.TypeCast as Node | undefined;
-    if (
-      (cast?.arg as Node | undefined)?.A_Const !== undefined &&
-      ['text', 'varchar'].includes(strings((cast?.typeName as Node | undefined)?.names).at(-1) ?? '')
-    )
-      continue;
+    if (operand.A_Expr !== undefined || operand.TypeCast !== undefined) continue;
     const witness = typeWitness(operand);
     if (witness === null) continue;
     w.insertBefore(start, `${PG_SCHEMA}.cot_concat_operand(`);

@@ -22,7 +22,7 @@ import type { Rules } from './walker.js';
  * minus and division before OPERATOR(...)'s spelling).
  */
 export const RULES: Rules = {
-  results: [vectorResults, distinctOnOrder],
+  results: [vectorResults, distinctOnOrder, textConcat],
   relations: [catalogRelation],
   typeNames: [typeName],
   nodes: {
@@ -56,7 +56,6 @@ export const RULES: Rules = {
       jsonbOperator,
       regConcat,
       arrayConcat,
-      textConcat,
       minus,
       division,
       spacedComparison,
