@@ -22,7 +22,7 @@ const ARRAY_FUNCTIONS = new Set([
  * type, a function that returns one, another array concatenation, or a
  * COALESCE, CASE or NULLIF of one.
  */
-function isArrayOperand(e: Node | undefined): boolean {
+export function isArrayOperand(e: Node | undefined): boolean {
   if (e?.A_ArrayExpr !== undefined) return true;
   const cast = e?.TypeCast as Node | undefined;
   if (cast !== undefined) return (cast.typeName as Node | undefined)?.arrayBounds !== undefined;

@@ -1,6 +1,7 @@
 import type { Token } from '../../../../sql/lexer.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
+import { isArrayOperand } from './arrays.js';
 import { pgArrayToList } from './literals.js';
 import { REG_TYPES } from './types.js';
 import { typeWitness } from '../type-witness.js';
@@ -100,7 +101,7 @@ function concatChain(w: Walker, e: Node | undefined): void {
   concatChain(w, lexpr);
   concatChain(w, rexpr);
   // Only beside an operand that is text by its spelling: beside an array, || is the array's (rewrite/arrays.ts).
-  if (!isTextBySpelling(lexpr) && !isTextBySpelling(rexpr)) return;
+  if ((!isTextBySpelling(lexpr) && !isTextBySpelling(rexpr)) || isArrayOperand(lexpr) || isArrayOperand(rexpr)) return;
   const spans: Array<[Node | undefined, number | null, number | null]> = [
     [lexpr, w.argStart(lexpr, o.i), o.i - 1],
     [rexpr, o.i + 1, w.exprEnd(rexpr, o.i + 1)],
@@ -118,9 +119,12 @@ function concatChain(w: Walker, e: Node | undefined): void {
 /** A string constant, a cast to text, or a `||` beside one of those. */
 function isTextBySpelling(e: Node | undefined): boolean {
   const constant = e?.A_Const as Node | undefined;
-  if (constant !== undefined) return constant.sval !== undefined;
+  // '{a,b}' may be an array's literal.
+  const sval = (constant?.sval as { sval?: string } | undefined)?.sval;
+  if (constant !== undefined) return sval !== undefined && !sval.trimStart().startsWith('{');
   const cast = e?.TypeCast as Node | undefined;
-  if (cast !== undefined) return ['text', 'varchar'].includes(strings((cast.typeName as Node | undefined)?.names).at(-1) ?? '');
+  const type = cast?.typeName as Node | undefined;
+  if (cast !== undefined) return type?.arrayBounds === undefined && ['text', 'varchar'].includes(strings(type?.names).at(-1) ?? '');
   const expr = e?.A_Expr as Node | undefined;
   return expr !== undefined && strings(expr.name).join('.') === '||' && (isTextBySpelling(expr.lexpr as Node) || isTextBySpelling(expr.rexpr as Node));
 }

@@ -209,6 +209,9 @@ export function isJsonbOperand(w: Walker, e: Node | undefined): boolean {
     if (fields.length === 1) return [...w.jsonbColumns.values()].some((columns) => columns.has(column));
     return w.jsonbColumns.get(fields.at(-2) ?? '')?.has(column) === true;
   }
+  // COALESCE(j, '{}'::jsonb): of jsonb operands, jsonb.
+  const coalesce = e?.CoalesceExpr as Node | undefined;
+  if (coalesce !== undefined) return ((coalesce.args as Node[] | undefined) ?? []).some((a) => isJsonbOperand(w, a));
   const expr = e?.A_Expr as Node | undefined;
   const op = strings(expr?.name).join('.');
   if (op === '->' || op === '#>') return isJsonbOperand(w, expr?.lexpr as Node);

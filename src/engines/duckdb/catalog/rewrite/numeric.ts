@@ -167,7 +167,8 @@ export function concatArguments(w: Walker, node: Node): void {
     const end = w.exprEnd(arg, from);
     if (end === null) return;
     if ((arg.A_Const as Node | undefined)?.sval === undefined && arg.ParamRef === undefined) {
-      w.insertBefore(from, `${PG_SCHEMA}.cot_concat_text(`);
+      // A jsonb argument prints as jsonb's text (keys in order, its spacing), as its cast to text does.
+      w.insertBefore(from, `${PG_SCHEMA}.${isJsonbOperand(w, arg) ? 'cot_jsonb_cast_text' : 'cot_concat_text'}(`);
       w.insertAfter(end, ')');
     }
     from = end + 2;
