@@ -65,6 +65,15 @@ export class CatalogMode implements TransactionObserver {
     }
   }
 
+  /**
+   * Whether this connection sees the schema every connection sees: it made
+   * no temporary object, and its transaction holds no DDL of its own. What
+   * one connection read of it may then serve another (result-sources.ts).
+   */
+  get seesSharedSchema(): boolean {
+    return !this.temporaryObjects && !this.ddlInTransaction;
+  }
+
   /** DDL ran on this connection; `tokens` are the client's statement. */
   ddlRan(tokens: readonly Token[]): void {
     this.snapshot.changed();

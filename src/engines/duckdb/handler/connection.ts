@@ -83,7 +83,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     try {
       const session = { ...advisory, backend };
       await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, session).join(';\n'));
-      await handler.planner.defineLedgerMacros();
       if (handler.settings.get('search_path') !== '"$user", public') await applySearchPath(handler.ctx);
     } catch (err) {
       services.backends.end(info.processId);

@@ -388,6 +388,7 @@ export class Planner {
     statement = partialIndex(statement, sent);
     partialConflict(sent);
     statement = await this.conflictConstraint(statement, sent);
+    await this.refreshLedgerMacros(statement.text, statement.tokens);
     const withDml = await this.dataModifyingWith(statement, sent, paramTypes);
     if (withDml !== null) return withDml;
     const client = parsedText(statement.text, statement.tokens, sent);
@@ -398,7 +399,7 @@ export class Planner {
     if (copy !== null) return new Statement({ kind: 'copy-in', copy, offset: engineText.offset }, [], null);
     const copyOut = parseCopyToStdout(engineText.text, engineText.tokens);
     if (copyOut !== null) return this.prepareCopyOut(engineText, copyOut);
-    await this.refreshLedgerMacros(engineText.tokens);
+    await this.refreshLedgerMacros(engineText.text, engineText.tokens);
     const ledgerInsert = await this.appends.prepare(engineText, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
     return this.prepareEngine(engineText, client, paramTypes);
@@ -950,10 +951,18 @@ export class Planner {
     return new Statement({ kind: 'copy-out', copy, query }, [], null);
   }
 
-  /** Macros for ledgers created since this connection defined its own, before a statement that may call them. */
-  private async refreshLedgerMacros(tokens: readonly Token[]): Promise<void> {
+  /**
+   * The ledgers' macros (cot_verify, cot_replay, ...), defined before the
+   * first statement that may call one or read the catalog (pg_proc lists
+   * them), and again for ledgers created since: defining them costs about
+   * 70 ms, which a connection that does neither (an application's reads and
+   * writes) does not pay. The catalog's own macros are called qualified
+   * (cotwire_pg.pg.cot_text): not these.
+   */
+  private async refreshLedgerMacros(text: string, tokens: readonly Token[]): Promise<void> {
     if (this.macrosVersion === this.ctx.services.ledgers.version) return;
-    if (!tokens.some((t) => t.kind === 'word' && t.text.toLowerCase().startsWith('cot_'))) return;
+    const calls = tokens.some((t, i) => t.kind === 'word' && t.text.toLowerCase().startsWith('cot_') && tokens[i - 1]?.text !== '.');
+    if (!calls && !this.ctx.catalog.reads(text, tokens)) return;
     await this.defineLedgerMacros();
   }
 }

@@ -31,6 +31,21 @@ const DECLARED_TYPES: Readonly<Record<string, { readonly oid: number; readonly o
   jsonb: { oid: TypeOid.jsonb, over: 'JSON' },
 };
 
+/** What the catalog says of the tables of one name: where each is, its declared columns, and each one's columns by qualified name. */
+interface TableFacts {
+  readonly found: ReadonlyArray<readonly unknown[]>;
+  readonly declared: ReadonlyArray<readonly unknown[]>;
+  readonly info: Map<string, ReadonlyArray<readonly unknown[]>>;
+}
+
+/**
+ * The facts read for every connection that sees the shared schema, by
+ * table name (lower case), for one generation of the catalog: a statement
+ * text new to a connection then costs no engine query for tables another
+ * statement named before (each costs about 2 ms here).
+ */
+const shared = new WeakMap<object, { readonly epoch: number; readonly tables: Map<string, TableFacts> }>();
+
 /**
  * What the catalog says of the FROM tables' columns, by table (its key in
  * the query). Read from duckdb_tables() and pragma_table_info(), which are
@@ -44,42 +59,73 @@ async function catalogColumns(ctx: HandlerContext, all: readonly FromTable[]): P
   const tables = all.filter((t) => !out.has(t));
   if (tables.length === 0) return out;
   const names = [...new Set(tables.map((t) => t.name.toLowerCase()))];
-  const found = await ctx.engine.query(
-    `SELECT database_name, schema_name, table_name, table_oid FROM duckdb_tables()
-     WHERE lower(table_name) IN (${names.map(quoteLiteral).join(', ')}) AND database_name NOT IN ('system', ${quoteLiteral(COMPAT_CATALOG)})
-     ORDER BY database_name = 'temp' DESC, schema_name = 'main' DESC`,
-  );
-  const declared = await ctx.engine.query(
-    `SELECT lower(schema_name), lower(table_name), lower(column_name), pg_type, typmod FROM ${DECLARED_COLUMNS}
-     WHERE lower(table_name) IN (${names.map(quoteLiteral).join(', ')})`,
-  );
-  const read = new Map<string, CatalogColumn[]>();
+  const epoch = ctx.services.catalogSnapshot.generation;
+  let cache: Map<string, TableFacts> | null = null;
+  if (ctx.catalog.seesSharedSchema) {
+    let entry = shared.get(ctx.services);
+    if (entry === undefined || entry.epoch !== epoch) {
+      entry = { epoch, tables: new Map() };
+      shared.set(ctx.services, entry);
+    }
+    cache = entry.tables;
+  }
+  const facts = new Map<string, TableFacts>();
+  const missing = names.filter((n) => {
+    const known = cache?.get(n);
+    if (known !== undefined) facts.set(n, known);
+    return known === undefined;
+  });
+  if (missing.length > 0) {
+    const list = missing.map(quoteLiteral).join(', ');
+    const found = await ctx.engine.query(
+      `SELECT database_name, schema_name, table_name, table_oid FROM duckdb_tables()
+       WHERE lower(table_name) IN (${list}) AND database_name NOT IN ('system', ${quoteLiteral(COMPAT_CATALOG)})
+       ORDER BY database_name = 'temp' DESC, schema_name = 'main' DESC`,
+    );
+    const declared = await ctx.engine.query(
+      `SELECT lower(schema_name), lower(table_name), lower(column_name), pg_type, typmod FROM ${DECLARED_COLUMNS}
+       WHERE lower(table_name) IN (${list})`,
+    );
+    for (const n of missing) {
+      const mine: TableFacts = {
+        found: found.filter((r) => String(r[2]).toLowerCase() === n),
+        declared: declared.filter((r) => r[1] === n),
+        info: new Map(),
+      };
+      facts.set(n, mine);
+      // A temporary table is its connection's own.
+      if (cache !== null && !mine.found.some((r) => r[0] === 'temp')) cache.set(n, mine);
+    }
+  }
   for (const t of tables) {
     const schema = t.schema === null ? null : t.schema.toLowerCase() === 'public' ? 'main' : t.schema.toLowerCase();
+    const known = facts.get(t.name.toLowerCase()) as TableFacts;
     // The first table of that name on the search path: a temporary one, then public's.
-    const row = found.find((r) => String(r[2]).toLowerCase() === t.name.toLowerCase() && (schema === null || String(r[1]).toLowerCase() === schema));
+    const row = known.found.find((r) => schema === null || String(r[1]).toLowerCase() === schema);
     if (row === undefined) {
       out.set(t, []);
       continue;
     }
     const [database, schemaName, table] = row.slice(0, 3).map(String) as [string, string, string];
     const qualified = [database, schemaName, table].map((p) => `"${p.replaceAll('"', '""')}"`).join('.');
-    let columns = read.get(qualified);
-    if (columns === undefined) {
-      const info = await ctx.engine.query(`SELECT cid, name, type FROM pragma_table_info(${quoteLiteral(qualified)}) ORDER BY cid`);
-      columns = info.map((r) => {
+    let info = known.info.get(qualified);
+    if (info === undefined) {
+      info = await ctx.engine.query(`SELECT cid, name, type FROM pragma_table_info(${quoteLiteral(qualified)}) ORDER BY cid`);
+      known.info.set(qualified, info);
+    }
+    out.set(
+      t,
+      info.map((r) => {
         const column = String(r[1]);
         const d =
           database === 'temp'
             ? undefined
-            : declared.find((x) => x[0] === schemaName.toLowerCase() && x[1] === table.toLowerCase() && x[2] === column.toLowerCase());
+            : known.declared.find((x) => x[0] === schemaName.toLowerCase() && x[1] === table.toLowerCase() && x[2] === column.toLowerCase());
         const type = d === undefined ? undefined : DECLARED_TYPES[String(d[3])];
         const typeOid = type !== undefined && type.over === String(r[2]) ? type.oid : null;
         return { tableOid: Number(row[3]), attnum: Number(r[0]) + 1, column, typeOid, typmod: typeOid === null ? -1 : Number(d?.[4] ?? -1) };
-      });
-      read.set(qualified, columns);
-    }
-    out.set(t, columns);
+      }),
+    );
   }
   return out;
 }
