@@ -9,11 +9,11 @@ import { verdictOf, type ChainVerdict, type ChainVerifier } from '../../../ledge
  * Every chain of every ledger of a DuckDB file, by the README's specification
  * in DuckDB's SQL (verify-sql.ts), with `pacing` in slices of whole chains.
  */
-export function chainVerifier(conn: EngineConnection, catalog: LedgerCatalog, pacing?: Pacing): ChainVerifier {
+export function chainVerifier(conn: EngineConnection, catalog: Pick<LedgerCatalog, 'all'>, pacing?: Pacing): ChainVerifier {
   return { verify: (chainKey) => verifyLedgers(conn, catalog, chainKey, pacing) };
 }
 
-async function verifyLedgers(conn: EngineConnection, catalog: LedgerCatalog, chainKey: string | null, pacing?: Pacing): Promise<ChainVerdict[]> {
+async function verifyLedgers(conn: EngineConnection, catalog: Pick<LedgerCatalog, 'all'>, chainKey: string | null, pacing?: Pacing): Promise<ChainVerdict[]> {
   const verdicts: ChainVerdict[] = [];
   for (const table of await catalog.all()) {
     if (pacing === undefined || chainKey !== null || table.chainKey === null) {
