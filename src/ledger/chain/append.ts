@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { PgError } from '../../errors/pg-error.js';
+import { SqlState } from '../../errors/sqlstate.js';
 import { leafPrefix } from '../log/leaf.js';
 import { rowHashFor } from './canonical.js';
 import { type EmbeddingSampleRule, selectedForEmbedding } from './embedding-sample.js';
@@ -79,6 +81,54 @@ export function enqueue(queue: QueuedAppend[], entry: QueuedAppend, signal: Abor
   };
   if (signal.aborted) withdraw();
   else signal.addEventListener('abort', withdraw, { once: true });
+}
+
+/** What a writer does for a hold it granted: chain more rows, make them durable, or forget them. */
+export interface HeldWork {
+  add(jobs: readonly AppendJob[]): Promise<AppendResult[]>;
+  /** Makes the rows added durable (nothing to do when none was). */
+  commit(): Promise<void>;
+  /** Forgets the rows added. */
+  release(): Promise<void>;
+}
+
+/**
+ * Grants `request` a hold over `work`, and resolves once its holder commits
+ * or releases it: the writer serves nothing else meanwhile. Adds run one
+ * at a time; a hold granted after its caller gave up is released at once.
+ */
+export async function grantHold(request: HoldRequest, work: HeldWork): Promise<void> {
+  let open = true;
+  let busy: Promise<unknown> = Promise.resolve();
+  let end: () => void = () => undefined;
+  const ended = new Promise<void>((resolve) => {
+    end = resolve;
+  });
+  const finish = async (commit: boolean): Promise<void> => {
+    open = false;
+    try {
+      await busy.catch(() => undefined);
+      await (commit ? work.commit() : work.release());
+    } finally {
+      end();
+    }
+  };
+  const notHeld = (): Promise<never> => Promise.reject(new PgError(SqlState.InternalError, 'the append order is no longer held'));
+  const release = (): void => {
+    if (open) void finish(false).catch(() => undefined);
+  };
+  request.grant({
+    add: (jobs) => {
+      if (!open) return notHeld();
+      const added = busy.then(() => work.add(jobs));
+      busy = added;
+      return added;
+    },
+    commit: () => (open ? finish(true) : notHeld()),
+    release,
+  });
+  if (request.signal.aborted) release();
+  await ended;
 }
 
 /** The queued entries the next group commit takes: up to `max` units, stopping at a hold request. */

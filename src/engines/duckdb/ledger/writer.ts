@@ -3,6 +3,7 @@ import type { Engine, EngineConnection, EngineStatement } from '../../../engine/
 import {
   chainRow,
   enqueue,
+  grantHold,
   isHoldRequest,
   nextUnits,
   rowLayout,
@@ -361,38 +362,15 @@ export class LedgerWriter implements LedgerAppender {
    */
   private async serveHold(request: HoldRequest): Promise<void> {
     if (request.signal.aborted) return;
-    let end: () => void = () => undefined;
-    const ended = new Promise<void>((resolve) => {
-      end = resolve;
-    });
     const batch = this.newBatch();
-    let open = true;
-    let jobs = 0;
     const queued = performance.now();
-    const close = (): void => {
-      open = false;
-      end();
-    };
-    const hold: AppendHold = {
-      add: async (more) => {
-        if (!open) throw new PgError(SqlState.InternalError, 'the append order is no longer held');
-        jobs += more.length;
-        return this.chainJobs(batch, more, true);
-      },
+    await grantHold(request, {
+      add: (jobs) => this.chainJobs(batch, jobs, true),
       commit: async () => {
-        if (!open) throw new PgError(SqlState.InternalError, 'the append order is no longer held');
-        try {
-          if (jobs > 0) await this.tracked(this.persist(batch, 1, queued));
-        } finally {
-          close();
-        }
+        if (batch.seq > this.seq) await this.tracked(this.persist(batch, 1, queued));
       },
-      release: close,
-    };
-    request.grant(hold);
-    // Granted after the caller gave up: nobody will end it.
-    if (request.signal.aborted) close();
-    await ended;
+      release: async () => undefined,
+    });
   }
 
   /**

@@ -16,6 +16,7 @@ import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import {
   chainRow,
   enqueue,
+  grantHold,
   isHoldRequest,
   nextUnits,
   rowLayout,
@@ -204,42 +205,16 @@ export class PgLedgerWriter implements LedgerAppender {
       request.reject(this.notMade(err));
       return;
     }
-    let end: () => void = () => undefined;
-    const ended = new Promise<void>((resolve) => {
-      end = resolve;
-    });
-    let open = true;
-    let busy: Promise<unknown> = Promise.resolve();
     const queued = performance.now();
-    const finish = async (commit: boolean): Promise<void> => {
-      open = false;
-      try {
-        await busy.catch(() => undefined);
-        if (commit && held.last !== null) await this.commitHeld(held, queued);
-        else await conn.run('ROLLBACK');
-      } catch (err) {
-        if (commit) throw err;
-      } finally {
-        this.tip = null;
-        end();
-      }
-    };
-    const notHeld = (): PgError => new PgError(SqlState.InternalError, 'the append order is no longer held');
-    request.grant({
-      add: (jobs) => {
-        if (!open) return Promise.reject(notHeld());
-        const added = busy.then(() => this.addHeld(held, jobs));
-        busy = added;
-        return added;
-      },
-      commit: () => (open ? finish(true) : Promise.reject(notHeld())),
-      release: () => {
-        if (open) void finish(false);
-      },
-    });
-    // Granted after the caller gave up: nobody will end it.
-    if (request.signal.aborted) void finish(false);
-    await ended;
+    try {
+      await grantHold(request, {
+        add: (jobs) => this.addHeld(held, jobs),
+        commit: () => (held.last !== null ? this.commitHeld(held, queued) : conn.run('ROLLBACK')),
+        release: () => conn.run('ROLLBACK'),
+      });
+    } finally {
+      this.tip = null;
+    }
   }
 
   /** Chains a held transaction's jobs after its rows so far, locking the head rows of the chains it reaches first. */
