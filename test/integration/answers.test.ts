@@ -779,3 +779,42 @@ describe('parameters DuckDB loses the types of', () => {
     ]);
   });
 });
+
+describe('expressions over a NULL constant, doubles cast to numeric and arrays of NULLs answer as PostgreSQL does', () => {
+  it('keeps the type of an operator or function whose operand is a NULL constant (DuckDB alone: integer)', async () => {
+    const r = await ctx.client.query(
+      "SELECT NULL::text || 'x' AS t, NULL::numeric - 1.5 AS n, ceil(NULL::numeric / 2) AS c, (NULL::int4[])[1] + 1 AS i, pg_typeof('x' || NULL::text)::text AS p, '{\"a\": 1}'::jsonb ->> 'k' || 'x' AS j",
+    );
+    expect(r.rows).toEqual([{ t: null, n: null, c: null, i: null, p: 'text', j: null }]);
+    expect(r.fields.map((f) => f.dataTypeID)).toEqual([25, 1700, 1700, 23, 25, 25]);
+  });
+
+  it('divides a NULL by zero as NULL, as a strict operator does, and still refuses a number by zero', async () => {
+    const r = await ctx.client.query('SELECT x / (y - y) AS q, x % (y - y) AS m FROM (VALUES (NULL::numeric, 2::numeric)) v(x, y)');
+    expect(r.rows).toEqual([{ q: null, m: null }]);
+    await expect(ctx.client.query('SELECT x / (y - y) FROM (VALUES (1::numeric, 2::numeric)) v(x, y)')).rejects.toMatchObject({ code: '22012' });
+  });
+
+  it('casts a double to numeric with its 15 significant digits past the ninth decimal, and refuses what does not fit', async () => {
+    // The cast to DECIMAL(38,9) alone: 1.224744871 and -0.00002025.
+    const r = await ctx.client.query(
+      'SELECT sqrt(1.5::float8)::numeric AS s, CAST(-2.5::float8 / 123456.789 AS numeric) AS q, (avg(x))::numeric AS a FROM (VALUES (1::float8), (2), (2)) v(x)',
+    );
+    expect(r.rows).toEqual([{ s: '1.22474487139159', q: '-0.000020250000184275', a: '1.66666666666667' }]);
+    for (const sql of ['SELECT (1.234567890123e-9::float8)::numeric', 'SELECT (3.5e18::float8)::numeric']) {
+      await expect(ctx.client.query(sql), sql).rejects.toMatchObject({ code: '22003' });
+    }
+  });
+
+  it('joins an array of NULLs as an empty string and prints booleans as t and f in array_to_string', async () => {
+    const r = await ctx.client.query(
+      "SELECT array_to_string('{NULL}'::text[], ',') AS e, array_to_string(ARRAY[true, NULL, false], ',') AS b, array_to_string(NULL::text[], ',') AS n",
+    );
+    expect(r.rows).toEqual([{ e: '', b: 't,f', n: null }]);
+  });
+
+  it('reads a jsonb scalar through NULLIF and CASE as jsonb (-> 0 of a scalar is the scalar)', async () => {
+    const r = await ctx.client.query("SELECT NULLIF('3.10'::jsonb, '\"x\"'::jsonb) -> 0 AS n, CASE WHEN true THEN '[7]'::jsonb END -> 0 AS c");
+    expect(r.rows).toEqual([{ n: 3.1, c: 7 }]);
+  });
+});

@@ -250,7 +250,7 @@ describe('division', () => {
       `SELECT ${P}.cot_div(${P}.cot_sum_as(${P}.cot_sum(x), "x") , count(*), ${P}.cot_sum_witness("x"), CAST(1 AS BIGINT)) FROM t`,
     );
     expect(rw('SELECT (a + b) / c::numeric FROM t')).toBe(
-      `SELECT ${P}.cot_div((a + b) , ${P}.cot_numeric_text(c)::DECIMAL(38,9), ("a" + "b"), CAST("c" AS DECIMAL(38,9))) FROM t`,
+      `SELECT ${P}.cot_div((a + b) , ${P}.cot_numeric_cast(c, "c"), ("a" + "b"), ${P}.cot_numeric_cast("c", "c")) FROM t`,
     );
   });
 
@@ -403,5 +403,20 @@ describe('SKIP LOCKED', () => {
     expect(rw('DELETE FROM job WHERE id = (SELECT j.* FROM main.job AS j LIMIT 1 FOR SHARE OF j SKIP LOCKED)')).toBe(
       "DELETE FROM job WHERE id = (SELECT * EXCLUDE (cot_rowid) FROM (SELECT j.* FROM (SELECT *, rowid AS cot_rowid FROM main.job WHERE cot_row_free('public.job', rowid, 'shared')) AS j LIMIT 1 ) AS cot_locked WHERE cot_row_take('public.job', cot_rowid, 'shared'))",
     );
+  });
+});
+
+describe('NULL constants as operands', () => {
+  it('wraps a NULL cast or a constant jsonb path that an operator or a function takes, inside any macro around it', () => {
+    expect(rw('SELECT right(NULL::text, 2), (NULL::int4[])[1], length(s || NULL::text) FROM t')).toBe(
+      'SELECT right((SELECT NULL::text), 2), ((SELECT NULL::int4[]))[1], CAST(length(s || (SELECT NULL::text)) AS INTEGER) FROM t',
+    );
+    expect(rw('SELECT NULL::numeric - 1.5')).toBe(`SELECT ${P}.cot_minus((SELECT NULL::DECIMAL(38,9)) , 1.5, CAST(NULL AS DECIMAL(38,9)), 1.5)`);
+    expect(rw(`SELECT 'x' || ('{}'::jsonb ->> 'k')`)).toBe(`SELECT 'x' || ((SELECT ${P}.cot_jsonb_arrow_text('{}'::JSON , 'k')))`);
+  });
+
+  it('leaves a NULL that nothing operates on, a path over a column and DDL as they are', () => {
+    expect(rw('SELECT NULL::text AS a, length(s) FROM t')).toBe('SELECT NULL::text AS a, CAST(length(s) AS INTEGER) FROM t');
+    expect(rw("CREATE TABLE n (a text DEFAULT NULL::text || 'x')")).not.toContain('SELECT');
   });
 });

@@ -48,9 +48,18 @@ export const LIST_MACROS: readonly MacroDef[] = [
   // array || b and b || array where only the engine knows b's type: an element type appends (prepends), a list concatenates.
   ['cot_array_cat_or_append', [...ELEMENT_TYPES.map((t) => [`a, x ${t}`, 'list_append(a, x)'] as const), ['a, b', `${P}.cot_array_cat(a, b)`]]],
   ['cot_array_cat_or_prepend', [...ELEMENT_TYPES.map((t) => [`x ${t}, a`, 'list_prepend(x, a)'] as const), ['b, a', `${P}.cot_array_cat(b, a)`]]],
-  // array_to_string(a, sep, null_text) (rewrite/functions.ts): each element as a cast to text prints it, a NULL one as
-  // null_text, or left out when that is NULL.
-  ['cot_array_to_string', [['a, sep, null_text', `array_to_string(list_transform(a, cot_e -> coalesce(${P}.cot_text(cot_e), null_text)), sep)`]]],
+  // array_to_string(a, sep, null_text) (rewrite/functions.ts): each element as its output function prints it (t and f
+  // for booleans), a NULL one as null_text, or left out when that is NULL; an array of NULLs only is '' (DuckDB: NULL).
+  [
+    'cot_array_to_string',
+    [
+      [
+        'a, sep, null_text',
+        `CASE WHEN a IS NOT NULL AND sep IS NOT NULL
+          THEN coalesce(array_to_string(list_transform(a, cot_e -> coalesce(${P}.cot_concat_text(cot_e), null_text)), sep), '') END`,
+      ],
+    ],
+  ],
   // jsonb_array_length of an array; of anything else, PostgreSQL's error (DuckDB's json_array_length answers 0).
   [
     'jsonb_array_length',

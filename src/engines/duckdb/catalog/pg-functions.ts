@@ -268,7 +268,14 @@ export const MACROS: readonly MacroDef[] = [
   ['cot_jsonb_exists_any', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) > 0`]]],
   ['cot_jsonb_exists_all', [['j, ks', `len(list_filter(ks, cot_k -> ${P}.cot_jsonb_exists(j, cot_k))) = len(ks)`]]],
   ['cot_upper', [['s', `replace(ucase(replace(s, 'ß', chr(1114111))), chr(1114111), 'ß')`]]],
-  ['cot_divisor', [['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`]]],
+  // A divisor of 0 is division_by_zero, unless the dividend is NULL: PostgreSQL's division is strict, so NULL / 0 is NULL.
+  [
+    'cot_divisor',
+    [
+      ['divisor', `CASE WHEN divisor = 0 THEN error('division by zero') ELSE divisor END`],
+      ['divisor, dividend', `CASE WHEN divisor = 0 AND dividend IS NOT NULL THEN error('division by zero') ELSE divisor END`],
+    ],
+  ],
   ...RESULT_TYPE_MACROS,
   ...TYPE_NAME_MACROS,
   ...LIST_MACROS,

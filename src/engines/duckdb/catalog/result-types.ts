@@ -33,8 +33,8 @@ const NUMERIC_OF_DOUBLE = `CASE WHEN q = 0 OR NOT isfinite(q) THEN CAST(q AS DEC
 const quotient = (a: string, b: string): string =>
   `CAST(cot_numeric_quotient(CAST(${a} AS VARCHAR), typeof(${a}), CAST(${b} AS VARCHAR), typeof(${b})) AS DECIMAL(38,${QUOTIENT_SCALE}))`;
 
-const OWN_DIVISION = `a / ${P}.cot_divisor(b)`;
-const NUMERIC_DIVISION = quotient('a', `${P}.cot_divisor(b)`);
+const OWN_DIVISION = `a / ${P}.cot_divisor(b, a)`;
+const NUMERIC_DIVISION = quotient('a', `${P}.cot_divisor(b, a)`);
 
 export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
   ['cot_numeric', [['q', NUMERIC_OF_DOUBLE]]],
@@ -46,7 +46,7 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['a, b, wa DECIMAL(38,9), wb DECIMAL(38,9)', NUMERIC_DIVISION],
       ['a, b, wa HUGEINT, wb HUGEINT', NUMERIC_DIVISION],
       // An interval divided by a number (integer_division makes DuckDB's / an integer division, which intervals lack).
-      ['a, b, wa INTERVAL, wb DOUBLE', `a * (1 / CAST(${P}.cot_divisor(b) AS DOUBLE))`],
+      ['a, b, wa INTERVAL, wb DOUBLE', `a * (1 / CAST(${P}.cot_divisor(b, a) AS DOUBLE))`],
       ['a, b, wa DOUBLE, wb DOUBLE', OWN_DIVISION],
       ['a, b, wa BIGINT, wb BIGINT', OWN_DIVISION],
       ['a, b, wa INTEGER, wb INTEGER', OWN_DIVISION],
@@ -61,10 +61,10 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
     'cot_mod',
     [
       ...(['DECIMAL(38,9)', 'HUGEINT'] as const).map(
-        (t) => [`a, b, wa ${t}, wb ${t}`, `CAST(a AS DECIMAL(38,${QUOTIENT_SCALE})) % ${P}.cot_divisor(CAST(b AS DECIMAL(38,${QUOTIENT_SCALE})))`] as const,
+        (t) => [`a, b, wa ${t}, wb ${t}`, `CAST(a AS DECIMAL(38,${QUOTIENT_SCALE})) % ${P}.cot_divisor(CAST(b AS DECIMAL(38,${QUOTIENT_SCALE})), a)`] as const,
       ),
-      ...(['DOUBLE', 'BIGINT', 'INTEGER', 'SMALLINT'] as const).map((t) => [`a, b, wa ${t}, wb ${t}`, `a % ${P}.cot_divisor(b)`] as const),
-      ['a, b, wa, wb', `a % ${P}.cot_divisor(b)`],
+      ...(['DOUBLE', 'BIGINT', 'INTEGER', 'SMALLINT'] as const).map((t) => [`a, b, wa ${t}, wb ${t}`, `a % ${P}.cot_divisor(b, a)`] as const),
+      ['a, b, wa, wb', `a % ${P}.cot_divisor(b, a)`],
     ],
   ],
   // A branch beside a quotient (rewrite/result-types.ts, widenedBranches): a numeric at the quotients' scale.

@@ -61,6 +61,33 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // x::numeric where the witness w says what x is (rewrite/numeric.ts, numericTextCast): a double with the 15
+  // significant digits PostgreSQL's float8_numeric keeps (a real's 6), at DECIMAL(38,20), a quotient's scale, so that
+  // sqrt(1.5)::numeric is 1.22474487139159 and not rounded to 9 decimals; refused (22003) where those digits reach
+  // past the 20th decimal or 18 digits before the point. Any other value as cot_numeric_text gives it, at DECIMAL(38,9).
+  [
+    'cot_numeric_cast',
+    [
+      ...(
+        [
+          ['DOUBLE', 14],
+          ['FLOAT', 5],
+        ] as const
+      ).map(([t, digits]) => {
+        const e = `printf('%.${digits}e', CAST(x AS DOUBLE))`;
+        return [
+          `x, w ${t}`,
+          `CASE WHEN abs(x) >= 1e18
+            THEN error('numeric value ' || printf('%.${digits + 1}g', CAST(x AS DOUBLE)) || ' has more digits than numeric from a double holds here (18 before the point): keep it a double')
+          WHEN x <> 0 AND isfinite(x)
+            AND length(rtrim(replace(regexp_replace(${e}, '^-|e.*$', '', 'g'), '.', ''), '0')) - 1 - CAST(regexp_extract(${e}, 'e(.*)$', 1) AS INTEGER) > 20
+            THEN error('numeric value ' || printf('%.${digits + 1}g', CAST(x AS DOUBLE)) || ' has significant digits past the 20th decimal, which numeric from a double does not hold here: round it first, or keep it a double')
+            ELSE CAST(${e} AS DECIMAL(38,20)) END`,
+        ] as const;
+      }),
+      ['x, w', `CAST(${P}.cot_numeric_text(x) AS DECIMAL(38,9))`],
+    ],
+  ],
   // concat()'s arguments: as cot_text, and a boolean as its output function prints it (t, f).
   // An operand of text || (rewrite/casts.ts, textConcat), chosen by its witness: a double, a real, a numeric without a
   // precision and an interval as a cast to text prints them (2, not 2.0; NaN); every other type as it is. Overloads of
@@ -76,7 +103,7 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
   ],
   // A jsonb value's text as jsonb prints it (a cast of a jsonb column to text: rewrite/numeric.ts, textCast).
   ['cot_jsonb_cast_text', [['x', 'cot_jsonb_text(CAST(x AS VARCHAR))']]],
-  ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' ELSE 'f' END ELSE ${P}.cot_text(x) END`]]],
+  ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' WHEN NOT x THEN 'f' END ELSE ${P}.cot_text(x) END`]]],
   // A value in JSON as to_jsonb makes it (rewrite/jsonb.ts, jsonValueArguments), chosen by its type witness: a timestamp
   // in ISO 8601 with a T and the offset's minutes, an interval as its output function prints it, a double with the digits
   // PostgreSQL prints (0, not 0.0). Every other type is left to DuckDB, which writes a value it is given as itself exactly

@@ -126,6 +126,9 @@ function call(node: Node): string | null {
   // rewrite/result-types.ts makes extract numeric and date_part double precision, as PostgreSQL types them.
   if (fn === 'extract') return `CAST(1 AS ${UNCONSTRAINED_NUMERIC})`;
   if (fn === 'date_part') return 'CAST(1 AS DOUBLE)';
+  // date_trunc as rewritten (rewrite/result-types.ts): timestamptz of a date or a timestamptz, timestamp of a timestamp.
+  const second = args[1] === undefined ? null : typeWitness(args[1]);
+  if (fn === 'date_trunc' && args.length === 2 && second !== null) return `${PG_SCHEMA}.cot_date_trunc('day', ${second}, ${second})`;
   return null;
 }
 
@@ -156,7 +159,13 @@ export function typeWitness(node: Node | undefined): string | null {
     case 'TypeCast': {
       const arg = typeWitness(n.arg as Node | undefined);
       const type = castType(n.typeName as Node | undefined);
-      return arg === null || type === null ? null : `CAST(${arg} AS ${type})`;
+      if (arg === null || type === null) return null;
+      // As rewritten (rewrite/numeric.ts, numericTextCast): a double's numeric has a quotient's scale.
+      const expression = n.arg as Node | undefined;
+      if (type === UNCONSTRAINED_NUMERIC && expression?.A_Const === undefined && expression?.ParamRef === undefined) {
+        return `${PG_SCHEMA}.cot_numeric_cast(${arg}, ${arg})`;
+      }
+      return `CAST(${arg} AS ${type})`;
     }
     case 'A_Expr': {
       if (n.kind === 'AEXPR_NULLIF') return typeWitness(n.lexpr as Node | undefined);

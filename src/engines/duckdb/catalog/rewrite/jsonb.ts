@@ -212,7 +212,14 @@ export function isJsonbOperand(w: Walker, e: Node | undefined): boolean {
   // COALESCE(j, '{}'::jsonb): of jsonb operands, jsonb.
   const coalesce = e?.CoalesceExpr as Node | undefined;
   if (coalesce !== undefined) return ((coalesce.args as Node[] | undefined) ?? []).some((a) => isJsonbOperand(w, a));
+  // CASE ... THEN j ELSE '{}'::jsonb END: of a jsonb branch, jsonb.
+  const branches = e?.CaseExpr as Node | undefined;
+  if (branches !== undefined) {
+    const results = ((branches.args as Node[] | undefined) ?? []).map((a) => (a.CaseWhen as Node | undefined)?.result as Node | undefined);
+    return [...results, branches.defresult as Node | undefined].some((r) => isJsonbOperand(w, r));
+  }
   const expr = e?.A_Expr as Node | undefined;
+  if (expr?.kind === 'AEXPR_NULLIF') return isJsonbOperand(w, expr.lexpr as Node);
   const op = strings(expr?.name).join('.');
   if (op === '->' || op === '#>') return isJsonbOperand(w, expr?.lexpr as Node);
   return expr !== undefined && op === '||' && (isJsonbOperand(w, expr.lexpr as Node) || isJsonbOperand(w, expr.rexpr as Node));

@@ -3,6 +3,7 @@ import { exactNumericSql, numericLiteralType, plainNumeric, readAsDouble } from 
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
 import { isJsonbOperand } from './jsonb.js';
+import { typeWitness } from '../type-witness.js';
 import { SCALAR_SET_FUNCTIONS } from './set-functions.js';
 import { REG_TYPES } from './types.js';
 import { type Node, type Walker, wordOf } from './walker.js';
@@ -69,7 +70,34 @@ export function numericTextCast(w: Walker, node: Node): void {
   const names = strings(typeName?.names);
   if (!w.expressions || names.at(-1) !== 'numeric' || typeName?.typmods !== undefined || typeName?.arrayBounds !== undefined) return;
   if (arg === undefined || arg.A_Const !== undefined || arg.ParamRef !== undefined) return;
-  wrapCastArgument(w, node, arg, 'cot_numeric_text(', ')');
+  if (!witnessedNumericCast(w, node, arg)) wrapCastArgument(w, node, arg, 'cot_numeric_text(', ')');
+}
+
+/**
+ * `x::numeric` → `cot_numeric_cast(x, witness)` where x's type is certain:
+ * a double becomes numeric with its 15 digits at a quotient's scale, which
+ * the cast to DECIMAL(38,9) would round to 9 decimals. The macro is the
+ * cast, so the cast's own tokens go.
+ */
+function witnessedNumericCast(w: Walker, node: Node, arg: Node): boolean {
+  const witness = typeWitness(arg);
+  const at = w.index(node.location);
+  if (witness === null || at === null || returnsSet(arg)) return false;
+  if (w.tokens[at]?.text === '::' && wordOf(w.tokens[at + 1]) === 'numeric') {
+    const start = w.argStart(arg, at);
+    if (start === null) return false;
+    w.insertBefore(start, `${PG_SCHEMA}.cot_numeric_cast(`);
+    w.replaceTokens(at, at + 2, `, ${witness})`);
+    return true;
+  }
+  if (wordOf(w.tokens[at]) === 'cast' && w.tokens[at + 1]?.text === '(') {
+    const end = w.exprEnd(arg, at + 2);
+    if (end === null || wordOf(w.tokens[end + 1]) !== 'as' || wordOf(w.tokens[end + 2]) !== 'numeric' || w.tokens[end + 3]?.text !== ')') return false;
+    w.replaceTokens(at, at + 2, `${PG_SCHEMA}.cot_numeric_cast(`);
+    w.replaceTokens(end + 1, end + 3, `, ${witness}`);
+    return true;
+  }
+  return false;
 }
 
 /** A bare numeric constant DuckDB would read as a double (`1e-20`, 40 digits): numeric, as PostgreSQL reads it. */

@@ -6,6 +6,7 @@ import { defaultedArguments, renamedFunction, substringCall, toCharCall } from '
 import { arrowOperands, binaryNumberText, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, intervalCast, spacedComparison, timestampCast, updateValues } from './literals.js';
+import { callNullArguments, operatorNullOperands, subscriptNullArray, unfoldedCast, unfoldedPath } from './null-constants.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
 import { anyList, arraySubscript, collate, likePattern, operatorSpelling } from './operators.js';
 import { distinctOnOrder, emptySelectList, lockingClause, overriding, sequenceRelation } from './queries.js';
@@ -27,6 +28,7 @@ export const RULES: Rules = {
   typeNames: [typeName],
   nodes: {
     FuncCall: [
+      callNullArguments,
       untypedLiteralType,
       concatArguments,
       substringCall,
@@ -48,6 +50,8 @@ export const RULES: Rules = {
     CoalesceExpr: [widenedBranches],
     MinMaxExpr: [widenedBranches],
     A_Expr: [
+      unfoldedPath,
+      operatorNullOperands,
       widenedBranches,
       likePattern,
       anyList,
@@ -63,7 +67,9 @@ export const RULES: Rules = {
     ],
     CollateClause: [collate],
     A_Indices: [arraySubscript],
+    A_Indirection: [subscriptNullArray],
     TypeCast: [
+      unfoldedCast,
       binaryNumberText,
       numericLiteralCast,
       numericTextCast,

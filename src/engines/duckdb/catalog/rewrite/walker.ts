@@ -83,6 +83,8 @@ export class Walker extends Spans {
   readonly castConstants = new Set<number>();
   /** jsonb `->>` / `#>>` cast to a binary number (`(j ->> 'n')::float8`), by location: DuckDB's reading gives the same value. */
   readonly binaryNumberTexts = new Set<number>();
+  /** NULL operands a scalar subquery keeps DuckDB from folding (rewrite/null-constants.ts), by location. */
+  readonly unfoldedOperands = new Set<number>();
   /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
   expressions = true;
   /** While a range variable's rules run: whether it is the statement's target. */
