@@ -818,3 +818,48 @@ describe('expressions over a NULL constant, doubles cast to numeric and arrays o
     expect(r.rows).toEqual([{ n: 3.1, c: 7 }]);
   });
 });
+
+describe('JSON builders keep every digit and write json as PostgreSQL does', () => {
+  it('keeps the digits and trailing zeros of numbers in jsonb values and numerics (DuckDB alone reads them as doubles)', async () => {
+    const r = await ctx.client.query({
+      text: `SELECT jsonb_build_object('k', '{"a": 123456789.123456789, "b": 2.50}'::jsonb, 'n', 1.50, 'big', 12345678901234567890::numeric) AS o,
+                    jsonb_build_array('3.10'::jsonb, 7::float8, 'NaN'::float8, '2024-01-01 10:00'::timestamp) AS a,
+                    to_jsonb(2.50) AS s`,
+      types: { getTypeParser: () => (v: string) => v },
+    });
+    expect(r.rows).toEqual([
+      {
+        o: '{"k": {"a": 123456789.123456789, "b": 2.50}, "n": 1.50, "big": 12345678901234567890}',
+        a: '[3.10, 7, "NaN", "2024-01-01T10:00:00"]',
+        s: '2.50',
+      },
+    ]);
+  });
+
+  it('writes json (not jsonb) with its own spacing, and aggregates over rows in order, DISTINCT sorted', async () => {
+    const r = await ctx.client.query({
+      text: `SELECT json_build_object('a', 1.50, 'b', '{"x": 2.50}'::json) AS o, json_agg(x ORDER BY x DESC) AS a, json_object_agg('k' || i, x ORDER BY i) AS m,
+                    jsonb_agg(DISTINCT i) AS d, jsonb_agg(x) FILTER (WHERE false) AS none
+               FROM (VALUES (1, 1.25), (2, 2.50), (3, NULL), (2, 2.50)) v(i, x)`,
+      types: { getTypeParser: () => (v: string) => v },
+    });
+    expect(r.rows).toEqual([
+      {
+        o: '{"a" : 1.50, "b" : {"x": 2.50}}',
+        a: '[null, 2.50, 2.50, 1.25]',
+        m: '{ "k1" : 1.25, "k2" : 2.50, "k2" : 2.50, "k3" : null }',
+        d: '[1, 2, 3]',
+        none: null,
+      },
+    ]);
+  });
+
+  it('refuses a NULL key as PostgreSQL does', async () => {
+    await expect(ctx.client.query('SELECT jsonb_build_object(NULL::text, 1)')).rejects.toMatchObject({
+      message: expect.stringContaining('key must not be null'),
+    });
+    await expect(ctx.client.query('SELECT jsonb_object_agg(k, 1) FROM (VALUES (NULL::text)) v(k)')).rejects.toMatchObject({
+      message: expect.stringContaining('field name must not be null'),
+    });
+  });
+});

@@ -30,7 +30,8 @@ const SCALAR_NAME = `CASE
 export const TYPE_NAME_MACROS: readonly MacroDef[] = [
   ['cot_pg_scalar_type_name', [['t', SCALAR_NAME]]],
   ['cot_pg_type_name', [['t', `${P}.cot_pg_scalar_type_name(regexp_replace(t, '(\\[\\])+$', '')) || coalesce(regexp_extract(t, '(\\[\\])+$'), '')`]]],
-  // x as text, as PostgreSQL prints it where DuckDB's cast differs (rewrite/numeric.ts, textCast).
+  // x as text, as PostgreSQL prints it where DuckDB's cast differs (rewrite/numeric.ts, textCast); DuckDB prints a
+  // DECIMAL with no digit before the point without its 0 (.5 for DECIMAL(1,1)), PostgreSQL with it.
   [
     'cot_text',
     [
@@ -38,7 +39,9 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
         'x',
         `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN CASE CAST(x AS VARCHAR) WHEN 'nan' THEN 'NaN' WHEN 'inf' THEN 'Infinity' WHEN '-inf' THEN '-Infinity'
             ELSE regexp_replace(CAST(x AS VARCHAR), '\\.0$', '') END
-          WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$') THEN regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', '')
+          WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$')
+            THEN regexp_replace(regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', ''), '^(-?)\\.', '\\10.')
+          WHEN typeof(x) LIKE 'DECIMAL(%' THEN regexp_replace(CAST(x AS VARCHAR), '^(-?)\\.', '\\10.')
           WHEN typeof(x) = 'INTERVAL' OR typeof(x) LIKE '%[]' THEN cot_pg_text(CAST(x AS VARCHAR), typeof(x))
           ELSE CAST(x AS VARCHAR) END`,
       ],
@@ -104,6 +107,30 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
   // A jsonb value's text as jsonb prints it (a cast of a jsonb column to text: rewrite/numeric.ts, textCast).
   ['cot_jsonb_cast_text', [['x', 'cot_jsonb_text(CAST(x AS VARCHAR))']]],
   ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' WHEN NOT x THEN 'f' END ELSE ${P}.cot_text(x) END`]]],
+  // A value's JSON text as PostgreSQL's to_json writes it (rewrite/json-builders.ts), chosen by its type where the query
+  // runs (typeof is folded while DuckDB binds): a JSON value's own text and a number's digits as they are (DuckDB's
+  // builders would read both as doubles), a double as PostgreSQL prints it (NaN as a string), a timestamp in ISO 8601
+  // with a T and the offset's minutes, an interval as its output function prints it; anything else as DuckDB writes it.
+  [
+    'cot_json_text',
+    [
+      [
+        'v',
+        `CASE WHEN v IS NULL THEN NULL
+          WHEN typeof(v) = 'JSON' THEN CAST(v AS VARCHAR)
+          WHEN typeof(v) IN ('DOUBLE', 'FLOAT') AND ${P}.cot_text(v) IN ('NaN', 'Infinity', '-Infinity') THEN CAST(to_json(${P}.cot_text(v)) AS VARCHAR)
+          WHEN typeof(v) IN ('DOUBLE', 'FLOAT', 'BOOLEAN', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+            OR typeof(v) LIKE 'DECIMAL(%' THEN ${P}.cot_text(v)
+          WHEN typeof(v) = 'TIMESTAMP' THEN CAST(to_json(replace(CAST(v AS VARCHAR), ' ', 'T')) AS VARCHAR)
+          WHEN typeof(v) = 'TIMESTAMP WITH TIME ZONE'
+            THEN CAST(to_json(regexp_replace(replace(CAST(v AS VARCHAR), ' ', 'T'), '([+-][0-9][0-9])$', '\\1:00')) AS VARCHAR)
+          WHEN typeof(v) = 'INTERVAL' THEN CAST(to_json(cot_pg_text(CAST(v AS VARCHAR), 'INTERVAL')) AS VARCHAR)
+          ELSE CAST(to_json(v) AS VARCHAR) END`,
+      ],
+    ],
+  ],
+  // An object's key: the value's text as a JSON string; a NULL key is PostgreSQL's error (its message given).
+  ['cot_json_key', [['k, message', `CASE WHEN k IS NULL THEN error(message) ELSE CAST(to_json(CAST(${P}.cot_text(k) AS VARCHAR)) AS VARCHAR) END`]]],
   // A value in JSON as to_jsonb makes it (rewrite/jsonb.ts, jsonValueArguments), chosen by its type witness: a timestamp
   // in ISO 8601 with a T and the offset's minutes, an interval as its output function prints it, a double with the digits
   // PostgreSQL prints (0, not 0.0). Every other type is left to DuckDB, which writes a value it is given as itself exactly

@@ -6,6 +6,7 @@ import { defaultedArguments, renamedFunction, substringCall, toCharCall } from '
 import { arrowOperands, binaryNumberText, jsonAggregate, jsonbOperator, jsonValueArguments } from './jsonb.js';
 import { columnDefinition, insertColumns, quoteKeywordParts, updateTargets } from './keywords.js';
 import { arrayLiteralCast, booleanCast, byteaLiteral, insertValues, intervalCast, spacedComparison, timestampCast, updateValues } from './literals.js';
+import { jsonBuilder, jsonTextAggregate } from './json-builders.js';
 import { callNullArguments, operatorNullOperands, subscriptNullArray, unfoldedCast, unfoldedPath } from './null-constants.js';
 import { checkedCast, concatArguments, exactNumericConstant, numericLiteralCast, numericTextCast, textCast } from './numeric.js';
 import { anyList, arraySubscript, collate, likePattern, operatorSpelling } from './operators.js';
@@ -36,6 +37,8 @@ export const RULES: Rules = {
       integerCall,
       datePartCall,
       aggregateResult,
+      jsonBuilder,
+      jsonTextAggregate,
       jsonValueArguments,
       defaultedArguments,
       jsonAggregate,

@@ -2,6 +2,7 @@ import type { Token } from '../../../../sql/lexer.js';
 import { readAsDouble } from '../../../../sql/numeric.js';
 import { CATALOG_FUNCTIONS, CATALOG_RELATIONS } from '../pg-catalog.js';
 import { DEFAULTED_ARGUMENTS, FUNCTION_NAMES } from './functions.js';
+import { JSON_BUILDERS } from './json-builders.js';
 import { JSON_AGGREGATES, JSON_OPERATORS } from './jsonb.js';
 import { DUCKDB_ONLY_KEYWORDS } from './keywords.js';
 import { SPACED_OFFSET } from './literals.js';
@@ -75,6 +76,7 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   ...SCALAR_SET_FUNCTIONS,
   ...SCALAR_FROM_FUNCTIONS,
   ...JSON_AGGREGATES,
+  ...JSON_BUILDERS,
   ...JSON_FROM_FUNCTIONS,
   'substring',
   'user',
