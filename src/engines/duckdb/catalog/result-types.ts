@@ -113,8 +113,10 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
     'cot_round',
     [
       ['x, w DOUBLE', 'round_even(x, 0)'],
+      // round(x) of an integer is PostgreSQL's round(double precision), to which it casts an integer: a double.
+      ...(['SMALLINT', 'INTEGER', 'BIGINT'] as const).map((t) => [`x, w ${t}`, 'CAST(x AS DOUBLE)'] as const),
       // Overloads of their own, or DuckDB would cast these witnesses to double.
-      ...EXACT_TYPES.map((t) => [`x, w ${t}`, 'round(x)'] as const),
+      ...(['HUGEINT', 'DECIMAL(38,9)'] as const).map((t) => [`x, w ${t}`, 'round(x)'] as const),
       ['x, w', 'round(x)'],
     ],
   ],
@@ -124,6 +126,18 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
     [
       ...(['SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT'] as const).map((t) => [`x, n, w ${t}`, `round(CAST(x AS ${UNCONSTRAINED_NUMERIC}), n)`] as const),
       ...(['DECIMAL(38,9)', 'DOUBLE'] as const).map((t) => [`x, n, w ${t}`, 'round(x, n)'] as const),
+      ['x, n, w', 'round(x, n)'],
+    ],
+  ],
+  // round(x, -n), left of the point (rewrite/result-types.ts): a DECIMAL widened first, as DuckDB rounds within the
+  // DECIMAL's own width (round(-7.125, -1) was 0); only there, as the widening gives the result DuckDB's widest width.
+  [
+    'cot_round_left',
+    [
+      ...(['SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'DECIMAL(38,9)'] as const).map(
+        (t) => [`x, n, w ${t}`, `round(CAST(x AS DECIMAL(38,${QUOTIENT_SCALE})), n)`] as const,
+      ),
+      ['x, n, w DOUBLE', 'round(x, n)'],
       ['x, n, w', 'round(x, n)'],
     ],
   ],

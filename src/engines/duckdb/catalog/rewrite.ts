@@ -54,7 +54,7 @@ const CACHE_LIMIT = 10_000;
 const FINE_NUMBER = /^[0-9]*\.[0-9]{9}[0-9]*[1-9]|[eE]/;
 
 /** Tokens of what reads a jsonb column as jsonb does (jsonbTables). */
-const JSONB_READS: ReadonlySet<string> = new Set(['||', '->', '->>', '#>', '#>>', 'text', 'varchar']);
+const JSONB_READS: ReadonlySet<string> = new Set(['||', '->', '->>', '#>', '#>>', '@>', '<@', 'text', 'varchar', 'concat', 'concat_ws']);
 
 /**
  * Rewrites statements for the engine, caching by statement text (catalog

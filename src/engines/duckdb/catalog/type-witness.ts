@@ -62,6 +62,7 @@ export const INTEGER_FUNCTIONS = new Set([
   'strpos',
   'position',
   'array_length',
+  'array_position',
   'cardinality',
   'jsonb_array_length',
   'json_array_length',
@@ -120,6 +121,10 @@ function call(node: Node): string | null {
   if (node.over !== undefined || node.agg_filter !== undefined || node.agg_star === true || node.agg_distinct === true) return null;
   // round(x, n) of an integer is numeric once rewritten (rewrite/result-types.ts).
   if (fn === 'round' && args.length === 2 && first !== null) return `${PG_SCHEMA}.cot_round_to(${first}, 0, ${first})`;
+  // floor and ceil of an integer are double precision (as PostgreSQL's, whose integer goes to their double
+  // overload), and round(x) of one is once rewritten: DuckDB's own calls on the witness give those types.
+  if ((fn === 'floor' || fn === 'ceil' || fn === 'ceiling') && args.length === 1 && first !== null) return `${fn}(${first})`;
+  if (fn === 'round' && args.length === 1 && first !== null) return `${PG_SCHEMA}.cot_round(${first}, ${first})`;
   if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
   if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;
   if (INTEGER_FUNCTIONS.has(fn)) return 'CAST(1 AS INTEGER)';
@@ -184,6 +189,13 @@ export function typeWitness(node: Node | undefined): string | null {
     }
     case 'FuncCall':
       return call(n);
+    case 'A_Indirection': {
+      // a[2]: an element of the array, of the array witness's element type.
+      const indices = (n.indirection as Node[] | undefined) ?? [];
+      const base = typeWitness(n.arg as Node | undefined);
+      const single = indices.length === 1 && (indices[0]?.A_Indices as Node | undefined)?.is_slice !== true;
+      return base === null || !single ? null : `(${base})[1]`;
+    }
     case 'CaseExpr': {
       const results = list(((n.args as Node[] | undefined) ?? []).map((w) => (w.CaseWhen as Node | undefined)?.result));
       const otherwise = n.defresult === undefined ? null : typeWitness(n.defresult as Node);

@@ -1,6 +1,7 @@
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
+import { isJsonbOperand } from './jsonb.js';
 import { pgArrayToList } from './literals.js';
 import { type Node, operatorOf, type Walker } from './walker.js';
 
@@ -112,6 +113,19 @@ function textOperand(w: Walker, op: string, lexpr: Node | undefined, rexpr: Node
   return list === null ? macros.plain : macro;
 }
 
+/**
+ * `a @> b` of two operands neither of which is jsonb, by its text or its
+ * column's declared type (known for every table the statement names): DuckDB
+ * has @> and <@ for lists only, so they are arrays (`tags @> tags` of
+ * '{7,NULL}' is false in PostgreSQL, whose NULL element matches nothing;
+ * DuckDB's list_has_all skipped it). A string operand is left to the jsonb
+ * rules, as is an operand of a subquery's column, whose type is not seen.
+ */
+function notJsonb(w: Walker, lexpr: Node | undefined, rexpr: Node | undefined): boolean {
+  const plain = (e: Node | undefined): boolean => e?.ColumnRef !== undefined && !isJsonbOperand(w, e);
+  return w.jsonbColumns !== null && plain(lexpr) && plain(rexpr);
+}
+
 /** For each operator, the macros for an array literal on its right or left, and the plain one a malformed literal errs in. */
 const LITERAL_MACROS: Readonly<Record<string, { readonly right: string; readonly left: string; readonly plain: string }>> = {
   '||': { right: 'cot_array_cat_literal', left: 'cot_literal_cat_array', plain: 'cot_array_cat' },
@@ -144,7 +158,9 @@ function arrayOperator(w: Walker, node: Node, macros: Readonly<Record<string, st
   const rexpr = node.rexpr as Node | undefined;
   let macro = o === null ? undefined : macros[o.op];
   if (o === null || macro === undefined || o.parts.length !== 1 || node.kind !== 'AEXPR_OP' || !w.expressions || w.tokens[o.i]?.text !== o.op) return false;
-  if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr) || (o.op !== '||' && (isArrayText(lexpr) || isArrayText(rexpr))))) return false;
+  if (!(isArrayOperand(lexpr) || isArrayOperand(rexpr) || (o.op !== '||' && (isArrayText(lexpr) || isArrayText(rexpr) || notJsonb(w, lexpr, rexpr))))) {
+    return false;
+  }
   macro = textOperand(w, o.op, lexpr, rexpr) ?? (o.op === '||' ? concatMacro(lexpr, rexpr) : macro);
   const start = w.argStart(lexpr, o.i);
   const end = w.exprEnd(rexpr, o.i + 1);

@@ -32,8 +32,10 @@ function isConstant(e: Node | undefined): boolean {
   return cast !== undefined && isConstant(cast.arg as Node | undefined);
 }
 
-/** `'{"a": 1}'::jsonb ->> 'k'` and the other path operators on constants only. */
+/** `'{"a": 1}'::jsonb ->> 'k'` and the other path operators on constants only, and casts of those. */
 function isConstantPath(e: Node | undefined): boolean {
+  const cast = e?.TypeCast as Node | undefined;
+  if (cast !== undefined) return isConstantPath(cast.arg as Node | undefined);
   const expr = e?.A_Expr as Node | undefined;
   if (expr?.kind !== 'AEXPR_OP' || !PATH_OPERATORS.has(strings(expr.name).join('.'))) return false;
   const left = expr.lexpr as Node | undefined;
@@ -54,8 +56,13 @@ function mark(w: Walker, operand: Node | undefined): void {
 function wrap(w: Walker, wrapper: string, node: Node): void {
   if (typeof node.location !== 'number' || !w.unfoldedOperands.has(node.location)) return;
   const operand = { [wrapper]: node };
-  const start = w.leftmost(operand);
-  const end = start === null ? null : w.exprEnd(operand, start);
+  let start = w.leftmost(operand);
+  let end = start === null ? null : w.exprEnd(operand, start);
+  // `(NULL::float8)::numeric`: the leftmost token is inside the operand's own parentheses.
+  while (start !== null && end === null && w.tokens[start - 1]?.text === '(') {
+    start--;
+    end = w.exprEnd(operand, start);
+  }
   if (start === null || end === null) return;
   w.insertBefore(start, '(SELECT ');
   w.insertAfter(end, ')');

@@ -40,9 +40,10 @@ export function literalSpan(w: Walker, constant: Node | undefined): { readonly t
  */
 export function numericLiteralCast(w: Walker, node: Node): void {
   const constant = (node.arg as Node | undefined)?.A_Const as Node | undefined;
-  if (typeof constant?.location === 'number') w.castConstants.add(constant.location);
   const typeName = node.typeName as Node | undefined;
   const names = strings(typeName?.names);
+  // A constant cast to text is a numeric's text ((-1e3)::text is -1000), as one beside nothing is.
+  if (typeof constant?.location === 'number' && !TEXT_TYPES.has(names.at(-1) ?? '')) w.castConstants.add(constant.location);
   if (typeName === undefined || names.at(-1) !== 'numeric' || typeName.typmods !== undefined || typeName.arrayBounds !== undefined) return;
   if (names.length === 2 && names[0] !== 'pg_catalog') return;
   const literal = literalSpan(w, constant);
@@ -103,9 +104,20 @@ function witnessedNumericCast(w: Walker, node: Node, arg: Node): boolean {
 /** A bare numeric constant DuckDB would read as a double (`1e-20`, 40 digits): numeric, as PostgreSQL reads it. */
 export function exactNumericConstant(w: Walker, node: Node): void {
   if (node.fval === undefined || w.castConstants.has(node.location as number)) return;
-  const literal = literalSpan(w, node);
+  const literal = literalSpan(w, node) ?? negatedNumber(w, node);
   if (literal === null || w.tokens[literal.to - 1]?.kind !== 'number' || !readAsDouble(literal.text)) return;
   w.replaceTokens(literal.from, literal.to, exactNumericSql(literal.text));
+}
+
+/**
+ * `- (1e3)`, `- (-1e3)`: PostgreSQL's parser folds the minus signs into the
+ * constant and locates it at the first; the number token alone is
+ * rewritten, and the signs stay in the text.
+ */
+function negatedNumber(w: Walker, node: Node): { readonly text: string; readonly from: number; readonly to: number } | null {
+  let i = w.index(node.location);
+  while (i !== null && (w.tokens[i]?.text === '-' || w.tokens[i]?.text === '(')) i++;
+  return i === null || i === w.index(node.location) || w.tokens[i]?.kind !== 'number' ? null : { text: (w.tokens[i] as { text: string }).text, from: i, to: i + 1 };
 }
 
 /** Types whose text a cast to text gives otherwise in DuckDB: numeric without precision, and doubles. */
