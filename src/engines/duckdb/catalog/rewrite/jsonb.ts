@@ -164,7 +164,8 @@ function jsonOperator(w: Walker, node: Node, op: string, i: number): void {
   if (exists !== undefined) {
     call(`${PG_SCHEMA}.${exists}`);
   } else if (op === '@>' || op === '<@') {
-    if (isJsonOperand(lexpr) || isJsonOperand(rexpr) || isJsonbOperand(w, lexpr) || isJsonbOperand(w, rexpr)) call(`${PG_SCHEMA}.${op === '@>' ? 'cot_jsonb_contains' : 'cot_json_contained'}`);
+    if (isJsonOperand(lexpr) || isJsonOperand(rexpr) || isJsonbOperand(w, lexpr) || isJsonbOperand(w, rexpr))
+      call(`${PG_SCHEMA}.${op === '@>' ? 'cot_jsonb_contains' : 'cot_json_contained'}`);
   } else {
     const path = jsonPath(rexpr);
     if (path === null) return;

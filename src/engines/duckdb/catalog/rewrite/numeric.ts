@@ -117,7 +117,9 @@ export function exactNumericConstant(w: Walker, node: Node): void {
 function negatedNumber(w: Walker, node: Node): { readonly text: string; readonly from: number; readonly to: number } | null {
   let i = w.index(node.location);
   while (i !== null && (w.tokens[i]?.text === '-' || w.tokens[i]?.text === '(')) i++;
-  return i === null || i === w.index(node.location) || w.tokens[i]?.kind !== 'number' ? null : { text: (w.tokens[i] as { text: string }).text, from: i, to: i + 1 };
+  return i === null || i === w.index(node.location) || w.tokens[i]?.kind !== 'number'
+    ? null
+    : { text: (w.tokens[i] as { text: string }).text, from: i, to: i + 1 };
 }
 
 /** Types whose text a cast to text gives otherwise in DuckDB: numeric without precision, and doubles. */
