@@ -962,7 +962,9 @@ export class Planner {
   private async refreshLedgerMacros(text: string, tokens: readonly Token[]): Promise<void> {
     if (this.macrosVersion === this.ctx.services.ledgers.version) return;
     const calls = tokens.some((t, i) => t.kind === 'word' && t.text.toLowerCase().startsWith('cot_') && tokens[i - 1]?.text !== '.');
-    if (!calls && !this.ctx.catalog.reads(text, tokens)) return;
+    // A catalog read lists the ledgers' macros among the functions (pg_proc); the snapshot's tables, which most
+    // catalog reads take, were made on a connection that had them, so only a read of the live views needs this one's.
+    if (!calls && (!this.ctx.catalog.reads(text, tokens) || (await this.ctx.catalog.usable()))) return;
     await this.defineLedgerMacros();
   }
 }

@@ -1,5 +1,7 @@
+import { COMPAT_CATALOG } from '../catalog/catalog-sql.js';
 import { AVAILABLE_EXTENSIONS, DECLARED_EXTENSIONS } from '../catalog/declared.js';
 import { PgError } from '../../../errors/pg-error.js';
+import { quoteLiteral } from '../../../sql/identifiers.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { quoteIdent } from '../../../ledger/chain/schema.js';
 import type { ResultSink } from '../../../session/handler-port.js';
@@ -247,14 +249,40 @@ async function lockTables(ctx: HandlerContext, tables: ReadonlyArray<readonly st
       hint: 'cotwire takes no table locks: ACCESS SHARE and ROW SHARE are accepted, as the transaction reads one snapshot.',
     });
   }
+  const known = await sharedRelations(ctx);
   for (const parts of tables) {
-    const name = parts
-      .map((p, i) => (i === parts.length - 2 && p === 'public' ? 'main' : p))
-      .map(quoteIdent)
-      .join('.');
-    await ctx.engine.query(`SELECT 1 FROM ${name} LIMIT 0`);
+    const path = parts.map((p, i) => (i === parts.length - 2 && p === 'public' ? 'main' : p));
+    // pg_dump locks every table it dumps: one engine query per table cost a millisecond each.
+    if (known !== null && path.length <= 2 && known.has(`${path.length === 2 ? path[0] : 'main'}.${path.at(-1)}`)) continue;
+    await ctx.engine.query(`SELECT 1 FROM ${path.map(quoteIdent).join('.')} LIMIT 0`);
   }
   return 'LOCK TABLE';
+}
+
+/** The schema-qualified names of every table and view, read once per generation of the catalog, by the catalog's services. */
+const relations = new WeakMap<object, { readonly epoch: number; readonly names: Promise<ReadonlySet<string>> }>();
+
+/**
+ * The tables and views every connection that sees the shared schema sees
+ * (`main.orders`), for the catalog's present generation; null for a
+ * connection with objects of its own (temporary tables, DDL in its
+ * transaction), which asks the engine each time.
+ */
+async function sharedRelations(ctx: HandlerContext): Promise<ReadonlySet<string> | null> {
+  if (!ctx.catalog.seesSharedSchema) return null;
+  const epoch = ctx.services.catalogSnapshot.generation;
+  let entry = relations.get(ctx.services);
+  if (entry === undefined || entry.epoch !== epoch) {
+    const names = ctx.engine
+      .query(
+        `SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE NOT temporary AND database_name <> ${quoteLiteral(COMPAT_CATALOG)}
+         UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT temporary AND NOT internal AND database_name <> ${quoteLiteral(COMPAT_CATALOG)}`,
+      )
+      .then((rows) => new Set(rows.map((r) => String(r[0]))));
+    entry = { epoch, names };
+    relations.set(ctx.services, entry);
+  }
+  return entry.names.catch(() => null);
 }
 
 /** SQL-level prepared statements (PREPARE) live in the engine; DEALLOCATE ALL removes every one. */
