@@ -414,6 +414,25 @@ describe('LOCK TABLE', () => {
     await expect(c.query('LOCK TABLE no_such_table IN ACCESS SHARE MODE')).rejects.toMatchObject({ code: '42P01' });
     await c.query('ROLLBACK');
   });
+
+  it('finds a table made or dropped since the last LOCK on another connection, and this connection’s temporary table', async () => {
+    const a = await ctx.server.client();
+    const b = await ctx.server.client();
+    await a.query('CREATE TABLE lock_early (x int)');
+    await b.query('BEGIN');
+    await b.query('LOCK TABLE lock_early IN ACCESS SHARE MODE');
+    await b.query('COMMIT');
+    await a.query('CREATE TABLE lock_late (x int)');
+    await a.query('DROP TABLE lock_early');
+    await b.query('BEGIN');
+    expect((await b.query('LOCK TABLE lock_late IN ACCESS SHARE MODE')).command).toBe('LOCK');
+    await expect(b.query('LOCK TABLE lock_early IN ACCESS SHARE MODE')).rejects.toMatchObject({ code: '42P01' });
+    await b.query('ROLLBACK');
+    await b.query('CREATE TEMP TABLE lock_mine (x int)');
+    await b.query('BEGIN');
+    expect((await b.query('LOCK TABLE lock_mine IN ACCESS SHARE MODE')).command).toBe('LOCK');
+    await b.query('COMMIT');
+  });
 });
 
 describe('row locking clauses', () => {
