@@ -164,3 +164,36 @@ describe('catalog reads after changes to the schema', () => {
     await ctx.client.query('DROP TABLE snap_d');
   });
 });
+
+describe('catalog answers kept between changes to the schema', () => {
+  it('keeps an answer only for the session settings, the generation and the words it was read with', async () => {
+    const c = ctx.client;
+    await c.query('CREATE SCHEMA kept_s');
+    await c.query('CREATE TABLE kept_s.kept_t (x int)');
+    const since = countLogged(lines, 'catalog snapshot refreshed');
+    await refreshedSince(since);
+    // pg_table_is_visible depends on search_path: the same text, read under two settings, answers twice.
+    const visible = "SELECT relname FROM pg_class c WHERE relname = 'kept_t' AND pg_table_is_visible(c.oid)";
+    for (let i = 0; i < 2; i++) expect((await c.query(visible)).rows).toEqual([]);
+    await other.query('SET search_path = kept_s, public');
+    for (let i = 0; i < 2; i++) expect((await other.query(visible)).rows).toEqual([{ relname: 'kept_t' }]);
+    expect((await c.query(visible)).rows).toEqual([]);
+    await other.query('RESET search_path');
+    // A backend's own pid, and a user table's rows beside the catalog: never kept, as they change without DDL.
+    const pid = 'SELECT pg_backend_pid() AS pid, relname FROM pg_class WHERE relname = $1';
+    const [mine, theirs] = [(await c.query(pid, ['kept_t'])).rows[0].pid, (await other.query(pid, ['kept_t'])).rows[0].pid];
+    expect(mine).not.toEqual(theirs);
+    const counted = "SELECT count(*)::int AS n FROM pg_class c, kept_s.kept_t t WHERE c.relname = 'kept_t'";
+    expect((await c.query(counted)).rows).toEqual([{ n: 0 }]);
+    await c.query('INSERT INTO kept_s.kept_t VALUES (1), (2)');
+    expect((await c.query(counted)).rows).toEqual([{ n: 2 }]);
+    // A change on another connection starts a new generation: the kept answer goes.
+    const columns = "SELECT attname FROM pg_attribute WHERE attrelid = 'kept_s.kept_t'::regclass AND attnum > 0 ORDER BY attnum";
+    for (let i = 0; i < 2; i++) expect((await c.query(columns)).rows).toEqual([{ attname: 'x' }]);
+    await other.query('ALTER TABLE kept_s.kept_t ADD COLUMN y text');
+    expect((await c.query(columns)).rows).toEqual([{ attname: 'x' }, { attname: 'y' }]);
+    await refreshedSince(countLogged(lines, 'catalog snapshot refreshed'));
+    for (let i = 0; i < 2; i++) expect((await c.query(columns)).rows).toEqual([{ attname: 'x' }, { attname: 'y' }]);
+    await c.query('DROP SCHEMA kept_s CASCADE');
+  });
+});

@@ -145,7 +145,20 @@ export const MACROS: readonly MacroDef[] = [
       ['v_oid, pretty', `(SELECT cot_v.definition FROM ${P}.cot_views cot_v WHERE cot_v.view_oid = v_oid)`],
     ],
   ],
-  ['pg_table_is_visible', [['rel_oid', `true`]]],
+  // A relation is visible where its schema is on the search path (the engine's, as SET search_path applied it:
+  // public as main), or is pg_catalog, information_schema or a temporary one; one of an unknown OID is not.
+  [
+    'pg_table_is_visible',
+    [
+      [
+        'rel_oid',
+        `coalesce((SELECT cot_n.nspname IN ('pg_catalog', 'information_schema') OR cot_n.nspname LIKE 'pg\\_temp%' ESCAPE '\\'
+             OR list_contains(list_transform(string_split(coalesce(nullif(current_setting('search_path'), ''), 'main'), ','),
+               cot_s -> CASE split_part(trim(cot_s), '.', -1) WHEN 'main' THEN 'public' ELSE split_part(trim(cot_s), '.', -1) END), cot_n.nspname)
+           FROM ${P}.pg_class cot_c JOIN ${P}.pg_namespace cot_n ON cot_n.oid = cot_c.relnamespace WHERE cot_c.oid = rel_oid), false)`,
+      ],
+    ],
+  ],
   ['pg_type_is_visible', [['type_oid', `true`]]],
   ['pg_function_is_visible', [['fn_oid', `true`]]],
   [

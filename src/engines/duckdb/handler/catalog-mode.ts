@@ -1,4 +1,4 @@
-import type { EngineConnection, EngineCursor, EngineStatement, RenderSettings, WireParam } from '../../../engine/port.js';
+import type { EngineConnection, EngineCursor, EngineStatement, RenderSettings, RowSink, WireParam } from '../../../engine/port.js';
 import type { Token } from '../../../sql/lexer.js';
 import { CatalogSnapshot, pointAtSnapshot, readsCatalog, type SnapshotConnection, type SnapshotEvents } from '../catalog/snapshot.js';
 import type { TransactionObserver, TransactionState } from './transaction.js';
@@ -24,6 +24,7 @@ export class CatalogMode implements TransactionObserver {
   private temporaryObjects = false;
   private ddlInTransaction = false;
   private freshAtBegin = false;
+  private generationAtBegin = -1;
 
   constructor(
     private readonly snapshot: CatalogSnapshot,
@@ -84,6 +85,20 @@ export class CatalogMode implements TransactionObserver {
   /** A transaction began (BEGIN, or a multi-statement string's). */
   transactionBegan(): void {
     this.freshAtBegin = this.snapshot.fresh;
+    this.generationAtBegin = this.snapshot.generation;
+  }
+
+  /**
+   * The generation of the catalog whose kept answers (CatalogAnswers) this
+   * connection's catalog read may take now: the snapshot's tables are right
+   * for it and hold that generation, which a transaction still sees only if
+   * no DDL ran anywhere since it began. Null otherwise.
+   */
+  async answersGeneration(): Promise<number | null> {
+    if (!(await this.usable())) return null;
+    const generation = this.snapshot.generation;
+    if (this.tx().autocommit) return this.snapshot.fresh ? generation : null;
+    return this.generationAtBegin === generation ? generation : null;
   }
 
   /** The transaction ended: its DDL, committed or rolled back, is every connection's catalog now. */
@@ -172,4 +187,291 @@ export function catalogSnapshot(
     },
     told,
   );
+}
+
+/**
+ * Catalog reads answered from memory. A query that reads only the catalog,
+ * over the snapshot's tables, answers the same until the schema changes: the
+ * tables change only with it. Clients that read a whole schema (pg_dump,
+ * SQLAlchemy's reflection, drizzle-kit, a BI tool's sync) send the same few
+ * hundred such queries each time, and each costs DuckDB's planning over
+ * nested views and macros (milliseconds, tens for some). So the rows a
+ * client was sent for one are kept, by the engine's text, the parameters,
+ * the session's user, role and settings and the format asked for, for one
+ * generation of the catalog: any DDL on any connection starts a new one.
+ * Only queries are kept whose every relation is one of the catalog's own and
+ * whose words name nothing that changes without DDL (the clock, settings,
+ * sequences' values, sizes, statistics, locks, backends, the ledgers'
+ * functions); results of more than MAX_ROWS rows are not kept.
+ */
+export class CatalogAnswers {
+  private epoch = -1;
+  private readonly described = new Map<string, Described>();
+  private readonly answers = new Map<string, ReadonlyArray<ReadonlyArray<string | Uint8Array | null>>>();
+  private held = 0;
+
+  /** The answers of one generation of the catalog (those of an older one are dropped). */
+  at(generation: number): this {
+    if (generation !== this.epoch) {
+      this.epoch = generation;
+      this.described.clear();
+      this.answers.clear();
+      this.held = 0;
+    }
+    return this;
+  }
+
+  get generation(): number {
+    return this.epoch;
+  }
+
+  description(key: string): Described | undefined {
+    return this.described.get(key);
+  }
+
+  describe(key: string, d: Described): void {
+    if (this.described.size < MAX_ENTRIES) this.described.set(key, d);
+  }
+
+  answer(key: string): ReadonlyArray<ReadonlyArray<string | Uint8Array | null>> | undefined {
+    return this.answers.get(key);
+  }
+
+  keep(key: string, rows: ReadonlyArray<ReadonlyArray<string | Uint8Array | null>>): void {
+    if (this.answers.size >= MAX_ENTRIES || this.held + rows.length > MAX_HELD_ROWS) return;
+    this.answers.set(key, rows);
+    this.held += rows.length;
+  }
+}
+
+const kept = new WeakMap<object, CatalogAnswers>();
+
+/** The answers kept for every connection of one server (`owner`: its connections' shared services). */
+export function catalogAnswers(owner: object): CatalogAnswers {
+  let answers = kept.get(owner);
+  if (answers === undefined) {
+    answers = new CatalogAnswers();
+    kept.set(owner, answers);
+  }
+  return answers;
+}
+
+/** What a prepared catalog read describes, kept with its answers. */
+export interface Described {
+  readonly kind: EngineStatement['kind'];
+  readonly paramTypes: readonly number[];
+  readonly columns: EngineStatement['columns'];
+}
+
+/** Queries and rows kept per generation: pg_dump sends about 170 queries, drizzle-kit 650 for 100 tables. */
+const MAX_ENTRIES = 20_000;
+const MAX_ROWS = 10_000;
+const MAX_HELD_ROWS = 2_000_000;
+
+/** Words of a query whose answer may change without DDL, or differ by connection. */
+const CHANGING_WORDS = new Set([
+  'now',
+  'current_timestamp',
+  'current_time',
+  'current_date',
+  'localtime',
+  'localtimestamp',
+  'clock_timestamp',
+  'statement_timestamp',
+  'transaction_timestamp',
+  'timeofday',
+  'age',
+  'random',
+  'setseed',
+  'gen_random_uuid',
+  'uuid_generate_v4',
+  'nextval',
+  'currval',
+  'lastval',
+  'setval',
+  'current_setting',
+  'set_config',
+  'getvariable',
+  'pg_backend_pid',
+  'pg_cancel_backend',
+  'pg_terminate_backend',
+  'pg_reload_conf',
+  'pg_conf_load_time',
+  'pg_postmaster_start_time',
+  'pg_relation_size',
+  'pg_table_size',
+  'pg_total_relation_size',
+  'pg_indexes_size',
+  'pg_database_size',
+  'pg_tablespace_size',
+  'pg_column_size',
+  'pg_sequence_last_value',
+  'pg_sequences',
+  'pg_settings',
+  'pg_db_role_setting',
+  'pg_locks',
+  'pg_prepared_statements',
+  'pg_prepared_xacts',
+  'pg_cursors',
+  'pg_my_temp_schema',
+  'pg_is_other_temp_schema',
+  'pg_blocking_pids',
+  'pg_listening_channels',
+  'pg_notification_queue_usage',
+  'pg_trigger_depth',
+  'current_query',
+  'inet_client_addr',
+  'inet_client_port',
+  'inet_server_addr',
+  'inet_server_port',
+]);
+
+const CHANGING_PREFIXES = ['pg_stat', 'pg_advisory', 'pg_try_advisory', 'pg_sleep', 'pg_last_', 'pg_current_', 'txid_', 'pg_export_', 'cot_'];
+
+type PgNode = Record<string, unknown>;
+
+/**
+ * Whether a catalog read's answer may be kept (see CatalogAnswers): a query
+ * (SELECT or WITH) whose relations are all the catalog's and whose words
+ * name nothing that changes without DDL. `isCatalogRelation` says whether a
+ * relation, by its name and schema, is one of the catalog's.
+ */
+export function answerable(tokens: readonly Token[], tree: PgNode | null, isCatalogRelation: (name: string, schema: string | undefined) => boolean): boolean {
+  const first = tokens.find((t) => t.kind === 'word' || t.text === '(');
+  if (tree === null || first === undefined || !['select', 'with'].includes(first.text.toLowerCase())) return false;
+  for (const t of tokens) {
+    if (t.kind !== 'word' && t.kind !== 'quoted') continue;
+    const w = t.text.replace(/^"|"$/g, '').toLowerCase();
+    if (CHANGING_WORDS.has(w) || CHANGING_PREFIXES.some((p) => w.startsWith(p))) return false;
+  }
+  const ctes = new Set<string>();
+  const relations: Array<{ readonly name: string; readonly schema: string | undefined }> = [];
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(visit);
+    else if (v !== null && typeof v === 'object') {
+      const node = v as PgNode;
+      if (typeof node.ctename === 'string') ctes.add(node.ctename.toLowerCase());
+      if (typeof node.relname === 'string')
+        relations.push({ name: node.relname.toLowerCase(), schema: typeof node.schemaname === 'string' ? node.schemaname.toLowerCase() : undefined });
+      for (const x of Object.values(node)) visit(x);
+    }
+  };
+  visit(tree);
+  return relations.every((r) => (r.schema === undefined && ctes.has(r.name)) || isCatalogRelation(r.name, r.schema));
+}
+
+/**
+ * A catalog read whose answers CatalogAnswers keeps: described as its first
+ * preparation described it, prepared only when an answer is not kept, and
+ * its rows kept once a client has been sent all of them.
+ */
+export class AnsweredStatement implements EngineStatement {
+  readonly kind: EngineStatement['kind'];
+  readonly paramTypes: readonly number[];
+  readonly columns: EngineStatement['columns'];
+  private params: readonly WireParam[] = [];
+
+  constructor(
+    private readonly answers: CatalogAnswers,
+    /** The engine's text and the session's user, role and settings. */
+    private readonly key: string,
+    described: Described,
+    private inner: EngineStatement | null,
+    private readonly prepare: () => Promise<EngineStatement>,
+    /** The catalog's generation whose answers this statement may use now (see CatalogMode.answersGeneration), or null. */
+    private readonly current: () => Promise<number | null>,
+  ) {
+    this.kind = described.kind;
+    this.paramTypes = described.paramTypes;
+    this.columns = described.columns;
+  }
+
+  bind(params: readonly WireParam[]): void {
+    this.params = params;
+  }
+
+  async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
+    const generation = await this.current();
+    if (generation === null) return (await this.statement()).execute(options);
+    this.answers.at(generation);
+    const params = this.params.map((p) => (p.value === null ? 'N' : `${p.format}:${p.typeOid}:${p.value.toString('base64')}`)).join(',');
+    return new AnswerCursor(this.answers, `${this.key}\u0000${params}`, generation, async () => (await this.statement()).execute(options));
+  }
+
+  private async statement(): Promise<EngineStatement> {
+    if (this.inner === null) this.inner = await this.prepare();
+    this.inner.bind(this.params);
+    return this.inner;
+  }
+
+  close(): void {
+    this.inner?.close();
+  }
+}
+
+/** Replays a kept answer, or fetches from the engine and keeps what it sent once the result is done. */
+class AnswerCursor implements EngineCursor {
+  readonly rowsChanged = 0;
+  readonly returnsRows = true;
+  private kept: ReadonlyArray<ReadonlyArray<string | Uint8Array | null>> | null = null;
+  private at = 0;
+  private engine: EngineCursor | null = null;
+  private recording: Array<ReadonlyArray<string | Uint8Array | null>> | null = null;
+  private answerKey = '';
+
+  constructor(
+    private readonly answers: CatalogAnswers,
+    private readonly key: string,
+    private readonly generation: number,
+    private readonly open: () => Promise<EngineCursor>,
+  ) {}
+
+  async fetch(
+    maxRows: number,
+    formats: readonly (0 | 1)[],
+    sink: RowSink,
+    settings: RenderSettings,
+  ): Promise<{ readonly rows: number; readonly done: boolean }> {
+    if (this.kept === null && this.engine === null) {
+      this.answerKey = `${this.key}\u0000${formats.join('')}\u0000${settings.timeZone}`;
+      const kept = this.answers.generation === this.generation ? this.answers.answer(this.answerKey) : undefined;
+      if (kept !== undefined) this.kept = kept;
+      else {
+        this.engine = await this.open();
+        this.recording = [];
+      }
+    }
+    if (this.kept !== null) {
+      const end = maxRows === 0 ? this.kept.length : Math.min(this.kept.length, this.at + maxRows);
+      const from = this.at;
+      for (; this.at < end; this.at++) {
+        sink.row(this.kept[this.at] as ReadonlyArray<string | Uint8Array | null>);
+        if ((this.at - from) % 256 === 255) await sink.flushIfFull();
+      }
+      return { rows: end - from, done: this.at >= this.kept.length };
+    }
+    const engine = this.engine as EngineCursor;
+    const recording = this.recording;
+    const recorder: RowSink = {
+      row: (cells) => {
+        if (this.recording !== null) {
+          if (this.recording.length >= MAX_ROWS) this.recording = null;
+          else this.recording.push(cells.map((c) => (c instanceof Uint8Array ? Uint8Array.from(c) : c)));
+        }
+        sink.row(cells);
+      },
+      flushIfFull: () => sink.flushIfFull(),
+    };
+    const result = await engine.fetch(maxRows, formats, recording === null ? sink : recorder, settings);
+    if (result.done && this.recording !== null) {
+      // Kept only for the generation it was read in: a newer one has answers of its own.
+      if (this.answers.generation === this.generation) this.answers.keep(this.answerKey, this.recording);
+      this.recording = null;
+    }
+    return result;
+  }
+
+  close(): void {
+    this.engine?.close();
+  }
 }

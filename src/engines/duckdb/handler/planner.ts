@@ -6,6 +6,7 @@ import { type KeyWork, keyWork } from './key-registry.js';
 import { identifierText, quoteIdentifier } from '../../../sql/identifiers.js';
 import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
+import { catalogRelationOid } from '../catalog/pg-catalog.js';
 import { translateSerial } from '../catalog/serial.js';
 import { translateDrop } from '../catalog/drop.js';
 import { advisoryWaits } from '../../../sql/advisory.js';
@@ -26,7 +27,7 @@ import { appendsVisible, type HandlerContext, type StatementHost, statementRows 
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { ledgerMacroGroups } from './ledger-macros.js';
-import { CatalogStatement } from './catalog-mode.js';
+import { AnsweredStatement, answerable, CatalogStatement, catalogAnswers } from './catalog-mode.js';
 import { HandledStatement } from './table-create.js';
 import { ServedChainVerify } from './ledger-reads.js';
 import { recognizeChainVerify } from '../../../sql/verify-call.js';
@@ -672,15 +673,17 @@ export class Planner {
       const snapshotText = catalog.reads(text, statement.tokens) ? await catalog.snapshotText(text, statement.tokens) : null;
       const prepareLive = (): Promise<EngineStatement> => this.ctx.calls.run(() => engine.prepare(text, paramTypes, parsed));
       // A statement the copy cannot prepare is prepared over the views, whose error (and its position) is the client's.
+      const prepareSnapshot = (copy: string): Promise<EngineStatement> =>
+        this.ctx.calls
+          .run(() => engine.prepare(copy, paramTypes, parsed))
+          .then(
+            (prepared) => new CatalogStatement(prepared, catalog, prepareLive),
+            () => prepareLive(),
+          );
       engineStatement =
         snapshotText === null
           ? await prepareLive()
-          : await this.ctx.calls
-              .run(() => engine.prepare(snapshotText, paramTypes, parsed))
-              .then(
-                (prepared) => new CatalogStatement(prepared, catalog, prepareLive),
-                () => prepareLive(),
-              );
+          : ((await this.answered(snapshotText, client, () => prepareSnapshot(snapshotText))) ?? (await prepareSnapshot(snapshotText)));
     } catch (err) {
       // A statement that would be refused is refused as such, even when it does not bind either:
       // the client learns the rule, and the attempt is recorded.
@@ -742,6 +745,28 @@ export class Planner {
       types,
       fields,
     );
+  }
+
+  /**
+   * A catalog read over the snapshot whose answers are kept for every
+   * connection until the schema changes (catalog-mode.ts, CatalogAnswers):
+   * described from what is kept, or prepared and its description kept. Null
+   * when its answers may not be kept.
+   */
+  private async answered(copy: string, client: ParsedStatement, prepare: () => Promise<EngineStatement>): Promise<EngineStatement | null> {
+    const { catalog, services, info, settings } = this.ctx;
+    if (!answerable(client.tokens, client.tree, isCatalogRelation)) return null;
+    const generation = await catalog.answersGeneration();
+    if (generation === null) return null;
+    const answers = catalogAnswers(services).at(generation);
+    const key = [copy, info.user, info.role, JSON.stringify(info.identity), info.database, JSON.stringify(settings.all())].join('\u0000');
+    const current = (): Promise<number | null> => catalog.answersGeneration();
+    const described = answers.description(key);
+    if (described !== undefined) return new AnsweredStatement(answers, key, described, null, prepare, current);
+    const prepared = await prepare();
+    const description = { kind: prepared.kind, paramTypes: prepared.paramTypes, columns: prepared.columns };
+    answers.describe(key, description);
+    return new AnsweredStatement(answers, key, description, prepared, prepare, current);
   }
 
   /**
@@ -967,4 +992,9 @@ export class Planner {
     if (!calls && (!this.ctx.catalog.reads(text, tokens) || (await this.ctx.catalog.usable()))) return;
     await this.defineLedgerMacros();
   }
+}
+
+/** One of the catalog's relations, as a query names it: pg_catalog's (qualified or not) and information_schema's. */
+function isCatalogRelation(name: string, schema: string | undefined): boolean {
+  return schema === 'information_schema' || ((schema === undefined || schema === 'pg_catalog') && catalogRelationOid(name) !== undefined);
 }
