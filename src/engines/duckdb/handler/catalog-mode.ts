@@ -266,7 +266,7 @@ export interface Described {
 /** Queries and rows kept per generation: pg_dump sends about 170 queries, drizzle-kit 650 for 100 tables. */
 const MAX_ENTRIES = 20_000;
 const MAX_ROWS = 10_000;
-const MAX_HELD_ROWS = 2_000_000;
+const MAX_HELD_ROWS = 200_000;
 
 /** Words of a query whose answer may change without DDL, or differ by connection. */
 const CHANGING_WORDS = new Set([
