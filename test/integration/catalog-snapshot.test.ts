@@ -197,3 +197,19 @@ describe('catalog answers kept between changes to the schema', () => {
     await c.query('DROP SCHEMA kept_s CASCADE');
   });
 });
+
+describe('catalog answers and the functions clients make', () => {
+  it('never keeps a read that calls a function made by a client, which may read a table', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE made_rows (x int)');
+    await c.query('CREATE FUNCTION made_count() AS (SELECT count(*) FROM made_rows)');
+    await refreshedSince(countLogged(lines, 'catalog snapshot refreshed'));
+    const sql = "SELECT made_count()::int AS n FROM pg_class WHERE relname = 'made_rows'";
+    expect((await c.query(sql)).rows).toEqual([{ n: 0 }]);
+    expect((await c.query(sql)).rows).toEqual([{ n: 0 }]);
+    await c.query('INSERT INTO made_rows VALUES (1)');
+    expect((await c.query(sql)).rows).toEqual([{ n: 1 }]);
+    await c.query('DROP FUNCTION made_count');
+    await c.query('DROP TABLE made_rows');
+  });
+});

@@ -209,6 +209,7 @@ export class CatalogAnswers {
   private readonly described = new Map<string, Described>();
   private readonly answers = new Map<string, ReadonlyArray<ReadonlyArray<string | Uint8Array | null>>>();
   private held = 0;
+  private userFunctions: Promise<ReadonlySet<string>> | null = null;
 
   /** The answers of one generation of the catalog (those of an older one are dropped). */
   at(generation: number): this {
@@ -217,8 +218,19 @@ export class CatalogAnswers {
       this.described.clear();
       this.answers.clear();
       this.held = 0;
+      this.userFunctions = null;
     }
     return this;
+  }
+
+  /**
+   * The names of the functions clients made (CREATE FUNCTION, a DuckDB
+   * macro), read once per generation by `load`: one may read a table, so a
+   * query that calls one is never kept.
+   */
+  functionsMade(load: () => Promise<ReadonlySet<string>>): Promise<ReadonlySet<string>> {
+    this.userFunctions ??= load();
+    return this.userFunctions;
   }
 
   get generation(): number {
@@ -283,6 +295,11 @@ const CHANGING_WORDS = new Set([
   'age',
   'random',
   'setseed',
+  'uuid',
+  'today',
+  'get_current_time',
+  'get_current_timestamp',
+  'current_localtimestamp',
   'gen_random_uuid',
   'uuid_generate_v4',
   'nextval',
@@ -326,6 +343,9 @@ const CHANGING_WORDS = new Set([
   'inet_server_port',
 ]);
 
+/** Literals a cast to a date or a time reads as the clock. */
+const CLOCK_TEXTS = new Set(['now', 'today', 'tomorrow', 'yesterday']);
+
 const CHANGING_PREFIXES = ['pg_stat', 'pg_advisory', 'pg_try_advisory', 'pg_sleep', 'pg_last_', 'pg_current_', 'txid_', 'pg_export_', 'cot_'];
 
 type PgNode = Record<string, unknown>;
@@ -336,15 +356,23 @@ type PgNode = Record<string, unknown>;
  * name nothing that changes without DDL. `isCatalogRelation` says whether a
  * relation, by its name and schema, is one of the catalog's.
  */
-export function answerable(tokens: readonly Token[], tree: PgNode | null, isCatalogRelation: (name: string, schema: string | undefined) => boolean): boolean {
+export function answerable(
+  tokens: readonly Token[],
+  tree: PgNode | null,
+  isCatalogRelation: (name: string, schema: string | undefined) => boolean,
+  functionsMade: ReadonlySet<string>,
+): boolean {
   const first = tokens.find((t) => t.kind === 'word' || t.text === '(');
   if (tree === null || first === undefined || !['select', 'with'].includes(first.text.toLowerCase())) return false;
   for (const t of tokens) {
+    // 'now'::timestamptz and its kin read the clock too.
+    if (t.kind === 'string' && CLOCK_TEXTS.has(t.text.slice(1, -1).trim().toLowerCase())) return false;
     if (t.kind !== 'word' && t.kind !== 'quoted') continue;
     const w = t.text.replace(/^"|"$/g, '').toLowerCase();
     if (CHANGING_WORDS.has(w) || CHANGING_PREFIXES.some((p) => w.startsWith(p))) return false;
   }
   const ctes = new Set<string>();
+  let made = false;
   const relations: Array<{ readonly name: string; readonly schema: string | undefined }> = [];
   const visit = (v: unknown): void => {
     if (Array.isArray(v)) v.forEach(visit);
@@ -353,11 +381,14 @@ export function answerable(tokens: readonly Token[], tree: PgNode | null, isCata
       if (typeof node.ctename === 'string') ctes.add(node.ctename.toLowerCase());
       if (typeof node.relname === 'string')
         relations.push({ name: node.relname.toLowerCase(), schema: typeof node.schemaname === 'string' ? node.schemaname.toLowerCase() : undefined });
+      const call = node.FuncCall as PgNode | undefined;
+      const names = (call?.funcname as PgNode[] | undefined)?.map((n) => String((n.String as PgNode | undefined)?.sval ?? '').toLowerCase());
+      if (names !== undefined && (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog') || functionsMade.has(names.at(-1) ?? ''))) made = true;
       for (const x of Object.values(node)) visit(x);
     }
   };
   visit(tree);
-  return relations.every((r) => (r.schema === undefined && ctes.has(r.name)) || isCatalogRelation(r.name, r.schema));
+  return !made && relations.every((r) => (r.schema === undefined && ctes.has(r.name)) || isCatalogRelation(r.name, r.schema));
 }
 
 /**

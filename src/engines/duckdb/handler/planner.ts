@@ -3,7 +3,7 @@ import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
 import { type KeyDdl, keyDdlOf, tableWriteOf, updateAlias, updateParts } from '../catalog/foreign-keys.js';
 import { keepingKeys, keptKeyNamed } from './foreign-keys.js';
 import { type KeyWork, keyWork } from './key-registry.js';
-import { identifierText, quoteIdentifier } from '../../../sql/identifiers.js';
+import { identifierText, quoteIdentifier, quoteLiteral } from '../../../sql/identifiers.js';
 import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
 import { catalogRelationOid } from '../catalog/pg-catalog.js';
@@ -754,11 +754,19 @@ export class Planner {
    * when its answers may not be kept.
    */
   private async answered(copy: string, client: ParsedStatement, prepare: () => Promise<EngineStatement>): Promise<EngineStatement | null> {
-    const { catalog, services, info, settings } = this.ctx;
-    if (!answerable(client.tokens, client.tree, isCatalogRelation)) return null;
+    const { catalog, services, info, settings, engine } = this.ctx;
     const generation = await catalog.answersGeneration();
     if (generation === null) return null;
     const answers = catalogAnswers(services).at(generation);
+    const made = await answers.functionsMade(async () => {
+      const rows = await this.ctx.calls.run(() =>
+        engine.query(
+          `SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal AND database_name NOT IN (${quoteLiteral(COMPAT_CATALOG)}, 'system', 'temp')`,
+        ),
+      );
+      return new Set(rows.map((r) => String(r[0])));
+    });
+    if (!answerable(client.tokens, client.tree, isCatalogRelation, made)) return null;
     const key = [copy, info.user, info.role, JSON.stringify(info.identity), info.database, JSON.stringify(settings.all())].join('\u0000');
     const current = (): Promise<number | null> => catalog.answersGeneration();
     const described = answers.description(key);
