@@ -911,3 +911,12 @@ describe('operators and functions found answering otherwise by the generated com
     expect(r.rows).toEqual([{ neg: 'numeric', t: '-1000', r: 'double precision', f: 'double precision', p: 'integer' }]);
   });
 });
+
+describe('a double or a real as text inside a query', () => {
+  it('switches to exponent form where PostgreSQL does (DuckDB alone: 1000000000000000 and 1234567)', async () => {
+    const r = await ctx.client.query(
+      "SELECT 1e15::float8::text AS a, 1234567::real::text AS b, 123456::real::text AS c, (-2.5e15)::float8::text AS d, 'x' || 1234567.5::float8 AS e, concat(1e15::float8) AS f",
+    );
+    expect(r.rows).toEqual([{ a: '1e+15', b: '1.234567e+06', c: '123456', d: '-2.5e+15', e: 'x1234567.5', f: '1e+15' }]);
+  });
+});

@@ -28,9 +28,9 @@ const ATTACKS: Array<[string, string, string, unknown[][]]> = [
   ],
   [
     'replacing a catalog function',
-    'CREATE OR REPLACE MACRO cotwire_pg.pg.pg_table_is_visible(rel_oid) AS false',
+    "CREATE OR REPLACE MACRO cotwire_pg.pg.pg_table_is_visible(rel_oid) AS 'replaced'",
     'SELECT cotwire_pg.pg.pg_table_is_visible(1)',
-    [[false]],
+    [['replaced']],
   ],
 ];
 

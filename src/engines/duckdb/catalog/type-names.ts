@@ -30,6 +30,22 @@ const SCALAR_NAME = `CASE
 export const TYPE_NAME_MACROS: readonly MacroDef[] = [
   ['cot_pg_scalar_type_name', [['t', SCALAR_NAME]]],
   ['cot_pg_type_name', [['t', `${P}.cot_pg_scalar_type_name(regexp_replace(t, '(\\[\\])+$', '')) || coalesce(regexp_extract(t, '(\\[\\])+$'), '')`]]],
+  // A double's (or a real's) text from DuckDB's, as PostgreSQL prints it: NaN and Infinity spelled so, no '.0', and
+  // in exponent form from 15 digits before the point (a real's 6), where DuckDB's switches at 17: 1e+15, 1.234567e+06.
+  [
+    'cot_float_text',
+    [
+      [
+        's, digits',
+        `CASE s WHEN 'nan' THEN 'NaN' WHEN 'inf' THEN 'Infinity' WHEN '-inf' THEN '-Infinity' ELSE
+          CASE WHEN NOT contains(s, 'e') AND length(ltrim(split_part(s, '.', 1), '-')) > digits
+            THEN CASE WHEN s LIKE '-%' THEN '-' ELSE '' END
+              || regexp_replace(rtrim(ltrim(split_part(s, '.', 1), '-') || split_part(s, '.', 2), '0'), '^([0-9])([0-9]+)$', '\\1.\\2')
+              || 'e+' || lpad(CAST(length(ltrim(split_part(s, '.', 1), '-')) - 1 AS VARCHAR), 2, '0')
+            ELSE regexp_replace(s, '\\.0$', '') END END`,
+      ],
+    ],
+  ],
   // x as text, as PostgreSQL prints it where DuckDB's cast differs (rewrite/numeric.ts, textCast); DuckDB prints a
   // DECIMAL with no digit before the point without its 0 (.5 for DECIMAL(1,1)), PostgreSQL with it.
   [
@@ -37,8 +53,7 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     [
       [
         'x',
-        `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN CASE CAST(x AS VARCHAR) WHEN 'nan' THEN 'NaN' WHEN 'inf' THEN 'Infinity' WHEN '-inf' THEN '-Infinity'
-            ELSE regexp_replace(CAST(x AS VARCHAR), '\\.0$', '') END
+        `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN ${P}.cot_float_text(CAST(x AS VARCHAR), CASE typeof(x) WHEN 'FLOAT' THEN 6 ELSE 15 END)
           WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$')
             THEN regexp_replace(regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', ''), '^(-?)\\.', '\\10.')
           WHEN typeof(x) LIKE 'DECIMAL(%' THEN regexp_replace(CAST(x AS VARCHAR), '^(-?)\\.', '\\10.')

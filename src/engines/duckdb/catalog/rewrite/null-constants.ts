@@ -14,6 +14,35 @@ import type { Node, Walker } from './walker.js';
  * which filters and pruning rely on.
  */
 
+/**
+ * Calls whose macro puts an argument inside a lambda (array_remove's element
+ * is read in list_filter's), and jsonb's key-existence operators: DuckDB
+ * takes no subquery there, so nothing inside them is wrapped.
+ */
+const LAMBDA_CALLS = new Set([
+  'array_remove',
+  'array_to_string',
+  'string_to_array',
+  'initcap',
+  'current_schemas',
+  'parse_ident',
+  'pg_get_serial_sequence',
+  'pg_get_function_arguments',
+  '_pg_expandarray',
+]);
+const LAMBDA_OPERATORS = new Set(['?', '?|', '?&']);
+
+/** Every location in a subtree, kept from being wrapped. */
+function keepFolded(w: Walker, v: unknown): void {
+  if (Array.isArray(v)) for (const x of v) keepFolded(w, x);
+  else if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v as Node)) {
+      if (k === 'location' && typeof x === 'number') w.inLambdas.add(x);
+      else keepFolded(w, x);
+    }
+  }
+}
+
 /** Path operators whose result on constant operands may be NULL (a key that is not there). */
 const PATH_OPERATORS = new Set(['->', '->>', '#>', '#>>']);
 
@@ -54,7 +83,7 @@ function mark(w: Walker, operand: Node | undefined): void {
 }
 
 function wrap(w: Walker, wrapper: string, node: Node): void {
-  if (typeof node.location !== 'number' || !w.unfoldedOperands.has(node.location)) return;
+  if (typeof node.location !== 'number' || !w.unfoldedOperands.has(node.location) || w.inLambdas.has(node.location)) return;
   const operand = { [wrapper]: node };
   let start = w.leftmost(operand);
   let end = start === null ? null : w.exprEnd(operand, start);
@@ -71,6 +100,10 @@ function wrap(w: Walker, wrapper: string, node: Node): void {
 /** The operands of an operator (`a - b`, `-a`, `a || b`). */
 export function operatorNullOperands(w: Walker, node: Node): void {
   if (!w.expressions || node.kind !== 'AEXPR_OP') return;
+  if (LAMBDA_OPERATORS.has(strings(node.name).join('.'))) {
+    keepFolded(w, node);
+    return;
+  }
   mark(w, node.lexpr as Node | undefined);
   mark(w, node.rexpr as Node | undefined);
 }
@@ -78,6 +111,10 @@ export function operatorNullOperands(w: Walker, node: Node): void {
 /** A function's arguments (`right(NULL::text, 2)`, `sum((NULL::jsonb ->> 'b')::int4)`). */
 export function callNullArguments(w: Walker, node: Node): void {
   if (!w.expressions) return;
+  if (LAMBDA_CALLS.has(strings(node.funcname).at(-1) ?? '')) {
+    keepFolded(w, node.args);
+    return;
+  }
   for (const arg of (node.args as Node[] | undefined) ?? []) mark(w, arg);
 }
 

@@ -85,6 +85,8 @@ export class Walker extends Spans {
   readonly binaryNumberTexts = new Set<number>();
   /** NULL operands a scalar subquery keeps DuckDB from folding (rewrite/null-constants.ts), by location. */
   readonly unfoldedOperands = new Set<number>();
+  /** Nodes inside what a macro puts in a lambda, where DuckDB takes no subquery (rewrite/null-constants.ts), by location. */
+  readonly inLambdas = new Set<number>();
   /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
   expressions = true;
   /** While a range variable's rules run: whether it is the statement's target. */
