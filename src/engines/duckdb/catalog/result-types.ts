@@ -108,6 +108,18 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['a, b, wa, wb', 'a - b'],
     ],
   ],
+  // ceil(x) and floor(x) of an int128 (a sum of bigints, numeric in PostgreSQL) as numeric: DuckDB's are doubles,
+  // which lose digits past 2^53. Overloads of their own keep the other types from being cast to it.
+  ...(['ceil', 'floor'] as const).map(
+    (fn): MacroDef => [
+      `cot_${fn}`,
+      [
+        ['x, w HUGEINT', `CAST(x AS DECIMAL(38,0))`],
+        ...(['BIGINT', 'INTEGER', 'SMALLINT', 'DOUBLE', 'DECIMAL(38,9)'] as const).map((t) => [`x, w ${t}`, `${fn}(x)`] as const),
+        ['x, w', `${fn}(x)`],
+      ],
+    ],
+  ),
   // round(x) of a double: half to even, as PostgreSQL's rint.
   [
     'cot_round',

@@ -123,7 +123,9 @@ function call(node: Node): string | null {
   if (fn === 'round' && args.length === 2 && first !== null) return `${PG_SCHEMA}.cot_round_to(${first}, 0, ${first})`;
   // floor and ceil of an integer are double precision (as PostgreSQL's, whose integer goes to their double
   // overload), and round(x) of one is once rewritten: DuckDB's own calls on the witness give those types.
-  if ((fn === 'floor' || fn === 'ceil' || fn === 'ceiling') && args.length === 1 && first !== null) return `${fn}(${first})`;
+  if ((fn === 'floor' || fn === 'ceil' || fn === 'ceiling') && args.length === 1 && first !== null) {
+    return `${PG_SCHEMA}.cot_${fn === 'floor' ? 'floor' : 'ceil'}(${first}, ${first})`;
+  }
   if (fn === 'round' && args.length === 1 && first !== null) return `${PG_SCHEMA}.cot_round(${first}, ${first})`;
   if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
   if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;

@@ -121,6 +121,10 @@ const WITNESSED_CALLS: Readonly<Record<string, ReadonlyArray<{ readonly macro: s
     { macro: 'cot_round_to', args: 2, witnessed: 0 },
   ],
   sqrt: [{ macro: 'cot_sqrt', args: 1, witnessed: 0 }],
+  // ceil and floor of an int128 (a sum of bigints, numeric in PostgreSQL): numeric, where DuckDB's are doubles.
+  ceil: [{ macro: 'cot_ceil', args: 1, witnessed: 0 }],
+  ceiling: [{ macro: 'cot_ceil', args: 1, witnessed: 0 }],
+  floor: [{ macro: 'cot_floor', args: 1, witnessed: 0 }],
   date_trunc: [{ macro: 'cot_date_trunc', args: 2, witnessed: 1 }],
 };
 
