@@ -46,6 +46,21 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
       ],
     ],
   ],
+  // cot_text of a value given as DuckDB's text of it and its type's name.
+  [
+    'cot_text_of',
+    [
+      [
+        's, t',
+        `CASE WHEN t IN ('DOUBLE', 'FLOAT') THEN ${P}.cot_float_text(s, CASE t WHEN 'FLOAT' THEN 6 ELSE 15 END)
+          WHEN regexp_matches(t, '^DECIMAL\\(38,(9|[1-3][0-9])\\)$')
+            THEN regexp_replace(regexp_replace(regexp_replace(s, '(\\.[0-9]*?)0+$', '\\1'), '\\.$', ''), '^(-?)\\.', '\\10.')
+          WHEN t LIKE 'DECIMAL(%' THEN regexp_replace(s, '^(-?)\\.', '\\10.')
+          WHEN t = 'INTERVAL' OR t LIKE '%[]' THEN cot_pg_text(s, t)
+          ELSE s END`,
+      ],
+    ],
+  ],
   // x as text, as PostgreSQL prints it where DuckDB's cast differs (rewrite/numeric.ts, textCast); DuckDB prints a
   // DECIMAL with no digit before the point without its 0 (.5 for DECIMAL(1,1)), PostgreSQL with it.
   [
@@ -53,12 +68,9 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     [
       [
         'x',
-        `CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN ${P}.cot_float_text(CAST(x AS VARCHAR), CASE typeof(x) WHEN 'FLOAT' THEN 6 ELSE 15 END)
-          WHEN regexp_matches(typeof(x), '^DECIMAL\\(38,(9|[1-3][0-9])\\)$')
-            THEN regexp_replace(regexp_replace(regexp_replace(CAST(x AS VARCHAR), '(\\.[0-9]*?)0+$', '\\1'), '\\.$', ''), '^(-?)\\.', '\\10.')
-          WHEN typeof(x) LIKE 'DECIMAL(%' THEN regexp_replace(CAST(x AS VARCHAR), '^(-?)\\.', '\\10.')
-          WHEN typeof(x) = 'INTERVAL' OR typeof(x) LIKE '%[]' THEN cot_pg_text(CAST(x AS VARCHAR), typeof(x))
-          ELSE CAST(x AS VARCHAR) END`,
+        // x is named twice, outside the lambda: DuckDB copies a macro's argument wherever its body names it, and
+        // nested macros (a value's text inside JSON inside JSON) multiplied those copies into seconds of binding.
+        `list_transform([{'s': CAST(x AS VARCHAR), 't': typeof(x)}], cot_v -> ${P}.cot_text_of(cot_v.s, cot_v.t))[1]`,
       ],
     ],
   ],
@@ -131,16 +143,17 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     [
       [
         'v',
-        `CASE WHEN v IS NULL THEN NULL
-          WHEN typeof(v) = 'JSON' THEN CAST(v AS VARCHAR)
-          WHEN typeof(v) IN ('DOUBLE', 'FLOAT') AND ${P}.cot_text(v) IN ('NaN', 'Infinity', '-Infinity') THEN CAST(to_json(${P}.cot_text(v)) AS VARCHAR)
-          WHEN typeof(v) IN ('DOUBLE', 'FLOAT', 'BOOLEAN', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
-            OR typeof(v) LIKE 'DECIMAL(%' THEN ${P}.cot_text(v)
-          WHEN typeof(v) = 'TIMESTAMP' THEN CAST(to_json(replace(CAST(v AS VARCHAR), ' ', 'T')) AS VARCHAR)
-          WHEN typeof(v) = 'TIMESTAMP WITH TIME ZONE'
-            THEN CAST(to_json(regexp_replace(replace(CAST(v AS VARCHAR), ' ', 'T'), '([+-][0-9][0-9])$', '\\1:00')) AS VARCHAR)
-          WHEN typeof(v) = 'INTERVAL' THEN CAST(to_json(cot_pg_text(CAST(v AS VARCHAR), 'INTERVAL')) AS VARCHAR)
-          ELSE CAST(to_json(v) AS VARCHAR) END`,
+        // v is named three times, outside the lambda (see cot_text).
+        `list_transform([{'s': CAST(v AS VARCHAR), 't': typeof(v), 'j': CAST(to_json(v) AS VARCHAR)}], cot_v -> CASE WHEN cot_v.s IS NULL THEN NULL
+          WHEN cot_v.t = 'JSON' THEN cot_v.s
+          WHEN cot_v.t IN ('DOUBLE', 'FLOAT') AND ${P}.cot_text_of(cot_v.s, cot_v.t) IN ('NaN', 'Infinity', '-Infinity')
+            THEN CAST(to_json(${P}.cot_text_of(cot_v.s, cot_v.t)) AS VARCHAR)
+          WHEN cot_v.t IN ('DOUBLE', 'FLOAT', 'BOOLEAN', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+            OR cot_v.t LIKE 'DECIMAL(%' THEN ${P}.cot_text_of(cot_v.s, cot_v.t)
+          WHEN cot_v.t = 'TIMESTAMP' THEN CAST(to_json(replace(cot_v.s, ' ', 'T')) AS VARCHAR)
+          WHEN cot_v.t = 'TIMESTAMP WITH TIME ZONE' THEN CAST(to_json(regexp_replace(replace(cot_v.s, ' ', 'T'), '([+-][0-9][0-9])$', '\\1:00')) AS VARCHAR)
+          WHEN cot_v.t = 'INTERVAL' THEN CAST(to_json(cot_pg_text(cot_v.s, 'INTERVAL')) AS VARCHAR)
+          ELSE cot_v.j END)[1]`,
       ],
     ],
   ],
