@@ -233,6 +233,21 @@ describe('division', () => {
     );
   });
 
+  it('gives numeric branches their largest scale through a zero of their sum, an aggregate witnessed in any_value', () => {
+    const shared = `${P}.cot_scale_of(any_value(${P}.cot_sum_witness("n")), ${P}.cot_sum_witness("n")) + ${P}.cot_scale_of(any_value(${P}.cot_sum_witness("m")), ${P}.cot_sum_witness("m"))`;
+    expect(rw('SELECT greatest(sum(n), sum(m)) FROM t')).toBe(
+      `SELECT greatest(${P}.cot_scaled(${P}.cot_sum_as(${P}.cot_sum(n), "n"), ${shared}, ${P}.cot_sum_witness("n")), ${P}.cot_scaled(${P}.cot_sum_as(${P}.cot_sum(m), "m"), ${shared}, ${P}.cot_sum_witness("m"))) FROM t`,
+    );
+    // A subquery or a window function would be copied into the sum; one branch beside literals cannot be narrowed.
+    for (const sql of [
+      'SELECT COALESCE(n, (SELECT 1)) FROM t',
+      'SELECT COALESCE(n, lag(m) OVER ()) FROM t',
+      "SELECT COALESCE(n, 0), CASE WHEN k THEN n ELSE 'x' END FROM t",
+    ]) {
+      expect(rw(sql)).toBe(sql);
+    }
+  });
+
   it('checks each divisor, finding where it ends by parsing it again', () => {
     expect(rw('SELECT a / f(x), a % (b - 1), a / $1 * c, a / g(x, y) + 1 FROM t')).toBe(
       `SELECT a / ${P}.cot_divisor(f(x)), ${P}.cot_mod(a , (${P}.cot_minus(b , 1, "b", 1)), "a", ${P}.cot_minus("b", 1, "b", 1)), a / ${P}.cot_divisor($1) * c, a / ${P}.cot_divisor(g(x, y)) + 1 FROM t`,
@@ -296,10 +311,12 @@ describe('PostgreSQL’s result types', () => {
 
   it('round(x) of a double rounds half to even, chosen by x’s witness', () => {
     expect(rw('SELECT round(x), pg_catalog.round(2.5::float8), round(x, 2) FROM t')).toBe(
-      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round('2.5'::float8, CAST(2.5 AS DOUBLE)), ${P}.cot_round_to(x, 2, "x") FROM t`,
+      `SELECT ${P}.cot_round(x, "x"), ${P}.cot_round('2.5'::float8, CAST(2.5 AS DOUBLE)), CAST(${P}.cot_round_to(x, 2, "x") AS DECIMAL(38,2)) FROM t`,
     );
-    // round(x, n) of an integer is numeric, as PostgreSQL rounds only numerics to n places.
-    expect(rw('SELECT round(1, 2) FROM t')).toBe(`SELECT ${P}.cot_round_to(1, 2, 1) FROM t`);
+    // round(x, n) of an integer is numeric, as PostgreSQL rounds only numerics to n places; n places shown, trailing zeros too.
+    expect(rw('SELECT round(1, 2), trunc(x, 12), round(x, y) FROM t')).toBe(
+      `SELECT CAST(${P}.cot_round_to(1, 2, 1) AS DECIMAL(38,2)), CAST(trunc(x, 12) AS DECIMAL(37,12)), ${P}.cot_round_to(x, y, "x") FROM t`,
+    );
   });
 
   it('gives LIKE PostgreSQL’s backslash escape after the whole pattern, and leaves an explicit ESCAPE alone', () => {

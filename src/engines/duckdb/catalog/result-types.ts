@@ -54,14 +54,20 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ['a, b, wa, wb', OWN_DIVISION],
     ],
   ],
-  // a % b, chosen by the witnesses' types: numerics (and int128s) mixed at one scale that holds the quotient
-  // macros' digits, where DuckDB takes two DECIMALs of different scales, or an int128 and a DECIMAL, for
-  // doubles (-12345678901234567890 % 88710.27 would be 900 off); DuckDB's own for the rest.
+  // a % b, chosen by the witnesses' types: numerics (and int128s) each given the type of their sum, where DuckDB
+  // takes two DECIMALs of different widths, or an int128 and a DECIMAL, for doubles (-12345678901234567890 %
+  // 88710.27 would be 900 off). The sum's type has the larger scale, which is the remainder's in PostgreSQL
+  // (7.50 % 2 is 1.50). Each operand is named once, in a one-element list's lambda, as a macro copies its
+  // arguments wherever the body names them. DuckDB's own for the rest.
   [
     'cot_mod',
     [
       ...(['DECIMAL(38,9)', 'HUGEINT'] as const).map(
-        (t) => [`a, b, wa ${t}, wb ${t}`, `CAST(a AS DECIMAL(38,${QUOTIENT_SCALE})) % ${P}.cot_divisor(CAST(b AS DECIMAL(38,${QUOTIENT_SCALE})), a)`] as const,
+        (t) =>
+          [
+            `a, b, wa ${t}, wb ${t}`,
+            `list_transform([{'x': a, 'y': b}], v -> (v.x + CASE WHEN false THEN v.y ELSE 0 END) % ${P}.cot_divisor(v.y + CASE WHEN false THEN v.x ELSE 0 END, v.x))[1]`,
+          ] as const,
       ),
       ...(['DOUBLE', 'BIGINT', 'INTEGER', 'SMALLINT'] as const).map((t) => [`a, b, wa ${t}, wb ${t}`, `a % ${P}.cot_divisor(b, a)`] as const),
       ['a, b, wa, wb', `a % ${P}.cot_divisor(b, a)`],
@@ -77,6 +83,21 @@ export const RESULT_TYPE_MACROS: readonly MacroDef[] = [
       ...(['BIGINT', 'INTEGER', 'SMALLINT', 'DOUBLE'] as const).map((t) => [`x, w ${t}`, 'x'] as const),
       ['x, w', 'x'],
     ],
+  ],
+  // A branch of a CASE, COALESCE, GREATEST or LEAST beside numerics of other scales (rewrite/result-types.ts,
+  // scaledBranches): a DECIMAL plus a zero of the sum of every branch's type, which has the largest scale. The
+  // other types keep theirs; cot_scale_of makes each a numeric for the sum (0 for what is not a number).
+  [
+    'cot_scaled',
+    [
+      ['x, shared, w DECIMAL(38,9)', 'x + CASE WHEN false THEN shared ELSE 0 END'],
+      ...(['HUGEINT', 'BIGINT', 'INTEGER', 'SMALLINT', 'DOUBLE', 'FLOAT'] as const).map((t) => [`x, shared, w ${t}`, 'x'] as const),
+      ['x, shared, w', 'x'],
+    ],
+  ],
+  [
+    'cot_scale_of',
+    [...(['DECIMAL(38,9)', 'HUGEINT', 'BIGINT', 'INTEGER', 'SMALLINT', 'DOUBLE', 'FLOAT'] as const).map((t) => [`x, w ${t}`, 'x'] as const), ['x, w', '0']],
   ],
   // sqrt(numeric) is numeric, computed as PostgreSQL does; of any other type, DuckDB's double.
   [

@@ -1,5 +1,5 @@
 import { quoteIdentifier, quoteLiteral } from '../../../sql/identifiers.js';
-import { exactNumericSql, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
+import { exactNumericSql, numericLiteralType, plainNumeric, UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { strings } from '../../../sql/pg-tree.js';
 import { PG_SCHEMA } from './catalog-sql.js';
 
@@ -92,6 +92,23 @@ function constant(c: Node): string | null {
   return null;
 }
 
+/** A constant's text when it is a number or a string, as a cast to numeric reads it. */
+function constantText(c: Node | undefined): string | undefined {
+  if (c === undefined) return undefined;
+  const ival = c.ival as { ival?: number } | undefined;
+  if (ival !== undefined) return String(ival.ival ?? 0);
+  return (c.fval as { fval?: string } | undefined)?.fval ?? (c.sval as { sval?: string } | undefined)?.sval;
+}
+
+/** A value every cast to `type` reads (castType's types). */
+function castSample(type: string): string {
+  if (type === 'BOOLEAN') return 'true';
+  if (type === 'VARCHAR') return "'x'";
+  if (type === 'INTERVAL') return "'1 day'";
+  if (type === 'DATE' || type.startsWith('TIMESTAMP')) return "'2000-01-01'";
+  return '0';
+}
+
 function castType(typeName: Node | undefined): string | null {
   if (typeName === undefined || typeName.arrayBounds !== undefined) return null;
   const name = strings(typeName.names).at(-1);
@@ -103,6 +120,27 @@ function castType(typeName: Node | undefined): string | null {
     return `DECIMAL(${mods[0]},${mods[1] ?? 0})`;
   }
   return name === undefined ? null : (CAST_TYPES[name] ?? null);
+}
+
+/**
+ * The type of a numeric shown with k decimals: DECIMAL(38, k), or DECIMAL(37, k) from k = 9 on, as DECIMAL(38,
+ * 9 and more) is numeric whose display scale is not known (sql/numeric.ts), printed without trailing zeros.
+ */
+export function paddedDecimal(k: number): string {
+  return `DECIMAL(${k < 9 ? 38 : 37},${k})`;
+}
+
+/** Fields below the second, read as microseconds (rewrite/result-types.ts): the factor to numeric (extract) and the divisor to double (date_part). */
+export const SUBSECOND_FIELDS: Readonly<Record<string, { readonly numeric: string; readonly divisor: number }>> = Object.fromEntries([
+  ...['second', 'seconds', 'sec', 'secs', 's'].map((f) => [f, { numeric: '0.000001', divisor: 1_000_000 }]),
+  ...['millisecond', 'milliseconds', 'ms', 'msec', 'msecs', 'mseconds'].map((f) => [f, { numeric: '0.001', divisor: 1_000 }]),
+]);
+
+/** extract's type as rewritten: a sub-second field at its factor's scale, the epoch rounded to the microsecond. */
+function extractType(field: string | undefined): string {
+  const f = field?.toLowerCase() ?? '';
+  const scale = f === 'epoch' ? 6 : (SUBSECOND_FIELDS[f]?.numeric.length ?? 2) - 2;
+  return scale > 0 ? `DECIMAL(38,${scale})` : UNCONSTRAINED_NUMERIC;
 }
 
 function call(node: Node): string | null {
@@ -119,6 +157,12 @@ function call(node: Node): string | null {
   if (SAME_TYPE_AGGREGATES.has(fn)) return first;
   // A scalar function in an aggregate's place would be one of its own: only plain calls.
   if (node.over !== undefined || node.agg_filter !== undefined || node.agg_star === true || node.agg_distinct === true) return null;
+  // round(x, k) and trunc(x, k) of a constant k are cast to k decimals (rewrite/result-types.ts, paddedScale).
+  const places = (args[1]?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined;
+  const k = places?.ival ?? 0;
+  if ((fn === 'round' || fn === 'trunc') && args.length === 2 && first !== null && places !== undefined && k >= 0 && k <= 36) {
+    return `CAST(1 AS ${paddedDecimal(k)})`;
+  }
   // round(x, n) of an integer is numeric once rewritten (rewrite/result-types.ts).
   if (fn === 'round' && args.length === 2 && first !== null) return `${PG_SCHEMA}.cot_round_to(${first}, 0, ${first})`;
   // floor and ceil of an integer are double precision (as PostgreSQL's, whose integer goes to their double
@@ -131,7 +175,7 @@ function call(node: Node): string | null {
   if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;
   if (INTEGER_FUNCTIONS.has(fn)) return 'CAST(1 AS INTEGER)';
   // rewrite/result-types.ts makes extract numeric and date_part double precision, as PostgreSQL types them.
-  if (fn === 'extract') return `CAST(1 AS ${UNCONSTRAINED_NUMERIC})`;
+  if (fn === 'extract') return `CAST(1 AS ${extractType(((args[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval)})`;
   if (fn === 'date_part') return 'CAST(1 AS DOUBLE)';
   // date_trunc as rewritten (rewrite/result-types.ts): timestamptz of a date or a timestamptz, timestamp of a timestamp.
   const second = args[1] === undefined ? null : typeWitness(args[1]);
@@ -164,11 +208,18 @@ export function typeWitness(node: Node | undefined): string | null {
     case 'A_Const':
       return constant(n);
     case 'TypeCast': {
-      const arg = typeWitness(n.arg as Node | undefined);
       const type = castType(n.typeName as Node | undefined);
-      if (arg === null || type === null) return null;
+      if (type === null) return null;
+      // A cast to a type of its own has that type whatever its operand's: a value of it stands in for an operand
+      // whose type is not certain ((j ->> 'b')::int4). Not a NULL, which arithmetic would fold into an untyped one.
+      const arg = typeWitness(n.arg as Node | undefined) ?? (type === UNCONSTRAINED_NUMERIC ? null : `CAST(${castSample(type)} AS ${type})`);
+      if (arg === null) return null;
       // As rewritten (rewrite/numeric.ts, numericTextCast): a double's numeric has a quotient's scale.
       const expression = n.arg as Node | undefined;
+      // A constant's numeric has the literal's own digits (rewrite/numeric.ts, numericLiteralCast).
+      const literal = type === UNCONSTRAINED_NUMERIC ? constantText(expression?.A_Const as Node | undefined) : undefined;
+      const literalType = literal === undefined ? null : numericLiteralType(literal);
+      if (literal !== undefined && literalType !== null) return `CAST(${quoteLiteral(plainNumeric(literal))} AS ${literalType})`;
       if (type === UNCONSTRAINED_NUMERIC && expression?.A_Const === undefined && expression?.ParamRef === undefined) {
         return `${PG_SCHEMA}.cot_numeric_cast(${arg}, ${arg})`;
       }

@@ -1,6 +1,6 @@
 import { UNCONSTRAINED_NUMERIC } from '../../../../sql/numeric.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
-import { INTEGER_FUNCTIONS, typeWitness } from '../type-witness.js';
+import { INTEGER_FUNCTIONS, paddedDecimal, SUBSECOND_FIELDS, typeWitness } from '../type-witness.js';
 
 export { INTEGER_FUNCTIONS };
 import { strings } from '../../../../sql/pg-tree.js';
@@ -14,12 +14,6 @@ import { callOf, type Node, operatorOf, spelledName, type Walker, wordOf } from 
  * the operands', a macro chooses it by the operands' type witnesses
  * (engines/duckdb/catalog/type-witness.ts, result-types.ts).
  */
-
-/** Fields below the second, read as microseconds: the factor to numeric (extract) and the divisor to double (date_part). */
-const SUBSECOND_FIELDS: Readonly<Record<string, { readonly numeric: string; readonly divisor: number }>> = Object.fromEntries([
-  ...['second', 'seconds', 'sec', 'secs', 's'].map((f) => [f, { numeric: '0.000001', divisor: 1_000_000 }]),
-  ...['millisecond', 'milliseconds', 'ms', 'msec', 'msecs', 'mseconds'].map((f) => [f, { numeric: '0.001', divisor: 1_000 }]),
-]);
 
 /** Aggregates whose result is double precision in PostgreSQL and has the ordering column's type in DuckDB. */
 export const DOUBLE_AGGREGATES = new Set(['percentile_cont']);
@@ -42,7 +36,7 @@ export function datePartCall(w: Walker, node: Node): void {
   if (call !== null) datePartResult(w, node, call.parts, call.i);
 }
 
-/** sum, avg, round and percentile_cont, called by their own names: their results as PostgreSQL types them. */
+/** sum, avg, round, trunc and percentile_cont, called by their own names: their results as PostgreSQL types them. */
 export function aggregateResult(w: Walker, node: Node): void {
   const call = callOf(w, node);
   const name = call === null ? null : spelledName(w, call);
@@ -51,6 +45,8 @@ export function aggregateResult(w: Walker, node: Node): void {
   if ((parts.length === 1 || parts[0] === 'pg_catalog') && w.expressions && w.tokens[name.next]?.text === '(') {
     if (NUMERIC_AGGREGATES[fn] !== undefined) numericAggregate(w, node, fn, i, name.next);
     witnessedCall(w, node, fn, i, name.next);
+    const close = fn === 'trunc' && (node.args as Node[] | undefined)?.length === 2 ? w.closing(name.next) : null;
+    if (close !== null) paddedScale(w, (node.args as Node[])[1], i, close);
     doubleResult(w, node, fn, i, name.next);
   }
 }
@@ -145,6 +141,21 @@ function witnessedCall(w: Walker, node: Node, fn: string, i: number, open: numbe
   const left = fn === 'round' && args?.length === 2 && negativeConstant(args[1]);
   w.replaceTokens(i, open, `${PG_SCHEMA}.${left ? 'cot_round_left' : call.macro}`);
   w.insertBefore(close, `, ${witness}`);
+  if (fn === 'round' && args?.length === 2) paddedScale(w, args[1], i, close);
+}
+
+/**
+ * round(x, k) and trunc(x, k) of a constant k have k decimals in PostgreSQL
+ * (round(1.5, 3) is 1.500), where DuckDB keeps x's scale when it has fewer.
+ * The call is cast to paddedDecimal(k).
+ */
+function paddedScale(w: Walker, places: Node | undefined, from: number, close: number): void {
+  const ival = (places?.A_Const as Node | undefined)?.ival as { ival?: number } | undefined;
+  if (ival === undefined) return;
+  const k = ival.ival ?? 0;
+  if (k < 0 || k > 36) return;
+  w.insertBefore(from, 'CAST(');
+  w.insertAfter(close, ` AS ${paddedDecimal(k)})`);
 }
 
 /**
@@ -204,6 +215,7 @@ function exactAverage(w: Walker, i: number, open: number, end: number): void {
   const at = w.tokens[i];
   if (from === undefined || to === undefined || at === undefined) return;
   const call = w.text.slice(from.start, to.end);
+  w.copiedArguments.push({ from: from.start, to: to.end });
   w.move({ from: from.start, to: to.end, edits: [{ start: at.start, end: at.start, text: `sum${call}, count${call}, ` }] });
 }
 
@@ -296,7 +308,10 @@ export function widenedBranches(w: Walker, node: Node): void {
   if (!w.expressions) return;
   if (node.name !== undefined && node.kind !== 'AEXPR_NULLIF') return;
   const values = branchesOf(node).filter((b): b is Node => b !== undefined);
-  if (!values.some(quotientLike)) return;
+  if (!values.some(quotientLike)) {
+    if (node.kind !== 'AEXPR_NULLIF') scaledBranches(w, values);
+    return;
+  }
   for (const branch of values) {
     const witness = typeWitness(branch);
     const start = w.leftmost(branch);
@@ -304,5 +319,67 @@ export function widenedBranches(w: Walker, node: Node): void {
     if (witness === null || start === null || end === null) continue;
     w.insertBefore(start, `${PG_SCHEMA}.cot_widen(`);
     w.insertAfter(end, `, ${witness})`);
+  }
+}
+
+/** Aggregates a witness stands in for (type-witness.ts): a branch holding one is in an aggregate's query. */
+const WITNESSED_AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'any_value']);
+
+/** What a branch holds that cannot be copied into the type its siblings share: a subquery or a window function. */
+function copyable(branch: Node): { readonly ok: boolean; readonly aggregate: boolean } {
+  let ok = true;
+  let aggregate = false;
+  const visit = (v: unknown): void => {
+    if (!ok || v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      v.forEach(visit);
+      return;
+    }
+    const n = v as Node;
+    if (n.SubLink !== undefined) ok = false;
+    const call = n.FuncCall as Node | undefined;
+    if (call !== undefined) {
+      if (call.over !== undefined) ok = false;
+      else if (WITNESSED_AGGREGATES.has(strings(call.funcname).at(-1) ?? '')) aggregate = true;
+    }
+    Object.values(n).forEach(visit);
+  };
+  visit(branch);
+  return { ok, aggregate };
+}
+
+/**
+ * CASE, COALESCE, GREATEST and LEAST of numerics with different scales:
+ * DuckDB gives DECIMAL(38,9) and DECIMAL(38,3) (a sum of numeric(12,3))
+ * together DECIMAL(38,3), and so rounds the other branch to 3 decimals, as
+ * it keeps the digits before the point and caps the width at 38. A sum of
+ * two DECIMALs keeps the larger scale instead (an overflow is 22003), so
+ * each numeric branch gets a zero of the sum of all the branches' types
+ * added (cot_scaled; the sum is in a CASE WHEN false, never evaluated), and
+ * the branches then share the larger scale. The branches' witnesses stand in
+ * for them in the sum, each aggregate's in any_value, as a witness names the
+ * aggregate's columns bare. A branch with a subquery or a window function,
+ * or whose type is not certain, is left as it is.
+ */
+function scaledBranches(w: Walker, values: readonly Node[]): void {
+  // A literal has its own digits' width, short of 38 (COALESCE(sum(x), 0) is the common case): two other branches are needed.
+  if (values.filter((v) => v.A_Const === undefined).length < 2) return;
+  const first = w.leftmost(values[0]);
+  const at = first === null ? undefined : w.tokens[first]?.start;
+  if (at === undefined || w.copiedArguments.some((a) => at >= a.from && at < a.to)) return;
+  const parts: Array<{ branch: Node; witness: string; aggregate: boolean }> = [];
+  for (const branch of values) {
+    const witness = typeWitness(branch);
+    const { ok, aggregate } = copyable(branch);
+    if (witness === null || !ok) return;
+    parts.push({ branch, witness, aggregate });
+  }
+  const shared = parts.map((p) => `${PG_SCHEMA}.cot_scale_of(${p.aggregate ? `any_value(${p.witness})` : p.witness}, ${p.witness})`).join(' + ');
+  for (const { branch, witness } of parts) {
+    const start = w.leftmost(branch);
+    const end = start === null ? null : w.exprEnd(branch, start);
+    if (start === null || end === null) return;
+    w.insertBefore(start, `${PG_SCHEMA}.cot_scaled(`);
+    w.insertAfter(end, `, ${shared}, ${witness})`);
   }
 }

@@ -18,6 +18,12 @@ const TRIGGER_WORDS: ReadonlySet<string> = new Set([
   ...DOUBLE_AGGREGATES,
   'extract',
   'round',
+  'trunc',
+  // Branches of numerics of different scales (result-types.ts, scaledBranches).
+  'case',
+  'coalesce',
+  'greatest',
+  'least',
   'bool',
   'boolean',
   'date_part',

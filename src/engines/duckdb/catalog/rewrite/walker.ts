@@ -87,6 +87,8 @@ export class Walker extends Spans {
   readonly unfoldedOperands = new Set<number>();
   /** Nodes inside what a macro puts in a lambda, where DuckDB takes no subquery (rewrite/null-constants.ts), by location. */
   readonly inLambdas = new Set<number>();
+  /** Arguments of avg() computed exactly from copies of their text (rewrite/result-types.ts), as character ranges: no rule may edit inside. */
+  readonly copiedArguments: Array<{ readonly from: number; readonly to: number }> = [];
   /** Whether expressions may call the catalog's functions (not inside CREATE VIEW, whose text is stored). */
   expressions = true;
   /** While a range variable's rules run: whether it is the statement's target. */
