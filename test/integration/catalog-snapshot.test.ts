@@ -80,6 +80,15 @@ describe('catalog reads after changes to the schema', () => {
     await change(c, 'DROP TABLE snap_a', () => names(other, 'snap_a%'), []);
   });
 
+  it('refreshes the tables once the schema settles, before any read asks, so that the first tool to read finds them ready', async () => {
+    const since = countLogged(lines, 'catalog snapshot refreshed');
+    await ctx.client.query('CREATE TABLE snap_settled (id integer)');
+    // Nothing reads the catalog while this waits: the refresh follows the change by itself.
+    await until('the catalog snapshot is refreshed after the change', async () => countLogged(lines, 'catalog snapshot refreshed') > since);
+    expect(await names(other, 'snap_settled%')).toEqual(['snap_settled']);
+    await ctx.client.query('DROP TABLE snap_settled');
+  });
+
   it('shows DDL of the open transaction to it alone, and to others once it commits; nothing once it rolls back', async () => {
     const c = ctx.client;
     await names(other, 'snap_b%');
