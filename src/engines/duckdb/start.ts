@@ -107,23 +107,29 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
     stack.defer(() => securityLog.close());
     const erasure = await openErasure(config, log, engine, ledgers, writer, auditor, sessionCache, stack);
-    const server = wireServer(config, log, observer, {
-      tls,
-      engine,
-      guard,
-      securityLog,
-      ledgers,
-      writer,
-      advisoryLocks,
-      backends,
-      declared,
-      foreignKeys,
-      auditor,
-      sessionCache,
-      search,
-      erasure: erasure.service,
-      threadPoolSize: runtime.threadPoolSize,
-    });
+    const server = wireServer(
+      config,
+      log,
+      observer,
+      {
+        tls,
+        engine,
+        guard,
+        securityLog,
+        ledgers,
+        writer,
+        advisoryLocks,
+        backends,
+        declared,
+        foreignKeys,
+        auditor,
+        sessionCache,
+        search,
+        erasure: erasure.service,
+        threadPoolSize: runtime.threadPoolSize,
+      },
+      stack,
+    );
     // The background jobs start before the wire listens, so that they stop only after it has drained: the stop
     // closes the listener first.
     startAudit(auditor, config, stack);

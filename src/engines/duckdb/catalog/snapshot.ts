@@ -159,6 +159,7 @@ export interface SnapshotEvents {
 /** What the refresh runs on: a connection of its own, made like a client's so that it sees the same objects. */
 export interface SnapshotConnection {
   run(sql: string): Promise<void>;
+  close(): void;
 }
 
 /**
@@ -173,6 +174,8 @@ export class CatalogSnapshot {
   /** When the schema last changed (performance.now()), and the refresh waiting for it to settle. */
   private lastChange = Number.NEGATIVE_INFINITY;
   private settling: NodeJS.Timeout | null = null;
+  /** Set by close: no refresh starts after the server stopped (its connection would hold the engine, and its file, open). */
+  private closed = false;
 
   /** `connect`: a connection for the refresh, with the objects a client's connection has (its temporary macros). */
   constructor(
@@ -238,7 +241,7 @@ export class CatalogSnapshot {
 
   /** Refreshes the tables once the schema has settled, without waiting for it (a transaction that began stale reads the live views). */
   refreshSoon(): void {
-    if (this.fresh || this.settling !== null) return;
+    if (this.fresh || this.settling !== null || this.closed) return;
     const wait = Math.max(0, this.lastChange + QUIET_MS - performance.now());
     this.settling = setTimeout(() => {
       this.settling = null;
@@ -248,7 +251,19 @@ export class CatalogSnapshot {
     this.settling.unref();
   }
 
+  /** Stops refreshing: the pending one is dropped, one under way is waited for, and the connection closed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.settling !== null) clearTimeout(this.settling);
+    this.settling = null;
+    await this.building?.catch(() => undefined);
+    const connection = this.connection;
+    this.connection = null;
+    (await connection?.catch(() => null))?.close();
+  }
+
   private async refresh(): Promise<void> {
+    if (this.closed) throw new Error('the server is stopping: the catalog snapshot is not refreshed');
     const generation = this.changes;
     const started = performance.now();
     this.connection ??= this.connect();

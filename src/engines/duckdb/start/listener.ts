@@ -5,6 +5,7 @@ import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import type { SecurityEventLog } from '../../../ledger/security-events.js';
 import type { Logger } from '../../../log/logger.js';
 import type { Observer } from '../../../observe/observer.js';
+import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { PgServer } from '../../../server/server.js';
 import { wireOptions } from '../../../server/startup.js';
 import { CompatRewriter, connectionSetup } from '../catalog/compat.js';
@@ -48,7 +49,7 @@ export interface ListenerParts {
 }
 
 /** The wire: one handler pipeline per client connection over its own engine connection (not listening yet). */
-export function wireServer(config: Config, log: Logger, observer: Observer, parts: ListenerParts): PgServer {
+export function wireServer(config: Config, log: Logger, observer: Observer, parts: ListenerParts, stack: DisposeStack): PgServer {
   const search = { vectors: parts.search.vectors, macros: parts.search.macros };
   // The snapshot's connection is made like a client's (session 0 has no session to reach), so its pg_proc lists the same functions.
   const snapshot = catalogSnapshot(
@@ -60,6 +61,8 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       failed: (err) => log.warn({ err }, 'refreshing the catalog snapshot failed; catalog reads use the live views until a refresh succeeds'),
     },
   );
+  // Closed after the listener has drained and before the engine closes: a refresh due after DDL would otherwise run on a stopped server.
+  stack.defer(() => snapshot.close());
   const server = new PgServer({
     ...wireOptions(config),
     tls: parts.tls,
