@@ -103,3 +103,27 @@ export function insertPieces(text: string, insert: Node): InsertPieces {
   const returning = returningAt < 0 ? null : slice((tokens[returningAt] as Token).end, (tokens[lastToken] as Token).end).trim();
   return { withText, columns: cols, source, returning, alias: alias ?? relation.relname };
 }
+
+/**
+ * An INSERT without a column list, given one: its first `names` columns.
+ * PostgreSQL fills a table's columns in order from an INSERT's values and
+ * gives the rest their defaults (`INSERT INTO t VALUES (1)` into three
+ * columns); DuckDB wants a value for every column unless the columns are
+ * listed. Null when the INSERT lists its columns already.
+ */
+export function withTargetColumns(text: string, insert: Node, names: readonly string[]): string | null {
+  if (insert.cols !== undefined) return null;
+  const bytes = Buffer.from(text, 'utf8');
+  const tokens = (scanSync(text) as { tokens: Array<Token & { tokenName?: string }> }).tokens.filter(
+    (t) => t.tokenName !== 'SQL_COMMENT' && t.tokenName !== 'C_COMMENT',
+  );
+  const relation = insert.relation as { location: number; alias?: { aliasname?: string } };
+  let i = tokens.findIndex((t) => t.start === relation.location) + 1;
+  if (i <= 0) return null;
+  while (tokens[i]?.text === '.') i += 2;
+  if (tokens[i]?.text.toUpperCase() === 'AS') i += 2;
+  else if (relation.alias?.aliasname !== undefined) i += 1;
+  const at = (tokens[i - 1] as Token).end;
+  const list = names.map((n) => `"${n.replaceAll('"', '""')}"`).join(', ');
+  return `${bytes.subarray(0, at).toString('utf8')} (${list})${bytes.subarray(at).toString('utf8')}`;
+}

@@ -1,6 +1,6 @@
 import { loadModule, parseSync } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { insertPieces } from '../../../src/sql/pg-insert.js';
+import { insertPieces, withTargetColumns } from '../../../src/sql/pg-insert.js';
 
 beforeAll(async () => {
   await loadModule();
@@ -35,5 +35,22 @@ describe('an INSERT cut at PostgreSQL tokens', () => {
       returning: 'step_index',
     });
     expect(pieces('INSERT INTO _cot_steps DEFAULT VALUES;')).toMatchObject({ source: null, columns: null });
+  });
+});
+
+describe('an INSERT given its first columns', () => {
+  const insert = (sql: string): Record<string, unknown> =>
+    (parseSync(sql) as { stmts: Array<{ stmt: { InsertStmt: Record<string, unknown> } }> }).stmts[0]?.stmt.InsertStmt as Record<string, unknown>;
+  const listed = (sql: string, names: string[]): string | null => withTargetColumns(sql, insert(sql), names);
+
+  it('lists them after the target, its schema and its alias, before VALUES, a query or OVERRIDING', () => {
+    expect(listed('INSERT INTO t VALUES (1)', ['a'])).toBe('INSERT INTO t ("a") VALUES (1)');
+    expect(listed('insert into s."T" as x values (1, \'é\')', ['a', 'we"ird'])).toBe('insert into s."T" as x ("a", "we""ird") values (1, \'é\')');
+    expect(listed('INSERT INTO t SELECT 1, 2 -- two', ['a', 'b'])).toBe('INSERT INTO t ("a", "b") SELECT 1, 2 -- two');
+    expect(listed('INSERT INTO t OVERRIDING SYSTEM VALUE VALUES (1)', ['id'])).toBe('INSERT INTO t ("id") OVERRIDING SYSTEM VALUE VALUES (1)');
+  });
+
+  it('leaves an INSERT that lists its columns', () => {
+    expect(listed('INSERT INTO t (b) VALUES (1)', ['a'])).toBeNull();
   });
 });

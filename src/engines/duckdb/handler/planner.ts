@@ -21,6 +21,7 @@ import { ArrayOidOf, TypeOid } from '../../../protocol/type-oids.js';
 import type { StatementSource } from '../../../session/handler-port.js';
 import { hasComputedNames, nameArrayColumns, postgresColumnNames } from '../../../sql/column-names.js';
 import { parseCopyFromStdin, parseCopyToStdout, type CopyToStdout } from '../../../sql/copy.js';
+import { withTargetColumns } from '../../../sql/pg-insert.js';
 import { lexStatement, splitStatements, type StatementText, type Token } from '../../../sql/lexer.js';
 import { recognizeCommand } from './commands.js';
 import { appendsVisible, type HandlerContext, type StatementHost, statementRows } from './context.js';
@@ -403,7 +404,36 @@ export class Planner {
     await this.refreshLedgerMacros(engineText.text, engineText.tokens);
     const ledgerInsert = await this.appends.prepare(engineText, paramTypes);
     if (ledgerInsert !== null) return ledgerInsert;
-    return this.prepareEngine(engineText, client, paramTypes);
+    try {
+      return await this.prepareEngine(engineText, client, paramTypes);
+    } catch (err) {
+      const listed = await this.withTargetColumns(err, statement);
+      if (listed === null) throw err;
+      return this.prepare(listed, paramTypes);
+    }
+  }
+
+  /**
+   * An INSERT without a column list that gives fewer values than its table
+   * has columns, as PostgreSQL takes it (the rest get their defaults): the
+   * statement with its first columns listed, or null for any other error.
+   * Known only once the engine refused it, so a complete INSERT costs nothing.
+   */
+  private async withTargetColumns(err: unknown, statement: StatementText): Promise<StatementText | null> {
+    const supplied = err instanceof PgError ? /has (\d+) columns but (\d+) values were supplied/.exec(err.message) : null;
+    if (supplied === null || Number(supplied[2]) >= Number(supplied[1])) return null;
+    const insert = new ParsedStatement(statement.text, statement.tokens).tree?.InsertStmt as PgNode | undefined;
+    const relation = insert?.relation as { relname?: string; schemaname?: string } | undefined;
+    if (insert === undefined || typeof relation?.relname !== 'string') return null;
+    const schema = relation.schemaname === undefined || relation.schemaname === 'public' ? null : relation.schemaname;
+    const columns = await this.tableColumns(schema, relation.relname);
+    if (columns === null) return null;
+    const text = withTargetColumns(
+      statement.text,
+      insert,
+      columns.slice(0, Number(supplied[2])).map((c) => c.name),
+    );
+    return text === null ? null : { ...lexStatement(text), offset: statement.offset };
   }
 
   /**

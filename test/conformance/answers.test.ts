@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { useConformanceServer } from '../fixtures/conformance.js';
+
+/**
+ * Answers that must be PostgreSQL's on either engine, where DuckDB's own
+ * would differ without an error.
+ */
+const s = useConformanceServer();
+
+describe('numerics of different scales together keep every digit and the scale PostgreSQL shows', () => {
+  it('in CASE, COALESCE, GREATEST and LEAST, where DuckDB gives DECIMAL(38,9) and DECIMAL(38,3) the smaller scale', async () => {
+    const c = await s.as();
+    await c.query('CREATE TABLE answers_scales (id int, free numeric, money numeric(12,3))');
+    await c.query('INSERT INTO answers_scales VALUES (1, 0.000000001, 99.999), (2, 123456789.123456781, 2.5)');
+    // DuckDB alone: 123456789.123 and 0.000000100 (the branches rounded to 3 decimals, or to 9).
+    const r = await c.query(
+      'SELECT COALESCE(sum(free), sum(money)) AS c, greatest(sum(money), sum(free)) AS g, least(sum(free), sum(money)) AS l, CASE WHEN count(*) > 5 THEN sum(money) ELSE sum(free) END AS k FROM answers_scales',
+    );
+    expect(r.rows).toEqual([{ c: '123456789.123456782', g: '123456789.123456782', l: '102.499', k: '123456789.123456782' }]);
+    const product = await c.query('SELECT greatest(free * money, free) AS p FROM answers_scales WHERE id = 1');
+    expect(product.rows).toEqual([{ p: '0.000000099999' }]);
+    // One column beside literals keeps its own scale, as before: 102.499 and 0.000.
+    expect((await c.query('SELECT COALESCE(sum(money), 0) AS s FROM answers_scales WHERE id < 3')).rows).toEqual([{ s: '102.499' }]);
+  });
+
+  it('in a remainder, at the larger scale of its operands', async () => {
+    const r = await (await s.as()).query(
+      "SELECT 7.50 % 2 AS a, to_jsonb(1.50 % 558.188239299897) AS j, (('2.5'::numeric(5,0) * (-7)::numeric) % ((-100.25) + '3.14159'::numeric(6,2)))::text AS t, -12345678901234567890 % 88710.27 AS w",
+    );
+    expect(r.rows).toEqual([{ a: '1.50', j: 1.5, t: '-21.00', w: '-59076.06' }]);
+    const text = await (await s.as()).query('SELECT to_jsonb(1.50 % 558.188239299897)::text AS j');
+    expect(text.rows).toEqual([{ j: '1.500000000000' }]);
+  });
+
+  it('in round(x, k) and trunc(x, k), which show k decimals', async () => {
+    const r = await (await s.as()).query(
+      "SELECT round(1.5::numeric, 12) AS a, trunc(2.5::numeric(12,3), 5) AS b, round(3, 2) AS c, jsonb_agg(round(x, 10))::text AS j, trunc(-7.125, 10) AS d FROM (VALUES ('-42.75'::numeric)) v(x)",
+    );
+    expect(r.rows).toEqual([{ a: '1.500000000000', b: '2.50000', c: '3.00', j: '[-42.7500000000]', d: '-7.1250000000' }]);
+  });
+
+  it('types a sum of a cast from jsonb as PostgreSQL does (bigint), and keeps seconds at six decimals beside a numeric', async () => {
+    const r = await (await s.as()).query(
+      `SELECT sum(('{"b": 2}'::jsonb ->> 'b')::int4) AS s, COALESCE(extract(second FROM '2024-02-29 23:59:59.5'::timestamp), (-608)::numeric)::text AS e`,
+    );
+    expect(r.fields.map((f) => f.dataTypeID)).toEqual([20, 25]);
+    expect(r.rows).toEqual([{ s: '2', e: '59.500000' }]);
+  });
+
+  it('keeps an average of a CASE exact', async () => {
+    const r = await (await s.as()).query('SELECT avg(CASE WHEN x > 0 THEN x ELSE -x END) AS a FROM (VALUES (9000000000::int8), (-5::int8), (2::int8)) v(x)');
+    expect(r.rows).toEqual([{ a: '3000000002.33333333' }]);
+  });
+});
+
+describe('INSERT without a column list', () => {
+  it('fills the first columns from fewer values and gives the rest their defaults, in and out of a transaction', async () => {
+    const c = await s.as();
+    await c.query("CREATE TABLE answers_short (a int, b text DEFAULT 'x', c int)");
+    // DuckDB alone: table answers_short has 3 columns but 1 values were supplied.
+    await c.query('INSERT INTO answers_short VALUES (1)');
+    await c.query("INSERT INTO answers_short AS s VALUES (2, 'y'), (3, 'z')");
+    await c.query('INSERT INTO answers_short SELECT 4');
+    await c.query('BEGIN');
+    await c.query('INSERT INTO answers_short VALUES ($1)', [5]);
+    await c.query('COMMIT');
+    expect((await c.query('SELECT a, b, c FROM answers_short ORDER BY a')).rows).toEqual([
+      { a: 1, b: 'x', c: null },
+      { a: 2, b: 'y', c: null },
+      { a: 3, b: 'z', c: null },
+      { a: 4, b: 'x', c: null },
+      { a: 5, b: 'x', c: null },
+    ]);
+    // More values than columns is PostgreSQL's syntax error.
+    await expect(c.query('INSERT INTO answers_short VALUES (6, 6, 6, 6)')).rejects.toMatchObject({ code: '42601' });
+  });
+});
