@@ -118,6 +118,32 @@ describe('pg_catalog', () => {
     expect((await client.query("SELECT pg_catalog.current_setting('server_version_num') AS v")).rows).toEqual([{ v: '150000' }]);
   });
 
+  it('gives each constraint an OID of its own that other tables do not move', async () => {
+    const c = ctx.client;
+    // DuckDB numbers constraints across all tables: 500 NOT NULL columns put the next table's past 500, where
+    // a foreign key's number lay (two constraints of one OID, and pg_dump's scalar subqueries failed).
+    const wide = Array.from({ length: 500 }, (_, i) => `c${i} int NOT NULL`).join(', ');
+    await c.query(`CREATE TABLE oid_wide (${wide})`);
+    await c.query('CREATE TABLE oid_parent (id int PRIMARY KEY)');
+    await c.query('CREATE TABLE oid_child (id int PRIMARY KEY, code text UNIQUE, parent_id int REFERENCES oid_parent (id))');
+    const oids = async (): Promise<Record<string, string>> =>
+      Object.fromEntries(
+        (await c.query("SELECT conname, oid::text AS oid FROM pg_constraint WHERE conname LIKE 'oid\\_%' ORDER BY conname")).rows.map(
+          (r: { conname: string; oid: string }) => [r.conname, r.oid],
+        ),
+      );
+    const before = await oids();
+    expect(Object.keys(before)).toEqual(['oid_child_code_key', 'oid_child_parent_id_fkey', 'oid_child_pkey', 'oid_parent_pkey']);
+    expect(new Set(Object.values(before)).size).toBe(4);
+    const defs = await c.query("SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname LIKE 'oid\\_child%' ORDER BY conname");
+    expect(defs.rows.map((r: { def: string }) => r.def)).toEqual(['UNIQUE (code)', 'FOREIGN KEY (parent_id) REFERENCES oid_parent(id)', 'PRIMARY KEY (id)']);
+    // A table listed before them, made later, leaves their OIDs as they were.
+    await c.query('CREATE TABLE oid_aa (id int PRIMARY KEY, x int NOT NULL)');
+    const after = await oids();
+    expect(Object.fromEntries(Object.entries(after).filter(([k]) => k !== 'oid_aa_pkey'))).toEqual(before);
+    await c.query('DROP TABLE oid_child, oid_parent, oid_wide, oid_aa');
+  });
+
   it('answers version() with and without pg_catalog.', async () => {
     const r = await client.query('SELECT version() AS a, pg_catalog.version() AS b');
     expect(r.rows[0].a).toMatch(/^PostgreSQL 15\.0 \(cotwire /);

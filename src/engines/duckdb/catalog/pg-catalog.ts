@@ -132,8 +132,12 @@ const keyAction = (column: string, on: string): string =>
  * (the macro's subquery, run per constraint, cost a scan of the declarations per constraint).
  */
 function namedKeys(): string {
+  // DuckDB numbers constraints across every table it lists (a table's come after all earlier tables'), so its
+  // constraint_index changes with other tables and, past 500, met the foreign keys' numbers below (two constraints of
+  // one OID, and pg_dump's scalar subqueries failed): each table's own are numbered from 0 here.
   return `CREATE VIEW ${P}.cot_keys AS
-       SELECT k.*, coalesce(CASE WHEN k.database_name <> 'temp' THEN dn.name END,
+       SELECT k.* EXCLUDE (constraint_index),
+         CAST(row_number() OVER (PARTITION BY k.table_oid ORDER BY k.constraint_index) - 1 AS BIGINT) AS constraint_index, coalesce(CASE WHEN k.database_name <> 'temp' THEN dn.name END,
            CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
              WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
              WHEN 'UNIQUE' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_key'
@@ -275,6 +279,16 @@ function internals(): string[] {
          LEFT JOIN ${DECLARED_COLUMNS} d ON c.database_name <> 'temp' AND lower(d.schema_name) = lower(c.schema_name)
            AND lower(d.table_name) = lower(c.table_name) AND lower(d.column_name) = lower(c.column_name)
        WHERE c.database_name NOT IN ${HIDDEN_DB} AND c.schema_name <> ${q(KEYS_SCHEMA)}`,
+    // Each serial column's sequence, by 'schema.table.column' and by 'table.column' (a temporary table's first), for
+    // pg_get_serial_sequence: kept as a table in the snapshot, so that a call plans a lookup, not this query.
+    `CREATE VIEW ${P}.cot_serials AS
+       WITH cot_q AS (SELECT c.schema_name AS cot_s, lower(c.table_name) || '.' || c.column_name AS cot_k, c.database_name = 'temp' AS cot_t,
+           CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
+             THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
+             ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END AS cot_v
+         FROM ${P}.cot_columns c WHERE c.column_default LIKE 'nextval(%')
+       SELECT cot_k, first(cot_v ORDER BY cot_t DESC) AS cot_v FROM (
+         SELECT cot_s || '.' || cot_k AS cot_k, cot_v, cot_t FROM cot_q UNION ALL SELECT cot_k, cot_v, cot_t FROM cot_q) GROUP BY cot_k`,
     // Schemas: DuckDB's main is PostgreSQL's public; temporary objects live in pg_temp.
     `CREATE VIEW ${P}.cot_namespaces AS
        SELECT database_name, schema_name,
@@ -305,7 +319,7 @@ function internals(): string[] {
        WITH tabs AS (SELECT t.table_oid, t.database_name, t.schema_name, t.table_name FROM duckdb_tables() t),
        keys AS (SELECT rt.database_name, rt.schema_name, rt.table_name, r.constraint_column_names,
            first(3000000000 + r.table_oid * 1000 + r.constraint_index) AS index_oid
-         FROM duckdb_constraints() r JOIN tabs rt ON rt.table_oid = r.table_oid
+         FROM ${P}.cot_keys r JOIN tabs rt ON rt.table_oid = r.table_oid
          WHERE r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') GROUP BY ALL)
        SELECT CAST(2000000000 + k.table_oid * 1000 + k.constraint_index AS BIGINT) AS oid, k.conname,
          ns.oid AS connamespace,

@@ -442,15 +442,9 @@ export const MACROS: readonly MacroDef[] = [
     [
       [
         'tbl, col',
-        // A map a query builds once, from 'schema.table.column' and 'table.column' (a temporary table's first), and a
-        // key that names each argument once: DuckDB copies a macro's argument into every place that names it.
-        `(WITH cot_q AS (SELECT c.schema_name AS cot_s, lower(c.table_name) || '.' || c.column_name AS cot_k, c.database_name = 'temp' AS cot_t,
-             CASE WHEN strpos(regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1), '.') > 0
-               THEN regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1)
-               ELSE CASE WHEN c.schema_name = 'main' THEN 'public' ELSE c.schema_name END || '.' || regexp_extract(c.column_default, '^nextval\\(''(.*)''\\)$', 1) END AS cot_v
-           FROM ${P}.cot_columns c WHERE c.column_default LIKE 'nextval(%')
-         SELECT map_from_entries(list((cot_k, cot_v))) FROM (SELECT cot_k, first(cot_v ORDER BY cot_t DESC) AS cot_v FROM (
-           SELECT cot_s || '.' || cot_k AS cot_k, cot_v, cot_t FROM cot_q UNION ALL SELECT cot_k, cot_v, cot_t FROM cot_q) GROUP BY cot_k))[
+        // The map of every serial column's sequence (cot_serials), and a key that names each argument once: DuckDB
+        // copies a macro's argument into every place that names it.
+        `(SELECT map_from_entries(list((cot_k, cot_v))) FROM ${P}.cot_serials)[
          list_transform([${P}.parse_ident(tbl)], cot_p -> CASE WHEN len(cot_p) = 1 THEN '' ELSE CASE cot_p[-2] WHEN 'public' THEN 'main' ELSE cot_p[-2] END || '.' END
            || lower(cot_p[-1]))[1] || '.' || col]`,
       ],

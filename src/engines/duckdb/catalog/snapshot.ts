@@ -32,6 +32,7 @@ export const SNAPSHOT_INFORMATION = `${COMPAT_CATALOG}.information_snapshot`;
  */
 const SNAPSHOT_ORDER: ReadonlyArray<readonly [name: string, orderBy: string]> = [
   ['cot_columns', 'table_oid, column_index'],
+  ['cot_serials', 'cot_k'],
   ['cot_namespaces', 'oid'],
   ['cot_views', 'view_oid'],
   ['cot_keys', 'table_oid, constraint_index'],
