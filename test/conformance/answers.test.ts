@@ -53,6 +53,25 @@ describe('numerics of different scales together keep every digit and the scale P
   });
 });
 
+describe('answers the generated comparison found different', () => {
+  it('of arrays, jsonb and text beside a double', async () => {
+    const c = await s.as();
+    await c.query('CREATE TABLE answers_found (id int, a int[], j jsonb)');
+    await c.query(`INSERT INTO answers_found VALUES (1, NULL, '{"n": 1.10}')`);
+    const r = await c.query(
+      `SELECT array_cat(a, a) IS NULL AS cat, (j #> '{n}')::text AS path,
+         ('{"b": 2, "a": 1}'::jsonb || '{"a": 1, "b": [1, 2, {"c": "x"}]}'::jsonb) #> '{b,2,c}' AS merged,
+         ('{"b": 2}'::jsonb || '{"b": 3.50}'::jsonb) -> 'b' AS right_wins,
+         '' || 'Infinity'::float8 AS inf, 'x' || 8::float8 AS eight,
+         greatest(((9::int8 * 30) + 1.23456789012345678901), round('-0.25'::numeric, 12)) AS g
+       FROM answers_found`,
+    );
+    // DuckDB alone: [], 1.1, NULL, 2, inf, x8.0 and 271.2345678901235 (greatest of a parenthesised branch as a double).
+    expect(r.rows).toEqual([{ cat: true, path: '1.10', merged: 'x', right_wins: 3.5, inf: 'Infinity', eight: 'x8', g: '271.23456789012345678901' }]);
+    expect((await c.query(`SELECT (('{"b": 2}'::jsonb || '{"b": 3.50}'::jsonb) -> 'b')::text AS t`)).rows).toEqual([{ t: '3.50' }]);
+  });
+});
+
 describe('INSERT without a column list', () => {
   it('fills the first columns from fewer values and gives the rest their defaults, in and out of a transaction', async () => {
     const c = await s.as();

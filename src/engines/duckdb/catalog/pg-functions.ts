@@ -257,7 +257,8 @@ export const MACROS: readonly MacroDef[] = [
   ['cot_json_contained', [['a, b', `${P}.cot_jsonb_contains(b, a)`]]],
   // jsonb || jsonb: two objects merge, the right's keys winning; otherwise arrays concatenate, a scalar or object as one
   // element. Joined as text, so that numbers keep the digits they were written with (DuckDB's JSON lists and maps
-  // print 2.50 as 2.5); the duplicate keys of a merge are resolved as jsonb prints a value, the last one kept.
+  // print 2.50 as 2.5). A merge's text is jsonb's (cot_jsonb_text: each key once, the last one kept), so that ->, #> and
+  // the rest read the right's value of a key both have, where DuckDB's JSON functions find the first.
   ['cot_json_items', [['t', `CASE WHEN left(t, 1) IN ('[', '{') THEN trim(t[2:-2]) ELSE t END`]]],
   [
     'cot_jsonb_concat',
@@ -268,8 +269,8 @@ export const MACROS: readonly MacroDef[] = [
         // it, and a JSON builder's text given here was copied a dozen times (seconds of binding when nested).
         `list_transform([{'a': CAST(a AS JSON), 'b': CAST(b AS JSON)}], cot_p -> CASE WHEN cot_p.a IS NULL OR cot_p.b IS NULL THEN NULL
           WHEN json_type(cot_p.a) = 'OBJECT' AND json_type(cot_p.b) = 'OBJECT'
-            THEN CAST('{' || concat_ws(', ', nullif(${P}.cot_json_items(trim(CAST(cot_p.a AS VARCHAR))), ''),
-              nullif(${P}.cot_json_items(trim(CAST(cot_p.b AS VARCHAR))), '')) || '}' AS JSON)
+            THEN CAST(cot_jsonb_text('{' || concat_ws(', ', nullif(${P}.cot_json_items(trim(CAST(cot_p.a AS VARCHAR))), ''),
+              nullif(${P}.cot_json_items(trim(CAST(cot_p.b AS VARCHAR))), '')) || '}') AS JSON)
           ELSE CAST('[' || concat_ws(', ',
             nullif(CASE WHEN json_type(cot_p.a) = 'ARRAY' THEN ${P}.cot_json_items(trim(CAST(cot_p.a AS VARCHAR))) ELSE trim(CAST(cot_p.a AS VARCHAR)) END, ''),
             nullif(CASE WHEN json_type(cot_p.b) = 'ARRAY' THEN ${P}.cot_json_items(trim(CAST(cot_p.b AS VARCHAR))) ELSE trim(CAST(cot_p.b AS VARCHAR)) END, '')) || ']' AS JSON) END)[1]`,

@@ -112,7 +112,10 @@ export class CompatRewriter {
    * Null for a statement without any.
    */
   jsonbTables(statement: ParsedStatement): ReadonlyArray<{ readonly schema: string; readonly table: string; readonly as: string }> | null {
-    if (!statement.tokens.some((t) => JSONB_READS.has(t.kind === 'word' ? t.text.toLowerCase() : t.text))) return null;
+    // The lexer gives `#>` and `#>>` as `#` then `>` or `>>`.
+    const reads = (t: Token, k: number): boolean =>
+      JSONB_READS.has(t.kind === 'word' ? t.text.toLowerCase() : t.text) || (t.text === '#' && ['>', '>>'].includes(statement.tokens[k + 1]?.text ?? ''));
+    if (!statement.tokens.some(reads)) return null;
     const found: Array<{ schema: string; table: string; as: string }> = [];
     const visit = (v: unknown): void => {
       if (Array.isArray(v)) v.forEach(visit);

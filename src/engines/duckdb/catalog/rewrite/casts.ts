@@ -110,7 +110,9 @@ function concatChain(w: Walker, e: Node | undefined): void {
   ];
   for (const [operand, start, end] of spans) {
     if (operand === undefined || start === null || end === null || operand.A_Const !== undefined || operand.ParamRef !== undefined) continue;
-    if (operand.A_Expr !== undefined || operand.TypeCast !== undefined) continue;
+    // A cast of a constant is no macro: it may be wrapped ('' || 'Infinity'::float8 is Infinity, DuckDB's cast writes inf).
+    const castConstant = (operand.TypeCast as Node | undefined)?.arg as Node | undefined;
+    if (operand.A_Expr !== undefined || (operand.TypeCast !== undefined && castConstant?.A_Const === undefined)) continue;
     const witness = typeWitness(operand);
     if (witness === null) continue;
     w.insertBefore(start, `${PG_SCHEMA}.cot_concat_operand(`);

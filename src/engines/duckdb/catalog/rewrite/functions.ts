@@ -22,6 +22,8 @@ export const FUNCTION_NAMES: Readonly<Record<string, string>> = {
   uuid_generate_v4: 'gen_random_uuid',
   // DuckDB's upper makes ß the capital ẞ; PostgreSQL's, a character at a time, has no capital for it and keeps ß.
   upper: `${PG_SCHEMA}.cot_upper`,
+  // array_cat(NULL, NULL) is NULL, where DuckDB's list_concat gives an empty list.
+  array_cat: `${PG_SCHEMA}.cot_array_cat`,
 };
 
 /** to_char(value, 'format'); when it is rewritten, the call's other rules are not asked. */

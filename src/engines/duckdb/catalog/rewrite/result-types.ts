@@ -285,6 +285,21 @@ function quotientLike(e: Node | undefined): boolean {
   return fn === 'avg' || fn === 'sqrt';
 }
 
+/**
+ * Where a branch starts and ends: its leftmost token, or the parenthesis
+ * before it when the branch is parenthesised inside (`((a * b) + c)`, whose
+ * leftmost token `a` starts no expression that ends with the branch).
+ */
+function branchSpan(w: Walker, branch: Node): { readonly start: number; readonly end: number } | null {
+  const leftmost = w.leftmost(branch);
+  if (leftmost === null) return null;
+  for (let start = leftmost; start >= 0 && (start === leftmost || w.tokens[start]?.text === '('); start--) {
+    const end = w.exprEnd(branch, start);
+    if (end !== null) return { start, end };
+  }
+  return null;
+}
+
 /** The values a CASE, COALESCE, GREATEST, LEAST or NULLIF chooses among. */
 function branchesOf(node: Node): Array<Node | undefined> {
   if (node.kind === 'AEXPR_NULLIF') return [node.lexpr as Node | undefined, node.rexpr as Node | undefined];
@@ -314,11 +329,10 @@ export function widenedBranches(w: Walker, node: Node): void {
   }
   for (const branch of values) {
     const witness = typeWitness(branch);
-    const start = w.leftmost(branch);
-    const end = start === null ? null : w.exprEnd(branch, start);
-    if (witness === null || start === null || end === null) continue;
-    w.insertBefore(start, `${PG_SCHEMA}.cot_widen(`);
-    w.insertAfter(end, `, ${witness})`);
+    const span = branchSpan(w, branch);
+    if (witness === null || span === null) continue;
+    w.insertBefore(span.start, `${PG_SCHEMA}.cot_widen(`);
+    w.insertAfter(span.end, `, ${witness})`);
   }
 }
 
@@ -367,19 +381,17 @@ function scaledBranches(w: Walker, values: readonly Node[]): void {
   const first = w.leftmost(values[0]);
   const at = first === null ? undefined : w.tokens[first]?.start;
   if (at === undefined || w.copiedArguments.some((a) => at >= a.from && at < a.to)) return;
-  const parts: Array<{ branch: Node; witness: string; aggregate: boolean }> = [];
+  const parts: Array<{ span: { start: number; end: number }; witness: string; aggregate: boolean }> = [];
   for (const branch of values) {
     const witness = typeWitness(branch);
     const { ok, aggregate } = copyable(branch);
-    if (witness === null || !ok) return;
-    parts.push({ branch, witness, aggregate });
+    const span = branchSpan(w, branch);
+    if (witness === null || !ok || span === null) return;
+    parts.push({ span, witness, aggregate });
   }
   const shared = parts.map((p) => `${PG_SCHEMA}.cot_scale_of(${p.aggregate ? `any_value(${p.witness})` : p.witness}, ${p.witness})`).join(' + ');
-  for (const { branch, witness } of parts) {
-    const start = w.leftmost(branch);
-    const end = start === null ? null : w.exprEnd(branch, start);
-    if (start === null || end === null) return;
-    w.insertBefore(start, `${PG_SCHEMA}.cot_scaled(`);
-    w.insertAfter(end, `, ${shared}, ${witness})`);
+  for (const { span, witness } of parts) {
+    w.insertBefore(span.start, `${PG_SCHEMA}.cot_scaled(`);
+    w.insertAfter(span.end, `, ${shared}, ${witness})`);
   }
 }
