@@ -70,6 +70,23 @@ describe('answers the generated comparison found different', () => {
     expect(r.rows).toEqual([{ cat: true, path: '1.10', merged: 'x', right_wins: 3.5, inf: 'Infinity', eight: 'x8', g: '271.23456789012345678901' }]);
     expect((await c.query(`SELECT (('{"b": 2}'::jsonb || '{"b": 3.50}'::jsonb) -> 'b')::text AS t`)).rows).toEqual([{ t: '3.50' }]);
   });
+
+  it('of to_char past its pattern, which keeps the sign', async () => {
+    const c = await s.as();
+    // DuckDB alone: ' ###.##' and '###.###', the minus lost.
+    const r = await c.query("SELECT to_char((-2610.45)::float8, '999.99') AS a, to_char(-175::int8, 'FM999.999') AS b, to_char(2610.4, '999.99') AS c");
+    expect(r.rows).toEqual([{ a: '-###.##', b: '-175.', c: ' ###.##' }]);
+    expect((await c.query("SELECT to_char(-1750::int8, 'FM999.999') AS b")).rows).toEqual([{ b: '-###.###' }]);
+  });
+
+  it('of a text column beside a numeric or a double column', async () => {
+    const c = await s.as();
+    await c.query('CREATE TABLE answers_labels (s text, n numeric, f float8, i int)');
+    await c.query("INSERT INTO answers_labels VALUES ('x', 1.5, 2.0, 3)");
+    // DuckDB alone: x1.500000000 and 2.0x.
+    const r = await c.query('SELECT s || n AS a, f || s AS b, s || i AS c, max(s) || sum(n) AS d FROM answers_labels GROUP BY s, n, f, i');
+    expect(r.rows).toEqual([{ a: 'x1.5', b: '2x', c: 'x3', d: 'x1.5' }]);
+  });
 });
 
 describe('INSERT without a column list', () => {

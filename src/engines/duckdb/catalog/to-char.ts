@@ -98,7 +98,9 @@ function numberFormat(value: string, format: string): string | null {
   const signed = `CASE WHEN ${x} < 0 THEN '-' ELSE '' END || ${trimmed}`;
   const width = whole.length + (fraction === undefined ? 0 : decimals + 1) + 1;
   const overflow = `abs(${x}) >= ${10 ** digits}`;
-  const hashes = quote(`${' '.repeat(fm ? 0 : 1)}${whole.replace(/[90]/g, '#')}${fraction === undefined ? '' : `.${'#'.repeat(decimals)}`}`);
+  // An overflow keeps its sign where the number's would stand: '-###.##'.
+  const marks = `${whole.replace(/[90]/g, '#')}${fraction === undefined ? '' : `.${'#'.repeat(decimals)}`}`;
+  const hashes = `CASE WHEN ${x} < 0 THEN ${quote(`-${marks}`)} ELSE ${quote(`${' '.repeat(fm ? 0 : 1)}${marks}`)} END`;
   const padded = fm ? signed : `lpad(${signed}, ${width}, ' ')`;
   return `(CASE WHEN ${value} IS NULL THEN NULL WHEN ${overflow} THEN ${hashes} ELSE ${padded} END)`;
 }

@@ -131,6 +131,24 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
       ['x, w', 'x'],
     ],
   ],
+  // a || b where neither is text by its spelling (rewrite/casts.ts, concatChain): a text and a value of a type DuckDB
+  // prints otherwise than PostgreSQL, that value's PostgreSQL text; chosen by both witnesses. Every other pair of types
+  // has an overload of its own, or DuckDB would cast an integer's witness to DECIMAL(38,9) and choose that one.
+  [
+    'cot_concat_pair',
+    [
+      ...(['DOUBLE', 'FLOAT', 'DECIMAL(38,9)', 'INTERVAL'] as const).flatMap((t) => [
+        [`a, b, wa VARCHAR, wb ${t}`, `a || ${P}.cot_text(b)`] as const,
+        [`a, b, wa ${t}, wb VARCHAR`, `${P}.cot_text(a) || b`] as const,
+      ]),
+      ['a, b, wa VARCHAR, wb VARCHAR', 'a || b'],
+      ...(['DATE', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'TIMESTAMP', 'TIMESTAMPTZ'] as const).flatMap((t) => [
+        [`a, b, wa VARCHAR, wb ${t}`, 'a || b'] as const,
+        [`a, b, wa ${t}, wb VARCHAR`, 'a || b'] as const,
+      ]),
+      ['a, b, wa, wb', 'a || b'],
+    ],
+  ],
   // A jsonb value's text as jsonb prints it (a cast of a jsonb column to text: rewrite/numeric.ts, textCast).
   ['cot_jsonb_cast_text', [['x', 'cot_jsonb_text(CAST(x AS VARCHAR))']]],
   ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' WHEN NOT x THEN 'f' END ELSE ${P}.cot_text(x) END`]]],

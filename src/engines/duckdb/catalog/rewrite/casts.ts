@@ -4,6 +4,7 @@ import type { Token } from '../../../../sql/lexer.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
 import { isArrayOperand } from './arrays.js';
+import { isJsonbOperand } from './jsonb.js';
 import { pgArrayToList } from './literals.js';
 import { REG_TYPES } from './types.js';
 import { typeWitness } from '../type-witness.js';
@@ -102,8 +103,12 @@ function concatChain(w: Walker, e: Node | undefined): void {
   const rexpr = node.rexpr as Node | undefined;
   concatChain(w, lexpr);
   concatChain(w, rexpr);
-  // Only beside an operand that is text by its spelling: beside an array, || is the array's (rewrite/arrays.ts).
-  if ((!isTextBySpelling(lexpr) && !isTextBySpelling(rexpr)) || isArrayOperand(lexpr) || isArrayOperand(rexpr)) return;
+  // Beside an array, || is the array's (rewrite/arrays.ts); beside jsonb, jsonb's (rewrite/jsonb.ts).
+  if (isArrayOperand(lexpr) || isArrayOperand(rexpr) || isJsonbOperand(w, lexpr) || isJsonbOperand(w, rexpr)) return;
+  if (!isTextBySpelling(lexpr) && !isTextBySpelling(rexpr)) {
+    concatPair(w, node, o.i);
+    return;
+  }
   const spans: Array<[Node | undefined, number | null, number | null]> = [
     [lexpr, w.argStart(lexpr, o.i), o.i - 1],
     [rexpr, o.i + 1, w.exprEnd(rexpr, o.i + 1)],
@@ -118,6 +123,29 @@ function concatChain(w: Walker, e: Node | undefined): void {
     w.insertBefore(start, `${PG_SCHEMA}.cot_concat_operand(`);
     w.insertAfter(end, `, ${witness})`);
   }
+}
+
+/**
+ * `s || n` of two columns (or other values of certain type, neither text by
+ * its spelling): which is text only the engine knows, so the pair goes to
+ * cot_concat_pair with both witnesses, which prints the other as PostgreSQL
+ * does when one is text. Not with a constant (a NULL's witness fits every
+ * overload) nor an operator (an overloaded macro in an argument).
+ */
+function concatPair(w: Walker, node: Node, op: number): void {
+  const lexpr = node.lexpr as Node | undefined;
+  const rexpr = node.rexpr as Node | undefined;
+  const plain = (e: Node | undefined): boolean =>
+    e !== undefined && e.A_Const === undefined && e.ParamRef === undefined && e.A_Expr === undefined && e.TypeCast === undefined;
+  if (!plain(lexpr) || !plain(rexpr)) return;
+  const wa = typeWitness(lexpr);
+  const wb = typeWitness(rexpr);
+  const start = w.argStart(lexpr, op);
+  const end = w.exprEnd(rexpr, op + 1);
+  if (wa === null || wb === null || start === null || end === null) return;
+  w.insertBefore(start, `${PG_SCHEMA}.cot_concat_pair(`);
+  w.replaceTokens(op, op + 1, ',');
+  w.insertAfter(end, `, ${wa}, ${wb})`);
 }
 
 /** A string constant, a cast to text, or a `||` beside one of those. */
