@@ -19,6 +19,8 @@ describe('numerics of different scales together keep every digit and the scale P
     expect(r.rows).toEqual([{ c: '123456789.123456782', g: '123456789.123456782', l: '102.499', k: '123456789.123456782' }]);
     const product = await c.query('SELECT greatest(free * money, free) AS p FROM answers_scales WHERE id = 1');
     expect(product.rows).toEqual([{ p: '0.000000099999' }]);
+    // A literal with a point beside a sum of integers (DECIMAL(38,0) in DuckDB) keeps its decimals: DuckDB alone gave 0.
+    expect((await c.query('SELECT (min(id) - 100000) * COALESCE(-0.001, sum(id::numeric)) AS m FROM answers_scales')).rows).toEqual([{ m: '99.999' }]);
     // One column beside literals keeps its own scale, as before: 102.499 and 0.000.
     expect((await c.query('SELECT COALESCE(sum(money), 0) AS s FROM answers_scales WHERE id < 3')).rows).toEqual([{ s: '102.499' }]);
   });
@@ -86,6 +88,9 @@ describe('answers the generated comparison found different', () => {
     // DuckDB alone: x1.500000000 and 2.0x.
     const r = await c.query('SELECT s || n AS a, f || s AS b, s || i AS c, max(s) || sum(n) AS d FROM answers_labels GROUP BY s, n, f, i');
     expect(r.rows).toEqual([{ a: 'x1.5', b: '2x', c: 'x3', d: 'x1.5' }]);
+    // A text function's result is text by its witness: DuckDB alone wrote x2.0 and X1.500000000.
+    const calls = await c.query("SELECT replace(s, ' ', '') || date_part('day', '2024-05-02'::date) AS e, upper(s) || n AS f FROM answers_labels");
+    expect(calls.rows).toEqual([{ e: 'x2', f: 'X1.5' }]);
   });
 });
 

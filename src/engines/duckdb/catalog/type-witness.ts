@@ -70,6 +70,33 @@ export const INTEGER_FUNCTIONS = new Set([
   'ntile',
 ]);
 
+/** Functions whose result is text, whatever their arguments (concat, replace ...). */
+const TEXT_FUNCTIONS = new Set([
+  'replace',
+  'lower',
+  'upper',
+  'initcap',
+  'trim',
+  'btrim',
+  'ltrim',
+  'rtrim',
+  'substr',
+  'left',
+  'right',
+  'lpad',
+  'rpad',
+  'concat',
+  'concat_ws',
+  'repeat',
+  'reverse',
+  'md5',
+  'split_part',
+  'translate',
+  'quote_ident',
+  'quote_literal',
+  'regexp_replace',
+]);
+
 /** Scalar functions whose result has their first argument's type. */
 const SAME_TYPE_FUNCTIONS = new Set(['abs', 'round', 'trunc', 'ceil', 'ceiling', 'floor']);
 
@@ -174,6 +201,7 @@ function call(node: Node): string | null {
   if (SAME_TYPE_FUNCTIONS.has(fn)) return first;
   if (fn === 'sqrt' && first !== null) return `${PG_SCHEMA}.cot_sqrt(${first}, ${first})`;
   if (INTEGER_FUNCTIONS.has(fn)) return 'CAST(1 AS INTEGER)';
+  if (TEXT_FUNCTIONS.has(fn)) return "CAST('x' AS VARCHAR)";
   // rewrite/result-types.ts makes extract numeric and date_part double precision, as PostgreSQL types them.
   if (fn === 'extract') return `CAST(1 AS ${extractType(((args[0]?.A_Const as Node | undefined)?.sval as { sval?: string } | undefined)?.sval)})`;
   if (fn === 'date_part') return 'CAST(1 AS DOUBLE)';

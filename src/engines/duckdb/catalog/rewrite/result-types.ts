@@ -372,12 +372,20 @@ function copyable(branch: Node): { readonly ok: boolean; readonly aggregate: boo
  * added (cot_scaled; the sum is in a CASE WHEN false, never evaluated), and
  * the branches then share the larger scale. The branches' witnesses stand in
  * for them in the sum, each aggregate's in any_value, as a witness names the
- * aggregate's columns bare. A branch with a subquery or a window function,
- * or whose type is not certain, is left as it is.
+ * aggregate's columns bare. Nothing is done when a branch has a subquery or
+ * a window function (the sum would copy it) or a type that is not certain,
+ * when at most one branch is other than an integer's, a string's or a NULL
+ * literal, or inside an avg() computed from copies of its argument
+ * (exactAverage), where an edit would make it a double's.
  */
 function scaledBranches(w: Walker, values: readonly Node[]): void {
-  // A literal has its own digits' width, short of 38 (COALESCE(sum(x), 0) is the common case): two other branches are needed.
-  if (values.filter((v) => v.A_Const === undefined).length < 2) return;
+  // An integer, a string or a NULL has no scale to lose (COALESCE(sum(x), 0) is the common case): two other branches
+  // are needed. A number with a point counts: DuckDB gives -0.001 beside a sum of integers' DECIMAL(38,0) that scale.
+  const scaled = (v: Node): boolean => {
+    const c = v.A_Const as Node | undefined;
+    return c === undefined || ((c.fval as { fval?: string } | undefined)?.fval ?? '').includes('.');
+  };
+  if (values.filter(scaled).length < 2) return;
   const first = w.leftmost(values[0]);
   const at = first === null ? undefined : w.tokens[first]?.start;
   if (at === undefined || w.copiedArguments.some((a) => at >= a.from && at < a.to)) return;
