@@ -81,6 +81,15 @@ describe('answers the generated comparison found different', () => {
     expect((await c.query("SELECT to_char(-1750::int8, 'FM999.999') AS b")).rows).toEqual([{ b: '-###.###' }]);
   });
 
+  it('of to_char of a double, rounded as its binary value and signed as itself, and of a numeric', async () => {
+    const c = await s.as();
+    // DuckDB alone: 2.68, 3 and 0 for the doubles (rounded as decimals, the sign taken after rounding).
+    const r = await c.query(
+      "SELECT to_char(2.675::float8, 'FM999.00') AS a, to_char(2.675::numeric, 'FM999.00') AS b, to_char(2.5::float8, '9') AS c, to_char(-0.1::float8, '9') AS d, to_char(-0.1::numeric, '9') AS e",
+    );
+    expect(r.rows).toEqual([{ a: '2.67', b: '2.68', c: ' 2', d: '-0', e: ' 0' }]);
+  });
+
   it('of a text column beside a numeric or a double column', async () => {
     const c = await s.as();
     await c.query('CREATE TABLE answers_labels (s text, n numeric, f float8, i int)');

@@ -2,6 +2,7 @@ import { OID, P, SETTING_VALUE } from './catalog-sql.js';
 import { RESULT_TYPE_MACROS } from './result-types.js';
 import { LIST_MACROS } from './list-functions.js';
 import { TYPE_NAME_MACROS } from './type-names.js';
+import { TO_CHAR_MACROS } from './to-char.js';
 
 /**
  * A predicate as pg_get_indexdef(..., true) prints it: without its outer
@@ -295,6 +296,7 @@ export const MACROS: readonly MacroDef[] = [
   ...RESULT_TYPE_MACROS,
   ...TYPE_NAME_MACROS,
   ...LIST_MACROS,
+  ...TO_CHAR_MACROS,
   [
     'pg_size_pretty',
     [

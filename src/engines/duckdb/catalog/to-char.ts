@@ -1,4 +1,6 @@
 import { quoteLiteral as quote } from '../../../sql/identifiers.js';
+import { P } from './catalog-sql.js';
+import type { MacroDef } from './pg-functions.js';
 
 /**
  * PostgreSQL's to_char(value, 'format') with a literal format, as DuckDB
@@ -76,7 +78,7 @@ function timeFormat(value: string, format: string): string | null {
   return parts.length === 0 ? null : `(${parts.join(' || ')})`;
 }
 
-function numberFormat(value: string, format: string): string | null {
+function numberFormat(value: string, format: string, witness: string | null): string | null {
   const fm = format.startsWith('FM');
   const pattern = fm ? format.slice(2) : format;
   const m = /^([90,]*)(?:\.([90]*))?$/.exec(pattern);
@@ -89,13 +91,16 @@ function numberFormat(value: string, format: string): string | null {
   const firstZero = whole.replaceAll(',', '').indexOf('0');
   const minDigits = firstZero < 0 ? (decimals > 0 ? 0 : 1) : digits - firstZero;
   const grouped = whole.includes(',');
-  // Rounded as numeric rounds (half away from zero, on the decimal value), then printed.
-  const x = `round(CAST(${value} AS DECIMAL(38,10)), ${decimals})`;
+  // Rounded as numeric rounds (half away from zero, on the decimal value), or a double as PostgreSQL's printf rounds
+  // its binary value (2.675 is 2.67499999... and prints 2.67), chosen by the value's witness; then printed.
+  const x = witness === null ? `round(CAST(${value} AS DECIMAL(38,10)), ${decimals})` : `${P}.cot_to_char_round(${value}, ${decimals}, ${witness})`;
   const body = grouped ? `format('{:,.${decimals}f}', abs(${x}))` : `printf('%0${minDigits + (decimals > 0 ? decimals + 1 : 0)}.${decimals}f', abs(${x}))`;
   // A zero integer part prints as PostgreSQL prints it: nothing before the point for 9s (' .50'), 0 for a 0.
   const noLeadingZero = minDigits === 0 ? `regexp_replace(${body}, '^0\\.', '.')` : body;
   const trimmed = fm && decimals > 0 && !(fraction as string).includes('0') ? `rtrim(${noLeadingZero}, '0')` : noLeadingZero;
-  const signed = `CASE WHEN ${x} < 0 THEN '-' ELSE '' END || ${trimmed}`;
+  // A double's sign is its own, a numeric's its rounded value's (PostgreSQL: -0.1 is '-0' as float8, ' 0' as numeric).
+  const negative = witness === null ? `${x} < 0` : `coalesce(${P}.cot_to_char_negative(${value}, ${witness}), ${x} < 0)`;
+  const signed = `CASE WHEN ${negative} THEN '-' ELSE '' END || ${trimmed}`;
   const width = whole.length + (fraction === undefined ? 0 : decimals + 1) + 1;
   const overflow = `abs(${x}) >= ${10 ** digits}`;
   // An overflow keeps its sign where the number's would stand: '-###.##'.
@@ -106,7 +111,28 @@ function numberFormat(value: string, format: string): string | null {
 }
 
 /** to_char(value, format) as DuckDB SQL, or null when the format is not one translated here. */
-export function toCharSql(value: string, format: string): string | null {
+export function toCharSql(value: string, format: string, witness: string | null = null): string | null {
   const v = `(${value})`;
-  return /^(FM)?[90,.]+$/.test(format) ? numberFormat(v, format) : timeFormat(v, format);
+  return /^(FM)?[90,.]+$/.test(format) ? numberFormat(v, format, witness) : timeFormat(v, format);
 }
+
+/** The number a to_char pattern prints, rounded to `d` places as PostgreSQL rounds the value's type (see numberFormat). */
+export const TO_CHAR_MACROS: readonly MacroDef[] = [
+  [
+    'cot_to_char_round',
+    [
+      ...(['DOUBLE', 'FLOAT'] as const).map((t) => [`x, d, w ${t}`, `CAST(printf('%.' || d || 'f', x) AS DECIMAL(38,10))`] as const),
+      // Overloads of their own, or DuckDB would cast these witnesses to double.
+      ...(['SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'DECIMAL(38,9)'] as const).map((t) => [`x, d, w ${t}`, 'round(CAST(x AS DECIMAL(38,10)), d)'] as const),
+      ['x, d, w', 'round(CAST(x AS DECIMAL(38,10)), d)'],
+    ],
+  ],
+  [
+    'cot_to_char_negative',
+    [
+      ...(['DOUBLE', 'FLOAT'] as const).map((t) => [`x, w ${t}`, 'x < 0'] as const),
+      ...(['SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'DECIMAL(38,9)'] as const).map((t) => [`x, w ${t}`, 'CAST(NULL AS BOOLEAN)'] as const),
+      ['x, w', 'CAST(NULL AS BOOLEAN)'],
+    ],
+  ],
+];

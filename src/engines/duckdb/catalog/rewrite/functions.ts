@@ -2,6 +2,7 @@ import type { Token } from '../../../../sql/lexer.js';
 import { quoteLiteral } from '../../../../sql/identifiers.js';
 import { PG_SCHEMA } from '../pg-catalog.js';
 import { toCharSql } from '../to-char.js';
+import { typeWitness } from '../type-witness.js';
 import { callOf, type Node, spelledName, type Walker, wordOf } from './walker.js';
 
 /** PostgreSQL functions DuckDB has under another name, and to_char with a literal format. */
@@ -42,7 +43,7 @@ function toChar(w: Walker, node: Node, parts: readonly string[], i: number): boo
   const formatAt = w.index((args[1]?.A_Const as Node | undefined)?.location);
   if (format === undefined || span === null || formatAt === null || w.tokens[formatAt - 1]?.text !== ',' || formatAt !== span.close - 1) return false;
   const value = w.text.slice((w.tokens[span.open] as Token).end, (w.tokens[formatAt - 1] as Token).start);
-  const sql = toCharSql(value, format);
+  const sql = toCharSql(value, format, typeWitness(args[0]));
   if (sql === null) return false;
   // The value is taken as written: a rewrite inside it (rare in a to_char argument) is not applied.
   w.replaceTokens(i, span.close + 1, sql);
