@@ -1,4 +1,5 @@
 import { scanSync } from 'libpg-query';
+import { quoteIdentifier } from './identifiers.js';
 
 /**
  * An INSERT cut into the pieces cotwire evaluates itself when the target is
@@ -39,25 +40,40 @@ function defaults(node: unknown, out: number[] = []): number[] {
   return out;
 }
 
+/** PostgreSQL's tokens of a statement, comments left out. */
+function scanTokens(text: string): Token[] {
+  return (scanSync(text) as { tokens: Array<Token & { tokenName?: string }> }).tokens.filter(
+    (t) => t.tokenName !== 'SQL_COMMENT' && t.tokenName !== 'C_COMMENT',
+  );
+}
+
+type Target = { readonly relname: string; readonly location: number; readonly alias?: { readonly aliasname?: string } };
+
+/** The index of the INSERT target's first token, and of the token after its (qualified) name and alias; null when the tree's location is not a token's. */
+function targetTokens(tokens: readonly Token[], relation: Target): { readonly at: number; readonly after: number } | null {
+  const at = tokens.findIndex((t) => t.start === relation.location);
+  if (at < 0) return null;
+  let i = at + 1;
+  while (tokens[i]?.text === '.') i += 2;
+  if (tokens[i]?.text.toUpperCase() === 'AS') i += 2;
+  else if (relation.alias?.aliasname !== undefined) i += 1;
+  return { at, after: i };
+}
+
 export function insertPieces(text: string, insert: Node): InsertPieces {
   const bytes = Buffer.from(text, 'utf8');
   const slice = (from: number, to: number): string => bytes.subarray(from, to).toString('utf8');
-  const tokens = (scanSync(text) as { tokens: Array<Token & { tokenName?: string }> }).tokens.filter(
-    (t) => t.tokenName !== 'SQL_COMMENT' && t.tokenName !== 'C_COMMENT',
-  );
-  const relation = insert.relation as { relname: string; location: number; alias?: { aliasname?: string } };
-  let i = tokens.findIndex((t) => t.start === relation.location);
-  if (i < 0) throw new Error('the INSERT target is not where the parse tree puts it');
-  const insertToken = tokens.slice(0, i).findLastIndex((t) => t.text.toUpperCase() === 'INSERT');
+  const tokens = scanTokens(text);
+  const relation = insert.relation as Target;
+  const target = targetTokens(tokens, relation);
+  if (target === null) throw new Error('the INSERT target is not where the parse tree puts it');
+  const insertToken = tokens.slice(0, target.at).findLastIndex((t) => t.text.toUpperCase() === 'INSERT');
   // Every piece ends at its last token, not at the text after it: a trailing `--` comment would swallow what cotwire writes after it.
   const endOfTokenBefore = (index: number): number => (index > 0 ? (tokens[index - 1] as Token).end : 0);
   const withText = insert.withClause === undefined || insertToken < 0 ? '' : slice(0, endOfTokenBefore(insertToken)).trim();
-  // The target's (qualified) name, its alias, its column list, OVERRIDING ... VALUE.
-  i++;
-  while (tokens[i]?.text === '.') i += 2;
+  // After the target's (qualified) name and alias: its column list, OVERRIDING ... VALUE.
+  let i = target.after;
   const alias = relation.alias?.aliasname;
-  if (tokens[i]?.text.toUpperCase() === 'AS') i += 2;
-  else if (alias !== undefined) i += 1;
   const cols = (insert.cols as Array<{ ResTarget: { name: string } }> | undefined)?.map((c) => c.ResTarget.name) ?? null;
   if (cols !== null && tokens[i]?.text === '(') {
     for (let depth = 0; i < tokens.length; i++) {
@@ -113,17 +129,10 @@ export function insertPieces(text: string, insert: Node): InsertPieces {
  */
 export function withTargetColumns(text: string, insert: Node, names: readonly string[]): string | null {
   if (insert.cols !== undefined) return null;
+  const tokens = scanTokens(text);
+  const target = targetTokens(tokens, insert.relation as Target);
+  if (target === null) return null;
   const bytes = Buffer.from(text, 'utf8');
-  const tokens = (scanSync(text) as { tokens: Array<Token & { tokenName?: string }> }).tokens.filter(
-    (t) => t.tokenName !== 'SQL_COMMENT' && t.tokenName !== 'C_COMMENT',
-  );
-  const relation = insert.relation as { location: number; alias?: { aliasname?: string } };
-  let i = tokens.findIndex((t) => t.start === relation.location) + 1;
-  if (i <= 0) return null;
-  while (tokens[i]?.text === '.') i += 2;
-  if (tokens[i]?.text.toUpperCase() === 'AS') i += 2;
-  else if (relation.alias?.aliasname !== undefined) i += 1;
-  const at = (tokens[i - 1] as Token).end;
-  const list = names.map((n) => `"${n.replaceAll('"', '""')}"`).join(', ');
-  return `${bytes.subarray(0, at).toString('utf8')} (${list})${bytes.subarray(at).toString('utf8')}`;
+  const at = (tokens[target.after - 1] as Token).end;
+  return `${bytes.subarray(0, at).toString('utf8')} (${names.map(quoteIdentifier).join(', ')})${bytes.subarray(at).toString('utf8')}`;
 }
