@@ -208,6 +208,20 @@ describe('catalog answers kept between changes to the schema', () => {
 });
 
 describe('catalog answers and the functions clients make', () => {
+  it('knows the tables a LOCK TABLE names from the refresh, as they are after each change', async () => {
+    const c = ctx.client;
+    await c.query('CREATE TABLE snap_locked (id integer)');
+    await refreshedSince(countLogged(lines, 'catalog snapshot refreshed'));
+    await c.query('BEGIN');
+    expect((await c.query('LOCK TABLE snap_locked IN ACCESS SHARE MODE')).command).toBe('LOCK');
+    await c.query('COMMIT');
+    await c.query('DROP TABLE snap_locked');
+    await refreshedSince(countLogged(lines, 'catalog snapshot refreshed'));
+    await c.query('BEGIN');
+    await expect(c.query('LOCK TABLE snap_locked IN ACCESS SHARE MODE')).rejects.toMatchObject({ code: '42P01' });
+    await c.query('ROLLBACK');
+  });
+
   it('never keeps a read that calls a function made by a client, which may read a table', async () => {
     const c = ctx.client;
     await c.query('CREATE TABLE made_rows (x int)');

@@ -1,9 +1,10 @@
 import { COMPAT_CATALOG, type TargetColumns } from '../catalog/compat.js';
+import { schemaNamesSql } from '../catalog/snapshot.js';
 import { HIDDEN_DB, P } from '../catalog/catalog-sql.js';
 import { type KeyDdl, keyDdlOf, tableWriteOf, updateAlias, updateParts } from '../catalog/foreign-keys.js';
 import { keepingKeys, keptKeyNamed } from './foreign-keys.js';
 import { type KeyWork, keyWork } from './key-registry.js';
-import { identifierText, quoteIdentifier, quoteLiteral } from '../../../sql/identifiers.js';
+import { identifierText, quoteIdentifier } from '../../../sql/identifiers.js';
 import { translateAddConstraint, translateColumnAlter, type ColumnAlter, type ConstraintAddition } from '../catalog/alter-table.js';
 import { declaredChanges } from '../catalog/declared.js';
 import { catalogRelationOid } from '../catalog/pg-catalog.js';
@@ -789,11 +790,9 @@ export class Planner {
     if (generation === null) return null;
     const answers = catalogAnswers(services).at(generation);
     const made = await answers.functionsMade(async () => {
-      const rows = await this.ctx.calls.run(() =>
-        engine.query(
-          `SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal AND database_name NOT IN (${quoteLiteral(COMPAT_CATALOG)}, 'system', 'temp')`,
-        ),
-      );
+      const read = services.catalogSnapshot.namesAt(generation);
+      if (read !== null) return read.functions;
+      const rows = await this.ctx.calls.run(() => engine.query(schemaNamesSql(COMPAT_CATALOG).functions));
       return new Set(rows.map((r) => String(r[0])));
     });
     if (!answerable(client.tokens, client.tree, isCatalogRelation, made)) return null;

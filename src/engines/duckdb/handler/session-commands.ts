@@ -1,7 +1,7 @@
 import { COMPAT_CATALOG } from '../catalog/catalog-sql.js';
+import { schemaNamesSql } from '../catalog/snapshot.js';
 import { AVAILABLE_EXTENSIONS, DECLARED_EXTENSIONS } from '../catalog/declared.js';
 import { PgError } from '../../../errors/pg-error.js';
-import { quoteLiteral } from '../../../sql/identifiers.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { quoteIdent } from '../../../ledger/chain/schema.js';
 import type { ResultSink } from '../../../session/handler-port.js';
@@ -273,12 +273,11 @@ async function sharedRelations(ctx: HandlerContext): Promise<ReadonlySet<string>
   const epoch = ctx.services.catalogSnapshot.generation;
   let entry = relations.get(ctx.services);
   if (entry === undefined || entry.epoch !== epoch) {
-    const names = ctx.engine
-      .query(
-        `SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE NOT temporary AND database_name <> ${quoteLiteral(COMPAT_CATALOG)}
-         UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT temporary AND NOT internal AND database_name <> ${quoteLiteral(COMPAT_CATALOG)}`,
-      )
-      .then((rows) => new Set(rows.map((r) => String(r[0]))));
+    const read = ctx.services.catalogSnapshot.namesAt(epoch);
+    const names =
+      read !== null
+        ? Promise.resolve(read.relations)
+        : ctx.engine.query(schemaNamesSql(COMPAT_CATALOG).relations).then((rows) => new Set(rows.map((r) => String(r[0]))));
     entry = { epoch, names };
     relations.set(ctx.services, entry);
   }
