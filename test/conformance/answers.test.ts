@@ -101,6 +101,28 @@ describe('answers the generated comparison found different', () => {
     const calls = await c.query("SELECT replace(s, ' ', '') || date_part('day', '2024-05-02'::date) AS e, upper(s) || n AS f FROM answers_labels");
     expect(calls.rows).toEqual([{ e: 'x2', f: 'X1.5' }]);
   });
+
+  it('of text || jsonb, which is text beside a text column and jsonb beside jsonb', async () => {
+    const c = await s.as();
+    await c.query('CREATE TABLE answers_docs (s text, j jsonb)');
+    await c.query(`INSERT INTO answers_docs VALUES ('tag:', '{"b": 2.50, "a": [1]}')`);
+    // Before: DuckDB's JSON || took both for jsonb and refused 'tag:' (Malformed JSON).
+    const r = await c.query('SELECT s || j AS a, j || s AS b, upper(s) || j AS c, s || j || s AS d, j || j AS e, j || \'{"z": 1}\' AS f FROM answers_docs');
+    expect(r.rows).toEqual([
+      {
+        a: 'tag:{"a": [1], "b": 2.50}',
+        b: '{"a": [1], "b": 2.50}tag:',
+        c: 'TAG:{"a": [1], "b": 2.50}',
+        d: 'tag:{"a": [1], "b": 2.50}tag:',
+        e: { a: [1], b: 2.5 },
+        f: { a: [1], b: 2.5, z: 1 },
+      },
+    ]);
+    const types = await c.query("SELECT pg_typeof(s || j)::text AS t, pg_typeof(j || j)::text AS u, pg_typeof(j || '[]')::text AS v FROM answers_docs");
+    expect(types.rows).toEqual([{ t: 'text', u: 'jsonb', v: 'jsonb' }]);
+    // An untyped literal is jsonb's operand, as in PostgreSQL: not JSON, refused.
+    await expect(c.query("SELECT 'tag:' || j FROM answers_docs")).rejects.toMatchObject({ code: '22P02' });
+  });
 });
 
 describe('INSERT without a column list', () => {

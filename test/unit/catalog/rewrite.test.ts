@@ -384,7 +384,8 @@ describe('jsonb columns, as their tables declare them', () => {
 
   it('merge with || and read with -> and #> as jsonb, qualified or not', () => {
     expect(rwj('SELECT j || j FROM t')).toBe(`SELECT ${P}.cot_jsonb_concat(j , j) FROM t`);
-    expect(rwj('SELECT o.meta || x FROM orders o')).toBe(`SELECT ${P}.cot_jsonb_concat(o.meta , x) FROM orders o`);
+    // Beside a column of a type the rewrite does not know, text's || or jsonb's, chosen by its witness.
+    expect(rwj('SELECT o.meta || x FROM orders o')).toBe(`SELECT ${P}.cot_jsonb_concat_before(o.meta , x, "x") FROM orders o`);
     expect(rwj("SELECT j -> 'n', j ->> 'n' FROM t")).toBe(`SELECT ${P}.cot_jsonb_arrow(j , 'n'), ${P}.cot_jsonb_arrow_text(j , 'n') FROM t`);
     expect(rwj("SELECT j #>> '{a,0}' FROM t")).toBe(`SELECT ${P}.cot_jsonb_path_text(j , '$."a"[0]', '["a","0"]') FROM t`);
     expect(rwj("SELECT (j -> 'a') || (j -> 'b') FROM t")).toContain('cot_jsonb_concat(');

@@ -151,6 +151,24 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
   ],
   // A jsonb value's text as jsonb prints it (a cast of a jsonb column to text: rewrite/numeric.ts, textCast).
   ['cot_jsonb_cast_text', [['x', 'cot_jsonb_text(CAST(x AS VARCHAR))']]],
+  // x || j and j || x where x's type only the engine knows (rewrite/jsonb.ts): of a text, text's ||, with the jsonb's
+  // text as jsonb prints it; of anything else, jsonb's. Chosen by overload, as the two give different types: a JSON
+  // witness has one of its own (DuckDB casts any type to JSON, and JSON to VARCHAR, where no other overload fits better).
+  ...(
+    [
+      ['cot_jsonb_concat_after', 'x, j', `x || ${P}.cot_jsonb_cast_text(j)`],
+      ['cot_jsonb_concat_before', 'j, x', `${P}.cot_jsonb_cast_text(j) || x`],
+    ] as const
+  ).map(
+    ([name, params, text]): MacroDef => [
+      name,
+      [
+        [`${params}, w VARCHAR`, text],
+        [`${params}, w JSON`, `${P}.cot_jsonb_concat(${params})`],
+        [`${params}, w`, `${P}.cot_jsonb_concat(${params})`],
+      ],
+    ],
+  ),
   ['cot_concat_text', [['x', `CASE WHEN typeof(x) = 'BOOLEAN' THEN CASE WHEN x THEN 't' WHEN NOT x THEN 'f' END ELSE ${P}.cot_text(x) END`]]],
   // A value's JSON text as PostgreSQL's to_json writes it (rewrite/json-builders.ts), chosen by its type where the query
   // runs (typeof is folded while DuckDB binds): a JSON value's own text and a number's digits as they are (DuckDB's

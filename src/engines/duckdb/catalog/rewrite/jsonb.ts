@@ -223,7 +223,10 @@ export function isJsonbOperand(w: Walker, e: Node | undefined): boolean {
   if (expr?.kind === 'AEXPR_NULLIF') return isJsonbOperand(w, expr.lexpr as Node);
   const op = strings(expr?.name).join('.');
   if (op === '->' || op === '#>') return isJsonbOperand(w, expr?.lexpr as Node);
-  return expr !== undefined && op === '||' && (isJsonbOperand(w, expr.lexpr as Node) || isJsonbOperand(w, expr.rexpr as Node));
+  if (expr === undefined || op !== '||') return false;
+  // Beside a value that may be text (s || j), text's || may be the operator (see jsonbConcat): not jsonb for certain.
+  const [l, r] = [expr.lexpr as Node | undefined, expr.rexpr as Node | undefined];
+  return (isJsonbOperand(w, l) && (isJsonbOperand(w, r) || otherWitness(r) === null)) || (isJsonbOperand(w, r) && otherWitness(l) === null);
 }
 
 /**
@@ -240,10 +243,28 @@ function jsonbConcat(w: Walker, node: Node, i: number): boolean {
   const start = w.argStart(lexpr, i);
   const end = w.exprEnd(rexpr, i + 1);
   if (start === null || end === null) return false;
-  w.insertBefore(start, `${PG_SCHEMA}.cot_jsonb_concat(`);
+  // Beside a value of another type (a text column: s || j), which only the engine knows, PostgreSQL's
+  // text || anything may be the operator: chosen by that value's witness. A literal is jsonb's (unknown).
+  const leftJsonb = isJsonbOperand(w, lexpr);
+  const other = leftJsonb ? rexpr : lexpr;
+  const witness = leftJsonb && isJsonbOperand(w, rexpr) ? null : otherWitness(other);
+  w.insertBefore(start, `${PG_SCHEMA}.${witness === null ? 'cot_jsonb_concat' : leftJsonb ? 'cot_jsonb_concat_before' : 'cot_jsonb_concat_after'}(`);
   w.replaceTokens(i, i + 1, ',');
-  w.insertAfter(end, ')');
+  w.insertAfter(end, witness === null ? ')' : `, ${witness})`);
   return true;
+}
+
+/** The witness of `||`'s operand beside jsonb, where it is no constant: its type decides between text's || and jsonb's. */
+function otherWitness(e: Node | undefined): string | null {
+  if (e === undefined || e.A_Const !== undefined || e.ParamRef !== undefined) return null;
+  const cast = e.TypeCast as Node | undefined;
+  if (
+    cast !== undefined &&
+    (cast.arg as Node | undefined)?.A_Const !== undefined &&
+    !['text', 'varchar'].includes(strings((cast.typeName as Node | undefined)?.names).at(-1) ?? '')
+  )
+    return null;
+  return typeWitness(e);
 }
 
 /** Whether an operand is JSON by its text: a literal that parses as a JSON object or array, or a cast to json or jsonb. */
