@@ -17,24 +17,33 @@ interface Layout {
   readonly fixedBytes: number;
 }
 
-/** Per column list (the writer passes the same array for every row of a table), per table name. */
-const layouts = new WeakMap<readonly string[], Map<string, Layout>>();
-
-function layoutOf(table: string, columns: readonly string[]): Layout {
-  let byTable = layouts.get(columns);
+/**
+ * A table's layout, computed once per column list (the writer passes the
+ * same array for every row of a table) and table name.
+ */
+export function layoutFor<T>(cache: WeakMap<readonly string[], Map<string, T>>, table: string, columns: readonly string[], build: () => T): T {
+  let byTable = cache.get(columns);
   if (byTable === undefined) {
     byTable = new Map();
-    layouts.set(columns, byTable);
+    cache.set(columns, byTable);
   }
   let layout = byTable.get(table);
   if (layout === undefined) {
-    const head = Buffer.concat([lp(HASH_VERSION), lp(table)]);
-    const names = columns.map((c) => (c === 'current_hash' ? null : lp(c)));
-    const fixedBytes = head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 8), 0);
-    layout = { head, names, fixedBytes };
+    layout = build();
     byTable.set(table, layout);
   }
   return layout;
+}
+
+const layouts = new WeakMap<readonly string[], Map<string, Layout>>();
+
+function layoutOf(table: string, columns: readonly string[]): Layout {
+  return layoutFor(layouts, table, columns, () => {
+    const head = Buffer.concat([lp(HASH_VERSION), lp(table)]);
+    const names = columns.map((c) => (c === 'current_hash' ? null : lp(c)));
+    const fixedBytes = head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 8), 0);
+    return { head, names, fixedBytes };
+  });
 }
 
 /** lp(x) = u64 big-endian byte length of x's UTF-8, then those bytes; NULL is eight 0xFF bytes. */
@@ -125,9 +134,13 @@ const scratch = Buffer.allocUnsafe(64 * 1024);
 
 /** SHA-256(lp(text)). */
 function digestOf(text: string): Buffer {
-  if (hasher === null) return hash('sha256', lp(text), 'buffer');
   // A UTF-8 encoding takes at most three bytes per UTF-16 unit.
-  const data = text.length * 3 + 8 <= scratch.length ? lpInto(scratch, text) : lp(text);
+  return sha256(hasher !== null && text.length * 3 + 8 <= scratch.length ? lpInto(scratch, text) : lp(text));
+}
+
+/** SHA-256 of short data, by the reusable hasher once it is loaded; a buffer of its own (`data` may be reused). */
+export function sha256(data: Buffer): Buffer {
+  if (hasher === null) return hash('sha256', data, 'buffer');
   hasher.init();
   hasher.update(data);
   const d = hasher.digest('binary');
@@ -172,19 +185,11 @@ export function preimageV2(
 const layoutsV2 = new WeakMap<readonly string[], Map<string, { head: Buffer; names: Array<Buffer | null>; bytes: number }>>();
 
 function layoutV2(table: string, columns: readonly string[]): { head: Buffer; names: Array<Buffer | null>; bytes: number } {
-  let byTable = layoutsV2.get(columns);
-  if (byTable === undefined) {
-    byTable = new Map();
-    layoutsV2.set(columns, byTable);
-  }
-  let layout = byTable.get(table);
-  if (layout === undefined) {
+  return layoutFor(layoutsV2, table, columns, () => {
     const head = Buffer.concat([lp(HASH_VERSION_V2), lp(table)]);
     const names = columns.map((c) => (c === 'current_hash' ? null : lp(c)));
-    layout = { head, names, bytes: head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 32), 0) };
-    byTable.set(table, layout);
-  }
-  return layout;
+    return { head, names, bytes: head.length + names.reduce((n, b) => n + (b === null ? 0 : b.length + 32), 0) };
+  });
 }
 
 export function rowHashV2(

@@ -156,4 +156,11 @@ export const HASH_VERSION = 'cotwire/v1';
  */
 export const HASH_VERSION_V2 = 'cotwire/v2';
 
+/**
+ * `cotwire/v3` enters each value a client supplies as a commitment under a
+ * salt of the row's own (commitments.ts), so that an erased value cannot be
+ * found again by hashing guesses.
+ */
+export const HASH_VERSION_V3 = 'cotwire/v3';
+
 export type HashVersion = typeof HASH_VERSION | typeof HASH_VERSION_V2;
