@@ -7,6 +7,7 @@ import {
   DEFAULTS,
   EMBEDDING_PROVIDERS,
   ENGINE_KINDS,
+  LEDGER_HASH_VERSIONS,
   LOG_LEVELS,
   ROLES,
   type Config,
@@ -259,6 +260,7 @@ export function loadConfig(sources: ConfigSources): Config {
     'verifyIntervalSeconds',
     'watchIntervalSeconds',
     'sessionCacheMB',
+    'hashVersion',
   ]);
 
   const embedding = section(root, 'embedding', ['enabled', 'provider', 'url', 'model', 'dimensions', 'sendDimensions', 'timeoutMs', 'batchSize', 'maxRetries']);
@@ -329,6 +331,7 @@ export function loadConfig(sources: ConfigSources): Config {
       verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
       watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
       sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),
+      hashVersion: oneOf(ledger.hashVersion, 'ledger.hashVersion', DEFAULTS.ledger.hashVersion, LEDGER_HASH_VERSIONS),
     },
     checkpoint: {
       keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),

@@ -107,6 +107,8 @@ export interface Config {
     readonly watchIntervalSeconds: number;
     /** Memory for recently read sessions, from which replays and step reads are answered; 0 = off. */
     readonly sessionCacheMB: number;
+    /** The hash specification new ledgers are chained with (README, "Hash specification"); existing ledgers keep theirs. */
+    readonly hashVersion: LedgerHashVersion;
   };
   /** Signed checkpoints of the global Merkle log (docs/transparency-log.md, "Checkpoints"). */
   readonly checkpoint: {
@@ -207,6 +209,7 @@ export const DEFAULTS: Config = {
     verifyIntervalSeconds: 3600,
     watchIntervalSeconds: 10,
     sessionCacheMB: 64,
+    hashVersion: 'cotwire/v2',
   },
   checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: ['./data/cotwire.duckdb.checkpoints/'] },
   guard: { protectedPrefixes: ['_cot'] },
@@ -223,6 +226,10 @@ export const DEFAULTS: Config = {
     maxRetries: 5,
   },
 };
+
+/** The hash specifications a new ledger may be chained with. */
+export const LEDGER_HASH_VERSIONS = ['cotwire/v2', 'cotwire/v3'] as const;
+export type LedgerHashVersion = (typeof LEDGER_HASH_VERSIONS)[number];
 
 export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 export const AUTH_METHODS: readonly AuthMethod[] = ['scram-sha-256', 'password'];

@@ -29,6 +29,12 @@ export interface RedactionResult {
   readonly recordSeq: string;
   /** False when the value had already been redacted by this record. */
   readonly applied: boolean;
+  /**
+   * Under cotwire/v3, the first time: the value's text and its key, which
+   * the redaction erased, as JSON; whoever holds it can prove the value
+   * later (README, "cotwire/v3"). Null otherwise.
+   */
+  readonly opening: string | null;
 }
 
 /** One session retention removed, or would remove (ledger/erasure/retention.ts). */
@@ -90,6 +96,7 @@ const RECORD_COLUMNS = [
   'redacted_by',
   'record_seq',
   'applied',
+  'opening',
 ] as const;
 
 const RETAINED_COLUMNS = ['ledger', 'chain_key', 'step_count', 'first_seq', 'last_seq', 'last_step_at', 'final_hash', 'retention_id'] as const;
@@ -211,5 +218,6 @@ function recordCells(r: RedactionResult): Array<string | null> {
     r.redactedBy,
     r.recordSeq,
     r.applied ? 'true' : 'false',
+    r.opening,
   ];
 }

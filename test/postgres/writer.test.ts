@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PostgresConnection } from '../../src/engines/postgres/adapter/connection.js';
-import { rowHashFor } from '../../src/ledger/chain/canonical.js';
+import { rowHashFor } from '../../src/ledger/chain/row-hash.js';
 import { LedgerCatalog } from '../../src/ledger/chain/catalog.js';
 import { leafPrefix, rowLeafHash } from '../../src/ledger/log/leaf.js';
 import { consistencyProof, inclusionProof, nodeHash, rootOf } from '../../src/ledger/log/merkle.js';

@@ -68,6 +68,9 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
   checkListenAuth(config);
   const url = config.engine.url;
   if (url === null) throw new StartupError('engine.kind is postgres, but engine.url is not set');
+  // Salted commitments are chained and verified on the DuckDB engine only, so far (issue 36).
+  if (config.ledger.hashVersion === 'cotwire/v3')
+    throw new StartupError('ledger.hashVersion cotwire/v3 is not yet served on the PostgreSQL engine; use cotwire/v2');
   const tls = loadTls(config);
   try {
     const { value, stack } = await startParts((stack) => openParts(config, log, url, tls, stack));

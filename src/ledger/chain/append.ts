@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { leafPrefix } from '../log/leaf.js';
-import { rowHashFor } from './canonical.js';
+import { rowHashFor } from './row-hash.js';
 import { type EmbeddingSampleRule, selectedForEmbedding } from './embedding-sample.js';
-import type { LedgerTable } from './schema.js';
+import { HASH_VERSION_V3, type LedgerTable, SALT_COLUMN } from './schema.js';
+import { SALT_BYTES } from './commitments.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -169,6 +170,8 @@ export interface RowLayout {
   readonly hasEmbedding: number;
   /** -1 in a ledger without step types. */
   readonly stepType: number;
+  /** The salt's column in a v3 ledger; -1 in any other. */
+  readonly salt: number;
   /** The table's part of every leaf's data in the global log. */
   readonly leafPrefix: Buffer;
 }
@@ -192,6 +195,7 @@ export function rowLayout(table: LedgerTable): RowLayout {
       traceId: server('trace_id'),
       hasEmbedding: server('has_embedding'),
       stepType: names.indexOf('step_type'),
+      salt: table.hashVersion === HASH_VERSION_V3 ? names.indexOf(SALT_COLUMN) : -1,
       leafPrefix: leafPrefix(table.schema, table.name),
     };
     rowLayouts.set(table, layout);
@@ -204,14 +208,20 @@ const RANDOM_POOL = 16 * 1024;
 let pool = Buffer.alloc(0);
 let poolAt = RANDOM_POOL;
 
-/** A time-ordered UUID (version 7): 48 bits of milliseconds, then random bits. */
-export function uuidv7(ms: number): string {
-  if (poolAt + 16 > pool.length) {
+/** `n` random bytes of their own, from the pool. */
+function randomFromPool(n: number): Buffer {
+  if (poolAt + n > pool.length) {
     pool = randomBytes(RANDOM_POOL);
     poolAt = 0;
   }
-  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16));
-  poolAt += 16;
+  const b = Buffer.from(pool.subarray(poolAt, poolAt + n));
+  poolAt += n;
+  return b;
+}
+
+/** A time-ordered UUID (version 7): 48 bits of milliseconds, then random bits. */
+export function uuidv7(ms: number): string {
+  const b = randomFromPool(16);
   b.writeUIntBE(ms, 0, 6);
   b[6] = ((b[6] as number) & 0x0f) | 0x70;
   b[8] = ((b[8] as number) & 0x3f) | 0x80;
@@ -271,7 +281,10 @@ export function chainRow(
     const selected = sample !== null && id != null && selectedForEmbedding(sample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
     texts[layout.hasEmbedding] = selected ? 'true' : 'false';
   }
+  if (layout.salt >= 0) texts[layout.salt] = randomFromPool(SALT_BYTES).toString('hex');
   const hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
+  // A fresh row has every key its salt derives: only a ledger without its salt column gets here.
+  if (hash === null) throw new Error(`${table.schema}.${table.name} is chained with ${table.hashVersion} but has no ${SALT_COLUMN} column`);
   texts[layout.currentHash] = hash;
   return { texts, key, index, hash };
 }

@@ -1,6 +1,6 @@
 import { createHash, hash } from 'node:crypto';
 import { createSHA256, type IHasher } from 'hash-wasm';
-import { HASH_VERSION, HASH_VERSION_V2, type HashVersion } from './schema.js';
+import { HASH_VERSION, HASH_VERSION_V2 } from './schema.js';
 
 /** The 8-byte length that marks NULL: distinct from every real length, including 0. */
 const NULL_LENGTH = 0xffffffffffffffffn;
@@ -199,15 +199,4 @@ export function rowHashV2(
   digests: ReadonlyArray<Buffer | null | undefined> = [],
 ): string {
   return hash('sha256', preimageV2(table, columns, texts, digests), 'hex');
-}
-
-/** A row's hash under the ledger's version; `digests` stand for redacted values (v2 only). */
-export function rowHashFor(
-  version: HashVersion,
-  table: string,
-  columns: readonly string[],
-  texts: readonly (string | null)[],
-  digests?: ReadonlyArray<Buffer | null | undefined>,
-): string {
-  return version === HASH_VERSION ? rowHash(table, columns, texts) : rowHashV2(table, columns, texts, digests);
 }

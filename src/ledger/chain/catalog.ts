@@ -4,7 +4,7 @@ import { SqlState } from '../../errors/sqlstate.js';
 import { REDACTIONS_TABLE } from '../erasure/redactions.js';
 import { RETENTION_TABLE } from '../erasure/retention-sql.js';
 import { LOG_EVENTS_TABLE } from '../log/log-events.js';
-import { CHAIN_COLUMNS, HASH_VERSION_V2, qualifiedName, STEPS_SERVER_COLUMNS, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
+import { CHAIN_COLUMNS, HASH_VERSION, qualifiedName, serverColumnsOf, STEPS_TABLE, type LedgerColumn, type LedgerTable } from './schema.js';
 import { hashVersionOf } from './hash-version.js';
 import { shapeChange, type LedgerShapes } from './shapes.js';
 
@@ -167,7 +167,7 @@ export class LedgerCatalog {
         columns: t.columns,
         ...(t.relation === undefined ? {} : { relation: t.relation }),
         chainKey: names.has('session_id') ? 'session_id' : null,
-        serverColumns: isSteps ? STEPS_SERVER_COLUMNS : new Set(CHAIN_COLUMNS.map((c) => c.name)),
+        serverColumns: serverColumnsOf(isSteps, hashVersion),
         isSteps,
         journaled: inFile && !constrained.has(`${t.catalog}\u0000${t.schema}\u0000${t.name}`),
         hashVersion,
@@ -193,7 +193,7 @@ export class LedgerCatalog {
     const losses = anyLoss ? qualifiedName(events as LedgerTable) : null;
     for (const [i, t] of ledgers.entries()) {
       if (t.catalog !== mainCatalog) continue;
-      ledgers[i] = { ...t, redactions: t.hashVersion === HASH_VERSION_V2 ? redactions : null, retention, losses };
+      ledgers[i] = { ...t, redactions: t.hashVersion === HASH_VERSION ? null : redactions, retention, losses };
     }
     if (this.shapes !== null) {
       for (const s of this.shapes.all()) {

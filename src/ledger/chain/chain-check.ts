@@ -1,4 +1,4 @@
-import { rowHashFor } from './canonical.js';
+import { rowHashFor } from './row-hash.js';
 import { digestColumn, markerOf, redactableColumns, redactedDigestsSql, withRedactedDigests } from '../erasure/redactions.js';
 import { canonicalTextSql, qualifiedName, type LedgerColumn, type LedgerTable } from './schema.js';
 import { chainKeySql } from './verdict-sql.js';
@@ -38,8 +38,8 @@ export interface StoredLink {
   readonly ledgerSeq: bigint | null;
   readonly prevHash: string | null;
   readonly currentHash: string | null;
-  /** The hash recomputed from the row's stored columns. */
-  readonly recomputed: string;
+  /** The hash recomputed from the row's stored columns; null where it cannot be (a v3 row without a key for a committed column). */
+  readonly recomputed: string | null;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { layoutFor, lp } from './canonical.js';
-import { HASH_VERSION_V3 } from './schema.js';
+import { HASH_VERSION_V3, SALT_COLUMN } from './schema.js';
 import { sha256Into } from './sha256-js.js';
 
 /**
@@ -22,9 +22,6 @@ import { sha256Into } from './sha256-js.js';
  * columns still committed to a value it holds (SaltKeys), so that the rest
  * of the row still verifies and nothing derives the erased value's key.
  */
-
-/** The server column that holds a v3 row's salt. */
-export const SALT_COLUMN = 'row_salt';
 
 /** Bytes of salt per row: 128 bits. */
 export const SALT_BYTES = 16;

@@ -1,4 +1,4 @@
-import { HASH_VERSION, HASH_VERSION_V2, qualifiedName, quoteLiteral, type HashVersion, type LedgerTable } from './schema.js';
+import { HASH_VERSION, HASH_VERSION_V2, HASH_VERSION_V3, qualifiedName, quoteLiteral, type HashVersion, type LedgerTable } from './schema.js';
 
 /**
  * A ledger records the hash specification of its rows as its table comment,
@@ -16,6 +16,7 @@ export const NEW_LEDGER_HASH_VERSION: HashVersion = HASH_VERSION_V2;
 export function hashVersionOf(comment: string | null | undefined): HashVersion | undefined {
   if (comment === null || comment === undefined || comment === '' || comment === HASH_VERSION) return HASH_VERSION;
   if (comment === HASH_VERSION_V2) return HASH_VERSION_V2;
+  if (comment === HASH_VERSION_V3) return HASH_VERSION_V3;
   return undefined;
 }
 

@@ -163,4 +163,35 @@ export const HASH_VERSION_V2 = 'cotwire/v2';
  */
 export const HASH_VERSION_V3 = 'cotwire/v3';
 
-export type HashVersion = typeof HASH_VERSION | typeof HASH_VERSION_V2;
+export type HashVersion = typeof HASH_VERSION | typeof HASH_VERSION_V2 | typeof HASH_VERSION_V3;
+
+/** The server column that holds a v3 row's salt (ledger/chain/commitments.ts). */
+export const SALT_COLUMN = 'row_salt';
+
+/**
+ * The columns a v3 pre-image holds as text rather than as a commitment: what
+ * the server computes (the chain's own columns, the salt, a step's trace_id
+ * and has_embedding) and the chain's key. Every other column is a value a
+ * client supplied, and may be erased.
+ */
+const UNCOMMITTED = new Set(['current_hash', SALT_COLUMN, 'step_index', 'prev_hash', 'created_at', 'ledger_seq', 'session_id', 'trace_id', 'has_embedding']);
+
+const CHAIN_NAMES: ReadonlySet<string> = new Set(CHAIN_COLUMNS.map((c) => c.name));
+const CHAIN_NAMES_V3: ReadonlySet<string> = new Set([...CHAIN_NAMES, SALT_COLUMN]);
+const STEPS_SERVER_COLUMNS_V3: ReadonlySet<string> = new Set([...STEPS_SERVER_COLUMNS, SALT_COLUMN]);
+
+/** The columns the server computes in a ledger: the chain's, a step's own, and a v3 row's salt. */
+export function serverColumnsOf(isSteps: boolean, version: HashVersion): ReadonlySet<string> {
+  if (version === HASH_VERSION_V3) return isSteps ? STEPS_SERVER_COLUMNS_V3 : CHAIN_NAMES_V3;
+  return isSteps ? STEPS_SERVER_COLUMNS : CHAIN_NAMES;
+}
+
+/** The statement that gives a new v3 ledger its salt column, run in the transaction that creates it. */
+export function addSaltColumnSql(table: Pick<LedgerTable, 'catalog' | 'schema' | 'name' | 'relation'>): string {
+  return `ALTER TABLE ${qualifiedName(table)} ADD COLUMN ${SALT_COLUMN} VARCHAR`;
+}
+
+/** Whether a column enters a v3 pre-image as a salted commitment. */
+export function isCommitted(column: string): boolean {
+  return !UNCOMMITTED.has(column);
+}

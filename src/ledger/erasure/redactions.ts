@@ -1,4 +1,14 @@
-import { CHAIN_COLUMNS, canonicalTextSql, HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from '../chain/schema.js';
+import {
+  CHAIN_COLUMNS,
+  canonicalTextSql,
+  HASH_VERSION,
+  HASH_VERSION_V3,
+  isCommitted,
+  quoteIdent,
+  quoteLiteral,
+  type LedgerColumn,
+  type LedgerTable,
+} from '../chain/schema.js';
 
 /**
  * Redaction under `cotwire/v2`: a column's value is replaced by a marker,
@@ -50,14 +60,15 @@ const UNREDACTABLE = new Set(['_cot_redactions', '_cot_retention', '_cot_checkpo
 /** Why a column of a ledger cannot be redacted, or null when it can. */
 export function unredactable(table: LedgerTable, column: string): string | null {
   if (UNREDACTABLE.has(table.name)) return `${table.schema}.${table.name} accounts for the ledgers' history and is never redacted`;
-  if (table.hashVersion !== HASH_VERSION_V2) {
-    return `${table.schema}.${table.name} is chained with ${table.hashVersion}, whose hashes cover each value's text; only cotwire/v2 ledgers can be redacted`;
+  if (table.hashVersion === HASH_VERSION) {
+    return `${table.schema}.${table.name} is chained with ${table.hashVersion}, whose hashes cover each value's text; only cotwire/v2 and v3 ledgers can be redacted`;
   }
   const c = table.columns.find((x) => x.name === column);
   if (c === undefined) return `${table.schema}.${table.name} has no column "${column}"`;
   if (CHAIN_COLUMNS.some((x) => x.name === column) || table.serverColumns.has(column) || table.chainKey === column) {
     return `column "${column}" is part of the chain itself (the server computes it, or it names the chain)`;
   }
+  if (table.hashVersion === HASH_VERSION_V3 && !isCommitted(column)) return `column "${column}" is not committed to under cotwire/v3: its hash covers its text`;
   if (markerOf(c) === null) return `column "${column}" is ${c.type} NOT NULL, which has no redaction marker`;
   return null;
 }

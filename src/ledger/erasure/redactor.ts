@@ -3,8 +3,9 @@ import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import type { LedgerAppender } from '../chain/append.js';
 import { columnDigest } from '../chain/canonical.js';
+import { commitment, SaltKeys } from '../chain/commitments.js';
 import type { LedgerCatalog } from '../chain/catalog.js';
-import { quoteIdent, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
+import { HASH_VERSION_V3, isCommitted, quoteIdent, SALT_COLUMN, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
 import { markerOf, REDACTIONS_TABLE, unredactable } from './redactions.js';
 import type { ErasureStore } from './store.js';
 import type { RedactionAsk as RedactionRequest, RedactionResult as RedactionRecord } from '../../engine/erasure-call.js';
@@ -93,6 +94,7 @@ export class Redactor {
       await this.apply(table, seq, column, chainKey, trace);
       return {
         ...base,
+        opening: null,
         redactionId: existing[0],
         valueDigest: existing[1],
         reason: existing[2],
@@ -109,13 +111,44 @@ export class Redactor {
       });
     }
     const redactionId = randomUUID();
-    const valueDigest = columnDigest(text).toString('hex');
+    const committed = table.hashVersion === HASH_VERSION_V3 ? await this.commitmentOf(table, seq, column, text) : null;
+    const valueDigest = committed?.commitment ?? columnDigest(text).toString('hex');
     const [appended] = await this.writer.append([
       { table: records, rows: [[redactionId, ledger, seq, chainKey, String(stepIndex), trace, column, valueDigest, reason, request.actor]] },
     ]);
     await this.writer.visible();
     await this.apply(table, seq, column, chainKey, trace);
-    return { ...base, redactionId, valueDigest, reason, redactedBy: request.actor, recordSeq: String(appended?.firstSeq ?? ''), applied: true };
+    return {
+      ...base,
+      redactionId,
+      valueDigest,
+      reason,
+      redactedBy: request.actor,
+      recordSeq: String(appended?.firstSeq ?? ''),
+      applied: true,
+      opening: committed?.opening ?? null,
+    };
+  }
+
+  /**
+   * A v3 value's commitment, from the key its row's salt gives it, and the
+   * opening that proves the value later: the value's text and that key,
+   * which the redaction erases from the row (README, "cotwire/v3").
+   */
+  private async commitmentOf(table: LedgerTable, seq: string, column: string, text: string): Promise<{ commitment: string; opening: string }> {
+    const keys = SaltKeys.parse(await this.saltOf(table, seq));
+    const key = keys?.keyOf(committedPlace(table, column), column) ?? null;
+    if (key === null)
+      throw new PgError(SqlState.DataCorrupted, `${table.schema}.${table.name} row ${seq} has no key for ${column}: its ${SALT_COLUMN} is damaged`);
+    const c = commitment(key, text).toString('hex');
+    return { commitment: c, opening: JSON.stringify({ column, text, key: key.toString('hex'), commitment: c }) };
+  }
+
+  private async saltOf(table: LedgerTable, seq: string): Promise<string | null> {
+    const [row] = (await this.store.conn.query(`SELECT ${quoteIdent(SALT_COLUMN)} FROM ${this.store.relation(table)} WHERE ledger_seq = CAST($1 AS BIGINT)`, [
+      seq,
+    ])) as Array<[string | null]>;
+    return row?.[0] ?? null;
   }
 
   /**
@@ -154,6 +187,17 @@ export class Redactor {
     const statements = [
       { sql: `UPDATE ${this.store.relation(table)} SET ${quoteIdent(column)} = ${marker.sql} WHERE ledger_seq = CAST($1 AS BIGINT)`, params: [seq] },
     ];
+    if (table.hashVersion === HASH_VERSION_V3) {
+      // The salt goes with the value: the row keeps the keys of its other committed columns, and no key of this one.
+      const keys = SaltKeys.parse(await this.saltOf(table, seq));
+      if (keys !== null) {
+        const others = committedColumns(table).filter(([c]) => c !== column);
+        statements.push({
+          sql: `UPDATE ${this.store.relation(table)} SET ${quoteIdent(SALT_COLUMN)} = $2 WHERE ledger_seq = CAST($1 AS BIGINT)`,
+          params: [seq, keys.listing(others)],
+        });
+      }
+    }
     // A vector computed from the value says something about it.
     const vectors = table.isSteps && traceId !== null ? await this.store.vectors() : null;
     if (vectors !== null) statements.push({ sql: `DELETE FROM ${vectors} WHERE trace_id = CAST($1 AS UUID)`, params: [traceId as string] });
@@ -181,4 +225,13 @@ export class Redactor {
     if (table === null) throw new PgError(SqlState.UndefinedTable, `ledger "${target.ledger}" does not exist`);
     return table;
   }
+}
+
+/** A v3 ledger's committed columns in table order, each with its place among them (the key it takes). */
+function committedColumns(table: LedgerTable): Array<readonly [string, number]> {
+  return table.columns.filter((c) => c.name !== 'current_hash' && c.name !== SALT_COLUMN && isCommitted(c.name)).map((c, m) => [c.name, m] as const);
+}
+
+function committedPlace(table: LedgerTable, column: string): number {
+  return committedColumns(table).find(([c]) => c === column)?.[1] ?? -1;
 }

@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { loadColumnHasher } from '../../../src/ledger/chain/canonical.js';
@@ -70,5 +73,16 @@ describe('the cotwire/v3 pre-image (salted commitments)', () => {
     conn.closeSync();
     instance.closeSync();
     expect(hash).toBe(HASH_V3);
+  });
+
+  it('is what the Python of the README computes, run as written', () => {
+    const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```python\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+    const v1 = blocks.find((b) => b.includes('def lp(x)'));
+    const v3 = blocks.find((b) => b.includes('cotwire/v3 keys'));
+    expect(v1 !== undefined && v3 !== undefined).toBe(true);
+    const run = spawnSync('python3', ['-c', `${v1}\n${v3}`], { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n').at(-1)).toBe(HASH_V3);
   });
 });

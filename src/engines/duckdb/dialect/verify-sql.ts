@@ -1,7 +1,18 @@
 import { withAuditFindings } from './audit-sql.js';
 import { columnDigestSql, withRedactedDigests } from '../../../ledger/erasure/redactions.js';
 import { RETAINED_HASH, RETAINED_STEPS, withRetainedPrefix } from '../../../ledger/erasure/retention-sql.js';
-import { canonicalTextSql, HASH_VERSION, HASH_VERSION_V2, quoteIdent, quoteLiteral, STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
+import {
+  canonicalTextSql,
+  HASH_VERSION,
+  HASH_VERSION_V2,
+  HASH_VERSION_V3,
+  isCommitted,
+  quoteIdent,
+  quoteLiteral,
+  SALT_COLUMN,
+  STEPS_TABLE,
+  type LedgerTable,
+} from '../../../ledger/chain/schema.js';
 import { BREAK_CTES, BREAK_ORDER, chainKeySql, gapCtes, verdictColumns, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
 
 /**
@@ -28,6 +39,7 @@ function lpHex(s: string): string {
  */
 export function hashSql(table: LedgerTable, redacted = false): string {
   if (table.hashVersion === HASH_VERSION_V2) return hashSqlV2(table, redacted);
+  if (table.hashVersion === HASH_VERSION_V3) return hashSqlV3(table, redacted);
   const parts = [`'${lpHex(HASH_VERSION)}${lpHex(table.name)}'`];
   for (const c of table.columns) {
     if (c.name === 'current_hash') continue;
@@ -52,6 +64,40 @@ export function hashSqlV2(table: LedgerTable, redacted = false): string {
     if (c.name === 'current_hash') continue;
     const digest = (text: string): string => `${fn('sha256')}(${fn('unhex')}(${lpValueHex(text)}))`;
     parts.push(`'${lpHex(c.name)}'`, redacted ? columnDigestSql(table, c, digest) : digest(canonicalTextSql(c.name, c.type)));
+  }
+  return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
+}
+
+/**
+ * The `cotwire/v3` form (ledger/chain/commitments.ts): a committed column
+ * enters as SHA-256(key || lp(text)), its key taken from the row's salt (two
+ * to a block of SHA-256(lp("cotwire/v3 keys") || salt || u32(block))) or,
+ * after a redaction, from the keys its salt column lists; any other column
+ * as lp(text). A salt column in neither form gives no key, and the row no
+ * hash. `redacted`: as for v2, with recorded commitments.
+ */
+export function hashSqlV3(table: LedgerTable, redacted = false): string {
+  const parts = [`'${lpHex(HASH_VERSION_V3)}${lpHex(table.name)}'`];
+  const salt = quoteIdent(SALT_COLUMN);
+  const domain = lpHex('cotwire/v3 keys');
+  let m = 0;
+  for (const c of table.columns) {
+    if (c.name === 'current_hash' || c.name === SALT_COLUMN) continue;
+    parts.push(`'${lpHex(c.name)}'`);
+    if (!isCommitted(c.name)) {
+      parts.push(lpValueHex(canonicalTextSql(c.name, c.type)));
+      continue;
+    }
+    const block = Math.floor(m / 2)
+      .toString(16)
+      .padStart(8, '0');
+    const listed = `${fn('json_extract_string')}(${salt}, ${quoteLiteral(`$."${c.name.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)})`;
+    const key = `CASE WHEN ${fn('regexp_full_match')}(${salt}, '[0-9a-f]{32}')
+        THEN ${fn('substr')}(${fn('sha256')}(${fn('unhex')}('${domain}' || ${salt} || '${block}')), ${1 + (m % 2) * 32}, 32)
+      WHEN ${fn('json_valid')}(${salt}) AND ${fn('regexp_full_match')}(coalesce(${listed}, ''), '[0-9a-f]{32}') THEN ${listed} END`;
+    const commit = (text: string): string => `${fn('sha256')}(${fn('unhex')}((${key}) || ${lpValueHex(text)}))`;
+    parts.push(redacted ? columnDigestSql(table, c, commit) : commit(canonicalTextSql(c.name, c.type)));
+    m++;
   }
   return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
 }

@@ -1,3 +1,4 @@
+import type { HashVersion } from '../../../ledger/chain/schema.js';
 import type { CatalogSnapshot } from '../catalog/snapshot.js';
 import type { CatalogMode } from './catalog-mode.js';
 import type { LostRanges } from '../../../ledger/chain/chain-check.js';
@@ -27,6 +28,8 @@ export interface ConnectionServices extends AccessServices {
   /** PostgreSQL-only syntax onto the engine's (the catalog layer's rewrites). */
   readonly rewriter: CompatRewriter;
   readonly maxContentBytes: number;
+  /** What a ledger created by a client's CREATE TABLE is chained with. */
+  readonly newLedgerHashVersion: HashVersion;
   /** statement_timeout for new connections, in milliseconds. */
   readonly statementTimeoutMs: number;
   /** idle_in_transaction_session_timeout for new connections, in milliseconds. */

@@ -1,7 +1,7 @@
 import type { ExecuteOutcome } from '../../../session/handler-port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
-import { CHAIN_COLUMNS, qualifiedName, quoteIdent } from '../../../ledger/chain/schema.js';
+import { addSaltColumnSql, CHAIN_COLUMNS, HASH_VERSION_V3, qualifiedName, quoteIdent } from '../../../ledger/chain/schema.js';
 import type { Token } from '../../../sql/lexer.js';
 import { identifierText } from '../../../sql/identifiers.js';
 import type { AccessControl } from './access.js';
@@ -77,6 +77,8 @@ async function completeLedger(ctx: HandlerContext, parts: readonly string[]): Pr
   const [catalogName, schemaName] = [String(rows[0]?.[0] ?? ''), String(rows[0]?.[1] ?? 'main')];
   const target = qualifiedName({ catalog: catalogName, schema: schemaName, name });
   for (const c of missing) await ctx.engine.run(`ALTER TABLE ${target} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
-  await ctx.engine.run(recordHashVersionSql({ catalog: catalogName, schema: schemaName, name }));
+  const version = ctx.services.newLedgerHashVersion;
+  if (version === HASH_VERSION_V3) await ctx.engine.run(addSaltColumnSql({ catalog: catalogName, schema: schemaName, name }));
+  await ctx.engine.run(recordHashVersionSql({ catalog: catalogName, schema: schemaName, name }, version));
   ctx.services.writer.created({ catalog: catalogName, schema: schemaName, name });
 }

@@ -1,5 +1,5 @@
 import type { EngineConnection } from '../../../engine/port.js';
-import { rowHashFor } from '../../../ledger/chain/canonical.js';
+import { rowHashFor } from '../../../ledger/chain/row-hash.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import { leavesFrom } from './log-resume.js';
 import { markerOf } from '../../../ledger/erasure/redactions.js';
@@ -11,6 +11,7 @@ import {
   canonicalTextSql,
   HASH_VERSION,
   HASH_VERSION_V2,
+  HASH_VERSION_V3,
   qualifiedName,
   STEPS_TABLE,
   type HashVersion,
@@ -109,7 +110,8 @@ export function checkReceipt(value: unknown, verifier: NoteVerifier): { origin: 
   const value_ = (name: string): string | null => texts[names.indexOf(name)] ?? null;
   const recorded = value_('current_hash');
   const version = r.hash_version ?? HASH_VERSION;
-  if (version !== HASH_VERSION && version !== HASH_VERSION_V2) throw new ReceiptError(`hash_version ${JSON.stringify(version)} is not one this verifier knows`);
+  if (version !== HASH_VERSION && version !== HASH_VERSION_V2 && version !== HASH_VERSION_V3)
+    throw new ReceiptError(`hash_version ${JSON.stringify(version)} is not one this verifier knows`);
   const redacted = r.redacted ?? {};
   if (typeof redacted !== 'object' || redacted === null || (version === HASH_VERSION && Object.keys(redacted).length > 0)) {
     throw new ReceiptError('redacted is not an object of column digests, or the row is cotwire/v1');
@@ -121,7 +123,11 @@ export function checkReceipt(value: unknown, verifier: NoteVerifier): { origin: 
     return Buffer.from(d, 'hex');
   });
   const computed = rowHashFor(version, table, names, texts, digests);
-  if (computed !== recorded) throw new ReceiptError(`the row's hash is ${computed}, the receipt says ${String(recorded)}: the row was altered`);
+  if (computed === null || computed !== recorded) {
+    throw new ReceiptError(
+      `the row's hash is ${computed ?? 'not computable (a committed column has no key)'}, the receipt says ${String(recorded)}: the row was altered`,
+    );
+  }
   const index = Number(value_('ledger_seq')) - 1;
   if (index !== r.leaf_index) throw new ReceiptError(`leaf_index ${String(r.leaf_index)} is not ledger_seq - 1 (${index})`);
   let opened: string;

@@ -75,6 +75,7 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       writer: parts.writer,
       rewriter: new CompatRewriter(config.database.name),
       maxContentBytes: config.ledger.maxContentBytes,
+      newLedgerHashVersion: config.ledger.hashVersion,
       statementTimeoutMs: config.limits.statementTimeoutMs,
       maxAppendBytes: config.limits.maxAppendBytes,
       advisoryLocks: parts.advisoryLocks,

@@ -3,7 +3,7 @@ import { serverShareMB, type Config } from '../../../config/schema.js';
 import type { Engine, EngineConnection } from '../../../engine/port.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
 import type { LedgerCatalog, LedgerDamage } from '../../../ledger/chain/catalog.js';
-import { STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from '../../../ledger/chain/schema.js';
+import { addSaltColumnSql, HASH_VERSION_V3, type HashVersion, STEPS_DDL, STEPS_INDEX_DDL, STEPS_TABLE } from '../../../ledger/chain/schema.js';
 import { LedgerShapes } from '../../../ledger/chain/shapes.js';
 import { REDACTIONS_DDL, REDACTIONS_INDEX_DDL, REDACTIONS_TABLE } from '../../../ledger/erasure/redactions.js';
 import { RETENTION_DDL, RETENTION_INDEX_DDL, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
@@ -99,7 +99,7 @@ export async function openStore(config: Config, log: Logger, stack: DisposeStack
     [RETENTION_TABLE, RETENTION_DDL],
     [LOG_EVENTS_TABLE, LOG_EVENTS_DDL],
   ] as const) {
-    if (shapes.expected('main', name) === undefined) await createServerLedger(internal, name, ddl);
+    if (shapes.expected('main', name) === undefined) await createServerLedger(internal, name, ddl, config.ledger.hashVersion);
   }
   const ledgers = duckdbLedgers(internal, (name) => guard.names.isProtected(name), shapes);
   const damage = await ledgers.damaged();
@@ -117,7 +117,7 @@ export async function openStore(config: Config, log: Logger, stack: DisposeStack
 }
 
 /** Creates one of the server's own ledgers if the database lacks it, chained with the current hash version. */
-async function createServerLedger(conn: EngineConnection, name: string, ddl: string): Promise<void> {
+async function createServerLedger(conn: EngineConnection, name: string, ddl: string, version: HashVersion): Promise<void> {
   const [[exists]] = (await conn.query(
     `SELECT count(*) > 0 FROM system.main.duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = $1`,
     [name],
@@ -127,7 +127,8 @@ async function createServerLedger(conn: EngineConnection, name: string, ddl: str
   await conn.run('BEGIN');
   try {
     await conn.run(ddl);
-    await conn.run(recordHashVersionSql({ catalog, schema: 'main', name }));
+    if (version === HASH_VERSION_V3) await conn.run(addSaltColumnSql({ catalog, schema: 'main', name }));
+    await conn.run(recordHashVersionSql({ catalog, schema: 'main', name }, version));
     await conn.run('COMMIT');
   } catch (err) {
     await conn.run('ROLLBACK');
