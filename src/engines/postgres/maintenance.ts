@@ -79,7 +79,7 @@ async function maintenanceParts(config: Config, log: Logger, stack: DisposeStack
     throw new StartupError(`cannot connect to the PostgreSQL engine at ${redactUrl(url)}: ${(err as Error).message}`);
   }
   const names = new ProtectedNames(config.guard.protectedPrefixes);
-  await installPostgres(admin, prefix, (n) => names.isProtected(n));
+  await installPostgres(admin, prefix, (n) => names.isProtected(n), config.ledger.hashVersion);
   const passwords = await rolePasswords(admin, prefix);
   const serverUrl = urlAs(url, pgRoles(prefix).server, passwords.server);
   const ledgers = new LedgerCatalog(admin, (n) => names.isProtected(n), null, readPostgresTables(prefix));

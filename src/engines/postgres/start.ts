@@ -68,9 +68,6 @@ export async function startPostgresServer(config: Config, log: Logger): Promise<
   checkListenAuth(config);
   const url = config.engine.url;
   if (url === null) throw new StartupError('engine.kind is postgres, but engine.url is not set');
-  // Salted commitments are chained and verified on the DuckDB engine only, so far (issue 36).
-  if (config.ledger.hashVersion === 'cotwire/v3')
-    throw new StartupError('ledger.hashVersion cotwire/v3 is not yet served on the PostgreSQL engine; use cotwire/v2');
   const tls = loadTls(config);
   try {
     const { value, stack } = await startParts((stack) => openParts(config, log, url, tls, stack));
@@ -102,7 +99,7 @@ async function openParts(
     throw new StartupError(`cannot connect to the PostgreSQL engine at ${redactUrl(url)}: ${(err as Error).message}`);
   }
   const names = new ProtectedNames(config.guard.protectedPrefixes);
-  const report = await installPostgres(admin, prefix, (n) => names.isProtected(n));
+  const report = await installPostgres(admin, prefix, (n) => names.isProtected(n), config.ledger.hashVersion);
   for (const action of report.actions) log.info({ engine: redactUrl(url) }, `init-postgres: ${action}`);
   const passwords = await rolePasswords(admin, prefix);
   const serverUrl = urlAs(url, roles.server, passwords.server);
@@ -146,7 +143,7 @@ async function openParts(
   const securityLog = stack.use(await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed')), (s) =>
     s.close(),
   );
-  const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health);
+  const createLedger = await ledgerDdl(url, prefix, roles, names, ledgers, stack, health, config.ledger.hashVersion);
   const erasure = await openErasure(config, log, url, roles, ledgers, writer, health, stack);
   const auditor = await startAudit(config, log, url, ledgers, observer, instance, health, stack);
   const search = await openSearch(config, log, url, ledgers, observer, health, stack, instance);

@@ -4,7 +4,16 @@ import { functionGrantees, PG_SCHEMA, type PgRoles } from '../ledger/names.js';
 import { pgSearchFunctions } from '../search/search-sql.js';
 import { REDACTED_TEXT, redactableColumns, unredactable } from '../../../ledger/erasure/redactions.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
-import { HASH_VERSION_V2, quoteIdent, quoteLiteral, type LedgerColumn, type LedgerTable } from '../../../ledger/chain/schema.js';
+import {
+  HASH_VERSION_V2,
+  HASH_VERSION_V3,
+  isCommitted,
+  quoteIdent,
+  quoteLiteral,
+  SALT_COLUMN,
+  type LedgerColumn,
+  type LedgerTable,
+} from '../../../ledger/chain/schema.js';
 import { BREAK_CTES, BREAK_ORDER, gapCtes, verdictColumns, verifyMacroName } from '../../../ledger/chain/verdict-sql.js';
 import { LOG_EVENTS_TABLE } from '../../../ledger/log/log-events.js';
 import { pgAnalyticsFunctions } from './analytics-sql.js';
@@ -183,16 +192,18 @@ function markerText(column: LedgerColumn): string | null | undefined {
  */
 export function pgHashSql(table: LedgerTable): string {
   const v2 = table.hashVersion === HASH_VERSION_V2;
+  const v3 = table.hashVersion === HASH_VERSION_V3;
   const parts = [lpConst(table.hashVersion), lpConst(table.name)];
+  let m = 0;
   for (const c of table.columns) {
-    if (c.name === 'current_hash') continue;
+    if (c.name === 'current_hash' || (v3 && c.name === SALT_COLUMN)) continue;
     const text = canonicalPgTextSql(c.name, c.type, 'r.');
     parts.push(lpConst(c.name));
-    if (!v2) {
+    if (!(v2 || (v3 && isCommitted(c.name)))) {
       parts.push(lpSql(text));
       continue;
     }
-    const computed = `pg_catalog.sha256(${lpSql(text)})`;
+    const computed = v3 ? `pg_catalog.sha256(${pgKeySql(c.name, m++)} || ${lpSql(text)})` : `pg_catalog.sha256(${lpSql(text)})`;
     const marker = unredactable(table, c.name) === null ? markerText(c) : undefined;
     if (marker === undefined) {
       parts.push(computed);
@@ -203,6 +214,20 @@ export function pgHashSql(table: LedgerTable): string {
     parts.push(`CASE WHEN ${digest} IS NOT NULL AND ${holds} THEN pg_catalog.decode(${digest}, 'hex') ELSE ${computed} END`);
   }
   return `pg_catalog.encode(pg_catalog.sha256(${parts.join(' || ')}), 'hex')`;
+}
+
+/**
+ * A v3 committed column's 16-byte key (ledger/chain/commitments.ts), from
+ * the row's salt, or from the keys its salt column lists after a redaction
+ * (JSON written by the server, read here by its one shape); NULL, and so no
+ * hash, for a salt column in neither form.
+ */
+function pgKeySql(column: string, m: number): string {
+  const salt = `r.${quoteIdent(SALT_COLUMN)}`;
+  const block = `${lpConst('cotwire/v3 keys')} || pg_catalog.decode(${salt}, 'hex') || pg_catalog.int4send(${Math.floor(m / 2)})`;
+  const listed = `pg_catalog.substring(${salt}, ${quoteLiteral(`"${column.replace(/[^A-Za-z0-9_]/g, (ch) => `\\${ch}`)}":"([0-9a-f]{32})"`)})`;
+  return `(CASE WHEN ${salt} ~ '^[0-9a-f]{32}$' THEN pg_catalog.substr(pg_catalog.sha256(${block}), ${1 + (m % 2) * 16}, 16)
+    WHEN ${listed} IS NOT NULL THEN pg_catalog.decode(${listed}, 'hex') END)`;
 }
 
 /** The recorded digests of each redacted row of the ledger `r` (aliased `red`, `d_<column>` each), of one chain (`$1`) when `one`. */

@@ -16,7 +16,7 @@ import { NEW_LEDGER_HASH_VERSION } from '../../../ledger/chain/hash-version.js';
 import { REDACTIONS_DDL, REDACTIONS_TABLE } from '../../../ledger/erasure/redactions.js';
 import { RETENTION_DDL, RETENTION_TABLE } from '../../../ledger/erasure/retention-sql.js';
 import { LOG_EVENTS_DDL, LOG_EVENTS_TABLE } from '../../../ledger/log/log-events.js';
-import { quoteIdent, quoteLiteral, STEPS_DDL, STEPS_TABLE } from '../../../ledger/chain/schema.js';
+import { HASH_VERSION_V3, type HashVersion, quoteIdent, quoteLiteral, SALT_COLUMN, STEPS_DDL, STEPS_TABLE } from '../../../ledger/chain/schema.js';
 import { SECURITY_EVENTS_DDL, SECURITY_EVENTS_TABLE } from '../../../ledger/security-events.js';
 
 /**
@@ -117,7 +117,7 @@ const roleExists = (role: string): string => `SELECT count(*) > 0 FROM pg_catalo
 const tableExists = (schema: string, name: string): string =>
   `SELECT count(*) > 0 FROM pg_catalog.pg_tables WHERE schemaname = ${quoteLiteral(schema)} AND tablename = ${quoteLiteral(name)}`;
 
-function steps(roles: PgRoles, database: string): Step[] {
+function steps(roles: PgRoles, database: string, hashVersion: HashVersion): Step[] {
   const o = quoteIdent(roles.owner);
   const srv = quoteIdent(roles.server);
   const r = quoteIdent(roles.reader);
@@ -170,11 +170,11 @@ function steps(roles: PgRoles, database: string): Step[] {
       ],
     },
   ];
-  return [...list, ...schemaSteps(roles)];
+  return [...list, ...schemaSteps(roles, hashVersion)];
 }
 
 /** As the owner: cotwire's own schema (the append-only trigger's function, the log, the chain heads, the lease, the audit, the secrets, their grants) and the server's ledgers. */
-function schemaSteps(roles: PgRoles): Step[] {
+function schemaSteps(roles: PgRoles, hashVersion: HashVersion): Step[] {
   const o = quoteIdent(roles.owner);
   const srv = quoteIdent(roles.server);
   const clients = clientRoles(roles).map(quoteIdent).join(', ');
@@ -291,9 +291,13 @@ function schemaSteps(roles: PgRoles): Step[] {
   ];
   for (const ledger of PG_SERVER_LEDGERS) {
     list.push({
-      does: `created ledger ${PG_LEDGER_SCHEMA}.${ledger.name} (${NEW_LEDGER_HASH_VERSION})`,
+      does: `created ledger ${PG_LEDGER_SCHEMA}.${ledger.name} (${hashVersion})`,
       done: tableExists(PG_LEDGER_SCHEMA, ledger.name),
-      sql: [postgresLedgerDdl(ledger.ddl), `COMMENT ON TABLE ${qualified(ledger.name)} IS ${quoteLiteral(NEW_LEDGER_HASH_VERSION)}`],
+      sql: [
+        postgresLedgerDdl(ledger.ddl),
+        ...(hashVersion === HASH_VERSION_V3 ? [`ALTER TABLE ${qualified(ledger.name)} ADD COLUMN ${SALT_COLUMN} text NOT NULL`] : []),
+        `COMMENT ON TABLE ${qualified(ledger.name)} IS ${quoteLiteral(hashVersion)}`,
+      ],
     });
     list.push({ does: `the append-only wall of ${ledger.name}`, sql: ledgerWallSql(ledger.name, ledger.chainKey, roles) });
   }
@@ -318,6 +322,8 @@ export async function installPostgres(
   conn: SqlConnection,
   prefix: string,
   isProtected: (name: string) => boolean = (n) => n.toLowerCase().startsWith('_cot'),
+  /** What the server's ledgers are chained with, where this creates them. */
+  hashVersion: HashVersion = NEW_LEDGER_HASH_VERSION,
 ): Promise<PgInstallReport> {
   const [[versionNum, version, encoding, database]] = (await conn.query(
     "SELECT current_setting('server_version_num')::int, current_setting('server_version'), pg_catalog.pg_encoding_to_char(encoding), current_database() FROM pg_catalog.pg_database WHERE datname = current_database()",
@@ -337,7 +343,7 @@ export async function installPostgres(
   try {
     // Two instances starting at once would both find a role missing; the second waits here and then finds it.
     await conn.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [`cotwire init ${prefix}`]);
-    for (const step of steps(roles, database)) {
+    for (const step of steps(roles, database, hashVersion)) {
       if (step.done !== undefined) {
         const [[done]] = (await conn.query(step.done)) as [[boolean]];
         if (done) continue;

@@ -3,7 +3,7 @@ import { SqlState } from '../../../errors/sqlstate.js';
 import { NEW_LEDGER_HASH_VERSION } from '../../../ledger/chain/hash-version.js';
 import { PG_LEDGER_SCHEMA, type PgRoles } from './names.js';
 import { ledgerWallSql } from './install.js';
-import { CHAIN_COLUMNS, quoteIdent, quoteLiteral } from '../../../ledger/chain/schema.js';
+import { CHAIN_COLUMNS, HASH_VERSION_V3, type HashVersion, quoteIdent, quoteLiteral, SALT_COLUMN } from '../../../ledger/chain/schema.js';
 
 /**
  * CREATE TABLE of a ledger on a PostgreSQL engine. The server writes the
@@ -47,7 +47,7 @@ export interface PgLedgerDdl {
   readonly statements: readonly string[];
 }
 
-export function pgLedgerDdl(create: Node, roles: PgRoles): PgLedgerDdl {
+export function pgLedgerDdl(create: Node, roles: PgRoles, hashVersion: HashVersion = NEW_LEDGER_HASH_VERSION): PgLedgerDdl {
   const relation = create.relation as { relname: string; schemaname?: string; relpersistence?: string };
   const name = relation.relname;
   if (relation.schemaname !== undefined && relation.schemaname !== PG_LEDGER_SCHEMA) {
@@ -88,13 +88,14 @@ export function pgLedgerDdl(create: Node, roles: PgRoles): PgLedgerDdl {
   const chainKey = names.has('session_id') ? 'session_id' : null;
   const table = `${PG_LEDGER_SCHEMA}.${quoteIdent(name)}`;
   const chain = CHAIN_COLUMNS.map((c) => `${c.name} ${c.type === 'VARCHAR' ? 'text' : c.type} NOT NULL`);
+  if (hashVersion === HASH_VERSION_V3) chain.push(`${SALT_COLUMN} text NOT NULL`);
   return {
     name,
     ifNotExists: create.if_not_exists === true,
     chainKey,
     statements: [
       `CREATE TABLE ${table} (${[...columns, ...chain].join(', ')})`,
-      `COMMENT ON TABLE ${table} IS ${quoteLiteral(NEW_LEDGER_HASH_VERSION)}`,
+      `COMMENT ON TABLE ${table} IS ${quoteLiteral(hashVersion)}`,
       ...ledgerWallSql(name, chainKey, roles),
     ],
   };

@@ -11,6 +11,7 @@ import { readPostgresTables } from '../ledger/catalog.js';
 import { PG_SCHEMA } from '../ledger/names.js';
 import { pgLedgerDdl } from '../ledger/ledger-create.js';
 import type { PgRoles } from '../ledger/names.js';
+import type { HashVersion } from '../../../ledger/chain/schema.js';
 
 /**
  * CREATE TABLE of a ledger, carried out by the server on a connection of
@@ -25,19 +26,21 @@ export async function ledgerDdl(
   ledgers: LedgerCatalog,
   stack: DisposeStack,
   health: EngineHealth,
+  /** What a ledger made by a client's CREATE TABLE is chained with. */
+  hashVersion: HashVersion,
 ): Promise<LedgerDdl> {
   const owner = stack.use(await PostgresConnection.open(url, 'cotwire owner', { health }), (c) => c.close());
   let ddl: Promise<void> = Promise.resolve();
   /** The ledger a statement makes: its name, and whether it exists already (an error, unless IF NOT EXISTS). */
   const check = async (create: Record<string, unknown>): Promise<{ readonly name: string; readonly exists: boolean }> => {
-    const made = pgLedgerDdl(create, roles);
+    const made = pgLedgerDdl(create, roles, hashVersion);
     const [[exists]] = (await owner.query(`SELECT to_regclass($1) IS NOT NULL`, [`public."${made.name.replaceAll('"', '""')}"`])) as [[boolean]];
     if (exists && !made.ifNotExists) throw new PgError(SqlState.DuplicateTable, `relation "${made.name}" already exists`);
     return { name: made.name, exists };
   };
   const create = (statement: Record<string, unknown>): Promise<void> => {
     const run = ddl.then(async () => {
-      const made = pgLedgerDdl(statement, roles);
+      const made = pgLedgerDdl(statement, roles, hashVersion);
       if ((await check(statement)).exists) return;
       await owner.run('BEGIN');
       try {
