@@ -120,6 +120,11 @@ describe('redaction under cotwire/v3', () => {
     }
     const check = spawnSync(process.execPath, [CLI, 'check-receipt', join(root, 'receipt.json'), '--key', verifierKey], { encoding: 'utf8' });
     expect(check.status, check.stdout + check.stderr).toBe(0);
+    // And so does the independent checker in Python, from the published formats alone.
+    const python = spawnSync('python3', [join(import.meta.dirname, '../compat/python/check_receipt.py'), join(root, 'receipt.json'), verifierKey], {
+      encoding: 'utf8',
+    });
+    expect(python.stdout, python.stderr).toMatch(/^OK leaf/);
     const verified = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--json'], { encoding: 'utf8' });
     expect(verified.status, verified.stdout + verified.stderr).toBe(0);
     expect(readFileSync(db).includes(Buffer.from(SECRET))).toBe(false);

@@ -46,22 +46,50 @@ def lp(text):
     return struct.pack(">Q", len(data)) + data
 
 
-HASH_VERSIONS = ("cotwire/v1", "cotwire/v2")
+HASH_VERSIONS = ("cotwire/v1", "cotwire/v2", "cotwire/v3")
+
+# What a v3 pre-image holds as text rather than as a salted commitment.
+V3_UNCOMMITTED = {"current_hash", "row_salt", "step_index", "prev_hash", "created_at", "ledger_seq",
+                  "session_id", "trace_id", "has_embedding"}
+
+
+def v3_key(row_salt, name, m):
+    """A committed column's 16-byte key: from the row's salt (32 hex digits), two keys to a
+    block of SHA-256(lp("cotwire/v3 keys") || salt || u32_be(block)), or after a redaction
+    from the JSON object of keys the salt column holds instead."""
+    if row_salt is not None and len(row_salt) == 32 and all(c in "0123456789abcdef" for c in row_salt):
+        block = hashlib.sha256(lp("cotwire/v3 keys") + bytes.fromhex(row_salt) + struct.pack(">I", m // 2)).digest()
+        return block[16 * (m % 2):16 * (m % 2) + 16]
+    try:
+        listed = json.loads(row_salt or "")
+    except ValueError:
+        raise Fail("row_salt is neither a salt nor a list of keys")
+    key = listed.get(name) if isinstance(listed, dict) else None
+    if not isinstance(key, str) or len(key) != 32:
+        raise Fail("row_salt holds no key for column %r, which is not redacted" % name)
+    return bytes.fromhex(key)
 
 
 def row_hash(table, columns, version="cotwire/v1", redacted=None):
-    """v1 hashes each column's lp(text); v2 hashes SHA-256(lp(text)), for which a
-    redacted column's recorded digest stands in."""
+    """v1 hashes each column's lp(text); v2 hashes SHA-256(lp(text)); v3 a committed column's
+    SHA-256(key || lp(text)) and any other column's lp(text). A redacted column's recorded
+    digest (v2) or commitment (v3) stands in for its value."""
     redacted = redacted or {}
     pre = lp(version) + lp(table)
+    row_salt = dict(columns).get("row_salt")
+    m = 0
     for name, value in columns:
-        # The hash cannot cover itself.
-        if name == "current_hash":
+        # The hash cannot cover itself, nor a v3 row's salt.
+        if name == "current_hash" or (version == "cotwire/v3" and name == "row_salt"):
             continue
-        if version == "cotwire/v1":
+        if version == "cotwire/v1" or (version == "cotwire/v3" and name in V3_UNCOMMITTED):
             pre += lp(name) + lp(value)
         elif name in redacted:
             pre += lp(name) + bytes.fromhex(redacted[name])
+            m += 1 if version == "cotwire/v3" else 0
+        elif version == "cotwire/v3":
+            pre += lp(name) + hashlib.sha256(v3_key(row_salt, name, m) + lp(value)).digest()
+            m += 1
         else:
             pre += lp(name) + hashlib.sha256(lp(value)).digest()
     return hashlib.sha256(pre).hexdigest()
