@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,10 +51,12 @@ async function redactedFor(version: 'cotwire/v2' | 'cotwire/v3', db: string) {
   const target = (await agent.query(STEP, ['s', SECRET, 0.8])).rows[0].t as string;
   await agent.query(STEP, ['s', 'told the customer', 0.9]);
   await server.running.writer.visible();
+  const salt =
+    version === 'cotwire/v3' ? ((await reader.query('SELECT row_salt FROM _cot_steps WHERE trace_id = $1::uuid', [target])).rows[0]?.row_salt as string) : null;
   const redacted = await admin.query('SELECT * FROM cot_redact($1, $2, $3)', [target, 'content', 'erasure request']);
   const row = (await reader.query('SELECT * FROM _cot_steps WHERE trace_id = $1::uuid', [target])).rows[0] as Record<string, unknown>;
   const records = (await reader.query('SELECT column_name, value_digest FROM _cot_redactions')).rows as Array<{ column_name: string; value_digest: string }>;
-  return { server, admin, reader, target, row, records, record: redacted.rows[0] as Record<string, string | null> };
+  return { server, admin, reader, target, row, records, salt, record: redacted.rows[0] as Record<string, string | null> };
 }
 
 /** Whether any guess matches anything the reader holds: a digest of it, or a commitment to it under any key the row lists. */
@@ -80,7 +82,8 @@ describe('redaction under cotwire/v3', () => {
 
   it('under cotwire/v3, no guess matches anything a reader holds; the chain, log, checkpoints and receipts verify; the opening proves the value', async () => {
     const db = join(root, 'v3.duckdb');
-    const { server, admin, reader, target, row, records, record } = await redactedFor('cotwire/v3', db);
+    const { server, admin, reader, target, row, records, salt, record } = await redactedFor('cotwire/v3', db);
+    expect(salt).toMatch(/^[0-9a-f]{32}$/);
     try {
       expect((await admin.query("SELECT comment FROM duckdb_tables() WHERE table_name = '_cot_steps'")).rows).toEqual([{ comment: 'cotwire/v3' }]);
       expect(row.content).toBe('[redacted]');
@@ -127,7 +130,13 @@ describe('redaction under cotwire/v3', () => {
     expect(python.stdout, python.stderr).toMatch(/^OK leaf/);
     const verified = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--json'], { encoding: 'utf8' });
     expect(verified.status, verified.stdout + verified.stderr).toBe(0);
-    expect(readFileSync(db).includes(Buffer.from(SECRET))).toBe(false);
+    // Neither the value nor the salt that derived its key is left in any file beside the database.
+    for (const file of readdirSync(root).filter((f) => f.startsWith('v3.duckdb'))) {
+      const path = join(root, file);
+      if (!statSync(path).isFile()) continue;
+      expect(readFileSync(path).includes(Buffer.from(SECRET)), file).toBe(false);
+      expect(readFileSync(path).includes(Buffer.from(String(salt))), file).toBe(false);
+    }
 
     // Behind the server: another committed value of the row changed, or a guess put in the marker's place, breaks it.
     for (const change of ['confidence = 0.1 WHERE confidence = 0.8', `content = '${SECRET}' WHERE content = '[redacted]'`]) {
