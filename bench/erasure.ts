@@ -5,22 +5,25 @@ import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
 import type { EngineConnection } from '../src/engine/port.js';
 import { chainRowsSql, checkChain, storedLinks } from '../src/ledger/chain/chain-check.js';
 import { loadColumnHasher, rowHash, rowHashV2 } from '../src/ledger/chain/canonical.js';
+import { rowHashV3, SaltKeys } from '../src/ledger/chain/commitments.js';
+import { committedOf } from '../src/ledger/chain/row-hash.js';
 import type { LedgerCatalog } from '../src/ledger/chain/catalog.js';
 import { recordHashVersionSql } from '../src/ledger/chain/hash-version.js';
 import { REDACTIONS_DDL } from '../src/ledger/erasure/redactions.js';
 import { RETENTION_DDL, RETENTION_INDEX_DDL } from '../src/ledger/erasure/retention-sql.js';
 import { Retention } from '../src/ledger/erasure/retention.js';
 import { duckdbErasureStore } from '../src/engines/duckdb/erasure/store.js';
-import { HASH_VERSION, HASH_VERSION_V2, STEPS_DDL, STEPS_INDEX_DDL, type HashVersion } from '../src/ledger/chain/schema.js';
+import { addSaltColumnSql, HASH_VERSION, HASH_VERSION_V2, HASH_VERSION_V3, STEPS_DDL, STEPS_INDEX_DDL, type HashVersion } from '../src/ledger/chain/schema.js';
 import { chainVerifier } from '../src/engines/duckdb/dialect/verify.js';
 import { LedgerWriter } from '../src/engines/duckdb/ledger/writer.js';
 import { writerRow } from './dataset.js';
 import { duckdbLedgers } from '../src/engines/duckdb/ledger/catalog-source.js';
 
 /**
- * The cost of cotwire/v2 against v1 (issue 20), and of retention:
+ * The cost of cotwire/v2 (issue 20) and v3 (issue 36) against v1, and of retention:
  *
- *   - hashing a step in the process: v1 hashes one pre-image, v2 one per column and the pre-image;
+ *   - hashing a step in the process: v1 hashes one pre-image, v2 one per column and the pre-image,
+ *     v3 a key per two committed columns, a commitment per committed column and the pre-image;
  *   - appending through the ledger writer (chain, hash, DuckDB append), offline, in units of 1,000;
  *   - verifying every chain in SQL (what cot_verify_all() and the audit run), and one session in the
  *     process (what cot_verify(s) runs);
@@ -46,7 +49,10 @@ async function openLedger(path: string, version: HashVersion): Promise<Ledger> {
   const conn = await engine.connect();
   await conn.run(STEPS_DDL);
   for (const ddl of STEPS_INDEX_DDL) await conn.run(ddl);
-  if (version === HASH_VERSION_V2) await conn.run(recordHashVersionSql({ catalog: 'memory', schema: 'main', name: '_cot_steps' }).replace('"memory".', ''));
+  if (version === HASH_VERSION_V3) await conn.run(addSaltColumnSql({ catalog: 'x', schema: 'main', name: '_cot_steps' }).replace('"x".', ''));
+  if (version !== HASH_VERSION) {
+    await conn.run(recordHashVersionSql({ catalog: 'memory', schema: 'main', name: '_cot_steps' }, version).replace('"memory".', ''));
+  }
   for (const ddl of [REDACTIONS_DDL, RETENTION_DDL]) await conn.run(ddl);
   await conn.run(recordHashVersionSql({ catalog: 'x', schema: 'main', name: '_cot_retention' }).replace('"x".', ''));
   await conn.run(RETENTION_INDEX_DDL);
@@ -153,8 +159,14 @@ const record = (line: string): void => {
   await loadColumnHasher();
   const v1 = rate(() => rowHash('_cot_steps', names, texts()));
   const v2 = rate(() => rowHashV2('_cot_steps', names, texts()));
+  // v3 with the salt column; a fresh salt per row, as the writer draws one.
+  const namesV3 = [...names, 'row_salt'];
+  const committed = committedOf(namesV3);
+  const salts = Array.from({ length: 1024 }, (_, i) => SaltKeys.of(Buffer.from(`${i.toString(16).padStart(4, '0')}${'5a'.repeat(14)}`, 'hex')));
+  let salt = 0;
+  const v3 = rate(() => rowHashV3('_cot_steps', namesV3, [...texts(), null], committed, salts[salt++ % salts.length] as SaltKeys) ?? '');
   record(
-    `| Hash one step in the process (20 columns, a 200-byte content) | ${Math.round(v1).toLocaleString('en')} /s | ${Math.round(v2).toLocaleString('en')} /s | ${(v2 / v1).toFixed(2)}x |`,
+    `| Hash one step in the process (20 columns, a 200-byte content) | ${Math.round(v1).toLocaleString('en')} /s | ${Math.round(v2).toLocaleString('en')} /s | ${Math.round(v3).toLocaleString('en')} /s | ${(v2 / v1).toFixed(2)}x | ${(v3 / v1).toFixed(2)}x |`,
   );
 }
 
@@ -165,7 +177,7 @@ const record = (line: string): void => {
   const rates: Record<string, number> = {};
   const verifyAll: Record<string, number> = {};
   const verifyOne: Record<string, number> = {};
-  for (const version of [HASH_VERSION, HASH_VERSION_V2] as const) {
+  for (const version of [HASH_VERSION, HASH_VERSION_V2, HASH_VERSION_V3] as const) {
     const l = await openLedger(join(root, `${version.replace('/', '-')}.duckdb`), version);
     try {
       rates[version] = await append(l, size, (i) => `s-${i % sessions}`);
@@ -188,17 +200,21 @@ const record = (line: string): void => {
       await closeLedger(l);
     }
   }
-  const v1 = HASH_VERSION;
-  const v2 = HASH_VERSION_V2;
   const n = size.toLocaleString('en');
+  const [v1, v2, v3] = [HASH_VERSION, HASH_VERSION_V2, HASH_VERSION_V3].map((v) => ({
+    rate: rates[v] as number,
+    all: verifyAll[v] as number,
+    one: verifyOne[v] as number,
+  })) as [{ rate: number; all: number; one: number }, { rate: number; all: number; one: number }, { rate: number; all: number; one: number }];
+  const steps = (x: number): string => `${Math.round(x).toLocaleString('en')} steps/s`;
   record(
-    `| Append ${n} steps through the ledger writer (units of 1,000) | ${Math.round(rates[v1] as number).toLocaleString('en')} steps/s | ${Math.round(rates[v2] as number).toLocaleString('en')} steps/s | ${((rates[v2] as number) / (rates[v1] as number)).toFixed(2)}x |`,
+    `| Append ${n} steps through the ledger writer (units of 1,000) | ${steps(v1.rate)} | ${steps(v2.rate)} | ${steps(v3.rate)} | ${(v2.rate / v1.rate).toFixed(2)}x | ${(v3.rate / v1.rate).toFixed(2)}x |`,
   );
   record(
-    `| Verify all ${n} steps in SQL (cot_verify_all, the audit) | ${(verifyAll[v1] as number).toFixed(1)} s | ${(verifyAll[v2] as number).toFixed(1)} s | ${((verifyAll[v1] as number) / (verifyAll[v2] as number)).toFixed(2)}x |`,
+    `| Verify all ${n} steps in SQL (cot_verify_all, the audit) | ${v1.all.toFixed(1)} s | ${v2.all.toFixed(1)} s | ${v3.all.toFixed(1)} s | ${(v1.all / v2.all).toFixed(2)}x | ${(v1.all / v3.all).toFixed(2)}x |`,
   );
   record(
-    `| Verify one 50-step session in the process (cot_verify(s)), p50 | ${(verifyOne[v1] as number).toFixed(2)} ms | ${(verifyOne[v2] as number).toFixed(2)} ms | ${((verifyOne[v1] as number) / (verifyOne[v2] as number)).toFixed(2)}x |`,
+    `| Verify one 50-step session in the process (cot_verify(s)), p50 | ${v1.one.toFixed(2)} ms | ${v2.one.toFixed(2)} ms | ${v3.one.toFixed(2)} ms | ${(v1.one / v2.one).toFixed(2)}x | ${(v1.one / v3.one).toFixed(2)}x |`,
   );
 }
 
@@ -249,8 +265,8 @@ const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node
 const section = `<!-- bench-erasure:start -->
 Measured by \`npm run bench:erasure\`${QUICK ? ' (--quick: a tenth of each size)' : ''} on ${machine}, ${new Date().toISOString().slice(0, 10)}.
 
-| cotwire/v1 against cotwire/v2 | v1 | v2 | v2 ÷ v1 (speed) |
-|---|---|---|---|
+| cotwire/v1 against v2 and v3 | v1 | v2 | v3 | v2 ÷ v1 (speed) | v3 ÷ v1 (speed) |
+|---|---|---|---|---|---|
 ${results.join('\n')}
 
 | Retention | time | rate |
