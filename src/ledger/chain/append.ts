@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { PgError } from '../../errors/pg-error.js';
 import { SqlState } from '../../errors/sqlstate.js';
 import { leafPrefix } from '../log/leaf.js';
-import { rowHashFor } from './row-hash.js';
+import { committedOf, rowHashFor } from './row-hash.js';
 import { type EmbeddingSampleRule, selectedForEmbedding } from './embedding-sample.js';
 import { HASH_VERSION_V3, type LedgerTable, SALT_COLUMN } from './schema.js';
-import { SALT_BYTES } from './commitments.js';
+import { rowHashV3, SALT_BYTES, SaltKeys } from './commitments.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -281,8 +281,13 @@ export function chainRow(
     const selected = sample !== null && id != null && selectedForEmbedding(sample, layout.stepType < 0 ? null : (texts[layout.stepType] ?? null), id);
     texts[layout.hasEmbedding] = selected ? 'true' : 'false';
   }
-  if (layout.salt >= 0) texts[layout.salt] = randomFromPool(SALT_BYTES).toString('hex');
-  const hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
+  let hash: string | null;
+  if (layout.salt >= 0) {
+    // Hashed from the salt drawn, not from its text read back.
+    const salt = randomFromPool(SALT_BYTES);
+    texts[layout.salt] = salt.toString('hex');
+    hash = rowHashV3(table.name, layout.names, texts, committedOf(layout.names), SaltKeys.of(salt));
+  } else hash = rowHashFor(table.hashVersion, table.name, layout.names, texts);
   // A fresh row has every key its salt derives: only a ledger without its salt column gets here.
   if (hash === null) throw new Error(`${table.schema}.${table.name} is chained with ${table.hashVersion} but has no ${SALT_COLUMN} column`);
   texts[layout.currentHash] = hash;

@@ -139,7 +139,7 @@ function digestOf(text: string): Buffer {
 }
 
 /** SHA-256 of short data, by the reusable hasher once it is loaded; a buffer of its own (`data` may be reused). */
-export function sha256(data: Buffer): Buffer {
+function sha256(data: Buffer): Buffer {
   if (hasher === null) return hash('sha256', data, 'buffer');
   hasher.init();
   hasher.update(data);

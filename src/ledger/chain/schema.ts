@@ -195,3 +195,8 @@ export function addSaltColumnSql(table: Pick<LedgerTable, 'catalog' | 'schema' |
 export function isCommitted(column: string): boolean {
   return !UNCOMMITTED.has(column);
 }
+
+/** Each committed column of a v3 ledger (names in table order) with its place among them, which picks its key. */
+export function committedPlaces(columns: readonly string[]): ReadonlyMap<string, number> {
+  return new Map(columns.filter(isCommitted).map((c, m) => [c, m] as const));
+}

@@ -5,7 +5,7 @@ import type { LedgerAppender } from '../chain/append.js';
 import { columnDigest } from '../chain/canonical.js';
 import { commitment, SaltKeys } from '../chain/commitments.js';
 import type { LedgerCatalog } from '../chain/catalog.js';
-import { HASH_VERSION_V3, isCommitted, quoteIdent, SALT_COLUMN, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
+import { committedPlaces, HASH_VERSION_V3, quoteIdent, SALT_COLUMN, STEPS_TABLE, type LedgerTable } from '../chain/schema.js';
 import { markerOf, REDACTIONS_TABLE, unredactable } from './redactions.js';
 import type { ErasureStore } from './store.js';
 import type { RedactionAsk as RedactionRequest, RedactionResult as RedactionRecord } from '../../engine/erasure-call.js';
@@ -137,7 +137,7 @@ export class Redactor {
    */
   private async commitmentOf(table: LedgerTable, seq: string, column: string, text: string): Promise<{ commitment: string; opening: string }> {
     const keys = SaltKeys.parse(await this.saltOf(table, seq));
-    const key = keys?.keyOf(committedPlace(table, column), column) ?? null;
+    const key = keys?.keyOf(committedPlaces(table.columns.map((c) => c.name)).get(column) ?? -1, column) ?? null;
     if (key === null)
       throw new PgError(SqlState.DataCorrupted, `${table.schema}.${table.name} row ${seq} has no key for ${column}: its ${SALT_COLUMN} is damaged`);
     const c = commitment(key, text).toString('hex');
@@ -191,7 +191,7 @@ export class Redactor {
       // The salt goes with the value: the row keeps the keys of its other committed columns, and no key of this one.
       const keys = SaltKeys.parse(await this.saltOf(table, seq));
       if (keys !== null) {
-        const others = committedColumns(table).filter(([c]) => c !== column);
+        const others = [...committedPlaces(table.columns.map((c) => c.name))].filter(([c]) => c !== column);
         statements.push({
           sql: `UPDATE ${this.store.relation(table)} SET ${quoteIdent(SALT_COLUMN)} = $2 WHERE ledger_seq = CAST($1 AS BIGINT)`,
           params: [seq, keys.listing(others)],
@@ -225,13 +225,4 @@ export class Redactor {
     if (table === null) throw new PgError(SqlState.UndefinedTable, `ledger "${target.ledger}" does not exist`);
     return table;
   }
-}
-
-/** A v3 ledger's committed columns in table order, each with its place among them (the key it takes). */
-function committedColumns(table: LedgerTable): Array<readonly [string, number]> {
-  return table.columns.filter((c) => c.name !== 'current_hash' && c.name !== SALT_COLUMN && isCommitted(c.name)).map((c, m) => [c.name, m] as const);
-}
-
-function committedPlace(table: LedgerTable, column: string): number {
-  return committedColumns(table).find(([c]) => c === column)?.[1] ?? -1;
 }

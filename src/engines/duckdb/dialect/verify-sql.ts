@@ -6,7 +6,7 @@ import {
   HASH_VERSION,
   HASH_VERSION_V2,
   HASH_VERSION_V3,
-  isCommitted,
+  committedPlaces,
   quoteIdent,
   quoteLiteral,
   SALT_COLUMN,
@@ -80,11 +80,12 @@ export function hashSqlV3(table: LedgerTable, redacted = false): string {
   const parts = [`'${lpHex(HASH_VERSION_V3)}${lpHex(table.name)}'`];
   const salt = quoteIdent(SALT_COLUMN);
   const domain = lpHex('cotwire/v3 keys');
-  let m = 0;
+  const places = committedPlaces(table.columns.map((c) => c.name));
   for (const c of table.columns) {
     if (c.name === 'current_hash' || c.name === SALT_COLUMN) continue;
     parts.push(`'${lpHex(c.name)}'`);
-    if (!isCommitted(c.name)) {
+    const m = places.get(c.name);
+    if (m === undefined) {
       parts.push(lpValueHex(canonicalTextSql(c.name, c.type)));
       continue;
     }
@@ -97,7 +98,6 @@ export function hashSqlV3(table: LedgerTable, redacted = false): string {
       WHEN ${fn('json_valid')}(${salt}) AND ${fn('regexp_full_match')}(coalesce(${listed}, ''), '[0-9a-f]{32}') THEN ${listed} END`;
     const commit = (text: string): string => `${fn('sha256')}(${fn('unhex')}((${key}) || ${lpValueHex(text)}))`;
     parts.push(redacted ? columnDigestSql(table, c, commit) : commit(canonicalTextSql(c.name, c.type)));
-    m++;
   }
   return `${fn('sha256')}(${fn('unhex')}(${fn('concat')}(${parts.join(', ')})))`;
 }

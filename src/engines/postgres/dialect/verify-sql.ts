@@ -7,7 +7,7 @@ import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import {
   HASH_VERSION_V2,
   HASH_VERSION_V3,
-  isCommitted,
+  committedPlaces,
   quoteIdent,
   quoteLiteral,
   SALT_COLUMN,
@@ -194,16 +194,17 @@ export function pgHashSql(table: LedgerTable): string {
   const v2 = table.hashVersion === HASH_VERSION_V2;
   const v3 = table.hashVersion === HASH_VERSION_V3;
   const parts = [lpConst(table.hashVersion), lpConst(table.name)];
-  let m = 0;
+  const places = committedPlaces(table.columns.map((c) => c.name));
   for (const c of table.columns) {
     if (c.name === 'current_hash' || (v3 && c.name === SALT_COLUMN)) continue;
     const text = canonicalPgTextSql(c.name, c.type, 'r.');
     parts.push(lpConst(c.name));
-    if (!(v2 || (v3 && isCommitted(c.name)))) {
+    const m = v3 ? places.get(c.name) : undefined;
+    if (!v2 && m === undefined) {
       parts.push(lpSql(text));
       continue;
     }
-    const computed = v3 ? `pg_catalog.sha256(${pgKeySql(c.name, m++)} || ${lpSql(text)})` : `pg_catalog.sha256(${lpSql(text)})`;
+    const computed = m !== undefined ? `pg_catalog.sha256(${pgKeySql(c.name, m)} || ${lpSql(text)})` : `pg_catalog.sha256(${lpSql(text)})`;
     const marker = unredactable(table, c.name) === null ? markerText(c) : undefined;
     if (marker === undefined) {
       parts.push(computed);
