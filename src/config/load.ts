@@ -8,6 +8,7 @@ import {
   EMBEDDING_PROVIDERS,
   ENGINE_KINDS,
   LEDGER_HASH_VERSIONS,
+  SESSION_OWNERS,
   LOG_LEVELS,
   ROLES,
   type Config,
@@ -130,9 +131,9 @@ function users(v: Json | undefined): UserConfig[] {
     const role = oneOf(u.role, `users[${i}].role`, 'reader', ROLES);
     const agentId = optText(u.agent_id, `users[${i}].agent_id`);
     const orgId = optText(u.org_id, `users[${i}].org_id`);
-    if ((agentId !== null || orgId !== null) && role !== 'writer') {
-      fail(`users[${i}].role`, role, 'an identity (agent_id, org_id) is for writer users');
-    }
+    if (agentId !== null && role !== 'writer') fail(`users[${i}].role`, role, 'an agent_id is for writer users');
+    // An admin without an org_id sees every organisation; one with would be neither.
+    if (orgId !== null && role === 'admin') fail(`users[${i}].role`, role, 'an org_id is for reader and writer users: an admin sees every organisation');
     return { name, password, role, agentId, orgId };
   });
 }
@@ -261,6 +262,7 @@ export function loadConfig(sources: ConfigSources): Config {
     'watchIntervalSeconds',
     'sessionCacheMB',
     'hashVersion',
+    'sessionOwner',
   ]);
 
   const embedding = section(root, 'embedding', ['enabled', 'provider', 'url', 'model', 'dimensions', 'sendDimensions', 'timeoutMs', 'batchSize', 'maxRetries']);
@@ -332,6 +334,7 @@ export function loadConfig(sources: ConfigSources): Config {
       watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
       sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),
       hashVersion: oneOf(ledger.hashVersion, 'ledger.hashVersion', DEFAULTS.ledger.hashVersion, LEDGER_HASH_VERSIONS),
+      sessionOwner: oneOf(ledger.sessionOwner, 'ledger.sessionOwner', DEFAULTS.ledger.sessionOwner, SESSION_OWNERS),
     },
     checkpoint: {
       keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),

@@ -109,6 +109,11 @@ export interface Config {
     readonly sessionCacheMB: number;
     /** The hash specification new ledgers are chained with (README, "Hash specification"); existing ledgers keep theirs. */
     readonly hashVersion: LedgerHashVersion;
+    /**
+     * Who may extend a session of `_cot_steps`: `org`, any writer of the organisation of its first
+     * step; `agent`, only the agent that wrote its first step.
+     */
+    readonly sessionOwner: SessionOwner;
   };
   /** Signed checkpoints of the global Merkle log (docs/transparency-log.md, "Checkpoints"). */
   readonly checkpoint: {
@@ -210,6 +215,7 @@ export const DEFAULTS: Config = {
     watchIntervalSeconds: 10,
     sessionCacheMB: 64,
     hashVersion: 'cotwire/v2',
+    sessionOwner: 'org',
   },
   checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: ['./data/cotwire.duckdb.checkpoints/'] },
   guard: { protectedPrefixes: ['_cot'] },
@@ -230,6 +236,8 @@ export const DEFAULTS: Config = {
 /** The hash specifications a new ledger may be chained with. */
 export const LEDGER_HASH_VERSIONS = ['cotwire/v2', 'cotwire/v3'] as const;
 export type LedgerHashVersion = (typeof LEDGER_HASH_VERSIONS)[number];
+export const SESSION_OWNERS = ['org', 'agent'] as const;
+export type SessionOwner = (typeof SESSION_OWNERS)[number];
 
 export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 export const AUTH_METHODS: readonly AuthMethod[] = ['scram-sha-256', 'password'];

@@ -4,7 +4,7 @@ import { SqlState } from '../errors/sqlstate.js';
 
 /** Why a statement is refused: the operation and the object, for the message and the security log. */
 export interface Refusal {
-  readonly reason: 'ledger' | 'host' | 'shadow' | 'setting' | 'unsupported' | 'uncertain' | 'role';
+  readonly reason: 'ledger' | 'host' | 'shadow' | 'setting' | 'unsupported' | 'uncertain' | 'role' | 'tenant';
   readonly operation: string;
   readonly target: string;
   readonly message: string;

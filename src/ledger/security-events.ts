@@ -6,6 +6,8 @@ import type { LedgerAppender } from './chain/append.js';
 /** One refused statement, as recorded in the security ledger. */
 export interface SecurityEvent {
   readonly user: string;
+  /** The user's organisation (its org_id), or null. */
+  readonly org: string | null;
   readonly remoteAddress: string;
   readonly applicationName: string;
   readonly operation: string;
@@ -29,6 +31,7 @@ export const SECURITY_EVENTS_DDL = `CREATE TABLE IF NOT EXISTS main.${SECURITY_E
   reason VARCHAR NOT NULL,
   statement_fingerprint VARCHAR NOT NULL,
   statement_excerpt VARCHAR NOT NULL,
+  org_id VARCHAR,
   ${CHAIN_COLUMNS.map((c) => `${c.name} ${c.type} NOT NULL`).join(',\n  ')}
 )`;
 
@@ -65,21 +68,24 @@ export class SecurityEventLog {
   }
 
   record(e: SecurityEvent): void {
-    const row = [
-      randomUUID(),
-      e.user,
-      e.remoteAddress,
-      e.applicationName,
-      e.operation,
-      e.target,
-      e.sqlstate,
-      e.reason,
-      e.fingerprint,
-      e.statement.slice(0, EXCERPT_LIMIT),
-    ];
+    const values: Readonly<Record<string, string | null>> = {
+      event_id: randomUUID(),
+      user_name: e.user,
+      remote_address: e.remoteAddress,
+      application_name: e.applicationName,
+      operation: e.operation,
+      target: e.target,
+      sqlstate: e.sqlstate,
+      reason: e.reason,
+      statement_fingerprint: e.fingerprint,
+      statement_excerpt: e.statement.slice(0, EXCERPT_LIMIT),
+      // A ledger made before organisations were recorded has no org_id column: its rows go without.
+      org_id: e.org,
+    };
+    const row = (this.table?.columns ?? []).filter((c) => !this.table?.serverColumns.has(c.name)).map((c) => values[c.name] ?? null);
     const { table } = this;
     if (table === null) {
-      this.onError(new Error(`the security ledger ${SECURITY_EVENTS_TABLE} is damaged; this refusal is not recorded there: ${JSON.stringify(row.slice(1))}`));
+      this.onError(new Error(`the security ledger ${SECURITY_EVENTS_TABLE} is damaged; this refusal is not recorded there: ${JSON.stringify(values)}`));
       return;
     }
     this.queue = this.queue.then(() => this.writer.append([{ table, rows: [row] }])).then(() => undefined, this.onError);

@@ -181,7 +181,7 @@ export class PostgresGuard {
   private readonly cache = new Map<string, readonly PgStatement[]>();
 
   constructor(
-    private readonly names: ProtectedNames,
+    readonly names: ProtectedNames,
     /** Function names no client may create or replace (cotwire's own). */
     private readonly reservedFunctions: ReadonlySet<string>,
   ) {}

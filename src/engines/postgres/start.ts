@@ -20,7 +20,7 @@ import { PostgresGuard } from './guard.js';
 import { ProxyHandlerFactory } from './handler/factory.js';
 import { readPostgresTables } from './ledger/catalog.js';
 import { installPostgres, rolePasswords } from './ledger/install.js';
-import { AGENT_ID_SETTING, pgRoles } from './ledger/names.js';
+import { AGENT_ID_SETTING, ORG_ID_SETTING, pgRoles } from './ledger/names.js';
 import { PgLedgerWriter, WRITER_SETUP } from './ledger/writer.js';
 import { EngineHealth } from './adapter/health.js';
 import { openCheckpoints } from './start/checkpoints.js';
@@ -136,6 +136,7 @@ async function openParts(
       health,
       checker: stack.use(await PostgresConnection.open(serverUrl, 'cotwire writer check', { health, answerTimeoutMs }), (c) => c.close()),
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
+      sessionOwner: config.ledger.sessionOwner,
     }),
     (w) => w.close(),
   );
@@ -162,7 +163,7 @@ async function openParts(
             info.role === 'admin' ? clientUrls.admin : info.role === 'writer' ? clientUrls.writer : clientUrls.reader,
             applicationName === '' ? 'cotwire client' : applicationName,
             // What cot_agent_id() answers; a client cannot set it (the guard refuses SET cotwire.*).
-            { [AGENT_ID_SETTING]: info.identity.agent_id ?? '' },
+            { [AGENT_ID_SETTING]: info.identity.agent_id ?? '', [ORG_ID_SETTING]: info.identity.org_id ?? '' },
             answerTimeoutMs,
           ).catch((err: unknown) => {
             // The engine refusing connections (none listening, starting up, shutting down) is down; any other refusal

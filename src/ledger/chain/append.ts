@@ -152,6 +152,32 @@ export interface LedgerAppender {
   visible(seq?: bigint): Promise<void> | null;
   /** Called after each commit with the global log's size. */
   onIntegrated: (size: number) => void;
+  /**
+   * Refuses (ForeignSessionError) rows that would extend another's session,
+   * before they queue: the client is told at its INSERT, and the refusal
+   * recorded. Chaining checks again, against the heads it then holds.
+   */
+  checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void>;
+}
+
+/** The rows' sessions against their owners as `ownerOf` knows them (undefined for a session it does not know). */
+export function checkSessionOwners(
+  table: LedgerTable,
+  rows: ReadonlyArray<ReadonlyArray<string | null>>,
+  ownerOf: (key: string) => SessionOwnerId | undefined,
+  ownership: SessionOwnership,
+): void {
+  const layout = rowLayout(table);
+  if (layout.chainKey < 0 || (layout.orgId < 0 && layout.agentId < 0)) return;
+  // A statement may open a session and extend it: its first row's owner holds for the rest.
+  const opened = new Map<string, SessionOwnerId>();
+  for (const row of rows) {
+    const texts = rowTexts(layout, row);
+    const key = texts[layout.chainKey] ?? '';
+    const owner = ownerOf(key) ?? opened.get(key);
+    const link = owner === undefined ? undefined : { index: 0, hash: '', owner };
+    opened.set(key, ownerWith(layout, table, texts, key, link, ownership));
+  }
 }
 
 /** Where a ledger's row texts go: computed once per table definition. */
@@ -170,6 +196,9 @@ export interface RowLayout {
   readonly hasEmbedding: number;
   /** -1 in a ledger without step types. */
   readonly stepType: number;
+  /** org_id and agent_id, which say whose a session is; -1 where the ledger has none. */
+  readonly orgId: number;
+  readonly agentId: number;
   /** The salt's column in a v3 ledger; -1 in any other. */
   readonly salt: number;
   /** The table's part of every leaf's data in the global log. */
@@ -195,6 +224,8 @@ export function rowLayout(table: LedgerTable): RowLayout {
       traceId: server('trace_id'),
       hasEmbedding: server('has_embedding'),
       stepType: names.indexOf('step_type'),
+      orgId: names.indexOf('org_id'),
+      agentId: names.indexOf('agent_id'),
       salt: table.hashVersion === HASH_VERSION_V3 ? names.indexOf(SALT_COLUMN) : -1,
       leafPrefix: leafPrefix(table.schema, table.name),
     };
@@ -236,10 +267,21 @@ export function rowTexts(layout: RowLayout, clientRow: ReadonlyArray<string | nu
   return texts;
 }
 
+/** Who a session belongs to: the org_id and agent_id of its first step. */
+export interface SessionOwnerId {
+  readonly org: string | null;
+  readonly agent: string | null;
+}
+
+/** Who may extend a session: any writer of its organisation (`org`), or only its first step's agent (`agent`). */
+export type SessionOwnership = 'org' | 'agent';
+
 /** A chain's last step, which the next one links to. */
 export interface ChainLink {
   readonly index: number;
   readonly hash: string;
+  /** Its first step's organisation and agent; undefined when not known (a chain whose steps retention removed), and the next step's then. */
+  readonly owner?: SessionOwnerId | undefined;
 }
 
 /** A client row with the server's columns filled in and its hash, in table order, and the chain it extends. */
@@ -248,6 +290,51 @@ export interface ChainedRow {
   readonly key: string;
   readonly index: number;
   readonly hash: string;
+  /** Who the chain belongs to, this row included. */
+  readonly owner: SessionOwnerId;
+}
+
+/**
+ * An append to a session that belongs to another organisation (or, under
+ * `ledger.sessionOwner: agent`, another agent): 42501, and nothing of the
+ * statement is written. It does not say whose the session is.
+ */
+export class ForeignSessionError extends PgError {
+  constructor(
+    readonly ledger: string,
+    readonly session: string,
+    readonly by: SessionOwnership,
+  ) {
+    super(
+      SqlState.InsufficientPrivilege,
+      by === 'org'
+        ? `cannot append to session "${session}" of ledger table "${ledger}": it belongs to another organisation`
+        : `cannot append to session "${session}" of ledger table "${ledger}": another agent opened it`,
+      {
+        hint:
+          by === 'org'
+            ? "A session belongs to the organisation of its first step: start a new session_id for your organisation's steps."
+            : 'With ledger.sessionOwner: agent, only the agent that wrote a session’s first step extends it: start a new session_id.',
+      },
+    );
+  }
+}
+
+/** Refuses a row that would extend another's session; answers who the chain belongs to with the row. */
+function ownerWith(
+  layout: RowLayout,
+  table: LedgerTable,
+  texts: ReadonlyArray<string | null>,
+  key: string,
+  head: ChainLink | undefined,
+  ownership: SessionOwnership,
+): SessionOwnerId {
+  const mine = { org: layout.orgId < 0 ? null : (texts[layout.orgId] ?? null), agent: layout.agentId < 0 ? null : (texts[layout.agentId] ?? null) };
+  const owner = head?.owner;
+  if (owner === undefined || layout.chainKey < 0) return owner ?? mine;
+  if (layout.orgId >= 0 && owner.org !== mine.org) throw new ForeignSessionError(table.name, key, 'org');
+  if (ownership === 'agent' && layout.agentId >= 0 && owner.agent !== mine.agent) throw new ForeignSessionError(table.name, key, 'agent');
+  return owner;
 }
 
 /**
@@ -265,11 +352,13 @@ export function chainRow(
   micros: bigint,
   traceId: string | undefined,
   sample: EmbeddingSampleRule | null,
+  ownership: SessionOwnership = 'org',
 ): ChainedRow {
   const layout = rowLayout(table);
   const texts = rowTexts(layout, clientRow);
   const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
   const head = headOf(key);
+  const owner = ownerWith(layout, table, texts, key, head, ownership);
   const index = head === undefined ? 0 : head.index + 1;
   texts[layout.stepIndex] = String(index);
   texts[layout.prevHash] = head?.hash ?? '';
@@ -291,5 +380,5 @@ export function chainRow(
   // A fresh row has every key its salt derives: only a ledger without its salt column gets here.
   if (hash === null) throw new Error(`${table.schema}.${table.name} is chained with ${table.hashVersion} but has no ${SALT_COLUMN} column`);
   texts[layout.currentHash] = hash;
-  return { texts, key, index, hash };
+  return { texts, key, index, hash, owner };
 }

@@ -161,7 +161,12 @@ describe('loadConfig', () => {
       'invalid configuration: users[0].role = "root"; expected one of reader, writer, admin',
     );
     const identity = file('identity.yaml', `users:\n  - name: w\n    password: ${v}\n    agent_id: a\n`);
-    expect(() => loadConfig({ argv: { config: identity }, env: {} })).toThrow(/an identity \(agent_id, org_id\) is for writer users/);
+    expect(() => loadConfig({ argv: { config: identity }, env: {} })).toThrow(/an agent_id is for writer users/);
+    // An organisation scopes a reader as it does a writer; an admin sees every organisation.
+    const scoped = file('scoped.yaml', `users:\n  - name: r\n    password: ${v}\n    org_id: acme\n`);
+    expect(loadConfig({ argv: { config: scoped }, env: {} }).users[0]).toMatchObject({ role: 'reader', orgId: 'acme' });
+    const admin = file('admin.yaml', `users:\n  - name: r\n    password: ${v}\n    role: admin\n    org_id: acme\n`);
+    expect(() => loadConfig({ argv: { config: admin }, env: {} })).toThrow(/an org_id is for reader and writer users: an admin sees every organisation/);
     const dup = file('dup.yaml', `users:\n  - name: a\n    password: ${v}\n  - name: a\n    password: ${v}\n`);
     expect(() => loadConfig({ argv: { config: dup }, env: {} })).toThrow(/user names must be unique/);
   });

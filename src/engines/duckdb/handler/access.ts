@@ -2,7 +2,8 @@ import type { EngineConnection, StatementKind } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { explainExecutes } from '../guard/classify.js';
 import type { Guard, GuardCatalog } from '../guard/guard.js';
-import { fingerprint, GuardRefusal } from '../../../guard/refusal.js';
+import type { ProtectedNames } from '../../../guard/names.js';
+import { fingerprint, GuardRefusal, type Refusal } from '../../../guard/refusal.js';
 import type { SecurityEventLog } from '../../../ledger/security-events.js';
 import type { Observer } from '../../../observe/observer.js';
 import type { SessionInfo } from '../../../session/handler-port.js';
@@ -10,6 +11,11 @@ import type { Token } from '../../../sql/lexer.js';
 import type { ParsedStatement } from '../../../sql/parsed.js';
 import { identityRefusal, stampIdentity } from '../../../ledger/chain/validate.js';
 import { commandTag } from './command-tag.js';
+import { foreignSessionRefusal, type LedgerPredicate, organisationPredicate, scopeLedgerReads, tenantLedgers } from '../../../guard/tenant-scope.js';
+import { LedgerDependents, TABLE_STATISTICS } from '../guard/dependents.js';
+import { ForeignSessionError } from '../../../ledger/chain/append.js';
+import { STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { wordOf } from '../../../sql/spans.js';
 
 /**
  * The one place in the handler where access is decided and refusals are
@@ -63,6 +69,20 @@ function engineCatalog(engine: EngineConnection): GuardCatalog {
   };
 }
 
+/** Which views and macros each server's users with an org_id may not read (guard/dependents.ts), kept by the server's guard. */
+const LEDGER_DEPENDENTS = new WeakMap<Guard, LedgerDependents>();
+
+/** The refusal of a name that reaches a ledger where the organisation's filter does not. */
+function dependentRefusal(name: string, why: string): Refusal {
+  return {
+    reason: 'tenant',
+    operation: 'SELECT',
+    target: name,
+    message: `cannot read "${name}": a user with an org_id reads ledgers only by name, and "${name}" ${why}`,
+    hint: 'Read the ledger tables themselves, or the cot_* functions: the server restricts both to your organisation.',
+  };
+}
+
 /** What every connection's access control shares. */
 export interface AccessServices {
   readonly guard: Guard;
@@ -87,6 +107,11 @@ export class AccessControl {
     this.securityLog = services.securityLog;
     this.observer = services.observer;
     this.catalog = engineCatalog(engine);
+  }
+
+  /** The ledgers' names: what the guard protects. */
+  get names(): ProtectedNames {
+    return this.guard.names;
   }
 
   /** Whether a name is a ledger's (the CREATE TABLE that makes one gets the chain columns). */
@@ -194,6 +219,51 @@ export class AccessControl {
     throw refusal;
   }
 
+  /** What a user with an org_id may not read (guard/tenant-scope.ts): recorded as every refusal is, and thrown. */
+  tenantRefusal(refusal: Refusal, statement: string): never {
+    const err = new GuardRefusal(refusal, fingerprint(statement));
+    this.record(err, statement);
+    throw err;
+  }
+
+  /** How this user reads each ledger: its organisation's filter (guard/tenant-scope.ts), or null for a user without an org_id, who reads them whole. */
+  tenantScope(ledgers: readonly LedgerTable[]): LedgerPredicate | null {
+    const org = this.info.identity.org_id;
+    return org === undefined ? null : organisationPredicate(org, tenantLedgers(ledgers, `main.${STEPS_TABLE}`));
+  }
+
+  /**
+   * The statement as a user with an org_id runs it: each ledger it names
+   * read through `scope`. Refused (and recorded) when a reference cannot be
+   * placed, or when it reaches a ledger where no filter does: a view or a
+   * macro over one, which the engine expands after the server has had its
+   * say, or a table's storage statistics. `generation` is the catalog's,
+   * whose views and macros `query` reads when it moves on.
+   */
+  async scopedReads(statement: ParsedStatement, scope: LedgerPredicate, generation: number, query: (sql: string) => Promise<unknown[][]>): Promise<string> {
+    const result = scopeLedgerReads(statement, this.guard.names, scope);
+    if ('refusal' in result) this.tenantRefusal(result.refusal, statement.text);
+    const words = statement.tokens.filter((t) => t.kind === 'word' || t.kind === 'quoted').map((t) => wordOf(t) ?? '');
+    const statistics = words.find((w) => TABLE_STATISTICS.has(w));
+    if (statistics !== undefined) this.tenantRefusal(dependentRefusal(statistics, "shows the statistics of every organisation's rows"), statement.text);
+    let dependents = LEDGER_DEPENDENTS.get(this.guard);
+    if (dependents === undefined) {
+      dependents = new LedgerDependents(this.guard.names);
+      LEDGER_DEPENDENTS.set(this.guard, dependents);
+    }
+    const names = await dependents.at(generation, query);
+    const found = words.find((w) => names.has(w));
+    if (found !== undefined)
+      this.tenantRefusal(dependentRefusal(found, "reads a ledger table, which the engine expands where no organisation's filter reaches"), statement.text);
+    return result.text;
+  }
+
+  /** An append the writer refused as another's session: recorded as a tenant refusal, and thrown; any other error is thrown as it is. */
+  appendRefused(err: unknown, statement: string): never {
+    if (err instanceof ForeignSessionError) this.tenantRefusal(foreignSessionRefusal(err), statement);
+    throw err;
+  }
+
   /** Redaction and retention on request: admins only; a refusal is recorded as every refusal is. */
   erasure(operation: string, target: string, statement: string): void {
     this.authorize(`${operation} ${target}`.trim(), ADMINS, statement);
@@ -218,6 +288,7 @@ export class AccessControl {
   private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string, print = fingerprint(statement)): void {
     this.securityLog.record({
       user: this.info.user,
+      org: this.info.identity.org_id ?? null,
       remoteAddress: this.info.remoteAddress,
       applicationName: this.applicationName(),
       operation,

@@ -264,6 +264,11 @@ export class LedgerAppends {
   private async check(plan: LedgerInsertPlan, rows: (string | null)[][], statement: string): Promise<void> {
     this.ctx.access.stampIdentity(plan.clientColumns, rows, statement);
     validateSteps(plan.table, plan.clientColumns, rows, this.ctx.services.maxContentBytes);
+    try {
+      await this.ctx.services.writer.checkOwners(plan.table, rows);
+    } catch (err) {
+      this.ctx.access.appendRefused(err, statement);
+    }
     await this.checkParents(plan, rows);
   }
 

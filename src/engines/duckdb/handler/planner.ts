@@ -28,7 +28,7 @@ import { recognizeCommand } from './commands.js';
 import { appendsVisible, type HandlerContext, type StatementHost, statementRows } from './context.js';
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
-import { ledgerMacroGroups } from './ledger-macros.js';
+import { ledgerMacroGroups, type TenantPredicate } from './ledger-macros.js';
 import { AnsweredStatement, answerable, CatalogStatement, catalogAnswers } from './catalog-mode.js';
 import { HandledStatement } from './table-create.js';
 import { ServedChainVerify } from './ledger-reads.js';
@@ -674,7 +674,7 @@ export class Planner {
 
   private async ledgerMacros(): Promise<string[][]> {
     this.macrosVersion = this.ctx.services.ledgers.version;
-    return ledgerMacroGroups(this.ctx.services);
+    return ledgerMacroGroups(this.ctx.services, await this.tenantScope());
   }
 
   private async prepareEngine(statement: EngineText, client: ParsedStatement, paramTypes: readonly number[]): Promise<Statement> {
@@ -817,6 +817,8 @@ export class Planner {
    */
   private served(engineStatement: EngineStatement, tokens: readonly Token[]): EngineStatement {
     const { services, tx } = this.ctx;
+    // The served reads read whole chains and the session cache: an organisation's user reads through the macros, which are scoped.
+    if (this.ctx.info.identity.org_id !== undefined) return engineStatement;
     const verify = recognizeChainVerify(tokens);
     if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
       return new ServedChainVerify(engineStatement, verify, {
@@ -906,8 +908,9 @@ export class Planner {
    * (engines/duckdb/catalog/rewrite.ts). Everything after this point, the guard included,
    * sees the rewritten text, so what is checked is what runs.
    */
-  private async forEngine(statement: StatementText, client: ParsedStatement<StatementKind>): Promise<EngineText> {
-    this.ctx.access.reservedNames(statement.text, statement.tokens);
+  private async forEngine(sent: StatementText, sentParsed: ParsedStatement<StatementKind>): Promise<EngineText> {
+    this.ctx.access.reservedNames(sent.text, sent.tokens);
+    const [statement, client] = await this.scoped(sent, sentParsed);
     const rewriter = this.ctx.services.rewriter;
     const target = rewriter.insertTarget(client);
     const columns = target === null ? null : await this.tableColumns(target.schema, target.table);
@@ -921,6 +924,26 @@ export class Planner {
       clientPosition: (p) => rewritten.clientPosition(p),
       parsed: parsedText(scanned.text, scanned.tokens, client),
     };
+  }
+
+  /** How a user with an org_id reads each ledger; null for a user who reads them whole. */
+  private async tenantScope(): Promise<TenantPredicate | null> {
+    return this.ctx.access.tenantScope(await this.ctx.services.ledgers.all());
+  }
+
+  /**
+   * A user with an org_id: the statement with every ledger it reads read
+   * through the organisation's filter, before any other rule sees it, so
+   * what runs is what was scoped (access.ts decides).
+   */
+  private async scoped(statement: StatementText, client: ParsedStatement<StatementKind>): Promise<[StatementText, ParsedStatement<StatementKind>]> {
+    const scope = await this.tenantScope();
+    if (scope === null) return [statement, client];
+    const { services, engine } = this.ctx;
+    const text = await this.ctx.access.scopedReads(client, scope, services.catalogSnapshot.generation, (sql) => this.ctx.calls.run(() => engine.query(sql)));
+    if (text === statement.text) return [statement, client];
+    const scanned = lexStatement(text);
+    return [{ ...statement, text: scanned.text, tokens: scanned.tokens }, new ParsedStatement<StatementKind>(scanned.text, scanned.tokens)];
   }
 
   /** The statement whose select list names the result's columns: for EXECUTE, the query its PREPARE gave. */

@@ -11,9 +11,12 @@ import {
   type AppendJob,
   type AppendResult,
   type AppendUnit,
+  checkSessionOwners,
   type HoldRequest,
   type LedgerAppender,
   type QueuedAppend,
+  type SessionOwnerId,
+  type SessionOwnership,
 } from '../../../ledger/chain/append.js';
 import { loadColumnHasher } from '../../../ledger/chain/canonical.js';
 import { decodeSeqs, retainable, seqRuns, seqsIn } from '../../../ledger/erasure/retention-sql.js';
@@ -40,6 +43,8 @@ interface Head {
   readonly hash: string;
   /** The head row's ledger_seq. */
   readonly seq: number;
+  /** Whose the chain is (its first step's org_id and agent_id); undefined when its first steps are gone. */
+  readonly owner?: SessionOwnerId | undefined;
 }
 
 /** Rows chained for one durable write: heads they advance (not yet the truth), rows by table, leaves, the last ledger_seq. */
@@ -87,6 +92,8 @@ export interface WriterOptions {
   readonly onQuarantine?: (ledgers: readonly string[], rows: number, reason: string, path: string | null) => void;
   /** Which steps of `_cot_steps` get `has_embedding` (embedding-sample.ts); none without a rule. */
   readonly embeddingSample?: EmbeddingSampleRule;
+  /** Who may extend a session (ledger.sessionOwner): its organisation's writers, or its first agent only; `org` when unset. */
+  readonly sessionOwner?: SessionOwnership;
 }
 
 /**
@@ -173,6 +180,7 @@ export class LedgerWriter implements LedgerAppender {
     private readonly embeddingSample: EmbeddingSampleRule | null,
     private readonly headRecord: ChainHeadRecord,
     private readonly onChainsCut: (cuts: readonly CutChain[]) => void,
+    private readonly sessionOwner: SessionOwnership,
   ) {}
 
   /** Opens the writer; rows the journal holds and DuckDB does not (after a crash) are applied first. */
@@ -210,6 +218,7 @@ export class LedgerWriter implements LedgerAppender {
         options.embeddingSample ?? null,
         options.headRecord ?? ChainHeadRecord.none(),
         options.onChainsCut ?? (() => undefined),
+        options.sessionOwner ?? 'org',
       );
       await writer.loadSequence();
       const committed = Number(writer.seq);
@@ -312,6 +321,11 @@ export class LedgerWriter implements LedgerAppender {
   forgetFingerprints(seq: number): void {
     if (this.commitFingerprints === null) return;
     this.commitFingerprints = this.commitFingerprints.filter((c) => c.lastSeq > BigInt(seq));
+  }
+
+  async checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
+    const heads = await this.headsOf(table);
+    checkSessionOwners(table, rows, (key) => heads.get(key)?.owner, this.sessionOwner);
   }
 
   /** Every chain head the writer holds in memory (the ledgers appended to since the start). */
@@ -681,10 +695,19 @@ export class LedgerWriter implements LedgerAppender {
     traceId?: string,
   ): (string | null)[] {
     const layout = rowLayout(table);
-    const row = chainRow(table, clientRow, (key) => tentative.get(key) ?? heads.get(key), seq, this.nextMicros(), traceId, this.embeddingSample);
+    const row = chainRow(
+      table,
+      clientRow,
+      (key) => tentative.get(key) ?? heads.get(key),
+      seq,
+      this.nextMicros(),
+      traceId,
+      this.embeddingSample,
+      this.sessionOwner,
+    );
     const cutHere = cut?.get(row.key);
     if (cutHere !== undefined) throw cutChainError(cutHere, '`cotwire accept-loss --db <file> --reason "..."` with the server stopped');
-    tentative.set(row.key, { index: row.index, hash: row.hash, seq: Number(seq) });
+    tentative.set(row.key, { index: row.index, hash: row.hash, seq: Number(seq), owner: row.owner });
     if (this.log !== null && this.logFrozen === null) leaves.push(rowLeafHash(layout.leafPrefix, row.key, row.hash));
     return row.texts;
   }
@@ -704,12 +727,17 @@ export class LedgerWriter implements LedgerAppender {
     await this.applier?.drain();
     heads = new Map();
     const key = table.chainKey === null ? `''` : quoteIdent(table.chainKey);
+    // Whose each chain is: the org_id and agent_id of its first step (first() keeps a NULL, as arg_min would not).
+    const has = (c: string): boolean => table.columns.some((col) => col.name === c);
+    const firstOf = (c: string): string => (has(c) ? `first(${c} ORDER BY step_index)` : 'NULL');
     const rows = (await this.conn.query(
-      `SELECT ${key}, max(step_index), arg_max(current_hash, step_index), arg_max(ledger_seq, step_index) FROM ${name} GROUP BY ALL`,
-    )) as Array<[string, number, string, bigint]>;
-    for (const [k, index, hash, seq] of rows) {
-      // An empty table still yields one row of NULLs for the whole-table chain.
-      if (index !== null) heads.set(k ?? '', { index: Number(index), hash, seq: Number(seq) });
+      `SELECT ${key}, max(step_index), arg_max(current_hash, step_index), arg_max(ledger_seq, step_index), min(step_index), ${firstOf('org_id')}, ${firstOf('agent_id')}
+       FROM ${name} GROUP BY ALL`,
+    )) as Array<[string, number, string, bigint, number, string | null, string | null]>;
+    for (const [k, index, hash, seq, firstIndex, org, agent] of rows) {
+      // An empty table still yields one row of NULLs for the whole-table chain. A chain whose first steps
+      // retention removed is owned by whoever extends it next.
+      if (index !== null) heads.set(k ?? '', { index: Number(index), hash, seq: Number(seq), owner: Number(firstIndex) === 0 ? { org, agent } : undefined });
     }
     // A chain whose steps retention removed goes on from the last of them.
     if (table.retention !== null && retainable(table)) {

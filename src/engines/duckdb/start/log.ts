@@ -70,6 +70,7 @@ export async function openLog(
       onApplyError: (err) => log.error({ err }, 'applying journaled ledger rows to the database failed; retrying'),
       log: merkle,
       embeddingSample: { rate: config.ledger.embeddingSampleRate, alwaysTypes: new Set(config.ledger.embeddingAlwaysTypes) },
+      sessionOwner: config.ledger.sessionOwner,
       onJournalDamage: (tail, journal, missing) => {
         if (tail.kind === 'unrecognized' && missing === 0) {
           log.info({ journal, offset: tail.offset }, `the ledger journal ends at offset ${tail.offset}: ${tail.detail}`);

@@ -64,7 +64,13 @@ export async function importIntoPostgres(
       if (existing === undefined) {
         const columns = t.columns.map((c) => `${quoteIdent(c.name)} ${pgTypeName(c.type)}${c.notNull ? ' NOT NULL' : ''}`);
         await target.run(`CREATE TABLE ${pgRelation(t.name)} (${columns.join(', ')})`);
-        for (const sql of ledgerWallSql(t.name, t.chainKey, roles)) await target.run(sql);
+        for (const sql of ledgerWallSql(
+          t.name,
+          t.chainKey,
+          roles,
+          t.columns.some((c) => c.name === 'org_id'),
+        ))
+          await target.run(sql);
         created = true;
       } else {
         const shape = (x: LedgerTable): string => x.columns.map((c) => `${c.name} ${c.type}`).join(', ');

@@ -7,6 +7,13 @@ export type { PgStatement };
 import type { SecurityEventLog } from '../../../ledger/security-events.js';
 import { identityRefusal, stampIdentity } from '../../../ledger/chain/validate.js';
 import type { Observer } from '../../../observe/observer.js';
+import { foreignSessionRefusal, organisationPredicate, scopeLedgerReads, tenantLedgers } from '../../../guard/tenant-scope.js';
+import { ForeignSessionError } from '../../../ledger/chain/append.js';
+import { ParsedStatement } from '../../../sql/parsed.js';
+import { STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
+import { pgRelation } from '../ledger/catalog.js';
+import { PG_SCHEMA } from '../ledger/names.js';
+import { strings } from '../../../sql/pg-tree.js';
 import type { SessionInfo } from '../../../session/handler-port.js';
 
 /**
@@ -57,10 +64,58 @@ function liftsReadOnly(kind: string, node: Record<string, unknown>): boolean {
   return false;
 }
 
+/**
+ * What a user with an org_id may not reach beside the ledgers: the server's
+ * own tables (the audit's findings name every organisation's sessions), and
+ * a setting whose name is computed (the organisation the second wall reads
+ * is a setting the guard keeps clients from changing by name).
+ */
+function serverStateRead(tree: Record<string, unknown>): Refusal | null {
+  let found: Refusal | null = null;
+  const visit = (v: unknown): void => {
+    if (found !== null) return;
+    if (Array.isArray(v)) v.forEach(visit);
+    else if (v !== null && typeof v === 'object') {
+      const node = v as Record<string, unknown>;
+      if (typeof node.relname === 'string' && node.schemaname === PG_SCHEMA) {
+        found = {
+          reason: 'tenant',
+          operation: 'SELECT',
+          target: `${PG_SCHEMA}.${node.relname}`,
+          message: `cannot read ${PG_SCHEMA}.${node.relname}: a user with an org_id reads the server's state through the cot_* functions only`,
+          hint: 'The cot_* functions answer for your organisation.',
+        };
+        return;
+      }
+      const call = node.FuncCall as { funcname?: unknown; args?: unknown[] } | undefined;
+      const name = call === undefined ? '' : (strings(call.funcname).at(-1) ?? '').toLowerCase();
+      if (name === 'set_config' && (call?.args?.[0] as { A_Const?: unknown } | undefined)?.A_Const === undefined) {
+        found = {
+          reason: 'tenant',
+          operation: 'set_config()',
+          target: 'set_config',
+          message: 'cannot call set_config() with a computed setting name: a user with an org_id names the setting it changes',
+          hint: "Write the setting's name as a string constant: set_config('search_path', ...).",
+        };
+        return;
+      }
+      for (const x of Object.values(node)) visit(x);
+    }
+  };
+  visit(tree);
+  return found;
+}
+
 export interface ProxyAccessServices {
   readonly guard: PostgresGuard;
   readonly securityLog: SecurityEventLog;
   readonly observer: Observer;
+}
+
+/** What a user with an org_id reads ledgers through: the ledgers as last read, which may lag a ledger just created (it then reads as empty). */
+export interface ProxyTenant {
+  readonly org: string;
+  ledgers(): readonly LedgerTable[];
 }
 
 export class ProxyAccess {
@@ -68,11 +123,26 @@ export class ProxyAccess {
     private readonly services: ProxyAccessServices,
     private readonly info: SessionInfo,
     private readonly applicationName: () => string,
+    private readonly tenant: ProxyTenant | null = null,
   ) {}
 
   /** The statements of a query string, each planned (PostgreSQL's syntax errors pass through). */
   split(sql: string): readonly PgStatement[] {
-    return this.services.guard.split(sql);
+    const statements = this.services.guard.split(sql);
+    const tenant = this.tenant;
+    if (tenant === null) return statements;
+    // Each ledger a scoped user's statement reads is read through its organisation's filter (guard/tenant-scope.ts);
+    // the ledgers' row-level security is the second wall.
+    const scope = organisationPredicate(tenant.org, tenantLedgers(tenant.ledgers(), pgRelation(STEPS_TABLE)));
+    return statements.map((s) => {
+      const beside = serverStateRead(s.tree);
+      if (beside !== null) return { ...s, plan: { kind: 'refused', refusal: beside } };
+      const scoped = scopeLedgerReads(new ParsedStatement(s.text), this.services.guard.names, scope);
+      if ('refusal' in scoped) return { ...s, plan: { kind: 'refused', refusal: scoped.refusal } };
+      if (scoped.text === s.text) return s;
+      const [again] = this.services.guard.split(scoped.text);
+      return again === undefined ? s : { ...again, offset: s.offset };
+    });
   }
 
   /** Throws (and records) the refusal of a statement: the guard's, or the role's. */
@@ -103,6 +173,12 @@ export class ProxyAccess {
     if (other !== null) this.refuse(identityRefusal(this.info.user, other), statement);
   }
 
+  /** An append the writer refused as another's session: recorded as a tenant refusal, and thrown; any other error is thrown as it is. */
+  appendRefused(err: unknown, statement: string): never {
+    if (err instanceof ForeignSessionError) this.refuse(foreignSessionRefusal(err), statement);
+    throw err;
+  }
+
   /** Redaction and retention on request: admins only; a refusal is recorded as every refusal is. */
   erasure(operation: string, target: string, statement: string): void {
     if (this.info.role !== 'admin') this.refuse(roleRefusal(this.info, `${operation} ${target}`.trim(), ''), statement);
@@ -121,6 +197,7 @@ export class ProxyAccess {
   private recordAttempt(operation: string, target: string, sqlstate: string, reason: string, statement: string, print = fingerprint(statement)): void {
     this.services.securityLog.record({
       user: this.info.user,
+      org: this.info.identity.org_id ?? null,
       remoteAddress: this.info.remoteAddress,
       applicationName: this.applicationName(),
       operation,

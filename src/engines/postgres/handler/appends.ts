@@ -1,3 +1,4 @@
+import type { LedgerAppender } from '../../../ledger/chain/append.js';
 import type { BindValue, RelayBackend } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
@@ -282,6 +283,21 @@ export function checkRows(access: ProxyAccess, plan: LedgerAppendPlan, rows: (st
   access.stampIdentity(plan.clientColumns, rows, statement);
   validateSteps(plan.table, plan.clientColumns, rows, maxContentBytes);
   return { table: plan.table, rows };
+}
+
+/** The rows may not extend another organisation's (or agent's) session: refused and recorded before they queue. */
+export async function checkOwners(
+  access: ProxyAccess,
+  writer: LedgerAppender,
+  table: LedgerTable,
+  rows: ReadonlyArray<ReadonlyArray<string | null>>,
+  statement: string,
+): Promise<void> {
+  try {
+    await writer.checkOwners(table, rows);
+  } catch (err) {
+    access.appendRefused(err, statement);
+  }
 }
 
 /** parent_trace_id must name a step that exists. */

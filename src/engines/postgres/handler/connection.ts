@@ -23,6 +23,7 @@ import type { PgStatement, ProxyAccess } from './access.js';
 import { runVerify, servedVerify, verifyCallOf, type ServedVerify } from './chain-verify.js';
 import {
   checkParents,
+  checkOwners,
   checkRows,
   copyPlan,
   copyRows,
@@ -600,6 +601,7 @@ export class ProxyConnection implements ConnectionHandler {
         : directRows(plan, portal.values, portal.statement.clientTypes, this.services.maxAppendBytes);
     const evaluated = direct ?? (await evaluateRows(this.backend, plan, portal.statement.paramTypes, portal.values, this.services.maxAppendBytes));
     const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
+    await checkOwners(this.access, this.services.writer, plan.table, job.rows, s.text);
     await checkParents(plan, job.rows, this.services.query);
     const tag = `INSERT 0 ${job.rows.length}`;
     if (plan.pieces.returning === null) {
@@ -722,6 +724,7 @@ export class ProxyConnection implements ConnectionHandler {
           this.services.maxAppendBytes,
         );
         const job = checkRows(this.access, plan, evaluated, s.text, this.services.maxContentBytes);
+        await checkOwners(this.access, this.services.writer, plan.table, job.rows, s.text);
         await checkParents(plan, job.rows, this.services.query);
         await this.queueAppend(job);
         return `COPY ${job.rows.length}`;

@@ -3,6 +3,7 @@ import type { HandlerFactory, SessionInfo, ConnectionHandler } from '../../../se
 import { parseOptions } from '../../../session/startup-options.js';
 import { ProxyAccess, type ProxyAccessServices } from './access.js';
 import { ProxyConnection, type ProxyServices } from './connection.js';
+import type { LedgerTable } from '../../../ledger/chain/schema.js';
 
 /** Startup parameters that are PostgreSQL settings of the session, passed on to its backend. */
 const NOT_SETTINGS = new Set(['user', 'database', 'replication', 'options', 'application_name']);
@@ -22,6 +23,29 @@ export class ProxyHandlerFactory implements HandlerFactory {
     /** limits.statementTimeoutMs: every backend's statement_timeout to begin with. */
     private readonly statementTimeoutMs: number,
   ) {}
+
+  /** The ledgers as last read, for the scoped users' filters; read again, in the background, when the catalog moves on. */
+  private tenantLedgers: { version: number; list: readonly LedgerTable[] } = { version: -1, list: [] };
+  private readingLedgers: Promise<void> | null = null;
+
+  private ledgersNow(): readonly LedgerTable[] {
+    if (this.tenantLedgers.version !== this.services.ledgers.version) void this.readLedgers();
+    return this.tenantLedgers.list;
+  }
+
+  private readLedgers(): Promise<void> {
+    this.readingLedgers ??= (async () => {
+      try {
+        const version = this.services.ledgers.version;
+        this.tenantLedgers = { version, list: await this.services.ledgers.all() };
+      } catch {
+        // Read again at the next statement; until then the filters keep the last list.
+      } finally {
+        this.readingLedgers = null;
+      }
+    })();
+    return this.readingLedgers;
+  }
 
   async open(info: SessionInfo): Promise<ConnectionHandler> {
     const applicationName = info.startupParameters.get('application_name') ?? '';
@@ -46,6 +70,9 @@ export class ProxyHandlerFactory implements HandlerFactory {
     }
     // The refusals record the application as it names itself now (SET application_name is reported).
     const currentName = (): string => backend.reportedSettings().find(([k]) => k === 'application_name')?.[1] ?? applicationName;
-    return new ProxyConnection(backend, new ProxyAccess(this.access, info, currentName), this.services);
+    const org = info.identity.org_id;
+    if (org !== undefined && this.tenantLedgers.version !== this.services.ledgers.version) await this.readLedgers();
+    const tenant = org === undefined ? null : { org, ledgers: () => this.ledgersNow() };
+    return new ProxyConnection(backend, new ProxyAccess(this.access, info, currentName, tenant), this.services);
   }
 }

@@ -3,7 +3,7 @@ import type { SqlConnection } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { CHECKPOINTS_DDL, CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
-import { AGENT_ID_SETTING, clientRoles, loginRoles, PG_LEDGER_SCHEMA, PG_SCHEMA, PG_WORKSPACE_SCHEMA, pgRoles, type PgRoles } from './names.js';
+import { AGENT_ID_SETTING, ORG_ID_SETTING, clientRoles, loginRoles, PG_LEDGER_SCHEMA, PG_SCHEMA, PG_WORKSPACE_SCHEMA, pgRoles, type PgRoles } from './names.js';
 import { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { readPostgresTables } from './catalog.js';
 import { DOUBLE_TEXT_FUNCTION, WRITABLE_FUNCTION } from '../dialect/verify-sql.js';
@@ -60,15 +60,33 @@ export const PG_SERVER_LEDGERS: ReadonlyArray<{ readonly name: string; readonly 
 const qualified = (name: string): string => `${PG_LEDGER_SCHEMA}.${quoteIdent(name)}`;
 
 /** The append-only wall PostgreSQL keeps around a ledger: its trigger, its unique indexes, its grants. */
-export function ledgerWallSql(name: string, chainKey: string | null, roles: PgRoles): string[] {
+export function ledgerWallSql(name: string, chainKey: string | null, roles: PgRoles, orgColumn = false): string[] {
   const table = qualified(name);
   const chain = chainKey === null ? 'step_index' : `${quoteIdent(chainKey)}, step_index`;
   return [
+    ...(orgColumn ? organisationPolicySql(table) : []),
     `ALTER TABLE ${table} OWNER TO ${quoteIdent(roles.owner)}`,
     `CREATE OR REPLACE TRIGGER cotwire_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${PG_SCHEMA}.refuse_change()`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_chain`)} ON ${table} (${chain})`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(`${name}_seq`)} ON ${table} (ledger_seq)`,
     ...ledgerGrantsSql(name, roles),
+  ];
+}
+
+/**
+ * The second wall between organisations, behind the server's own filter on
+ * every ledger a scoped user reads: row-level security that shows a backend
+ * started for a user with an org_id (ORG_ID_SETTING) only its organisation's
+ * rows, through views and functions too. A backend without one (admins,
+ * users without an org_id, the server) sees every row. The owner, which
+ * redacts, is not subject to it.
+ */
+export function organisationPolicySql(table: string): string[] {
+  const org = `pg_catalog.current_setting(${quoteLiteral(ORG_ID_SETTING)}, true)`;
+  return [
+    `ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY`,
+    `DROP POLICY IF EXISTS cotwire_organisation ON ${table}`,
+    `CREATE POLICY cotwire_organisation ON ${table} USING (coalesce(${org}, '') = '' OR org_id = ${org})`,
   ];
 }
 
@@ -299,7 +317,7 @@ function schemaSteps(roles: PgRoles, hashVersion: HashVersion): Step[] {
         `COMMENT ON TABLE ${qualified(ledger.name)} IS ${quoteLiteral(hashVersion)}`,
       ],
     });
-    list.push({ does: `the append-only wall of ${ledger.name}`, sql: ledgerWallSql(ledger.name, ledger.chainKey, roles) });
+    list.push({ does: `the append-only wall of ${ledger.name}`, sql: ledgerWallSql(ledger.name, ledger.chainKey, roles, ledger.name === STEPS_TABLE) });
   }
   list.push({ does: 'steps are read by trace', sql: [`CREATE INDEX IF NOT EXISTS ${STEPS_TABLE}_trace_id ON ${qualified(STEPS_TABLE)} (trace_id)`] });
   list.push({ does: 'back to the current user', sql: ['RESET ROLE'] });

@@ -96,7 +96,7 @@ export function pgLedgerDdl(create: Node, roles: PgRoles, hashVersion: HashVersi
     statements: [
       `CREATE TABLE ${table} (${[...columns, ...chain].join(', ')})`,
       `COMMENT ON TABLE ${table} IS ${quoteLiteral(hashVersion)}`,
-      ...ledgerWallSql(name, chainKey, roles),
+      ...ledgerWallSql(name, chainKey, roles, names.has('org_id')),
     ],
   };
 }

@@ -48,3 +48,6 @@ export function backendRole(roles: PgRoles, role: string): string {
 
 /** The backend setting cot_agent_id() reads: the authenticated user's agent_id, given at the backend's start. */
 export const AGENT_ID_SETTING = 'cotwire.agent_id';
+
+/** The backend setting the ledgers' row-level security reads: the authenticated user's org_id ('' for a user without one), given at the backend's start. */
+export const ORG_ID_SETTING = 'cotwire.org_id';

@@ -27,6 +27,9 @@ import {
   type HoldRequest,
   type LedgerAppender,
   type QueuedAppend,
+  checkSessionOwners,
+  type SessionOwnerId,
+  type SessionOwnership,
 } from '../../../ledger/chain/append.js';
 
 /**
@@ -63,6 +66,8 @@ const CONFLICT_RETRIES = 20;
 interface Head {
   index: number;
   hash: string;
+  /** Whose the chain is (its first step's org_id and agent_id): set from the writer's knowledge before chaining, and by chaining. */
+  owner?: SessionOwnerId | undefined;
 }
 
 /** The text the writer inserts for each column, cast back to the column's type in PostgreSQL. */
@@ -110,6 +115,8 @@ export interface PgWriterOptions {
    * without one, the writer waits for the answer itself.
    */
   readonly checker?: SqlConnection;
+  /** Who may extend a session (ledger.sessionOwner); `org` when unset. */
+  readonly sessionOwner?: SessionOwnership;
 }
 
 export class PgLedgerWriter implements LedgerAppender {
@@ -133,6 +140,9 @@ export class PgLedgerWriter implements LedgerAppender {
   private tip: { readonly size: number; readonly frontier: Map<number, Buffer>; readonly heads: Map<string, Map<string, Head>> } | null = null;
   /** Chains known to have a head row: rows of chain_heads are never removed, so this stays true. */
   private readonly knownHeads = new Set<string>();
+  /** Whose each chain is, by ledger and key: a chain's first step is never changed, so this stays true. */
+  private readonly owners = new Map<string, SessionOwnerId>();
+  private readonly sessionOwner: SessionOwnership;
 
   private constructor(
     private readonly conn: SqlConnection,
@@ -142,6 +152,7 @@ export class PgLedgerWriter implements LedgerAppender {
     this.embeddingSample = options.embeddingSample ?? null;
     this.health = options.health ?? null;
     this.checker = options.checker ?? null;
+    this.sessionOwner = options.sessionOwner ?? 'org';
   }
 
   /**
@@ -250,6 +261,7 @@ export class PgLedgerWriter implements LedgerAppender {
         m.set(key, { index: Number(index), hash });
       }
     }
+    await this.loadOwners(this.conn, chains, held.heads);
     const chained = this.chainRows([unit], { heads: held.heads, before: held.size, nodes: held.nodes });
     for (const [ledger, { table, rows }] of chained.rowsByLedger) {
       const into = held.rowsByLedger.get(ledger);
@@ -282,6 +294,7 @@ export class PgLedgerWriter implements LedgerAppender {
       }
     }
     for (const [ledger, m] of held.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+    this.ownersOf(held.heads);
     this.size = held.size;
     this.observer.appendsCommitted(1, total, (performance.now() - queued) / 1000);
     this.onIntegrated(held.size);
@@ -359,6 +372,11 @@ export class PgLedgerWriter implements LedgerAppender {
 
   private async commit(units: readonly AppendUnit[]): Promise<AppendResult[][]> {
     const { chains, total } = chainsOf(units);
+    try {
+      await this.loadOwners(this.conn, chains);
+    } catch (err) {
+      throw this.notMade(err);
+    }
     const fromTip = this.fromTip(chains, total);
     if (fromTip !== null) {
       const done = await this.commitFromTip(units, total, fromTip);
@@ -381,6 +399,8 @@ export class PgLedgerWriter implements LedgerAppender {
     const reserved = await this.lockAndReserve(chains, total);
     let chained: ChainedRows;
     try {
+      // Chains another instance opened since loadOwners: their first steps are committed, as their head rows are locked.
+      await this.loadOwners(this.conn, chains, reserved.heads);
       chained = this.chainRows(units, reserved);
     } catch (err) {
       await this.conn.run('ROLLBACK').catch(() => undefined);
@@ -407,6 +427,7 @@ export class PgLedgerWriter implements LedgerAppender {
   /** After a commit: the chains known to have heads, and this instance's tip, from which the next commit may start. */
   private committed(units: readonly AppendUnit[], total: number, reserved: Reserved, size: number, results: AppendResult[][]): AppendResult[][] {
     for (const [ledger, m] of reserved.heads) for (const key of m.keys()) this.knownHeads.add(`${ledger}\u0000${key}`);
+    this.ownersOf(reserved.heads);
     this.remember(reserved, size);
     this.size = size;
     this.observer.appendsCommitted(units.length, total, (performance.now() - (units[0]?.queued ?? performance.now())) / 1000);
@@ -443,7 +464,7 @@ export class PgLedgerWriter implements LedgerAppender {
         kept = new Map();
         heads.set(ledger, kept);
       }
-      for (const [key, head] of m) kept.set(key, { index: head.index, hash: head.hash });
+      for (const [key, head] of m) kept.set(key, { index: head.index, hash: head.hash, owner: head.owner });
     }
     this.tip = { size, frontier, heads };
   }
@@ -670,22 +691,25 @@ export class PgLedgerWriter implements LedgerAppender {
         const jobRows: (string | null)[][] = [];
         job.rows.forEach((clientRow, i) => {
           seq += 1n;
-          const { texts, key, index, hash } = chainRow(
+          const { texts, key, index, hash, owner } = chainRow(
             job.table,
             clientRow,
             (k) => {
               const head = chainHeads?.get(k);
               if (head === undefined) throw new PgError(SqlState.InternalError, `chain ${JSON.stringify(k)} of ${ledger} has no head row`);
-              return head;
+              // A chain with steps whose owner is not known had its first steps removed (retention).
+              return head.index < 0 ? undefined : { ...head, owner: head.owner ?? this.owners.get(`${ledger}\u0000${k}`) };
             },
             seq,
             this.nextMicros(),
             job.traceIds?.[i],
             this.embeddingSample,
+            this.sessionOwner,
           );
           const head = chainHeads?.get(key) as Head;
           head.index = index;
           head.hash = hash;
+          head.owner = owner;
           last = { table: job.table, seq, hash };
           out.rows.push(texts);
           jobRows.push(texts);
@@ -702,6 +726,43 @@ export class PgLedgerWriter implements LedgerAppender {
     }
     if (last === null) throw new PgError(SqlState.InternalError, 'a group commit with no rows');
     return { results, rowsByLedger, newNodes, size, last };
+  }
+
+  async checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
+    const ledger = ledgerKey(table);
+    const { chains } = chainsOf([{ jobs: [{ table, rows }], queued: 0, resolve: () => undefined, reject: () => undefined }]);
+    await this.loadOwners(this.checker ?? this.conn, chains);
+    checkSessionOwners(table, rows, (key) => this.owners.get(`${ledger}\u0000${key}`), this.sessionOwner);
+  }
+
+  /**
+   * Reads whose the chains are that the writer does not know yet: the
+   * org_id and agent_id of their first steps. With `heads` (locked), only
+   * chains whose heads say they have steps.
+   */
+  private async loadOwners(conn: SqlConnection, chains: Chains, heads?: ReadonlyMap<string, ReadonlyMap<string, Head>>): Promise<void> {
+    for (const [ledger, { table, keys }] of chains) {
+      const layout = rowLayout(table);
+      if (table.chainKey === null || (layout.orgId < 0 && layout.agentId < 0)) continue;
+      const unknown = [...keys].filter(
+        (k) => !this.owners.has(`${ledger}\u0000${k}`) && (heads === undefined || (heads.get(ledger)?.get(k)?.index ?? -1) >= 0),
+      );
+      if (unknown.length === 0) continue;
+      const column = (c: string, at: number): string => (at < 0 ? 'NULL' : `r.${quoteIdent(c)}::text`);
+      const rows = (await conn.query(
+        `SELECT r.${quoteIdent(table.chainKey)}::text, ${column('org_id', layout.orgId)}, ${column('agent_id', layout.agentId)}
+         FROM ${qualifiedName(table)} r WHERE r.${quoteIdent(table.chainKey)} = ANY($1::text[]) AND r.step_index = 0`,
+        [pgArray(unknown)],
+      )) as Array<[string, string | null, string | null]>;
+      for (const [key, org, agent] of rows) this.owners.set(`${ledger}\u0000${key}`, { org, agent });
+    }
+    if (heads === undefined) return;
+    for (const [ledger, m] of heads) for (const [key, head] of m) head.owner ??= this.owners.get(`${ledger}\u0000${key}`);
+  }
+
+  /** The owners chaining gave the chains of a commit that was made. */
+  private ownersOf(heads: ReadonlyMap<string, ReadonlyMap<string, Head>>): void {
+    for (const [ledger, m] of heads) for (const [key, head] of m) if (head.owner !== undefined) this.owners.set(`${ledger}\u0000${key}`, head.owner);
   }
 
   /** Inserts the missing head rows in key order: two instances adding the same new chains then wait for each other, never in a cycle. */

@@ -1,7 +1,7 @@
 import type { Token } from '../../../../sql/lexer.js';
 import { strings } from '../../../../sql/pg-tree.js';
 import { catalogRelationOid } from '../pg-catalog.js';
-import { type Node, Spans } from './spans.js';
+import { type Node, Spans } from '../../../../sql/spans.js';
 
 /**
  * The catalog rewrite's walk over PostgreSQL's parse tree of a statement
@@ -12,7 +12,7 @@ import { type Node, Spans } from './spans.js';
  * rules.ts says which node kinds each is given, and in what order.
  */
 
-export { type Node, wordOf } from './spans.js';
+export { type Node, wordOf } from '../../../../sql/spans.js';
 
 export interface Edit {
   readonly start: number;

@@ -1,5 +1,5 @@
-import type { Token } from '../../../../sql/lexer.js';
-import { parseOne } from '../../../../sql/pg-tree.js';
+import type { Token } from './lexer.js';
+import { parseOne } from './pg-tree.js';
 
 /**
  * Where a parse-tree node's text is among the statement's tokens: the
