@@ -21,8 +21,9 @@ export function authPolicy(config: Config): AuthPolicy {
       verifier: parseScramVerifier(u.password) as ScramVerifier,
       role: u.role,
       identity: {
-        ...(u.agentId === null ? {} : { agent_id: u.agentId }),
-        ...(u.orgId === null ? {} : { org_id: u.orgId }),
+        // A user written without one (a configuration built in code) has none, as with null.
+        ...(typeof u.agentId === 'string' ? { agent_id: u.agentId } : {}),
+        ...(typeof u.orgId === 'string' ? { org_id: u.orgId } : {}),
       },
     })),
     config.auth.method,

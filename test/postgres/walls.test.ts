@@ -147,4 +147,29 @@ describe("PostgreSQL's walls around the clients' roles", () => {
     await bi.query('DISCARD ALL');
     expect(await agent()).toBe('agent-7');
   });
+
+  it('row-level security keeps a backend started for an organisation to its rows, with cotwire bypassed, through a view too', async () => {
+    const ops = await ctx.server.client({ user: 'ops', password: 'ops-secret' });
+    await ops.query(
+      "INSERT INTO _cot_steps (org_id, session_id, step_type, content) VALUES ('a', 'rls-a', 'Observation', 'mine'), ('b', 'rls-b', 'Observation', 'theirs')",
+    );
+    await direct.get('admin')?.query('CREATE VIEW workspace.rls_every_step AS SELECT org_id, content FROM public._cot_steps');
+    const orgs = async (c: pg.Client, sql: string): Promise<string[]> => (await c.query(sql)).rows.map((r) => String(r.org_id)).sort();
+    // A backend without an organisation (an admin's, a reader's without org_id, the server's) reads every row.
+    const whole = direct.get('reader') as pg.Client;
+    expect(await orgs(whole, "SELECT org_id FROM public._cot_steps WHERE session_id LIKE 'rls-%'")).toEqual(['a', 'b']);
+    // A backend started for organisation "a", as cotwire starts a scoped user's, with the server's own filter out of the way.
+    const scoped = new pg.Client({ connectionString: ctx.engine.readerUrl, options: '-c cotwire.org_id=a' });
+    await scoped.connect();
+    try {
+      expect(await orgs(scoped, "SELECT org_id FROM public._cot_steps WHERE session_id LIKE 'rls-%'")).toEqual(['a']);
+      expect(await orgs(scoped, "SELECT org_id FROM workspace.rls_every_step WHERE content IN ('mine', 'theirs')")).toEqual(['a']);
+      expect(await orgs(scoped, "SELECT org_id FROM cot_replay('rls-b')")).toEqual([]);
+      // RESET ALL returns to what the backend started with.
+      await scoped.query('RESET ALL');
+      expect(await orgs(scoped, "SELECT org_id FROM public._cot_steps WHERE session_id LIKE 'rls-%'")).toEqual(['a']);
+    } finally {
+      await scoped.end();
+    }
+  });
 });
