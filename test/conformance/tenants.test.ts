@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countOf, ledgerConfig, mcpAs, PASSWORD, sqlstate, until, useConformanceServer, user } from '../fixtures/conformance.js';
+import { countOf, gap, ledgerConfig, mcpAs, PASSWORD, sqlstate, until, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
  * Tenants: users with an org_id read and extend only their organisation's
@@ -127,6 +127,34 @@ describe('a reader with an org_id', () => {
     expect(new Set(found.map((r) => r.org_id))).toEqual(new Set(['a']));
     expect(await countOf(ra, 'SELECT count(*) FROM _cot_embeddings WHERE trace_id = $1', [traces['b2']])).toBe(0);
   });
+
+  it('is shown EXPLAIN’s plan without the row estimates, which count every organisation’s rows', async () => {
+    const plan = async (who: string, sql: string): Promise<string> =>
+      (await (await s.as(who)).query(sql)).rows.map((r) => Object.values(r as Record<string, unknown>).join('\n')).join('\n');
+    const estimate = /rows=\d|~[\d,]+ rows?|"(Estimated Cardinality|Plan Rows)":\s*"?\d/;
+    expect(await plan('boss', 'EXPLAIN SELECT * FROM _cot_steps')).toMatch(estimate);
+    for (const sql of ['EXPLAIN SELECT * FROM _cot_steps', 'EXPLAIN SELECT count(*) FROM _cot_steps s JOIN _cot_steps t USING (session_id)']) {
+      const text = await plan('ra', sql);
+      expect(text, sql).toMatch(/_cot_steps/);
+      expect(text, sql).not.toMatch(estimate);
+    }
+  });
+
+  gap('postgres', 'pg_class and pg_stat_user_tables are PostgreSQL’s own, which count every row')(
+    'is not told by the catalog how many rows a ledger holds, which are every organisation’s',
+    async () => {
+      const counts = async (who: string): Promise<unknown> =>
+        (
+          await (
+            await s.as(who)
+          ).query(
+            "SELECT c.reltuples::int AS reltuples, t.n_live_tup::int AS live FROM pg_class c JOIN pg_stat_user_tables t ON t.relid = c.oid WHERE c.relname = '_cot_steps'",
+          )
+        ).rows[0];
+      expect(await counts('ra')).toEqual({ reltuples: -1, live: 0 });
+      expect(await counts('boss')).not.toEqual({ reltuples: -1, live: 0 });
+    },
+  );
 
   it('cannot reach the rows through a view an admin made over a ledger', async () => {
     const boss = await s.as('boss');

@@ -17,7 +17,15 @@ export function versionString(engineVersion: string): string {
 }
 
 /** cotwire's own SQL functions: no client macro may take their names. */
-export const COTWIRE_SQL_FUNCTIONS: readonly string[] = ['version', 'current_user', 'session_user', 'current_database', 'cot_role', 'cot_agent_id'];
+export const COTWIRE_SQL_FUNCTIONS: readonly string[] = [
+  'version',
+  'current_user',
+  'session_user',
+  'current_database',
+  'cot_role',
+  'cot_agent_id',
+  'cot_org_id',
+];
 
 /**
  * Statements run on each new engine connection to give it PostgreSQL's
@@ -36,6 +44,8 @@ export function connectionSetup(
    * (engines/duckdb/handler/backends.ts); null on the set-up connection, which has no session.
    */
   session: { readonly id: number; readonly secret: string; readonly backend?: string } | null = null,
+  /** The user's org_id (users[].org_id), or null: the catalog then shows no count of a ledger's rows, which are every organisation's. */
+  orgId: string | null = null,
 ): string[] {
   return [
     ...(session === null ? [] : advisoryLockMacros(session.id, session.secret)),
@@ -44,6 +54,7 @@ export function connectionSetup(
     `CREATE OR REPLACE TEMP MACRO cot_role() AS ${quote(role)}`,
     // The agent_id the server stamps on this user's appends (users[].agent_id), or NULL.
     `CREATE OR REPLACE TEMP MACRO cot_agent_id() AS ${agentId === null ? 'CAST(NULL AS VARCHAR)' : quote(agentId)}`,
+    `CREATE OR REPLACE TEMP MACRO cot_org_id() AS ${orgId === null ? 'CAST(NULL AS VARCHAR)' : quote(orgId)}`,
     `CREATE OR REPLACE TEMP MACRO version() AS ${quote(versionString(engineVersion))}`,
     // current_user, session_user and user: the authenticated user, not the engine's.
     `CREATE OR REPLACE TEMP MACRO current_user() AS ${quote(user)}`,

@@ -463,7 +463,9 @@ function catalogViews(): string[] {
          FROM duckdb_sequences() s WHERE s.database_name NOT IN ${HIDDEN_DB} AND s.schema_name <> ${q(KEYS_SCHEMA)})
        SELECT rel.oid, rel.relname, ns.oid AS relnamespace, CAST(0 AS BIGINT) AS reltype, CAST(0 AS BIGINT) AS reloftype,
          CAST(${OID.owner} AS BIGINT) AS relowner, CAST(rel.relam AS BIGINT) AS relam, rel.oid AS relfilenode, CAST(0 AS BIGINT) AS reltablespace,
-         0 AS relpages, rel.reltuples, 0 AS relallvisible, CAST(0 AS BIGINT) AS reltoastrelid, rel.relhasindex, false AS relisshared,
+         0 AS relpages,
+         -- A ledger's rows are every organisation's: a user with an org_id is not told how many (-1: never counted).
+         CASE WHEN cot_org_id() IS NOT NULL AND starts_with(lower(rel.relname), '_cot') THEN CAST(-1 AS REAL) ELSE rel.reltuples END AS reltuples, 0 AS relallvisible, CAST(0 AS BIGINT) AS reltoastrelid, rel.relhasindex, false AS relisshared,
          CASE WHEN rel.temporary THEN 't' ELSE 'p' END AS relpersistence, rel.relkind, CAST(rel.relnatts AS SMALLINT) AS relnatts,
          CAST(rel.relchecks AS SMALLINT) AS relchecks, false AS relhasrules, rel.relhastriggers, false AS relhassubclass,
          false AS relrowsecurity, false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident, false AS relispartition,
@@ -733,7 +735,7 @@ function catalogViews(): string[] {
     `CREATE VIEW ${P}.pg_stat_user_tables AS
        SELECT c.oid AS relid, n.nspname AS schemaname, c.relname, CAST(0 AS BIGINT) AS seq_scan, CAST(0 AS BIGINT) AS idx_scan,
          CAST(0 AS BIGINT) AS n_tup_ins, CAST(0 AS BIGINT) AS n_tup_upd, CAST(0 AS BIGINT) AS n_tup_del,
-         CAST(c.reltuples AS BIGINT) AS n_live_tup, CAST(0 AS BIGINT) AS n_dead_tup,
+         CAST(greatest(c.reltuples, 0) AS BIGINT) AS n_live_tup, CAST(0 AS BIGINT) AS n_dead_tup,
          CAST(NULL AS TIMESTAMPTZ) AS last_vacuum, CAST(NULL AS TIMESTAMPTZ) AS last_autovacuum,
          CAST(NULL AS TIMESTAMPTZ) AS last_analyze, CAST(NULL AS TIMESTAMPTZ) AS last_autoanalyze
        FROM ${P}.pg_class c JOIN ${P}.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relnamespace <> ${OID.pgCatalog}`,

@@ -31,6 +31,8 @@ export class CatalogMode implements TransactionObserver {
     private readonly tx: () => TransactionState,
     /** The catalog's views and the macros that read them (catalog/compat.ts, CATALOG_READERS). */
     private readonly readers: ReadonlySet<string>,
+    /** The connection's user has an org_id: the tables, filled on a connection without one, would show it every organisation's counts. */
+    private readonly scoped = false,
   ) {}
 
   /**
@@ -51,7 +53,7 @@ export class CatalogMode implements TransactionObserver {
 
   /** Whether the snapshot tables show this connection what the live views would. */
   async usable(): Promise<boolean> {
-    if (this.temporaryObjects || this.ddlInTransaction) return false;
+    if (this.temporaryObjects || this.ddlInTransaction || this.scoped) return false;
     if (!this.tx().autocommit) {
       // This transaction reads the views; the next one finds the tables up to date.
       if (!this.freshAtBegin) this.snapshot.refreshSoon();

@@ -49,7 +49,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     private readonly services: ConnectionServices,
   ) {
     const access = new AccessControl(services, info, engine, () => this.settings.get('application_name') ?? '');
-    const catalog = new CatalogMode(services.catalogSnapshot, () => this.tx, CATALOG_READERS);
+    const catalog = new CatalogMode(services.catalogSnapshot, () => this.tx, CATALOG_READERS, info.identity['org_id'] !== undefined);
     const ended = (changed: boolean): void => this.transactionEnded(changed);
     this.tx = new TransactionState(engine, services.writer, this.settings, info.role === 'reader', ended, catalog);
     const calls = new EngineCalls(engine, services.engineSlots, () => this.settings.statementTimeoutMs, info.user);
@@ -82,7 +82,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     const backend = services.backends.register(info.processId, handler.functions.hooks());
     try {
       const session = { ...advisory, backend };
-      await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, info.identity['agent_id'] ?? null, session).join(';\n'));
+      const { agent_id: agent, org_id: org } = info.identity;
+      await engine.run(connectionSetup(engineVersion, info.user, info.database, info.role, agent ?? null, session, org ?? null).join(';\n'));
       if (handler.settings.get('search_path') !== '"$user", public') await applySearchPath(handler.ctx);
     } catch (err) {
       services.backends.end(info.processId);

@@ -158,3 +158,71 @@ class ValuesCursor implements EngineCursor {
     this.next = this.rows.length;
   }
 }
+
+/** A plan's row estimate, as DuckDB draws it in a box (`│   ~5,000 rows   │`) or writes it in JSON. */
+const BOX_ESTIMATE = /│(\s*)~[\d,.]+ rows?(\s*)│/g;
+const JSON_ESTIMATE = /("Estimated Cardinality"\s*:\s*)"[\d.]+"/g;
+
+/** A plan's text without its estimates: the same width, the count gone. */
+export function withoutEstimates(plan: string): string {
+  return plan
+    .replace(BOX_ESTIMATE, (m) => {
+      const inner = m.length - 2;
+      const text = '~? rows';
+      const left = Math.floor((inner - text.length) / 2);
+      return `│${' '.repeat(Math.max(0, left))}${text}${' '.repeat(Math.max(0, inner - text.length - left))}│`;
+    })
+    .replace(JSON_ESTIMATE, '$1"?"');
+}
+
+/**
+ * EXPLAIN for a user with an org_id: DuckDB estimates a scan's rows from the
+ * whole table's statistics, every organisation's, so the estimates are left
+ * out of the plan it is shown. The plan itself (the filter on its
+ * organisation included) stays.
+ */
+export class EstimatesHidden implements EngineStatement {
+  readonly kind = 'EXPLAIN';
+
+  constructor(private readonly inner: EngineStatement) {}
+
+  get paramTypes(): readonly number[] {
+    return this.inner.paramTypes;
+  }
+
+  get columns(): EngineStatement['columns'] {
+    return this.inner.columns;
+  }
+
+  bind(params: readonly WireParam[]): void {
+    this.inner.bind(params);
+  }
+
+  async execute(options?: { readonly materialize?: boolean }): Promise<EngineCursor> {
+    const cursor = await this.inner.execute(options);
+    return {
+      rowsChanged: cursor.rowsChanged,
+      returnsRows: cursor.returnsRows,
+      fetch: (maxRows, formats, sink, settings) =>
+        cursor.fetch(
+          maxRows,
+          formats,
+          {
+            row: (cells) =>
+              sink.row(
+                cells.map((c) =>
+                  c === null ? null : typeof c === 'string' ? withoutEstimates(c) : Buffer.from(withoutEstimates(Buffer.from(c).toString('utf8')), 'utf8'),
+                ),
+              ),
+            flushIfFull: () => sink.flushIfFull(),
+          },
+          settings,
+        ),
+      close: () => cursor.close(),
+    };
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+}

@@ -31,7 +31,7 @@ import { createdLedgerName } from './ledger-create.js';
 import { ledgerMacroGroups, type TenantPredicate } from './ledger-macros.js';
 import { AnsweredStatement, answerable, CatalogStatement, catalogAnswers } from './catalog-mode.js';
 import { HandledStatement } from './table-create.js';
-import { ServedChainVerify } from './ledger-reads.js';
+import { EstimatesHidden, ServedChainVerify } from './ledger-reads.js';
 import { recognizeChainVerify } from '../../../sql/verify-call.js';
 import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
 import { describeSources } from './result-sources.js';
@@ -818,7 +818,7 @@ export class Planner {
   private served(engineStatement: EngineStatement, tokens: readonly Token[]): EngineStatement {
     const { services, tx } = this.ctx;
     // The served reads read whole chains and the session cache: an organisation's user reads through the macros, which are scoped.
-    if (this.ctx.info.identity.org_id !== undefined) return engineStatement;
+    if (this.ctx.info.identity.org_id !== undefined) return engineStatement.kind === 'EXPLAIN' ? new EstimatesHidden(engineStatement) : engineStatement;
     const verify = recognizeChainVerify(tokens);
     if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
       return new ServedChainVerify(engineStatement, verify, {

@@ -14,6 +14,7 @@ import { STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { pgRelation } from '../ledger/catalog.js';
 import { PG_SCHEMA } from '../ledger/names.js';
 import { strings } from '../../../sql/pg-tree.js';
+import { tokenize, type Token } from '../../../sql/lexer.js';
 import type { SessionInfo } from '../../../session/handler-port.js';
 
 /**
@@ -106,6 +107,36 @@ function serverStateRead(tree: Record<string, unknown>): Refusal | null {
   return found;
 }
 
+/**
+ * EXPLAIN for a user with an org_id, with COSTS OFF: PostgreSQL estimates
+ * rows from the whole table's statistics, every organisation's. The plan
+ * itself stays; the client's own options are kept (a COSTS it gave is
+ * replaced).
+ */
+function withoutCosts(text: string, tree: Record<string, unknown>): string {
+  if (tree.ExplainStmt === undefined) return text;
+  const tokens = tokenize(text);
+  const at = tokens.findIndex((t) => t.kind === 'word' && t.text.toLowerCase() === 'explain');
+  const next = tokens[at + 1];
+  if (at < 0 || next === undefined) return text;
+  if (next.text === '(') {
+    const close = tokens.findIndex((t, i) => i > at && t.text === ')');
+    const inside = text.slice(next.end, tokens[close]?.start ?? next.end);
+    const options = inside
+      .split(',')
+      .map((o) => o.trim())
+      .filter((o) => o !== '' && !/^costs\b/i.test(o));
+    return `${text.slice(0, next.start)}(${['COSTS OFF', ...options].join(', ')})${text.slice(tokens[close]?.end ?? next.end)}`;
+  }
+  // EXPLAIN [ANALYZE] [VERBOSE] statement: its words become options.
+  let end = at + 1;
+  const words: string[] = [];
+  while (['analyze', 'analyse', 'verbose'].includes(tokens[end]?.text.toLowerCase() ?? '')) words.push((tokens[end++] as Token).text.toUpperCase());
+  const from = tokens[end];
+  if (from === undefined) return text;
+  return `${text.slice(0, (tokens[at] as Token).end)} (${['COSTS OFF', ...words].join(', ')}) ${text.slice(from.start)}`;
+}
+
 export interface ProxyAccessServices {
   readonly guard: PostgresGuard;
   readonly securityLog: SecurityEventLog;
@@ -139,8 +170,9 @@ export class ProxyAccess {
       if (beside !== null) return { ...s, plan: { kind: 'refused', refusal: beside } };
       const scoped = scopeLedgerReads(new ParsedStatement(s.text), this.services.guard.names, scope);
       if ('refusal' in scoped) return { ...s, plan: { kind: 'refused', refusal: scoped.refusal } };
-      if (scoped.text === s.text) return s;
-      const [again] = this.services.guard.split(scoped.text);
+      const text = withoutCosts(scoped.text, s.tree);
+      if (text === s.text) return s;
+      const [again] = this.services.guard.split(text);
       return again === undefined ? s : { ...again, offset: s.offset };
     });
   }
