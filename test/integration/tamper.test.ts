@@ -12,6 +12,7 @@ import { startServer } from '../../src/engines/duckdb/start.js';
 import { Journal } from '../../src/engines/duckdb/ledger/journal.js';
 import { checkChains, recomputeSql, versionSql } from '../fixtures/independent-verifier.js';
 import { crashBeforeApply } from '../fixtures/crash.js';
+import { until } from '../fixtures/poll.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const root = mkdtempSync(join(tmpdir(), 'cotwire-tamper-'));
@@ -72,7 +73,7 @@ const TAMPERS: Array<[string, string, number, string]> = [
   ],
   [
     'a forged step',
-    "INSERT INTO _cot_steps SELECT gen_random_uuid(), org_id, agent_id, session_id, 2, 'Decision', 'forged', NULL, NULL, 1.0, NULL, NULL, NULL, NULL, prev_hash, current_hash, false, created_at, NULL, 999 FROM _cot_steps WHERE session_id = 's' AND step_index = 2",
+    "INSERT INTO _cot_steps SELECT gen_random_uuid(), org_id, agent_id, session_id, 2, 'Decision', 'forged', NULL, NULL, 1.0, NULL, NULL, NULL, NULL, prev_hash, current_hash, false, created_at, NULL, 999, row_salt FROM _cot_steps WHERE session_id = 's' AND step_index = 2",
     2,
     'inserted',
   ],
@@ -159,7 +160,8 @@ describe('crash safety', () => {
     const { child, port } = await spawnServer(['--db', db]);
     const load = appendUnderLoad(port, 8, (w) => `crash-${w % 3}`);
     const { acknowledged } = load;
-    await new Promise((r) => setTimeout(r, 1500));
+    // Killed once appends are acknowledged and more are in flight, however slowly a busy machine goes.
+    await until('appends are acknowledged', () => acknowledged.length > 60);
     child.kill('SIGKILL');
     await load.stop();
     await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
@@ -183,7 +185,7 @@ describe('crash safety', () => {
           '_cot_steps',
           cols.map((r) => ({ name: String(r[0]), type: String(r[1]) })),
           'session_id',
-          String((await conn.runAndReadAll(versionSql('_cot_steps'))).getRows()[0]?.[0]) as 'cotwire/v1' | 'cotwire/v2',
+          String((await conn.runAndReadAll(versionSql('_cot_steps'))).getRows()[0]?.[0]) as 'cotwire/v1' | 'cotwire/v2' | 'cotwire/v3',
         ),
       )
     ).getRows();

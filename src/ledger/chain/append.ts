@@ -157,7 +157,18 @@ export interface LedgerAppender {
    * before they queue: the client is told at its INSERT, and the refusal
    * recorded. Chaining checks again, against the heads it then holds.
    */
-  checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void>;
+  checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>, read?: OwnersRead): Promise<void>;
+}
+
+/** Whose the given chains of a ledger are, as the caller reads their first steps; a chain without them is absent. */
+export type OwnersRead = (keys: readonly string[]) => Promise<ReadonlyMap<string, SessionOwnerId>>;
+
+/** The distinct chain keys of a ledger's client rows. */
+export function chainKeysOf(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): string[] {
+  const layout = rowLayout(table);
+  if (layout.chainKey < 0) return [];
+  const at = layout.client.indexOf(layout.chainKey);
+  return [...new Set(rows.map((r) => r[at] ?? ''))];
 }
 
 /** The rows' sessions against their owners as `ownerOf` knows them (undefined for a session it does not know). */

@@ -265,11 +265,26 @@ export class LedgerAppends {
     this.ctx.access.stampIdentity(plan.clientColumns, rows, statement);
     validateSteps(plan.table, plan.clientColumns, rows, this.ctx.services.maxContentBytes);
     try {
-      await this.ctx.services.writer.checkOwners(plan.table, rows);
+      await this.ctx.services.writer.checkOwners(plan.table, rows, (keys) => this.ownersOf(plan.table, keys));
     } catch (err) {
       this.ctx.access.appendRefused(err, statement);
     }
     await this.checkParents(plan, rows);
+  }
+
+  /** Whose these sessions are: the org_id and agent_id of their first steps, as this connection reads them. */
+  private async ownersOf(table: LedgerTable, keys: readonly string[]): Promise<Map<string, { org: string | null; agent: string | null }>> {
+    const has = (c: string): boolean => table.columns.some((col) => col.name === c);
+    if (table.chainKey === null || keys.length === 0 || (!has('org_id') && !has('agent_id'))) return new Map();
+    await appendsVisible(this.ctx);
+    const key = quoteIdent(table.chainKey);
+    const first = (c: string): string => (has(c) ? `CAST(first(${quoteIdent(c)} ORDER BY step_index) AS VARCHAR)` : 'NULL');
+    const rows = (await this.ctx.engine.query(
+      `SELECT CAST(${key} AS VARCHAR), ${first('org_id')}, ${first('agent_id')} FROM ${qualifiedName(table)}
+       WHERE CAST(${key} AS VARCHAR) IN (SELECT unnest(from_json($1, '["VARCHAR"]'))) GROUP BY ${key} HAVING min(step_index) = 0`,
+      [JSON.stringify(keys)],
+    )) as Array<[string, string | null, string | null]>;
+    return new Map(rows.map(([k, org, agent]) => [k, { org, agent }]));
   }
 
   /** parent_trace_id must name a step that exists. */

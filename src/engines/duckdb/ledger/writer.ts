@@ -11,8 +11,10 @@ import {
   type AppendJob,
   type AppendResult,
   type AppendUnit,
+  chainKeysOf,
   checkSessionOwners,
   type HoldRequest,
+  type OwnersRead,
   type LedgerAppender,
   type QueuedAppend,
   type SessionOwnerId,
@@ -323,9 +325,17 @@ export class LedgerWriter implements LedgerAppender {
     this.commitFingerprints = this.commitFingerprints.filter((c) => c.lastSeq > BigInt(seq));
   }
 
-  async checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>): Promise<void> {
-    const heads = await this.headsOf(table);
-    checkSessionOwners(table, rows, (key) => heads.get(key)?.owner, this.sessionOwner);
+  async checkOwners(table: LedgerTable, rows: ReadonlyArray<ReadonlyArray<string | null>>, read?: OwnersRead): Promise<void> {
+    const heads = this.heads.get(qualifiedName(table));
+    if (heads !== undefined) {
+      checkSessionOwners(table, rows, (key) => heads.get(key)?.owner, this.sessionOwner);
+      return;
+    }
+    // Heads not read yet are read in the append order, when a commit needs them (read beside a commit, they would
+    // miss its rows): until then the caller's own reading of the sessions' first steps answers.
+    if (read === undefined) return;
+    const owners = await read(chainKeysOf(table, rows));
+    checkSessionOwners(table, rows, (key) => owners.get(key), this.sessionOwner);
   }
 
   /** Every chain head the writer holds in memory (the ledgers appended to since the start). */
