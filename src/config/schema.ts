@@ -214,7 +214,7 @@ export const DEFAULTS: Config = {
     verifyIntervalSeconds: 3600,
     watchIntervalSeconds: 10,
     sessionCacheMB: 64,
-    hashVersion: 'cotwire/v2',
+    hashVersion: 'cotwire/v3',
     sessionOwner: 'org',
   },
   checkpoint: { keyFile: null, intervalSeconds: 10, maxLeaves: 10_000, sinks: ['./data/cotwire.duckdb.checkpoints/'] },

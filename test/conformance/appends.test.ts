@@ -208,6 +208,8 @@ describe('a _cot table a client creates is a ledger', () => {
       'current_hash',
       'created_at',
       'ledger_seq',
+      // New ledgers are cotwire/v3: each row's salt, from which its columns' commitment keys derive.
+      'row_salt',
     ]);
     await c.query("INSERT INTO _cot_tool_calls VALUES ('t1', 'search', '{\"q\": 1}'), ('t2', 'fetch', NULL), ('t1', 'read', '[]')");
     expect((await c.query('SELECT session_id, step_index FROM _cot_tool_calls ORDER BY ledger_seq')).rows).toEqual([

@@ -1,13 +1,17 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { countOf, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
+import { countOf, ledgerConfig, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
- * Redaction of one value (cot_redact): recorded first in a chained ledger,
- * then replaced by a marker, and the chain still verifies because the
- * recorded digest stands in for the value. Only admins may redact.
+ * Redaction of one value (cot_redact) in a cotwire/v2 ledger: recorded first
+ * in a chained ledger, then replaced by a marker, and the chain still
+ * verifies because the recorded digest stands in for the value. Only admins
+ * may redact. (v3's salted commitments: commitments.test.ts.)
  */
-const s = useConformanceServer({ users: [user('bi', 'reader'), user('agent', 'writer'), user('dpo', 'admin')] });
+const s = useConformanceServer({
+  users: [user('bi', 'reader'), user('agent', 'writer'), user('dpo', 'admin')],
+  ledger: ledgerConfig({ hashVersion: 'cotwire/v2' }),
+});
 
 /** The README's value digest: hex(SHA-256(lp(text))). */
 function digest(text: string): string {

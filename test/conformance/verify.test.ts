@@ -111,7 +111,33 @@ function canonical(value: string | null, oid: number): string | null {
   return value;
 }
 
-/** Recomputes every row's cotwire/v2 hash and link from the README alone; returns the rows that disagree. */
+/** Columns cotwire/v3 enters as text: the server's own and the chain key (README, "cotwire/v3"); every other is committed to. */
+const V3_PLAIN = new Set(['step_index', 'prev_hash', 'created_at', 'ledger_seq', 'session_id', 'trace_id', 'has_embedding']);
+
+/** A row's cotwire/v3 hash from the README: each committed value as SHA-256(key || lp(text)), its key from the row's salt. */
+function v3Hash(table: string, fields: ReadonlyArray<{ name: string; dataTypeID: number }>, row: ReadonlyArray<string | null>): string {
+  const salt = Buffer.from(row[fields.findIndex((f) => f.name === 'row_salt')] ?? '', 'hex');
+  const u32 = (n: number): Buffer => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n);
+    return b;
+  };
+  const parts = [lp('cotwire/v3'), lp(table)];
+  let m = 0;
+  fields.forEach((f, i) => {
+    if (f.name === 'current_hash' || f.name === 'row_salt') return;
+    const text = lp(canonical(row[i] ?? null, f.dataTypeID));
+    if (V3_PLAIN.has(f.name)) parts.push(lp(f.name), text);
+    else {
+      const key = sha256(Buffer.concat([lp('cotwire/v3 keys'), salt, u32(Math.floor(m / 2))])).subarray(16 * (m % 2), 16 * (m % 2) + 16);
+      parts.push(lp(f.name), sha256(Buffer.concat([key, text])));
+      m++;
+    }
+  });
+  return sha256(Buffer.concat(parts)).toString('hex');
+}
+
+/** Recomputes every row's cotwire/v3 hash and link from the README alone; returns the rows that disagree. */
 async function independentlyVerified(c: pg.Client, table: string, chainKey: string | null): Promise<{ rows: number; problems: string[] }> {
   const r = await c.query({ text: `SELECT * FROM ${table} ORDER BY ledger_seq`, rowMode: 'array', types: raw } as pg.QueryConfig);
   const names = r.fields.map((f) => f.name);
@@ -120,11 +146,7 @@ async function independentlyVerified(c: pg.Client, table: string, chainKey: stri
   const problems: string[] = [];
   for (const row of r.rows as Array<Array<string | null>>) {
     const key = chainKey === null ? '' : (row[at(chainKey)] ?? '');
-    const parts = [lp('cotwire/v2'), lp(table)];
-    r.fields.forEach((f, i) => {
-      if (f.name !== 'current_hash') parts.push(lp(f.name), sha256(lp(canonical(row[i] ?? null, f.dataTypeID))));
-    });
-    const hash = sha256(Buffer.concat(parts)).toString('hex');
+    const hash = v3Hash(table, r.fields, row);
     const head = heads.get(key);
     const where = `${table} ${key}#${row[at('step_index')]}`;
     if (hash !== row[at('current_hash')]) problems.push(`${where}: hash ${row[at('current_hash')]}, recomputed ${hash}`);
@@ -136,7 +158,7 @@ async function independentlyVerified(c: pg.Client, table: string, chainKey: stri
 }
 
 describe('the hash specification, recomputed by a client', () => {
-  it('holds for every row of _cot_steps: each current_hash is the cotwire/v2 hash of its values, and links to the one before', async () => {
+  it('holds for every row of _cot_steps: each current_hash is the cotwire/v3 hash of its values, and links to the one before', async () => {
     const c = await s.as();
     const { rows, problems } = await independentlyVerified(c, '_cot_steps', 'session_id');
     expect(problems).toEqual([]);
@@ -154,12 +176,10 @@ describe('the hash specification, recomputed by a client', () => {
     const c = await s.as();
     const r = await c.query({ text: "SELECT * FROM _cot_notes WHERE session_id = 'n1' ORDER BY step_index", rowMode: 'array', types: raw } as pg.QueryConfig);
     const row = [...(r.rows[0] as Array<string | null>)];
+    const hash = row[r.fields.findIndex((f) => f.name === 'current_hash')];
+    expect(v3Hash('_cot_notes', r.fields, row)).toBe(hash);
     row[r.fields.findIndex((f) => f.name === 'note')] = 'b';
-    const parts = [lp('cotwire/v2'), lp('_cot_notes')];
-    r.fields.forEach((f, i) => {
-      if (f.name !== 'current_hash') parts.push(lp(f.name), sha256(lp(canonical(row[i] ?? null, f.dataTypeID))));
-    });
-    expect(sha256(Buffer.concat(parts)).toString('hex')).not.toBe(row[r.fields.findIndex((f) => f.name === 'current_hash')]);
+    expect(v3Hash('_cot_notes', r.fields, row)).not.toBe(hash);
   });
 });
 

@@ -74,7 +74,7 @@ describe('pg_catalog', () => {
     // The only table comments are the hash versions of the server's own ledgers.
     expect(
       (await client.query("SELECT DISTINCT description FROM pg_description WHERE classoid = 'pg_catalog.pg_class'::regclass AND objsubid = 0")).rows,
-    ).toEqual([{ description: 'cotwire/v2' }]);
+    ).toEqual([{ description: 'cotwire/v3' }]);
   });
 
   it('looks relations up by name in lookups nested in lookups, per row, as SQLAlchemy reads identity columns', async () => {

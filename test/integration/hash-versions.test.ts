@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rowHash, rowHashV2 } from '../../src/ledger/chain/canonical.js';
+import { rowHashV3, SaltKeys } from '../../src/ledger/chain/commitments.js';
+import { committedOf } from '../../src/ledger/chain/row-hash.js';
 import { CHECKPOINTS_DDL } from '../../src/ledger/log/checkpoint-schema.js';
 import { STEPS_DDL } from '../../src/ledger/chain/schema.js';
 import { SECURITY_EVENTS_DDL } from '../../src/ledger/security-events.js';
@@ -14,13 +16,14 @@ import { offline, start } from '../fixtures/stoppable.js';
 /**
  * A ledger's hash version is its table comment: ledgers of a database made
  * before versions were recorded (no comment) stay cotwire/v1, ledgers made
- * now are cotwire/v2, and both verify side by side in one database.
+ * now are cotwire/v3 (salted commitments), and both verify side by side in
+ * one database.
  */
 const root = mkdtempSync(join(tmpdir(), 'cotwire-versions-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 
-/** Each row's stored hash against the row hashed under v1 and under v2. */
+/** Each row's stored hash against the row hashed under v1, v2 and v3. */
 async function hashedAs(db: string, table: string): Promise<string[]> {
   const columns = (await offline(db, `SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '${table}' ORDER BY column_index`)) as Array<
     [string, string]
@@ -29,11 +32,16 @@ async function hashedAs(db: string, table: string): Promise<string[]> {
   const rows = (await offline(db, `SELECT ${texts.join(', ')} FROM ${table}`)) as Array<Array<string | null>>;
   const names = columns.map(([n]) => n);
   const stored = names.indexOf('current_hash');
-  return rows.map((r) => (r[stored] === rowHash(table, names, r) ? 'v1' : r[stored] === rowHashV2(table, names, r) ? 'v2' : 'neither'));
+  const salt = names.indexOf('row_salt');
+  const v3 = (r: Array<string | null>): string | null =>
+    salt < 0 ? null : rowHashV3(table, names, r, committedOf(names), SaltKeys.of(Buffer.from(r[salt] ?? '', 'hex')));
+  return rows.map((r) =>
+    r[stored] === rowHash(table, names, r) ? 'v1' : r[stored] === rowHashV2(table, names, r) ? 'v2' : r[stored] === v3(r) ? 'v3' : 'neither',
+  );
 }
 
 async function independently(db: string, table: string, chainKey: string | null): Promise<string[]> {
-  const [[version]] = (await offline(db, versionSql(table))) as [['cotwire/v1' | 'cotwire/v2']];
+  const [[version]] = (await offline(db, versionSql(table))) as [['cotwire/v1' | 'cotwire/v2' | 'cotwire/v3']];
   const columns = (await offline(db, `SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = '${table}' ORDER BY column_index`)).map((r) => ({
     name: String(r[0]),
     type: String(r[1]),
@@ -42,7 +50,7 @@ async function independently(db: string, table: string, chainKey: string | null)
 }
 
 describe('hash versions', () => {
-  it('keeps a v1 database v1, chains new ledgers in it with v2, and verifies both', async () => {
+  it('keeps a v1 database v1, chains new ledgers in it with v3, and verifies both', async () => {
     const db = join(root, 'old.duckdb');
     // The server's own ledgers as a release before versions made them: no table comment.
     await offline(db, STEPS_DDL, CHECKPOINTS_DDL, SECURITY_EVENTS_DDL);
@@ -65,10 +73,10 @@ describe('hash versions', () => {
       await s.stop();
     }
     expect(await hashedAs(db, '_cot_steps')).toEqual(['v1', 'v1', 'v1']);
-    expect(await hashedAs(db, '_cot_tool_calls')).toEqual(['v2', 'v2', 'v2']);
+    expect(await hashedAs(db, '_cot_tool_calls')).toEqual(['v3', 'v3', 'v3']);
     expect(await offline(db, "SELECT table_name, comment FROM duckdb_tables() WHERE table_name IN ('_cot_steps', '_cot_tool_calls') ORDER BY 1")).toEqual([
       ['_cot_steps', null],
-      ['_cot_tool_calls', 'cotwire/v2'],
+      ['_cot_tool_calls', 'cotwire/v3'],
     ]);
     expect(await independently(db, '_cot_steps', 'session_id')).toEqual([]);
     expect(await independently(db, '_cot_tool_calls', 'session_id')).toEqual([]);
@@ -76,7 +84,7 @@ describe('hash versions', () => {
     expect(cli.status, cli.stdout + cli.stderr).toBe(0);
   });
 
-  it('chains a new database with v2 and fails closed when the recorded version is changed behind the server', async () => {
+  it('chains a new database with v3 and fails closed when the recorded version is changed behind the server', async () => {
     const db = join(root, 'new.duckdb');
     let s = await start(db);
     try {
@@ -85,7 +93,7 @@ describe('hash versions', () => {
     } finally {
       await s.stop();
     }
-    expect(await hashedAs(db, '_cot_steps')).toEqual(['v2']);
+    expect(await hashedAs(db, '_cot_steps')).toEqual(['v3']);
     expect(await independently(db, '_cot_steps', 'session_id')).toEqual([]);
     // Someone with the file claims the rows are v1.
     await offline(db, "COMMENT ON TABLE _cot_steps IS 'cotwire/v1'");

@@ -31,7 +31,7 @@ async function columns(table: string): Promise<Column[]> {
 
 /** Verifies a ledger with the independent verifier (the README's spec only). */
 async function independentlyVerified(table: string, chainKey: string | null): Promise<{ chains: number; steps: number; problems: string[] }> {
-  const [[version]] = (await internal.query(versionSql(table))) as [['cotwire/v1' | 'cotwire/v2']];
+  const [[version]] = (await internal.query(versionSql(table))) as [['cotwire/v1' | 'cotwire/v2' | 'cotwire/v3']];
   return checkChains(await internal.query(recomputeSql(table, await columns(table), chainKey, version)));
 }
 
@@ -258,7 +258,7 @@ describe('any _cot table is a ledger', () => {
   it('adds the chain columns, chains by session_id, and verifies', async () => {
     await client.query('CREATE TABLE _cot_tool_calls (session_id VARCHAR, tool VARCHAR, args JSON)');
     const cols = (await columns('_cot_tool_calls')).map((c) => c.name);
-    expect(cols).toEqual(['session_id', 'tool', 'args', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq']);
+    expect(cols).toEqual(['session_id', 'tool', 'args', 'step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq', 'row_salt']);
     await client.query("INSERT INTO _cot_tool_calls VALUES ('t1', 'search', '{\"q\": 1}'), ('t2', 'fetch', NULL), ('t1', 'read', '[]')");
     const rows = (await client.query('SELECT session_id, step_index FROM _cot_tool_calls ORDER BY ledger_seq')).rows;
     expect(rows).toEqual([

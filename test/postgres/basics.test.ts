@@ -148,9 +148,16 @@ describe('verification in PostgreSQL', () => {
       'def lp(x):',
       '    if x is None: return b"\\xff" * 8',
       '    b = x.encode("utf-8"); return struct.pack(">Q", len(b)) + b',
-      'd = lambda v: hashlib.sha256(lp(v)).digest()',
+      // cotwire/v3, the README's recipe: committed values under keys from the row's salt, the rest as text.
+      'PLAIN = {"step_index", "prev_hash", "created_at", "ledger_seq", "session_id", "trace_id", "has_embedding"}',
       'cols, vals = json.load(sys.stdin)',
-      'pre = lp("cotwire/v2") + lp("_cot_steps") + b"".join(lp(c) + d(v) for c, v in zip(cols, vals) if c != "current_hash")',
+      'salt = bytes.fromhex(vals[cols.index("row_salt")])',
+      'pre, m = lp("cotwire/v3") + lp("_cot_steps"), 0',
+      'for c, v in zip(cols, vals):',
+      '    if c in ("current_hash", "row_salt"): continue',
+      '    if c in PLAIN: pre += lp(c) + lp(v); continue',
+      '    key = hashlib.sha256(lp("cotwire/v3 keys") + salt + struct.pack(">I", m // 2)).digest()[16 * (m % 2):16 * (m % 2) + 16]',
+      '    pre += lp(c) + hashlib.sha256(key + lp(v)).digest(); m += 1',
       'print(hashlib.sha256(pre).hexdigest())',
     ].join('\n');
     const { execFileSync } = await import('node:child_process');

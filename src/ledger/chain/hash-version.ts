@@ -10,7 +10,7 @@ import { HASH_VERSION, HASH_VERSION_V2, HASH_VERSION_V3, qualifiedName, quoteLit
  */
 
 /** What new ledgers are chained with. */
-export const NEW_LEDGER_HASH_VERSION: HashVersion = HASH_VERSION_V2;
+export const NEW_LEDGER_HASH_VERSION: HashVersion = HASH_VERSION_V3;
 
 /** The version a table comment names; undefined for a comment that names none this server knows. */
 export function hashVersionOf(comment: string | null | undefined): HashVersion | undefined {

@@ -12,6 +12,10 @@ import sys
 import psycopg2
 
 
+# cotwire/v3 enters these as text; every other column but current_hash and row_salt is committed to.
+V3_PLAIN = {"step_index", "prev_hash", "created_at", "ledger_seq", "session_id", "trace_id", "has_embedding"}
+
+
 def lp(x):
     if x is None:
         return b"\xff" * 8
@@ -45,7 +49,7 @@ def main():
     # The ledger's hash version is its table comment; none means cotwire/v1.
     cur.execute("SELECT obj_description(%s::regclass, 'pg_class')", ('"' + table + '"',))
     version = cur.fetchone()[0] or "cotwire/v1"
-    if version not in ("cotwire/v1", "cotwire/v2"):
+    if version not in ("cotwire/v1", "cotwire/v2", "cotwire/v3"):
         raise ValueError("unknown hash version %r" % version)
     selected = []
     for name, data_type in columns:
@@ -64,11 +68,24 @@ def main():
     for row in cur.fetchall():
         record = dict(zip(names, row))
         pre = lp(version) + lp(table)
+        salt = bytes.fromhex(record["row_salt"]) if version == "cotwire/v3" else b""
+        m = 0
         for name, data_type in zip(names, types):
-            if name == "current_hash":
+            if name == "current_hash" or (version == "cotwire/v3" and name == "row_salt"):
                 continue
             value = lp(text_of(record[name], data_type))
-            pre += lp(name) + (value if version == "cotwire/v1" else hashlib.sha256(value).digest())
+            if version == "cotwire/v1":
+                pre += lp(name) + value
+            elif version == "cotwire/v2":
+                pre += lp(name) + hashlib.sha256(value).digest()
+            elif name in V3_PLAIN:
+                pre += lp(name) + value
+            else:
+                # The committed value under its key: 16 bytes of SHA-256(lp("cotwire/v3 keys") || salt || u32(m // 2)).
+                block = hashlib.sha256(lp("cotwire/v3 keys") + salt + struct.pack(">I", m // 2)).digest()
+                key = block[16 * (m % 2):16 * (m % 2) + 16]
+                pre += lp(name) + hashlib.sha256(key + value).digest()
+                m += 1
         session = record["session_id"]
         expected_prev = previous.get(session, "")
         if fault is None and hashlib.sha256(pre).hexdigest() != record["current_hash"]:
