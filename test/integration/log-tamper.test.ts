@@ -12,7 +12,8 @@ import { tamper } from '../fixtures/crash.js';
 import { spawnServer } from '../fixtures/server.js';
 import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
 import { writeKeyFile } from '../../src/ledger/log/signing-key.js';
-import { rowHashV2 } from '../../src/ledger/chain/canonical.js';
+import { rowHashV3, SaltKeys } from '../../src/ledger/chain/commitments.js';
+import { committedOf } from '../../src/ledger/chain/row-hash.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const root = mkdtempSync(join(tmpdir(), 'cotwire-logtamper-'));
@@ -139,7 +140,8 @@ describe('the global log against saved checkpoints', () => {
       for (const row of rows) {
         if (row[at('step_index')] === '1') row[at('content')] = 'a forged thought';
         row[at('prev_hash')] = prev;
-        row[at('current_hash')] = rowHashV2('_cot_steps', names, row);
+        // cotwire/v3, as the README has it: the row's salt, which the file holds, derives every key.
+        row[at('current_hash')] = rowHashV3('_cot_steps', names, row, committedOf(names), SaltKeys.of(Buffer.from(row[at('row_salt')] ?? '', 'hex')));
         prev = row[at('current_hash')] as string;
         await c.run(
           `UPDATE _cot_steps SET content = '${String(row[at('content')])}', prev_hash = '${String(row[at('prev_hash')])}', current_hash = '${prev}' WHERE trace_id = '${String(row[at('trace_id')])}'`,

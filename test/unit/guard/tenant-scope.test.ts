@@ -87,14 +87,30 @@ describe('session owners', () => {
     expect(check([['b', 'x', 's', 'Action']], 'org')).toBe('42501 org');
     expect(check([['a', 'y', 's', 'Action']], 'agent')).toBe('42501 agent');
     // A new session belongs to its first row: a second row of another organisation in the same statement is refused.
-    expect(check([['b', 'x', 'new', 'Observation'], ['b', 'x', 'new', 'Action']], 'org')).toBe('ok');
-    expect(check([['b', 'x', 'new', 'Observation'], ['a', 'x', 'new', 'Action']], 'org')).toBe('42501 org');
+    expect(
+      check(
+        [
+          ['b', 'x', 'new', 'Observation'],
+          ['b', 'x', 'new', 'Action'],
+        ],
+        'org',
+      ),
+    ).toBe('ok');
+    expect(
+      check(
+        [
+          ['b', 'x', 'new', 'Observation'],
+          ['a', 'x', 'new', 'Action'],
+        ],
+        'org',
+      ),
+    ).toBe('42501 org');
   });
 });
 
 describe('a plan without its estimates', () => {
   it('keeps DuckDB’s box the same width and the plan the same, without the count', () => {
-    const box = '│        ~5,000 rows        │\n│    Filters: org_id=\'a\'    │';
+    const box = "│        ~5,000 rows        │\n│    Filters: org_id='a'    │";
     const out = withoutEstimates(box);
     expect(out.split('\n')[0]).toHaveLength(box.split('\n')[0]?.length ?? 0);
     expect(out).not.toMatch(/\d/);
