@@ -35,8 +35,8 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Columns cotwire adds to a ledger it creates; bare DuckDB has no such thing. */
-const CHAIN = new Set(['step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq']);
+/** Columns cotwire adds to a ledger it creates (with a cotwire/v3 ledger's salt); bare DuckDB has no such thing. */
+const CHAIN = new Set(['step_index', 'prev_hash', 'current_hash', 'created_at', 'ledger_seq', 'row_salt']);
 
 /**
  * Ordinary tables and ledgers alike, as both databases should hold them
