@@ -47,6 +47,7 @@ describe('the shared PostgreSQL catalog', () => {
       for (const s of engineSetup()) await setup.run(s);
       await other.run("CREATE TEMP MACRO current_user() AS 'bob'");
       await other.run("CREATE TEMP MACRO cot_role() AS 'reader'");
+      await other.run('CREATE TEMP MACRO cot_org_id() AS CAST(NULL AS VARCHAR)');
       expect((await other.runAndReadAll(observe)).getRows()).not.toEqual(after);
       await setup.run(sql);
       expect((await other.runAndReadAll(observe)).getRows()).toEqual(after);
