@@ -775,6 +775,9 @@ async function main(): Promise<void> {
   // cotwire on a PostgreSQL engine (issue 21): the proxy's cost and a second instance, in docs/benchmarks.md too.
   const engine = spawnSync(process.execPath, [join(import.meta.dirname, 'postgres-engine.js'), ...(QUICK ? ['--quick'] : [])], { stdio: 'inherit' });
   if (erasure.status !== 0) throw new Error(`bench/erasure.ts failed with exit ${String(erasure.status)}`);
+  // Issue 36 through the wire: v1, v2 and v3 appends, and a scoped reader's reads against an unscoped one's.
+  const wire = spawnSync(process.execPath, [join(import.meta.dirname, 'wire-versions.js'), ...(QUICK ? ['--quick'] : [])], { stdio: 'inherit' });
+  if (wire.status !== 0) throw new Error(`bench/wire-versions.ts failed with exit ${String(wire.status)}`);
   if (engine.status !== 0) throw new Error(`bench/postgres-engine.ts failed with exit ${String(engine.status)}`);
 }
 

@@ -57,12 +57,16 @@ function verifyScoped(sql: string, table: LedgerTable, scope: TenantPredicate): 
   const { head, body } = macroParts(sql);
   const where = scope(table.name, table.schema);
   const relation = `"${table.catalog.replaceAll('"', '""')}"."${table.schema.replaceAll('"', '""')}"."${table.name.replaceAll('"', '""')}"`;
+  const key = table.chainKey === null ? '' : `"${table.chainKey.replaceAll('"', '""')}"`;
+  // One chain: whether it is the organisation's, by the ledger's index on the chain key; every chain: the organisation's keys.
   const own =
     table.chainKey === null || where === 'false'
       ? 'false'
       : where === null
         ? 'true'
-        : `v.chain_key IN (SELECT CAST("${table.chainKey.replaceAll('"', '""')}" AS VARCHAR) FROM ${relation} WHERE ${where})`;
+        : head.endsWith('(chain) AS TABLE')
+          ? `EXISTS (SELECT 1 FROM ${relation} WHERE ${key} = chain AND ${where})`
+          : `v.chain_key IN (SELECT CAST(${key} AS VARCHAR) FROM ${relation} WHERE ${where})`;
   return `${head} SELECT v.* FROM (${body}) AS v WHERE ${own}`;
 }
 
