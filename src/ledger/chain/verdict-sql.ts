@@ -80,8 +80,9 @@ checked AS (
     WHEN r.repeated_index THEN 'inserted'
     WHEN r.step_index > r.position THEN 'deleted'
     WHEN r.step_index < r.position THEN 'inserted'
-    WHEN r.recomputed <> r.current_hash AND r.prev_hash <> r.expected_prev AND s.linked_position > r.position THEN 'reordered'
-    WHEN r.recomputed <> r.current_hash THEN 'edited'
+    WHEN r.recomputed IS DISTINCT FROM r.current_hash AND r.prev_hash <> r.expected_prev AND s.linked_position > r.position THEN 'reordered'
+    -- A hash that cannot be recomputed (a v3 value whose key its row no longer holds) is no match either.
+    WHEN r.recomputed IS DISTINCT FROM r.current_hash THEN 'edited'
     WHEN r.prev_hash <> r.expected_prev AND s.linked_position IS NOT NULL THEN 'reordered'
     WHEN r.prev_hash <> r.expected_prev THEN 'inserted'
     WHEN r.lost_steps > 0 THEN 'gap'

@@ -44,6 +44,11 @@ export interface ChainVerifySources {
   readonly lostRanges: LostRanges;
   /** Runs a query on the client's own engine connection (its transaction and snapshot), with text parameters; rows of text cells. */
   query(sql: string, params: readonly string[]): Promise<Array<ReadonlyArray<string | null>>>;
+  /**
+   * For a user with an org_id: whether a chain is its organisation's (it holds one of its rows), as the
+   * scoped macro asks; a chain that is not is answered with no row, as by the macro. Absent for a user without one.
+   */
+  owns?(table: LedgerTable, key: string): Promise<boolean>;
 }
 
 /** The result types a served read renders itself; any other falls back to the engine. */
@@ -91,7 +96,8 @@ export class ServedChainVerify implements EngineStatement {
     const key = argumentText(this.read.arg, this.params, this.inner.paramTypes);
     const table = key === undefined ? undefined : (await this.sources.ledgers.all()).find((l) => verifyMacroName(l) === this.read.macro);
     if (key === undefined || table === undefined) return this.inner.execute(options);
-    const rows = key === null ? [] : await this.verdict(table, key);
+    const owned = key === null || this.sources.owns === undefined || (await this.sources.owns(table, key));
+    const rows = key === null || !owned ? [] : await this.verdict(table, key);
     return new ValuesCursor(
       rows,
       (this.inner.columns ?? []).map((c) => c.typeOid),

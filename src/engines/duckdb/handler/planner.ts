@@ -29,6 +29,7 @@ import { appendsVisible, type HandlerContext, type StatementHost, statementRows 
 import type { LedgerAppends } from './ledger-append.js';
 import { createdLedgerName } from './ledger-create.js';
 import { ledgerMacroGroups, type TenantPredicate } from './ledger-macros.js';
+import { qualifiedName, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { AnsweredStatement, answerable, CatalogStatement, catalogAnswers } from './catalog-mode.js';
 import { HandledStatement } from './table-create.js';
 import { EstimatesHidden, ServedChainVerify } from './ledger-reads.js';
@@ -817,8 +818,8 @@ export class Planner {
    */
   private served(engineStatement: EngineStatement, tokens: readonly Token[]): EngineStatement {
     const { services, tx } = this.ctx;
-    // The served reads read whole chains and the session cache: an organisation's user reads through the macros, which are scoped.
-    if (this.ctx.info.identity.org_id !== undefined) return engineStatement.kind === 'EXPLAIN' ? new EstimatesHidden(engineStatement) : engineStatement;
+    const scoped = this.ctx.info.identity.org_id !== undefined;
+    if (scoped && engineStatement.kind === 'EXPLAIN') return new EstimatesHidden(engineStatement);
     const verify = recognizeChainVerify(tokens);
     if (verify !== null && ServedChainVerify.applies(engineStatement, verify)) {
       return new ServedChainVerify(engineStatement, verify, {
@@ -826,8 +827,12 @@ export class Planner {
         auditReport: services.auditReport,
         lostRanges: services.lostRanges,
         query: (sql, params) => this.readRows(sql, params),
+        // An organisation's user verifies its own chains only, as its macro does.
+        ...(scoped ? { owns: (table: LedgerTable, key: string) => this.owns(table, key) } : {}),
       });
     }
+    // The session cache holds every organisation's steps: an organisation's user reads through the scoped macros.
+    if (scoped) return engineStatement;
     const cache = services.sessionCache;
     const steps = cache === null ? null : recognizeStepsRead(tokens);
     if (cache !== null && steps !== null && ServedStepsRead.applies(engineStatement, cache)) {
@@ -924,6 +929,14 @@ export class Planner {
       clientPosition: (p) => rewritten.clientPosition(p),
       parsed: parsedText(scanned.text, scanned.tokens, client),
     };
+  }
+
+  /** Whether a chain holds a row this connection's organisation reads (the scoped cot_verify's question). */
+  private async owns(table: LedgerTable, key: string): Promise<boolean> {
+    const where = (await this.tenantScope())?.(table.name, table.schema) ?? 'true';
+    if (table.chainKey === null || where === 'false') return false;
+    const rows = await this.readRows(`SELECT count(*) FROM ${qualifiedName(table)} WHERE ${quoteIdentifier(table.chainKey)} = $1 AND ${where}`, [key]);
+    return Number(rows[0]?.[0] ?? 0) > 0;
   }
 
   /** How a user with an org_id reads each ledger; null for a user who reads them whole. */
