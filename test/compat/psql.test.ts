@@ -29,7 +29,7 @@ const STEPS_ON_POSTGRES = `CREATE TABLE _cot_steps (
   step_type text NOT NULL, content text, input_data json, output_data json, confidence double precision,
   duration_ms bigint, token_count integer, model text, metadata json, prev_hash text NOT NULL,
   current_hash text NOT NULL, has_embedding boolean NOT NULL, created_at timestamptz NOT NULL,
-  parent_trace_id uuid, ledger_seq bigint NOT NULL);
+  parent_trace_id uuid, ledger_seq bigint NOT NULL, row_salt text);
 CREATE INDEX _cot_steps_trace_id ON _cot_steps (trace_id);
 CREATE INDEX _cot_steps_session_id ON _cot_steps (session_id)`;
 
