@@ -34,11 +34,11 @@ export const PG_ATTACKS: readonly PgAttack[] = [
   a('cte', "WITH u AS (UPDATE _cot_steps SET content = 'forged' RETURNING 1) SELECT * FROM u"),
   a(
     'cte',
-    "WITH i AS (INSERT INTO _cot_steps (trace_id, session_id, step_index, step_type, prev_hash, current_hash, has_embedding, created_at, ledger_seq) VALUES (gen_random_uuid(), 's1', 99, 'Action', '', 'f', false, now(), 999) RETURNING 1) SELECT * FROM i",
+    "WITH i AS (INSERT INTO _cot_steps (trace_id, session_id, step_index, step_type, prev_hash, current_hash, has_embedding, created_at, ledger_seq, row_salt) VALUES (gen_random_uuid(), 's1', 99, 'Action', '', 'f', false, now(), 999, md5('f')) RETURNING 1) SELECT * FROM i",
   ),
   a(
     'insert',
-    "INSERT INTO _cot_steps (trace_id, session_id, step_index, step_type, prev_hash, current_hash, has_embedding, created_at, ledger_seq) VALUES (gen_random_uuid(), 's1', 99, 'Action', '', 'forged', false, now(), 999)",
+    "INSERT INTO _cot_steps (trace_id, session_id, step_index, step_type, prev_hash, current_hash, has_embedding, created_at, ledger_seq, row_salt) VALUES (gen_random_uuid(), 's1', 99, 'Action', '', 'forged', false, now(), 999, md5('f'))",
   ),
   a(
     'upsert',
@@ -64,7 +64,8 @@ export const PG_ATTACKS: readonly PgAttack[] = [
   a('alter', 'ALTER TABLE _cot_events ADD COLUMN forged text'),
   a('alter', 'ALTER TABLE _cot_steps SET SCHEMA cotwire'),
   a('alter', 'ALTER TABLE _cot_steps OWNER TO CURRENT_USER'),
-  a('alter', 'ALTER TABLE _cot_steps ENABLE ROW LEVEL SECURITY'),
+  // Row-level security is the second wall between organisations: lifting it is an attack.
+  a('alter', 'ALTER TABLE _cot_steps DISABLE ROW LEVEL SECURITY'),
   a('alter', "COMMENT ON TABLE _cot_steps IS 'cotwire/v1'"),
   a('alter', "COMMENT ON COLUMN _cot_steps.content IS 'x'"),
   a('alter', 'ALTER INDEX _cot_steps_chain RENAME TO x'),

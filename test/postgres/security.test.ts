@@ -95,8 +95,9 @@ async function runAs(client: pg.Client, attack: PgAttack, extended = false): Pro
 
 async function seedBare(): Promise<void> {
   await bareAdmin.run('BEGIN');
-  await bareAdmin.run(`INSERT INTO public._cot_steps (trace_id, session_id, step_index, step_type, content, prev_hash, current_hash, has_embedding, created_at, ledger_seq)
-    SELECT gen_random_uuid(), 's' || (i % 2), i, 'Observation', 'c' || i, '', 'h' || i, false, now(), i FROM generate_series(1, 3) i`);
+  // The server's ledgers are cotwire/v3: each row has its salt (32 hex digits).
+  await bareAdmin.run(`INSERT INTO public._cot_steps (trace_id, session_id, step_index, step_type, content, prev_hash, current_hash, has_embedding, created_at, ledger_seq, row_salt)
+    SELECT gen_random_uuid(), 's' || (i % 2), i, 'Observation', 'c' || i, '', 'h' || i, false, now(), i, md5(i::text) FROM generate_series(1, 3) i`);
   await bareAdmin.run(
     `INSERT INTO public._cot_events (session_id, kind, step_index, prev_hash, current_hash, created_at, ledger_seq) VALUES ('e', 'start', 0, '', 'h', now(), 10)`,
   );
