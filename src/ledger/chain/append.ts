@@ -180,14 +180,14 @@ export function checkSessionOwners(
 ): void {
   const layout = rowLayout(table);
   if (layout.chainKey < 0 || (layout.orgId < 0 && layout.agentId < 0)) return;
+  // Read where the client's row holds them: a whole row of texts per row would be built again by the chain rule.
+  const [key, org, agent] = [layout.chainKey, layout.orgId, layout.agentId].map((at) => (at < 0 ? -1 : layout.client.indexOf(at))) as [number, number, number];
   // A statement may open a session and extend it: its first row's owner holds for the rest.
   const opened = new Map<string, SessionOwnerId>();
   for (const row of rows) {
-    const texts = rowTexts(layout, row);
-    const key = texts[layout.chainKey] ?? '';
-    const owner = ownerOf(key) ?? opened.get(key);
-    const link = owner === undefined ? undefined : { index: 0, hash: '', owner };
-    opened.set(key, ownerWith(layout, table, texts, key, link, ownership));
+    const k = row[key] ?? '';
+    const mine = { org: org < 0 ? null : (row[org] ?? null), agent: agent < 0 ? null : (row[agent] ?? null) };
+    opened.set(k, ownerWith(layout, table, mine, k, ownerOf(k) ?? opened.get(k), ownership));
   }
 }
 
@@ -335,13 +335,11 @@ export class ForeignSessionError extends PgError {
 function ownerWith(
   layout: RowLayout,
   table: LedgerTable,
-  texts: ReadonlyArray<string | null>,
+  mine: SessionOwnerId,
   key: string,
-  head: ChainLink | undefined,
+  owner: SessionOwnerId | undefined,
   ownership: SessionOwnership,
 ): SessionOwnerId {
-  const mine = { org: layout.orgId < 0 ? null : (texts[layout.orgId] ?? null), agent: layout.agentId < 0 ? null : (texts[layout.agentId] ?? null) };
-  const owner = head?.owner;
   if (owner === undefined || layout.chainKey < 0) return owner ?? mine;
   if (layout.orgId >= 0 && owner.org !== mine.org) throw new ForeignSessionError(table.name, key, 'org');
   if (ownership === 'agent' && layout.agentId >= 0 && owner.agent !== mine.agent) throw new ForeignSessionError(table.name, key, 'agent');
@@ -369,7 +367,8 @@ export function chainRow(
   const texts = rowTexts(layout, clientRow);
   const key = layout.chainKey < 0 ? '' : (texts[layout.chainKey] ?? '');
   const head = headOf(key);
-  const owner = ownerWith(layout, table, texts, key, head, ownership);
+  const mine = { org: layout.orgId < 0 ? null : (texts[layout.orgId] ?? null), agent: layout.agentId < 0 ? null : (texts[layout.agentId] ?? null) };
+  const owner = ownerWith(layout, table, mine, key, head?.owner, ownership);
   const index = head === undefined ? 0 : head.index + 1;
   texts[layout.stepIndex] = String(index);
   texts[layout.prevHash] = head?.hash ?? '';
