@@ -5,7 +5,7 @@ import { leafPrefix } from '../log/leaf.js';
 import { committedOf, rowHashFor } from './row-hash.js';
 import { type EmbeddingSampleRule, selectedForEmbedding } from './embedding-sample.js';
 import { HASH_VERSION_V3, type LedgerTable, SALT_COLUMN } from './schema.js';
-import { rowHashV3, SALT_BYTES, SaltKeys } from './commitments.js';
+import { type Precommitted, rowHashV3, rowHashV3Precommitted, SALT_BYTES, SaltKeys } from './commitments.js';
 
 /** Rows for one ledger, as canonical texts of its client columns (table order, server columns left out). */
 export interface AppendJob {
@@ -251,7 +251,7 @@ let pool = Buffer.alloc(0);
 let poolAt = RANDOM_POOL;
 
 /** `n` random bytes of their own, from the pool. */
-function randomFromPool(n: number): Buffer {
+export function randomFromPool(n: number): Buffer {
   if (poolAt + n > pool.length) {
     pool = randomBytes(RANDOM_POOL);
     poolAt = 0;
@@ -351,7 +351,9 @@ function ownerWith(
  * chain's head (0 for a new chain, whose prev_hash is ''), it takes the
  * head's hash as prev_hash, the commit's created_at and ledger_seq, a
  * trace_id (the one the client was answered with, or a new UUIDv7), and
- * has_embedding by the sample rule; current_hash covers all of it.
+ * has_embedding by the sample rule; current_hash covers all of it. A v3
+ * row's salt and commitments may come hashed ahead (`pre`, from
+ * commitmentsAhead), as its committed columns are the client's.
  */
 export function chainRow(
   table: LedgerTable,
@@ -362,6 +364,7 @@ export function chainRow(
   traceId: string | undefined,
   sample: EmbeddingSampleRule | null,
   ownership: SessionOwnership = 'org',
+  pre: Precommitted | null = null,
 ): ChainedRow {
   const layout = rowLayout(table);
   const texts = rowTexts(layout, clientRow);
@@ -381,7 +384,10 @@ export function chainRow(
     texts[layout.hasEmbedding] = selected ? 'true' : 'false';
   }
   let hash: string | null;
-  if (layout.salt >= 0) {
+  if (layout.salt >= 0 && pre !== null) {
+    texts[layout.salt] = pre.salt.toString('hex');
+    hash = rowHashV3Precommitted(table.name, layout.names, texts, committedOf(layout.names), pre);
+  } else if (layout.salt >= 0) {
     // Hashed from the salt drawn, not from its text read back.
     const salt = randomFromPool(SALT_BYTES);
     texts[layout.salt] = salt.toString('hex');

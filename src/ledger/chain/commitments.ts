@@ -26,10 +26,21 @@ import { sha256Into } from './sha256-js.js';
 /** Bytes of salt per row: 128 bits. */
 export const SALT_BYTES = 16;
 
-const KEYS_DOMAIN = lp('cotwire/v3 keys');
+/** lp("cotwire/v3 keys"), which begins every block of keys. */
+export const KEYS_DOMAIN = lp('cotwire/v3 keys');
 const NULL_MARK = Buffer.alloc(8, 0xff);
 /** A commitment's input from this many bytes on is hashed by node:crypto, whose call costs more than a few blocks in JavaScript. */
-const NATIVE_FROM = 200;
+export const NATIVE_FROM = 200;
+
+/**
+ * A row's salt and the commitments of its committed columns, hashed ahead
+ * of the chain (commitment-pool.ts): column m's at commitments[at + 32m].
+ */
+export interface Precommitted {
+  readonly salt: Buffer;
+  readonly commitments: Buffer;
+  readonly at: number;
+}
 
 /** Where a block's or a commitment's input is assembled: each hash reads it before the next is written. */
 let work = Buffer.allocUnsafe(64 * 1024);
@@ -179,6 +190,7 @@ export function preimageV3(
   committed: readonly boolean[],
   keys: SaltKeys | null,
   commitments: ReadonlyArray<Buffer | null | undefined> = [],
+  pre: Precommitted | null = null,
 ): Buffer | null {
   const layout = layoutV3(table, columns);
   let size = layout.head.length;
@@ -202,6 +214,7 @@ export function preimageV3(
     }
     const stand = commitments[i];
     if (stand !== null && stand !== undefined) stand.copy(out, at);
+    else if (pre !== null) pre.commitments.copy(out, at, pre.at + m * 32, pre.at + m * 32 + 32);
     else if (keys === null || !keys.commitInto(m, columns[i] as string, text, out, at)) return null;
     at += 32;
     m++;
@@ -220,4 +233,15 @@ export function rowHashV3(
 ): string | null {
   const pre = preimageV3(table, columns, texts, committed, keys, commitments);
   return pre === null ? null : hash('sha256', pre, 'hex');
+}
+
+/** A fresh row's hash from the commitments hashed ahead for it. */
+export function rowHashV3Precommitted(
+  table: string,
+  columns: readonly string[],
+  texts: readonly (string | null)[],
+  committed: readonly boolean[],
+  pre: Precommitted,
+): string {
+  return hash('sha256', preimageV3(table, columns, texts, committed, null, [], pre) as Buffer, 'hex');
 }

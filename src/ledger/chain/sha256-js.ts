@@ -97,3 +97,20 @@ export function sha256Into(data: Uint8Array, start: number, length: number, out:
     out[outAt + i * 4 + 3] = v & 0xff;
   }
 }
+
+/**
+ * This file's SHA-256 as source text defining `sha256Into`, for the
+ * commitment worker (commitment-pool.ts): the same code, on another thread.
+ * Its functions read the tables by the names they have here.
+ */
+export function sha256Source(): string {
+  return [
+    `const K = new Int32Array([${K.join(', ')}]);`,
+    `const INITIAL = new Int32Array([${INITIAL.join(', ')}]);`,
+    'const W = new Int32Array(64);',
+    'const state = new Int32Array(8);',
+    'const tail = new Uint8Array(128);',
+    compress.toString(),
+    sha256Into.toString(),
+  ].join('\n');
+}

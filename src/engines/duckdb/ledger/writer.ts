@@ -39,6 +39,8 @@ import { ChainHeadRecord, cutChains } from './head-record.js';
 import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
 import type { EmbeddingSampleRule } from '../../../ledger/chain/embedding-sample.js';
+import { commitmentsAhead } from '../../../ledger/chain/commitment-pool.js';
+import type { Precommitted } from '../../../ledger/chain/commitments.js';
 
 interface Head {
   readonly index: number;
@@ -592,9 +594,10 @@ export class LedgerWriter implements LedgerAppender {
       }
       const first = batch.seq + 1n;
       const rows: (string | null)[][] = [];
+      const ahead = commitmentsAhead(job.table, job.rows);
       job.rows.forEach((clientRow, i) => {
         batch.seq += 1n;
-        rows.push(this.chainedRow(job.table, clientRow, heads, tentative, cut, batch.seq, batch.leaves, job.traceIds?.[i]));
+        rows.push(this.chainedRow(job.table, clientRow, heads, tentative, cut, batch.seq, batch.leaves, job.traceIds?.[i], ahead?.row(i) ?? null));
       });
       for (const row of rows) entry.rows.push(row);
       results.push({ count: job.rows.length, firstSeq: first, lastSeq: batch.seq, ...(withRows ? { rows } : {}) });
@@ -702,7 +705,8 @@ export class LedgerWriter implements LedgerAppender {
     cut: ReadonlyMap<string, CutChain> | undefined,
     seq: bigint,
     leaves: Buffer[],
-    traceId?: string,
+    traceId: string | undefined,
+    pre: Precommitted | null,
   ): (string | null)[] {
     const layout = rowLayout(table);
     const row = chainRow(
@@ -714,6 +718,7 @@ export class LedgerWriter implements LedgerAppender {
       traceId,
       this.embeddingSample,
       this.sessionOwner,
+      pre,
     );
     const cutHere = cut?.get(row.key);
     if (cutHere !== undefined) throw cutChainError(cutHere, '`cotwire accept-loss --db <file> --reason "..."` with the server stopped');

@@ -12,6 +12,7 @@ import { isConnectionLoss } from '../adapter/connection.js';
 import type { EngineHealth } from '../adapter/health.js';
 import { qualifiedName, quoteIdent, type LedgerTable } from '../../../ledger/chain/schema.js';
 import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
+import { commitmentsAhead } from '../../../ledger/chain/commitment-pool.js';
 import { retainable } from '../../../ledger/erasure/retention-sql.js';
 import {
   chainRow,
@@ -689,6 +690,7 @@ export class PgLedgerWriter implements LedgerAppender {
         }
         const first = seq + 1n;
         const jobRows: (string | null)[][] = [];
+        const ahead = commitmentsAhead(job.table, job.rows);
         job.rows.forEach((clientRow, i) => {
           seq += 1n;
           const { texts, key, index, hash, owner } = chainRow(
@@ -705,6 +707,7 @@ export class PgLedgerWriter implements LedgerAppender {
             job.traceIds?.[i],
             this.embeddingSample,
             this.sessionOwner,
+            ahead?.row(i) ?? null,
           );
           const head = chainHeads?.get(key) as Head;
           head.index = index;
