@@ -10,10 +10,22 @@ export interface CotwireProcess {
   /** Peak resident memory since the last resetPeak(), in bytes. */
   peakRss(): number;
   resetPeak(): void;
+  /** CPU time so far, in microseconds: the main thread's (where the protocol and the chain run) and the whole process's. */
+  cpu(): { readonly main: number; readonly all: number };
   stop(): Promise<void>;
   restart(): Promise<void>;
   /** Stops it and deletes its database. */
   remove(): Promise<void>;
+}
+
+/** utime + stime of a /proc stat file, in microseconds (clock ticks of 10 ms). */
+function cpuOf(path: string): number {
+  try {
+    const fields = (readFileSync(path, 'utf8').split(') ')[1] ?? '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
 }
 
 function rssOf(pid: number): number {
@@ -78,6 +90,10 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
     resetPeak: () => {
       const pid = child?.pid;
       peak = pid === undefined ? 0 : rssOf(pid);
+    },
+    cpu: () => {
+      const pid = (child as ChildProcess | null)?.pid;
+      return pid === undefined ? { main: 0, all: 0 } : { main: cpuOf(`/proc/${pid}/task/${pid}/stat`), all: cpuOf(`/proc/${pid}/stat`) };
     },
     stop,
     async restart() {

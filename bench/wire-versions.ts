@@ -20,7 +20,7 @@ import { makeScramVerifier } from '../src/session/scram.js';
 
 const QUICK = process.argv.includes('--quick');
 const ROOT = join(import.meta.dirname, '..', '..');
-const ROUNDS = 3;
+const ROUNDS = 5;
 const SINGLES = QUICK ? 500 : 2000;
 const BATCHES = QUICK ? 50 : 200;
 const SCOPED_STEPS = QUICK ? 50_000 : 200_000;
@@ -92,13 +92,21 @@ async function appends(): Promise<string[]> {
   for (const v of versions) servers.set(v, await serverWith(v));
   const single = new Map<HashVersion, number[]>(versions.map((v) => [v, []]));
   const batch = new Map<HashVersion, number[]>(versions.map((v) => [v, []]));
+  // The server's CPU over the batches: its main thread (the protocol, the chain) and the whole process (DuckDB's threads, the commitment worker).
+  const batchCpu = new Map<HashVersion, { main: number; all: number }>(versions.map((v) => [v, { main: 0, all: 0 }]));
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of versions) {
         const c = await client(servers.get(v) as CotwireProcess);
         try {
           single.get(v)?.push(await singles(c, `s${round}`, SINGLES));
+          const server = servers.get(v) as CotwireProcess;
+          const before = server.cpu();
           batch.get(v)?.push(await batches(c, `b${round}`, BATCHES));
+          const after = server.cpu();
+          const sum = batchCpu.get(v) as { main: number; all: number };
+          sum.main += after.main - before.main;
+          sum.all += after.all - before.all;
         } finally {
           await c.end();
         }
@@ -109,12 +117,18 @@ async function appends(): Promise<string[]> {
   }
   const rate = (xs: readonly number[]): string =>
     `${Math.round(median(xs)).toLocaleString('en')} (${Math.round(Math.min(...xs)).toLocaleString('en')}–${Math.round(Math.max(...xs)).toLocaleString('en')})`;
+  const steps = ROUNDS * BATCHES * 100;
+  const cpuPerStep = (v: HashVersion): string => {
+    const c = batchCpu.get(v) ?? { main: 0, all: 0 };
+    return `${(c.main / steps).toFixed(0)} / ${(c.all / steps).toFixed(0)}`;
+  };
   const vs = (m: Map<HashVersion, number[]>, v: HashVersion): string => `${(median(m.get(v) ?? []) / median(m.get(HASH_VERSION) ?? [])).toFixed(2)}x`;
   return [
     '| steps/s into `_cot_steps`, one client | v1 | v2 | v3 | v2 ÷ v1 | v3 ÷ v1 |',
     '|---|---|---|---|---|---|',
     `| Single-row INSERT, autocommit (${SINGLES} a round) | ${rate(single.get(HASH_VERSION) ?? [])} | ${rate(single.get(HASH_VERSION_V2) ?? [])} | ${rate(single.get(HASH_VERSION_V3) ?? [])} | ${vs(single, HASH_VERSION_V2)} | ${vs(single, HASH_VERSION_V3)} |`,
     `| 100-row INSERT ... VALUES (${BATCHES} a round) | ${rate(batch.get(HASH_VERSION) ?? [])} | ${rate(batch.get(HASH_VERSION_V2) ?? [])} | ${rate(batch.get(HASH_VERSION_V3) ?? [])} | ${vs(batch, HASH_VERSION_V2)} | ${vs(batch, HASH_VERSION_V3)} |`,
+    `| server CPU per step of those batches, µs: main thread / whole process | ${cpuPerStep(HASH_VERSION)} | ${cpuPerStep(HASH_VERSION_V2)} | ${cpuPerStep(HASH_VERSION_V3)} | | |`,
   ];
 }
 

@@ -75,7 +75,12 @@ export function unscopableRefusal(name: string): Refusal {
  * same text when it names no ledger. A refusal when it names one in a form
  * the rewrite cannot place.
  */
-export function scopeLedgerReads(statement: ParsedStatement, names: ProtectedNames, predicate: LedgerPredicate): ScopeResult {
+export function scopeLedgerReads(
+  statement: ParsedStatement,
+  names: ProtectedNames,
+  predicate: LedgerPredicate,
+  select: (name: string) => string = () => '*',
+): ScopeResult {
   const { text, tokens } = statement;
   const mentioned = names.mentions(tokens);
   if (mentioned.length === 0) return { text };
@@ -99,7 +104,7 @@ export function scopeLedgerReads(statement: ParsedStatement, names: ProtectedNam
         parentKind !== null &&
         (TARGET_OF.has(parentKind) || (parentKind === 'CopyStmt' && tree.CopyStmt !== undefined && (tree.CopyStmt as Node).is_from === true));
       if (!target) {
-        const edit = rangeEdit(spans, node, predicate, parentKind === 'CopyStmt' && field === 'relation');
+        const edit = rangeEdit(spans, node, predicate, parentKind === 'CopyStmt' && field === 'relation', select);
         if (edit === null) unplaced ??= node.relname;
         else if (edit !== undefined) edits.push(edit);
       }
@@ -112,22 +117,34 @@ export function scopeLedgerReads(statement: ParsedStatement, names: ProtectedNam
   };
   visit(tree, null, null);
   if (unplaced !== null) return { refusal: unscopableRefusal(unplaced) };
-  if (edits.length === 0) return { text };
+  return { text: withEdits(text, edits) };
+}
+
+/** `text` with each span replaced, in order; a span inside one already replaced goes with it (it is kept as written there). */
+export function withEdits(text: string, edits: Array<{ start: number; end: number; text: string }>): string {
+  if (edits.length === 0) return text;
   edits.sort((a, b) => a.start - b.start);
   let out = '';
   let at = 0;
   for (const e of edits) {
+    if (e.start < at) continue;
     out += text.slice(at, e.start) + e.text;
     at = e.end;
   }
-  return { text: out + text.slice(at) };
+  return out + text.slice(at);
 }
 
 /**
  * The edit that reads one range variable through its predicate: null when
  * its text cannot be found, undefined when it reads every row.
  */
-function rangeEdit(spans: Spans, range: Node, predicate: LedgerPredicate, copied: boolean): { start: number; end: number; text: string } | null | undefined {
+function rangeEdit(
+  spans: Spans,
+  range: Node,
+  predicate: LedgerPredicate,
+  copied: boolean,
+  select: (name: string) => string,
+): { start: number; end: number; text: string } | null | undefined {
   const relname = range.relname as string;
   const schema = typeof range.schemaname === 'string' ? range.schemaname.toLowerCase() : null;
   const where = predicate(relname, schema);
@@ -152,7 +169,7 @@ function rangeEdit(spans: Spans, range: Node, predicate: LedgerPredicate, copied
   if (before === 'only') start -= 1;
   const hasAlias = range.alias !== undefined;
   const alias = hasAlias ? '' : ` AS ${spans.text.slice((tokens[name.next - 1] as Token).start, (tokens[name.next - 1] as Token).end)}`;
-  const subquery = `(SELECT * FROM ${nameText} WHERE ${where})${alias}`;
+  const subquery = `(SELECT ${select(relname)} FROM ${nameText} WHERE ${where})${alias}`;
   // TABLE name is SELECT * FROM name.
   if (wordOf(tokens[start - 1]) === 'table')
     return { start: (tokens[start - 1] as Token).start, end: (tokens[end] as Token).end, text: `SELECT * FROM ${subquery}` };

@@ -251,7 +251,7 @@ let pool = Buffer.alloc(0);
 let poolAt = RANDOM_POOL;
 
 /** `n` random bytes of their own, from the pool. */
-export function randomFromPool(n: number): Buffer {
+function randomFromPool(n: number): Buffer {
   if (poolAt + n > pool.length) {
     pool = randomBytes(RANDOM_POOL);
     poolAt = 0;

@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { randomFromPool, rowLayout } from './append.js';
-import { KEYS_DOMAIN, NATIVE_FROM, type Precommitted, SALT_BYTES } from './commitments.js';
+import { rowLayout } from './append.js';
+import { KEYS_DOMAIN, NATIVE_FROM, type Precommitted, SALT_BYTES, writeText } from './commitments.js';
 import { committedOf } from './row-hash.js';
 import type { LedgerTable } from './schema.js';
 import { sha256Source } from './sha256-js.js';
@@ -10,16 +11,19 @@ import { sha256Source } from './sha256-js.js';
  * of keys per two committed columns, a commitment per column), and a batch's
  * rows are chained one by one on the server's thread. Their commitments
  * depend only on each row's salt and the client's values, not on the chain:
- * a worker thread hashes them while this thread chains the rows before
- * them, so that on a machine with a spare core a v3 batch appends at v1's
- * speed (docs/benchmarks.md). Single rows, and any row the worker cannot
- * take, are hashed in the chain as before; if the worker stops answering it
- * is dropped and every row is.
+ * a worker thread hashes them while this thread chains, so that on a
+ * machine with a spare core a v3 batch appends at about v1's speed
+ * (docs/benchmarks.md). Single rows, and any row the worker does not take,
+ * are hashed in the chain as before; if the worker stops answering it is
+ * dropped and every row is.
  *
- * The two threads share memory and counters. This thread writes each row
- * (its salt, then per committed column 16 bytes of room for the key and
- * lp(text)) and counts it ready; the worker writes the key into the room,
- * hashes in place, writes the row's commitments and counts it done.
+ * The two threads share memory. This thread writes the rows from the last
+ * to the first (each row's salt, then per committed column 16 bytes of room
+ * for the key and lp(text)); the worker takes them from the last down, as
+ * they are written, writes each key into its room, hashes in place and
+ * marks the row done, while the chain hashes rows from the first up. Each
+ * row is claimed by one compare-and-swap, so they meet in the middle and
+ * neither waits for more than the row the other is on.
  */
 
 /** Fewer rows are not worth the hand-over. */
@@ -27,22 +31,35 @@ const MIN_ROWS = 16;
 const MAX_ROWS = 8192;
 const INPUT_BYTES = 4 * 1024 * 1024;
 const OUTPUT_BYTES = 4 * 1024 * 1024;
-/** Rows counted ready at a time: each count may wake the worker. */
-const PUBLISH_EVERY = 8;
+/** Rows written at a time before the worker is told: each telling may wake it. */
+const PUBLISH_EVERY = 4;
 /** Past this, the worker is taken for stopped (it answers in microseconds). */
 const STALL_MS = 5000;
 
-// Counters in the control array (the worker's copy of these places is written out in commitLoop).
-const READY = 0;
-const DONE = 1;
-const BASE = 2;
-const PER_ROW = 3;
+// Places in the control array; commitLoop spells the same numbers out.
+/** The batch's token (never 0); the worker starts a batch when it changes. */
+const JOB = 0;
+/** The batch's rows. */
+const ROWS = 1;
+const PER_ROW = 2;
+/** The lowest row written so far: the worker takes no row below it. */
+const LOW = 3;
+/** 1 once every row that will be written is: the worker then takes none below LOW. */
+const WRITTEN = 4;
+/** The batch the worker is to give up (its chain stopped at an error). */
+const STOP = 5;
+/** The last batch the worker has finished with. */
+const IDLE = 6;
 
 interface SharedBuffers {
   readonly ctl: SharedArrayBuffer;
   readonly input: SharedArrayBuffer;
   readonly output: SharedArrayBuffer;
   readonly starts: SharedArrayBuffer;
+  /** Per row: who claimed it in which batch (2 * job for the chain, 2 * job + 1 for the worker). */
+  readonly claims: SharedArrayBuffer;
+  /** Per row: the batch whose row the worker has done. */
+  readonly status: SharedArrayBuffer;
 }
 
 type Sha256Into = (data: Uint8Array, start: number, length: number, out: Uint8Array, outAt: number) => void;
@@ -56,45 +73,62 @@ function commitLoop(shared: SharedBuffers, sha256Into: Sha256Into, nativeInto: S
   const input = new Uint8Array(shared.input);
   const output = new Uint8Array(shared.output);
   const starts = new Int32Array(shared.starts);
+  const claims = new Int32Array(shared.claims);
+  const status = new Int32Array(shared.status);
   const block = new Uint8Array(domain.length + 16 + 4);
   block.set(domain, 0);
   const keys = new Uint8Array(32);
+  let last = 0;
   for (;;) {
-    const ready = Atomics.load(ctl, 0);
-    const done = Atomics.load(ctl, 1);
-    if (((ready - done) | 0) <= 0) {
-      Atomics.wait(ctl, 0, ready);
+    const job = Atomics.load(ctl, 0);
+    if (job === last) {
+      Atomics.wait(ctl, 0, job);
       continue;
     }
-    const slot = (done - Atomics.load(ctl, 2)) | 0;
-    const perRow = Atomics.load(ctl, 3);
-    let at = starts[slot] as number;
-    for (let i = 0; i < 16; i++) block[domain.length + i] = input[at + i] as number;
-    at += 16;
-    for (let m = 0; m < perRow; m++) {
-      if (m % 2 === 0) {
-        const b = m / 2;
-        const p = domain.length + 16;
-        block[p] = b >>> 24;
-        block[p + 1] = (b >>> 16) & 0xff;
-        block[p + 2] = (b >>> 8) & 0xff;
-        block[p + 3] = b & 0xff;
-        sha256Into(block, 0, block.length, keys, 0);
+    const perRow = Atomics.load(ctl, 2);
+    const mine = (job * 2 + 1) | 0;
+    const theirs = (job * 2) | 0;
+    for (let r = Atomics.load(ctl, 1) - 1; r >= 0; r--) {
+      // Until this row is written, or the batch says no more will be.
+      let low = Atomics.load(ctl, 3);
+      while (low > r && Atomics.load(ctl, 4) === 0 && Atomics.load(ctl, 5) !== job) {
+        Atomics.wait(ctl, 3, low, 1);
+        low = Atomics.load(ctl, 3);
       }
-      for (let i = 0; i < 16; i++) input[at + i] = keys[(m % 2) * 16 + i] as number;
-      // lp(text)'s length (texts stay far below 4 GiB: its first bytes are 0), or the NULL mark's eight 0xff bytes.
-      const n =
-        input[at + 16] === 0xff
-          ? 0
-          : ((input[at + 20] as number) << 24) | ((input[at + 21] as number) << 16) | ((input[at + 22] as number) << 8) | (input[at + 23] as number);
-      const length = 24 + n;
-      const outAt = (slot * perRow + m) * 32;
-      if (length < nativeFrom) sha256Into(input, at, length, output, outAt);
-      else nativeInto(input, at, length, output, outAt);
-      at += length;
+      if (low > r || Atomics.load(ctl, 5) === job) break;
+      const claim = Atomics.load(claims, r);
+      if (claim === theirs || Atomics.compareExchange(claims, r, claim, mine) !== claim) break;
+      let at = starts[r] as number;
+      for (let i = 0; i < 16; i++) block[domain.length + i] = input[at + i] as number;
+      at += 16;
+      for (let m = 0; m < perRow; m++) {
+        if (m % 2 === 0) {
+          const b = m / 2;
+          const p = domain.length + 16;
+          block[p] = b >>> 24;
+          block[p + 1] = (b >>> 16) & 0xff;
+          block[p + 2] = (b >>> 8) & 0xff;
+          block[p + 3] = b & 0xff;
+          sha256Into(block, 0, block.length, keys, 0);
+        }
+        for (let i = 0; i < 16; i++) input[at + i] = keys[(m % 2) * 16 + i] as number;
+        // lp(text)'s length (texts stay far below 4 GiB: its first bytes are 0), or the NULL mark's eight 0xff bytes.
+        const n =
+          input[at + 16] === 0xff
+            ? 0
+            : ((input[at + 20] as number) << 24) | ((input[at + 21] as number) << 16) | ((input[at + 22] as number) << 8) | (input[at + 23] as number);
+        const length = 24 + n;
+        const outAt = (r * perRow + m) * 32;
+        if (length < nativeFrom) sha256Into(input, at, length, output, outAt);
+        else nativeInto(input, at, length, output, outAt);
+        at += length;
+      }
+      Atomics.store(status, r, job);
+      Atomics.notify(status, r);
     }
-    Atomics.store(ctl, 1, (done + 1) | 0);
-    Atomics.notify(ctl, 1);
+    last = job;
+    Atomics.store(ctl, 6, job);
+    Atomics.notify(ctl, 6);
   }
 }
 
@@ -117,6 +151,9 @@ class CommitmentPool {
   private readonly input: Buffer;
   private readonly output: Buffer;
   private readonly starts: Int32Array;
+  private readonly claims: Int32Array;
+  private readonly status: Int32Array;
+  private job = 0;
   private broken = false;
 
   constructor(
@@ -127,6 +164,8 @@ class CommitmentPool {
     this.input = Buffer.from(shared.input);
     this.output = Buffer.from(shared.output);
     this.starts = new Int32Array(shared.starts);
+    this.claims = new Int32Array(shared.claims);
+    this.status = new Int32Array(shared.status);
     worker.on('error', () => this.stop());
     worker.on('exit', () => {
       this.broken = true;
@@ -135,10 +174,12 @@ class CommitmentPool {
 
   static start(): CommitmentPool | null {
     const shared: SharedBuffers = {
-      ctl: new SharedArrayBuffer(4 * 4),
+      ctl: new SharedArrayBuffer(8 * 4),
       input: new SharedArrayBuffer(INPUT_BYTES),
       output: new SharedArrayBuffer(OUTPUT_BYTES),
       starts: new SharedArrayBuffer(MAX_ROWS * 4),
+      claims: new SharedArrayBuffer(MAX_ROWS * 4),
+      status: new SharedArrayBuffer(MAX_ROWS * 4),
     };
     try {
       const worker = new Worker(workerSource(), {
@@ -163,70 +204,99 @@ class CommitmentPool {
     void this.worker.terminate();
   }
 
-  /** Waits until the worker has done the row counted `target`; false if it stalls (it is then stopped). */
-  waitDone(target: number): boolean {
+  /** Waits on `at` of `array` while `busy()`; false if the worker stalls (it is then stopped). */
+  private waitWhile(array: Int32Array, at: number, busy: () => boolean): boolean {
     const deadline = performance.now() + STALL_MS;
-    for (;;) {
-      const done = Atomics.load(this.ctl, DONE);
-      if (((done - target) | 0) >= 0) return true;
+    while (busy()) {
       const left = deadline - performance.now();
       if (this.broken || left <= 0) {
         this.stop();
         return false;
       }
-      Atomics.wait(this.ctl, DONE, done, left);
+      Atomics.wait(array, at, Atomics.load(array, at), Math.min(left, 1));
     }
+    return true;
+  }
+
+  /** Row `row` of batch `job`: true once the worker has done it; false when the chain claimed it (or the worker stalled) and hashes it. */
+  take(job: number, row: number): boolean {
+    if (Atomics.load(this.status, row) === job) return true;
+    const chain = (job * 2) | 0;
+    const claim = Atomics.load(this.claims, row);
+    if (claim !== ((job * 2 + 1) | 0) && Atomics.compareExchange(this.claims, row, claim, chain) === claim) return false;
+    // The worker is on it.
+    return this.waitWhile(this.status, row, () => Atomics.load(this.status, row) !== job);
+  }
+
+  /** Waits until the worker has finished with batch `job`. */
+  settle(job: number): boolean {
+    return this.waitWhile(this.ctl, IDLE, () => Atomics.load(this.ctl, IDLE) !== job);
   }
 
   /**
    * Hands the rows' committed values to the worker: `values(r, m)` is row
-   * r's text of committed column m. Rows that do not fit are left out.
+   * r's text of committed column m. Rows that do not fit are left to the chain.
    */
   begin(rows: number, perRow: number, values: (row: number, m: number) => string | null): CommitmentsAhead | null {
-    // The last batch's rows may still be hashing (its chain stopped at an error): their memory is about to be reused.
-    if (!this.waitDone(Atomics.load(this.ctl, READY))) return null;
-    const base = Atomics.load(this.ctl, READY);
-    Atomics.store(this.ctl, BASE, base);
-    Atomics.store(this.ctl, PER_ROW, perRow);
-    const capacity = Math.min(rows, MAX_ROWS, Math.floor(OUTPUT_BYTES / (perRow * 32)));
-    const salts: Buffer[] = [];
+    const ctl = this.ctl;
+    // The last batch may have stopped part way (an error): the worker gives it up, and its memory is reused.
+    const previous = this.job;
+    if (previous !== 0) {
+      Atomics.store(ctl, STOP, previous);
+      Atomics.notify(ctl, LOW);
+      if (!this.settle(previous)) return null;
+    }
+    const job = (previous + 1) | 0 || 1;
+    const capacity = Math.min(rows, MAX_ROWS, Math.floor(OUTPUT_BYTES / Math.max(1, perRow * 32)));
+    Atomics.store(ctl, ROWS, capacity);
+    Atomics.store(ctl, PER_ROW, perRow);
+    Atomics.store(ctl, LOW, capacity);
+    Atomics.store(ctl, WRITTEN, 0);
+    this.job = job;
+    Atomics.store(ctl, JOB, job);
+    Atomics.notify(ctl, JOB);
+    // One draw for the batch's salts: a call per row costs more than its 16 bytes.
+    const salts = randomBytes(capacity * SALT_BYTES);
+    const input = this.input;
     let at = 0;
-    let r = 0;
-    for (; r < capacity; r++) {
+    let r = capacity - 1;
+    for (; r >= 0; r--) {
       const start = at;
       if (at + SALT_BYTES > INPUT_BYTES) break;
-      const salt = randomFromPool(SALT_BYTES);
-      at += salt.copy(this.input, at);
+      for (let i = 0; i < SALT_BYTES; i++) input[at + i] = salts[r * SALT_BYTES + i] as number;
+      at += SALT_BYTES;
       let fits = true;
       for (let m = 0; m < perRow && fits; m++) {
         const text = values(r, m);
         // A UTF-8 encoding takes at most three bytes per UTF-16 unit.
         if (at + 24 + (text === null ? 0 : text.length * 3) > INPUT_BYTES) fits = false;
         else if (text === null) {
-          this.input.fill(0xff, at + 16, at + 24);
+          for (let i = 16; i < 24; i++) input[at + i] = 0xff;
           at += 24;
         } else {
-          const n = this.input.write(text, at + 24, 'utf8');
-          this.input.writeUInt32BE(0, at + 16);
-          this.input.writeUInt32BE(n, at + 20);
+          const n = writeText(input, at + 24, text);
+          // lp's eight bytes of length: texts stay far below 4 GiB.
+          for (let i = 16; i < 20; i++) input[at + i] = 0;
+          input[at + 20] = n >>> 24;
+          input[at + 21] = (n >>> 16) & 0xff;
+          input[at + 22] = (n >>> 8) & 0xff;
+          input[at + 23] = n & 0xff;
           at += 24 + n;
         }
       }
-      if (!fits) {
-        at = start;
-        break;
-      }
+      if (!fits) break;
       this.starts[r] = start;
-      salts.push(salt);
-      if ((r + 1) % PUBLISH_EVERY === 0) this.publish(base, r + 1);
+      if (r % PUBLISH_EVERY === 0) this.publish(r);
     }
-    this.publish(base, r);
-    return r === 0 ? null : new CommitmentsAhead(this, this.output, base, perRow, salts);
+    this.publish(r + 1);
+    Atomics.store(ctl, WRITTEN, 1);
+    Atomics.notify(ctl, LOW);
+    return r + 1 >= capacity ? null : new CommitmentsAhead(this, this.output, job, perRow, salts, r + 1);
   }
 
-  private publish(base: number, rows: number): void {
-    Atomics.store(this.ctl, READY, (base + rows) | 0);
-    Atomics.notify(this.ctl, READY);
+  private publish(low: number): void {
+    Atomics.store(this.ctl, LOW, low);
+    Atomics.notify(this.ctl, LOW);
   }
 }
 
@@ -235,16 +305,23 @@ export class CommitmentsAhead {
   constructor(
     private readonly pool: CommitmentPool,
     private readonly output: Buffer,
-    private readonly base: number,
+    private readonly job: number,
     private readonly perRow: number,
-    private readonly salts: readonly Buffer[],
+    /** Row r's salt at r * SALT_BYTES. */
+    private readonly salts: Buffer,
+    /** The first row written: those before it are the chain's. */
+    private readonly first: number,
   ) {}
 
-  /** Row r's salt and commitments, once hashed; null for a row the worker did not take (the chain hashes it). */
+  /** Waits until the worker has taken every row it will (tests; nothing else needs to). */
+  settle(): boolean {
+    return this.pool.settle(this.job);
+  }
+
+  /** Row r's salt and commitments; null for a row the chain is to hash (the worker did not take it). Asked in order. */
   row(r: number): Precommitted | null {
-    const salt = this.salts[r];
-    if (salt === undefined || !this.pool.usable || !this.pool.waitDone((this.base + r + 1) | 0)) return null;
-    return { salt, commitments: this.output, at: r * this.perRow * 32 };
+    if (r < this.first || r * SALT_BYTES >= this.salts.length || !this.pool.usable || !this.pool.take(this.job, r)) return null;
+    return { salt: this.salts.subarray(r * SALT_BYTES, (r + 1) * SALT_BYTES), commitments: this.output, at: r * this.perRow * 32 };
   }
 }
 

@@ -50,10 +50,37 @@ function workFor(bytes: number): Buffer {
   return work;
 }
 
+/**
+ * Writes text's UTF-8 at `at` of `out`, which has room; returns its length.
+ * Short ASCII, which most of a step's values are, by hand: Buffer.write's
+ * call costs more than the bytes.
+ */
+export function writeText(out: Buffer, at: number, text: string): number {
+  const n = text.length;
+  if (n <= 64) {
+    let i = 0;
+    for (; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 0x80) break;
+      out[at + i] = c;
+    }
+    if (i === n) return n;
+  }
+  return out.write(text, at, 'utf8');
+}
+
+/** Copies n bytes (a few dozen) from src[from] to out[at]: Buffer.copy's call costs more than the bytes. */
+function copySmall(src: Uint8Array, from: number, n: number, out: Uint8Array, at: number): void {
+  for (let i = 0; i < n; i++) out[at + i] = src[from + i] as number;
+}
+
 /** Writes lp(text) at `at` of `out`, which has room; returns where it ends. */
 function writeLp(out: Buffer, at: number, text: string | null): number {
-  if (text === null) return at + NULL_MARK.copy(out, at);
-  const n = out.write(text, at + 8, 'utf8');
+  if (text === null) {
+    copySmall(NULL_MARK, 0, 8, out, at);
+    return at + 8;
+  }
+  const n = writeText(out, at + 8, text);
   out.writeUInt32BE(Math.floor(n / 2 ** 32), at);
   out.writeUInt32BE(n >>> 0, at + 4);
   return at + 8 + n;
@@ -62,9 +89,9 @@ function writeLp(out: Buffer, at: number, text: string | null): number {
 /** Writes block(b) of `salt`'s keys to out[outAt, outAt + 32). */
 function blockInto(salt: Buffer, b: number, out: Buffer, outAt: number): void {
   const data = workFor(KEYS_DOMAIN.length + salt.length + 4);
-  let at = KEYS_DOMAIN.copy(data, 0);
-  at += salt.copy(data, at);
-  at = data.writeUInt32BE(b, at);
+  copySmall(KEYS_DOMAIN, 0, KEYS_DOMAIN.length, data, 0);
+  copySmall(salt, 0, salt.length, data, KEYS_DOMAIN.length);
+  const at = data.writeUInt32BE(b, KEYS_DOMAIN.length + salt.length);
   sha256Into(data, 0, at, out, outAt);
 }
 
@@ -72,7 +99,8 @@ function blockInto(salt: Buffer, b: number, out: Buffer, outAt: number): void {
 function commitmentInto(key: Buffer, keyAt: number, text: string | null, out: Buffer, outAt: number): void {
   // A UTF-8 encoding takes at most three bytes per UTF-16 unit.
   const data = workFor(16 + 8 + (text === null ? 0 : text.length * 3));
-  const at = writeLp(data, key.copy(data, 0, keyAt, keyAt + 16), text);
+  copySmall(key, keyAt, 16, data, 0);
+  const at = writeLp(data, 16, text);
   if (at < NATIVE_FROM) sha256Into(data, 0, at, out, outAt);
   else hash('sha256', data.subarray(0, at), 'buffer').copy(out, outAt);
 }
@@ -206,7 +234,8 @@ export function preimageV3(
   for (let i = 0; i < columns.length; i++) {
     const name = layout.names[i];
     if (name === null || name === undefined) continue;
-    at += name.copy(out, at);
+    copySmall(name, 0, name.length, out, at);
+    at += name.length;
     const text = texts[i] ?? null;
     if (committed[i] !== true) {
       at = writeLp(out, at, text);
@@ -214,7 +243,7 @@ export function preimageV3(
     }
     const stand = commitments[i];
     if (stand !== null && stand !== undefined) stand.copy(out, at);
-    else if (pre !== null) pre.commitments.copy(out, at, pre.at + m * 32, pre.at + m * 32 + 32);
+    else if (pre !== null) copySmall(pre.commitments, pre.at + m * 32, 32, out, at);
     else if (keys === null || !keys.commitInto(m, columns[i] as string, text, out, at)) return null;
     at += 32;
     m++;

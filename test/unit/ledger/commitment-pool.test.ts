@@ -63,23 +63,26 @@ function rows(seed: number, count: number): (string | null)[][] {
 
 describe('commitments hashed ahead on the worker thread', () => {
   it('give each row the hash its salt and values give when hashed in the chain, NULLs, non-ASCII and long values included', () => {
-    for (const [seed, count] of [
-      [1, 16],
-      [2, 100],
-      [3, 1000],
+    for (const [seed, count, settled] of [
+      [1, 16, true],
+      [2, 100, true],
+      [3, 1000, true],
+      // The chain claims the rows the worker has not reached yet.
+      [4, 1000, false],
     ] as const) {
       const batch = rows(seed, count);
       const ahead = commitmentsAhead(TABLE, batch);
       expect(ahead, 'a batch this size goes to the worker').not.toBeNull();
+      if (settled) expect(ahead?.settle()).toBe(true);
       const heads = new Map<string, { index: number; hash: string }>();
       batch.forEach((row, i) => {
         const pre = ahead?.row(i) ?? null;
-        expect(pre, `row ${i} of seed ${seed}`).not.toBeNull();
+        if (settled) expect(pre, `row ${i} of seed ${seed}`).not.toBeNull();
         const chained = chainRow(TABLE, row, (k) => heads.get(k), BigInt(i + 1), 1_700_000_000_000_000n, undefined, null, 'org', pre);
         heads.set(chained.key, { index: chained.index, hash: chained.hash });
         // The row as stored (its salt's text among its columns) verifies by the in-chain computation.
         expect(rowHashFor(HASH_VERSION_V3, TABLE.name, NAMES, chained.texts), `row ${i} of seed ${seed}`).toBe(chained.hash);
-        expect(chained.texts[NAMES.indexOf(SALT_COLUMN)]).toBe(pre?.salt.toString('hex'));
+        if (pre !== null) expect(chained.texts[NAMES.indexOf(SALT_COLUMN)]).toBe(pre.salt.toString('hex'));
       });
     }
   });
@@ -90,14 +93,34 @@ describe('commitments hashed ahead on the worker thread', () => {
     const content = rowLayout(TABLE)
       .client.map((p) => NAMES[p])
       .indexOf('content');
-    // 1.5M characters may take 4.5 MB of UTF-8, more than the worker's 4 MB: the rows from this one on stay in the chain.
+    // 1.5M characters may take 4.5 MB of UTF-8, more than the worker's 4 MB. The rows are written from the last:
+    // those after this one go to the worker, this one and those before it stay in the chain.
     (batch[20] as (string | null)[])[content] = 'y'.repeat(1_500_000);
     const ahead = commitmentsAhead(TABLE, batch);
-    expect(ahead?.row(19)).not.toBeNull();
+    expect(ahead?.settle()).toBe(true);
+    expect(ahead?.row(0)).toBeNull();
     expect(ahead?.row(20)).toBeNull();
-    expect(ahead?.row(39)).toBeNull();
+    expect(ahead?.row(21)).not.toBeNull();
+    expect(ahead?.row(39)).not.toBeNull();
     // A new batch after one whose rows were not all taken.
     const next = commitmentsAhead(TABLE, rows(6, 20));
+    expect(next?.settle()).toBe(true);
     expect(next?.row(19)).not.toBeNull();
+  });
+
+  it('starts a batch cleanly after one whose chain stopped part way (an error), with rows of the last still unclaimed', () => {
+    const stopped = commitmentsAhead(TABLE, rows(7, 500));
+    expect(stopped?.row(0)).toBeDefined();
+    const batch = rows(8, 50);
+    const ahead = commitmentsAhead(TABLE, batch);
+    expect(ahead?.settle()).toBe(true);
+    const heads = new Map<string, { index: number; hash: string }>();
+    batch.forEach((row, i) => {
+      const pre = ahead?.row(i) ?? null;
+      expect(pre, `row ${i}`).not.toBeNull();
+      const chained = chainRow(TABLE, row, (k) => heads.get(k), BigInt(i + 1), 1_700_000_000_000_000n, undefined, null, 'org', pre);
+      heads.set(chained.key, { index: chained.index, hash: chained.hash });
+      expect(rowHashFor(HASH_VERSION_V3, TABLE.name, NAMES, chained.texts), `row ${i}`).toBe(chained.hash);
+    });
   });
 });

@@ -8,6 +8,10 @@ import type { SecurityEventLog } from '../../../ledger/security-events.js';
 import { identityRefusal, stampIdentity } from '../../../ledger/chain/validate.js';
 import type { Observer } from '../../../observe/observer.js';
 import { foreignSessionRefusal, organisationPredicate, scopeLedgerReads, tenantLedgers } from '../../../guard/tenant-scope.js';
+import { type CatalogColumns, type CatalogStatistics, catalogStatistics, MASKED_RELATIONS, scopeSizeCalls } from '../../../guard/catalog-statistics.js';
+import type { RelayBackend } from '../../../engine/port.js';
+
+export type { CatalogColumns };
 import { ForeignSessionError } from '../../../ledger/chain/append.js';
 import { ParsedStatement } from '../../../sql/parsed.js';
 import { STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -147,9 +151,13 @@ export interface ProxyAccessServices {
 export interface ProxyTenant {
   readonly org: string;
   ledgers(): readonly LedgerTable[];
+  /** The columns of the catalog relations whose counts of the ledgers' rows are hidden, in this PostgreSQL. */
+  readonly catalogColumns: CatalogColumns;
 }
 
 export class ProxyAccess {
+  private statistics: CatalogStatistics | null = null;
+
   constructor(
     private readonly services: ProxyAccessServices,
     private readonly info: SessionInfo,
@@ -170,7 +178,14 @@ export class ProxyAccess {
       if (beside !== null) return { ...s, plan: { kind: 'refused', refusal: beside } };
       const scoped = scopeLedgerReads(new ParsedStatement(s.text), this.services.guard.names, scope);
       if ('refusal' in scoped) return { ...s, plan: { kind: 'refused', refusal: scoped.refusal } };
-      const text = withoutCosts(scoped.text, s.tree);
+      // The catalog's counts of a ledger's rows are every organisation's (guard/catalog-statistics.ts).
+      this.statistics ??= catalogStatistics(this.services.guard.names.prefixes, tenant.catalogColumns);
+      const stats = this.statistics;
+      const counted = scopeLedgerReads(new ParsedStatement(scoped.text), stats.names, stats.predicate, stats.select);
+      if ('refusal' in counted) return { ...s, plan: { kind: 'refused', refusal: counted.refusal } };
+      const sized = scopeSizeCalls(new ParsedStatement(counted.text), this.services.guard.names.prefixes);
+      if ('refusal' in sized) return { ...s, plan: { kind: 'refused', refusal: sized.refusal } };
+      const text = withoutCosts(sized.text, s.tree);
       if (text === s.text) return s;
       const [again] = this.services.guard.split(text);
       return again === undefined ? s : { ...again, offset: s.offset };
@@ -287,4 +302,27 @@ function operationOf(kind: string): string {
     .replace(/Stmt$/, '')
     .replace(/([a-z])([A-Z])/g, '$1 $2')
     .toUpperCase();
+}
+
+/** The columns of the catalog relations that count ledgers' rows, in order, as this PostgreSQL has them. */
+export async function catalogColumns(backend: RelayBackend): Promise<CatalogColumns> {
+  const columns = new Map<string, Array<{ name: string; type: string }>>();
+  const text = (v: string | Uint8Array | null | undefined): string => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : (v ?? ''));
+  const relations = MASKED_RELATIONS.map((r) => `'${r}'`).join(', ');
+  await backend.openPortal(
+    '',
+    `SELECT c.relname, a.attname, t.typname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+     WHERE c.relnamespace = 'pg_catalog'::regnamespace AND c.relname IN (${relations}) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.relname, a.attnum`,
+    [],
+    [],
+    [],
+  );
+  await backend.fetch('', 0, (cells) => {
+    const relation = text(cells[0]);
+    const list = columns.get(relation) ?? [];
+    list.push({ name: text(cells[1]), type: text(cells[2]) });
+    columns.set(relation, list);
+  });
+  await backend.sync();
+  return columns;
 }

@@ -1,7 +1,7 @@
 import type { RelayBackend } from '../../../engine/port.js';
 import type { HandlerFactory, SessionInfo, ConnectionHandler } from '../../../session/handler-port.js';
 import { parseOptions } from '../../../session/startup-options.js';
-import { ProxyAccess, type ProxyAccessServices } from './access.js';
+import { type CatalogColumns, catalogColumns, ProxyAccess, type ProxyAccessServices } from './access.js';
 import { ProxyConnection, type ProxyServices } from './connection.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 
@@ -26,6 +26,8 @@ export class ProxyHandlerFactory implements HandlerFactory {
 
   /** The ledgers as last read, for the scoped users' filters; read again, in the background, when the catalog moves on. */
   private tenantLedgers: { version: number; list: readonly LedgerTable[] } = { version: -1, list: [] };
+  /** The columns of the catalog relations whose counts of ledgers' rows are hidden, read at the first scoped user's connection. */
+  private catalogColumns: CatalogColumns | null = null;
   private readingLedgers: Promise<void> | null = null;
 
   private ledgersNow(): readonly LedgerTable[] {
@@ -72,7 +74,8 @@ export class ProxyHandlerFactory implements HandlerFactory {
     const currentName = (): string => backend.reportedSettings().find(([k]) => k === 'application_name')?.[1] ?? applicationName;
     const org = info.identity.org_id;
     if (org !== undefined && this.tenantLedgers.version !== this.services.ledgers.version) await this.readLedgers();
-    const tenant = org === undefined ? null : { org, ledgers: () => this.ledgersNow() };
+    if (org !== undefined && this.catalogColumns === null) this.catalogColumns = await catalogColumns(backend);
+    const tenant = org === undefined ? null : { org, ledgers: () => this.ledgersNow(), catalogColumns: this.catalogColumns ?? new Map() };
     return new ProxyConnection(backend, new ProxyAccess(this.access, info, currentName, tenant), this.services);
   }
 }
