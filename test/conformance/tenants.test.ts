@@ -141,9 +141,6 @@ describe('a reader with an org_id', () => {
   });
 
   it('is not told by the catalog how many rows a ledger holds, which are every organisation’s', async () => {
-    const boss = await s.as('boss');
-    // The estimates PostgreSQL keeps are taken by ANALYZE; DuckDB's are kept as rows are written.
-    await boss.query('ANALYZE _cot_steps');
     const counts = async (who: string): Promise<unknown> =>
       (
         await (
@@ -152,14 +149,20 @@ describe('a reader with an org_id', () => {
           "SELECT c.reltuples::int AS reltuples, c.relpages::int AS pages, t.n_live_tup::int AS live FROM pg_class c JOIN pg_stat_user_tables t ON t.relid = c.oid WHERE c.relname = '_cot_steps'",
         )
       ).rows[0];
+    // The admin is told what the engine counts (PostgreSQL's activity counters arrive when the writer's idle backend reports them, within 10 s).
+    await until('the ledger to be counted', async () => ((await counts('boss')) as { live: number }).live > 0, 40_000);
     expect(await counts('ra')).toEqual({ reltuples: -1, pages: 0, live: 0 });
-    expect(((await counts('boss')) as { reltuples: number }).reltuples).toBeGreaterThan(0);
+    // The ledger is still listed, with its columns, as psql's \d reads them.
+    const listed = await (await s.as('ra')).query(
+      "SELECT count(*)::int AS n FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid WHERE c.relname = '_cot_steps' AND a.attname = 'org_id'",
+    );
+    expect(listed.rows[0]).toEqual({ n: 1 });
     // Written as the client likes: qualified, aliased, in a subquery.
     const ra = await s.as('ra');
     const { rows } = await ra.query(
-      "SELECT (SELECT max(x.reltuples) FROM pg_catalog.pg_class AS x WHERE x.relname LIKE '\\_cot%') AS most, (SELECT count(*) FROM pg_stats WHERE tablename = '_cot_steps')::int AS stats",
+      "SELECT (SELECT max(x.reltuples) FROM pg_catalog.pg_class AS x WHERE x.relname LIKE '\\_cot%' AND x.relkind = 'r') AS most",
     );
-    expect(rows[0]).toEqual({ most: -1, stats: 0 });
+    expect(rows[0]).toEqual({ most: -1 });
     // Sizes on disk grow with every organisation's rows.
     const sizes = await ra.query("SELECT pg_total_relation_size('_cot_steps')::int AS total, pg_relation_size('_cot_steps')::int AS main");
     expect(sizes.rows[0]).toEqual({ total: 0, main: 0 });
