@@ -386,7 +386,10 @@ export function chainRow(
   let hash: string | null;
   if (layout.salt >= 0 && pre !== null) {
     texts[layout.salt] = pre.salt.toString('hex');
-    hash = rowHashV3Precommitted(table.name, layout.names, texts, committedOf(layout.names), pre);
+    hash =
+      pre.commitments === null
+        ? rowHashV3(table.name, layout.names, texts, committedOf(layout.names), SaltKeys.of(pre.salt, pre.blocks))
+        : rowHashV3Precommitted(table.name, layout.names, texts, committedOf(layout.names), pre);
   } else if (layout.salt >= 0) {
     // Hashed from the salt drawn, not from its text read back.
     const salt = randomFromPool(SALT_BYTES);

@@ -23,7 +23,9 @@ import { sha256Source } from './sha256-js.js';
  * they are written, writes each key into its room, hashes in place and
  * marks the row done, while the chain hashes rows from the first up. Each
  * row is claimed by one compare-and-swap, so they meet in the middle and
- * neither waits for more than the row the other is on.
+ * neither waits for more than the row the other is on. Between batches the
+ * worker draws salts ahead and derives their first blocks of keys (RING):
+ * a row given one of them costs 12 hashes instead of 18, on either side.
  */
 
 /** Fewer rows are not worth the hand-over. */
@@ -50,6 +52,18 @@ const WRITTEN = 4;
 const STOP = 5;
 /** The last batch the worker has finished with. */
 const IDLE = 6;
+/** Entries of the ring of salts the worker has derived, and entries the chain is done with (absolute counts; they wrap). */
+const FILLED = 7;
+const RELEASED = 8;
+
+/**
+ * The ring of salts whose first blocks of keys the worker derives while it
+ * waits for a batch: 6 of a `_cot_steps` row's 18 hashes are then done
+ * before the batch arrives.
+ */
+const RING = 4096;
+const RING_BLOCKS = 6;
+const RING_ENTRY = 16 + RING_BLOCKS * 32;
 
 interface SharedBuffers {
   readonly ctl: SharedArrayBuffer;
@@ -60,6 +74,9 @@ interface SharedBuffers {
   readonly claims: SharedArrayBuffer;
   /** Per row: the batch whose row the worker has done. */
   readonly status: SharedArrayBuffer;
+  /** Per row: its entry in the ring (its salt and first blocks of keys), or -1. */
+  readonly entries: SharedArrayBuffer;
+  readonly ring: SharedArrayBuffer;
 }
 
 type Sha256Into = (data: Uint8Array, start: number, length: number, out: Uint8Array, outAt: number) => void;
@@ -68,8 +85,20 @@ type Sha256Into = (data: Uint8Array, start: number, length: number, out: Uint8Ar
  * The worker's loop. Self-contained but for its arguments: the worker is
  * built from its source text.
  */
-function commitLoop(shared: SharedBuffers, sha256Into: Sha256Into, nativeInto: Sha256Into, domain: Uint8Array, nativeFrom: number): void {
+function commitLoop(
+  shared: SharedBuffers,
+  sha256Into: Sha256Into,
+  nativeInto: Sha256Into,
+  randomFill: (b: Uint8Array) => void,
+  domain: Uint8Array,
+  nativeFrom: number,
+  ring: { readonly size: number; readonly blocks: number; readonly entry: number },
+): void {
   const ctl = new Int32Array(shared.ctl);
+  const entries = new Int32Array(shared.entries);
+  const derived = new Uint8Array(shared.ring);
+  const random = new Uint8Array(16 * 256);
+  let randomAt = random.length;
   const input = new Uint8Array(shared.input);
   const output = new Uint8Array(shared.output);
   const starts = new Int32Array(shared.starts);
@@ -82,7 +111,31 @@ function commitLoop(shared: SharedBuffers, sha256Into: Sha256Into, nativeInto: S
   for (;;) {
     const job = Atomics.load(ctl, 0);
     if (job === last) {
-      Atomics.wait(ctl, 0, job);
+      // Between batches: derive the next salt's blocks of keys, while the ring has room.
+      const filled = Atomics.load(ctl, 7);
+      if (((filled - Atomics.load(ctl, 8)) | 0) >= ring.size) {
+        Atomics.wait(ctl, 0, job);
+        continue;
+      }
+      if (randomAt === random.length) {
+        randomFill(random);
+        randomAt = 0;
+      }
+      const at = ((filled >>> 0) % ring.size) * ring.entry;
+      for (let i = 0; i < 16; i++) {
+        derived[at + i] = random[randomAt + i] as number;
+        block[domain.length + i] = random[randomAt + i] as number;
+      }
+      randomAt += 16;
+      for (let b = 0; b < ring.blocks; b++) {
+        const p = domain.length + 16;
+        block[p] = b >>> 24;
+        block[p + 1] = (b >>> 16) & 0xff;
+        block[p + 2] = (b >>> 8) & 0xff;
+        block[p + 3] = b & 0xff;
+        sha256Into(block, 0, block.length, derived, at + 16 + b * 32);
+      }
+      Atomics.store(ctl, 7, (filled + 1) | 0);
       continue;
     }
     const perRow = Atomics.load(ctl, 2);
@@ -101,8 +154,12 @@ function commitLoop(shared: SharedBuffers, sha256Into: Sha256Into, nativeInto: S
       let at = starts[r] as number;
       for (let i = 0; i < 16; i++) block[domain.length + i] = input[at + i] as number;
       at += 16;
+      const entry = entries[r] as number;
       for (let m = 0; m < perRow; m++) {
-        if (m % 2 === 0) {
+        if (m % 2 === 0 && entry >= 0 && m / 2 < ring.blocks) {
+          const from = entry * ring.entry + 16 + (m / 2) * 32;
+          for (let i = 0; i < 32; i++) keys[i] = derived[from + i] as number;
+        } else if (m % 2 === 0) {
           const b = m / 2;
           const p = domain.length + 16;
           block[p] = b >>> 24;
@@ -136,12 +193,12 @@ function workerSource(): string {
   return [
     "'use strict';",
     "const { workerData } = require('node:worker_threads');",
-    "const { hash } = require('node:crypto');",
+    "const { hash, randomFillSync } = require('node:crypto');",
     sha256Source(),
     'function nativeInto(data, start, length, out, outAt) {',
     "  out.set(hash('sha256', Buffer.from(data.buffer, data.byteOffset + start, length), 'buffer'), outAt);",
     '}',
-    `(${commitLoop.toString()})(workerData.shared, sha256Into, nativeInto, new Uint8Array(workerData.domain), workerData.nativeFrom);`,
+    `(${commitLoop.toString()})(workerData.shared, sha256Into, nativeInto, randomFillSync, new Uint8Array(workerData.domain), workerData.nativeFrom, workerData.ring);`,
   ].join('\n');
 }
 
@@ -153,6 +210,10 @@ class CommitmentPool {
   private readonly starts: Int32Array;
   private readonly claims: Int32Array;
   private readonly status: Int32Array;
+  private readonly entries: Int32Array;
+  readonly ring: Buffer;
+  /** Entries of the ring taken so far (absolute; wraps). */
+  private taken = 0;
   private job = 0;
   private broken = false;
 
@@ -166,6 +227,8 @@ class CommitmentPool {
     this.starts = new Int32Array(shared.starts);
     this.claims = new Int32Array(shared.claims);
     this.status = new Int32Array(shared.status);
+    this.entries = new Int32Array(shared.entries);
+    this.ring = Buffer.from(shared.ring);
     worker.on('error', () => this.stop());
     worker.on('exit', () => {
       this.broken = true;
@@ -174,17 +237,19 @@ class CommitmentPool {
 
   static start(): CommitmentPool | null {
     const shared: SharedBuffers = {
-      ctl: new SharedArrayBuffer(8 * 4),
+      ctl: new SharedArrayBuffer(16 * 4),
       input: new SharedArrayBuffer(INPUT_BYTES),
       output: new SharedArrayBuffer(OUTPUT_BYTES),
       starts: new SharedArrayBuffer(MAX_ROWS * 4),
       claims: new SharedArrayBuffer(MAX_ROWS * 4),
       status: new SharedArrayBuffer(MAX_ROWS * 4),
+      entries: new SharedArrayBuffer(MAX_ROWS * 4),
+      ring: new SharedArrayBuffer(RING * RING_ENTRY),
     };
     try {
       const worker = new Worker(workerSource(), {
         eval: true,
-        workerData: { shared, domain: Uint8Array.from(KEYS_DOMAIN), nativeFrom: NATIVE_FROM },
+        workerData: { shared, domain: Uint8Array.from(KEYS_DOMAIN), nativeFrom: NATIVE_FROM, ring: { size: RING, blocks: RING_BLOCKS, entry: RING_ENTRY } },
         name: 'cotwire-commitments',
       });
       // It only ever waits for rows: it must not keep the process alive.
@@ -246,6 +311,8 @@ class CommitmentPool {
       Atomics.notify(ctl, LOW);
       if (!this.settle(previous)) return null;
     }
+    // The last batch is over: the ring's entries it took may be derived again.
+    Atomics.store(ctl, RELEASED, this.taken);
     const job = (previous + 1) | 0 || 1;
     const capacity = Math.min(rows, MAX_ROWS, Math.floor(OUTPUT_BYTES / Math.max(1, perRow * 32)));
     Atomics.store(ctl, ROWS, capacity);
@@ -258,11 +325,19 @@ class CommitmentPool {
     // One draw for the batch's salts: a call per row costs more than its 16 bytes.
     const salts = randomBytes(capacity * SALT_BYTES);
     const input = this.input;
+    const filled = Atomics.load(ctl, FILLED);
     let at = 0;
     let r = capacity - 1;
     for (; r >= 0; r--) {
       const start = at;
       if (at + SALT_BYTES > INPUT_BYTES) break;
+      if (((filled - this.taken) | 0) > 0) {
+        // A salt whose first blocks of keys the worker has derived.
+        const entry = (this.taken >>> 0) % RING;
+        this.ring.copy(salts, r * SALT_BYTES, entry * RING_ENTRY, entry * RING_ENTRY + SALT_BYTES);
+        this.entries[r] = entry;
+        this.taken = (this.taken + 1) | 0;
+      } else this.entries[r] = -1;
       for (let i = 0; i < SALT_BYTES; i++) input[at + i] = salts[r * SALT_BYTES + i] as number;
       at += SALT_BYTES;
       let fits = true;
@@ -291,7 +366,7 @@ class CommitmentPool {
     this.publish(r + 1);
     Atomics.store(ctl, WRITTEN, 1);
     Atomics.notify(ctl, LOW);
-    return r + 1 >= capacity ? null : new CommitmentsAhead(this, this.output, job, perRow, salts, r + 1);
+    return r + 1 >= capacity ? null : new CommitmentsAhead(this, this.output, job, perRow, salts, r + 1, this.entries);
   }
 
   private publish(low: number): void {
@@ -311,6 +386,7 @@ export class CommitmentsAhead {
     private readonly salts: Buffer,
     /** The first row written: those before it are the chain's. */
     private readonly first: number,
+    private readonly entries: Int32Array,
   ) {}
 
   /** Waits until the worker has taken every row it will (tests; nothing else needs to). */
@@ -320,8 +396,12 @@ export class CommitmentsAhead {
 
   /** Row r's salt and commitments; null for a row the chain is to hash (the worker did not take it). Asked in order. */
   row(r: number): Precommitted | null {
-    if (r < this.first || r * SALT_BYTES >= this.salts.length || !this.pool.usable || !this.pool.take(this.job, r)) return null;
-    return { salt: this.salts.subarray(r * SALT_BYTES, (r + 1) * SALT_BYTES), commitments: this.output, at: r * this.perRow * 32 };
+    if (r < this.first || r * SALT_BYTES >= this.salts.length || !this.pool.usable) return null;
+    const salt = this.salts.subarray(r * SALT_BYTES, (r + 1) * SALT_BYTES);
+    if (this.pool.take(this.job, r)) return { salt, commitments: this.output, at: r * this.perRow * 32, blocks: null };
+    // The chain hashes this row, from the blocks of keys the worker derived ahead for its salt if it did.
+    const entry = this.entries[r] as number;
+    return entry < 0 ? null : { salt, commitments: null, at: 0, blocks: { buffer: this.pool.ring, at: entry * RING_ENTRY + 16, count: RING_BLOCKS } };
   }
 }
 

@@ -32,14 +32,24 @@ const NULL_MARK = Buffer.alloc(8, 0xff);
 /** A commitment's input from this many bytes on is hashed by node:crypto, whose call costs more than a few blocks in JavaScript. */
 export const NATIVE_FROM = 200;
 
+/** The first `count` blocks of a salt's keys, derived ahead: block b at buffer[at + 32b]. */
+export interface DerivedBlocks {
+  readonly buffer: Uint8Array;
+  readonly at: number;
+  readonly count: number;
+}
+
 /**
  * A row's salt and the commitments of its committed columns, hashed ahead
  * of the chain (commitment-pool.ts): column m's at commitments[at + 32m].
+ * Null commitments: the chain hashes them, from the blocks of keys derived
+ * ahead where there are some.
  */
 export interface Precommitted {
   readonly salt: Buffer;
-  readonly commitments: Buffer;
+  readonly commitments: Buffer | null;
   readonly at: number;
+  readonly blocks: DerivedBlocks | null;
 }
 
 /** Where a block's or a commitment's input is assembled: each hash reads it before the next is written. */
@@ -96,7 +106,7 @@ function blockInto(salt: Buffer, b: number, out: Buffer, outAt: number): void {
 }
 
 /** Writes commitment(text) under a 16-byte key (key[keyAt, keyAt + 16)) to out[outAt, outAt + 32). */
-function commitmentInto(key: Buffer, keyAt: number, text: string | null, out: Buffer, outAt: number): void {
+function commitmentInto(key: Uint8Array, keyAt: number, text: string | null, out: Buffer, outAt: number): void {
   // A UTF-8 encoding takes at most three bytes per UTF-16 unit.
   const data = workFor(16 + 8 + (text === null ? 0 : text.length * 3));
   copySmall(key, keyAt, 16, data, 0);
@@ -155,9 +165,20 @@ export class SaltKeys {
     return new SaltKeys(null, keys);
   }
 
-  /** A fresh row's salt. */
-  static of(salt: Buffer): SaltKeys {
-    return new SaltKeys(salt, null);
+  /** Blocks of keys derived ahead (commitment-pool.ts): block b at derived[derivedAt + 32b], for b below derivedCount. */
+  private derived: Uint8Array | null = null;
+  private derivedAt = 0;
+  private derivedCount = 0;
+
+  /** A fresh row's salt, with the first blocks of its keys when they were derived ahead. */
+  static of(salt: Buffer, blocks: DerivedBlocks | null = null): SaltKeys {
+    const keys = new SaltKeys(salt, null);
+    if (blocks !== null) {
+      keys.derived = blocks.buffer;
+      keys.derivedAt = blocks.at;
+      keys.derivedCount = blocks.count;
+    }
+    return keys;
   }
 
   /** The key of committed column m (named `column`), or null where this row no longer holds one (its value was erased). */
@@ -170,6 +191,10 @@ export class SaltKeys {
   commitInto(m: number, column: string, text: string | null, out: Buffer, at: number): boolean {
     if (this.salt !== null) {
       const b = Math.floor(m / 2);
+      if (b < this.derivedCount && this.derived !== null) {
+        commitmentInto(this.derived, this.derivedAt + b * 32 + (m % 2) * 16, text, out, at);
+        return true;
+      }
       if (b !== this.blockIndex) {
         blockInto(this.salt, b, this.block, 0);
         this.blockIndex = b;
@@ -243,7 +268,7 @@ export function preimageV3(
     }
     const stand = commitments[i];
     if (stand !== null && stand !== undefined) stand.copy(out, at);
-    else if (pre !== null) copySmall(pre.commitments, pre.at + m * 32, 32, out, at);
+    else if (pre !== null && pre.commitments !== null) copySmall(pre.commitments, pre.at + m * 32, 32, out, at);
     else if (keys === null || !keys.commitInto(m, columns[i] as string, text, out, at)) return null;
     at += 32;
     m++;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { chainRow, rowLayout } from '../../../src/ledger/chain/append.js';
 import { commitmentsAhead } from '../../../src/ledger/chain/commitment-pool.js';
+import { columnKey, rowHashV3, SaltKeys } from '../../../src/ledger/chain/commitments.js';
+import { committedOf } from '../../../src/ledger/chain/row-hash.js';
 import { rowHashFor } from '../../../src/ledger/chain/row-hash.js';
 import { HASH_VERSION_V3, type LedgerTable, SALT_COLUMN, serverColumnsOf } from '../../../src/ledger/chain/schema.js';
 
@@ -122,5 +124,18 @@ describe('commitments hashed ahead on the worker thread', () => {
       heads.set(chained.key, { index: chained.index, hash: chained.hash });
       expect(rowHashFor(HASH_VERSION_V3, TABLE.name, NAMES, chained.texts), `row ${i}`).toBe(chained.hash);
     });
+  });
+
+  it('hash a row in the chain from blocks of keys derived ahead as from its salt alone', () => {
+    const salt = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
+    // Two blocks derived ahead (keys 0-3), the others derived from the salt as the row is hashed.
+    const blocks = Buffer.concat([Buffer.alloc(5), columnKey(salt, 0), columnKey(salt, 1), columnKey(salt, 2), columnKey(salt, 3)]);
+    const texts = NAMES.map((n, i) => (n === SALT_COLUMN ? salt.toString('hex') : `v${i}`));
+    const committed = committedOf(NAMES);
+    const plain = rowHashV3(TABLE.name, NAMES, texts, committed, SaltKeys.of(salt));
+    expect(rowHashV3(TABLE.name, NAMES, texts, committed, SaltKeys.of(salt, { buffer: blocks, at: 5, count: 2 }))).toBe(plain);
+    // A wrong block is used, not silently derived again: the hash changes.
+    blocks[5] = (blocks[5] as number) ^ 1;
+    expect(rowHashV3(TABLE.name, NAMES, texts, committed, SaltKeys.of(salt, { buffer: blocks, at: 5, count: 2 }))).not.toBe(plain);
   });
 });
