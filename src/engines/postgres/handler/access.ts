@@ -10,8 +10,6 @@ import type { Observer } from '../../../observe/observer.js';
 import { foreignSessionRefusal, organisationPredicate, scopeLedgerReads, tenantLedgers } from '../../../guard/tenant-scope.js';
 import { type CatalogColumns, type CatalogStatistics, catalogStatistics, MASKED_RELATIONS, scopeSizeCalls } from '../../../guard/catalog-statistics.js';
 import type { RelayBackend } from '../../../engine/port.js';
-
-export type { CatalogColumns };
 import { ForeignSessionError } from '../../../ledger/chain/append.js';
 import { ParsedStatement } from '../../../sql/parsed.js';
 import { STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
@@ -140,6 +138,8 @@ function withoutCosts(text: string, tree: Record<string, unknown>): string {
   if (from === undefined) return text;
   return `${text.slice(0, (tokens[at] as Token).end)} (${['COSTS OFF', ...words].join(', ')}) ${text.slice(from.start)}`;
 }
+
+export type { CatalogColumns };
 
 export interface ProxyAccessServices {
   readonly guard: PostgresGuard;

@@ -74,7 +74,14 @@ export class ProxyHandlerFactory implements HandlerFactory {
     const currentName = (): string => backend.reportedSettings().find(([k]) => k === 'application_name')?.[1] ?? applicationName;
     const org = info.identity.org_id;
     if (org !== undefined && this.tenantLedgers.version !== this.services.ledgers.version) await this.readLedgers();
-    if (org !== undefined && this.catalogColumns === null) this.catalogColumns = await catalogColumns(backend);
+    if (org !== undefined && this.catalogColumns === null) {
+      // Without them a scoped user would read the catalog's counts unmasked: the connection fails instead.
+      this.catalogColumns = await catalogColumns(backend).catch(async (err: unknown) => {
+        await backend.sync().catch(() => undefined);
+        await backend.close();
+        throw err;
+      });
+    }
     const tenant = org === undefined ? null : { org, ledgers: () => this.ledgersNow(), catalogColumns: this.catalogColumns ?? new Map() };
     return new ProxyConnection(backend, new ProxyAccess(this.access, info, currentName, tenant), this.services);
   }
