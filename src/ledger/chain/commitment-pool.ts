@@ -107,6 +107,15 @@ function commitLoop(
   const block = new Uint8Array(domain.length + 16 + 4);
   block.set(domain, 0);
   const keys = new Uint8Array(32);
+  /** Block b of the keys of the salt in `block`, to out[outAt, outAt + 32). */
+  const deriveBlock = (b: number, out: Uint8Array, outAt: number): void => {
+    const p = domain.length + 16;
+    block[p] = b >>> 24;
+    block[p + 1] = (b >>> 16) & 0xff;
+    block[p + 2] = (b >>> 8) & 0xff;
+    block[p + 3] = b & 0xff;
+    sha256Into(block, 0, block.length, out, outAt);
+  };
   let last = 0;
   for (;;) {
     const job = Atomics.load(ctl, 0);
@@ -127,14 +136,7 @@ function commitLoop(
         block[domain.length + i] = random[randomAt + i] as number;
       }
       randomAt += 16;
-      for (let b = 0; b < ring.blocks; b++) {
-        const p = domain.length + 16;
-        block[p] = b >>> 24;
-        block[p + 1] = (b >>> 16) & 0xff;
-        block[p + 2] = (b >>> 8) & 0xff;
-        block[p + 3] = b & 0xff;
-        sha256Into(block, 0, block.length, derived, at + 16 + b * 32);
-      }
+      for (let b = 0; b < ring.blocks; b++) deriveBlock(b, derived, at + 16 + b * 32);
       Atomics.store(ctl, 7, (filled + 1) | 0);
       continue;
     }
@@ -159,15 +161,7 @@ function commitLoop(
         if (m % 2 === 0 && entry >= 0 && m / 2 < ring.blocks) {
           const from = entry * ring.entry + 16 + (m / 2) * 32;
           for (let i = 0; i < 32; i++) keys[i] = derived[from + i] as number;
-        } else if (m % 2 === 0) {
-          const b = m / 2;
-          const p = domain.length + 16;
-          block[p] = b >>> 24;
-          block[p + 1] = (b >>> 16) & 0xff;
-          block[p + 2] = (b >>> 8) & 0xff;
-          block[p + 3] = b & 0xff;
-          sha256Into(block, 0, block.length, keys, 0);
-        }
+        } else if (m % 2 === 0) deriveBlock(m / 2, keys, 0);
         for (let i = 0; i < 16; i++) input[at + i] = keys[(m % 2) * 16 + i] as number;
         // lp(text)'s length (texts stay far below 4 GiB: its first bytes are 0), or the NULL mark's eight 0xff bytes.
         const n =
