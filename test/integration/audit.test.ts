@@ -135,8 +135,11 @@ describe('the online audit holds the rows against the global log', () => {
   it('reports an edit re-chained with the hashes of the specification, which every chain check accepts', async () => {
     await append('rechained', 4);
     const seqs = await seqsOf('rechained');
+    // One transaction, so that an audit running meanwhile sees the forgery whole or not at all.
+    await bypass.run('BEGIN');
     await bypass.run("UPDATE _cot_steps SET content = 'a forged thought' WHERE session_id = 'rechained' AND step_index = 1");
     await rechain('rechained', 1);
+    await bypass.run('COMMIT');
     // The recomputed chain is valid: only the log knows better.
     expect((await bypass.query(`SELECT count(*) FROM _cot_steps WHERE session_id = 'rechained' AND current_hash <> ${hashSql(steps)}`))[0]).toEqual([0n]);
     const f = await findingFor('rechained', 'altered');
