@@ -48,9 +48,13 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
 
   const start = (): Promise<void> =>
     new Promise((resolve, reject) => {
-      const p = spawn(process.execPath, [join(root, 'dist', 'launch.cjs'), 'serve', '--port', '0', '--db', databasePath, '--log-level', 'info', ...args], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const p = spawn(
+        process.execPath,
+        [join(root, 'dist', 'launch.cjs'), 'serve', '--port', '0', '--http-port', '0', '--db', databasePath, '--log-level', 'info', ...args],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       child = p;
       let buffered = '';
       p.stdout?.on('data', (chunk: Buffer) => {

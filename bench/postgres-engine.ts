@@ -64,6 +64,8 @@ async function startInstance(): Promise<{ child: ChildProcess; port: number }> {
       'serve',
       '--port',
       '0',
+      '--http-port',
+      '0',
       '--engine-url',
       url('engine'),
       '--db',

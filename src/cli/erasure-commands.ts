@@ -22,7 +22,7 @@ export async function retainCommand(config: Config, opts: { days?: string; dryRu
     {
       ...config,
       listen: { ...config.listen, host: '127.0.0.1', port: 0 },
-      metrics: { ...config.metrics, port: null },
+      http: { ...config.http, port: null },
       ledger: { ...config.ledger, retentionDays: 0 },
       embedding: { ...config.embedding, enabled: false },
     },

@@ -36,7 +36,9 @@ function addServerCommands(cli: Command, setCode: (code: number) => void): void 
     .option('--log-level <level>', 'trace, debug, info, warn, error, fatal or silent')
     .option('--tls-key <file>', 'PEM private key')
     .option('--tls-cert <file>', 'PEM certificate')
-    .option('--metrics-port <port>', 'serve /healthz and /metrics on this port')
+    .option('--http-port <port>', 'the HTTP listener: /healthz, /metrics, OTLP at /v1/traces, the viewer (default 4318; off to turn it off)')
+    .option('--http-host <host>', 'where the HTTP listener listens (default 127.0.0.1; beyond loopback it needs users with tokens, and TLS)')
+    .option('--metrics-port <port>', 'the older name of --http-port')
     .option('--checkpoint-key <file>', 'the checkpoint signing key file (from `cotwire keygen`)')
     .option('--engine-url <url>', 'run on this PostgreSQL instead of the DuckDB file (postgres://...; COTWIRE_ENGINE_URL)')
     .action(async (opts: Record<string, string>) => setCode(await serve(opts)));
@@ -91,6 +93,21 @@ function addServerCommands(cli: Command, setCode: (code: number) => void): void 
     .description('print a SCRAM-SHA-256 verifier for a user, to paste into the configuration')
     .argument('<user>', 'the user name')
     .action(async (user: string) => setCode(await passwd(user)));
+
+  cli
+    .command('token')
+    .description("make a bearer token for a user's requests to the HTTP listener: the token to give the client, and its hash for users[].token")
+    .argument('<user>', 'the user name')
+    .action(async (user: string) => {
+      const { newToken, tokenHash } = await import('../session/bearer-token.js');
+      const token = newToken();
+      process.stdout.write(
+        `# The token, for the client (cotwire keeps only its hash), as an OTLP exporter takes it:\n` +
+          `OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer ${token}"\n` +
+          `# ${user}'s users[].token in the configuration:\n${tokenHash(token)}\n`,
+      );
+      setCode(0);
+    });
 }
 
 /** Verification offline, and the keys and receipts it rests on. */
@@ -312,6 +329,8 @@ async function serve(flags: Record<string, string>): Promise<number> {
     tlsKey: 'tls-key',
     tlsCert: 'tls-cert',
     metricsPort: 'metrics-port',
+    httpPort: 'http-port',
+    httpHost: 'http-host',
     checkpointKey: 'checkpoint-key',
     engineUrl: 'engine-url',
   };
@@ -332,7 +351,7 @@ async function serve(flags: Record<string, string>): Promise<number> {
     {
       address: `${host}:${port}`,
       database: config.engine.url === null ? config.database.path : redactUrl(config.engine.url),
-      metrics: running.metricsAddress?.port ?? null,
+      http: running.httpAddress?.port ?? null,
     },
     `cotwire ${COTWIRE_VERSION} listening on ${host}:${port}; connect with: psql -h ${address} -p ${port} -U ${user} ${config.database.name}`,
   );

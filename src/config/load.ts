@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseScramVerifier } from '../session/scram.js';
+import { parseTokenHash } from '../session/bearer-token.js';
 import {
   AUTH_METHODS,
   BUILTIN_EMBEDDING_MODEL,
@@ -83,8 +84,20 @@ function envUsers(text: string): Json {
   }
 }
 
-function optPort(v: Json | undefined): number | null {
-  return v === undefined || v === null ? null : int(v, 'metrics.port', 0, 0, 65535);
+/**
+ * `http`, or its older names `metrics.host` and `metrics.port`, which name the same listener. A port of `off` (or
+ * null in the file) turns it off.
+ */
+function httpConfig(http: { host: Json | undefined; port: Json | undefined }, metrics: { host: Json | undefined; port: Json | undefined }): Config['http'] {
+  const port = (v: Json | undefined, path: string): number | null => (v === 'off' || v === null ? null : int(v, path, 0, 0, 65535));
+  const d = DEFAULTS.http;
+  const given = (v: Json | undefined): boolean => v !== undefined;
+  if (given(http.port) && given(metrics.port) && port(http.port, 'http.port') !== port(metrics.port, 'metrics.port')) {
+    fail('metrics.port', metrics.port, `metrics.port is the older name of http.port, which is ${show(http.port)}: give one of them`);
+  }
+  const portValue = given(http.port) ? port(http.port, 'http.port') : given(metrics.port) ? port(metrics.port, 'metrics.port') : d.port;
+  const host = given(http.host) ? str(http.host, 'http.host', d.host) : str(metrics.host, 'metrics.host', d.host);
+  return { host, port: portValue };
 }
 
 function optText(v: Json | undefined, path: string): string | null {
@@ -114,14 +127,19 @@ function users(v: Json | undefined): UserConfig[] {
   const seen = new Set<string>();
   return v.map((u, i) => {
     if (!isObj(u)) fail(`users[${i}]`, u, 'expected { name, password }');
-    const keys = ['name', 'password', 'role', 'agent_id', 'org_id'];
+    const keys = ['name', 'password', 'role', 'agent_id', 'org_id', 'token'];
     for (const k of Object.keys(u)) if (!keys.includes(k)) fail(`users[${i}].${k}`, u[k], `unknown key; known keys are ${keys.join(', ')}`);
     const name = str(u.name, `users[${i}].name`, '');
     if (name === '') fail(`users[${i}].name`, u.name, 'expected a user name');
     if (seen.has(name)) fail(`users[${i}].name`, name, 'user names must be unique');
     seen.add(name);
-    const password = str(u.password, `users[${i}].password`, '');
-    if (parseScramVerifier(password) === null) {
+    const token = optText(u.token, `users[${i}].token`);
+    if (token !== null && parseTokenHash(token) === null) {
+      fail(`users[${i}].token`, `${token.slice(0, 12)}...`, 'expected a token hash from `cotwire token` (sha256:...), never the token itself');
+    }
+    // A user that only sends spans over HTTP needs no password.
+    const password = token !== null && (u.password === undefined || u.password === null) ? null : str(u.password, `users[${i}].password`, '');
+    if (password !== null && parseScramVerifier(password) === null) {
       fail(
         `users[${i}].password`,
         password.length > 12 ? `${password.slice(0, 12)}...` : password,
@@ -134,7 +152,7 @@ function users(v: Json | undefined): UserConfig[] {
     if (agentId !== null && role !== 'writer') fail(`users[${i}].role`, role, 'an agent_id is for writer users');
     // An admin without an org_id sees every organisation; one with would be neither.
     if (orgId !== null && role === 'admin') fail(`users[${i}].role`, role, 'an org_id is for reader and writer users: an admin sees every organisation');
-    return { name, password, role, agentId, orgId };
+    return { name, password, role, agentId, orgId, token };
   });
 }
 
@@ -224,7 +242,23 @@ export function loadConfig(sources: ConfigSources): Config {
     if (parsed !== null && parsed !== undefined && !isObj(parsed)) fail('(root)', parsed, 'expected a mapping');
     root = (parsed ?? {}) as Obj;
   }
-  const known = ['listen', 'database', 'engine', 'tls', 'auth', 'users', 'limits', 'log', 'metrics', 'ledger', 'checkpoint', 'guard', 'embedding'];
+  const known = [
+    'listen',
+    'database',
+    'engine',
+    'tls',
+    'auth',
+    'users',
+    'limits',
+    'log',
+    'http',
+    'metrics',
+    'otlp',
+    'ledger',
+    'checkpoint',
+    'guard',
+    'embedding',
+  ];
   for (const k of Object.keys(root)) if (!known.includes(k)) fail(k, root[k], `unknown key; known keys are ${known.join(', ')}`);
 
   const listen = section(root, 'listen', ['host', 'port']);
@@ -249,7 +283,9 @@ export function loadConfig(sources: ConfigSources): Config {
   ]);
   const log = section(root, 'log', ['level', 'slowStatementMs']);
   const guard = section(root, 'guard', ['protectedPrefixes']);
+  const http = section(root, 'http', ['host', 'port']);
   const metrics = section(root, 'metrics', ['host', 'port']);
+  const otlp = section(root, 'otlp', ['nonGenAiSpans', 'maxBodyBytes']);
   const checkpoint = section(root, 'checkpoint', ['keyFile', 'intervalSeconds', 'maxLeaves', 'sinks']);
 
   const ledger = section(root, 'ledger', [
@@ -287,55 +323,12 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     auth: { method: oneOf(auth.method, 'auth.method', DEFAULTS.auth.method, AUTH_METHODS) },
     users: users(env.COTWIRE_USERS === undefined ? root.users : envUsers(env.COTWIRE_USERS)),
-    limits: {
-      maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
-      memoryMB: int(limits.memoryMB, 'limits.memoryMB', DEFAULTS.limits.memoryMB, 64, 16 * 1024 * 1024),
-      spillMB: int(
-        limits.spillMB,
-        'limits.spillMB',
-        limits.memoryMB === undefined ? DEFAULTS.limits.spillMB : 4 * Number(limits.memoryMB),
-        0,
-        64 * 1024 * 1024,
-      ),
-      maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
-      maxStartupConnections: int(limits.maxStartupConnections, 'limits.maxStartupConnections', DEFAULTS.limits.maxStartupConnections, 1, 10_000),
-      maxStartupConnectionsPerAddress: int(
-        limits.maxStartupConnectionsPerAddress,
-        'limits.maxStartupConnectionsPerAddress',
-        DEFAULTS.limits.maxStartupConnectionsPerAddress,
-        1,
-        10_000,
-      ),
-      shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
-      statementTimeoutMs: int(limits.statementTimeoutMs, 'limits.statementTimeoutMs', DEFAULTS.limits.statementTimeoutMs, 0, 2_147_483_647),
-      startupTimeoutMs: int(limits.startupTimeoutMs, 'limits.startupTimeoutMs', DEFAULTS.limits.startupTimeoutMs, 100, 3_600_000),
-      idleInTransactionTimeoutMs: int(
-        limits.idleInTransactionTimeoutMs,
-        'limits.idleInTransactionTimeoutMs',
-        DEFAULTS.limits.idleInTransactionTimeoutMs,
-        0,
-        2_147_483_647,
-      ),
-      maxPreparedStatements: int(limits.maxPreparedStatements, 'limits.maxPreparedStatements', DEFAULTS.limits.maxPreparedStatements, 1, 1_000_000),
-      maxPortals: int(limits.maxPortals, 'limits.maxPortals', DEFAULTS.limits.maxPortals, 1, 1_000_000),
-      maxAppendBytes: int(limits.maxAppendBytes, 'limits.maxAppendBytes', DEFAULTS.limits.maxAppendBytes, 1024, 16 * 1024 * 1024 * 1024),
-    },
+    limits: limitsConfig(limits),
     log: {
       level: oneOf(pick(argv['log-level'], env.COTWIRE_LOG_LEVEL, log.level), 'log.level', DEFAULTS.log.level, LOG_LEVELS),
       slowStatementMs: int(log.slowStatementMs, 'log.slowStatementMs', DEFAULTS.log.slowStatementMs, 0, 86_400_000),
     },
-    ledger: {
-      enabled: ledgersEnabled(ledger.enabled),
-      maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
-      embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
-      embeddingAlwaysTypes: stepTypes(ledger.embeddingAlwaysTypes, 'ledger.embeddingAlwaysTypes', DEFAULTS.ledger.embeddingAlwaysTypes),
-      retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
-      verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
-      watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
-      sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),
-      hashVersion: oneOf(ledger.hashVersion, 'ledger.hashVersion', DEFAULTS.ledger.hashVersion, LEDGER_HASH_VERSIONS),
-      sessionOwner: oneOf(ledger.sessionOwner, 'ledger.sessionOwner', DEFAULTS.ledger.sessionOwner, SESSION_OWNERS),
-    },
+    ledger: ledgerConfig(ledger),
     checkpoint: {
       keyFile: optStr(pick(argv['checkpoint-key'], env.COTWIRE_CHECKPOINT_KEY, checkpoint.keyFile), 'checkpoint.keyFile'),
       intervalSeconds: int(checkpoint.intervalSeconds, 'checkpoint.intervalSeconds', DEFAULTS.checkpoint.intervalSeconds, 1, 86_400),
@@ -344,15 +337,64 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     guard: { protectedPrefixes: prefixes(guard.protectedPrefixes) },
     embedding: embeddingConfig(embedding, env),
-    metrics: {
-      host: str(pick(undefined, env.COTWIRE_METRICS_HOST, metrics.host), 'metrics.host', DEFAULTS.metrics.host),
-      port: optPort(pick(argv['metrics-port'], env.COTWIRE_METRICS_PORT, metrics.port)),
+    http: httpConfig(
+      { host: pick(argv['http-host'], env.COTWIRE_HTTP_HOST, http.host), port: pick(argv['http-port'], env.COTWIRE_HTTP_PORT, http.port) },
+      { host: pick(undefined, env.COTWIRE_METRICS_HOST, metrics.host), port: pick(argv['metrics-port'], env.COTWIRE_METRICS_PORT, metrics.port) },
+    ),
+    otlp: {
+      nonGenAiSpans: oneOf(otlp.nonGenAiSpans, 'otlp.nonGenAiSpans', DEFAULTS.otlp.nonGenAiSpans, ['drop', 'keep'] as const),
+      maxBodyBytes: int(otlp.maxBodyBytes, 'otlp.maxBodyBytes', DEFAULTS.otlp.maxBodyBytes, 1024, 1024 * 1024 * 1024),
     },
   };
   if ((config.tls.key === null) !== (config.tls.cert === null)) {
     fail('tls', config.tls, 'set both tls.key and tls.cert, or neither');
   }
   return deepFreeze(config);
+}
+
+function limitsConfig(limits: Obj): Config['limits'] {
+  return {
+    maxMessageSize: int(limits.maxMessageSize, 'limits.maxMessageSize', DEFAULTS.limits.maxMessageSize, 1024, 1024 * 1024 * 1024),
+    memoryMB: int(limits.memoryMB, 'limits.memoryMB', DEFAULTS.limits.memoryMB, 64, 16 * 1024 * 1024),
+    spillMB: int(limits.spillMB, 'limits.spillMB', limits.memoryMB === undefined ? DEFAULTS.limits.spillMB : 4 * Number(limits.memoryMB), 0, 64 * 1024 * 1024),
+    maxConnections: int(limits.maxConnections, 'limits.maxConnections', DEFAULTS.limits.maxConnections, 1, 10_000),
+    maxStartupConnections: int(limits.maxStartupConnections, 'limits.maxStartupConnections', DEFAULTS.limits.maxStartupConnections, 1, 10_000),
+    maxStartupConnectionsPerAddress: int(
+      limits.maxStartupConnectionsPerAddress,
+      'limits.maxStartupConnectionsPerAddress',
+      DEFAULTS.limits.maxStartupConnectionsPerAddress,
+      1,
+      10_000,
+    ),
+    shutdownGraceMs: int(limits.shutdownGraceMs, 'limits.shutdownGraceMs', DEFAULTS.limits.shutdownGraceMs, 0, 3_600_000),
+    statementTimeoutMs: int(limits.statementTimeoutMs, 'limits.statementTimeoutMs', DEFAULTS.limits.statementTimeoutMs, 0, 2_147_483_647),
+    startupTimeoutMs: int(limits.startupTimeoutMs, 'limits.startupTimeoutMs', DEFAULTS.limits.startupTimeoutMs, 100, 3_600_000),
+    idleInTransactionTimeoutMs: int(
+      limits.idleInTransactionTimeoutMs,
+      'limits.idleInTransactionTimeoutMs',
+      DEFAULTS.limits.idleInTransactionTimeoutMs,
+      0,
+      2_147_483_647,
+    ),
+    maxPreparedStatements: int(limits.maxPreparedStatements, 'limits.maxPreparedStatements', DEFAULTS.limits.maxPreparedStatements, 1, 1_000_000),
+    maxPortals: int(limits.maxPortals, 'limits.maxPortals', DEFAULTS.limits.maxPortals, 1, 1_000_000),
+    maxAppendBytes: int(limits.maxAppendBytes, 'limits.maxAppendBytes', DEFAULTS.limits.maxAppendBytes, 1024, 16 * 1024 * 1024 * 1024),
+  };
+}
+
+function ledgerConfig(ledger: Obj): Config['ledger'] {
+  return {
+    enabled: ledgersEnabled(ledger.enabled),
+    maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
+    embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
+    embeddingAlwaysTypes: stepTypes(ledger.embeddingAlwaysTypes, 'ledger.embeddingAlwaysTypes', DEFAULTS.ledger.embeddingAlwaysTypes),
+    retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
+    verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
+    watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
+    sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),
+    hashVersion: oneOf(ledger.hashVersion, 'ledger.hashVersion', DEFAULTS.ledger.hashVersion, LEDGER_HASH_VERSIONS),
+    sessionOwner: oneOf(ledger.sessionOwner, 'ledger.sessionOwner', DEFAULTS.ledger.sessionOwner, SESSION_OWNERS),
+  };
 }
 
 /** A URL alone means PostgreSQL; PostgreSQL without a URL has nothing to connect to. */

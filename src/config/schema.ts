@@ -14,13 +14,15 @@ export const ROLES: readonly Role[] = ['reader', 'writer', 'admin'];
 
 export interface UserConfig {
   readonly name: string;
-  /** A SCRAM-SHA-256 verifier, as printed by `cotwire passwd`. Never a plain password. */
-  readonly password: string;
+  /** A SCRAM-SHA-256 verifier, as printed by `cotwire passwd`. Never a plain password. Null: the user has a token and reaches only the HTTP listener. */
+  readonly password: string | null;
   /** Least privilege unless configured: reader. */
   readonly role: Role;
   /** For writers: the identity the ledger writer stamps on their steps. */
   readonly agentId: string | null;
   readonly orgId: string | null;
+  /** The hash of the bearer token with which this user reaches the HTTP listener, as printed by `cotwire token`; null: none. */
+  readonly token?: string | null;
 }
 
 export interface Config {
@@ -88,8 +90,18 @@ export interface Config {
     /** Statements that run at least this long get a warn line, in milliseconds (0 = never). */
     readonly slowStatementMs: number;
   };
-  /** The HTTP listener for /healthz and /metrics; off when port is null. */
-  readonly metrics: { readonly host: string; readonly port: number | null };
+  /**
+   * The HTTP listener: /healthz, /metrics, the OTLP receiver (`POST /v1/traces`) and the viewer. On by default on
+   * OTLP/HTTP's standard port; off when port is null. `metrics.host` and `metrics.port` are older names for it.
+   */
+  readonly http: { readonly host: string; readonly port: number | null };
+  /** OpenTelemetry spans taken in at `POST /v1/traces` (docs/ingest.md). */
+  readonly otlp: {
+    /** Spans that are not GenAI spans: `drop` (counted in cotwire_otlp_spans_total) or `keep` as Observation steps. */
+    readonly nonGenAiSpans: 'drop' | 'keep';
+    /** The largest request body, before and after gzip, in bytes; a larger one gets 413. */
+    readonly maxBodyBytes: number;
+  };
   readonly ledger: {
     /** Whether `_cot` tables are chained ledgers (the guard protects them either way). */
     readonly enabled: boolean;
@@ -204,7 +216,8 @@ export const DEFAULTS: Config = {
     maxAppendBytes: 256 * 1024 * 1024,
   },
   log: { level: 'info', slowStatementMs: 1000 },
-  metrics: { host: '127.0.0.1', port: null },
+  http: { host: '127.0.0.1', port: 4318 },
+  otlp: { nonGenAiSpans: 'drop', maxBodyBytes: 16 * 1024 * 1024 },
   ledger: {
     enabled: true,
     maxContentBytes: 65536,

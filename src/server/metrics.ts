@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Observer } from '../observe/observer.js';
 
@@ -79,8 +77,29 @@ export class PrometheusObserver implements Observer {
     registers: [this.registry],
   });
 
+  private readonly otlpRequests = new Counter({
+    name: 'cotwire_otlp_requests_total',
+    help: 'OTLP export requests at POST /v1/traces, by HTTP status',
+    labelNames: ['status'],
+    registers: [this.registry],
+  });
+  private readonly otlpSpanCount = new Counter({
+    name: 'cotwire_otlp_spans_total',
+    help: 'OTLP spans received, by outcome: appended, duplicate (already in the ledger: a retried export), dropped (not a GenAI span, under otlp.nonGenAiSpans: drop), rejected',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  otlpRequest(status: string): void {
+    this.otlpRequests.inc({ status });
+  }
+
+  otlpSpans(counts: Readonly<Record<'appended' | 'duplicate' | 'dropped' | 'rejected', number>>): void {
+    for (const [outcome, n] of Object.entries(counts)) if (n > 0) this.otlpSpanCount.inc({ outcome }, n);
   }
 
   connectionOpened(): void {
@@ -131,51 +150,5 @@ export class PrometheusObserver implements Observer {
     this.groupUnits.observe(units);
     this.appendedRows.inc(rows);
     this.appendSeconds.observe(seconds);
-  }
-}
-
-/**
- * The operations endpoint, on its own port: /healthz answers 200 while the
- * server accepts connections and 503 once it drains or while its engine is unreachable; /metrics serves
- * Prometheus text.
- */
-export class OpsServer {
-  private readonly server: http.Server;
-
-  constructor(
-    private readonly observer: PrometheusObserver,
-    /** Why the server is not healthy now (draining, its engine unreachable), or null when it is. */
-    private readonly unhealthy: () => string | null,
-  ) {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-  }
-
-  listen(host: string, port: number): Promise<AddressInfo> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host, port }, () => resolve(this.server.address() as AddressInfo));
-    });
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD' }).end();
-      return;
-    }
-    if (path === '/healthz') {
-      const why = this.unhealthy();
-      res.writeHead(why === null ? 200 : 503, { 'content-type': 'text/plain' }).end(`${why ?? 'ok'}\n`);
-      return;
-    }
-    if (path === '/metrics') {
-      res.writeHead(200, { 'content-type': this.observer.registry.contentType }).end(await this.observer.registry.metrics());
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   }
 }

@@ -4,6 +4,7 @@ import tls from 'node:tls';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
 import { BackendWriter } from '../protocol/encode.js';
+import { inProcessPair, InProcessEnd } from './in-process.js';
 import { SharedMessageMemory } from './message-memory.js';
 import { Framer, STARTUP_FRAME } from '../protocol/framer.js';
 import { StartupCode } from '../protocol/codes.js';
@@ -70,7 +71,7 @@ export class PgServer {
   private readonly starting = new Map<number, Starting>();
   private authenticatedCount = 0;
   /** Every accepted socket until it closes, refused ones included: a stop destroys what is left. */
-  private readonly sockets = new Set<net.Socket>();
+  private readonly sockets = new Set<net.Socket | InProcessEnd>();
   private nextProcessId = 1;
   private listening = false;
   /** Refusals are logged at most once per REFUSAL_LOG_MS each, with how many there were since: a flood of clients must not become a flood of log lines. */
@@ -183,17 +184,35 @@ export class PgServer {
     this.open(socket, remoteAddress);
   }
 
+  /**
+   * A connection from inside the process, already authenticated as `user` by the HTTP listener: the client end is
+   * handed to node-postgres as its stream. It takes an authenticated slot like any client, and the stop closes it.
+   */
+  connectInProcess(user: string, clientAddress: string): InProcessEnd {
+    const { client, server } = inProcessPair(clientAddress);
+    if (!this.listening) {
+      queueMicrotask(() => client.destroy(new Error('the server is not accepting connections')));
+      return client;
+    }
+    this.sockets.add(server);
+    server.once('close', () => this.sockets.delete(server));
+    server.on('error', () => undefined);
+    this.open(server, clientAddress, user);
+    return client;
+  }
+
   /** A session for an admitted socket: its transport (TLS upgrade included), framing, and the server's registries. */
-  private open(socket: net.Socket, remoteAddress: string): void {
+  private open(socket: net.Socket | InProcessEnd, remoteAddress: string, authenticatedUser?: string): void {
     const processId = this.nextProcessId++;
     const secretKey = randomInt(-2147483648, 2147483647);
     const log = this.opts.log.child({ conn: processId, remote: remoteAddress });
     const framer = new Framer(this.opts.maxMessageSize, this.messageMemory);
-    let stream: net.Socket | tls.TLSSocket = socket;
+    let stream: net.Socket | tls.TLSSocket | InProcessEnd = socket;
     let upgrading = false;
 
     const transport: Transport = {
       remoteAddress,
+      ...(authenticatedUser === undefined ? {} : { authenticatedUser }),
       get tls() {
         return stream !== socket;
       },
@@ -222,7 +241,7 @@ export class PgServer {
           stream.on('close', done);
         }),
       startTls:
-        this.opts.tls === null
+        this.opts.tls === null || socket instanceof InProcessEnd
           ? null
           : () =>
               new Promise<void>((resolve, reject) => {
@@ -232,7 +251,7 @@ export class PgServer {
                 }
                 upgrading = true;
                 socket.off('data', onData);
-                const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: this.opts.tls as tls.SecureContext });
+                const secure = new tls.TLSSocket(socket as net.Socket, { isServer: true, secureContext: this.opts.tls as tls.SecureContext });
                 secure.once('secure', () => {
                   upgrading = false;
                   stream = secure;
@@ -353,7 +372,7 @@ function evictStalled(candidates: readonly Starting[]): boolean {
 }
 
 /** A socket ended by us closes when the client reads its last bytes and closes too; one that never does is destroyed. */
-function lingerThenDestroy(socket: net.Socket): void {
+function lingerThenDestroy(socket: net.Socket | InProcessEnd): void {
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));

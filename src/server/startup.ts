@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { serverShareMB, type Config } from '../config/schema.js';
 import { AuthPolicy, isLoopback } from '../session/auth.js';
+import { parseTokenHash } from '../session/bearer-token.js';
 import { parseScramVerifier, type ScramVerifier } from '../session/scram.js';
 import type { DisposeStack } from './dispose-stack.js';
-import { OpsServer, type PrometheusObserver } from './metrics.js';
 import type { PgServer, ServerOptions } from './server.js';
 
 /** What both engines' start-ups share around the wire's listener: its configuration's checks, TLS, users, listening and the metrics port. */
@@ -18,7 +18,8 @@ export function authPolicy(config: Config): AuthPolicy {
   return new AuthPolicy(
     config.users.map((u) => ({
       name: u.name,
-      verifier: parseScramVerifier(u.password) as ScramVerifier,
+      verifier: u.password === null ? null : (parseScramVerifier(u.password) as ScramVerifier),
+      tokenDigest: u.token == null ? null : parseTokenHash(u.token),
       role: u.role,
       identity: {
         // A user written without one (a configuration built in code) has none, as with null.
@@ -39,7 +40,7 @@ export function checkListenAuth(config: Config): void {
   }
 }
 
-function isLoopbackHost(host: string): boolean {
+export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || isLoopback(host);
 }
 
@@ -67,26 +68,6 @@ export async function listenOrExplain(server: PgServer, config: Config, stack: D
   }
   stack.defer((graceMs) => server.close(graceMs));
   return address;
-}
-
-/** /healthz and /metrics, when metrics.port is set; closed at the unwind. */
-export async function openOps(
-  prometheus: PrometheusObserver | null,
-  server: PgServer,
-  config: Config,
-  stack: DisposeStack,
-  /** Whether what the server stands on answers (a PostgreSQL engine); /healthz says 503 while it does not. */
-  engineReachable: () => boolean = () => true,
-): Promise<AddressInfo | null> {
-  if (prometheus === null) return null;
-  const ops = new OpsServer(prometheus, () => (!server.isListening ? 'draining' : engineReachable() ? null : 'engine unreachable'));
-  try {
-    const address = await ops.listen(config.metrics.host, config.metrics.port as number);
-    stack.defer(() => ops.close());
-    return address;
-  } catch (err) {
-    throw new StartupError(`cannot listen for metrics on ${config.metrics.host}:${String(config.metrics.port)}: ${(err as Error).message}`);
-  }
 }
 
 /** The wire's options from the configuration, the same for both engines; each adds its TLS, observer, handlers and logger. */

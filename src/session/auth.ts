@@ -1,15 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { PgError } from '../errors/pg-error.js';
 import { SqlState } from '../errors/sqlstate.js';
+import { tokenMatches } from './bearer-token.js';
 import { mockScramVerifier, type ScramVerifier } from './scram.js';
 
 export type AuthMethod = 'trust' | 'scram-sha-256' | 'password';
 
 export interface AuthUser {
   readonly name: string;
-  readonly verifier: ScramVerifier;
+  /** Null: the user has no password, and reaches only the HTTP listener, with its token. */
+  readonly verifier: ScramVerifier | null;
   readonly role: string;
   readonly identity: Readonly<Record<string, string>>;
+  /** The SHA-256 of the user's bearer token for the HTTP listener, or null. */
+  readonly tokenDigest?: Buffer | null;
 }
 
 /**
@@ -62,8 +66,24 @@ export class AuthPolicy {
   /** The user's verifier, or a mock one so that unknown users look like wrong passwords. */
   verifierFor(user: string): { verifier: ScramVerifier; exists: boolean } {
     const u = this.users.get(user);
-    if (u !== undefined) return { verifier: u.verifier, exists: true };
+    if (u !== undefined && u.verifier !== null) return { verifier: u.verifier, exists: true };
     return { verifier: mockScramVerifier(this.mockSecret, user), exists: false };
+  }
+
+  /**
+   * Who an HTTP request is, from its `Authorization` header: without configured users, anyone from loopback (as the
+   * wire trusts it), named `cotwire`; with users, the user whose token it bears. Every user's digest is compared, so
+   * the time taken does not tell which one matched.
+   */
+  httpUser(authorization: string | undefined, remoteAddress: string): { user: string } | { refused: 'no-token' | 'bad-token' | 'not-loopback' } {
+    if (this.users.size === 0) return isLoopback(remoteAddress) ? { user: 'cotwire' } : { refused: 'not-loopback' };
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
+    if (m === null) return { refused: 'no-token' };
+    let found: string | null = null;
+    for (const u of this.users.values()) {
+      if (u.tokenDigest != null && tokenMatches(m[1] as string, u.tokenDigest)) found = u.name;
+    }
+    return found === null ? { refused: 'bad-token' } : { user: found };
   }
 }
 

@@ -34,6 +34,11 @@ import { checkPassword, ScramError, ScramExchange } from './scram.js';
 export interface Transport {
   readonly remoteAddress: string;
   readonly tls: boolean;
+  /**
+   * The user an in-process connection was opened for, once the HTTP listener authenticated its request: that user
+   * connects without a password, and no other name does. Unset for a socket.
+   */
+  readonly authenticatedUser?: string;
   /** Returns false when the socket is congested; then wait for drain(). */
   write(data: Buffer): boolean;
   /** Several buffers in order, in one system call where the socket allows. */
@@ -375,7 +380,7 @@ export class Session {
       throw new PgError(SqlState.FeatureNotSupported, 'replication connections are not supported', {}, 'FATAL');
     }
     this.log = this.opts.log.child({ user, application_name: startup.parameters.get('application_name') });
-    const method: AuthMethod | PgError = this.opts.auth.methodFor(this.transport.remoteAddress, this.transport.tls);
+    const method: AuthMethod | PgError = this.inProcessMethod(user) ?? this.opts.auth.methodFor(this.transport.remoteAddress, this.transport.tls);
     if (method instanceof PgError) throw method;
     switch (method) {
       case 'trust':
@@ -392,6 +397,14 @@ export class Session {
         this.flush();
         return;
     }
+  }
+
+  /** An in-process connection's user was authenticated by whoever opened it: that name is trusted, any other refused. */
+  private inProcessMethod(user: string): AuthMethod | PgError | null {
+    const opened = this.transport.authenticatedUser;
+    if (opened === undefined) return null;
+    if (user === opened) return 'trust';
+    return new PgError(SqlState.InvalidAuthorizationSpecification, `this connection was opened for user "${opened}", not "${user}"`, {}, 'FATAL');
   }
 
   private async onPasswordData(data: Buffer): Promise<void> {

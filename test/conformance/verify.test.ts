@@ -12,7 +12,7 @@ import { freePort, useConformanceServer } from '../fixtures/conformance.js';
 let metricsPort = 0;
 const s = useConformanceServer(async () => {
   metricsPort = await freePort();
-  return { metrics: { host: '127.0.0.1', port: metricsPort } };
+  return { http: { host: '127.0.0.1', port: metricsPort } };
 });
 
 beforeAll(async () => {

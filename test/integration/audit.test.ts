@@ -23,7 +23,7 @@ logs.on('data', (b: Buffer) => (logText += b.toString()));
 
 beforeAll(async () => {
   server = await startTestServer(
-    { ledger: { ...DEFAULTS.ledger, verifyIntervalSeconds: INTERVAL_S }, metrics: { host: '127.0.0.1', port: 0 }, log: { ...DEFAULTS.log, level: 'error' } },
+    { ledger: { ...DEFAULTS.ledger, verifyIntervalSeconds: INTERVAL_S }, http: { host: '127.0.0.1', port: 0 }, log: { ...DEFAULTS.log, level: 'error' } },
     logs,
   );
   client = await server.client();
@@ -70,7 +70,7 @@ async function findingFor(session: string, kind: string): Promise<AuditRow> {
 }
 
 async function metric(kind: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port ?? 0}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${server.running.httpAddress?.port ?? 0}/metrics`)).text();
   return Number(new RegExp(`^cotwire_verification_failures_total\\{kind="${kind}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
 }
 

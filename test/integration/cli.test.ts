@@ -23,7 +23,7 @@ describe('cotwire serve', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as net.AddressInfo).port;
     try {
-      const r = runCli(['serve', '--port', String(port), '--db', ':memory:']);
+      const r = runCli(['serve', '--port', String(port), '--http-port', '0', '--db', ':memory:']);
       expect(r.status).toBe(1);
       expect(r.stderr.trim()).toBe(`cotwire: port ${port} on 127.0.0.1 is already in use; stop the other server or choose another port with --port`);
     } finally {
@@ -34,7 +34,7 @@ describe('cotwire serve', () => {
   it('says in one line that the database file cannot be opened', () => {
     const notADir = join(dir, 'file');
     writeFileSync(notADir, 'x');
-    const r = runCli(['serve', '--port', '0', '--db', join(notADir, 'db.duckdb')]);
+    const r = runCli(['serve', '--port', '0', '--http-port', '0', '--db', join(notADir, 'db.duckdb')]);
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^cotwire: cannot create the directory for the database file/);
@@ -95,7 +95,7 @@ describe('the ledger commands', () => {
     const { loadConfig } = await import('../../src/config/load.js');
     const { createLogger } = await import('../../src/log/logger.js');
     const { startServer } = await import('../../src/engines/duckdb/start.js');
-    const running = await startServer(loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} }), createLogger('silent', false));
+    const running = await startServer(loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'silent' }, env: {} }), createLogger('silent', false));
     const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
     await c.connect();
     await c.query(

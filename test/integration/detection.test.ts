@@ -17,7 +17,7 @@ const STEPS = 200_000;
 const SESSIONS = 2_000;
 
 async function serve(db: string, sink?: NodeJS.WritableStream) {
-  const config = loadConfig({ argv: { port: '0', db, 'log-level': 'info' }, env: {} });
+  const config = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'info' }, env: {} });
   const running = await startServer(config, createLogger('info', false, sink ?? new PassThrough()));
   const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
   await client.connect();

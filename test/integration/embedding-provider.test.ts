@@ -83,7 +83,7 @@ describe('background embedding through an OpenAI-compatible service', () => {
 
   async function start(): Promise<{ running: RunningServer; client: pg.Client; metrics: () => Promise<string>; [Symbol.asyncDispose](): Promise<void> }> {
     const base = loadConfig({
-      argv: { port: '0', db: join(dir, 'embed.duckdb'), 'log-level': 'silent', 'metrics-port': '0' },
+      argv: { port: '0', 'http-port': '0', db: join(dir, 'embed.duckdb'), 'log-level': 'silent', 'metrics-port': '0' },
       env: { COTWIRE_EMBEDDING_API_KEY: 'sk-test' },
     });
     const config = {
@@ -94,7 +94,7 @@ describe('background embedding through an OpenAI-compatible service', () => {
     const running = await startServer(config, createLogger('silent', false));
     const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
     await client.connect();
-    const metricsUrl = `http://127.0.0.1:${running.metricsAddress?.port}`;
+    const metricsUrl = `http://127.0.0.1:${running.httpAddress?.port}`;
     return {
       running,
       client,
@@ -165,7 +165,7 @@ describe('background embedding through an OpenAI-compatible service', () => {
       // The service is tried and fails; appends and reads go on, /healthz stays healthy.
       for (let i = 0; i < 100 && provider.requests === before; i++) await new Promise((r) => setTimeout(r, 20));
       expect(provider.requests).toBeGreaterThan(before);
-      const health = await fetch(`http://127.0.0.1:${s.running.metricsAddress?.port}/healthz`);
+      const health = await fetch(`http://127.0.0.1:${s.running.httpAddress?.port}/healthz`);
       expect(health.status).toBe(200);
       expect((await s.client.query("SELECT count(*)::int AS n FROM _cot_steps WHERE content LIKE 'decision 1__'")).rows[0].n).toBe(6);
       expect(s.running.embeddings?.queueDepth).toBeGreaterThanOrEqual(6);
@@ -229,7 +229,7 @@ describe('background embedding through an OpenAI-compatible service', () => {
       await append(s.client, 1, 200);
       expect(s.running.embeddings).toBeNull();
     }
-    const base = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
+    const base = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'silent' }, env: {} });
     const running = await startServer({ ...base, embedding: { ...base.embedding, dimensions: 64 } } as Config, createLogger('silent', false));
     try {
       const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });

@@ -24,7 +24,7 @@ interface Started {
 }
 
 async function start(db: string): Promise<Started> {
-  const config = loadConfig({ argv: { port: '0', db, 'log-level': 'info' }, env: {} });
+  const config = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'info' }, env: {} });
   const sink = new PassThrough();
   let text = '';
   sink.on('data', (b: Buffer) => (text += b.toString()));

@@ -32,7 +32,7 @@ async function withServer<T>(
   logTo?: NodeJS.WritableStream,
   key: string | null = keyFile,
 ): Promise<T> {
-  const base = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
+  const base = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'silent' }, env: {} });
   const config: Config = { ...base, checkpoint: { keyFile: key, intervalSeconds: 3600, maxLeaves: 1_000_000, sinks: [`${sinkDir}/`] } };
   const running = await startServer(config, createLogger(logTo === undefined ? 'silent' : 'info', false, logTo));
   const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });

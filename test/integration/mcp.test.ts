@@ -35,7 +35,7 @@ let agent: Client;
 const opened: Client[] = [];
 
 async function start(port = 0): Promise<RunningServer> {
-  const base = loadConfig({ argv: { port: String(port), db, 'log-level': 'silent' }, env: {} });
+  const base = loadConfig({ argv: { port: String(port), 'http-port': '0', db, 'log-level': 'silent' }, env: {} });
   const config = { ...base, users: USERS, ledger: { ...base.ledger, maxContentBytes: MAX_CONTENT } } as Config;
   return startServer(config, createLogger('silent', false));
 }

@@ -14,8 +14,8 @@ function value(metrics: string, line: string): number {
 
 describe('health and metrics', () => {
   it('serves /healthz and /metrics, whose counters move with real traffic', async () => {
-    const server = await startTestServer({ metrics: { host: '127.0.0.1', port: 0 } });
-    const port = server.running.metricsAddress?.port as number;
+    const server = await startTestServer({ http: { host: '127.0.0.1', port: 0 } });
+    const port = server.running.httpAddress?.port as number;
     expect(await get(port, '/healthz')).toEqual({ status: 200, body: 'ok\n' });
     const before = (await get(port, '/metrics')).body;
     expect(before).toContain('# TYPE cotwire_connections_open gauge');
@@ -40,10 +40,10 @@ describe('health and metrics', () => {
 
   it('answers 503 while the server drains', async () => {
     const server = await startTestServer({
-      metrics: { host: '127.0.0.1', port: 0 },
+      http: { host: '127.0.0.1', port: 0 },
       limits: { ...DEFAULTS.limits, maxMessageSize: 1 << 20, maxConnections: 10, shutdownGraceMs: 1500 },
     });
-    const port = server.running.metricsAddress?.port as number;
+    const port = server.running.httpAddress?.port as number;
     const c = await server.client();
     const long = c.query('SELECT count(*) FROM range(100000000000) t(x) WHERE x % 7 = 3').catch(() => undefined);
     await new Promise((r) => setTimeout(r, 100));

@@ -59,7 +59,10 @@ describe('graceful shutdown', () => {
       const sink = new PassThrough();
       let text = '';
       sink.on('data', (b: Buffer) => (text += b.toString()));
-      const running = await startServer(loadConfig({ argv: { port: '0', db, 'log-level': 'error' }, env: {} }), createLogger('error', false, sink));
+      const running = await startServer(
+        loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'error' }, env: {} }),
+        createLogger('error', false, sink),
+      );
       await new Promise((r) => setTimeout(r, 300));
       await running.close();
       // Closed before the audit could finish, and the cut-short audit is neither a report nor an error.

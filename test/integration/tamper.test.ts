@@ -19,7 +19,7 @@ const root = mkdtempSync(join(tmpdir(), 'cotwire-tamper-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 async function withServer<T>(db: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const config = loadConfig({ argv: { port: '0', db, 'log-level': 'silent' }, env: {} });
+  const config = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'silent' }, env: {} });
   const running = await startServer(config, createLogger('silent', false));
   const client = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
   await client.connect();
@@ -113,13 +113,13 @@ describe('background audit', () => {
   it('finds a broken chain at start-up and counts it in the metrics', async () => {
     const db = await ledgerWithSteps('audited');
     await tamper(db, "UPDATE _cot_steps SET content = 'forged' WHERE session_id = 's' AND step_index = 1");
-    const config = loadConfig({ argv: { port: '0', db, 'log-level': 'silent', 'metrics-port': '0' }, env: {} });
+    const config = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'silent', 'metrics-port': '0' }, env: {} });
     const running = await startServer(config, createLogger('silent', false));
     try {
       const report = await running.auditor.audit();
       // The row's hash is still the logged one: only recomputing the chain shows the edit.
       expect(report.findings.map((f) => [f.kind, f.chainKey, f.detail.startsWith('the chain breaks at step 1 ')])).toEqual([['edited', 's', true]]);
-      const metrics = await (await fetch(`http://127.0.0.1:${running.metricsAddress?.port ?? 0}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${running.httpAddress?.port ?? 0}/metrics`)).text();
       const failures = Number(/^cotwire_verification_failures_total\{kind="edited"\} (\S+)$/m.exec(metrics)?.[1] ?? 0);
       expect(failures).toBeGreaterThanOrEqual(1);
     } finally {

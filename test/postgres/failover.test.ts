@@ -39,7 +39,7 @@ beforeAll(async () => {
     {
       engine: { kind: 'postgres', url: url.toString(), rolePrefix: 'cotwire', answerTimeoutMs: 5000 },
       checkpoint: { keyFile: null, intervalSeconds: 1, maxLeaves: 10_000, sinks: [] },
-      metrics: { host: '127.0.0.1', port: 0 },
+      http: { host: '127.0.0.1', port: 0 },
     },
     { log: logLines(lines) },
   );
@@ -50,7 +50,7 @@ afterAll(async () => {
   standby?.stop();
 });
 
-const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`)).status;
+const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.httpAddress?.port}/healthz`)).status;
 
 describe('cotwire through a failover to a promoted replica at the same address', () => {
   it('waits out the replica in recovery, goes on when it is promoted, and has lost no acknowledged step', async () => {

@@ -35,7 +35,7 @@ beforeAll(async () => {
     {
       engine: { kind: 'postgres', url: url.toString(), rolePrefix: 'cotwire', answerTimeoutMs: ANSWER_TIMEOUT_MS },
       checkpoint: { keyFile: null, intervalSeconds: 1, maxLeaves: 10_000, sinks: [] },
-      metrics: { host: '127.0.0.1', port: 0 },
+      http: { host: '127.0.0.1', port: 0 },
     },
     { log },
   );
@@ -48,7 +48,7 @@ afterAll(async () => {
   link?.close();
 });
 
-const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`)).status;
+const healthz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${server.running.httpAddress?.port}/healthz`)).status;
 const logged = (message: string): number => countLogged(lines, message);
 
 describe('cotwire when the network to its PostgreSQL is cut', () => {

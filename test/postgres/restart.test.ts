@@ -24,7 +24,7 @@ beforeAll(async () => {
   const log = logLines(lines);
   server = await startPgTestServer(
     ctx.engine,
-    { checkpoint: { keyFile: null, intervalSeconds: 1, maxLeaves: 10_000, sinks: [] }, metrics: { host: '127.0.0.1', port: 0 } },
+    { checkpoint: { keyFile: null, intervalSeconds: 1, maxLeaves: 10_000, sinks: [] }, http: { host: '127.0.0.1', port: 0 } },
     { log },
   );
   admin = await ctx.engine.admin();
@@ -85,7 +85,7 @@ async function resume(): Promise<void> {
 }
 
 async function healthz(): Promise<number> {
-  const res = await fetch(`http://127.0.0.1:${server.running.metricsAddress?.port}/healthz`);
+  const res = await fetch(`http://127.0.0.1:${server.running.httpAddress?.port}/healthz`);
   return res.status;
 }
 

@@ -14,7 +14,8 @@ import { NO_OBSERVER } from '../../observe/observer.js';
 import { startParts } from '../../server/dispose-stack.js';
 import { PrometheusObserver } from '../../server/metrics.js';
 import type { PgServer } from '../../server/server.js';
-import { checkListenAuth, listenOrExplain, loadTls, openOps } from '../../server/startup.js';
+import { checkListenAuth, listenOrExplain, loadTls } from '../../server/startup.js';
+import { openHttp } from '../../http/open.js';
 import { DeclaredStore } from './catalog/declared.js';
 import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
@@ -39,7 +40,8 @@ export interface RunningServer {
   retain(days: number, dryRun: boolean, actor: string): Promise<RetainedSession[]>;
   readonly address: AddressInfo;
   /** Where /healthz and /metrics listen, when enabled. */
-  readonly metricsAddress: AddressInfo | null;
+  /** The HTTP listener's address (/healthz, /metrics, OTLP, the viewer), or null when it is off. */
+  readonly httpAddress: AddressInfo | null;
   readonly server: PgServer;
   readonly engine: Engine;
   readonly securityLog: SecurityEventLog;
@@ -82,7 +84,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
   let started = false;
   const { value: running, stack } = await startParts(async (stack) => {
     const { engine, internal, guard, ledgers, stepsServed } = await openStore(config, log, stack, () => started);
-    const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
+    const prometheus = config.http.port === null ? null : new PrometheusObserver();
     const observer = prometheus ?? NO_OBSERVER;
     const ledgerLog = await openLog(config, log, engine, ledgers, observer, stack);
     const { merkle, writer } = ledgerLog;
@@ -137,7 +139,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     checkpoints.start();
     search.worker?.start();
     // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
-    const metricsAddress = await openOps(prometheus, server, config, stack);
+    const httpAddress = await openHttp(prometheus, server, config, tls, log, stack);
     const address = await listenOrExplain(server, config, stack);
     const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
     if (sinkNames.length > 0) {
@@ -150,7 +152,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     }
     return {
       address,
-      metricsAddress,
+      httpAddress,
       server,
       engine,
       securityLog,

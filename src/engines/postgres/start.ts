@@ -13,7 +13,8 @@ import { NO_OBSERVER } from '../../observe/observer.js';
 import { startParts, type DisposeStack } from '../../server/dispose-stack.js';
 import { PrometheusObserver } from '../../server/metrics.js';
 import { PgServer } from '../../server/server.js';
-import { checkListenAuth, listenOrExplain, loadTls, openOps, StartupError, wireOptions } from '../../server/startup.js';
+import { checkListenAuth, listenOrExplain, loadTls, StartupError, wireOptions } from '../../server/startup.js';
+import { openHttp } from '../../http/open.js';
 import { engineRefusedConnection, PgBackend } from './adapter/backend.js';
 import { PostgresConnection, urlAs } from './adapter/connection.js';
 import { PostgresGuard } from './guard.js';
@@ -43,7 +44,8 @@ import { ledgerDdl } from './start/ledger-ddl.js';
 export interface RunningPostgresServer {
   readonly kind: 'postgres';
   readonly address: AddressInfo;
-  readonly metricsAddress: AddressInfo | null;
+  /** The HTTP listener's address (/healthz, /metrics, OTLP, the viewer), or null when it is off. */
+  readonly httpAddress: AddressInfo | null;
   readonly server: PgServer;
   readonly writer: PgLedgerWriter;
   readonly ledgers: LedgerCatalog;
@@ -108,7 +110,7 @@ async function openParts(
     writer: urlAs(url, roles.writer, passwords.writer),
     admin: urlAs(url, roles.admin, passwords.admin),
   };
-  const prometheus = config.metrics.port === null ? null : new PrometheusObserver();
+  const prometheus = config.http.port === null ? null : new PrometheusObserver();
   const observer = prometheus ?? NO_OBSERVER;
   const guard = new PostgresGuard(
     names,
@@ -190,11 +192,11 @@ async function openParts(
     log,
   });
   // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
-  const metricsAddress = await openOps(prometheus, server, config, stack, () => health.reachable);
+  const httpAddress = await openHttp(prometheus, server, config, tls, log, stack, () => health.reachable);
   const address = await listenOrExplain(server, config, stack);
   checkpoints.start();
   log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);
-  return { address, metricsAddress, server, writer, ledgers, securityLog, checkpoints, instance, retain: erasure.retain, auditor };
+  return { address, httpAddress, server, writer, ledgers, securityLog, checkpoints, instance, retain: erasure.retain, auditor };
 }
 
 async function loadGuardParser(): Promise<void> {

@@ -18,6 +18,7 @@ export const STEP_TYPES = [
   'PlanStep',
   'FinalAnswer',
 ] as const;
+export type StepType = (typeof STEP_TYPES)[number];
 
 export const STEPS_TABLE = '_cot_steps';
 

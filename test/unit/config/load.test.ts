@@ -78,7 +78,7 @@ describe('loadConfig', () => {
     ['users: {}\n', 'invalid configuration: users = {}; expected a list of { name, password, role }'],
     [
       'users:\n  - name: a\n    password: x\n    colour: red\n',
-      'invalid configuration: users[0].colour = "red"; unknown key; known keys are name, password, role, agent_id, org_id',
+      'invalid configuration: users[0].colour = "red"; unknown key; known keys are name, password, role, agent_id, org_id, token',
     ],
     ['checkpoint:\n  sinks: ["ftp://x/y"]\n', 'invalid configuration: checkpoint.sinks = "ftp://x/y"; a URL sink must be http:// or https://'],
     [
@@ -89,7 +89,7 @@ describe('loadConfig', () => {
     ['- just\n- a list\n', 'invalid configuration: (root) = ["just","a list"]; expected a mapping'],
     [
       'nope: 1\n',
-      'invalid configuration: nope = 1; unknown key; known keys are listen, database, engine, tls, auth, users, limits, log, metrics, ledger, checkpoint, guard, embedding',
+      'invalid configuration: nope = 1; unknown key; known keys are listen, database, engine, tls, auth, users, limits, log, http, metrics, otlp, ledger, checkpoint, guard, embedding',
     ],
     [
       'embedding:\n  provider: openai\n',
@@ -140,7 +140,7 @@ describe('loadConfig', () => {
   it('takes users from COTWIRE_USERS, for containers', () => {
     const v = makeScramVerifier('pw');
     const config = loadConfig({ argv: {}, env: { COTWIRE_USERS: JSON.stringify([{ name: 'agent', password: v, role: 'writer' }]) } });
-    expect(config.users).toEqual([{ name: 'agent', password: v, role: 'writer', agentId: null, orgId: null }]);
+    expect(config.users).toEqual([{ name: 'agent', password: v, role: 'writer', agentId: null, orgId: null, token: null }]);
     expect(() => loadConfig({ argv: {}, env: { COTWIRE_USERS: '[{' } })).toThrow(/COTWIRE_USERS is not YAML or JSON/);
   });
 
@@ -153,7 +153,7 @@ describe('loadConfig', () => {
   it('accepts users with SCRAM verifiers and refuses duplicates', () => {
     const v = makeScramVerifier('pw');
     const ok = file('users.yaml', `users:\n  - name: a\n    password: ${v}\n`);
-    expect(loadConfig({ argv: { config: ok }, env: {} }).users).toEqual([{ name: 'a', password: v, role: 'reader', agentId: null, orgId: null }]);
+    expect(loadConfig({ argv: { config: ok }, env: {} }).users).toEqual([{ name: 'a', password: v, role: 'reader', agentId: null, orgId: null, token: null }]);
     const writer = file('writer.yaml', `users:\n  - name: w\n    password: ${v}\n    role: writer\n    agent_id: agent-7\n`);
     expect(loadConfig({ argv: { config: writer }, env: {} }).users[0]).toMatchObject({ role: 'writer', agentId: 'agent-7' });
     const badRole = file('role.yaml', `users:\n  - name: w\n    password: ${v}\n    role: root\n`);

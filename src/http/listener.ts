@@ -1,0 +1,127 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type tls from 'node:tls';
+import type { Config } from '../config/schema.js';
+import type { PrometheusObserver } from '../server/metrics.js';
+import type { PgServer } from '../server/server.js';
+import type { AuthPolicy } from '../session/auth.js';
+import { ingestTraces } from './otlp-route.js';
+import { WireClients } from './wire-clients.js';
+
+/**
+ * The HTTP listener: /healthz, /metrics, the OTLP receiver and the viewer, on one port. It follows the wire's
+ * rules: without users only loopback clients are served, and with users every request but /healthz bears a
+ * user's token; it speaks TLS, with the wire's certificate, whenever it listens beyond the machine.
+ */
+
+export interface HttpContext {
+  readonly config: Config;
+  readonly auth: AuthPolicy;
+  readonly clients: WireClients;
+  readonly prometheus: PrometheusObserver;
+  readonly log: HttpLog;
+}
+
+export interface HttpLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** A request whose user the listener knows. */
+export interface Authenticated {
+  readonly user: string;
+  readonly address: string;
+}
+
+export class HttpListener {
+  private readonly server: http.Server;
+  private readonly context: HttpContext;
+
+  constructor(
+    wire: PgServer,
+    config: Config,
+    auth: AuthPolicy,
+    prometheus: PrometheusObserver,
+    secure: tls.SecureContext | null,
+    /** Why the server is not healthy now (draining, its engine unreachable), or null when it is. */
+    private readonly unhealthy: () => string | null,
+    log: HttpLog,
+  ) {
+    this.context = { config, auth, clients: new WireClients(wire, config.database.name), prometheus, log };
+    const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      this.handle(req, res).catch((err: unknown) => {
+        log.warn({ err: (err as Error).message, path: req.url }, 'HTTP request failed');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end('internal error\n');
+      });
+    };
+    this.server = secure === null ? http.createServer(handle) : https.createServer({ secureContext: secure }, handle);
+  }
+
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port }, () => {
+        this.server.off('error', reject);
+        resolve(this.server.address() as AddressInfo);
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    await this.context.clients.close();
+    await closed;
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path === '/healthz') {
+      if (!allow(req, res, ['GET', 'HEAD'])) return;
+      const why = this.unhealthy();
+      res.writeHead(why === null ? 200 : 503, { 'content-type': 'text/plain' }).end(`${why ?? 'ok'}\n`);
+      return;
+    }
+    const who = this.authenticate(req, res);
+    if (who === null) return;
+    if (path === '/metrics') {
+      if (!allow(req, res, ['GET', 'HEAD'])) return;
+      res.writeHead(200, { 'content-type': this.context.prometheus.registry.contentType }).end(await this.context.prometheus.registry.metrics());
+      return;
+    }
+    if (path === '/v1/traces') {
+      if (!allow(req, res, ['POST'])) return;
+      if (this.unhealthy() !== null) {
+        res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '5' }).end(`${this.unhealthy()}\n`);
+        return;
+      }
+      await ingestTraces(this.context, who, req, res);
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  }
+
+  /** The request's user, or null once it has been answered 401 (or 403 from beyond loopback without users). */
+  private authenticate(req: http.IncomingMessage, res: http.ServerResponse): Authenticated | null {
+    const address = req.socket.remoteAddress ?? 'unknown';
+    const r = this.context.auth.httpUser(req.headers.authorization, address);
+    if ('user' in r) return { user: r.user, address };
+    this.context.prometheus.refusal('HTTP', r.refused);
+    if (r.refused === 'not-loopback') {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('no users are configured, so only requests from loopback are served\n');
+      return null;
+    }
+    res
+      .writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="cotwire"' })
+      .end(r.refused === 'no-token' ? 'a bearer token is required (Authorization: Bearer <token>)\n' : 'the bearer token is not valid\n');
+    return null;
+  }
+}
+
+function allow(req: http.IncomingMessage, res: http.ServerResponse, methods: readonly string[]): boolean {
+  if (methods.includes(req.method ?? '')) return true;
+  res.writeHead(405, { allow: methods.join(', '), 'content-type': 'text/plain' }).end(`use ${methods.join(' or ')}\n`);
+  return false;
+}

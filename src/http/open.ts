@@ -1,0 +1,59 @@
+import type { AddressInfo } from 'node:net';
+import type tls from 'node:tls';
+import type { Config } from '../config/schema.js';
+import type { DisposeStack } from '../server/dispose-stack.js';
+import type { PrometheusObserver } from '../server/metrics.js';
+import type { PgServer } from '../server/server.js';
+import { authPolicy, isLoopbackHost, StartupError } from '../server/startup.js';
+import { HttpListener, type HttpLog } from './listener.js';
+
+/**
+ * The HTTP listener (/healthz, /metrics, OTLP, the viewer), unless http.port is off; closed at the unwind. Beyond
+ * loopback it needs users (their tokens) and TLS, as the wire needs users.
+ */
+export async function openHttp(
+  prometheus: PrometheusObserver | null,
+  server: PgServer,
+  config: Config,
+  tlsContext: tls.SecureContext | null,
+  log: HttpLog,
+  stack: DisposeStack,
+  /** Whether what the server stands on answers (a PostgreSQL engine); /healthz says 503 while it does not. */
+  engineReachable: () => boolean = () => true,
+): Promise<AddressInfo | null> {
+  const { host, port } = config.http;
+  if (prometheus === null || port === null) return null;
+  if (!isLoopbackHost(host)) {
+    if (config.users.length === 0) {
+      throw new StartupError(
+        `refusing to serve HTTP on ${host} without authentication: no users are configured. Give users tokens (see \`cotwire token\`), or set http.host to 127.0.0.1.`,
+      );
+    }
+    if (tlsContext === null) {
+      throw new StartupError(
+        `refusing to serve HTTP on ${host} without TLS: set tls.key and tls.cert (the wire's certificate serves both), or set http.host to 127.0.0.1.`,
+      );
+    }
+  }
+  const listener = new HttpListener(
+    server,
+    config,
+    authPolicy(config),
+    prometheus,
+    isLoopbackHost(host) ? null : tlsContext,
+    () => (!server.isListening ? 'draining' : engineReachable() ? null : 'engine unreachable'),
+    log,
+  );
+  try {
+    const address = await listener.listen(host, port);
+    stack.defer(() => listener.close());
+    return address;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new StartupError(`HTTP port ${port} on ${host} is already in use; choose another with --http-port, or turn the listener off with --http-port off`);
+    }
+    throw new StartupError(`cannot serve HTTP on ${host}:${port}: ${(err as Error).message}`);
+  }
+}
+
