@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type tls from 'node:tls';
 import type { Config } from '../config/schema.js';
 import type { PrometheusObserver } from '../server/metrics.js';
 import type { PgServer } from '../server/server.js';
@@ -43,7 +42,7 @@ export class HttpListener {
     config: Config,
     auth: AuthPolicy,
     prometheus: PrometheusObserver,
-    secure: tls.SecureContext | null,
+    secure: { readonly key: Buffer; readonly cert: Buffer } | null,
     /** Why the server is not healthy now (draining, its engine unreachable), or null when it is. */
     private readonly unhealthy: () => string | null,
     log: HttpLog,
@@ -56,7 +55,7 @@ export class HttpListener {
         res.end('internal error\n');
       });
     };
-    this.server = secure === null ? http.createServer(handle) : https.createServer({ secureContext: secure }, handle);
+    this.server = secure === null ? http.createServer(handle) : https.createServer({ key: secure.key, cert: secure.cert }, handle);
   }
 
   listen(host: string, port: number): Promise<AddressInfo> {

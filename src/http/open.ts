@@ -1,10 +1,9 @@
 import type { AddressInfo } from 'node:net';
-import type tls from 'node:tls';
 import type { Config } from '../config/schema.js';
 import type { DisposeStack } from '../server/dispose-stack.js';
 import type { PrometheusObserver } from '../server/metrics.js';
 import type { PgServer } from '../server/server.js';
-import { authPolicy, isLoopbackHost, StartupError } from '../server/startup.js';
+import { authPolicy, isLoopbackHost, StartupError, type TlsFiles } from '../server/startup.js';
 import { HttpListener, type HttpLog } from './listener.js';
 
 /**
@@ -15,7 +14,7 @@ export async function openHttp(
   prometheus: PrometheusObserver | null,
   server: PgServer,
   config: Config,
-  tlsContext: tls.SecureContext | null,
+  tlsFiles: TlsFiles | null,
   log: HttpLog,
   stack: DisposeStack,
   /** Whether what the server stands on answers (a PostgreSQL engine); /healthz says 503 while it does not. */
@@ -29,7 +28,7 @@ export async function openHttp(
         `refusing to serve HTTP on ${host} without authentication: no users are configured. Give users tokens (see \`cotwire token\`), or set http.host to 127.0.0.1.`,
       );
     }
-    if (tlsContext === null) {
+    if (tlsFiles === null) {
       throw new StartupError(
         `refusing to serve HTTP on ${host} without TLS: set tls.key and tls.cert (the wire's certificate serves both), or set http.host to 127.0.0.1.`,
       );
@@ -40,7 +39,7 @@ export async function openHttp(
     config,
     authPolicy(config),
     prometheus,
-    isLoopbackHost(host) ? null : tlsContext,
+    isLoopbackHost(host) ? null : tlsFiles,
     () => (!server.isListening ? 'draining' : engineReachable() ? null : 'engine unreachable'),
     log,
   );
@@ -56,4 +55,3 @@ export async function openHttp(
     throw new StartupError(`cannot serve HTTP on ${host}:${port}: ${(err as Error).message}`);
   }
 }
-

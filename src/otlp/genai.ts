@@ -41,8 +41,9 @@ export function stepOf(span: OtlpSpan): StepDraft {
   const error = span.statusCode === 'STATUS_CODE_ERROR';
   const tool = a.text('gen_ai.tool.name', 'ai.toolCall.name', 'tool.name');
   const toolCall = operation === 'execute_tool';
-  const inputMessages =
-    a.json('gen_ai.input.messages', 'gen_ai.prompt', 'ai.prompt.messages', 'ai.prompt') ?? indexed(a, 'gen_ai.prompt') ?? eventMessages(span, 'input');
+  const inputMessages = a.json('gen_ai.input.messages', 'gen_ai.prompt', 'ai.prompt.messages') ?? indexed(a, 'gen_ai.prompt') ?? eventMessages(span, 'input');
+  // The Vercel AI SDK's call as its caller made it: { prompt } or { system, messages }.
+  const prompt = a.json('ai.prompt');
   const outputMessages =
     a.json('gen_ai.output.messages', 'gen_ai.completion') ?? indexed(a, 'gen_ai.completion') ?? responseOf(a) ?? eventMessages(span, 'output');
   const system = a.json('gen_ai.system_instructions');
@@ -66,7 +67,7 @@ export function stepOf(span: OtlpSpan): StepDraft {
     'llm.token_count.completion',
     'llm.usage.completion_tokens',
   );
-  const totalTokens = a.number('llm.usage.total_tokens', 'llm.token_count.total');
+  const totalTokens = a.number('ai.usage.totalTokens', 'llm.usage.total_tokens', 'llm.token_count.total');
   const model = a.text(
     'gen_ai.response.model',
     'ai.response.model',
@@ -92,6 +93,7 @@ export function stepOf(span: OtlpSpan): StepDraft {
     ? compact({ tool, call_id: callId, arguments: args ?? genericIn })
     : compact({
         system_instructions: system,
+        prompt,
         messages: inputMessages ?? (MODEL_CALLS.has(operation) ? genericIn : undefined),
         input: MODEL_CALLS.has(operation) ? undefined : genericIn,
       });

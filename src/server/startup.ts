@@ -44,11 +44,19 @@ export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || isLoopback(host);
 }
 
-export function loadTls(config: Config): tls.SecureContext | null {
+/** The wire's TLS, which the HTTP listener serves too: the files' contents, checked to make a context. */
+export interface TlsFiles {
+  readonly key: Buffer;
+  readonly cert: Buffer;
+  readonly context: tls.SecureContext;
+}
+
+export function loadTls(config: Config): TlsFiles | null {
   const { key, cert } = config.tls;
   if (key === null || cert === null) return null;
   try {
-    return tls.createSecureContext({ key: readFileSync(key), cert: readFileSync(cert) });
+    const files = { key: readFileSync(key), cert: readFileSync(cert) };
+    return { ...files, context: tls.createSecureContext(files) };
   } catch (err) {
     throw new StartupError(`cannot load the TLS key and certificate (${key}, ${cert}): ${(err as Error).message}`);
   }

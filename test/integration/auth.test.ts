@@ -1,5 +1,9 @@
 import { DEFAULTS } from '../../src/config/schema.js';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -89,6 +93,36 @@ describe('who may connect', () => {
     const err = await startTestServer({ listen: { host: '0.0.0.0', port: 0 } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StartupError);
     expect((err as Error).message).toMatch(/refusing to listen on 0\.0\.0\.0 without authentication/);
+  });
+
+  it('serves HTTP beyond loopback only with users and TLS, and then over TLS with the wire certificate', async () => {
+    const noUsers = await startTestServer({ http: { host: '0.0.0.0', port: 0 } }).catch((e: unknown) => e);
+    expect(noUsers).toBeInstanceOf(StartupError);
+    expect((noUsers as Error).message).toMatch(/refusing to serve HTTP on 0\.0\.0\.0 without authentication/);
+    const noTls = await startTestServer({ users, http: { host: '0.0.0.0', port: 0 } }).catch((e: unknown) => e);
+    expect(noTls).toBeInstanceOf(StartupError);
+    expect((noTls as Error).message).toMatch(/refusing to serve HTTP on 0\.0\.0\.0 without TLS/);
+
+    await using plain = await startTestServer();
+    const tls = selfSignedCert(plain.dir);
+    const bearer = 'cwt_test-token-of-alice';
+    const withToken = [{ ...users[0], token: `sha256:${createHash('sha256').update(bearer).digest('hex')}` }, users[1]];
+    await using server = await startTestServer({ users: withToken, tls, http: { host: '0.0.0.0', port: 0 } });
+    const port = server.running.httpAddress?.port as number;
+    const get = (path: string, headers: Record<string, string> = {}): Promise<{ status: number; encrypted: boolean }> =>
+      new Promise((resolve, reject) => {
+        const req = httpsRequest({ host: '127.0.0.1', port, path, headers, ca: readFileSync(tls.cert), servername: 'localhost' }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, encrypted: (res.socket as TLSSocket).encrypted === true });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await get('/healthz')).toEqual({ status: 200, encrypted: true });
+    expect((await get('/metrics')).status).toBe(401);
+    expect((await get('/metrics', { authorization: `Bearer ${bearer}` })).status).toBe(200);
+    // Plain HTTP on the same port gets no answer it could take for one.
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
   });
 
   it('refuses connections beyond maxConnections with 53300', async () => {

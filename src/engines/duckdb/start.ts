@@ -114,7 +114,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       log,
       observer,
       {
-        tls,
+        tls: tls?.context ?? null,
         engine,
         guard,
         securityLog,

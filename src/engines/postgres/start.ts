@@ -152,7 +152,7 @@ async function openParts(
   const search = await openSearch(config, log, url, ledgers, observer, health, stack, instance);
   const server = new PgServer({
     ...wireOptions(config),
-    tls,
+    tls: tls?.context ?? null,
     observer,
     handlers: new ProxyHandlerFactory(
       (info, applicationName) =>
