@@ -40,7 +40,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   // Spans in, steps out: what a span says, and the SQL that appends it over a client of the wire.
   otlp: ['ledger'],
   // The HTTP listener reaches the ledger as a client of the wire too, through connections opened in the process.
-  http: ['server', 'session', 'config', 'otlp', 'errors'],
+  http: ['server', 'session', 'config', 'otlp', 'errors', 'viewer', 'ledger'],
+  // Pages from rows: HTML and nothing else.
+  viewer: [],
 };
 
 /**

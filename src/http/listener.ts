@@ -5,7 +5,9 @@ import type { Config } from '../config/schema.js';
 import type { PrometheusObserver } from '../server/metrics.js';
 import type { PgServer } from '../server/server.js';
 import type { AuthPolicy } from '../session/auth.js';
+import { login, tokenCookie } from './login.js';
 import { ingestTraces } from './otlp-route.js';
+import { viewerPage } from './viewer-route.js';
 import { WireClients } from './wire-clients.js';
 
 /**
@@ -36,6 +38,7 @@ export interface Authenticated {
 export class HttpListener {
   private readonly server: http.Server;
   private readonly context: HttpContext;
+  private readonly secure: boolean;
 
   constructor(
     wire: PgServer,
@@ -55,6 +58,7 @@ export class HttpListener {
         res.end('internal error\n');
       });
     };
+    this.secure = secure !== null;
     this.server = secure === null ? http.createServer(handle) : https.createServer({ key: secure.key, cert: secure.cert }, handle);
   }
 
@@ -83,8 +87,19 @@ export class HttpListener {
       res.writeHead(why === null ? 200 : 503, { 'content-type': 'text/plain' }).end(`${why ?? 'ok'}\n`);
       return;
     }
-    const who = this.authenticate(req, res);
+    const viewer = path === '/' || path.startsWith('/sessions/');
+    if (path === '/login' && this.context.auth.requiresPassword) {
+      await login(req, res, this.context, this.secure);
+      return;
+    }
+    const who = this.authenticate(req, res, viewer);
     if (who === null) return;
+    if (viewer) {
+      if (!allow(req, res, ['GET', 'HEAD'])) return;
+      const url = new URL(req.url ?? '/', 'http://viewer');
+      await viewerPage(this.context, who, path, url.searchParams, res);
+      return;
+    }
     if (path === '/metrics') {
       if (!allow(req, res, ['GET', 'HEAD'])) return;
       res.writeHead(200, { 'content-type': this.context.prometheus.registry.contentType }).end(await this.context.prometheus.registry.metrics());
@@ -102,14 +117,23 @@ export class HttpListener {
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   }
 
-  /** The request's user, or null once it has been answered 401 (or 403 from beyond loopback without users). */
-  private authenticate(req: http.IncomingMessage, res: http.ServerResponse): Authenticated | null {
+  /**
+   * The request's user, or null once it has been answered 401 (or 403 from beyond loopback without users). A
+   * browser on the viewer's pages may carry the token in the cookie its sign-in set, and is sent to sign in without
+   * one; nothing else takes the cookie, so that no page elsewhere can make a browser send spans.
+   */
+  private authenticate(req: http.IncomingMessage, res: http.ServerResponse, viewer: boolean): Authenticated | null {
     const address = req.socket.remoteAddress ?? 'unknown';
-    const r = this.context.auth.httpUser(req.headers.authorization, address);
+    const cookie = viewer ? tokenCookie(req.headers.cookie) : null;
+    const r = this.context.auth.httpUser(req.headers.authorization ?? (cookie === null ? undefined : `Bearer ${cookie}`), address);
     if ('user' in r) return { user: r.user, address };
     this.context.prometheus.refusal('HTTP', r.refused);
     if (r.refused === 'not-loopback') {
       res.writeHead(403, { 'content-type': 'text/plain' }).end('no users are configured, so only requests from loopback are served\n');
+      return null;
+    }
+    if (viewer && req.method === 'GET') {
+      res.writeHead(303, { location: '/login', 'cache-control': 'no-store' }).end();
       return null;
     }
     res
