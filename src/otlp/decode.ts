@@ -10,7 +10,7 @@ import protobuf from 'protobufjs/minimal.js';
  */
 
 interface MessageType {
-  decode(reader: Uint8Array): object;
+  decode(reader: Uint8Array | protobuf.Reader): object;
   fromObject(object: object): object;
   toObject(message: object, options: object): Record<string, unknown>;
   encode(message: object): { finish(): Uint8Array };
@@ -109,8 +109,17 @@ export function inflate(body: Buffer, contentEncoding: string | undefined, maxBy
 /** An ExportTraceServiceRequest's spans, each with its resource and scope. */
 export function decodeTraces(body: Buffer, encoding: OtlpEncoding): DecodedRequest {
   let request: Record<string, unknown>;
+  let message: object;
+  /** JSON spans whose values the message type would read as other values: refused, by position. */
+  let refused = new Map<string, string>();
   try {
-    const message = encoding === 'protobuf' ? collector.ExportTraceServiceRequest.decode(body) : fromJson(body);
+    if (encoding === 'protobuf') {
+      // protobufjs' reader of a Buffer lets a string's length run past the message (swallowing what follows);
+      // its reader of plain bytes checks every length.
+      message = collector.ExportTraceServiceRequest.decode(new protobuf.Reader(new Uint8Array(body.buffer, body.byteOffset, body.length)));
+    } else {
+      ({ message, refused } = fromJson(body));
+    }
     request = collector.ExportTraceServiceRequest.toObject(message, { longs: String, enums: String, bytes: Buffer, arrays: true, defaults: true });
   } catch (err) {
     if (err instanceof OtlpRequestError) throw err;
@@ -125,6 +134,11 @@ export function decodeTraces(body: Buffer, encoding: OtlpEncoding): DecodedReque
       const scope = obj(obj(ss)['scope']);
       list(obj(ss)['spans']).forEach((raw, i) => {
         const at = `resourceSpans[${r}].scopeSpans[${s}].spans[${i}]`;
+        const why = refused.get(at);
+        if (why !== undefined) {
+          invalid.push({ at, reason: why });
+          return;
+        }
         try {
           spans.push(span(obj(raw), resource, { name: text(scope['name']), version: text(scope['version']) }));
         } catch (err) {
@@ -151,26 +165,106 @@ export function encodeStatus(encoding: OtlpEncoding, code: number, message: stri
   return Buffer.from(protobuf.Writer.create().uint32(8).int32(code).uint32(18).string(message).finish());
 }
 
-function fromJson(body: Buffer): object {
+function fromJson(body: Buffer): { message: object; refused: Map<string, string> } {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(body.toString('utf8').replace(/^\uFEFF/, ''));
   } catch (err) {
     throw new OtlpRequestError(400, `the body is not JSON: ${(err as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new OtlpRequestError(400, 'the body is not an OTLP ExportTraceServiceRequest in JSON: expected an object');
   }
-  // OTLP/JSON writes ids as hex, where protobuf's JSON mapping would read base64: they become bytes first.
-  for (const rs of list((parsed as Record<string, unknown>)['resourceSpans'])) {
-    for (const ss of list(obj(rs)['scopeSpans'])) {
-      for (const s of list(obj(ss)['spans'])) {
-        hexToBytes(obj(s), ['traceId', 'spanId', 'parentSpanId']);
-        for (const l of list(obj(s)['links'])) hexToBytes(obj(l), ['traceId', 'spanId']);
-      }
+  // The message type's fromObject reads what it cannot read as another value ("abc" as 0, "false" as true): each
+  // span's values are checked first, and a span with one it would misread is refused on its own.
+  const refused = new Map<string, string>();
+  list((parsed as Record<string, unknown>)['resourceSpans']).forEach((rs, r) => {
+    const resourceProblem = attributesProblem(obj(obj(rs)['resource'])['attributes'], 0);
+    if (resourceProblem !== null) throw new OtlpRequestError(400, `resourceSpans[${r}].resource: ${resourceProblem}`);
+    list(obj(rs)['scopeSpans']).forEach((ss, si) => {
+      list(obj(ss)['spans']).forEach((sp, i) => {
+        const problem = jsonSpanProblem(obj(sp));
+        if (problem !== null) refused.set(`resourceSpans[${r}].scopeSpans[${si}].spans[${i}]`, problem);
+        // OTLP/JSON writes ids as hex, where protobuf's JSON mapping would read base64: they become bytes first.
+        hexToBytes(obj(sp), ['traceId', 'spanId', 'parentSpanId']);
+        for (const l of list(obj(sp)['links'])) hexToBytes(obj(l), ['traceId', 'spanId']);
+      });
+    });
+  });
+  return { message: collector.ExportTraceServiceRequest.fromObject(parsed), refused };
+}
+
+const UINT64_LIMIT = 1n << 64n;
+const INT64_MIN = -(1n << 63n);
+const INT64_MAX = (1n << 63n) - 1n;
+
+/** Why a JSON span's times or attribute values are not what OTLP/JSON allows, or null. */
+function jsonSpanProblem(s: Record<string, unknown>): string | null {
+  for (const k of ['startTimeUnixNano', 'endTimeUnixNano']) {
+    const v = s[k];
+    const digits = typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? String(v) : typeof v === 'string' && /^\d+$/.test(v) ? v : null;
+    if (digits === null || BigInt(digits) >= UINT64_LIMIT) return `${k} must be an unsigned 64-bit integer, not ${JSON.stringify(v) ?? 'nothing'}`;
+  }
+  const own = attributesProblem(s['attributes'], 0);
+  if (own !== null) return own;
+  for (const e of list(s['events'])) {
+    const p = attributesProblem(obj(e)['attributes'], 0);
+    if (p !== null) return `an event: ${p}`;
+  }
+  for (const l of list(s['links'])) {
+    const p = attributesProblem(obj(l)['attributes'], 0);
+    if (p !== null) return `a link: ${p}`;
+  }
+  return null;
+}
+
+function attributesProblem(kvs: unknown, depth: number): string | null {
+  if (kvs === undefined || kvs === null) return null;
+  if (!Array.isArray(kvs)) return 'attributes must be a list of { key, value }';
+  for (const kv of kvs) {
+    const key = obj(kv)['key'];
+    if (typeof key !== 'string') return 'an attribute key must be a string';
+    const p = anyValueProblem(obj(kv)['value'], depth);
+    if (p !== null) return `attribute ${JSON.stringify(key)}: ${p}`;
+  }
+  return null;
+}
+
+/** An AnyValue as OTLP/JSON writes it: one of its fields, of that field's JSON type. */
+function anyValueProblem(v: unknown, depth: number): string | null {
+  if (v === undefined || v === null) return null;
+  if (depth > MAX_VALUE_DEPTH) return `nested deeper than ${MAX_VALUE_DEPTH} levels`;
+  if (typeof v !== 'object' || Array.isArray(v)) return 'a value must be an object such as { "stringValue": "..." }';
+  const o = v as Record<string, unknown>;
+  if (o['stringValue'] !== undefined && o['stringValue'] !== null && typeof o['stringValue'] !== 'string') return 'stringValue must be a string';
+  if (o['boolValue'] !== undefined && o['boolValue'] !== null && typeof o['boolValue'] !== 'boolean') return 'boolValue must be true or false';
+  const int = o['intValue'];
+  if (int !== undefined && int !== null) {
+    // The OpenTelemetry SDK's JSON writes an integer as a JSON number, even past 2^53 (its last digits are then lost).
+    const digits = typeof int === 'number' && Number.isInteger(int) ? BigInt(int).toString() : typeof int === 'string' && /^-?\d+$/.test(int) ? int : null;
+    if (digits === null || BigInt(digits) < INT64_MIN || BigInt(digits) > INT64_MAX) return 'intValue must be a 64-bit integer';
+  }
+  const dbl = o['doubleValue'];
+  if (
+    dbl !== undefined &&
+    dbl !== null &&
+    typeof dbl !== 'number' &&
+    !(typeof dbl === 'string' && /^(-?Infinity|NaN|-?\d+(\.\d+)?([eE][-+]?\d+)?)$/.test(dbl))
+  ) {
+    return 'doubleValue must be a number';
+  }
+  const bytes = o['bytesValue'];
+  if (bytes !== undefined && bytes !== null && !(typeof bytes === 'string' && /^[A-Za-z0-9+/_-]*={0,2}$/.test(bytes))) return 'bytesValue must be base64';
+  if (o['arrayValue'] !== undefined && o['arrayValue'] !== null) {
+    const values = obj(o['arrayValue'])['values'];
+    if (values !== undefined && !Array.isArray(values)) return 'arrayValue.values must be a list';
+    for (const x of list(values)) {
+      const p = anyValueProblem(x, depth + 1);
+      if (p !== null) return p;
     }
   }
-  return collector.ExportTraceServiceRequest.fromObject(parsed);
+  if (o['kvlistValue'] !== undefined && o['kvlistValue'] !== null) return attributesProblem(obj(o['kvlistValue'])['values'], depth + 1);
+  return null;
 }
 
 /** Hex ids become bytes; one that is not hex is kept as an empty id, and the span is then refused on its own. */
@@ -185,12 +279,15 @@ function hexToBytes(o: Record<string, unknown>, keys: readonly string[]): void {
 function span(s: Record<string, unknown>, resource: Attributes, scope: OtlpSpan['scope']): OtlpSpan {
   const traceId = id(s['traceId'], 16, 'traceId');
   const spanId = id(s['spanId'], 8, 'spanId');
-  const parent = s['parentSpanId'];
-  const parentSpanId = parent instanceof Buffer && parent.length === 0 ? '' : id(parent, 8, 'parentSpanId');
+  const parent = bytesOf(s['parentSpanId']);
+  // No parent, or a parent id of zeros (which some exporters write for none): a root.
+  const parentSpanId = parent === null || parent.length === 0 || parent.every((b) => b === 0) ? '' : id(parent, 8, 'parentSpanId');
   const status = obj(s['status']);
   const start = text(s['startTimeUnixNano']);
   const end = text(s['endTimeUnixNano']);
   if (!/^\d+$/.test(start) || !/^\d+$/.test(end)) throw new Error('startTimeUnixNano and endTimeUnixNano must be integers');
+  if (start === '0') throw new Error('startTimeUnixNano is required');
+  const code = text(status['code']);
   return {
     traceId,
     spanId,
@@ -206,28 +303,45 @@ function span(s: Record<string, unknown>, resource: Attributes, scope: OtlpSpan[
       attributes: attributes(list(obj(e)['attributes']), 0),
     })),
     links: list(s['links']).map((l) => ({
-      traceId: obj(l)['traceId'] instanceof Buffer ? (obj(l)['traceId'] as Buffer).toString('hex') : '',
-      spanId: obj(l)['spanId'] instanceof Buffer ? (obj(l)['spanId'] as Buffer).toString('hex') : '',
+      traceId: hexOf(obj(l)['traceId'], 16),
+      spanId: hexOf(obj(l)['spanId'], 8),
       attributes: attributes(list(obj(l)['attributes']), 0),
     })),
-    statusCode: text(status['code']) || 'STATUS_CODE_UNSET',
+    statusCode: STATUS_CODES.includes(code) ? code : 'STATUS_CODE_UNSET',
     statusMessage: text(status['message']),
     resource,
     scope,
   };
 }
 
+const STATUS_CODES = ['STATUS_CODE_UNSET', 'STATUS_CODE_OK', 'STATUS_CODE_ERROR'];
+
+/** A bytes field as the decoder gives it (a Buffer, or plain bytes), or null. */
+function bytesOf(v: unknown): Buffer | null {
+  if (v instanceof Buffer) return v;
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.length);
+  return null;
+}
+
 function id(v: unknown, bytes: number, name: string): string {
-  if (!(v instanceof Buffer) || v.length !== bytes) throw new Error(`${name} must be ${bytes} bytes (${bytes * 2} hex digits)`);
-  if (v.every((b) => b === 0)) throw new Error(`${name} must not be all zeros`);
-  return v.toString('hex');
+  const b = bytesOf(v);
+  if (b === null || b.length !== bytes) throw new Error(`${name} must be ${bytes} bytes (${bytes * 2} hex digits)`);
+  if (b.every((x) => x === 0)) throw new Error(`${name} must not be all zeros`);
+  return b.toString('hex');
+}
+
+/** A link's id as hex, or empty when it is not an id of that length. */
+function hexOf(v: unknown, bytes: number): string {
+  const b = bytesOf(v);
+  return b !== null && b.length === bytes ? b.toString('hex') : '';
 }
 
 function attributes(kvs: readonly unknown[], depth: number): Attributes {
   const out: Attributes = {};
   for (const kv of kvs) {
     const key = text(obj(kv)['key']);
-    out[key] = value(obj(obj(kv)['value']), depth);
+    // Defined, not assigned: a key "__proto__" is an attribute like any other, not the object's prototype.
+    Object.defineProperty(out, key, { value: value(obj(obj(kv)['value']), depth), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
@@ -245,7 +359,8 @@ function value(v: Record<string, unknown>, depth: number): AttributeValue {
     const n = Number(v['doubleValue']);
     return Number.isFinite(n) ? n : String(n);
   }
-  if (v['bytesValue'] instanceof Buffer) return v['bytesValue'].toString('base64');
+  const bytes = bytesOf(v['bytesValue']);
+  if (bytes !== null) return bytes.toString('base64');
   if (v['arrayValue'] !== undefined && v['arrayValue'] !== null) return list(obj(v['arrayValue'])['values']).map((x) => value(obj(x), depth + 1));
   if (v['kvlistValue'] !== undefined && v['kvlistValue'] !== null) return attributes(list(obj(v['kvlistValue'])['values']), depth + 1);
   return null;
