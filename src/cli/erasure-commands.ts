@@ -18,6 +18,14 @@ export async function retainCommand(config: Config, opts: { days?: string; dryRu
   if (!Number.isInteger(days) || days < 1) {
     throw new UsageError(`--days must be a whole number of days, at least 1${opts.days === undefined ? ' (ledger.retentionDays is 0)' : ''}`);
   }
+  // Refused before the file is opened: starting the server on it would already write to it.
+  const floor = config.ledger.retentionFloorDays;
+  if (floor > 0 && days < floor) {
+    throw new UsageError(
+      `--days ${days} is shorter than ledger.retentionFloorDays = ${floor} (the EU AI Act, Articles 19(1) and 26(6), keeps a high-risk AI system's logs at least six months); ` +
+        `give --days ${floor} or more, or set ledger.retentionFloorDays: 0 in --config if the system is not a high-risk AI system under the Act`,
+    );
+  }
   const running = await startServer(
     {
       ...config,

@@ -239,7 +239,7 @@ function addFileCommands(cli: Command, setCode: (code: number) => void): void {
     .description('remove the sessions whose last step is older than --days (or ledger.retentionDays), recording each one; stop the server first')
     .requiredOption('--db <file>', 'database file (stop the server first)')
     .option('--config <file>', 'configuration file (its checkpoint key and sinks sign the records)')
-    .option('--days <n>', 'the age in days (default: ledger.retentionDays)')
+    .option('--days <n>', 'the age in days, at least ledger.retentionFloorDays (default: ledger.retentionDays)')
     .option('--dry-run', 'only list what would be removed')
     .option('--json', 'print JSON')
     .action(async (opts: { db: string; config?: string; days?: string; dryRun?: boolean; json?: boolean }) => {

@@ -294,6 +294,7 @@ export function loadConfig(sources: ConfigSources): Config {
     'embeddingSampleRate',
     'embeddingAlwaysTypes',
     'retentionDays',
+    'retentionFloorDays',
     'verifyIntervalSeconds',
     'watchIntervalSeconds',
     'sessionCacheMB',
@@ -382,13 +383,32 @@ function limitsConfig(limits: Obj): Config['limits'] {
   };
 }
 
+/**
+ * A retention shorter than the floor would erase logs the EU AI Act asks a
+ * high-risk AI system to keep; refused here so that neither the hourly job
+ * nor cot_retain(), which run the configured period, can ever run it.
+ */
+function retention(ledger: Obj): { retentionDays: number; retentionFloorDays: number } {
+  const days = int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000);
+  const floor = int(ledger.retentionFloorDays, 'ledger.retentionFloorDays', DEFAULTS.ledger.retentionFloorDays, 0, 100_000);
+  if (days > 0 && days < floor) {
+    fail(
+      'ledger.retentionDays',
+      days,
+      `shorter than ledger.retentionFloorDays = ${floor} (the EU AI Act, Articles 19(1) and 26(6), keeps a high-risk AI system's logs at least six months): ` +
+        `raise retentionDays to ${floor} or more (0 keeps everything), or set ledger.retentionFloorDays: 0 if the system is not a high-risk AI system under the Act`,
+    );
+  }
+  return { retentionDays: days, retentionFloorDays: floor };
+}
+
 function ledgerConfig(ledger: Obj): Config['ledger'] {
   return {
     enabled: ledgersEnabled(ledger.enabled),
     maxContentBytes: int(ledger.maxContentBytes, 'ledger.maxContentBytes', DEFAULTS.ledger.maxContentBytes, 1, 64 * 1024 * 1024),
     embeddingSampleRate: fraction(ledger.embeddingSampleRate, 'ledger.embeddingSampleRate', DEFAULTS.ledger.embeddingSampleRate),
     embeddingAlwaysTypes: stepTypes(ledger.embeddingAlwaysTypes, 'ledger.embeddingAlwaysTypes', DEFAULTS.ledger.embeddingAlwaysTypes),
-    retentionDays: int(ledger.retentionDays, 'ledger.retentionDays', DEFAULTS.ledger.retentionDays, 0, 100_000),
+    ...retention(ledger),
     verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
     watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
     sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),

@@ -113,6 +113,12 @@ export interface Config {
     readonly embeddingAlwaysTypes: readonly string[];
     /** Days a whole session is kept; 0 keeps everything forever (used by the retention feature). */
     readonly retentionDays: number;
+    /**
+     * The shortest retention allowed, in days: the EU AI Act keeps a high-risk AI system's logs at
+     * least six months (Articles 19(1) and 26(6)), so a shorter period is refused wherever one is
+     * given; 0 turns the floor off, for systems the Act does not cover.
+     */
+    readonly retentionFloorDays: number;
     /** The background audit verifies every chain at start-up and then this often; 0 = at start-up only. */
     readonly verifyIntervalSeconds: number;
     /** Between audits, every ledger's fingerprint is checked this often, and a change starts an audit; 0 = never. */
@@ -224,6 +230,8 @@ export const DEFAULTS: Config = {
     embeddingSampleRate: 0.1,
     embeddingAlwaysTypes: ['Decision', 'Action', 'Error', 'Correction', 'FinalAnswer'],
     retentionDays: 0,
+    // Six months, rounded up.
+    retentionFloorDays: 183,
     verifyIntervalSeconds: 3600,
     watchIntervalSeconds: 10,
     sessionCacheMB: 64,

@@ -60,7 +60,7 @@ export interface RedactionAsk {
 /** What cot_redact() and cot_retain() call: the server's erasure. */
 export interface ErasureService {
   redact(request: RedactionAsk): Promise<RedactionResult>;
-  /** Runs ledger.retentionDays now (or lists, dry); refused when retention is off. */
+  /** Runs ledger.retentionDays now (or lists, dry); refused when retention is off, or shorter than ledger.retentionFloorDays (22023). */
   retain(dryRun: boolean, actor: string): Promise<RetainedResult[]>;
 }
 

@@ -2,12 +2,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { countOf, ledgerConfig, sqlstate, useConformanceServer, user } from '../fixtures/conformance.js';
 
 /**
- * Retention by whole sessions (cot_retain) with ledger.retentionDays set.
+ * Retention by whole sessions (cot_retain) with ledger.retentionDays set, and the floor under it.
  * Over the wire a test cannot age a session by days, so this holds what a
  * run does to sessions newer than the cutoff (keeps them whole), who may run
  * it, and what is recorded of each run.
  */
-const s = useConformanceServer({ users: [user('agent', 'writer'), user('ops', 'admin')], ledger: ledgerConfig({ retentionDays: 30 }) });
+// 30 days is short of the default floor (ledger.retentionFloorDays, 183): this system is taken to be outside the AI Act.
+const s = useConformanceServer({
+  users: [user('agent', 'writer'), user('ops', 'admin')],
+  ledger: ledgerConfig({ retentionDays: 30, retentionFloorDays: 0 }),
+});
 
 beforeAll(async () => {
   const agent = await s.as('agent');
@@ -80,5 +84,20 @@ describe('the records of retention', () => {
     }
     // Their own chains verify (there may be none yet: no session was old enough to go).
     expect((await ops.query('SELECT chain_key FROM cot_verify_retention_all() WHERE NOT valid')).rows).toEqual([]);
+  });
+});
+
+// A period below the floor, in a configuration built by hand (loadConfig refuses it at start-up).
+const floored = useConformanceServer({ users: [user('ops', 'admin')], ledger: ledgerConfig({ retentionDays: 30 }) });
+
+describe('the retention floor', () => {
+  it('refuses cot_retain() with 22023 when the period is shorter than ledger.retentionFloorDays, dry or not, and records the refusal', async () => {
+    const ops = await floored.as('ops');
+    const err = (await ops.query('SELECT * FROM cot_retain(true)').catch((e: unknown) => e)) as { code?: string; message?: string };
+    expect(err).toMatchObject({ code: '22023', message: 'a retention period of 30 days is shorter than ledger.retentionFloorDays (183)' });
+    expect(await sqlstate(ops.query('SELECT cot_retain()'))).toBe('22023');
+    await expect
+      .poll(async () => (await ops.query("SELECT sqlstate FROM _cot_security_events WHERE operation = 'RETAIN' ORDER BY ledger_seq")).rows, { timeout: 10_000 })
+      .toEqual([{ sqlstate: '22023' }, { sqlstate: '22023' }]);
   });
 });

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +34,8 @@ const users = [
 ];
 
 type Server = SignedServer;
-const serve = (db: string, retentionDays = 0): Promise<Server> => serveSigned(db, keyFile, users as Config['users'], retentionDays);
+/** Sessions seconds old are removed here, far short of the default floor, which these tests turn off. */
+const serve = (db: string, retentionDays = 0): Promise<Server> => serveSigned(db, keyFile, users as Config['users'], retentionDays, { retentionFloorDays: 0 });
 
 const STEP = "INSERT INTO _cot_steps (session_id, step_type, content) VALUES ($1, 'Reasoning', $2) RETURNING trace_id::text AS t, current_hash AS h";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -175,7 +177,7 @@ describe('retention', () => {
     await offline(other, "UPDATE _cot_steps SET created_at = created_at - INTERVAL 10 DAY WHERE session_id = 'cli-old'");
     // The key that signed the log signs on: without it, the command would refuse, as the server does.
     const config = join(root, 'cli-retain.json');
-    writeFileSync(config, JSON.stringify({ checkpoint: { keyFile } }));
+    writeFileSync(config, JSON.stringify({ checkpoint: { keyFile }, ledger: { retentionFloorDays: 0 } }));
     const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'retain', '--db', other, '--config', config, '--json', ...args], { encoding: 'utf8' });
     expect(run().status).toBe(2);
     const dry = run('--days', '5', '--dry-run');
@@ -187,6 +189,78 @@ describe('retention', () => {
     expect(JSON.parse(real.stdout)).toMatchObject({ dryRun: false, sessions: 1, steps: 1 });
     expect(await offline(other, 'SELECT count(*) FROM _cot_steps')).toEqual([[0n]]);
     expect(await offline(other, 'SELECT chain_key, step_count, retained_by LIKE $$cotwire retain%$$ FROM _cot_retention')).toEqual([['cli-old', 1n, true]]);
+  });
+
+  it('refuses, from the command line, --days shorter than ledger.retentionFloorDays without writing, and runs it with the floor off', async () => {
+    const dir = join(root, 'floor');
+    mkdirSync(dir);
+    const floored = join(dir, 'floor.duckdb');
+    const s = await serve(floored);
+    try {
+      await (await s.as('agent')).query(STEP, ['floor-old', 'x']);
+    } finally {
+      await s.stop();
+    }
+    await offline(floored, "UPDATE _cot_steps SET created_at = created_at - INTERVAL 40 DAY WHERE session_id = 'floor-old'");
+    const files = (): Record<string, string> =>
+      Object.fromEntries(
+        readdirSync(dir, { recursive: true, withFileTypes: true })
+          .filter((e) => e.isFile())
+          .map((e) => [
+            join(e.parentPath, e.name),
+            createHash('sha256')
+              .update(readFileSync(join(e.parentPath, e.name)))
+              .digest('hex'),
+          ]),
+      );
+    const before = files();
+    const run = (config: object, ...args: string[]) => {
+      const file = join(root, 'floor-config.json');
+      writeFileSync(file, JSON.stringify({ checkpoint: { keyFile }, ...config }));
+      return spawnSync(process.execPath, [CLI, 'retain', '--db', floored, '--config', file, '--json', ...args], { encoding: 'utf8' });
+    };
+    for (const args of [
+      ['--days', '30'],
+      ['--days', '30', '--dry-run'],
+    ]) {
+      const refused = run({}, ...args);
+      expect(refused.status, refused.stderr).toBe(2);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toMatch(/^cotwire: --days 30 is shorter than ledger\.retentionFloorDays = 183 .*Articles 19\(1\) and 26\(6\).*\n$/);
+      expect(refused.stderr.split('\n')).toHaveLength(2);
+    }
+    // A configured period below the floor stops the command as it stops the server.
+    const configured = run({ ledger: { retentionDays: 30 } });
+    expect(configured.status).toBe(1);
+    expect(configured.stderr).toMatch(/^cotwire: invalid configuration: ledger\.retentionDays = 30; shorter than ledger\.retentionFloorDays = 183/);
+    expect(files()).toEqual(before);
+    expect(await offline(floored, 'SELECT count(*) FROM _cot_steps')).toEqual([[1n]]);
+
+    const allowed = run({ ledger: { retentionFloorDays: 0 } }, '--days', '30');
+    expect(allowed.status, allowed.stderr).toBe(0);
+    expect(JSON.parse(allowed.stdout)).toMatchObject({ dryRun: false, days: 30, sessions: 1, steps: 1 });
+    expect(await offline(floored, 'SELECT count(*) FROM _cot_steps')).toEqual([[0n]]);
+  });
+
+  it('refuses a period shorter than ledger.retentionFloorDays given any other way (22023), and records the refusal', async () => {
+    // retentionDays 30 under the default floor: a configuration loadConfig refuses, built here by hand.
+    const s = await serveSigned(join(root, 'floor-sql.duckdb'), keyFile, users as Config['users'], 30);
+    try {
+      const [agent, ops] = await Promise.all([s.as('agent'), s.as('ops')]);
+      await agent.query(STEP, ['recent', 'kept']);
+      const err = (await ops.query('SELECT * FROM cot_retain(true)').catch((e: unknown) => e)) as { code?: string; message?: string; hint?: string };
+      expect(err).toMatchObject({ code: '22023', message: 'a retention period of 30 days is shorter than ledger.retentionFloorDays (183)' });
+      expect(err.hint).toMatch(/set ledger\.retentionFloorDays: 0 if the system is not a high-risk AI system under the Act/);
+      expect(await sqlstate(ops.query('SELECT cot_retain()'))).toBe('22023');
+      await expect(s.running.retain(182, true, 'test')).rejects.toMatchObject({ code: '22023' });
+      expect(await s.running.retain(183, true, 'test')).toEqual([]);
+      expect((await ops.query("SELECT count(*)::int AS n FROM _cot_steps WHERE session_id = 'recent'")).rows).toEqual([{ n: 1 }]);
+      await s.running.securityLog.flushed();
+      const events = await ops.query("SELECT sqlstate FROM _cot_security_events WHERE operation = 'RETAIN' ORDER BY ledger_seq");
+      expect(events.rows).toEqual([{ sqlstate: '22023' }, { sqlstate: '22023' }]);
+    } finally {
+      await s.stop();
+    }
   });
 
   it('runs over SQL for an admin when ledger.retentionDays is set, and records the attempt', async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../../src/config/schema.js';
 import { usePgServer } from '../fixtures/pg-server.js';
 
 /**
@@ -11,7 +12,8 @@ import { usePgServer } from '../fixtures/pg-server.js';
  * still verify and go on.
  */
 
-const ctx = usePgServer();
+// Sessions seconds old are retained here, far short of the default floor (ledger.retentionFloorDays), which is off.
+const ctx = usePgServer({ ledger: { ...DEFAULTS.ledger, retentionFloorDays: 0 } });
 
 /** Every file of the relations that hold `_cot_steps`: its heap, its TOAST, each segment. */
 async function ledgerFiles(): Promise<string[]> {

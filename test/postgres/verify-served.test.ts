@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../../src/config/schema.js';
 import { usePgServer } from '../fixtures/pg-server.js';
 
 /**
@@ -12,7 +13,8 @@ import { usePgServer } from '../fixtures/pg-server.js';
  * parameter or as a literal in a simple query.
  */
 
-const ctx = usePgServer();
+// Sessions seconds old are retained here, far short of the default floor (ledger.retentionFloorDays), which is off.
+const ctx = usePgServer({ ledger: { ...DEFAULTS.ledger, retentionFloorDays: 0 } });
 
 const STEP =
   "INSERT INTO _cot_steps (session_id, step_type, content, confidence, metadata) VALUES ($1, 'Reasoning', $2, 0.5, $3) RETURNING trace_id::text AS t";

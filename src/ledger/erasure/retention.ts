@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { PgError } from '../../errors/pg-error.js';
+import { SqlState } from '../../errors/sqlstate.js';
 import type { LedgerAppender } from '../chain/append.js';
 import type { LedgerCatalog } from '../chain/catalog.js';
 import { quoteIdent, quoteLiteral, type LedgerTable } from '../chain/schema.js';
@@ -22,6 +24,22 @@ export interface RetentionRun {
 export interface RetentionHooks {
   changed(table: LedgerTable, chainKey: string): void;
   erased(): void | Promise<void>;
+}
+
+/**
+ * Refuses a period shorter than ledger.retentionFloorDays, however it was
+ * asked for: the configured one (which the configuration already holds to
+ * the floor, unless a caller built its own), `cotwire retain --days`, or a
+ * caller's. A dry run too, so that nobody is shown a plan the floor forbids.
+ * 22023, as PostgreSQL refuses a setting's value outside its range.
+ */
+export function checkRetentionFloor(days: number, floorDays: number): void {
+  if (floorDays > 0 && days < floorDays) {
+    throw new PgError(SqlState.InvalidParameterValue, `a retention period of ${days} days is shorter than ledger.retentionFloorDays (${floorDays})`, {
+      detail: "Articles 19(1) and 26(6) of the EU AI Act keep a high-risk AI system's logs at least six months.",
+      hint: `Keep sessions ${floorDays} days or more, or set ledger.retentionFloorDays: 0 if the system is not a high-risk AI system under the Act.`,
+    });
+  }
 }
 
 /** Sessions per batch: one append of their records, then one DELETE. */

@@ -63,6 +63,11 @@ describe('loadConfig', () => {
       'invalid configuration: ledger.embeddingAlwaysTypes = "Decision"; expected a list of step types such as [Decision, Error]',
     ],
     ['ledger:\n  enabled: false\n', 'invalid configuration: ledger.enabled = false; cotwire does not yet run without ledgers; leave it true'],
+    [
+      'ledger:\n  retentionDays: 30\n',
+      "invalid configuration: ledger.retentionDays = 30; shorter than ledger.retentionFloorDays = 183 (the EU AI Act, Articles 19(1) and 26(6), keeps a high-risk AI system's logs at least six months): raise retentionDays to 183 or more (0 keeps everything), or set ledger.retentionFloorDays: 0 if the system is not a high-risk AI system under the Act",
+    ],
+    ['ledger:\n  retentionFloorDays: -1\n', 'invalid configuration: ledger.retentionFloorDays = -1; expected an integer from 0 to 100000'],
     ['limits:\n  statementTimeoutMs: -5\n', 'invalid configuration: limits.statementTimeoutMs = -5; expected an integer from 0 to 2147483647'],
     ['listen: 5\n', 'invalid configuration: listen = 5; expected a mapping'],
     ['database:\n  path: ""\n', 'invalid configuration: database.path = ""; expected a non-empty string'],
@@ -113,6 +118,22 @@ describe('loadConfig', () => {
   ])('refuses %j with one clear line', (text, message) => {
     const config = file('bad.yaml', text);
     expect(() => loadConfig({ argv: { config }, env: {} })).toThrow(new ConfigError(message));
+  });
+
+  it('holds ledger.retentionDays to ledger.retentionFloorDays, six months unless set', () => {
+    const ledger = (text: string) => loadConfig({ argv: { config: file('retention.yaml', `ledger:\n${text}`) }, env: {} }).ledger;
+    expect(DEFAULTS.ledger).toMatchObject({ retentionDays: 0, retentionFloorDays: 183 });
+    expect(ledger('  retentionDays: 183\n')).toMatchObject({ retentionDays: 183, retentionFloorDays: 183 });
+    // 0 keeps everything, which no floor forbids.
+    expect(ledger('  retentionDays: 0\n  retentionFloorDays: 3650\n')).toMatchObject({ retentionDays: 0, retentionFloorDays: 3650 });
+    expect(() => ledger('  retentionDays: 365\n  retentionFloorDays: 3650\n')).toThrow(
+      /^invalid configuration: ledger\.retentionDays = 365; shorter than ledger\.retentionFloorDays = 3650 .*Articles 19\(1\) and 26\(6\).*set ledger\.retentionFloorDays: 0 if the system is not a high-risk AI system under the Act$/,
+    );
+  });
+
+  it('lets ledger.retentionFloorDays: 0 turn the floor off, for a system the Act does not cover', () => {
+    const config = file('nofloor.yaml', 'ledger:\n  retentionDays: 1\n  retentionFloorDays: 0\n');
+    expect(loadConfig({ argv: { config }, env: {} }).ledger).toMatchObject({ retentionDays: 1, retentionFloorDays: 0 });
   });
 
   it('takes the embedding service from the file and its key from the environment only', () => {

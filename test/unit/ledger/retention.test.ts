@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeSeqs, encodeSeqs, RetainedSeqs } from '../../../src/ledger/erasure/retention-sql.js';
-import { RetentionJob } from '../../../src/ledger/erasure/retention.js';
+import { checkRetentionFloor, RetentionJob } from '../../../src/ledger/erasure/retention.js';
 
 describe('the record of removed ledger_seq values', () => {
   it('encodes runs as ranges and reads them back', () => {
@@ -68,5 +68,17 @@ describe('the retention job', () => {
     await stopping;
     await new Promise((r) => setTimeout(r, 50));
     expect(runs).toHaveLength(3);
+  });
+});
+
+describe('the retention floor', () => {
+  it('refuses a period shorter than the floor with 22023, and none at or above it, nor any when the floor is 0', () => {
+    expect(() => checkRetentionFloor(182.9, 183)).toThrow(
+      expect.objectContaining({ code: '22023', message: 'a retention period of 182.9 days is shorter than ledger.retentionFloorDays (183)' }),
+    );
+    expect(() => checkRetentionFloor(0.5, 183)).toThrow(expect.objectContaining({ hint: expect.stringMatching(/retentionFloorDays: 0/) }));
+    expect(() => checkRetentionFloor(183, 183)).not.toThrow();
+    expect(() => checkRetentionFloor(3650, 183)).not.toThrow();
+    expect(() => checkRetentionFloor(0.001, 0)).not.toThrow();
   });
 });

@@ -7,7 +7,7 @@ import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import type { Logger } from '../../../log/logger.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { Redactor } from '../../../ledger/erasure/redactor.js';
-import { Retention, RetentionJob, type RetainedSession } from '../../../ledger/erasure/retention.js';
+import { checkRetentionFloor, Retention, RetentionJob, type RetainedSession } from '../../../ledger/erasure/retention.js';
 import type { ConnectionServices } from '../handler/context.js';
 import type { SessionCache } from '../handler/session-cache.js';
 import type { LedgerWriter } from '../ledger/writer.js';
@@ -60,6 +60,7 @@ export async function openErasure(
     await Promise.all([retention.idle(), redactor.idle()]);
   });
   const retain = async (days: number, dryRun: boolean, actor: string, reason: string): Promise<RetainedSession[]> => {
+    checkRetentionFloor(days, config.ledger.retentionFloorDays);
     if (!dryRun) auditor.expectRemoval();
     const removed = await retention.run({ cutoff: new Date(Date.now() - days * 86_400_000), dryRun, actor, reason });
     if (!dryRun && removed.length > 0) {

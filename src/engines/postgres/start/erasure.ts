@@ -4,7 +4,7 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
 import { Redactor } from '../../../ledger/erasure/redactor.js';
-import { Retention, RetentionJob, type RetainedSession } from '../../../ledger/erasure/retention.js';
+import { checkRetentionFloor, Retention, RetentionJob, type RetainedSession } from '../../../ledger/erasure/retention.js';
 import type { Logger } from '../../../log/logger.js';
 import type { DisposeStack } from '../../../server/dispose-stack.js';
 import { PostgresConnection } from '../adapter/connection.js';
@@ -52,6 +52,7 @@ export async function openErasure(
   if (finished > 0) log.warn({ redactions: finished }, `finished ${finished} redactions a stop had interrupted after their record was written`);
   const configured = config.ledger.retentionDays;
   const retain = async (days: number, dryRun: boolean, actor: string, reason: string): Promise<RetainedSession[]> => {
+    checkRetentionFloor(days, config.ledger.retentionFloorDays);
     const removed = await retention.run({ cutoff: new Date(Date.now() - days * 86_400_000), dryRun, actor, reason });
     if (!dryRun && removed.length > 0)
       log.info(
