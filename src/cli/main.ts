@@ -197,6 +197,20 @@ function addVerifyCommands(cli: Command, setCode: (code: number) => void): void 
     .action(async (opts: { db: string; trace: string; out?: string }) => setCode(await (await import('./log-commands.js')).proveCommand(opts, out)));
 
   cli
+    .command('evidence')
+    .description(
+      "save a session's evidence bundle from a running server's HTTP listener: its steps' receipts against the latest signed checkpoint, the verifier key and the commands that check it (tools/check_evidence.py)",
+    )
+    .requiredOption('--session <id>', 'the session')
+    .option('--since <tree_size>', 'add a consistency proof from your earlier checkpoint of this many leaves')
+    .option('--url <url>', 'the HTTP listener (default http://127.0.0.1:4318)')
+    .option('--token <token>', "a user's token, when users are configured (default: COTWIRE_TOKEN)")
+    .option('--out <file>', 'write the bundle here instead of to standard output')
+    .action(async (opts: { session: string; since?: string; url?: string; token?: string; out?: string }) =>
+      setCode(await (await import('./evidence-command.js')).evidenceCommand({ ...opts, token: opts.token ?? process.env.COTWIRE_TOKEN }, out)),
+    );
+
+  cli
     .command('check-receipt')
     .description('verify a receipt offline, with no database; exit 0 when it verifies, 1 when not')
     .argument('<receipt>', 'the receipt file from `cotwire prove`')

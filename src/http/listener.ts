@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.js';
 import type { PrometheusObserver } from '../server/metrics.js';
 import type { PgServer } from '../server/server.js';
 import type { AuthPolicy } from '../session/auth.js';
+import { evidenceBundle, stepReceipt } from './evidence-route.js';
 import { login, tokenCookie } from './login.js';
 import { ingestTraces } from './otlp-route.js';
 import { viewerPage } from './viewer-route.js';
@@ -22,6 +23,7 @@ export interface HttpContext {
   readonly clients: WireClients;
   readonly prometheus: PrometheusObserver;
   readonly log: HttpLog;
+  readonly verifierKey: () => string;
 }
 
 export interface HttpLog {
@@ -49,8 +51,9 @@ export class HttpListener {
     /** Why the server is not healthy now (draining, its engine unreachable), or null when it is. */
     private readonly unhealthy: () => string | null,
     log: HttpLog,
+    verifierKey: () => string,
   ) {
-    this.context = { config, auth, clients: new WireClients(wire, config.database.name), prometheus, log };
+    this.context = { config, auth, clients: new WireClients(wire, config.database.name), prometheus, log, verifierKey };
     const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         log.warn({ err: (err as Error).message, path: req.url }, 'HTTP request failed');
@@ -87,7 +90,7 @@ export class HttpListener {
       res.writeHead(why === null ? 200 : 503, { 'content-type': 'text/plain' }).end(`${why ?? 'ok'}\n`);
       return;
     }
-    const viewer = path === '/' || path.startsWith('/sessions/');
+    const viewer = path === '/' || path.startsWith('/sessions/') || path.startsWith('/receipts/');
     if (path === '/login' && this.context.auth.requiresPassword) {
       await login(req, res, this.context, this.secure);
       return;
@@ -97,7 +100,11 @@ export class HttpListener {
     if (viewer) {
       if (!allow(req, res, ['GET', 'HEAD'])) return;
       const url = new URL(req.url ?? '/', 'http://viewer');
-      await viewerPage(this.context, who, path, url.searchParams, res);
+      const evidence = /^\/sessions\/([^/]+)\/evidence$/.exec(path);
+      const receipt = /^\/receipts\/([0-9a-fA-F-]{36})$/.exec(path);
+      if (evidence !== null) await evidenceBundle(this.context, who, decodeURIComponent(evidence[1] as string), url.searchParams.get('since'), res);
+      else if (receipt !== null) await stepReceipt(this.context, who, receipt[1] as string, res);
+      else await viewerPage(this.context, who, path, url.searchParams, res);
       return;
     }
     if (path === '/metrics') {

@@ -10,16 +10,22 @@ import { HttpListener, type HttpLog } from './listener.js';
  * The HTTP listener (/healthz, /metrics, OTLP, the viewer), unless http.port is off; closed at the unwind. Beyond
  * loopback it needs users (their tokens) and TLS, as the wire needs users.
  */
-export async function openHttp(
-  prometheus: PrometheusObserver | null,
-  server: PgServer,
-  config: Config,
-  tlsFiles: TlsFiles | null,
-  log: HttpLog,
-  stack: DisposeStack,
+export interface HttpParts {
+  readonly prometheus: PrometheusObserver | null;
+  readonly server: PgServer;
+  readonly config: Config;
+  readonly tls: TlsFiles | null;
+  readonly log: HttpLog;
+  readonly stack: DisposeStack;
   /** Whether what the server stands on answers (a PostgreSQL engine); /healthz says 503 while it does not. */
-  engineReachable: () => boolean = () => true,
-): Promise<AddressInfo | null> {
+  readonly engineReachable?: () => boolean;
+  /** The checkpoints' verifier key now, which evidence bundles name. */
+  readonly verifierKey: () => string;
+}
+
+export async function openHttp(parts: HttpParts): Promise<AddressInfo | null> {
+  const { prometheus, server, config, tls: tlsFiles, log, stack, verifierKey } = parts;
+  const engineReachable = parts.engineReachable ?? ((): boolean => true);
   const { host, port } = config.http;
   if (prometheus === null || port === null) return null;
   if (!isLoopbackHost(host)) {
@@ -42,6 +48,7 @@ export async function openHttp(
     isLoopbackHost(host) ? null : tlsFiles,
     () => (!server.isListening ? 'draining' : engineReachable() ? null : 'engine unreachable'),
     log,
+    verifierKey,
   );
   try {
     const address = await listener.listen(host, port);

@@ -14,6 +14,8 @@ export interface SqlDialect {
   stepsFunctions(steps: LedgerTable): string[];
   /** The global log's: cot_checkpoint, cot_prove, cot_consistency, over the proof functions. */
   proofFunctions(): string[];
+  /** The steps' receipts against the latest checkpoint: cot_receipts(session), cot_receipt(trace_id); after proofFunctions. */
+  receiptFunctions(steps: LedgerTable): string[];
   /** cot_search and cot_similar over vectors of `dimensions`; absent where the engine has no search yet. */
   searchFunctions?(dimensions: number): string[];
 }

@@ -14,7 +14,16 @@ export const stepTypeColumn = (type: string): string =>
 export const AUDIT_SQL_FUNCTIONS = ['cot_audit', 'cot_audit_report'];
 
 /** The names clients may not give their own macros. */
-export const PROOF_SQL_FUNCTIONS = ['cot_log_root', 'cot_inclusion_proof', 'cot_consistency_proof', 'cot_checkpoint', 'cot_prove', 'cot_consistency'];
+export const PROOF_SQL_FUNCTIONS = [
+  'cot_log_root',
+  'cot_inclusion_proof',
+  'cot_consistency_proof',
+  'cot_checkpoint',
+  'cot_prove',
+  'cot_consistency',
+  'cot_receipts',
+  'cot_receipt',
+];
 
 /** The SQL functions of semantic search, reserved from clients. */
 export const SEARCH_SQL_FUNCTIONS = ['cot_search', 'cot_similar', 'cot_query_vector'];

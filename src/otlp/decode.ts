@@ -116,7 +116,7 @@ export function decodeTraces(body: Buffer, encoding: OtlpEncoding): DecodedReque
     if (encoding === 'protobuf') {
       // protobufjs' reader of a Buffer lets a string's length run past the message (swallowing what follows);
       // its reader of plain bytes checks every length.
-      message = collector.ExportTraceServiceRequest.decode(new protobuf.Reader(new Uint8Array(body.buffer, body.byteOffset, body.length)));
+      message = collector.ExportTraceServiceRequest.decode(new Utf8Reader(new Uint8Array(body.buffer, body.byteOffset, body.length)));
     } else {
       ({ message, refused } = fromJson(body));
     }
@@ -165,6 +165,18 @@ export function encodeStatus(encoding: OtlpEncoding, code: number, message: stri
   return Buffer.from(protobuf.Writer.create().uint32(8).int32(code).uint32(18).string(message).finish());
 }
 
+/**
+ * protobufjs' reader of plain bytes, whose strings are decoded by Buffer: its own UTF-8 decoder makes lone
+ * surrogates (which no JSON column takes) and invents characters from invalid bytes; Buffer replaces them with
+ * U+FFFD, as every UTF-8 decoder of the WHATWG's does.
+ */
+class Utf8Reader extends protobuf.Reader {
+  override string(): string {
+    const b = this.bytes();
+    return Buffer.from(b.buffer, b.byteOffset, b.length).toString('utf8');
+  }
+}
+
 function fromJson(body: Buffer): { message: object; refused: Map<string, string> } {
   let parsed: unknown;
   try {
@@ -184,7 +196,12 @@ function fromJson(body: Buffer): { message: object; refused: Map<string, string>
     list(obj(rs)['scopeSpans']).forEach((ss, si) => {
       list(obj(ss)['spans']).forEach((sp, i) => {
         const problem = jsonSpanProblem(obj(sp));
-        if (problem !== null) refused.set(`resourceSpans[${r}].scopeSpans[${si}].spans[${i}]`, problem);
+        if (problem !== null) {
+          refused.set(`resourceSpans[${r}].scopeSpans[${si}].spans[${i}]`, problem);
+          // What the message type would throw on, or misread, is not given to it: the span is refused on its own.
+          (obj(ss)['spans'] as unknown[])[i] = {};
+          return;
+        }
         // OTLP/JSON writes ids as hex, where protobuf's JSON mapping would read base64: they become bytes first.
         hexToBytes(obj(sp), ['traceId', 'spanId', 'parentSpanId']);
         for (const l of list(obj(sp)['links'])) hexToBytes(obj(l), ['traceId', 'spanId']);
@@ -194,17 +211,38 @@ function fromJson(body: Buffer): { message: object; refused: Map<string, string>
   return { message: collector.ExportTraceServiceRequest.fromObject(parsed), refused };
 }
 
-const UINT64_LIMIT = 1n << 64n;
+const TIME_LIMIT = 1n << 63n;
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
+
+/**
+ * A time in nanoseconds since the epoch: digits, or a safe integer. Below 2^63, the year 2262, where protobufjs
+ * reads the field's JSON as a signed number.
+ */
+function timeProblem(what: string, v: unknown): string | null {
+  const digits = typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? String(v) : typeof v === 'string' && /^\d+$/.test(v) ? v : null;
+  if (digits === null || BigInt(digits) >= TIME_LIMIT) return `${what} must be nanoseconds since the epoch (an integer below 2^63), not ${JSON.stringify(v)}`;
+  return null;
+}
 
 /** Why a JSON span's times or attribute values are not what OTLP/JSON allows, or null. */
 function jsonSpanProblem(s: Record<string, unknown>): string | null {
   for (const k of ['startTimeUnixNano', 'endTimeUnixNano']) {
-    const v = s[k];
-    const digits = typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? String(v) : typeof v === 'string' && /^\d+$/.test(v) ? v : null;
-    if (digits === null || BigInt(digits) >= UINT64_LIMIT) return `${k} must be an unsigned 64-bit integer, not ${JSON.stringify(v) ?? 'nothing'}`;
+    if (s[k] === undefined || s[k] === null) return `${k} is required`;
+    const p = timeProblem(k, s[k]);
+    if (p !== null) return p;
   }
+  for (const e of list(s['events'])) {
+    const t = obj(e)['timeUnixNano'];
+    const p = t === undefined || t === null ? null : timeProblem('an event timeUnixNano', t);
+    if (p !== null) return p;
+  }
+  for (const k of ['events', 'links']) {
+    const v = s[k];
+    if (v !== undefined && v !== null && (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))))
+      return `${k} must be a list of objects`;
+  }
+  if (s['status'] !== undefined && s['status'] !== null && (typeof s['status'] !== 'object' || Array.isArray(s['status']))) return 'status must be an object';
   const own = attributesProblem(s['attributes'], 0);
   if (own !== null) return own;
   for (const e of list(s['events'])) {
@@ -254,16 +292,23 @@ function anyValueProblem(v: unknown, depth: number): string | null {
     return 'doubleValue must be a number';
   }
   const bytes = o['bytesValue'];
-  if (bytes !== undefined && bytes !== null && !(typeof bytes === 'string' && /^[A-Za-z0-9+/_-]*={0,2}$/.test(bytes))) return 'bytesValue must be base64';
-  if (o['arrayValue'] !== undefined && o['arrayValue'] !== null) {
-    const values = obj(o['arrayValue'])['values'];
-    if (values !== undefined && !Array.isArray(values)) return 'arrayValue.values must be a list';
+  if (bytes !== undefined && bytes !== null && !(typeof bytes === 'string' && /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(bytes))) {
+    return 'bytesValue must be base64';
+  }
+  for (const k of ['arrayValue', 'kvlistValue']) {
+    const inner = o[k];
+    if (inner === undefined || inner === null) continue;
+    if (typeof inner !== 'object' || Array.isArray(inner)) return `${k} must be an object with values`;
+    const values = (inner as Record<string, unknown>)['values'];
+    if (values !== undefined && values !== null && !Array.isArray(values)) return `${k}.values must be a list`;
+    if (k === 'kvlistValue') return attributesProblem(values, depth + 1);
     for (const x of list(values)) {
+      // Absent in an attribute, a value is empty; in a list it must be there.
+      if (typeof x !== 'object' || x === null || Array.isArray(x)) return 'arrayValue.values must be a list of values';
       const p = anyValueProblem(x, depth + 1);
       if (p !== null) return p;
     }
   }
-  if (o['kvlistValue'] !== undefined && o['kvlistValue'] !== null) return attributesProblem(obj(o['kvlistValue'])['values'], depth + 1);
   return null;
 }
 
@@ -286,7 +331,9 @@ function span(s: Record<string, unknown>, resource: Attributes, scope: OtlpSpan[
   const start = text(s['startTimeUnixNano']);
   const end = text(s['endTimeUnixNano']);
   if (!/^\d+$/.test(start) || !/^\d+$/.test(end)) throw new Error('startTimeUnixNano and endTimeUnixNano must be integers');
+  if (BigInt(start) >= TIME_LIMIT || BigInt(end) >= TIME_LIMIT) throw new Error('times must be nanoseconds since the epoch below 2^63 (the year 2262)');
   if (start === '0') throw new Error('startTimeUnixNano is required');
+  if (end === '0') throw new Error('endTimeUnixNano is required');
   const code = text(status['code']);
   return {
     traceId,

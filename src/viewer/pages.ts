@@ -126,7 +126,7 @@ export function sessionPage(user: string, sessionId: string, verdict: Verdict, s
   const base = `/sessions/${encodeURIComponent(sessionId)}`;
   const body = html`
 <p>${steps[0]?.agentId === undefined || steps[0]?.agentId === null ? '' : html`agent <strong>${steps[0].agentId}</strong> · `}${steps.length} steps ·
-chain ${verdictMark(verdict)}</p>
+chain ${verdictMark(verdict)} · <a class="evidence" href="${base}/evidence">evidence bundle</a></p>
 <p>view: ${view === 'timeline' ? html`<strong>timeline</strong>` : html`<a href="${base}">timeline</a>`} ·
 ${view === 'tree' ? html`<strong>tree</strong>` : html`<a href="${base}?view=tree">tree</a>`}</p>
 ${steps.length === 0 ? html`<p>No steps: the session does not exist, or you may not read it.</p>` : ''}
@@ -173,7 +173,7 @@ function stepCard(s: StepView, verdict: Verdict): Markup {
 <span>${s.createdAt}</span>${typeof start === 'string' && /^\d+$/.test(start) ? html`<span title="the span's start">started ${new Date(Number(BigInt(start) / 1_000_000n)).toISOString()}</span>` : ''}
 ${s.agentId === null ? '' : html`<span>agent ${s.agentId}</span>`}${s.model === null ? '' : html`<span>model ${s.model}</span>`}
 ${s.tokenCount === null ? '' : html`<span>${s.tokenCount} tokens</span>`}${s.durationMs === null ? '' : html`<span>${s.durationMs} ms</span>`}
-<span class="trace-id">${s.traceId}</span></div>
+<span class="trace-id">${s.traceId}</span><a class="receipt" href="/receipts/${s.traceId}">receipt</a></div>
 <div class="content">${value(s, 'content', s.content)}</div>
 ${s.input === null ? '' : html`<details${s.stepType === 'ToolCall' ? html` open` : ''}><summary>${s.stepType === 'ToolCall' ? 'tool call' : 'input'}</summary>${json(s, 'input_data', s.input)}</details>`}
 ${s.output === null ? '' : html`<details${s.stepType === 'ToolCall' ? html` open` : ''}><summary>${s.stepType === 'ToolCall' ? 'result' : 'output'}</summary>${json(s, 'output_data', s.output)}</details>`}

@@ -43,6 +43,10 @@ describe('the viewer, as each user sees it', () => {
     expect(foreign.body).not.toContain('globex secret');
     expect(foreign.body).toContain('No steps');
     expect((await get('/sessions/globex-1', tokens.globex)).body).toContain('globex secret');
+    // Nor its evidence, nor a step receipt.
+    expect((await get('/sessions/globex-1/evidence', tokens.acme)).status).toBe(404);
+    const [step] = (await (await s.as('admin')).query("SELECT CAST(trace_id AS text) AS t FROM _cot_steps WHERE session_id = 'globex-1'")).rows;
+    expect((await get(`/receipts/${step.t}`, tokens.acme)).status).toBe(404);
   });
 
   it('sends a browser without a token to sign in, and signs it in with a cookie that only the pages read', async () => {

@@ -133,3 +133,44 @@ describe('the ledger commands', () => {
     expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
+
+describe('cotwire evidence', () => {
+  it('saves a session bundle from the HTTP listener, which tools/check_evidence.py verifies', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const run = promisify(execFile);
+    const db = join(dir, 'evidence', 'ev.duckdb');
+    const { loadConfig } = await import('../../src/config/load.js');
+    const { createLogger } = await import('../../src/log/logger.js');
+    const { startServer } = await import('../../src/engines/duckdb/start.js');
+    const config = loadConfig({ argv: { port: '0', 'http-port': '0', db, 'log-level': 'silent' }, env: {} });
+    const running = await startServer({ ...config, checkpoint: { ...config.checkpoint, intervalSeconds: 1 } }, createLogger('silent', false));
+    try {
+      const c = new pg.Client({ host: '127.0.0.1', port: running.address.port, user: 'cotwire', database: 'cotwire' });
+      await c.connect();
+      await c.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('cli-ev', 'Observation', 'seen'), ('cli-ev', 'Decision', 'done')");
+      await c.end();
+      const url = `http://127.0.0.1:${running.httpAddress?.port}`;
+      const out = join(dir, 'evidence', 'bundle.json');
+      // The next checkpoint covers the steps within a second; until then the server says to ask again.
+      let saved = '';
+      for (let tries = 0; tries < 100 && saved === ''; tries++) {
+        const r = await run(process.execPath, [CLI, 'evidence', '--session', 'cli-ev', '--url', url, '--out', out]).catch((e: { stderr: string }) => e);
+        if ('stdout' in r && typeof r.stdout === 'string') saved = r.stdout;
+        else expect((r as { stderr: string }).stderr).toMatch(/^cotwire: 503 .*no checkpoint covers this session yet/);
+        if (saved === '') await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(saved).toMatch(
+        /^wrote the evidence of session cli-ev to .*: 2 steps against the checkpoint of \d+ leaves; check it with tools\/check_evidence.py/,
+      );
+      const { readFileSync } = await import('node:fs');
+      const key = (JSON.parse(readFileSync(out, 'utf8')) as { verifier_key: string }).verifier_key;
+      const check = await run('python3', [join(import.meta.dirname, '../../tools/check_evidence.py'), out, key]);
+      expect(check.stdout).toMatch(/^OK session cli-ev: 2 steps/);
+      const missing = await run(process.execPath, [CLI, 'evidence', '--session', 'nobody', '--url', url]).catch((e: { code: number; stderr: string }) => e);
+      expect(missing).toMatchObject({ code: 1, stderr: expect.stringMatching(/^cotwire: 404 /) });
+    } finally {
+      await running.close();
+    }
+  });
+});

@@ -358,7 +358,7 @@ describe('receipts', () => {
       stdout: expect.stringMatching(/^OK: leaf 4 is in the tree of \d+ leaves signed by audit\.example\/agents/),
     });
     const python = (file: string): { status: number | null; stdout: string } => {
-      const r = spawnSync('python3', [join(import.meta.dirname, '../compat/python/check_receipt.py'), file, verifier], { encoding: 'utf8' });
+      const r = spawnSync('python3', [join(import.meta.dirname, '../../tools/check_receipt.py'), file, verifier], { encoding: 'utf8' });
       return { status: r.status, stdout: r.stdout };
     };
     expect(python(receipt)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^OK leaf 4 of \d+ under audit\.example\/agents/) });

@@ -124,7 +124,7 @@ describe('redaction under cotwire/v3', () => {
     const check = spawnSync(process.execPath, [CLI, 'check-receipt', join(root, 'receipt.json'), '--key', verifierKey], { encoding: 'utf8' });
     expect(check.status, check.stdout + check.stderr).toBe(0);
     // And so does the independent checker in Python, from the published formats alone.
-    const python = spawnSync('python3', [join(import.meta.dirname, '../compat/python/check_receipt.py'), join(root, 'receipt.json'), verifierKey], {
+    const python = spawnSync('python3', [join(import.meta.dirname, '../../tools/check_receipt.py'), join(root, 'receipt.json'), verifierKey], {
       encoding: 'utf8',
     });
     expect(python.stdout, python.stderr).toMatch(/^OK leaf/);

@@ -177,7 +177,7 @@ describe('redaction', () => {
     const receipt = JSON.parse(readFileSync(join(root, 'after.json'), 'utf8')) as { redacted: Record<string, string> };
     expect(receipt.redacted).toEqual({ content: record.value_digest });
     expect(check(join(root, 'after.json')).status).toBe(0);
-    const python = spawnSync('python3', [join(import.meta.dirname, '../compat/python/check_receipt.py'), join(root, 'after.json'), verifierKey], {
+    const python = spawnSync('python3', [join(import.meta.dirname, '../../tools/check_receipt.py'), join(root, 'after.json'), verifierKey], {
       encoding: 'utf8',
     });
     expect(python.stdout).toMatch(/^OK leaf/);

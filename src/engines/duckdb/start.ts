@@ -139,7 +139,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     checkpoints.start();
     search.worker?.start();
     // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
-    const httpAddress = await openHttp(prometheus, server, config, tls, log, stack);
+    const httpAddress = await openHttp({ prometheus, server, config, tls, log, stack, verifierKey: () => checkpoints.verifierKey });
     const address = await listenOrExplain(server, config, stack);
     const sinkNames = config.checkpoint.sinks.map((t) => sinkFor(t).name);
     if (sinkNames.length > 0) {

@@ -192,7 +192,16 @@ async function openParts(
     log,
   });
   // Open before the wire listens and closed after it drains, so that /healthz answers 503 throughout the drain.
-  const httpAddress = await openHttp(prometheus, server, config, tls, log, stack, () => health.reachable);
+  const httpAddress = await openHttp({
+    prometheus,
+    server,
+    config,
+    tls,
+    log,
+    stack,
+    engineReachable: () => health.reachable,
+    verifierKey: () => checkpoints.verifierKey,
+  });
   const address = await listenOrExplain(server, config, stack);
   checkpoints.start();
   log.info({ engine: redactUrl(url), roles, instance }, `the engine is PostgreSQL ${report.serverVersion}`);

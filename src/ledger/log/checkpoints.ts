@@ -1,4 +1,4 @@
-import { checkpointText, signNote, type NoteSigner } from './note.js';
+import { checkpointText, signNote, verifierKeyOf, type NoteSigner } from './note.js';
 import type { LedgerTable } from '../chain/schema.js';
 import type { LedgerAppender } from '../chain/append.js';
 
@@ -97,6 +97,11 @@ export class CheckpointIssuer {
 
   get origin(): string {
     return this.signer.name;
+  }
+
+  /** The verifier key of the key that signs now: what an evidence bundle names, for its reader to compare with the one it holds. */
+  get verifierKey(): string {
+    return verifierKeyOf(this.signer);
   }
 
   start(): void {

@@ -26,7 +26,10 @@ export async function ledgerMacroGroups(services: Pick<ConnectionServices, 'ledg
   const reads = (sql: readonly string[]): string[] => (scope === null ? [...sql] : sql.map((m) => readsScoped(m, scope)));
   if (steps !== undefined) groups.push(reads(duckdbDialect.stepsFunctions(steps)));
   if (steps !== undefined) groups.push(reads(services.search.macros));
-  if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) groups.push(reads(duckdbDialect.proofFunctions()));
+  if (steps !== undefined && ledgers.some((t) => t.schema === 'main' && t.name === CHECKPOINTS_TABLE)) {
+    groups.push(reads(duckdbDialect.proofFunctions()));
+    groups.push(reads(duckdbDialect.receiptFunctions(steps)));
+  }
   return groups;
 }
 

@@ -1,4 +1,5 @@
 import type { EngineConnection } from '../../../engine/port.js';
+import { RECEIPT_FORMAT } from '../../../ledger/receipt-shape.js';
 import { rowHashFor } from '../../../ledger/chain/row-hash.js';
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import { leavesFrom } from './log-resume.js';
@@ -18,7 +19,7 @@ import {
   type LedgerTable,
 } from '../../../ledger/chain/schema.js';
 
-export const RECEIPT_FORMAT = 'cotwire-receipt/v1';
+export { RECEIPT_FORMAT };
 
 /**
  * A self-contained proof that one step is in the log a signed checkpoint

@@ -372,7 +372,9 @@ export async function installPostgres(
     }
     // The verification functions follow the ledgers' columns: written afresh at every start.
     await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
-    for (const table of await new LedgerCatalog(conn, isProtected, null, readPostgresTables(prefix)).all()) {
+    const tables = await new LedgerCatalog(conn, isProtected, null, readPostgresTables(prefix)).all();
+    const stepsLedger = tables.find((t) => t.isSteps);
+    for (const table of tables) {
       const name = verifyMacroName(table);
       const [[existed]] = (await conn.query(`SELECT to_regprocedure($1) IS NOT NULL`, [`public.${name}(text)`])) as [[boolean]];
       for (const sql of ledgerFunctions(postgresDialect(roles), table)) await conn.run(sql);
@@ -387,6 +389,7 @@ export async function installPostgres(
     await conn.run(`SET ROLE ${quoteIdent(roles.owner)}`);
     const [[proofs]] = (await conn.query(`SELECT to_regprocedure('public.cot_prove(text)') IS NOT NULL`)) as [[boolean]];
     for (const sql of postgresDialect(roles).proofFunctions()) await conn.run(sql);
+    if (stepsLedger !== undefined) for (const sql of postgresDialect(roles).receiptFunctions(stepsLedger)) await conn.run(sql);
     if (!proofs)
       actions.push(
         "created cot_log_root(), cot_inclusion_proof(), cot_consistency_proof(), cot_checkpoint(), cot_prove() and cot_consistency(), the global log's proofs",
