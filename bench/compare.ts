@@ -20,6 +20,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { anchorSchema, SESSION_STEPS, STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
 import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
 import { appendRate, proofMicros } from './log.js';
+import { exportSpans, otlpBatch } from './otlp.js';
 import { appendRatesWhileAuditing, auditCost, startupAudit } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { SEARCH_SIZES, searchBench } from './search.js';
@@ -371,6 +372,24 @@ async function main(): Promise<void> {
                 : c.query({ name: 'sessions', text: anchorSessions, values: [agent] });
             }),
       );
+      await readRow(
+        "the viewer's page of one 50-step session (GET /sessions/S: its steps and their verification), read cold",
+        steps,
+        'report',
+        () => true,
+        async (s) => {
+          if (s !== 'cot') return Number.NaN;
+          const latencies: number[] = [];
+          for (let i = 0; i < n; i++) {
+            const t = performance.now();
+            const res = await fetch(`http://127.0.0.1:${cotwire.httpPort}/sessions/${fresh()}`);
+            const page = await res.text();
+            latencies.push(performance.now() - t);
+            if (res.status !== 200 || !page.includes('article class="step"')) throw new Error(`the viewer answered ${res.status}`);
+          }
+          return median(latencies);
+        },
+      );
       const mcp = new McpClient({ name: 'cotwire-bench', version: '1.0.0' });
       await mcp.connect(
         new StdioClientTransport({
@@ -474,6 +493,45 @@ async function main(): Promise<void> {
       },
       'higher',
       (_, __, a) => a >= 1,
+    );
+
+    // Issue 37: GenAI spans over OTLP/HTTP, against the same steps as one INSERT over the wire. PostgreSQL and the
+    // trigger chain take the INSERT in both rows; cotwire takes the spans in the first and the INSERT in the second.
+    const OTLP_BATCH = 512;
+    const otlpSql = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES ${Array.from({ length: OTLP_BATCH }, (_, r) => `(${STEP_COLUMNS.map((_, i) => `$${r * STEP_COLUMNS.length + i + 1}`).join(', ')})`).join(', ')}`;
+    const otlpRate = (s: System, viaOtlp: boolean): Promise<number> => {
+      const session = `otlp-${runNo++}`;
+      const c = clients(s)[0] as pg.Client;
+      const requests = Math.max(2, Math.floor(SIZES.batches / 2));
+      const bodies = s === 'cot' && viaOtlp ? Array.from({ length: requests }, (_, b) => otlpBatch(session, b * OTLP_BATCH, OTLP_BATCH)) : [];
+      return rate(s, requests * OTLP_BATCH, async () => {
+        for (let b = 0; b < requests; b++) {
+          const body = bodies[b];
+          if (body !== undefined) {
+            await exportSpans(cotwire.httpPort, body);
+            continue;
+          }
+          const batch = Array.from({ length: OTLP_BATCH }, (_, i) => stepRow(session, b * OTLP_BATCH + i));
+          if (s === 'pg') await chain.insert(c, batch);
+          else await c.query(otlpSql, batch.flat());
+        }
+      });
+    };
+    await throughput(
+      `GenAI spans over OTLP/HTTP protobuf, ${OTLP_BATCH} per request (PostgreSQL: the same steps as one INSERT)`,
+      'report',
+      'spans/s',
+      (s) => otlpRate(s, true),
+      'higher',
+      () => true,
+    );
+    await throughput(
+      `the same steps as one ${OTLP_BATCH}-row INSERT over the wire`,
+      'report',
+      'steps/s',
+      (s) => otlpRate(s, false),
+      'higher',
+      () => true,
     );
 
     // Reads: the datasets are loaded outside the measurement, the same rows in both.

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 export interface CotwireProcess {
   readonly databasePath: string;
   readonly port: number;
+  /** The HTTP listener's port (OTLP, the viewer). */
+  readonly httpPort: number;
   /** Peak resident memory since the last resetPeak(), in bytes. */
   peakRss(): number;
   resetPeak(): void;
@@ -43,6 +45,7 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
   const databasePath = join(dir, 'bench.duckdb');
   let child: ChildProcess | null = null;
   let port = 0;
+  let httpPort = 0;
   let peak = 0;
   let sampler: NodeJS.Timeout | null = null;
 
@@ -62,6 +65,7 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
         const m = /"address":"[^"]*:(\d+)"/.exec(buffered);
         if (m !== null && port === 0) {
           port = Number(m[1]);
+          httpPort = Number(/"http":(\d+)/.exec(buffered)?.[1] ?? 0);
           buffered = '';
           resolve();
         }
@@ -89,6 +93,9 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
     databasePath,
     get port() {
       return port;
+    },
+    get httpPort() {
+      return httpPort;
     },
     peakRss: () => peak,
     resetPeak: () => {
