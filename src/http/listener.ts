@@ -9,7 +9,7 @@ import { evidenceBundle, stepReceipt } from './evidence-route.js';
 import { login, tokenCookie } from './login.js';
 import { ingestTraces } from './otlp-route.js';
 import { viewerPage } from './viewer-route.js';
-import { WireClients } from './wire-clients.js';
+import { WireBusy, WireClients } from './wire-clients.js';
 
 /**
  * The HTTP listener: /healthz, /metrics, the OTLP receiver and the viewer, on one port. It follows the wire's
@@ -56,9 +56,10 @@ export class HttpListener {
     this.context = { config, auth, clients: new WireClients(wire, config.database.name), prometheus, log, verifierKey };
     const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
-        log.warn({ err: (err as Error).message, path: req.url }, 'HTTP request failed');
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-        res.end('internal error\n');
+        const busy = err instanceof WireBusy;
+        log.warn({ err: (err as Error).message, path: req.url }, busy ? 'HTTP request not served now' : 'HTTP request failed');
+        if (!res.headersSent) res.writeHead(busy ? 503 : 500, { 'content-type': 'text/plain', ...(busy ? { 'retry-after': '5' } : {}) });
+        res.end(busy ? `${(err as Error).message}\n` : 'internal error\n');
       });
     };
     this.secure = secure !== null;

@@ -230,6 +230,16 @@ describe('OTLP/HTTP at /v1/traces', () => {
     expect(chainProblems(await chainOf(c, 'conv-retry'))).toEqual([]);
   });
 
+  it('takes a burst of exports beyond its connections, each in its turn', async () => {
+    const bodies = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => ProtobufTraceSerializer.serializeRequest(await capturedTurn(`conv-burst-${i}`)) as Uint8Array),
+    );
+    const answers = await Promise.all(bodies.map((b) => post(b, { 'content-type': 'application/x-protobuf' })));
+    expect(answers.map((a) => a.status)).toEqual(bodies.map(() => 200));
+    const c = await s.as();
+    expect(await countOf(c, "SELECT count(*) FROM _cot_steps WHERE session_id LIKE 'conv-burst-%'")).toBe(160);
+  });
+
   it('answers a body it cannot read with 400, 413 or 415 and writes nothing', async () => {
     const c = await s.as();
     const before = await countOf(c, 'SELECT count(*) FROM _cot_steps');
