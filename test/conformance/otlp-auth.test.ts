@@ -14,6 +14,7 @@ const hashOf = (t: string): string => `sha256:${createHash('sha256').update(t).d
 const tokens = { planner: token(), acme: token(), reader: token() };
 
 const s = useConformanceServer({
+  otlp: { nonGenAiSpans: 'keep', maxBodyBytes: 16 * 1024 * 1024 },
   users: [
     user('admin', 'admin'),
     { ...user('planner-exporter', 'writer', { agentId: 'planner' }), token: hashOf(tokens.planner) },
@@ -86,6 +87,24 @@ describe('the HTTP listener with users', () => {
       // The user's agent_id is stamped; the agent the span named is kept beside it.
       { session_id: 'conv-planner', agent_id: 'planner', org_id: null, span_agent: 'Planner' },
     ]);
+  });
+
+  it('keeps spans that are not GenAI spans as Observation steps under otlp.nonGenAiSpans: keep', async () => {
+    const exporter = new OTLPTraceExporter({ url: `${base()}/v1/traces`, headers: { Authorization: `Bearer ${tokens.acme}` } });
+    const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
+    provider
+      .getTracer('web')
+      .startSpan('GET /orders/42', { attributes: { 'http.request.method': 'GET', 'session.id': 'conv-http' } })
+      .end();
+    await provider.forceFlush();
+    await provider.shutdown();
+    const admin = await s.as('admin');
+    const rows = (
+      await admin.query(
+        "SELECT step_type, content, metadata->'otel'->'attributes'->>'http.request.method' AS method FROM _cot_steps WHERE session_id = 'conv-http'",
+      )
+    ).rows;
+    expect(rows).toEqual([{ step_type: 'Observation', content: 'GET /orders/42', method: 'GET' }]);
   });
 
   it('lets a user with a token and no password nowhere near the wire', async () => {

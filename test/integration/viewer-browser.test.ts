@@ -94,6 +94,22 @@ describe('the viewer, in chromium', () => {
     expect(await page.locator('a.session').allTextContents()).toEqual(['hostile']);
   });
 
+  it('searches steps by meaning, and links each hit to its session', async () => {
+    // The agent turns' answers (FinalAnswer) are always embedded; wait until the background embedder has done them.
+    const c = await server.client();
+    await expect
+      .poll(async () => Number((await c.query('SELECT count(*) AS n FROM cot_search($1, 5)', ['order shipped'])).rows[0].n), { timeout: 30_000, interval: 100 })
+      .toBeGreaterThan(0);
+    await page.goto(`${base()}/`);
+    await page.fill('input[name=q]', 'has the order shipped');
+    await page.click('button[type=submit]');
+    await page.waitForURL(/q=has/);
+    const hits = page.locator('section.hits tbody tr');
+    expect(await hits.count()).toBeGreaterThan(0);
+    const sessions = await hits.locator('td:nth-child(2) a').allTextContents();
+    expect(sessions.some((x) => x.startsWith('turn-'))).toBe(true);
+  });
+
   it('follows a session to its steps, its tool call and a verified mark on each', async () => {
     await page.goto(`${base()}/`);
     await page.click('a.session:text-is("turn-intact")');
