@@ -39,16 +39,17 @@ export function stepOf(span: OtlpSpan): StepDraft {
   const a = new Reader(span.attributes);
   const operation = operationOf(span, a);
   const error = span.statusCode === 'STATUS_CODE_ERROR';
-  const tool = a.text('gen_ai.tool.name', 'ai.toolCall.name', 'tool.name');
-  const toolCall = operation === 'execute_tool';
+  // Tool attributes make a tool call's columns; on any other span they stay in metadata.
+  const tool = toolCallOf(operation) ? a.text('gen_ai.tool.name', 'ai.toolCall.name', 'tool.name') : null;
+  const toolCall = toolCallOf(operation);
   const inputMessages = a.json('gen_ai.input.messages', 'gen_ai.prompt', 'ai.prompt.messages') ?? indexed(a, 'gen_ai.prompt') ?? eventMessages(span, 'input');
   // The Vercel AI SDK's call as its caller made it: { prompt } or { system, messages }.
   const prompt = a.json('ai.prompt');
   const outputMessages =
     a.json('gen_ai.output.messages', 'gen_ai.completion') ?? indexed(a, 'gen_ai.completion') ?? responseOf(a) ?? eventMessages(span, 'output');
   const system = a.json('gen_ai.system_instructions');
-  const args = a.json('gen_ai.tool.call.arguments', 'ai.toolCall.args', 'tool.parameters');
-  const result = a.json('gen_ai.tool.call.result', 'ai.toolCall.result');
+  const args = toolCall ? a.json('gen_ai.tool.call.arguments', 'ai.toolCall.args', 'tool.parameters') : undefined;
+  const result = toolCall ? a.json('gen_ai.tool.call.result', 'ai.toolCall.result') : undefined;
   const genericIn = a.json('input.value');
   const genericOut = a.json('output.value');
   const inputTokens = a.number(
@@ -86,7 +87,7 @@ export function stepOf(span: OtlpSpan): StepDraft {
     'traceloop.association.properties.session_id',
   );
   const agent = a.text('gen_ai.agent.name', 'gen_ai.agent.id', 'agent.name');
-  const callId = a.text('gen_ai.tool.call.id', 'ai.toolCall.id');
+  const callId = toolCall ? a.text('gen_ai.tool.call.id', 'ai.toolCall.id') : null;
   a.take('gen_ai.operation.name', 'ai.operationId', 'openinference.span.kind', 'traceloop.span.kind');
 
   const input = toolCall
@@ -95,7 +96,7 @@ export function stepOf(span: OtlpSpan): StepDraft {
         system_instructions: system,
         prompt,
         messages: inputMessages ?? (MODEL_CALLS.has(operation) ? genericIn : undefined),
-        input: MODEL_CALLS.has(operation) ? undefined : genericIn,
+        input: MODEL_CALLS.has(operation) && inputMessages === undefined ? undefined : genericIn,
       });
   const output = toolCall ? compact({ result: result ?? genericOut }) : compact({ messages: outputMessages, output: genericOut });
   const content = error
@@ -145,6 +146,10 @@ export function stepOf(span: OtlpSpan): StepDraft {
   };
 }
 
+function toolCallOf(operation: string): boolean {
+  return operation === 'execute_tool';
+}
+
 function stepTypeOf(operation: string, answered: boolean): StepType {
   if (operation === 'execute_tool') return 'ToolCall';
   if (MODEL_CALLS.has(operation)) return 'Reasoning';
@@ -179,7 +184,8 @@ function operationOf(span: OtlpSpan, a: Reader): string {
   if (a.peek('llm.request.type') !== undefined) return 'chat';
   // The conventions name spans "{operation} {target}".
   const first = span.name.split(' ')[0] ?? '';
-  if (['chat', 'text_completion', 'generate_content', 'embeddings', 'execute_tool', 'invoke_agent', 'create_agent'].includes(first)) return first;
+  if (['chat', 'text_completion', 'generate_content', 'embeddings', 'execute_tool', 'invoke_agent', 'create_agent', 'retrieval', 'workflow'].includes(first))
+    return first;
   return Object.keys(span.attributes).some((k) => k.startsWith('gen_ai.')) ? 'chat' : 'other';
 }
 
@@ -213,7 +219,19 @@ function eventMessages(span: OtlpSpan, side: 'input' | 'output'): unknown[] | un
     side === 'input'
       ? ['gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message', 'gen_ai.content.prompt']
       : ['gen_ai.choice', 'gen_ai.content.completion'];
-  const found = span.events.filter((e) => names.includes(e.name)).map((e) => ({ event: e.name, ...e.attributes }));
+  const found = span.events
+    .filter((e) => names.includes(e.name))
+    .map((e) => {
+      // Azure's SDKs and Semantic Kernel put the whole message in one attribute, as JSON.
+      const body = e.attributes['gen_ai.event.content'];
+      let parsed: unknown;
+      try {
+        parsed = typeof body === 'string' ? JSON.parse(body) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { event: e.name, ...e.attributes, ...(typeof parsed === 'object' && parsed !== null ? (parsed as object) : {}) };
+    });
   return found.length === 0 ? undefined : found;
 }
 
@@ -240,6 +258,12 @@ function textOfMessages(messages: unknown): string | null {
       }
     }
     if (typeof msg['content'] === 'string' && msg['content'] !== '') texts.push(msg['content']);
+    const inner = msg['message'];
+    if (typeof inner === 'object' && inner !== null && typeof (inner as Record<string, unknown>)['content'] === 'string') {
+      texts.push((inner as Record<string, unknown>)['content'] as string);
+    }
+    // OpenLLMetry's indexed messages keep their tool calls as keys of their own: tool_calls.0.name, ...
+    for (const [k, v] of Object.entries(msg)) if (/^tool_calls\.\d+\.name$/.test(k) && typeof v === 'string') tools.push(v);
     const calls = msg['tool_calls'];
     if (Array.isArray(calls))
       for (const c of calls) tools.push(String((c as Record<string, unknown>)?.['toolName'] ?? (c as Record<string, unknown>)?.['name'] ?? ''));
@@ -270,16 +294,15 @@ class Reader {
     return Object.hasOwn(this.attrs, key) ? this.attrs[key] : undefined;
   }
 
-  /** The first of `keys` the span has; every one of them counts as read. */
+  /** The first of `keys` the span has (not null, not empty); only that one counts as read, the rest stay in metadata. */
   take(...keys: string[]): AttributeValue | undefined {
-    let found: AttributeValue | undefined;
     for (const k of keys) {
       const v = this.peek(k);
-      if (v === undefined) continue;
+      if (v === undefined || v === null || v === '') continue;
       this.taken.add(k);
-      if (found === undefined && v !== null && v !== '') found = v;
+      return v;
     }
-    return found;
+    return undefined;
   }
 
   text(...keys: string[]): string | null {
