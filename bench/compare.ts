@@ -20,7 +20,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { anchorSchema, SESSION_STEPS, STEP_COLUMNS, postgresSchema, PostgresChain, stepRow } from './dataset.js';
 import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
 import { appendRate, proofMicros } from './log.js';
-import { exportSpans, otlpBatch } from './otlp.js';
+import { exportSpans, otlpBatch, rowsOf } from './otlp.js';
 import { appendRatesWhileAuditing, auditCost, startupAudit } from './audit.js';
 import { writeReport, type Row } from './report.js';
 import { SEARCH_SIZES, searchBench } from './search.js';
@@ -503,15 +503,17 @@ async function main(): Promise<void> {
       const session = `otlp-${runNo++}`;
       const c = clients(s)[0] as pg.Client;
       const requests = Math.max(2, Math.floor(SIZES.batches / 2));
-      const bodies = s === 'cot' && viaOtlp ? Array.from({ length: requests }, (_, b) => otlpBatch(session, b * OTLP_BATCH, OTLP_BATCH)) : [];
+      // The INSERTs carry the rows the server makes of the same spans.
+      const bodies = Array.from({ length: requests }, (_, b) => otlpBatch(session, b * OTLP_BATCH, OTLP_BATCH));
+      const spans = s === 'cot' && viaOtlp;
+      const batches = spans ? [] : bodies.map(rowsOf);
       return rate(s, requests * OTLP_BATCH, async () => {
         for (let b = 0; b < requests; b++) {
-          const body = bodies[b];
-          if (body !== undefined) {
-            await exportSpans(cotwire.httpPort, body);
+          if (spans) {
+            await exportSpans(cotwire.httpPort, bodies[b] as Uint8Array);
             continue;
           }
-          const batch = Array.from({ length: OTLP_BATCH }, (_, i) => stepRow(session, b * OTLP_BATCH + i));
+          const batch = batches[b] as Array<Array<string | number | null>>;
           if (s === 'pg') await chain.insert(c, batch);
           else await c.query(otlpSql, batch.flat());
         }

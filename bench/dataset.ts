@@ -76,7 +76,7 @@ export class PostgresChain {
   private readonly heads = new Map<string, { index: number; hash: string }>();
   private seq = 0;
 
-  async insert(client: pg.Client, rows: ReadonlyArray<Array<string | number>>): Promise<void> {
+  async insert(client: pg.Client, rows: ReadonlyArray<ReadonlyArray<string | number | null>>): Promise<void> {
     const values: unknown[] = [];
     const tuples: string[] = [];
     for (const row of rows) {

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startupAudit } from './audit.js';
 import { startCotwire } from './cotwire.js';
-import { anchorSchema, PostgresChain, postgresSchema, SESSION_STEPS, STEP_COLUMNS, stepRow } from './dataset.js';
-import { exportSpans, otlpBatch } from './otlp.js';
+import { anchorSchema, PostgresChain, postgresSchema, SESSION_STEPS, STEP_COLUMNS } from './dataset.js';
+import { exportSpans, otlpBatch, rowsOf } from './otlp.js';
 import { seedCotwire } from './seed.js';
 import { startPostgres } from '../test/fixtures/postgres.js';
 
@@ -61,12 +61,14 @@ try {
     for (let k = 0; k < order.length; k++) {
       const system = order[(round + k) % order.length] as System;
       const session = `ingest-${run++}`;
-      // The bodies are made before the clock starts, as an exporter has its spans before it sends them.
-      const bodies = system === 'otlp' ? Array.from({ length: REQUESTS }, (_, b) => otlpBatch(session, b * BATCH, BATCH)) : [];
+      // The bodies are made before the clock starts, as an exporter has its spans before it sends them; the other
+      // ways take the rows the server makes of the same spans.
+      const bodies = Array.from({ length: REQUESTS }, (_, b) => otlpBatch(session, b * BATCH, BATCH));
+      const batches = system === 'otlp' ? [] : bodies.map(rowsOf);
       const cpuBefore = cotwire.cpu().all;
       const t = performance.now();
       for (let b = 0; b < REQUESTS; b++) {
-        const rows = Array.from({ length: BATCH }, (_, i) => stepRow(session, b * BATCH + i));
+        const rows = batches[b] as Array<Array<string | number | null>>;
         if (system === 'otlp') await exportSpans(cotwire.httpPort, bodies[b] as Uint8Array);
         else if (system === 'wire') await cot.query(sql, rows.flat());
         else if (system === 'pg') await chain.insert(plain, rows);
@@ -87,7 +89,7 @@ try {
   lines.push(
     `Run: ${new Date().toISOString().slice(0, 10)}, \`npm run bench:ingest${QUICK ? ' -- --quick' : ''}\`, ${Math.round((Date.now() - started) / 1000)} s. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB.`,
     '',
-    `${ROUNDS} interleaved rounds of ${REQUESTS} requests of ${BATCH} steps, one client, each round a new session. The spans are GenAI chat spans (\`bench/otlp.ts\`) that become the same rows as the INSERTs' (\`bench/dataset.ts\`, \`stepRow\`).`,
+    `${ROUNDS} interleaved rounds of ${REQUESTS} requests of ${BATCH} steps, one client, each round a new session. The spans are GenAI chat spans (\`bench/otlp.ts\`); the INSERTs carry the rows the server makes of the same spans (their messages, tokens, model and \`metadata.otel\`), so the rows are the same both ways.`,
     '',
     '| how the steps arrive | steps/s, median (range) | ÷ cotwire over the wire |',
     '|---|---|---|',

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { stepRow } from './dataset.js';
+import { decodeTraces } from '../src/otlp/decode.js';
+import { stepOf } from '../src/otlp/genai.js';
 
 /**
  * OTLP/HTTP export requests of GenAI spans that become the same steps as `stepRow` (issue 37's ingest rate), built
@@ -61,4 +63,27 @@ export async function exportSpans(httpPort: number, body: Uint8Array): Promise<v
   // An ExportTraceServiceResponse without partial_success is empty.
   if (res.status !== 200 || answer.length !== 0)
     throw new Error(`OTLP export answered ${res.status} (${answer.length} bytes): ${answer.toString('latin1').slice(0, 200)}`);
+}
+
+/**
+ * The rows the server makes of a request's spans, in `STEP_COLUMNS` order: the INSERT that appends the same steps
+ * over the wire, so that the two ways are compared on the same rows.
+ */
+export function rowsOf(body: Uint8Array): Array<Array<string | number | null>> {
+  return decodeTraces(Buffer.from(body), 'protobuf').spans.map((span) => {
+    const d = stepOf(span);
+    return [
+      d.conversation,
+      d.agent,
+      d.stepType,
+      d.content,
+      d.input === null ? null : JSON.stringify(d.input),
+      d.output === null ? null : JSON.stringify(d.output),
+      null,
+      d.durationMs,
+      d.tokens,
+      d.model,
+      JSON.stringify(d.metadata),
+    ];
+  });
 }
