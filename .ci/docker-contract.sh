@@ -25,7 +25,7 @@ mkdir -p data
 # Users come from the environment, as a container gets them.
 verifier=$(printf 'pw\n' | node dist/launch.cjs passwd agent | sed -n 's/^    password: //p')
 users="[{\"name\": \"agent\", \"password\": \"$verifier\", \"role\": \"writer\"}]"
-NODE_ENV=production COTWIRE_HOST=127.0.0.1 COTWIRE_PORT="$port" COTWIRE_DB="$work/data/cotwire.duckdb" COTWIRE_METRICS_PORT="$mport" \
+NODE_ENV=production COTWIRE_HOST=127.0.0.1 COTWIRE_PORT="$port" COTWIRE_DB="$work/data/cotwire.duckdb" COTWIRE_HTTP_PORT="$mport" \
   COTWIRE_USERS="$users" node dist/launch.cjs serve > server.log 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
