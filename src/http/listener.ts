@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../config/schema.js';
 import type { PrometheusObserver } from '../server/metrics.js';
 import type { PgServer } from '../server/server.js';
@@ -41,6 +41,7 @@ export class HttpListener {
   private readonly server: http.Server;
   private readonly context: HttpContext;
   private readonly secure: boolean;
+  private readonly sockets = new Set<Socket>();
 
   constructor(
     wire: PgServer,
@@ -64,6 +65,11 @@ export class HttpListener {
     };
     this.secure = secure !== null;
     this.server = secure === null ? http.createServer(handle) : https.createServer({ key: secure.key, cert: secure.cert }, handle);
+    // Node's own lists miss a socket whose request was answered before its body came (a 415, a 413): the stop ends them all.
+    this.server.on(secure === null ? 'connection' : 'secureConnection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
   }
 
   listen(host: string, port: number): Promise<AddressInfo> {
@@ -76,10 +82,16 @@ export class HttpListener {
     });
   }
 
+  /** Stops taking requests; one still open after CLOSE_GRACE_MS (a client that never finishes sending) is cut. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     await this.context.clients.close();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
+    clearTimeout(timer);
+    this.server.closeAllConnections();
+    for (const socket of this.sockets) socket.destroy();
     await closed;
   }
 
@@ -103,7 +115,10 @@ export class HttpListener {
       const url = new URL(req.url ?? '/', 'http://viewer');
       const evidence = /^\/sessions\/([^/]+)\/evidence$/.exec(path);
       const receipt = /^\/receipts\/([0-9a-fA-F-]{36})$/.exec(path);
-      if (evidence !== null) await evidenceBundle(this.context, who, decodeURIComponent(evidence[1] as string), url.searchParams.get('since'), res);
+      const session = evidence === null ? null : decodePathPart(evidence[1] as string);
+      if (evidence !== null && session === null)
+        res.writeHead(400, { 'content-type': 'text/plain' }).end('the session in the path is not valid percent-encoding\n');
+      else if (session !== null) await evidenceBundle(this.context, who, session, url.searchParams.get('since'), res);
       else if (receipt !== null) await stepReceipt(this.context, who, receipt[1] as string, res);
       else await viewerPage(this.context, who, path, url.searchParams, res);
       return;
@@ -147,6 +162,16 @@ export class HttpListener {
     res
       .writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="cotwire"' })
       .end(r.refused === 'no-token' ? 'a bearer token is required (Authorization: Bearer <token>)\n' : 'the bearer token is not valid\n');
+    return null;
+  }
+}
+
+const CLOSE_GRACE_MS = 5000;
+
+function decodePathPart(part: string): string | null {
+  try {
+    return decodeURIComponent(part);
+  } catch {
     return null;
   }
 }

@@ -64,6 +64,11 @@ describe('the viewer, as each user sees it', () => {
     expect(spans.status).toBe(401);
   });
 
+  it('answers a session path that is not valid percent-encoding with 400 or 404, never 500', async () => {
+    expect((await get('/sessions/%E0%A4%A/evidence', tokens.admin)).status).toBe(400);
+    expect((await get('/sessions/%E0%A4%A', tokens.admin)).status).toBe(404);
+  });
+
   it('sends pages that run no script and load nothing from elsewhere', async () => {
     const res = await fetch(`${base()}/`, { headers: { authorization: `Bearer ${tokens.admin}` } });
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");

@@ -38,6 +38,22 @@ describe('health and metrics', () => {
     await server[Symbol.asyncDispose]();
   });
 
+  it('stops even while a client holds an HTTP request open without finishing it', async () => {
+    const server = await startTestServer({ http: { host: '127.0.0.1', port: 0 } });
+    const port = server.running.httpAddress?.port as number;
+    const { connect } = await import('node:net');
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write('POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{');
+    socket.on('error', () => undefined);
+    // Read what comes (a 415 for the request's type), so that the socket's end is seen when the server cuts it.
+    socket.resume();
+    const closedSocket = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // The stop ends, and the unfinished request's socket is cut (about 5 s after the stop began).
+    await server[Symbol.asyncDispose]();
+    await closedSocket;
+  });
+
   it('answers 503 while the server drains', async () => {
     const server = await startTestServer({
       http: { host: '127.0.0.1', port: 0 },
