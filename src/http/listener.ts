@@ -6,6 +6,7 @@ import type { PrometheusObserver } from '../server/metrics.js';
 import type { PgServer } from '../server/server.js';
 import type { AuthPolicy } from '../session/auth.js';
 import { evidenceBundle, stepReceipt } from './evidence-route.js';
+import { SpanIndex } from '../otlp/span-index.js';
 import { login, tokenCookie } from './login.js';
 import { ingestTraces } from './otlp-route.js';
 import { viewerPage } from './viewer-route.js';
@@ -24,6 +25,8 @@ export interface HttpContext {
   readonly prometheus: PrometheusObserver;
   readonly log: HttpLog;
   readonly verifierKey: () => string;
+  /** Which spans each session's steps came from, for the exactly-once check (otlp/span-index.ts). */
+  readonly spanIndex: SpanIndex;
 }
 
 export interface HttpLog {
@@ -54,7 +57,7 @@ export class HttpListener {
     log: HttpLog,
     verifierKey: () => string,
   ) {
-    this.context = { config, auth, clients: new WireClients(wire, config.database.name), prometheus, log, verifierKey };
+    this.context = { config, auth, clients: new WireClients(wire, config.database.name), prometheus, log, verifierKey, spanIndex: new SpanIndex() };
     const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         const busy = err instanceof WireBusy;

@@ -45,6 +45,8 @@ export async function ingestTraces(ctx: HttpContext, who: Authenticated, req: ht
       nonGenAiSpans: ctx.config.otlp.nonGenAiSpans,
       stampedAgent: grants.identity['agent_id'] !== undefined,
       maxContentBytes: ctx.config.ledger.maxContentBytes,
+      index: ctx.spanIndex,
+      user: who.user,
     });
     broken = false;
     ctx.prometheus.otlpSpans({ appended: result.appended, duplicate: result.duplicates, dropped: result.dropped, rejected: result.rejected.length });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { DecodedRequest, OtlpSpan } from './decode.js';
 import { isGenAiSpan, stepOf, type StepDraft } from './genai.js';
+import { type SpanIndex, spanKey } from './span-index.js';
 
 /**
  * Spans into `_cot_steps`, as a client of the wire: every row is an INSERT that the guard, the roles, identity
@@ -21,6 +22,9 @@ export interface IngestOptions {
   readonly stampedAgent: boolean;
   /** The largest content the ledger takes, in bytes; a longer text is cut there (the whole is in output_data). */
   readonly maxContentBytes: number;
+  /** The spans each session's steps came from, kept between requests; `user` is whose reads fill it. */
+  readonly index: SpanIndex;
+  readonly user: string;
 }
 
 export interface IngestResult {
@@ -59,7 +63,8 @@ export async function ingestSpans(request: DecodedRequest, client: SqlClient, op
   // The keys are written as constants: a statement that locks constant keys waits for them on either engine.
   for (const k of locks) await wire(() => client.query(`SELECT pg_advisory_lock(${k})`));
   try {
-    const known = await stepsOfSpans(client, sessions, steps);
+    const known = new Map<string, string>();
+    for (const session of sessions) for (const [k, v] of await wire(() => options.index.of(client, options.user, session))) known.set(k, v);
     const fresh = steps.filter((s) => !known.has(key(s.draft.span.traceId, s.draft.span.spanId)));
     const duplicates = request.spans.length - byId.size + (steps.length - fresh.length);
     let appended = 0;
@@ -109,26 +114,6 @@ function resolve(drafts: readonly StepDraft[], byId: ReadonlyMap<string, OtlpSpa
     if (parentSpan === null && d.span.parentSpanId !== '' && !byId.has(key(d.span.traceId, d.span.parentSpanId))) parentSpan = d.span.parentSpanId;
     return { draft: d, session: d.conversation ?? conversationOfTrace.get(d.span.traceId) ?? d.span.traceId, agent, parentSpan };
   });
-}
-
-/** The steps the sessions already hold for these spans and their parents: span → the step's trace_id. */
-async function stepsOfSpans(client: SqlClient, sessions: readonly string[], steps: readonly Step[]): Promise<Map<string, string>> {
-  const spanIds = [...new Set(steps.flatMap((s) => (s.parentSpan === null ? [s.draft.span.spanId] : [s.draft.span.spanId, s.parentSpan])))];
-  const known = new Map<string, string>();
-  for (let i = 0; i < spanIds.length; i += ROWS_PER_STATEMENT) {
-    const ids = spanIds.slice(i, i + ROWS_PER_STATEMENT);
-    const sessionParams = sessions.map((_, j) => `$${j + 1}`).join(', ');
-    const idParams = ids.map((_, j) => `$${sessions.length + j + 1}`).join(', ');
-    const r = await wire(() =>
-      client.query(
-        `SELECT CAST(trace_id AS text) AS step, metadata->'otel'->>'trace_id' AS trace, metadata->'otel'->>'span_id' AS span
-         FROM _cot_steps WHERE session_id IN (${sessionParams}) AND metadata->'otel'->>'span_id' IN (${idParams})`,
-        [...sessions, ...ids],
-      ),
-    );
-    for (const row of r.rows) known.set(key(String(row['trace']), String(row['span'])), String(row['step']));
-  }
-  return known;
 }
 
 /**
@@ -211,10 +196,16 @@ async function insert(client: SqlClient, steps: readonly Step[], known: Map<stri
   });
   const r = await wire(() => client.query(`INSERT INTO _cot_steps (${columns.join(', ')}) VALUES ${rows.join(', ')} RETURNING trace_id`, values));
   // The writer returns the rows in the order they were given.
+  const bySession = new Map<string, Array<readonly [string, string]>>();
   r.rows.forEach((row, i) => {
     const s = steps[i] as Step;
-    known.set(key(s.draft.span.traceId, s.draft.span.spanId), String(row['trace_id']));
+    const k = key(s.draft.span.traceId, s.draft.span.spanId);
+    known.set(k, String(row['trace_id']));
+    const list = bySession.get(s.session) ?? [];
+    list.push([k, String(row['trace_id'])]);
+    bySession.set(s.session, list);
   });
+  for (const [session, added] of bySession) options.index.appended(options.user, session, added);
 }
 
 /** Runs a call of the wire; a failure that trying again later may cure becomes IngestUnavailable. */
@@ -243,9 +234,7 @@ function describe(s: Step): string {
   return `span ${s.draft.span.spanId} of trace ${s.draft.span.traceId} (${s.draft.span.name})`;
 }
 
-function key(traceId: string, spanId: string): string {
-  return `${traceId}/${spanId}`;
-}
+const key = spanKey;
 
 /** The advisory lock a session's ingest holds: 64 bits of SHA-256, as PostgreSQL's bigint keys are. */
 function lockKey(session: string): bigint {
