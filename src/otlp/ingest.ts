@@ -194,15 +194,15 @@ async function insert(client: SqlClient, steps: readonly Step[], known: Map<stri
     values.push(...row);
     return `(${row.map((_, i) => `$${at + i + 1}`).join(', ')})`;
   });
-  const r = await wire(() => client.query(`INSERT INTO _cot_steps (${columns.join(', ')}) VALUES ${rows.join(', ')} RETURNING trace_id`, values));
+  const r = await wire(() => client.query(`INSERT INTO _cot_steps (${columns.join(', ')}) VALUES ${rows.join(', ')} RETURNING trace_id, step_index`, values));
   // The writer returns the rows in the order they were given.
-  const bySession = new Map<string, Array<readonly [string, string]>>();
+  const bySession = new Map<string, Array<readonly [string, string, number]>>();
   r.rows.forEach((row, i) => {
     const s = steps[i] as Step;
     const k = key(s.draft.span.traceId, s.draft.span.spanId);
     known.set(k, String(row['trace_id']));
     const list = bySession.get(s.session) ?? [];
-    list.push([k, String(row['trace_id'])]);
+    list.push([k, String(row['trace_id']), Number(row['step_index'])]);
     bySession.set(s.session, list);
   });
   for (const [session, added] of bySession) options.index.appended(options.user, session, added);

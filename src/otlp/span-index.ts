@@ -53,15 +53,20 @@ export class SpanIndex {
     return entry.spans;
   }
 
-  /** Steps the ingest has just appended to the session, under its lock: the index follows without reading them. */
-  appended(user: string, session: string, steps: ReadonlyArray<readonly [span: string, step: string]>): void {
+  /**
+   * Steps the ingest has just appended to the session, under its lock: the index follows without reading them.
+   * Its count moves past them only when they came right after what it had read; when another writer's step came
+   * between (an agent's own INSERT takes no lock), the next read starts where it stood and finds that one too.
+   */
+  appended(user: string, session: string, steps: ReadonlyArray<readonly [span: string, step: string, stepIndex: number]>): void {
     const entry = this.entries.get(`${user}\0${session}`);
     if (entry === undefined) return;
     for (const [span, step] of steps) {
       if (!entry.spans.has(span)) this.spans++;
       entry.spans.set(span, step);
     }
-    entry.count += steps.length;
+    const indices = steps.map(([, , i]) => i).sort((a, b) => a - b);
+    if (indices.every((i, at) => i === entry.count + at)) entry.count += indices.length;
   }
 
   private evict(keep: string): void {

@@ -34,12 +34,23 @@ describe('SpanIndex', () => {
     ]);
     // Its own append: known without a read.
     s.steps.push({ trace: 't1', span: 'c', step: 'step-c' });
-    index.appended('u', 'conv', [[spanKey('t1', 'c'), 'step-c']]);
+    index.appended('u', 'conv', [[spanKey('t1', 'c'), 'step-c', 2]]);
     expect((await index.of(s.client, 'u', 'conv')).get(spanKey('t1', 'c'))).toBe('step-c');
     // Another writer's append: read from where the index stopped.
     s.steps.push({ trace: 't2', span: 'd', step: 'step-d' });
     expect((await index.of(s.client, 'u', 'conv')).get(spanKey('t2', 'd'))).toBe('step-d');
     expect(s.queries).toEqual(['count', 'scan from 0', 'count', 'count', 'scan from 3']);
+  });
+
+  it('reads again from where it stood when another writer appended between its read and its own append', async () => {
+    const s = session([{ trace: 't', span: 'a', step: 'A' }]);
+    const index = new SpanIndex();
+    await index.of(s.client, 'u', 'conv');
+    // An agent's INSERT (step 1) came before the ingest's (step 2).
+    s.steps.push({ trace: 't', span: 'agent-row', step: 'X' }, { trace: 't', span: 'b', step: 'B' });
+    index.appended('u', 'conv', [[spanKey('t', 'b'), 'B', 2]]);
+    expect((await index.of(s.client, 'u', 'conv')).get(spanKey('t', 'agent-row'))).toBe('X');
+    expect(s.queries).toEqual(['count', 'scan from 0', 'count', 'scan from 1']);
   });
 
   it('reads a session whole again when it holds fewer steps than it knew (retention removed it)', async () => {
