@@ -1,8 +1,8 @@
-import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startupAudit } from './audit.js';
+import { writeSection } from './report.js';
 import { startCotwire } from './cotwire.js';
 import { anchorSchema, PostgresChain, postgresSchema, SESSION_STEPS, STEP_COLUMNS } from './dataset.js';
 import { exportSpans, otlpBatch, rowsOf } from './otlp.js';
@@ -153,10 +153,4 @@ try {
 
 const table = lines.join('\n');
 console.log(`\n${table}`);
-const path = join(ROOT, 'docs', 'benchmarks.md');
-const doc = readFileSync(path, 'utf8');
-const [start, end] = ['<!-- bench-ingest:start -->', '<!-- bench-ingest:end -->'];
-const at = doc.indexOf(start);
-const to = doc.indexOf(end);
-if (at >= 0 && to > at) writeFileSync(path, `${doc.slice(0, at + start.length)}\n${table}\n${doc.slice(to)}`);
-else console.error('docs/benchmarks.md has no bench-ingest markers: the section is printed only');
+writeSection(join(ROOT, 'docs', 'benchmarks.md'), 'bench-ingest', table);

@@ -60,3 +60,13 @@ export function writeReport(path: string, rows: readonly Row[], meta: { machine:
   writeFileSync(path, next);
   return table;
 }
+
+/** Writes `text` between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of the page; without them it only says so. */
+export function writeSection(path: string, name: string, text: string): void {
+  const page = readFileSync(path, 'utf8');
+  const [start, end] = [`<!-- ${name}:start -->`, `<!-- ${name}:end -->`];
+  const at = page.indexOf(start);
+  const stop = page.indexOf(end);
+  if (at >= 0 && stop > at) writeFileSync(path, `${page.slice(0, at + start.length)}\n${text}\n${page.slice(stop)}`);
+  else console.error(`${path} has no ${name} markers: the section is printed only`);
+}

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import pg from 'pg';
+import { writeSection } from './report.js';
 import { startCotwire, type CotwireProcess } from './cotwire.js';
 import { STEP_COLUMNS, stepRow } from './dataset.js';
 import { DuckDBEngine } from '../src/engines/duckdb/adapter/engine.js';
@@ -218,10 +219,4 @@ const section = [
   ...readTable,
 ].join('\n');
 console.log(section);
-const path = join(ROOT, 'docs', 'benchmarks.md');
-const page = readFileSync(path, 'utf8');
-const [start, end] = ['<!-- bench-wire:start -->', '<!-- bench-wire:end -->'];
-const at = page.indexOf(start);
-const stop = page.indexOf(end);
-if (at >= 0 && stop > at) writeFileSync(path, `${page.slice(0, at + start.length)}\n${section}\n${page.slice(stop)}`);
-else console.error('docs/benchmarks.md has no bench-wire markers: the section is printed only');
+writeSection(join(ROOT, 'docs', 'benchmarks.md'), 'bench-wire', section);

@@ -133,8 +133,9 @@ export class HttpListener {
     }
     if (path === '/v1/traces') {
       if (!allow(req, res, ['POST'])) return;
-      if (this.unhealthy() !== null) {
-        res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '5' }).end(`${this.unhealthy()}\n`);
+      const why = this.unhealthy();
+      if (why !== null) {
+        res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '5' }).end(`${why}\n`);
         return;
       }
       await ingestTraces(this.context, who, req, res);

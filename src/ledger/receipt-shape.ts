@@ -1,4 +1,4 @@
-import type { LedgerTable } from './chain/schema.js';
+import { quoteLiteral, type LedgerTable } from './chain/schema.js';
 import { markerOf, redactableColumns } from './erasure/redactions.js';
 
 /**
@@ -11,10 +11,19 @@ export const RECEIPT_FORMAT = 'cotwire-receipt/v1';
 /** The columns of the result: the step, and its receipt as JSON text (NULL until a checkpoint covers the step). */
 export const RECEIPT_RESULT = ['step_index', 'trace_id', 'receipt'] as const;
 
-/** Each redactable column with the canonical text of its marker: a recorded digest stands for the column only when it holds that. */
-export function receiptMarkers(table: LedgerTable): Array<{ readonly column: string; readonly marker: string | null }> {
-  return redactableColumns(table).flatMap((c) => {
+/**
+ * The SQL condition that a redaction record `x` (its `column_name`) stands for its column: a recorded digest
+ * stands for a column only while the column holds its marker, as in verification. `textOf` is the engine's
+ * expression of a column's canonical text.
+ */
+export function holdsMarkerSql(table: LedgerTable, textOf: (column: string) => string): string {
+  const markers = redactableColumns(table).flatMap((c) => {
     const m = markerOf(c);
     return m === null ? [] : [{ column: c.name, marker: m.text }];
   });
+  if (markers.length === 0) return 'false';
+  const arms = markers.map(
+    (m) => `WHEN ${quoteLiteral(m.column)} THEN ${textOf(m.column)} IS NOT DISTINCT FROM ${m.marker === null ? 'NULL' : quoteLiteral(m.marker)}`,
+  );
+  return `CASE x.column_name ${arms.join(' ')} ELSE false END`;
 }

@@ -48,7 +48,7 @@ const COLUMNS = ['session_id', 'step_type', 'content', 'input_data', 'output_dat
 export async function ingestSpans(request: DecodedRequest, client: SqlClient, options: IngestOptions): Promise<IngestResult> {
   const rejected: Array<IngestResult['rejected'][number]> = request.invalid.map((s) => ({ span: s.at, reason: s.reason, sqlstate: null }));
   const byId = new Map<string, OtlpSpan>();
-  for (const s of request.spans) if (!byId.has(key(s.traceId, s.spanId))) byId.set(key(s.traceId, s.spanId), s);
+  for (const s of request.spans) if (!byId.has(spanKey(s.traceId, s.spanId))) byId.set(spanKey(s.traceId, s.spanId), s);
   let dropped = 0;
   const drafts: StepDraft[] = [];
   for (const span of byId.values()) {
@@ -65,7 +65,7 @@ export async function ingestSpans(request: DecodedRequest, client: SqlClient, op
   try {
     const known = new Map<string, string>();
     for (const session of sessions) for (const [k, v] of await wire(() => options.index.of(client, options.user, session))) known.set(k, v);
-    const fresh = steps.filter((s) => !known.has(key(s.draft.span.traceId, s.draft.span.spanId)));
+    const fresh = steps.filter((s) => !known.has(spanKey(s.draft.span.traceId, s.draft.span.spanId)));
     const duplicates = request.spans.length - byId.size + (steps.length - fresh.length);
     let appended = 0;
     for (const batch of statements(fresh)) appended += await append(client, batch, known, options, rejected);
@@ -90,11 +90,11 @@ interface Step {
 function resolve(drafts: readonly StepDraft[], byId: ReadonlyMap<string, OtlpSpan>): Step[] {
   const conversationOfTrace = new Map<string, string>();
   for (const d of drafts) if (d.conversation !== null && !conversationOfTrace.has(d.span.traceId)) conversationOfTrace.set(d.span.traceId, d.conversation);
-  const draftOf = new Map(drafts.map((d) => [key(d.span.traceId, d.span.spanId), d]));
+  const draftOf = new Map(drafts.map((d) => [spanKey(d.span.traceId, d.span.spanId), d]));
   const ancestors = function* (span: OtlpSpan): Generator<OtlpSpan> {
     let at = span;
     for (let depth = 0; depth < 256 && at.parentSpanId !== ''; depth++) {
-      const parent = byId.get(key(at.traceId, at.parentSpanId));
+      const parent = byId.get(spanKey(at.traceId, at.parentSpanId));
       if (parent === undefined) return;
       yield parent;
       at = parent;
@@ -104,14 +104,14 @@ function resolve(drafts: readonly StepDraft[], byId: ReadonlyMap<string, OtlpSpa
     let agent = d.agent;
     let parentSpan: string | null = null;
     for (const a of ancestors(d.span)) {
-      const ad = draftOf.get(key(a.traceId, a.spanId));
+      const ad = draftOf.get(spanKey(a.traceId, a.spanId));
       if (ad === undefined) continue;
       parentSpan ??= a.spanId;
       agent ??= ad.agent;
       if (agent !== null) break;
     }
     // A parent the batch does not hold may be in the ledger already.
-    if (parentSpan === null && d.span.parentSpanId !== '' && !byId.has(key(d.span.traceId, d.span.parentSpanId))) parentSpan = d.span.parentSpanId;
+    if (parentSpan === null && d.span.parentSpanId !== '' && !byId.has(spanKey(d.span.traceId, d.span.parentSpanId))) parentSpan = d.span.parentSpanId;
     return { draft: d, session: d.conversation ?? conversationOfTrace.get(d.span.traceId) ?? d.span.traceId, agent, parentSpan };
   });
 }
@@ -130,14 +130,14 @@ function statements(steps: readonly Step[]): Step[][] {
   let current: Step[] = [];
   let inCurrent = new Set<string>();
   for (const s of ordered) {
-    const parentHere = s.parentSpan !== null && inCurrent.has(key(s.draft.span.traceId, s.parentSpan));
+    const parentHere = s.parentSpan !== null && inCurrent.has(spanKey(s.draft.span.traceId, s.parentSpan));
     if (parentHere || current.length >= ROWS_PER_STATEMENT) {
       out.push(current);
       current = [];
       inCurrent = new Set();
     }
     current.push(s);
-    inCurrent.add(key(s.draft.span.traceId, s.draft.span.spanId));
+    inCurrent.add(spanKey(s.draft.span.traceId, s.draft.span.spanId));
   }
   if (current.length > 0) out.push(current);
   return out;
@@ -175,7 +175,7 @@ async function insert(client: SqlClient, steps: readonly Step[], known: Map<stri
   const values: unknown[] = [];
   const rows = steps.map((s) => {
     const d = s.draft;
-    const parent = s.parentSpan === null ? null : (known.get(key(d.span.traceId, s.parentSpan)) ?? null);
+    const parent = s.parentSpan === null ? null : (known.get(spanKey(d.span.traceId, s.parentSpan)) ?? null);
     const metadata = options.stampedAgent && s.agent !== null ? { ...d.metadata, gen_ai: { ...(d.metadata['gen_ai'] as object), agent: s.agent } } : d.metadata;
     const row = [
       s.session,
@@ -199,7 +199,7 @@ async function insert(client: SqlClient, steps: readonly Step[], known: Map<stri
   const bySession = new Map<string, Array<readonly [string, string, number]>>();
   r.rows.forEach((row, i) => {
     const s = steps[i] as Step;
-    const k = key(s.draft.span.traceId, s.draft.span.spanId);
+    const k = spanKey(s.draft.span.traceId, s.draft.span.spanId);
     known.set(k, String(row['trace_id']));
     const list = bySession.get(s.session) ?? [];
     list.push([k, String(row['trace_id']), Number(row['step_index'])]);
@@ -233,8 +233,6 @@ function cut(text: string, max: number): string {
 function describe(s: Step): string {
   return `span ${s.draft.span.spanId} of trace ${s.draft.span.traceId} (${s.draft.span.name})`;
 }
-
-const key = spanKey;
 
 /** The advisory lock a session's ingest holds: 64 bits of SHA-256, as PostgreSQL's bigint keys are. */
 function lockKey(session: string): bigint {

@@ -1,6 +1,6 @@
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import { canonicalTextSql, quoteLiteral, STEPS_TABLE, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { RECEIPT_FORMAT, receiptMarkers } from '../../../ledger/receipt-shape.js';
+import { holdsMarkerSql, RECEIPT_FORMAT } from '../../../ledger/receipt-shape.js';
 
 /**
  * cot_receipts(session) and cot_receipt(trace_id): the receipts `cotwire prove` writes, over SQL, every one of a
@@ -18,12 +18,7 @@ export function receiptMacros(steps: LedgerTable): string[] {
 function receiptsSql(steps: LedgerTable, where: string): string {
   const texts = steps.columns.map((c, i) => `${canonicalTextSql(c.name, c.type)} AS r_c${i}`);
   const at = (column: string): string => `t.r_c${steps.columns.findIndex((c) => c.name === column)}`;
-  const markers = receiptMarkers(steps);
-  // A recorded digest stands for a column only while the column holds its marker, as in verification.
-  const holdsMarker =
-    markers.length === 0
-      ? 'false'
-      : `CASE x.column_name ${markers.map((m) => `WHEN ${quoteLiteral(m.column)} THEN ${at(m.column)} IS NOT DISTINCT FROM ${m.marker === null ? 'NULL' : quoteLiteral(m.marker)}`).join(' ')} ELSE false END`;
+  const holdsMarker = holdsMarkerSql(steps, at);
   const redacted =
     steps.redactions === null
       ? `json('{}')`

@@ -1,6 +1,6 @@
 import { CHECKPOINTS_TABLE } from '../../../ledger/log/checkpoint-schema.js';
 import { HASH_VERSION, quoteIdent, quoteLiteral, type LedgerTable } from '../../../ledger/chain/schema.js';
-import { RECEIPT_FORMAT, receiptMarkers } from '../../../ledger/receipt-shape.js';
+import { holdsMarkerSql, RECEIPT_FORMAT } from '../../../ledger/receipt-shape.js';
 import { functionGrantees, type PgRoles } from '../ledger/names.js';
 import { canonicalPgTextSql } from './verify-sql.js';
 
@@ -33,12 +33,7 @@ function receiptsSql(steps: LedgerTable, relation: string, where: string): strin
     const c = steps.columns.find((x) => x.name === column);
     return c === undefined ? 'NULL' : canonicalPgTextSql(c.name, c.type, 's.');
   };
-  const markers = receiptMarkers(steps);
-  // A recorded digest stands for a column only while the column holds its marker, as in verification.
-  const holdsMarker =
-    markers.length === 0
-      ? 'false'
-      : `CASE x.column_name ${markers.map((m) => `WHEN ${quoteLiteral(m.column)} THEN ${text(m.column)} IS NOT DISTINCT FROM ${m.marker === null ? 'NULL' : quoteLiteral(m.marker)}`).join(' ')} ELSE false END`;
+  const holdsMarker = holdsMarkerSql(steps, text);
   // Every ledger but a cotwire/v1 one can be redacted; on PostgreSQL its records are in public._cot_redactions.
   const redacted =
     steps.hashVersion === HASH_VERSION
