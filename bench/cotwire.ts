@@ -16,6 +16,8 @@ export interface CotwireProcess {
   cpu(): { readonly main: number; readonly all: number };
   stop(): Promise<void>;
   restart(): Promise<void>;
+  /** Resolves at the first log line since the last (re)start that matches, or rejects after `seconds`. */
+  logged(pattern: RegExp, seconds: number): Promise<void>;
   /** Stops it and deletes its database. */
   remove(): Promise<void>;
 }
@@ -48,6 +50,9 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
   let httpPort = 0;
   let peak = 0;
   let sampler: NodeJS.Timeout | null = null;
+  /** This run's log lines (the ones a caller may wait for are few and early), and who waits for which. */
+  let lines: string[] = [];
+  const waiters = new Set<{ readonly pattern: RegExp; readonly found: () => void }>();
 
   const start = (): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -60,7 +65,15 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
       );
       child = p;
       let buffered = '';
+      let partial = '';
       p.stdout?.on('data', (chunk: Buffer) => {
+        const text = partial + chunk.toString('utf8');
+        const complete = text.split('\n');
+        partial = complete.pop() ?? '';
+        for (const line of complete) {
+          if (lines.length < 10_000) lines.push(line);
+          for (const w of waiters) if (w.pattern.test(line)) w.found();
+        }
         buffered += chunk.toString('utf8');
         const m = /"address":"[^"]*:(\d+)"/.exec(buffered);
         if (m !== null && port === 0) {
@@ -110,7 +123,26 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
     async restart() {
       await stop();
       port = 0;
+      lines = [];
       await start();
+    },
+    logged(pattern, seconds) {
+      if (lines.some((l) => pattern.test(l))) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`cotwire did not log ${String(pattern)} within ${seconds} s`));
+        }, seconds * 1000);
+        const waiter = {
+          pattern,
+          found: () => {
+            clearTimeout(timer);
+            waiters.delete(waiter);
+            resolve();
+          },
+        };
+        waiters.add(waiter);
+      });
     },
     async remove() {
       await stop();

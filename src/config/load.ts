@@ -298,6 +298,7 @@ export function loadConfig(sources: ConfigSources): Config {
     'verifyIntervalSeconds',
     'watchIntervalSeconds',
     'sessionCacheMB',
+    'stepStore',
     'hashVersion',
     'sessionOwner',
   ]);
@@ -412,6 +413,7 @@ function ledgerConfig(ledger: Obj): Config['ledger'] {
     verifyIntervalSeconds: int(ledger.verifyIntervalSeconds, 'ledger.verifyIntervalSeconds', DEFAULTS.ledger.verifyIntervalSeconds, 0, 31_536_000),
     watchIntervalSeconds: int(ledger.watchIntervalSeconds, 'ledger.watchIntervalSeconds', DEFAULTS.ledger.watchIntervalSeconds, 0, 86_400),
     sessionCacheMB: int(ledger.sessionCacheMB, 'ledger.sessionCacheMB', DEFAULTS.ledger.sessionCacheMB, 0, 1_048_576),
+    stepStore: bool(ledger.stepStore, 'ledger.stepStore', DEFAULTS.ledger.stepStore),
     hashVersion: oneOf(ledger.hashVersion, 'ledger.hashVersion', DEFAULTS.ledger.hashVersion, LEDGER_HASH_VERSIONS),
     sessionOwner: oneOf(ledger.sessionOwner, 'ledger.sessionOwner', DEFAULTS.ledger.sessionOwner, SESSION_OWNERS),
   };

@@ -125,6 +125,11 @@ export interface Config {
     readonly watchIntervalSeconds: number;
     /** Memory for recently read sessions, from which replays and step reads are answered; 0 = off. */
     readonly sessionCacheMB: number;
+    /**
+     * Keep `_cot_steps` also as a row store beside a file-backed database (`<database>.steps/`),
+     * from which cold replays and step reads are answered without a columnar scan.
+     */
+    readonly stepStore: boolean;
     /** The hash specification new ledgers are chained with (README, "Hash specification"); existing ledgers keep theirs. */
     readonly hashVersion: LedgerHashVersion;
     /**
@@ -235,6 +240,7 @@ export const DEFAULTS: Config = {
     verifyIntervalSeconds: 3600,
     watchIntervalSeconds: 10,
     sessionCacheMB: 64,
+    stepStore: true,
     hashVersion: 'cotwire/v3',
     sessionOwner: 'org',
   },

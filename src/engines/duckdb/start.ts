@@ -21,6 +21,8 @@ import type { RetainedSession } from '../../ledger/erasure/retention.js';
 import { AdvisoryLocks } from './handler/advisory-locks.js';
 import { Backends } from './handler/backends.js';
 import { SessionCache } from './handler/session-cache.js';
+import { openStepStore } from './start/steps-store.js';
+import type { StepStore } from './steps-store/store.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { LedgerAuditor } from './log/auditor.js';
 import type { EmbeddingWorker } from './search/embedding-worker.js';
@@ -50,6 +52,8 @@ export interface RunningServer {
   readonly auditor: LedgerAuditor;
   /** Recently read sessions (ledger.sessionCacheMB), or null when off. */
   readonly sessionCache: SessionCache | null;
+  /** `_cot_steps` as a row store (ledger.stepStore), or null when off or in memory. */
+  readonly stepStore: StepStore | null;
   readonly merkle: MerkleLog;
   readonly checkpoints: CheckpointIssuer;
   /** The background embedding of selected steps, or null when embedding is off or the vectors are another model's. */
@@ -92,10 +96,13 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     const sessionCache = steps === undefined || config.ledger.sessionCacheMB === 0 ? null : new SessionCache(steps, config.ledger.sessionCacheMB * 1024 * 1024);
     const search = await openSearch(config, engine, internal, observer, log, stepsServed ? () => writer.appliedSeq : null);
     stack.defer(() => search.close());
+    const stepStore = await openStepStore(config, log, engine, writer, steps, stack);
     writer.onDurable = (tables) => {
+      stepStore?.appended(tables);
       sessionCache?.appended(tables);
       search.worker?.appended(tables);
     };
+    stepStore?.startFill();
     const advisoryLocks = new AdvisoryLocks();
     const backends = new Backends();
     const declared = new DeclaredStore(config.database.path === ':memory:' ? null : `${config.database.path}.pgtypes`);
@@ -108,7 +115,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
     const checkpoints = await openCheckpoints(config, log, internal, ledgers, ledgerLog, stack);
     const securityLog = await SecurityEventLog.open(ledgers, writer, (err) => log.error({ err }, 'recording a security event failed'));
     stack.defer(() => securityLog.close());
-    const erasure = await openErasure(config, log, engine, ledgers, writer, auditor, sessionCache, stack);
+    const erasure = await openErasure(config, log, engine, ledgers, writer, auditor, { sessionCache, stepStore: stepStore?.store ?? null }, stack);
     const server = wireServer(
       config,
       log,
@@ -126,6 +133,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
         foreignKeys,
         auditor,
         sessionCache,
+        stepStore: stepStore?.store ?? null,
         search,
         erasure: erasure.service,
         threadPoolSize: runtime.threadPoolSize,
@@ -160,6 +168,7 @@ export async function startServer(config: Config, log: Logger, runtime: ServerRu
       ledgers,
       auditor,
       sessionCache,
+      stepStore: stepStore?.store ?? null,
       merkle,
       checkpoints,
       embeddings: search.worker,

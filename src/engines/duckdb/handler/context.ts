@@ -16,6 +16,7 @@ import type { AdvisoryLocks } from './advisory-locks.js';
 import type { ForeignKeyRegistry } from './key-registry.js';
 import type { Backends } from './backends.js';
 import type { SessionCache } from './session-cache.js';
+import type { StepStore } from '../steps-store/store.js';
 import type { EngineCalls, EngineSlots } from './engine-calls.js';
 import type { ConnectionPortal, Statement } from './plan.js';
 import type { SessionSettings } from './settings.js';
@@ -50,6 +51,8 @@ export interface ConnectionServices extends AccessServices {
   readonly lostRanges: LostRanges;
   /** Recently read sessions of _cot_steps (ledger.sessionCacheMB), or null when it is off. */
   readonly sessionCache: SessionCache | null;
+  /** `_cot_steps` as a row store (ledger.stepStore), or null when off or in memory. */
+  readonly stepStore: StepStore | null;
   /** cot_search()'s query vectors, and the search macros each connection defines. */
   readonly search: { readonly vectors: QueryVectors; readonly macros: readonly string[] };
   /** Redaction on an admin's behalf (cot_redact); the server runs it, not the client's engine connection. */

@@ -833,11 +833,14 @@ export class Planner {
     }
     // The session cache holds every organisation's steps: an organisation's user reads through the scoped macros.
     if (scoped) return engineStatement;
-    const cache = services.sessionCache;
-    const steps = cache === null ? null : recognizeStepsRead(tokens);
-    if (cache !== null && steps !== null && ServedStepsRead.applies(engineStatement, cache)) {
+    const { sessionCache: cache, stepStore: store } = services;
+    const stepsTable = cache?.steps ?? store?.steps ?? null;
+    const steps = stepsTable === null ? null : recognizeStepsRead(tokens);
+    if (stepsTable !== null && steps !== null && ServedStepsRead.applies(engineStatement, stepsTable)) {
       return new ServedStepsRead(engineStatement, steps, {
         cache,
+        store,
+        steps: stepsTable,
         writer: services.writer,
         autocommit: () => tx.status === 'I' && !tx.implicitOpen,
         appendsVisible: () => appendsVisible(this.ctx),

@@ -4,10 +4,15 @@ import type { Token } from '../../../sql/lexer.js';
 import { argumentText } from './ledger-reads.js';
 import { readArg, type ReadArg } from '../../../sql/verify-call.js';
 import type { Cells, SessionCache } from './session-cache.js';
+import type { LedgerTable } from '../../../ledger/chain/schema.js';
+import type { StepStore } from '../steps-store/store.js';
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 /**
  * An agent's reads of its own history, answered from the session cache
- * (session-cache.ts) when it holds what the engine would answer:
+ * (session-cache.ts) or the row store of steps (steps-store/store.ts) when
+ * either holds what the engine would answer:
  *
  *   SELECT * FROM cot_replay(session)
  *   SELECT * FROM cot_trace(trace_id)
@@ -42,8 +47,12 @@ export function recognizeStepsRead(tokens: readonly Token[]): StepsRead | null {
 }
 
 export interface StepsReadSources {
-  readonly cache: SessionCache;
+  readonly cache: SessionCache | null;
+  /** `_cot_steps` as a row store: what the cache does not hold, read without the engine. */
+  readonly store: StepStore | null;
   readonly writer: Pick<LedgerWriter, 'chainLength'>;
+  /** `_cot_steps`, whose rows both keep. */
+  readonly steps: LedgerTable;
   /** Waits until the engine holds every acknowledged append: before any read of the engine. */
   readonly appendsVisible: () => Promise<void>;
   /** No transaction block is open: the statement sees every committed row. */
@@ -71,10 +80,10 @@ export class ServedStepsRead implements EngineStatement {
     this.layout = layoutOf(inner.columns);
   }
 
-  /** The statement returns `_cot_steps`'s columns in table order, as the cache keeps rows. */
-  static applies(inner: EngineStatement, cache: SessionCache): boolean {
+  /** The statement returns `_cot_steps`'s columns in table order, as the cache and the store keep rows. */
+  static applies(inner: EngineStatement, steps: LedgerTable): boolean {
     const columns = inner.columns;
-    return inner.kind === 'SELECT' && columns !== null && columns.map((c) => c.name).join(',') === cache.steps.columns.map((c) => c.name).join(',');
+    return inner.kind === 'SELECT' && columns !== null && columns.map((c) => c.name).join(',') === steps.columns.map((c) => c.name).join(',');
   }
 
   get paramTypes(): readonly number[] {
@@ -103,61 +112,99 @@ export class ServedStepsRead implements EngineStatement {
     this.inner.close();
   }
 
-  /** The rows the engine would answer, from the cache, or null when it cannot tell. */
+  /** The rows the engine would answer, from the cache or the store, or null when neither can tell. */
   async cached(key: string, zone: string): Promise<Cells[] | null> {
     const { cache } = this.sources;
     if (this.read.kind === 'trace') {
-      const hit = cache.step(key);
-      if (hit === undefined || hit.session.zone !== zone || hit.session.layout !== this.layout) return null;
-      cache.stats.hits++;
-      return [hit.cells];
+      const hit = cache?.step(key);
+      if (hit !== undefined && hit.session.zone === zone && hit.session.layout === this.layout) {
+        (cache as SessionCache).stats.hits++;
+        return [hit.cells];
+      }
+      return this.storedStep(key, zone);
     }
-    const session = cache.session(key);
-    if (session === undefined) return null;
+    const session = cache?.session(key);
+    if (session === undefined) return this.storedSession(key, zone);
     if (session.rows.length === 0 && session.zone === '') {
       // Born in the cache at its first step: its first reader decides how its rows are rendered.
       session.zone = zone;
       session.layout = this.layout;
     }
     if (session.zone !== zone || session.layout !== this.layout) return null;
-    const acknowledged = this.sources.writer.chainLength(cache.steps, key);
+    const acknowledged = this.sources.writer.chainLength(this.sources.steps, key);
     if (acknowledged !== null && session.rows.length + session.pending.length !== acknowledged) {
       // An append the cache did not hear of: it reads the session afresh next time.
-      cache.drop(key);
-      cache.stats.dropped++;
-      return null;
+      (cache as SessionCache).drop(key);
+      (cache as SessionCache).stats.dropped++;
+      return this.storedSession(key, zone);
     }
     // Every acknowledged append, rendered from the writer's texts by the engine's own codecs: it need
     // not have reached the engine yet.
     if (session.pending.length > 0) {
-      const cells = this.inner.renderCanonical?.(
+      const cells = this.render(
         session.pending.map((p) => p.texts),
-        { timeZone: zone },
+        zone,
       );
-      if (cells === null || cells === undefined) return null;
-      cache.extend(session, cells);
+      if (cells === null) return null;
+      (cache as SessionCache).extend(session, cells);
     }
-    cache.stats.hits++;
+    (cache as SessionCache).stats.hits++;
     // A copy: a portal read in parts must not see rows added to the session after it started.
     return session.rows.slice();
+  }
+
+  /** A step from the store: none when the store holds every step and not this one. */
+  private storedStep(key: string, zone: string): Cells[] | null {
+    const store = this.sources.store;
+    if (store === null || !store.ready || !UUID.test(key)) return null;
+    const found = store.step(key.toLowerCase());
+    if (found === 'absent') return [];
+    if (found === null) return null;
+    return this.render([found], zone);
+  }
+
+  /** A session from the store, when it holds exactly the steps the writer acknowledged; the cache keeps it. */
+  private storedSession(key: string, zone: string): Cells[] | null {
+    const { store, cache, writer, steps } = this.sources;
+    if (store === null || !store.ready) return null;
+    const acknowledged = writer.chainLength(steps, key);
+    const texts = acknowledged === null ? null : store.session(key);
+    if (texts === null || texts.length !== acknowledged) return null;
+    const rows = this.render(texts, zone);
+    if (rows === null) return null;
+    if (cache !== null) {
+      cache.startLoad(key);
+      cache.finishLoad(
+        key,
+        zone,
+        this.layout,
+        rows.map((r) => r.slice()),
+      );
+    }
+    return rows;
+  }
+
+  private render(texts: ReadonlyArray<ReadonlyArray<string | null>>, zone: string): Cells[] | null {
+    return this.inner.renderCanonical?.(texts, { timeZone: zone }) ?? null;
   }
 
   /** A replay the engine runs; its rows fill the cache when the client reads them all in text. */
   async fromEngine(key: string): Promise<{ readonly cursor: EngineCursor; readonly fill: boolean }> {
     await this.sources.appendsVisible();
-    const fill = this.read.kind === 'replay';
-    if (fill) this.sources.cache.startLoad(key);
+    const cache = this.sources.cache;
+    const fill = this.read.kind === 'replay' && cache !== null;
+    if (fill) cache.startLoad(key);
     try {
       return { cursor: await this.inner.execute(), fill };
     } catch (err) {
-      if (fill) this.sources.cache.abortLoad(key);
+      if (fill) cache.abortLoad(key);
       throw err;
     }
   }
 
   finishFill(key: string, zone: string, rows: Cells[] | null): void {
-    if (rows === null) this.sources.cache.abortLoad(key);
-    else this.sources.cache.finishLoad(key, zone, this.layout, rows);
+    if (rows === null) this.sources.cache?.abortLoad(key);
+    else this.sources.cache?.finishLoad(key, zone, this.layout, rows);
   }
 }
 

@@ -291,6 +291,11 @@ export class LedgerWriter implements LedgerAppender {
     return names.size === 0 ? null : { names, reason: reasons.join('; ') };
   }
 
+  /** The last ledger_seq made durable (acknowledged, or about to be). */
+  get durableSeq(): bigint {
+    return this.seq;
+  }
+
   /** The ledger_seq up to which the engine holds every acknowledged row. */
   get appliedSeq(): number {
     return Number(this.applier?.appliedSeq ?? this.seq);

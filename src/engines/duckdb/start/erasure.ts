@@ -10,6 +10,7 @@ import { Redactor } from '../../../ledger/erasure/redactor.js';
 import { checkRetentionFloor, Retention, RetentionJob, type RetainedSession } from '../../../ledger/erasure/retention.js';
 import type { ConnectionServices } from '../handler/context.js';
 import type { SessionCache } from '../handler/session-cache.js';
+import type { StepStore } from '../steps-store/store.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { LedgerAuditor } from '../log/auditor.js';
 import { markErased } from './file.js';
@@ -38,14 +39,16 @@ export async function openErasure(
   ledgers: LedgerCatalog,
   writer: LedgerWriter,
   auditor: LedgerAuditor,
-  sessionCache: SessionCache | null,
+  copies: { readonly sessionCache: SessionCache | null; readonly stepStore: StepStore | null },
   stack: DisposeStack,
 ): Promise<Erasure> {
   const erasureConn = stack.use(await engine.connect(), (c) => c.close());
   const retentionConn = stack.use(await engine.connect(), (c) => c.close());
   const hooks = {
     changed: (table: LedgerTable, key: string) => {
-      if (table.isSteps) sessionCache?.invalidate(key);
+      if (!table.isSteps) return;
+      copies.sessionCache?.invalidate(key);
+      copies.stepStore?.forget(key);
     },
     erased: async () => {
       await writer.scrubJournal();

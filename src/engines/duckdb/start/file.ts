@@ -5,6 +5,7 @@ import type { Logger } from '../../../log/logger.js';
 import { StartupError } from '../../../server/startup.js';
 import { DuckDBEngine, rewriteDatabaseFile, type EngineCompression } from '../adapter/engine.js';
 import { engineSetup } from '../catalog/compat.js';
+import { removeStepStore, stepStorePath } from '../steps-store/store.js';
 
 /** The database file: opening it, and rewriting it after an erasure so that erased bytes leave it. */
 
@@ -33,6 +34,7 @@ export async function compactDatabaseFile(
   path: string,
   compression: EngineCompression,
 ): Promise<{ readonly bytesBefore: number; readonly bytesAfter: number }> {
+  removeStepStore(stepStorePath(path));
   const result = await rewriteDatabaseFile(path, compression);
   rmSync(`${path}.erased`, { force: true });
   return result;
@@ -52,6 +54,8 @@ export function markErased(path: string): void {
 export async function rewriteIfErased(path: string, compression: EngineCompression, log: Logger): Promise<void> {
   const marker = `${path}.erased`;
   if (!existsSync(marker)) return;
+  // The row store of steps held the erased values too: it is rebuilt from the rewritten ledger.
+  removeStepStore(stepStorePath(path));
   if (!existsSync(path)) {
     rmSync(marker, { force: true });
     return;

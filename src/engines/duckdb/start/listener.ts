@@ -20,6 +20,7 @@ import type { ConnectionServices } from '../handler/context.js';
 import { EngineSlots } from '../handler/engine-calls.js';
 import { EngineHandlerFactory } from '../handler/factory.js';
 import type { SessionCache } from '../handler/session-cache.js';
+import type { StepStore } from '../steps-store/store.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { LedgerAuditor } from '../log/auditor.js';
 import type { Search } from './search.js';
@@ -42,6 +43,7 @@ export interface ListenerParts {
   readonly foreignKeys: ForeignKeyRegistry;
   readonly auditor: LedgerAuditor;
   readonly sessionCache: SessionCache | null;
+  readonly stepStore: StepStore | null;
   readonly search: Search;
   readonly erasure: ConnectionServices['erasure'];
   /** libuv's thread pool, which DuckDB's calls run on. */
@@ -85,6 +87,7 @@ export function wireServer(config: Config, log: Logger, observer: Observer, part
       auditReport: () => parts.auditor.latest,
       lostRanges: parts.writer.lostRanges,
       sessionCache: parts.sessionCache,
+      stepStore: parts.stepStore,
       search,
       erasure: parts.erasure,
       catalogSnapshot: snapshot,

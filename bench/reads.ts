@@ -1,0 +1,164 @@
+/**
+ * The reads agents and auditors make one at a time, and the single-row
+ * append, side by side with PostgreSQL (plain, and with the trigger chain of
+ * dataset.ts), over interleaved datasets of 1M and 10M steps: the part of
+ * `npm run bench` that issue 38's targets are about, runnable alone.
+ *
+ *   npm run bench:reads                      1M and 10M steps
+ *   npm run bench:reads -- --steps 200000    one smaller dataset
+ *
+ * Prints one line per workload; writes nothing.
+ */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startPostgres } from '../test/fixtures/postgres.js';
+import { startCotwire } from './cotwire.js';
+import { anchorSchema, PostgresChain, postgresSchema, SESSION_STEPS, STEP_COLUMNS, stepRow } from './dataset.js';
+import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const at = process.argv.indexOf('--steps');
+const SIZES = at > 0 ? [Number(process.argv[at + 1])] : [1_000_000, 9_000_000];
+const READS = 200;
+const RUNS = 3;
+
+type System = 'cot' | 'pg' | 'anchor';
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+}
+
+async function client(port: number, user: string, database: string): Promise<pg.Client> {
+  const c = new pg.Client({ host: '127.0.0.1', port, user, database });
+  await c.connect();
+  return c;
+}
+
+async function p50(n: number, query: (i: number) => Promise<unknown>): Promise<number> {
+  const latencies: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await query(i);
+    latencies.push(performance.now() - t);
+  }
+  return median(latencies);
+}
+
+function report(name: string, unit: string, values: Partial<Record<System, number[]>>, better: 'lower' | 'higher'): void {
+  const m = (s: System): number => median(values[s] ?? []);
+  const ratio = (s: System): string => {
+    const [a, b] = [m('cot'), m(s)];
+    if (!Number.isFinite(a) || !Number.isFinite(b)) return '—';
+    return `${(better === 'lower' ? b / a : a / b).toFixed(2)}×`;
+  };
+  const f = (v: number): string => (Number.isFinite(v) ? (unit === 'ms' ? v.toFixed(3) : v.toFixed(0)) : '—');
+  console.log(`| ${name} | ${unit} | ${f(m('cot'))} | ${f(m('pg'))} | ${f(m('anchor'))} | ${ratio('pg')} | ${ratio('anchor')} |`);
+}
+
+async function main(): Promise<void> {
+  const postgres = await startPostgres({ durable: true });
+  const cotwire = await startCotwire(ROOT);
+  try {
+    const plain = await client(postgres.port, postgres.user, 'postgres');
+    await plain.query(postgresSchema());
+    await plain.query('CREATE DATABASE anchor');
+    const anchor = await client(postgres.port, postgres.user, 'anchor');
+    await anchor.query(anchorSchema());
+    let cot = await client(cotwire.port, 'cotwire', 'cotwire');
+    const INSERT = `INSERT INTO _cot_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+    const chain = new PostgresChain();
+    console.log('| workload | unit | cotwire | PostgreSQL | trigger chain | ÷ PostgreSQL | ÷ trigger chain |');
+    console.log('|---|---|---|---|---|---|---|');
+    let run = 0;
+    const appends: Record<System, number[]> = { cot: [], pg: [], anchor: [] };
+    for (let r = 0; r < RUNS; r++) {
+      for (const s of ['cot', 'pg', 'anchor'] as const) {
+        const session = `single-${run++}`;
+        const c = s === 'cot' ? cot : s === 'pg' ? plain : anchor;
+        const n = 2_000;
+        const t = performance.now();
+        for (let i = 0; i < n; i++) {
+          if (s === 'pg') await chain.insert(c, [stepRow(session, i)]);
+          else await c.query(INSERT, stepRow(session, i));
+        }
+        appends[s].push(n / ((performance.now() - t) / 1000));
+      }
+    }
+    report('single-row INSERT of a step, autocommit, 1 connection', 'steps/s', appends, 'higher');
+    for (const size of SIZES) {
+      await cot.end();
+      await cotwire.stop();
+      const t = performance.now();
+      await seedCotwire(cotwire.databasePath, size);
+      console.log(`seeded ${size} steps into cotwire in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+      await cotwire.restart();
+      const filled = performance.now();
+      await cotwire.logged(/the row store of _cot_steps holds the ledger/, 3_600);
+      const storeBytes = statSync(`${cotwire.databasePath}.steps`).size;
+      const dbBytes = statSync(cotwire.databasePath).size;
+      console.log(
+        `the row store filled in ${((performance.now() - filled) / 1000).toFixed(1)} s: ${(storeBytes / 2 ** 20).toFixed(0)} MiB beside the database's ${(dbBytes / 2 ** 20).toFixed(0)} MiB`,
+      );
+      cot = await client(cotwire.port, 'cotwire', 'cotwire');
+      await seedPostgres(plain, size);
+      await seedAnchor(anchor, size);
+      const held = Number((await cot.query('SELECT count(*) AS n FROM _cot_steps')).rows[0].n);
+      const label = `${(held / 1e6).toFixed(1)}M`;
+      const sessions = Math.max(1, Math.floor(size / SESSION_STEPS));
+      let pick = 0;
+      const fresh = (): string => `d${size}-${(pick++ * 7919) % sessions}`;
+      const ids = async (c: pg.Client): Promise<string[]> =>
+        (await c.query(`SELECT trace_id::text AS id FROM _cot_steps ORDER BY random() LIMIT ${READS * RUNS * 2}`)).rows.map((x: { id: string }) => x.id);
+      const traceIds = { cot: await ids(cot), pg: await ids(plain), anchor: await ids(anchor) };
+      let traced = 0;
+      const replay: Partial<Record<System, number[]>> = { cot: [], anchor: [] };
+      const verify: Partial<Record<System, number[]>> = { cot: [], anchor: [] };
+      const trace: Partial<Record<System, number[]>> = { cot: [], pg: [], anchor: [] };
+      const point: Partial<Record<System, number[]>> = { cot: [], pg: [], anchor: [] };
+      const loop: Partial<Record<System, number[]>> = { cot: [], anchor: [] };
+      let loops = 0;
+      for (let r = 0; r < RUNS; r++) {
+        for (const s of ['cot', 'anchor'] as const) {
+          const c = s === 'cot' ? cot : anchor;
+          const replaySql = s === 'cot' ? 'SELECT * FROM cot_replay($1)' : 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index';
+          replay[s]?.push(await p50(READS, () => c.query({ name: 'replay', text: replaySql, values: [fresh()] })));
+          verify[s]?.push(await p50(READS, () => c.query({ name: 'verify', text: 'SELECT * FROM cot_verify($1)', values: [fresh()] })));
+          const latencies: number[] = [];
+          for (let agent = 0; agent < 10; agent++) {
+            const session = `loop-${size}-${loops++}`;
+            for (let i = 0; i < READS / 10; i++) {
+              await c.query(INSERT, stepRow(session, i));
+              const t0 = performance.now();
+              await c.query({ name: 'replay', text: replaySql, values: [session] });
+              latencies.push(performance.now() - t0);
+            }
+          }
+          loop[s]?.push(median(latencies));
+        }
+        for (const s of ['cot', 'pg', 'anchor'] as const) {
+          const c = s === 'cot' ? cot : s === 'pg' ? plain : anchor;
+          const sql = s === 'cot' ? 'SELECT * FROM cot_trace($1)' : 'SELECT * FROM _cot_steps WHERE trace_id = $1';
+          trace[s]?.push(await p50(READS, () => c.query({ name: 'trace', text: sql, values: [traceIds[s][traced++ % traceIds[s].length]] })));
+          point[s]?.push(
+            await p50(READS, () =>
+              c.query({ name: 'point', text: 'SELECT * FROM _cot_steps WHERE trace_id = $1', values: [traceIds[s][traced++ % traceIds[s].length]] }),
+            ),
+          );
+        }
+      }
+      report(`replay of one 50-step session, cold, over ${label} steps (p50)`, 'ms', replay, 'lower');
+      report(`verify of one 50-step session, cold, over ${label} steps (p50)`, 'ms', verify, 'lower');
+      report(`one step by trace_id (cot_trace), cold, over ${label} steps (p50)`, 'ms', trace, 'lower');
+      report(`point SELECT by trace_id, 1 connection, over ${label} steps (p50)`, 'ms', point, 'lower');
+      report(`the agent loop: append, then replay (p50 of the replay), over ${label} steps`, 'ms', loop, 'lower');
+    }
+    await Promise.all([cot.end(), plain.end(), anchor.end()]);
+  } finally {
+    await cotwire.remove();
+    postgres.stop();
+  }
+}
+
+await main();

@@ -1,0 +1,265 @@
+import { createHash } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { LedgerTable } from '../../../ledger/chain/schema.js';
+import type { TableRows } from '../ledger/applier.js';
+
+/**
+ * `_cot_steps` as a row store beside DuckDB: each step's canonical texts
+ * (the ones the writer hashed), keyed by (session, step_index), and each
+ * trace_id pointing at its (session, step_index). A cold replay is one
+ * B-tree range read and a step one or two lookups, where DuckDB fetches a
+ * session's scattered rows column by column (about 1 ms a row).
+ *
+ * Why it can be simple: the ledger never updates a row. The writer puts
+ * every durable append here before it acknowledges it (`appended`); a
+ * redaction or a retention removes the session's rows and marks the session
+ * as one this store no longer answers (`forget`): its reads go to the
+ * engine until the store is rebuilt. The files are removed whenever
+ * DuckDB's file is rewritten after an erasure (start/file.ts), so erased
+ * bytes leave both at once, and the store is then rebuilt from the ledger.
+ *
+ * It is LMDB (the `lmdb` package) without syncs: a crashed process loses
+ * nothing that was committed (the pages are in the OS), and after a crash
+ * of the machine (a new boot id with no clean close recorded) the store is
+ * thrown away and rebuilt. Verification never reads it.
+ */
+
+/** A row's canonical texts, in the table's column order. */
+export type StepTexts = ReadonlyArray<string | null>;
+
+/** Meta keys: how far the store is filled, and how it was last closed. */
+const FILLED = 'filled';
+const CLEAN = 'clean';
+const BOOT = 'boot';
+const LAYOUT = 'layout';
+const LAST = 'last';
+/** LMDB refuses keys over 1,978 bytes; a longer session id is keyed by its digest in a namespace of its own. */
+const LONG_KEY_BYTES = 1_000;
+
+type SessionKey = [0 | 1, string];
+type RowKey = [0 | 1, string, number];
+
+/** The file of a database file's row store of `_cot_steps` (LMDB keeps its lock beside it, `-lock`). */
+export function stepStorePath(databasePath: string): string {
+  return `${databasePath}.steps`;
+}
+
+/** Removes a row store's files. */
+export function removeStepStore(path: string): void {
+  rmSync(path, { force: true });
+  rmSync(`${path}-lock`, { force: true });
+}
+
+export interface StepStoreOptions {
+  /** The store's file. */
+  readonly path: string;
+  /** `_cot_steps`, whose rows are kept. */
+  readonly steps: LedgerTable;
+}
+
+export class StepStore {
+  /** Reads answered, for the tests and the metrics. */
+  readonly stats = { sessions: 0, steps: 0, forgotten: 0 };
+  private readonly column: { readonly session: number; readonly traceId: number; readonly stepIndex: number; readonly seq: number; readonly hash: number };
+  /** Whether every row up to `filled` is here: until the fill from the ledger is done, nothing is answered. */
+  private complete = false;
+
+  private constructor(
+    private readonly env: RootDatabase,
+    private readonly rows: Database<StepTexts, RowKey>,
+    private readonly traces: Database<RowKey, string>,
+    private readonly forgotten: Database<1, SessionKey>,
+    private readonly meta: Database<string | number | boolean, string>,
+    readonly steps: LedgerTable,
+    readonly path: string,
+  ) {
+    const names = steps.columns.map((c) => c.name);
+    this.column = {
+      session: names.indexOf('session_id'),
+      traceId: names.indexOf('trace_id'),
+      stepIndex: names.indexOf('step_index'),
+      seq: names.indexOf('ledger_seq'),
+      hash: names.indexOf('current_hash'),
+    };
+  }
+
+  /**
+   * Opens the store, or makes a new one when its files are missing, were
+   * left by a machine that crashed, or hold another layout of `_cot_steps`.
+   */
+  static async open(options: StepStoreOptions): Promise<StepStore> {
+    const layout = options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',');
+    let store = StepStore.openFiles(options);
+    const unsafe = store.meta.get(CLEAN) !== true && store.meta.get(BOOT) !== undefined && store.meta.get(BOOT) !== bootId();
+    if (unsafe || (store.meta.get(LAYOUT) !== undefined && store.meta.get(LAYOUT) !== layout)) {
+      await store.env.close();
+      removeStepStore(options.path);
+      store = StepStore.openFiles(options);
+    }
+    store.env.transactionSync(() => {
+      store.meta.putSync(LAYOUT, layout);
+      store.meta.putSync(BOOT, bootId());
+      store.meta.putSync(CLEAN, false);
+    });
+    return store;
+  }
+
+  private static openFiles(options: StepStoreOptions): StepStore {
+    // 1 TiB of address space, not of memory or disk: LMDB maps the file and grows it as rows arrive.
+    const env = open({ path: options.path, noSubdir: true, noSync: true, mapSize: 2 ** 40, maxDbs: 8, encoding: 'msgpack' });
+    return new StepStore(
+      env,
+      env.openDB<StepTexts, RowKey>({ name: 'rows' }),
+      env.openDB<RowKey, string>({ name: 'traces' }),
+      env.openDB<1, SessionKey>({ name: 'forgotten' }),
+      env.openDB<string | number | boolean, string>({ name: 'meta' }),
+      options.steps,
+      options.path,
+    );
+  }
+
+  /** Throws the files away and starts empty: the store did not match the ledger. */
+  async reset(): Promise<StepStore> {
+    await this.env.close();
+    removeStepStore(this.path);
+    return StepStore.open({ path: this.path, steps: this.steps });
+  }
+
+  /** The highest ledger_seq up to which the store holds every step (0 when empty). */
+  get filled(): bigint {
+    const v = this.meta.get(FILLED);
+    return typeof v === 'string' ? BigInt(v) : 0n;
+  }
+
+  /** The fill from the ledger reached the writer's first append of this run: every step is here. */
+  markComplete(): void {
+    this.complete = true;
+  }
+
+  get ready(): boolean {
+    return this.complete;
+  }
+
+  /** Writing failed: the store answers nothing more in this run (the next start fills what is missing). */
+  disable(): void {
+    this.complete = false;
+  }
+
+  /** The writer's durable appends, put here before they are acknowledged. */
+  appended(tables: readonly TableRows[]): void {
+    let last: bigint | null = null;
+    this.env.transactionSync(() => {
+      for (const { table, rows } of tables) {
+        if (table.name === this.steps.name && table.schema === this.steps.schema) this.putRows(rows);
+        const seq = rows[rows.length - 1]?.[table.columns.findIndex((c) => c.name === 'ledger_seq')];
+        if (seq !== null && seq !== undefined && (last === null || BigInt(seq) > last)) last = BigInt(seq);
+      }
+      // Only a complete store advances its mark: until the fill catches up, rows below it may be missing.
+      if (this.complete && last !== null) this.meta.putSync(FILLED, String(last));
+    });
+  }
+
+  /** Rows read from the ledger by the fill, in ledger_seq order, all at or below `upTo`. */
+  filledFromLedger(rows: readonly StepTexts[], upTo: bigint): void {
+    this.env.transactionSync(() => {
+      this.putRows(rows);
+      this.meta.putSync(FILLED, String(upTo));
+    });
+  }
+
+  private putRows(rows: readonly StepTexts[]): void {
+    let last: StepTexts | null = null;
+    for (const row of rows) {
+      const key = rowKey(row[this.column.session] ?? '', Number(row[this.column.stepIndex]));
+      this.rows.putSync(key, row);
+      this.traces.putSync(String(row[this.column.traceId]), key);
+      if (last === null || BigInt(row[this.column.seq] ?? 0) > BigInt(last[this.column.seq] ?? 0)) last = row;
+    }
+    const held = this.lastStep;
+    if (last !== null && (held === null || BigInt(last[this.column.seq] ?? 0) > held.seq)) {
+      this.meta.putSync(LAST, `${last[this.column.seq]} ${last[this.column.hash]}`);
+    }
+  }
+
+  /** The step with the highest ledger_seq held, which start-up holds against the ledger's row. */
+  get lastStep(): { readonly seq: bigint; readonly hash: string } | null {
+    const v = this.meta.get(LAST);
+    if (typeof v !== 'string') return null;
+    const [seq, hash] = v.split(' ');
+    return { seq: BigInt(seq ?? 0), hash: hash ?? '' };
+  }
+
+  /** A session's steps in step order, or null when the store cannot answer for it. */
+  session(session: string): StepTexts[] | null {
+    if (!this.complete) return null;
+    const key = sessionKey(session);
+    if (this.forgotten.get(key) !== undefined) return null;
+    const out: StepTexts[] = [];
+    for (const { value } of this.rows.getRange({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) out.push(value);
+    this.stats.sessions++;
+    return out;
+  }
+
+  /**
+   * One step by its trace_id (lower-case text); 'absent' when the ledger has no such step (the store
+   * holds every step); null when the store cannot answer for it.
+   */
+  step(traceId: string): StepTexts | 'absent' | null {
+    if (!this.complete) return null;
+    const key = this.traces.get(traceId);
+    if (key === undefined) return 'absent';
+    // A forgotten session's trace ids stay, pointing at it, so that its steps are read from the engine.
+    if (this.forgotten.get([key[0], key[1]]) !== undefined) return null;
+    const row = this.rows.get(key);
+    if (row === undefined) return null;
+    this.stats.steps++;
+    return row;
+  }
+
+  /** A redaction or a retention changed the session's stored rows: its copies go, and the engine answers for it. */
+  forget(session: string): void {
+    const key = sessionKey(session);
+    this.env.transactionSync(() => {
+      for (const at of this.rows.getKeys({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) this.rows.removeSync(at);
+      this.forgotten.putSync(key, 1);
+    });
+    this.stats.forgotten++;
+  }
+
+  /** Marks the store clean once its pages are on disk, so that a crash of the machine after the stop costs no rebuild. */
+  async close(): Promise<void> {
+    syncFile(this.path);
+    this.env.transactionSync(() => this.meta.putSync(CLEAN, true));
+    syncFile(this.path);
+    await this.env.close();
+  }
+}
+
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function sessionKey(session: string): SessionKey {
+  return Buffer.byteLength(session, 'utf8') <= LONG_KEY_BYTES ? [0, session] : [1, createHash('sha256').update(session, 'utf8').digest('hex')];
+}
+
+function rowKey(session: string, stepIndex: number): RowKey {
+  const [space, id] = sessionKey(session);
+  return [space, id, stepIndex];
+}
+
+/** The kernel's id of this boot: a store left unclean by another boot may have lost pages it thought written. */
+function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    // Without it, any unclean close counts as a crash of the machine.
+    return `unknown-${process.pid}-${Date.now()}`;
+  }
+}
