@@ -52,6 +52,10 @@ export async function openStepStore(
   let failed = false;
   let filling: Promise<unknown> = Promise.resolve();
   const opened = store;
+  opened.onError = (err) => {
+    failed = true;
+    log.error({ err }, 'writing the row store of _cot_steps failed: reads of steps go to the engine until the next start');
+  };
   stack.defer(async () => {
     stopping = true;
     await filling;

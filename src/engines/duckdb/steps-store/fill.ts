@@ -39,7 +39,7 @@ export async function fillStepStore(
     const { to, rows } = await pending;
     if (stopped()) return done;
     pending = to < upTo ? next(to) : null;
-    store.filledFromLedger(rows, to);
+    await store.filledFromLedger(rows, to);
     done += rows.length;
   }
   store.markComplete();

@@ -64,6 +64,14 @@ export class StepStore {
   private readonly column: { readonly session: number; readonly traceId: number; readonly stepIndex: number; readonly seq: number; readonly hash: number };
   /** Whether every row up to `filled` is here: until the fill from the ledger is done, nothing is answered. */
   private complete = false;
+  /** Steps queued for LMDB's write thread and not yet committed, by session (in step order) and by trace_id. */
+  private readonly unwritten = { sessions: new Map<string, StepTexts[]>(), traces: new Map<string, StepTexts>() };
+  /** The last queued write, and what waits on it. */
+  private writes: Promise<unknown> = Promise.resolve();
+  private forgetting: Promise<unknown> = Promise.resolve();
+  private last: { readonly seq: bigint; readonly hash: string } | null;
+  /** Told when a queued write fails; the store then answers nothing more in this run. */
+  onError: (err: unknown) => void = () => undefined;
 
   private constructor(
     private readonly env: RootDatabase,
@@ -74,6 +82,9 @@ export class StepStore {
     readonly steps: LedgerTable,
     readonly path: string,
   ) {
+    const stored = meta.get(LAST);
+    const [seq, hash] = typeof stored === 'string' ? stored.split(' ') : [];
+    this.last = seq === undefined ? null : { seq: BigInt(seq), hash: hash ?? '' };
     const names = steps.columns.map((c) => c.name);
     this.column = {
       session: names.indexOf('session_id'),
@@ -146,48 +157,88 @@ export class StepStore {
     this.complete = false;
   }
 
-  /** The writer's durable appends, put here before they are acknowledged. */
+  /**
+   * The writer's durable appends, put here before they are acknowledged.
+   * LMDB's write thread commits them; until it has, reads find them in
+   * `unwritten`, so a step is readable from the moment it is acknowledged.
+   */
   appended(tables: readonly TableRows[]): void {
     let last: bigint | null = null;
-    this.env.transactionSync(() => {
-      for (const { table, rows } of tables) {
-        if (table.name === this.steps.name && table.schema === this.steps.schema) this.putRows(rows);
-        const seq = rows[rows.length - 1]?.[table.columns.findIndex((c) => c.name === 'ledger_seq')];
-        if (seq !== null && seq !== undefined && (last === null || BigInt(seq) > last)) last = BigInt(seq);
-      }
-      // Only a complete store advances its mark: until the fill catches up, rows below it may be missing.
-      if (this.complete && last !== null) this.meta.putSync(FILLED, String(last));
+    let put: StepTexts[] = [];
+    for (const { table, rows } of tables) {
+      if (table.name === this.steps.name && table.schema === this.steps.schema) put = put.length === 0 ? (rows as StepTexts[]) : put.concat(rows);
+      const seq = rows[rows.length - 1]?.[table.columns.findIndex((c) => c.name === 'ledger_seq')];
+      if (seq !== null && seq !== undefined && (last === null || BigInt(seq) > last)) last = BigInt(seq);
+    }
+    // Only a complete store advances its mark: until the fill catches up, rows below it may be missing.
+    const mark = this.complete ? last : null;
+    if (put.length === 0 && mark === null) return;
+    const written = this.env.batch(() => {
+      this.putRows(put);
+      if (mark !== null) this.meta.put(FILLED, String(mark));
     });
+    for (const row of put) this.hold(row);
+    this.writes = written.then(
+      () => this.release(put),
+      (err: unknown) => this.failed(err),
+    );
   }
 
-  /** Rows read from the ledger by the fill, in ledger_seq order, all at or below `upTo`. */
-  filledFromLedger(rows: readonly StepTexts[], upTo: bigint): void {
-    this.env.transactionSync(() => {
+  /** Rows read from the ledger by the fill, all at or below `upTo`, committed before it resolves. */
+  async filledFromLedger(rows: readonly StepTexts[], upTo: bigint): Promise<void> {
+    await this.env.batch(() => {
       this.putRows(rows);
-      this.meta.putSync(FILLED, String(upTo));
+      this.meta.put(FILLED, String(upTo));
     });
   }
 
+  /** Queues the rows' puts, inside a batch (LMDB commits a batch whole, in order). */
   private putRows(rows: readonly StepTexts[]): void {
     let last: StepTexts | null = null;
     for (const row of rows) {
       const key = rowKey(row[this.column.session] ?? '', Number(row[this.column.stepIndex]));
-      this.rows.putSync(key, row);
-      this.traces.putSync(String(row[this.column.traceId]), key);
+      this.rows.put(key, row);
+      this.traces.put(String(row[this.column.traceId]), key);
       if (last === null || BigInt(row[this.column.seq] ?? 0) > BigInt(last[this.column.seq] ?? 0)) last = row;
     }
-    const held = this.lastStep;
-    if (last !== null && (held === null || BigInt(last[this.column.seq] ?? 0) > held.seq)) {
-      this.meta.putSync(LAST, `${last[this.column.seq]} ${last[this.column.hash]}`);
+    if (last !== null && (this.last === null || BigInt(last[this.column.seq] ?? 0) > this.last.seq)) {
+      this.last = { seq: BigInt(last[this.column.seq] ?? 0), hash: String(last[this.column.hash]) };
+      this.meta.put(LAST, `${this.last.seq} ${this.last.hash}`);
     }
+  }
+
+  private hold(row: StepTexts): void {
+    const session = sessionKeyText(row[this.column.session] ?? '');
+    const rows = this.unwritten.sessions.get(session);
+    if (rows === undefined) this.unwritten.sessions.set(session, [row]);
+    else rows.push(row);
+    this.unwritten.traces.set(String(row[this.column.traceId]), row);
+  }
+
+  private release(rows: readonly StepTexts[]): void {
+    const gone = new Set(rows);
+    for (const row of rows) {
+      const traceId = String(row[this.column.traceId]);
+      if (this.unwritten.traces.get(traceId) === row) this.unwritten.traces.delete(traceId);
+      const session = sessionKeyText(row[this.column.session] ?? '');
+      const held = this.unwritten.sessions.get(session);
+      if (held === undefined) continue;
+      const rest = held.filter((r) => !gone.has(r));
+      if (rest.length === 0) this.unwritten.sessions.delete(session);
+      else this.unwritten.sessions.set(session, rest);
+    }
+  }
+
+  private failed(err: unknown): void {
+    this.complete = false;
+    this.unwritten.sessions.clear();
+    this.unwritten.traces.clear();
+    this.onError(err);
   }
 
   /** The step with the highest ledger_seq held, which start-up holds against the ledger's row. */
   get lastStep(): { readonly seq: bigint; readonly hash: string } | null {
-    const v = this.meta.get(LAST);
-    if (typeof v !== 'string') return null;
-    const [seq, hash] = v.split(' ');
-    return { seq: BigInt(seq ?? 0), hash: hash ?? '' };
+    return this.last;
   }
 
   /** A session's steps in step order, or null when the store cannot answer for it. */
@@ -195,8 +246,14 @@ export class StepStore {
     if (!this.complete) return null;
     const key = sessionKey(session);
     if (this.forgotten.get(key) !== undefined) return null;
-    const out: StepTexts[] = [];
+    let out: StepTexts[] = [];
     for (const { value } of this.rows.getRange({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) out.push(value);
+    const unwritten = this.unwritten.sessions.get(sessionKeyText(session));
+    if (unwritten !== undefined && unwritten.length > 0) {
+      // The write thread may have committed some of them since: the held copies stand for those.
+      const first = Number(unwritten[0]?.[this.column.stepIndex]);
+      out = out.filter((r) => Number(r[this.column.stepIndex]) < first).concat(unwritten);
+    }
     this.stats.sessions++;
     return out;
   }
@@ -207,11 +264,12 @@ export class StepStore {
    */
   step(traceId: string): StepTexts | 'absent' | null {
     if (!this.complete) return null;
-    const key = this.traces.get(traceId);
+    const unwritten = this.unwritten.traces.get(traceId);
+    const key = unwritten === undefined ? this.traces.get(traceId) : rowKey(unwritten[this.column.session] ?? '', 0);
     if (key === undefined) return 'absent';
     // A forgotten session's trace ids stay, pointing at it, so that its steps are read from the engine.
     if (this.forgotten.get([key[0], key[1]]) !== undefined) return null;
-    const row = this.rows.get(key);
+    const row = unwritten ?? this.rows.get(key);
     if (row === undefined) return null;
     this.stats.steps++;
     return row;
@@ -220,15 +278,24 @@ export class StepStore {
   /** A redaction or a retention changed the session's stored rows: its copies go, and the engine answers for it. */
   forget(session: string): void {
     const key = sessionKey(session);
-    this.env.transactionSync(() => {
-      for (const at of this.rows.getKeys({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) this.rows.removeSync(at);
-      this.forgotten.putSync(key, 1);
-    });
+    this.unwritten.sessions.delete(sessionKeyText(session));
+    const remove = (): void => {
+      this.env.transactionSync(() => {
+        for (const at of this.rows.getKeys({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) this.rows.removeSync(at);
+        this.forgotten.putSync(key, 1);
+      });
+    };
+    remove();
+    // Puts of its rows still queued for the write thread land after this: they go as soon as they have.
+    this.forgetting = Promise.all([this.forgetting, this.writes.then(remove, remove).catch((err: unknown) => this.failed(err))]);
     this.stats.forgotten++;
   }
 
   /** Marks the store clean once its pages are on disk, so that a crash of the machine after the stop costs no rebuild. */
   async close(): Promise<void> {
+    await this.writes;
+    await this.forgetting;
+    await this.env.committed;
     syncFile(this.path);
     this.env.transactionSync(() => this.meta.putSync(CLEAN, true));
     syncFile(this.path);
@@ -247,6 +314,11 @@ function syncFile(path: string): void {
 
 function sessionKey(session: string): SessionKey {
   return Buffer.byteLength(session, 'utf8') <= LONG_KEY_BYTES ? [0, session] : [1, createHash('sha256').update(session, 'utf8').digest('hex')];
+}
+
+function sessionKeyText(session: string): string {
+  const [space, id] = sessionKey(session);
+  return `${space}:${id}`;
 }
 
 function rowKey(session: string, stepIndex: number): RowKey {
