@@ -167,9 +167,10 @@ export class ServedStepsRead implements EngineStatement {
   private storedSession(key: string, zone: string): Cells[] | null {
     const { store, cache, writer, steps } = this.sources;
     if (store === null || !store.ready) return null;
+    // Null: nothing was appended to `_cot_steps` since the start, so the complete store holds every step.
     const acknowledged = writer.chainLength(steps, key);
-    const texts = acknowledged === null ? null : store.session(key);
-    if (texts === null || texts.length !== acknowledged) return null;
+    const texts = store.session(key);
+    if (texts === null || (acknowledged !== null && texts.length !== acknowledged)) return null;
     const rows = this.render(texts, zone);
     if (rows === null) return null;
     if (cache !== null) {

@@ -35,8 +35,10 @@ export async function openStepStore(
   const conn = stack.use(await engine.connect(), (c) => c.close());
   let store = await StepStore.open({ path: stepStorePath(config.database.path), steps });
   const last = store.lastStep;
-  if (last !== null) await writer.visible(last.seq);
-  if (!(await storeMatchesLedger(store, conn))) {
+  // A store that goes further than the ledger's durable appends was not made from this ledger.
+  const beyond = last !== null && last.seq > writer.durableSeq;
+  if (last !== null && !beyond) await writer.visible(last.seq);
+  if (beyond || !(await storeMatchesLedger(store, conn))) {
     log.warn({ path: store.path }, 'the row store of _cot_steps does not match the ledger (the database file was replaced?): it is rebuilt');
     store = await store.reset();
   }
