@@ -15,6 +15,7 @@ import pg from 'pg';
 import { startPostgres } from '../test/fixtures/postgres.js';
 import { startCotwire } from './cotwire.js';
 import { anchorSchema, PostgresChain, postgresSchema, SESSION_STEPS, STEP_COLUMNS, stepRow } from './dataset.js';
+import { p50 } from './search.js';
 import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -34,16 +35,6 @@ async function client(port: number, user: string, database: string): Promise<pg.
   const c = new pg.Client({ host: '127.0.0.1', port, user, database });
   await c.connect();
   return c;
-}
-
-async function p50(n: number, query: (i: number) => Promise<unknown>): Promise<number> {
-  const latencies: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await query(i);
-    latencies.push(performance.now() - t);
-  }
-  return median(latencies);
 }
 
 function report(name: string, unit: string, values: Partial<Record<System, number[]>>, better: 'lower' | 'higher'): void {

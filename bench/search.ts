@@ -107,7 +107,8 @@ async function drained(c: pg.Client, n: number): Promise<number> {
   }
 }
 
-async function p50(n: number, query: (i: number) => Promise<unknown>): Promise<number> {
+/** The median latency of `n` calls of `query`, in ms. */
+export async function p50(n: number, query: (i: number) => Promise<unknown>): Promise<number> {
   const latencies: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();
