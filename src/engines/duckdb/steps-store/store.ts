@@ -117,8 +117,9 @@ export class StepStore {
   }
 
   private static openFiles(options: StepStoreOptions): StepStore {
-    // 1 TiB of address space, not of memory or disk: LMDB maps the file and grows it as rows arrive.
-    const env = open({ path: options.path, noSubdir: true, noSync: true, mapSize: 2 ** 40, maxDbs: 8, encoding: 'msgpack' });
+    // The map starts small and lmdb-js grows it as rows arrive: a terabyte reserved per server would
+    // run a process holding many of them out of address space.
+    const env = open({ path: options.path, noSubdir: true, noSync: true, maxDbs: 8, encoding: 'msgpack' });
     return new StepStore(
       env,
       env.openDB<StepTexts, RowKey>({ name: 'rows' }),
