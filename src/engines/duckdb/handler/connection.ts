@@ -15,7 +15,7 @@ import { Cursors } from './cursors.js';
 import { EngineCalls } from './engine-calls.js';
 import { EngineRun } from './engine-run.js';
 import { LedgerAppends } from './ledger-append.js';
-import { bindEngine, clientError, ConnectionPortal, planKind, type Statement, writeOperation } from './plan.js';
+import { admit, bindEngine, clientError, ConnectionPortal, PlanCache, planKind, type Statement } from './plan.js';
 import { Planner } from './planner.js';
 import { applySearchPath, runCommand, SessionFunctions } from './session-commands.js';
 import { SessionSettings } from './settings.js';
@@ -42,6 +42,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   private readonly cursors: Cursors;
   /** What SQL functions reach of the session (backends.ts). */
   private readonly functions: SessionFunctions;
+  private readonly plans: PlanCache;
 
   private constructor(
     engine: EngineConnection,
@@ -59,6 +60,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     this.planner = new Planner(this.ctx, this.appends, this, (name) => this.cursors.fields(name));
     this.cursors = new Cursors(this.ctx, this.planner, this, this.run);
     this.functions = new SessionFunctions(this.ctx);
+    this.plans = new PlanCache(this.ctx, (statement) => this.closeStatement(statement));
   }
 
   static async open(engine: EngineConnection, info: SessionInfo, engineVersion: string, services: ConnectionServices): Promise<ConnectionHandlerImpl> {
@@ -129,8 +131,13 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     await this.tx.endImplicit(succeeded);
   }
 
-  async prepare(source: string | StatementSource, paramTypes: readonly number[]): Promise<PreparedStatement> {
-    const statement = await this.planner.prepare(source, paramTypes);
+  async prepare(source: string | StatementSource, paramTypes: readonly number[], named = false): Promise<PreparedStatement> {
+    // A named statement is bound many times already; an unnamed one is planned again for each Parse unless kept.
+    const { key, kept } = named ? { key: null, kept: undefined } : this.plans.find(source, paramTypes);
+    // As the planner does for any statement it plans: a failed transaction takes no more.
+    if (kept !== undefined) this.tx.checkNotFailed();
+    const statement = kept ?? (await this.planner.prepare(source, paramTypes));
+    if (kept === undefined) this.plans.keep(key, statement);
     this.functions.prepared(statement, typeof source === 'string' ? source : source.text);
     return statement;
   }
@@ -174,7 +181,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
       // Waits for appends: a ledger INSERT only when it reads (ledger-insert.ts), a cached read only if it goes to the engine (steps-reads.ts).
       const { plan } = portal.statement;
       if (plan.kind !== 'ledger-insert' && !(plan.kind === 'engine' && plan.statement.waitsForAppends === true)) await appendsVisible(this.ctx);
-      this.admit(portal.statement);
+      admit(portal.statement, this.tx);
       // What runs on the engine in autocommit may need a read-only transaction of its own (transaction.ts).
       const engineBound = portal.statement.plan.kind === 'engine' || portal.statement.plan.kind === 'copy-out';
       if (engineBound) await this.tx.beginStatement(portal);
@@ -195,22 +202,6 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     } finally {
       this.functions.ended();
     }
-  }
-
-  /**
-   * The transaction's say, at execution: the access mode may have changed
-   * since the statement was prepared, so a read-only transaction refuses
-   * every plan that writes here, whatever path it would take.
-   */
-  private admit(statement: Statement): void {
-    const { plan } = statement;
-    if (plan.kind === 'command' || plan.kind === 'empty') return;
-    const writes = this.tx.readOnly() ? writeOperation(plan) : null;
-    if (writes !== null) {
-      this.tx.checkNotFailed();
-      throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${writes} in a read-only transaction`);
-    }
-    this.tx.queried();
   }
 
   private async dispatch(portal: ConnectionPortal, maxRows: number, sink: ResultSink): Promise<ExecuteOutcome> {
@@ -267,6 +258,8 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
 
   closeStatement(p: PreparedStatement): void {
     const statement = p as Statement;
+    // A kept plan stays open for the next Parse of its text.
+    if (!this.plans.released(statement)) return;
     statement.closed = true;
     if (statement.portals === 0) this.destroy(statement);
   }
@@ -281,6 +274,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
   }
 
   async close(): Promise<void> {
+    this.plans.clear();
     await this.run.stop();
     this.appends.close();
     this.ctx.tx.close();

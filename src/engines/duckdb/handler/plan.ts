@@ -4,8 +4,9 @@ import type { AdvisoryWait } from '../../../sql/advisory.js';
 import type { SerialTable } from '../catalog/serial.js';
 import type { EngineCursor, EngineStatement, StatementKind, WireParam } from '../../../engine/port.js';
 import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
 import type { FieldDescription } from '../../../protocol/messages.js';
-import type { Portal, PreparedStatement } from '../../../session/handler-port.js';
+import type { Portal, PreparedStatement, StatementSource } from '../../../session/handler-port.js';
 import type { CopyFromStdin, CopyToStdout } from '../../../sql/copy.js';
 import type { StatementText, Token } from '../../../sql/lexer.js';
 import type { ParsedStatement } from '../../../sql/parsed.js';
@@ -83,6 +84,8 @@ export const READ_KINDS: ReadonlySet<StatementKind> = new Set<StatementKind>(['S
 export class Statement implements PreparedStatement {
   portals = 0;
   closed = false;
+  /** Set while the connection's plan cache keeps it (PlanCache, in plan.ts): how many unnamed statements it stands for. */
+  cache: { readonly key: string; holders: number; evicted: boolean } | null = null;
   /** The portal whose parameters are currently bound to the engine statement. */
   boundBy: ConnectionPortal | null = null;
 
@@ -163,4 +166,113 @@ export function clientError(err: unknown, offset: number, clientPosition: Positi
   if (err.position === undefined) return err;
   const position = clientPosition(err.position) + offset;
   return position === err.position ? err : err.withPosition(position);
+}
+
+/** What an unnamed plan's reuse is judged against: everything its planning read besides the text. */
+export interface PlanState {
+  readonly services: { readonly catalogSnapshot: { readonly generation: number }; readonly ledgers: { readonly version: number } };
+  readonly settings: { readonly version: number };
+  readonly tx: { readonly status: string };
+  /** Calls of a temporary function are rewritten when a statement is planned: a connection that made one keeps no plans. */
+  readonly tempFunctions: ReadonlyMap<string, unknown>;
+}
+
+/** Unnamed plans kept per connection, and the longest text kept (a longer one is planned each time). */
+const PLANS_KEPT = 64;
+const MAX_KEPT_TEXT = 16 * 1024;
+
+/**
+ * The plans of a connection's unnamed statements, kept by text: drivers and
+ * ORMs send the same query as a new unnamed Parse each time, and planning it
+ * again (PostgreSQL's parser, the guard, the rewrite, DuckDB's prepare)
+ * costs about a millisecond more than binding a named statement
+ * (docs/benchmarks.md). A plan is handed out again only under the same key,
+ * which names everything its planning read: the text and its offset in the
+ * query string, the parameter types, the catalog's generation, the ledgers',
+ * the settings' and the transaction state. A kept plan is bound again as a
+ * named statement is.
+ */
+export class PlanCache {
+  /** Least recently used first. */
+  private readonly byKey = new Map<string, Statement>();
+
+  constructor(
+    private readonly state: PlanState,
+    /** Closes a plan nobody holds any more. */
+    private readonly discard: (statement: Statement) => void,
+  ) {}
+
+  /** The key a plan of this text is kept under (null: not worth keeping), and the plan kept under it. */
+  find(source: string | StatementSource, paramTypes: readonly number[]): { readonly key: string | null; readonly kept: Statement | undefined } {
+    const text = typeof source === 'string' ? source : source.text;
+    if (text.length > MAX_KEPT_TEXT || this.state.tempFunctions.size > 0) return { key: null, kept: undefined };
+    const { services, settings, tx } = this.state;
+    const offset = typeof source === 'string' ? -1 : source.offset;
+    const key = `${services.catalogSnapshot.generation}/${services.ledgers.version}/${settings.version}/${tx.status}/${offset}/${paramTypes.join(',')}\u0000${text}`;
+    const kept = this.byKey.get(key);
+    if (kept?.cache == null) return { key, kept: undefined };
+    this.byKey.delete(key);
+    this.byKey.set(key, kept);
+    kept.cache.holders++;
+    return { key, kept };
+  }
+
+  /** Keeps a plan just made (held by the statement it was made for), if it can be bound again as it is. */
+  keep(key: string | null, statement: Statement): void {
+    if (key === null || !reusable(statement) || this.byKey.has(key) || statement.cache !== null) return;
+    statement.cache = { key, holders: 1, evicted: false };
+    this.byKey.set(key, statement);
+    while (this.byKey.size > PLANS_KEPT) {
+      const oldest = this.byKey.entries().next().value;
+      if (oldest === undefined) break;
+      this.byKey.delete(oldest[0]);
+      this.evict(oldest[1]);
+    }
+  }
+
+  /** A statement let go of the plan: whether it closes now (nobody holds it, and the cache no longer keeps it). */
+  released(statement: Statement): boolean {
+    const cache = statement.cache;
+    if (cache === null) return true;
+    if (cache.holders > 0) cache.holders--;
+    return cache.holders === 0 && cache.evicted;
+  }
+
+  /** Lets go of every plan (the connection ends). */
+  clear(): void {
+    for (const statement of this.byKey.values()) this.evict(statement);
+    this.byKey.clear();
+  }
+
+  private evict(statement: Statement): void {
+    const cache = statement.cache;
+    if (cache === null) return;
+    cache.evicted = true;
+    if (cache.holders === 0) this.discard(statement);
+  }
+}
+
+/** Plans that can be bound again as they are: appends, and the engine's queries and row changes. */
+function reusable(statement: Statement): boolean {
+  const { plan } = statement;
+  if (plan.kind === 'ledger-insert') return true;
+  return plan.kind === 'engine' && plan.declares.length === 0 && REUSABLE_KINDS.has(plan.statement.kind);
+}
+
+const REUSABLE_KINDS: ReadonlySet<string> = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE']);
+
+/**
+ * The transaction's say, at execution: the access mode may have changed
+ * since the statement was prepared, so a read-only transaction refuses
+ * every plan that writes here, whatever path it would take.
+ */
+export function admit(statement: Statement, tx: { readOnly(): boolean; checkNotFailed(): void; queried(): void }): void {
+  const { plan } = statement;
+  if (plan.kind === 'command' || plan.kind === 'empty') return;
+  const writes = tx.readOnly() ? writeOperation(plan) : null;
+  if (writes !== null) {
+    tx.checkNotFailed();
+    throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${writes} in a read-only transaction`);
+  }
+  tx.queried();
 }

@@ -293,6 +293,7 @@ export { parseOptions };
 export class SessionSettings {
   private readonly values = new Map<string, string>();
   private readonly changed = new Map<string, string>();
+  private changes = 0;
   /** Values to restore when the transaction ends (SET LOCAL). */
   private localRestore: Map<string, string> | null = null;
 
@@ -366,6 +367,7 @@ export class SessionSettings {
 
   private assign(key: string, value: string): void {
     const old = this.values.get(key);
+    if (old !== value) this.changes++;
     this.values.set(key, value);
     const spec = SPEC_BY_NAME.get(key);
     if (spec?.report === true && old !== value) this.changed.set(spec.name, value);
@@ -380,6 +382,11 @@ export class SessionSettings {
     if (this.localRestore === null) return;
     for (const [key, value] of this.localRestore) this.assign(key, value);
     this.localRestore = null;
+  }
+
+  /** Moved on by every change of a value: a plan made under older values may read them (search_path, for one). */
+  get version(): number {
+    return this.changes;
   }
 
   takeChanges(): Array<[string, string]> {
