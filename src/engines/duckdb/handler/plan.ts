@@ -178,7 +178,7 @@ export interface PlanState {
 }
 
 /** Unnamed plans kept per connection, and the longest text kept (a longer one is planned each time). */
-const PLANS_KEPT = 64;
+const PLANS_KEPT = 32;
 const MAX_KEPT_TEXT = 16 * 1024;
 
 /**
