@@ -10,6 +10,7 @@ import { startServer, type RunningServer } from '../../src/engines/duckdb/start.
 import type { StepStore } from '../../src/engines/duckdb/steps-store/store.js';
 import { createLogger } from '../../src/log/logger.js';
 import { sqlstate } from '../fixtures/errors.js';
+import { spawnServer } from '../fixtures/server.js';
 import { logLines } from '../fixtures/log-lines.js';
 import { until } from '../fixtures/poll.js';
 import { offline } from '../fixtures/stoppable.js';
@@ -425,6 +426,37 @@ describe('the row store of _cot_steps', () => {
       for (const id of ids) expect((await bothWays(c, TRACE, id)).rows.map((r) => r[0])).toEqual([id]);
       expect(s.store.stats.steps - before.steps).toBe(ids.length);
       expect(s.store.stats.sessions - before.sessions).toBe(1);
+    } finally {
+      await s.stop();
+    }
+  });
+  it('loses no acknowledged step when the server is killed before the store wrote its last appends', async () => {
+    const db = database('killed');
+    const server = await spawnServer(['--db', db]);
+    const ids: string[] = [];
+    try {
+      const c = new pg.Client({ host: '127.0.0.1', port: server.port, user: 'cotwire', database: 'cotwire' });
+      c.on('error', () => undefined);
+      await c.connect();
+      // Appended one by one and killed at once after the last acknowledgement: the store writes what
+      // arrived in the last few milliseconds together, so the last steps are in memory only.
+      for (let i = 0; i < 40; i++) ids.push(await append(c, 'killed', `thought ${i}`));
+      server.child.kill('SIGKILL');
+      await new Promise((resolve) => server.child.once('exit', resolve));
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+    expect(existsSync(`${db}.steps`)).toBe(true);
+    const s = await boot(db, { sessionCacheMB: 0 });
+    try {
+      await until('the fill from the ledger', () => logged(s, FILLED));
+      expect(logged(s, MISMATCH)).toBe(false);
+      const c = await s.client();
+      const before = { ...s.store.stats };
+      expect((await bothWays(c, REPLAY, 'killed')).rows.map((r) => r[0])).toEqual(ids);
+      for (const id of ids.slice(-5)) expect((await bothWays(c, TRACE, id)).rows.map((r) => r[0])).toEqual([id]);
+      expect(s.store.stats.sessions - before.sessions).toBe(1);
+      expect(s.store.stats.steps - before.steps).toBe(5);
     } finally {
       await s.stop();
     }

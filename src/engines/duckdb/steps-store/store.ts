@@ -300,10 +300,10 @@ export class StepStore {
 
   /** A redaction or a retention changed the session's stored rows: its copies go, and the engine answers for it. */
   forget(session: string): void {
+    // Its rows still queued go to the write thread now, so that the removal after the pending writes takes them too.
+    this.flush();
     const key = sessionKey(session);
-    const text = sessionKeyText(session);
-    this.unwritten.sessions.delete(text);
-    this.queued.rows = this.queued.rows.filter((r) => sessionKeyText(r[this.column.session] ?? '') !== text);
+    this.unwritten.sessions.delete(sessionKeyText(session));
     const remove = (): void => {
       this.env.transactionSync(() => {
         for (const at of this.rows.getKeys({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) this.rows.removeSync(at);
