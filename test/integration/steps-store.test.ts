@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
-import type { StepStore } from '../../src/engines/duckdb/steps-store/store.js';
+import { STEP_STORE_ENCODING, type StepStore } from '../../src/engines/duckdb/steps-store/store.js';
 import { createLogger } from '../../src/log/logger.js';
 import { sqlstate } from '../fixtures/errors.js';
 import { spawnServer } from '../fixtures/server.js';
@@ -251,7 +251,7 @@ describe('the row store of _cot_steps', () => {
     }
 
     // Rewrite one stored row's content, in the store's own encoding, as someone with the files could.
-    const env = open({ path: `${db}.steps`, noSubdir: true, mapSize: 2 ** 40, maxDbs: 8, encoding: 'msgpack' });
+    const env = open({ path: `${db}.steps`, noSubdir: true, mapSize: 2 ** 40, maxDbs: 8, ...STEP_STORE_ENCODING });
     try {
       const rows = env.openDB<Array<string | null>, [number, string, number]>({ name: 'rows' });
       const key: [number, string, number] = [0, 'store-forged', 1];
