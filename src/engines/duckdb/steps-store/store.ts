@@ -37,12 +37,11 @@ const LAST = 'last';
 /** LMDB refuses keys over 1,978 bytes; a longer session id is keyed by its digest in a namespace of its own. */
 const LONG_KEY_BYTES = 1_000;
 /**
- * Rows from this many bytes are stored LZ4-compressed (lmdb-js's default, 1,000, left a step of
- * 300 characters of content uncompressed): a third less disk, a session's read 6% slower.
+ * How the store's values are written: whoever opens its file reads them with these options.
+ * Uncompressed: lmdb-js's LZ4 from 200 bytes took a third off the file, but doubled the time to
+ * write a row and slowed a session's read by 6-13% (docs/benchmarks.md).
  */
-const COMPRESSED_FROM = 200;
-/** How the store's values are written: whoever opens its file reads them with these options. */
-export const STEP_STORE_ENCODING = { encoding: 'msgpack', compression: { threshold: COMPRESSED_FROM } } as const;
+export const STEP_STORE_ENCODING = { encoding: 'msgpack' } as const;
 /** How long appended rows wait to be written together. */
 const FLUSH_MS = 5;
 
@@ -113,7 +112,7 @@ export class StepStore {
    */
   static async open(options: StepStoreOptions): Promise<StepStore> {
     // The encoding is part of the layout: a store written otherwise is rebuilt, not misread.
-    const layout = `${options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',')};msgpack;lz4>=${COMPRESSED_FROM}`;
+    const layout = `${options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',')};${STEP_STORE_ENCODING.encoding}`;
     let store = StepStore.openFiles(options);
     const unsafe = store.meta.get(CLEAN) !== true && store.meta.get(BOOT) !== undefined && store.meta.get(BOOT) !== bootId();
     if (unsafe || (store.meta.get(LAYOUT) !== undefined && store.meta.get(LAYOUT) !== layout)) {
