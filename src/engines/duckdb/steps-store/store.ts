@@ -77,6 +77,8 @@ export class StepStore {
   /** Appended rows (and the mark they advance) not yet handed to LMDB, and the timer that will. */
   private queued: { rows: StepTexts[]; mark: bigint | null } = { rows: [], mark: null };
   private flushing: NodeJS.Timeout | null = null;
+  /** A write failed in this run: reads go to the engine, and the store is not marked clean at the stop. */
+  private broken = false;
   /** The last queued write, and what waits on it. */
   private writes: Promise<unknown> = Promise.resolve();
   private forgetting: Promise<unknown> = Promise.resolve();
@@ -129,6 +131,7 @@ export class StepStore {
   }
 
   private static openFiles(options: StepStoreOptions): StepStore {
+    watchLmdbRejections();
     // The map starts small and lmdb-js grows it as rows arrive: a terabyte reserved per server would
     // run a process holding many of them out of address space.
     const env = open({ path: options.path, noSubdir: true, noSync: true, maxDbs: 8, ...STEP_STORE_ENCODING });
@@ -203,10 +206,16 @@ export class StepStore {
     const { rows, mark } = this.queued;
     if (rows.length === 0 && mark === null) return;
     this.queued = { rows: [], mark: null };
-    const written = this.env.batch(() => {
-      this.putRows(rows);
-      if (mark !== null) this.meta.put(FILLED, String(mark));
-    });
+    let written: Promise<unknown>;
+    try {
+      written = this.env.batch(() => {
+        this.putRows(rows);
+        if (mark !== null) this.meta.put(FILLED, String(mark));
+      });
+    } catch (err) {
+      this.failed(err);
+      return;
+    }
     this.writes = written.then(
       () => this.release(rows),
       (err: unknown) => this.failed(err),
@@ -215,10 +224,15 @@ export class StepStore {
 
   /** Rows read from the ledger by the fill, all at or below `upTo`, committed before it resolves. */
   async filledFromLedger(rows: readonly StepTexts[], upTo: bigint): Promise<void> {
-    await this.env.batch(() => {
-      this.putRows(rows);
-      this.meta.put(FILLED, String(upTo));
-    });
+    try {
+      await this.env.batch(() => {
+        this.putRows(rows);
+        this.meta.put(FILLED, String(upTo));
+      });
+    } catch (err) {
+      handledCommitError(err);
+      throw err;
+    }
   }
 
   /** Queues the rows' puts, inside a batch (LMDB commits a batch whole, in order). */
@@ -259,6 +273,8 @@ export class StepStore {
   }
 
   private failed(err: unknown): void {
+    handledCommitError(err);
+    this.broken = true;
     this.complete = false;
     this.queued = { rows: [], mark: null };
     this.unwritten.sessions.clear();
@@ -328,11 +344,23 @@ export class StepStore {
     this.flush();
     await this.writes;
     await this.forgetting;
-    await this.env.committed;
-    syncFile(this.path);
-    this.env.transactionSync(() => this.meta.putSync(CLEAN, true));
-    syncFile(this.path);
-    await this.env.close();
+    // A store that failed to write (a full disk) is not marked clean: the next start holds it against the ledger again.
+    let clean = !this.broken;
+    try {
+      await this.env.committed;
+    } catch {
+      clean = false;
+    }
+    try {
+      if (clean) {
+        syncFile(this.path);
+        this.env.transactionSync(() => this.meta.putSync(CLEAN, true));
+        syncFile(this.path);
+      }
+    } finally {
+      // Whatever failed, the files are let go (a full disk's filesystem must be able to unmount).
+      await this.env.close();
+    }
   }
 }
 
@@ -378,4 +406,35 @@ function seqColumn(table: LedgerTable): number {
     SEQ_COLUMNS.set(table, at);
   }
   return at;
+}
+
+/**
+ * lmdb-js fails a write with an error whose `commitError` is a second promise, rejected with the
+ * cause (ENOSPC) and watched by nobody: unhandled, it would stop the process. Whoever catches the
+ * write's error handles that one too.
+ */
+function handledCommitError(err: unknown): void {
+  const commit = (err as { commitError?: unknown } | null)?.commitError;
+  if (commit instanceof Promise) commit.catch(() => undefined);
+}
+
+/** lmdb-js's own failed commit, which the store has reported through the write that failed. */
+function isLmdbCommitFailure(reason: unknown): boolean {
+  return reason instanceof Error && ('commitError' in reason || reason.message.startsWith('No space left on device: Attempting to write page'));
+}
+
+let lmdbRejectionsWatched = false;
+
+/**
+ * A failed commit (a full disk) also rejects a promise lmdb-js keeps to itself, out of any caller's
+ * reach: left unhandled it would stop the server, whose store only stops answering. Any other
+ * unhandled rejection still stops the process, as it does without this listener.
+ */
+function watchLmdbRejections(): void {
+  if (lmdbRejectionsWatched) return;
+  lmdbRejectionsWatched = true;
+  process.on('unhandledRejection', (reason) => {
+    if (isLmdbCommitFailure(reason)) return;
+    throw reason;
+  });
 }
