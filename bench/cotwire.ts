@@ -11,6 +11,11 @@ export interface CotwireProcess {
   readonly httpPort: number;
   /** Peak resident memory since the last resetPeak(), in bytes. */
   peakRss(): number;
+  /**
+   * Peak anonymous resident memory (the heaps, DuckDB's buffers) since the last resetPeak(), in bytes: the rest of
+   * the RSS is file pages mapped by the row store, which the kernel reclaims under pressure.
+   */
+  peakAnon(): number;
   resetPeak(): void;
   /** CPU time so far, in microseconds: the main thread's (where the protocol and the chain run) and the whole process's. */
   cpu(): { readonly main: number; readonly all: number };
@@ -32,9 +37,9 @@ function cpuOf(path: string): number {
   }
 }
 
-function rssOf(pid: number): number {
+function rssOf(pid: number, field = 'VmRSS'): number {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m === null ? 0 : Number(m[1]) * 1024;
   } catch {
     return 0;
@@ -49,6 +54,7 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
   let port = 0;
   let httpPort = 0;
   let peak = 0;
+  let anonPeak = 0;
   let sampler: NodeJS.Timeout | null = null;
   /** This run's log lines (the ones a caller may wait for are few and early), and who waits for which. */
   let lines: string[] = [];
@@ -86,7 +92,10 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
       });
       p.once('exit', (code) => reject(new Error(`cotwire exited with ${String(code)} before listening`)));
       sampler = setInterval(() => {
-        if (p.pid !== undefined) peak = Math.max(peak, rssOf(p.pid));
+        if (p.pid !== undefined) {
+          peak = Math.max(peak, rssOf(p.pid));
+          anonPeak = Math.max(anonPeak, rssOf(p.pid, 'RssAnon'));
+        }
       }, 50);
     });
 
@@ -111,9 +120,11 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
       return httpPort;
     },
     peakRss: () => peak,
+    peakAnon: () => anonPeak,
     resetPeak: () => {
       const pid = child?.pid;
       peak = pid === undefined ? 0 : rssOf(pid);
+      anonPeak = pid === undefined ? 0 : rssOf(pid, 'RssAnon');
     },
     cpu: () => {
       const pid = (child as ChildProcess | null)?.pid;

@@ -16,6 +16,7 @@ import { startPostgres } from '../test/fixtures/postgres.js';
 import { startCotwire } from './cotwire.js';
 import { anchorSchema, PostgresChain, postgresSchema, SESSION_STEPS, STEP_COLUMNS, stepRow } from './dataset.js';
 import { p50 } from './search.js';
+import { DEFAULT_MEMORY_MB } from '../src/config/schema.js';
 import { seedAnchor, seedCotwire, seedPostgres } from './seed.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
       await seedCotwire(cotwire.databasePath, size);
       console.log(`seeded ${size} steps into cotwire in ${((performance.now() - t) / 1000).toFixed(0)} s`);
       await cotwire.restart();
+      cotwire.resetPeak();
       const filled = performance.now();
       await cotwire.logged(/the row store of _cot_steps holds the ledger/, 3_600);
       const storeBytes = statSync(`${cotwire.databasePath}.steps`).size;
@@ -144,6 +146,18 @@ async function main(): Promise<void> {
       report(`one step by trace_id (cot_trace), cold, over ${label} steps (p50)`, 'ms', trace, 'lower');
       report(`point SELECT by trace_id, 1 connection, over ${label} steps (p50)`, 'ms', point, 'lower');
       report(`the agent loop: append, then replay (p50 of the replay), over ${label} steps`, 'ms', loop, 'lower');
+      const verifyStarted = performance.now();
+      await cot.query('SELECT count(*) FROM cot_verify_all()');
+      report(
+        `chain verification, SQL (cot_verify_all), over ${label} steps`,
+        'steps/s',
+        { cot: [held / ((performance.now() - verifyStarted) / 1000)] },
+        'higher',
+      );
+      const mib = (bytes: number): string => (bytes / 2 ** 20).toFixed(0);
+      console.log(
+        `cotwire's peak RSS over ${label} steps, from its restart (the row store's fill, the reads, the verification): ${mib(cotwire.peakRss())} MiB, of which anonymous ${mib(cotwire.peakAnon())} MiB (the rest: the row store's mapped file pages); limits.memoryMB: ${DEFAULT_MEMORY_MB} MiB`,
+      );
     }
     await Promise.all([cot.end(), plain.end(), anchor.end()]);
   } finally {
