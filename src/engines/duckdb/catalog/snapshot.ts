@@ -176,15 +176,19 @@ export interface SchemaNames {
   readonly functions: ReadonlySet<string>;
   /** Every table and view, schema-qualified (`main.orders`). */
   readonly relations: ReadonlySet<string>;
+  /** The tables among them. */
+  readonly tables: ReadonlySet<string>;
 }
 
 /** The queries behind SchemaNames, one column of names each. */
-export function schemaNamesSql(compatCatalog: string): { readonly functions: string; readonly relations: string } {
+export function schemaNamesSql(compatCatalog: string): { readonly functions: string; readonly relations: string; readonly tables: string } {
   const other = `database_name <> '${compatCatalog.replaceAll("'", "''")}'`;
+  const tables = `SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE NOT temporary AND ${other}`;
   return {
     functions: `SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal AND ${other} AND database_name NOT IN ('system', 'temp')`,
-    relations: `SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE NOT temporary AND ${other}
+    relations: `${tables}
       UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT temporary AND NOT internal AND ${other}`,
+    tables,
   };
 }
 
@@ -314,7 +318,11 @@ export class CatalogSnapshot {
     try {
       const refresh = refreshSql();
       await conn.run(refresh.slice(0, -1).join(';\n'));
-      names = { functions: namesOf(await conn.query(sql.functions)), relations: namesOf(await conn.query(sql.relations)) };
+      names = {
+        functions: namesOf(await conn.query(sql.functions)),
+        relations: namesOf(await conn.query(sql.relations)),
+        tables: namesOf(await conn.query(sql.tables)),
+      };
       await conn.run(refresh.at(-1) as string);
     } catch (err) {
       await conn.run('ROLLBACK').catch(() => undefined);

@@ -15,7 +15,7 @@ import { Cursors } from './cursors.js';
 import { EngineCalls } from './engine-calls.js';
 import { EngineRun } from './engine-run.js';
 import { LedgerAppends } from './ledger-append.js';
-import { admit, bindEngine, clientError, ConnectionPortal, PlanCache, planKind, type Statement } from './plan.js';
+import { admit, bindEngine, clientError, ConnectionPortal, PlanCache, planKind, type Statement, waitsForAppends } from './plan.js';
 import { Planner } from './planner.js';
 import { applySearchPath, runCommand, SessionFunctions } from './session-commands.js';
 import { SessionSettings } from './settings.js';
@@ -180,7 +180,7 @@ export class ConnectionHandlerImpl implements ConnectionHandler, StatementHost {
     try {
       // Waits for appends: a ledger INSERT only when it reads (ledger-insert.ts), a cached read only if it goes to the engine (steps-reads.ts).
       const { plan } = portal.statement;
-      if (plan.kind !== 'ledger-insert' && !(plan.kind === 'engine' && plan.statement.waitsForAppends === true)) await appendsVisible(this.ctx);
+      if (waitsForAppends(plan, this.ctx)) await appendsVisible(this.ctx);
       admit(portal.statement, this.tx);
       // What runs on the engine in autocommit may need a read-only transaction of its own (transaction.ts).
       const engineBound = portal.statement.plan.kind === 'engine' || portal.statement.plan.kind === 'copy-out';

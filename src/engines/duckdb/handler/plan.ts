@@ -15,6 +15,9 @@ import type { SessionCommand } from './commands.js';
 import type { LedgerInsertPlan } from './ledger-insert.js';
 import type { KeyWork } from './key-registry.js';
 import type { ErasureCall } from '../../../sql/erasure-call.js';
+import { readsNoLedger } from '../../../sql/relations-read.js';
+import type { SchemaNames } from '../catalog/snapshot.js';
+import { catalogRelationOid } from '../catalog/pg-catalog.js';
 
 /**
  * What a statement becomes once it is planned: which path runs it (a
@@ -58,6 +61,8 @@ export type Plan =
       readonly searchParams: readonly number[];
       /** What the statement does to the foreign keys the server keeps, and to the tables they relate (foreign-keys.ts). */
       readonly keys: KeyWork;
+      /** For a SELECT: whether it reads no ledger row, and need not wait for appends (waitsForAppends). */
+      readonly ledgerReads: LedgerReadCheck | null;
     }
   | { readonly kind: 'copy-in'; readonly copy: CopyFromStdin; readonly offset: number }
   /** COPY ... TO STDOUT: the query is an ordinary prepared read whose rows become COPY lines. */
@@ -275,4 +280,80 @@ export function admit(statement: Statement, tx: { readOnly(): boolean; checkNotF
     throw new PgError(SqlState.ReadOnlySqlTransaction, `cannot execute ${writes} in a read-only transaction`);
   }
   tx.queried();
+}
+
+/** What deciding whether a statement waits for appends reads of the connection. */
+export interface AppendsState {
+  readonly services: { readonly catalogSnapshot: { readonly generation: number; namesAt(generation: number): SchemaNames | null; refreshSoon(): void } };
+  readonly catalog: { readonly seesSharedSchema: boolean };
+  readonly tx: { readonly status: string };
+}
+
+/**
+ * Whether a SELECT reads no ledger row (sql/relations-read.ts), found out
+ * once per generation of the catalog. Only for a connection that sees the
+ * shared schema alone (a temporary view could read a ledger under a plain
+ * table's name), and once the snapshot holds the names of the present
+ * generation: until then, the statement is taken to read the ledgers.
+ */
+export class LedgerReadCheck {
+  private generation = -1;
+  private none = false;
+
+  constructor(private readonly client: ParsedStatement) {}
+
+  readsNoLedger(state: AppendsState): boolean {
+    if (!state.catalog.seesSharedSchema) return false;
+    const { catalogSnapshot } = state.services;
+    const generation = catalogSnapshot.generation;
+    if (generation === this.generation) return this.none;
+    const names = catalogSnapshot.namesAt(generation);
+    if (names === null) {
+      // The snapshot is refreshed after DDL or for a catalog read; a server that had neither since it started asks for one.
+      catalogSnapshot.refreshSoon();
+      return false;
+    }
+    const kinds = namesByCase(names);
+    this.none = readsNoLedger(this.client.tree, this.client.tokens, {
+      isPlainTable: (name, schema) => {
+        const n = name.toLowerCase();
+        if (n.startsWith('_cot')) return false;
+        if (schema !== undefined) return kinds.tables.has(`${schema.toLowerCase()}.${n}`);
+        return catalogRelationOid(n) === undefined && kinds.tableNames.has(n) && !kinds.viewNames.has(n);
+      },
+      isFunctionMade: (name) => names.functions.has(name),
+    });
+    this.generation = generation;
+    return this.none;
+  }
+}
+
+const byCase = new WeakMap<SchemaNames, { tables: Set<string>; tableNames: Set<string>; viewNames: Set<string> }>();
+
+/** The names lower-cased (the engine matches identifiers regardless of case), once per snapshot. */
+function namesByCase(names: SchemaNames): { tables: Set<string>; tableNames: Set<string>; viewNames: Set<string> } {
+  let kinds = byCase.get(names);
+  if (kinds === undefined) {
+    const unqualified = (q: string): string => q.slice(q.indexOf('.') + 1);
+    const tables = new Set([...names.tables].map((t) => t.toLowerCase()));
+    const views = [...names.relations].map((r) => r.toLowerCase()).filter((r) => !tables.has(r));
+    kinds = { tables, tableNames: new Set([...tables].map(unqualified)), viewNames: new Set(views.map(unqualified)) };
+    byCase.set(names, kinds);
+  }
+  return kinds;
+}
+
+/**
+ * Whether a statement waits, before it runs, until the engine holds every
+ * acknowledged append (context.ts, appendsVisible), which costs an engine
+ * commit while appends are pending. Not a ledger INSERT (it waits only when
+ * it reads, ledger-insert.ts), nor a read that waits for itself when it
+ * reaches the engine (steps-reads.ts), nor a statement in autocommit that
+ * reads no ledger row: it answers the same either way.
+ */
+export function waitsForAppends(plan: Plan, state: AppendsState): boolean {
+  if (plan.kind === 'ledger-insert') return false;
+  if (plan.kind !== 'engine') return true;
+  if (plan.statement.waitsForAppends === true) return false;
+  return !(state.tx.status === 'I' && plan.ledgerReads?.readsNoLedger(state) === true);
 }

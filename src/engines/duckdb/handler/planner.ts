@@ -38,7 +38,7 @@ import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
 import { describeSources } from './result-sources.js';
 import { erasureFields, erasureParamTypes } from './erasure.js';
 import { type ErasureCall, ErasureCallError, erasureCall } from '../../../sql/erasure-call.js';
-import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText } from './plan.js';
+import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText, LedgerReadCheck } from './plan.js';
 
 /** The erasure call a statement is; one that calls an erasure function in another shape is refused. */
 function erasureOf(statement: ParsedStatement): ErasureCall | null {
@@ -777,6 +777,7 @@ export class Planner {
           () => tableWriteOf(client),
           () => updateParts(statement.text, statement.tokens, updateAlias(client)),
         ),
+        ledgerReads: engineStatement.kind === 'SELECT' ? new LedgerReadCheck(client) : null,
       },
       types,
       fields,
@@ -905,6 +906,7 @@ export class Planner {
         advisoryWaits: [],
         searchParams: [],
         keys: keyWork(handled.keyDdl ?? keyDdlOf(client), () => tableWriteOf(client)),
+        ledgerReads: null,
       },
       [],
       null,
