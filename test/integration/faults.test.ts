@@ -375,6 +375,85 @@ describe('a full disk', () => {
       }
     },
   );
+
+  it.skipIf(why !== null)(
+    `with the row store on, stays up when the store's write meets the full disk, and its replays lose nothing${why === null ? '' : ` (skipped: ${why})`}`,
+    async () => {
+      const dir = join(root, 'small-store');
+      mkdirSync(dir);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', dir]);
+      const filler = join(dir, 'filler');
+      const db = join(dir, 'store.duckdb');
+      // Its own process, as users run it: a rejection nothing handles would end it.
+      const serve = () => spawnServer(['--db', db]);
+      let server = await serve();
+      const connect = async (port: number): Promise<pg.Client> => {
+        const c = new pg.Client({ host: '127.0.0.1', port, user: 'cotwire', database: 'cotwire' });
+        await c.connect();
+        return c;
+      };
+      let client = await connect(server.port);
+      try {
+        const acknowledged: string[] = [];
+        const append = async (content: string): Promise<string | null> => {
+          try {
+            await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('disk', 'Observation', $1)", [content]);
+            acknowledged.push(content);
+            return null;
+          } catch (err) {
+            return (err as { code?: string }).code ?? 'no code';
+          }
+        };
+        const replayed = async (): Promise<string[]> => (await client.query("SELECT content FROM cot_replay('disk')")).rows.map((r) => r.content as string);
+        for (let i = 0; i < 5; i++) expect(await append(`before ${i} ${'x'.repeat(2000)}`)).toBeNull();
+        const fd = openSync(filler, 'w');
+        try {
+          for (const chunk = Buffer.alloc(1 << 20, 1); ; ) writeSync(fd, chunk);
+        } catch (err) {
+          expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
+        } finally {
+          closeSync(fd);
+        }
+        // Appends go on from the preallocated journal while the store's writes (every 5 ms) fail, until the database's own write fails.
+        let refused: string | null = null;
+        for (let i = 0; i < 200 && refused === null; i++) {
+          refused = await append(`during ${i} ${'x'.repeat(2000)}`);
+          if (refused === null) await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(refused).toBe('53100');
+        expect(server.out()).toContain('writing the row store of _cot_steps failed');
+        expect(server.child.exitCode).toBeNull();
+        expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+        unlinkSync(filler);
+        let recovered = false;
+        for (let i = 0; i < 100 && !recovered; i++) {
+          recovered = (await append(`after ${i}`)) === null;
+          if (!recovered) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(recovered).toBe(true);
+        expect(server.child.exitCode).toBeNull();
+        expect(await replayed()).toEqual(acknowledged);
+        expect((await client.query("SELECT valid FROM cot_verify('disk')")).rows).toEqual([{ valid: true }]);
+        // Stopped and started again: the store is rebuilt or filled from the ledger, and replays every acknowledged step.
+        await client.end();
+        const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+        server.child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        server = await serve();
+        client = await connect(server.port);
+        expect(await replayed()).toEqual(acknowledged);
+      } finally {
+        rmSync(filler, { force: true });
+        await client.end().catch(() => undefined);
+        if (server.child.exitCode === null) {
+          const exited = new Promise<void>((resolve) => server.child.once('exit', () => resolve()));
+          server.child.kill('SIGTERM');
+          await exited;
+        }
+        execFileSync('umount', [dir]);
+      }
+    },
+  );
 });
 
 describe('signals under load', () => {
