@@ -290,10 +290,25 @@ export class DuckDBEngine implements Engine {
     }
   }
 
-  async checkpoint(): Promise<void> {
+  /**
+   * Moves the WAL into the file. DuckDB refuses while another transaction is
+   * open (the applier's, the catalog snapshot's refresh, a client's), and
+   * most of those end within moments: it tries again for up to `patienceMs`
+   * before it gives up with DuckDB's error.
+   */
+  async checkpoint(patienceMs = 2000): Promise<void> {
     const conn = await this.instance.connect();
+    const deadline = performance.now() + patienceMs;
     try {
-      await conn.run('CHECKPOINT');
+      for (;;) {
+        try {
+          await conn.run('CHECKPOINT');
+          return;
+        } catch (err) {
+          if (!/other (write )?transactions/i.test(String(err)) || performance.now() > deadline) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      }
     } finally {
       conn.closeSync();
     }
