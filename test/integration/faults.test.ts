@@ -291,6 +291,18 @@ describe('a chain cut while the server was stopped', () => {
   });
 });
 
+/** Writes `filler` until its disk is full. */
+function fillDisk(filler: string): void {
+  const fd = openSync(filler, 'w');
+  try {
+    for (const chunk = Buffer.alloc(1 << 20, 1); ; ) writeSync(fd, chunk);
+  } catch (err) {
+    expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 describe('a full disk', () => {
   // A small disk of its own, which needs root (and, in a container, the right to mount).
   const why =
@@ -334,15 +346,7 @@ describe('a full disk', () => {
           };
           for (let i = 0; i < 5; i++) expect(await append(`before ${i}`)).toBeNull();
           await s.running.writer.visible();
-          // Fill the disk.
-          const fd = openSync(filler, 'w');
-          try {
-            for (const chunk = Buffer.alloc(1 << 20, 1); ; ) writeSync(fd, chunk);
-          } catch (err) {
-            expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
-          } finally {
-            closeSync(fd);
-          }
+          fillDisk(filler);
           // Appends may still be acknowledged from the preallocated journal until the database's own write fails; then 53100.
           let refused: string | null = null;
           for (let i = 0; i < 100 && refused === null; i++) {
@@ -406,14 +410,7 @@ describe('a full disk', () => {
         };
         const replayed = async (): Promise<string[]> => (await client.query("SELECT content FROM cot_replay('disk')")).rows.map((r) => r.content as string);
         for (let i = 0; i < 5; i++) expect(await append(`before ${i} ${'x'.repeat(2000)}`)).toBeNull();
-        const fd = openSync(filler, 'w');
-        try {
-          for (const chunk = Buffer.alloc(1 << 20, 1); ; ) writeSync(fd, chunk);
-        } catch (err) {
-          expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
-        } finally {
-          closeSync(fd);
-        }
+        fillDisk(filler);
         // Appends go on from the preallocated journal while the store's writes (every 5 ms) fail, until the database's own write fails.
         let refused: string | null = null;
         for (let i = 0; i < 200 && refused === null; i++) {
