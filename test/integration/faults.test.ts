@@ -291,6 +291,43 @@ describe('a chain cut while the server was stopped', () => {
   });
 });
 
+/** An append of a step to the session 'disk': null once acknowledged (its content then kept in `acknowledged`), else its SQLSTATE. */
+function diskAppends(client: pg.Client, acknowledged: string[]): (content: string) => Promise<string | null> {
+  return async (content) => {
+    try {
+      await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('disk', 'Observation', $1)", [content]);
+      acknowledged.push(content);
+      return null;
+    } catch (err) {
+      return (err as { code?: string }).code ?? 'no code';
+    }
+  };
+}
+
+/** Appends until one is refused: its SQLSTATE, or null when all `tries` were acknowledged. */
+async function appendUntilRefused(
+  append: (content: string) => Promise<string | null>,
+  content: (i: number) => string,
+  tries: number,
+  pauseMs: number,
+): Promise<string | null> {
+  for (let i = 0; i < tries; i++) {
+    const refused = await append(content(i));
+    if (refused !== null) return refused;
+    await new Promise((r) => setTimeout(r, pauseMs));
+  }
+  return null;
+}
+
+/** Once space is freed: appends until one is acknowledged, at most 100 tries 100 ms apart. */
+async function appendUntilAcknowledged(append: (content: string) => Promise<string | null>): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if ((await append(`after ${i}`)) === null) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
 /** Writes `filler` until its disk is full. */
 function fillDisk(filler: string): void {
   const fd = openSync(filler, 'w');
@@ -335,37 +372,19 @@ describe('a full disk', () => {
         const filler = join(dir, 'filler');
         try {
           const acknowledged: string[] = [];
-          const append = async (content: string): Promise<string | null> => {
-            try {
-              await s.client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('disk', 'Observation', $1)", [content]);
-              acknowledged.push(content);
-              return null;
-            } catch (err) {
-              return (err as { code?: string }).code ?? 'no code';
-            }
-          };
+          const append = diskAppends(s.client, acknowledged);
           for (let i = 0; i < 5; i++) expect(await append(`before ${i}`)).toBeNull();
           await s.running.writer.visible();
           fillDisk(filler);
           // Appends may still be acknowledged from the preallocated journal until the database's own write fails; then 53100.
-          let refused: string | null = null;
-          for (let i = 0; i < 100 && refused === null; i++) {
-            refused = await append(`during ${i}`);
-            if (refused === null) await new Promise((r) => setTimeout(r, 50));
-          }
-          expect(refused).toBe('53100');
+          expect(await appendUntilRefused(append, (i) => `during ${i}`, 100, 50)).toBe('53100');
           // Reads go on, with what the database holds (journaled rows it cannot take yet arrive once space is freed).
           const during = (await s.client.query("SELECT count(*)::INT AS n FROM _cot_steps WHERE session_id = 'disk'")).rows[0].n;
           expect(during).toBeGreaterThanOrEqual(5);
           expect(during).toBeLessThanOrEqual(acknowledged.length);
           unlinkSync(filler);
           // It recovers by itself once space is freed.
-          let recovered = false;
-          for (let i = 0; i < 100 && !recovered; i++) {
-            recovered = (await append(`after ${i}`)) === null;
-            if (!recovered) await new Promise((r) => setTimeout(r, 100));
-          }
-          expect(recovered).toBe(true);
+          expect(await appendUntilAcknowledged(append)).toBe(true);
           expect((await s.client.query("SELECT content FROM _cot_steps WHERE session_id = 'disk' ORDER BY step_index")).rows.map((r) => r.content)).toEqual(
             acknowledged,
           );
@@ -399,35 +418,17 @@ describe('a full disk', () => {
       let client = await connect(server.port);
       try {
         const acknowledged: string[] = [];
-        const append = async (content: string): Promise<string | null> => {
-          try {
-            await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('disk', 'Observation', $1)", [content]);
-            acknowledged.push(content);
-            return null;
-          } catch (err) {
-            return (err as { code?: string }).code ?? 'no code';
-          }
-        };
+        const append = diskAppends(client, acknowledged);
         const replayed = async (): Promise<string[]> => (await client.query("SELECT content FROM cot_replay('disk')")).rows.map((r) => r.content as string);
         for (let i = 0; i < 5; i++) expect(await append(`before ${i} ${'x'.repeat(2000)}`)).toBeNull();
         fillDisk(filler);
         // Appends go on from the preallocated journal while the store's writes (every 5 ms) fail, until the database's own write fails.
-        let refused: string | null = null;
-        for (let i = 0; i < 200 && refused === null; i++) {
-          refused = await append(`during ${i} ${'x'.repeat(2000)}`);
-          if (refused === null) await new Promise((r) => setTimeout(r, 20));
-        }
-        expect(refused).toBe('53100');
+        expect(await appendUntilRefused(append, (i) => `during ${i} ${'x'.repeat(2000)}`, 200, 20)).toBe('53100');
         expect(server.out()).toContain('writing the row store of _cot_steps failed');
         expect(server.child.exitCode).toBeNull();
         expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
         unlinkSync(filler);
-        let recovered = false;
-        for (let i = 0; i < 100 && !recovered; i++) {
-          recovered = (await append(`after ${i}`)) === null;
-          if (!recovered) await new Promise((r) => setTimeout(r, 100));
-        }
-        expect(recovered).toBe(true);
+        expect(await appendUntilAcknowledged(append)).toBe(true);
         expect(server.child.exitCode).toBeNull();
         expect(await replayed()).toEqual(acknowledged);
         expect((await client.query("SELECT valid FROM cot_verify('disk')")).rows).toEqual([{ valid: true }]);
