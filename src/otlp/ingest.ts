@@ -118,13 +118,18 @@ function resolve(drafts: readonly StepDraft[], byId: ReadonlyMap<string, OtlpSpa
 
 /**
  * The new steps in the order of their spans' start, cut into INSERTs so that a step's parent is appended by an
- * earlier statement than the step (parent_trace_id must name a step that exists).
+ * earlier statement than the step (parent_trace_id must name a step that exists). Spans that start at the same
+ * instant (a clock's tick can hold an agent's run and its first call) go the longer first, as the one that
+ * holds the other: otherwise their order would be the order they ended in, which is the exporter's.
  */
 function statements(steps: readonly Step[]): Step[][] {
   const ordered = [...steps].sort((a, b) => {
     const x = BigInt(a.draft.span.startTimeUnixNano);
     const y = BigInt(b.draft.span.startTimeUnixNano);
-    return x < y ? -1 : x > y ? 1 : 0;
+    if (x !== y) return x < y ? -1 : 1;
+    const xEnd = BigInt(a.draft.span.endTimeUnixNano);
+    const yEnd = BigInt(b.draft.span.endTimeUnixNano);
+    return xEnd > yEnd ? -1 : xEnd < yEnd ? 1 : 0;
   });
   const out: Step[][] = [];
   let current: Step[] = [];

@@ -28,7 +28,7 @@ function tracerWith(exporter: SpanExporter, processor: 'batch' | 'simple' = 'bat
 }
 
 /** An agent's turn as the GenAI conventions describe it: invoke_agent, a model call that asks for a tool, the tool, the answer. */
-function agentTurn(tracer: Tracer, conversation: string, t0: number, conversationOnEverySpan = false): void {
+function agentTurn(tracer: Tracer, conversation: string, t0: number, conversationOnEverySpan = false, firstCallAt = 10): void {
   const at = (ms: number): number => t0 + ms;
   const agent = tracer.startSpan('invoke_agent Support', {
     startTime: at(0),
@@ -45,7 +45,7 @@ function agentTurn(tracer: Tracer, conversation: string, t0: number, conversatio
   const chat1 = tracer.startSpan(
     'chat gpt-4o',
     {
-      startTime: at(10),
+      startTime: at(firstCallAt),
       attributes: {
         ...named,
         'gen_ai.operation.name': 'chat',
@@ -185,6 +185,19 @@ describe('OTLP/HTTP at /v1/traces', () => {
     expect(chat2.content).toBe('Order 42 has shipped.');
     const c = await s.as();
     expect((await c.query("SELECT valid, step_count FROM cot_verify('conv-proto')")).rows).toEqual([{ valid: true, step_count: '4' }]);
+  });
+
+  it('puts the span that holds another first when both start at the same instant, whatever order they ended in', async () => {
+    // A clock's tick can hold an agent's run and its first model call (the SDK stamps spans in milliseconds).
+    const { tracer, provider } = tracerWith(new ProtoExporter({ url: url() }));
+    agentTurn(tracer, 'conv-tie', Date.now(), false, 0);
+    await provider.forceFlush();
+    await provider.shutdown();
+    const steps = await stepsOf('conv-tie');
+    expect(steps.map((r) => r.step_type)).toEqual(['FinalAnswer', 'Reasoning', 'ToolCall', 'Reasoning']);
+    const [agent, chat1] = steps as [StepRow, StepRow];
+    expect(chat1.parent_trace_id).toBe(agent.trace_id);
+    expect(chainProblems(await chainOf(await s.as(), 'conv-tie'))).toEqual([]);
   });
 
   it('lands the same turn sent by the OTLP JSON exporter', async () => {
