@@ -52,7 +52,13 @@ export function formatTimeOfDay(micros: number): string {
 
 function fraction(micros: number): string {
   if (micros === 0) return '';
-  return `.${String(micros).padStart(6, '0').replace(/0+$/, '')}`;
+  let digits = 6;
+  let f = micros;
+  while (f % 10 === 0) {
+    f /= 10;
+    digits--;
+  }
+  return `.${String(f).padStart(digits, '0')}`;
 }
 
 export const DATE_POS_INFINITY = 2147483647;
@@ -78,11 +84,29 @@ function splitMicros(micros: bigint): { days: number; timeMicros: number } {
   return { days: Number(days), timeMicros: Number(rem) };
 }
 
+/**
+ * Instants within this many microseconds of the epoch (about 140 years) are
+ * split in floating point, exactly, and with room for any zone's offset:
+ * BigInt division cost a streamed timestamp more than the rest of its text.
+ */
+const EXACT_MICROS = 2 ** 52;
+const MICROS_PER_DAY_NUMBER = 86_400_000_000;
+
+/** Days and time of day of `micros` (since the epoch) moved by `offsetSeconds`. */
+function splitShifted(micros: bigint, offsetSeconds: number): { days: number; timeMicros: number } {
+  if (micros > -EXACT_MICROS && micros < EXACT_MICROS) {
+    const m = Number(micros) + offsetSeconds * 1_000_000;
+    const days = Math.floor(m / MICROS_PER_DAY_NUMBER);
+    return { days, timeMicros: m - days * MICROS_PER_DAY_NUMBER };
+  }
+  return splitMicros(offsetSeconds === 0 ? micros : micros + BigInt(offsetSeconds) * 1_000_000n);
+}
+
 /** timestamp without time zone, micros since 1970-01-01 00:00:00. */
 export function formatTimestamp(micros: bigint): string {
   if (micros >= TIMESTAMP_POS_INFINITY) return 'infinity';
   if (micros <= TIMESTAMP_NEG_INFINITY) return '-infinity';
-  const { days, timeMicros } = splitMicros(micros);
+  const { days, timeMicros } = splitShifted(micros, 0);
   const { text, bc } = datePart(days);
   return `${text} ${formatTimeOfDay(timeMicros)}${bc ? ' BC' : ''}`;
 }
@@ -105,7 +129,7 @@ export function formatTimestampTz(micros: bigint, zone: TimeZoneOffsets): string
   if (micros >= TIMESTAMP_POS_INFINITY) return 'infinity';
   if (micros <= TIMESTAMP_NEG_INFINITY) return '-infinity';
   const offset = zone.offsetAt(micros);
-  const { days, timeMicros } = splitMicros(micros + BigInt(offset) * 1_000_000n);
+  const { days, timeMicros } = splitShifted(micros, offset);
   const { text, bc } = datePart(days);
   return `${text} ${formatTimeOfDay(timeMicros)}${formatOffset(offset)}${bc ? ' BC' : ''}`;
 }
@@ -147,6 +171,9 @@ export function formatInterval(months: number, days: number, micros: bigint): st
  * in scientific notation with at least two exponent digits.
  */
 export function formatFloat8(v: number): string {
+  // Where PostgreSQL writes fixed notation JavaScript does too, with the same shortest digits.
+  const abs = Math.abs(v);
+  if (abs >= 1e-4 && abs < 1e15) return String(v);
   return formatShortest(v, v.toExponential(), 15);
 }
 

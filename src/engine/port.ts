@@ -67,6 +67,12 @@ export interface RenderSettings {
 
 export interface RowSink {
   row(cells: readonly (string | Uint8Array | null)[]): void;
+  /**
+   * A row already encoded as a DataRow message in text format (a cached
+   * row), sent as it is. A sink that rewrites cells leaves it out, and is
+   * given the cells instead.
+   */
+  rowFrame?(frame: Uint8Array): void;
   /** Called between batches; resolves when the consumer can take more. */
   flushIfFull(): Promise<void>;
 }

@@ -77,6 +77,60 @@ describe('PostgreSQL text formats', () => {
     expect(formatTimestampTz(1_720_000_000_000_000n, ny)).toBe('2024-07-03 05:46:40-04');
   });
 
+  it('writes any float8 with the shortest digits that read back, fixed where PostgreSQL writes fixed', () => {
+    const bits = new DataView(new ArrayBuffer(8));
+    let x = 12345;
+    const next = (): number => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return x;
+    };
+    const values: number[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      bits.setUint32(0, next() * 2 + (next() & 1));
+      bits.setUint32(4, next() * 2 + (next() & 1));
+      values.push(bits.getFloat64(0));
+      // Around the bounds of fixed notation, where the shortcut ends.
+      const near = [1e-4, 1e15][i % 2] as number;
+      values.push(near * (1 + (next() / 2 ** 31 - 0.5) * 1e-3), -near, near, near * (1 - 2 ** -52));
+    }
+    for (const v of values) {
+      if (!Number.isFinite(v) || v === 0) continue;
+      const text = formatFloat8(v);
+      expect(Number(text)).toBe(v);
+      const exponential = v.toExponential();
+      const exp = Number(exponential.slice(exponential.indexOf('e') + 1));
+      expect(text.includes('e'), `${v} as ${text}`).toBe(exp < -4 || exp >= 15);
+      expect(text.replace(/^-/, '').replace(/e.*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '')).toBe(
+        exponential.replace(/^-/, '').replace(/e.*$/, '').replace('.', '').replace(/0+$/, ''),
+      );
+    }
+  });
+
+  it('writes any timestamp from year 1 to 9999 as the calendar has it, on both sides of the fast path', () => {
+    const first = -62_135_596_800_000_000n;
+    const last = 253_402_300_799_999_999n;
+    let x = 99;
+    const next = (): bigint => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return BigInt(x);
+    };
+    const samples: bigint[] = [first, last, 0n, -1n, 2n ** 52n, 2n ** 52n - 1n, -(2n ** 52n), 1n - 2n ** 52n];
+    for (let i = 0; i < 5_000; i++) {
+      samples.push(first + (((next() * 2n ** 31n + next()) * 2n ** 8n) % (last - first)));
+      samples.push(2n ** 52n * (i % 2 === 0 ? 1n : -1n) + (next() - 2n ** 30n));
+    }
+    const utc = new TimeZoneOffsets('UTC');
+    for (const micros of samples) {
+      const millis = micros / 1000n - (micros % 1000n < 0n ? 1n : 0n);
+      const iso = new Date(Number(millis)).toISOString();
+      const frac = ((micros % 1_000_000n) + 1_000_000n) % 1_000_000n;
+      const fraction = frac === 0n ? '' : `.${String(frac).padStart(6, '0').replace(/0+$/, '')}`;
+      const expected = `${iso.slice(0, 10)} ${iso.slice(11, 19)}${fraction}`;
+      expect(formatTimestamp(micros), String(micros)).toBe(expected);
+      expect(formatTimestampTz(micros, utc), String(micros)).toBe(`${expected}+00`);
+    }
+  });
+
   it('quotes array elements as array_out does', () => {
     expect(quoteArrayElement('abc')).toBe('abc');
     expect(quoteArrayElement('')).toBe('""');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SessionCache, type Cells } from '../../../src/engines/duckdb/handler/session-cache.js';
 import type { LedgerTable } from '../../../src/ledger/chain/schema.js';
+import { dataRowCells } from '../../../src/protocol/encode.js';
 
 const columns = ['trace_id', 'session_id', 'step_index', 'content', 'ledger_seq'];
 const steps = {
@@ -19,14 +20,11 @@ const steps = {
 
 const row = (session: string, i: number, content = 'x'.repeat(100)): Cells => [`t-${session}-${i}`, session, String(i), content, String(i + 1)];
 
+const cellsOf = (frame: Buffer | undefined): Array<string | null> | undefined => (frame === undefined ? undefined : dataRowCells(frame));
+
 function load(cache: SessionCache, session: string, n: number): void {
   cache.startLoad(session);
-  cache.finishLoad(
-    session,
-    'UTC',
-    'layout',
-    Array.from({ length: n }, (_, i) => row(session, i)),
-  );
+  cache.finishLoad(session, 'UTC', 'layout', cache.cachedRows(Array.from({ length: n }, (_, i) => row(session, i))));
 }
 
 describe('SessionCache', () => {
@@ -41,7 +39,7 @@ describe('SessionCache', () => {
     expect(cache.session('s0')).toBeUndefined();
     // A step of a dropped session is gone with it.
     expect(cache.step('t-s0-0')).toBeUndefined();
-    expect(cache.step('t-s99-3')?.cells).toEqual(row('s99', 3));
+    expect(cellsOf(cache.step('t-s99-3')?.row.frame)).toEqual(row('s99', 3));
   });
 
   it('does not keep a session larger than an eighth of its budget', () => {
@@ -64,14 +62,14 @@ describe('SessionCache', () => {
         ],
       },
     ]);
-    cache.finishLoad('s', 'UTC', 'layout', [row('s', 0), row('s', 1), row('s', 2)]);
+    cache.finishLoad('s', 'UTC', 'layout', cache.cachedRows([row('s', 0), row('s', 1), row('s', 2)]));
     expect(cache.session('s')?.pending).toEqual([{ traceId: 't-s-3', seq: 4, texts: ['t-s-3', 's', '3', 'c', '4'] }]);
     cache.appended([{ table: steps, rows: [['t-s-4', 's', '4', 'c', '6']] }]);
     expect(cache.session('s')?.pending.map((p) => p.traceId)).toEqual(['t-s-3', 't-s-4']);
-    cache.extend(cache.session('s') as NonNullable<ReturnType<SessionCache['session']>>, [row('s', 3)]);
+    cache.extend(cache.session('s') as NonNullable<ReturnType<SessionCache['session']>>, cache.cachedRows([row('s', 3)]));
     expect(cache.session('s')?.pending.map((p) => p.traceId)).toEqual(['t-s-4']);
     expect(cache.session('s')?.rows).toHaveLength(4);
-    expect(cache.step('t-s-3')?.cells).toEqual(row('s', 3));
+    expect(cellsOf(cache.step('t-s-3')?.row.frame)).toEqual(row('s', 3));
     // Appends to other ledgers are not the session's.
     cache.appended([{ table: { ...steps, name: '_cot_other' }, rows: [['t-s-9', 's', '9', 'c', '9']] }]);
     expect(cache.session('s')?.pending).toHaveLength(1);
@@ -102,7 +100,7 @@ describe('SessionCache', () => {
     const cache = new SessionCache(steps, 1024 * 1024);
     cache.startLoad('s');
     cache.abortLoad('s');
-    cache.finishLoad('s', 'UTC', 'layout', [row('s', 0)]);
+    cache.finishLoad('s', 'UTC', 'layout', cache.cachedRows([row('s', 0)]));
     expect(cache.session('s')).toBeUndefined();
   });
 });

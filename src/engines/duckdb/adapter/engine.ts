@@ -53,7 +53,8 @@ import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { bindParams } from './params.js';
 import { stringColumn } from './string-vectors.js';
-import { canonicalReader } from './from-canonical.js';
+import { uuidColumn } from './uuid-vectors.js';
+import { canonicalRenderer, type CanonicalRenderer } from './from-canonical.js';
 import { codecFor, isVerbatimText, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
 
 export interface DuckDBEngineOptions {
@@ -765,6 +766,8 @@ class DuckDBStatement implements EngineStatement {
   readonly paramDuckTypes: readonly (DuckDBType | null)[];
   private readonly codecs: readonly PgCodec[];
   private readonly resultTypes: readonly (DuckDBType | null)[];
+  /** renderCanonical's work per result column, decided at its first call. */
+  private canonicalRenderers: ReadonlyArray<CanonicalRenderer | null> | null = null;
 
   constructor(
     private readonly session: DuckDBSession,
@@ -813,13 +816,15 @@ class DuckDBStatement implements EngineStatement {
   }
 
   renderCanonical(rows: ReadonlyArray<ReadonlyArray<string | null>>, settings: RenderSettings): Array<Array<string | null>> | null {
-    const readers = this.resultTypes.map((t) => (t === null ? null : canonicalReader(t)));
-    if (readers.length === 0 || readers.includes(null)) return null;
+    this.canonicalRenderers ??= this.resultTypes.map((t) => (t === null ? null : canonicalRenderer(t)));
+    const renderers = this.canonicalRenderers;
+    if (renderers.length === 0 || renderers.includes(null)) return null;
     const ctx: RenderContext = { zone: zoneFor(settings.timeZone) };
     return rows.map((row) =>
-      readers.map((read, c) => {
+      renderers.map((render, c) => {
         const text = row[c] ?? null;
-        return text === null ? null : (this.codecs[c] as PgCodec).text((read as (t: string) => DuckDBValue)(text), ctx);
+        if (text === null || render === 'same') return text;
+        return (this.codecs[c] as PgCodec).text((render as (t: string) => DuckDBValue)(text), ctx);
       }),
     );
   }
@@ -933,15 +938,17 @@ class DuckDBCursor implements EngineCursor {
       }
       const chunk = this.chunk;
       const vectors = Array.from({ length: ncols }, (_, c) => chunk.getColumnVector(c));
-      // Text and JSON columns, in either format: their bytes go to the DataRow as DuckDB holds them.
-      const verbatim = vectors.map((v, c) => (isVerbatimText(this.codecs[c] as PgCodec) ? stringColumn(v, chunk.rowCount) : null));
+      // Text and JSON columns, in either format: their bytes go to the DataRow as DuckDB holds them; UUIDs in text, read from their bytes.
+      const verbatim = vectors.map((v, c) =>
+        isVerbatimText(this.codecs[c] as PgCodec) ? stringColumn(v, chunk.rowCount) : binary[c] ? null : uuidColumn(v, chunk.rowCount),
+      );
       const end = maxRows === 0 ? chunk.rowCount : Math.min(chunk.rowCount, this.chunkRow + (maxRows - sent));
       for (let r = this.chunkRow; r < end; r++) {
         const cells: (string | Uint8Array | null)[] = new Array(ncols);
         for (let c = 0; c < ncols; c++) {
-          const bytes = verbatim[c];
-          if (bytes !== null && bytes !== undefined) {
-            cells[c] = bytes(r);
+          const read = verbatim[c];
+          if (read !== null && read !== undefined) {
+            cells[c] = read(r);
             continue;
           }
           const v: DuckDBValue = (vectors[c] as ReturnType<DuckDBDataChunk['getColumnVector']>).getItem(r);

@@ -3,27 +3,32 @@ import { DuckDBTimestampTZValue, DuckDBTypeId, type DuckDBType, type DuckDBValue
 /**
  * A ledger row's canonical texts (the hash pre-image's: CAST(value AS
  * VARCHAR), a timestamp with time zone as microseconds since the epoch)
- * turned back into the values a result chunk would hold, so that the same
- * codecs render them: the writer's rows of a session can then be served
- * exactly as the engine would serve them once stored. Verification proves
- * these texts are the stored values' texts, row by row. Null for a type
- * whose value this does not rebuild.
+ * as the engine would print the stored values, so that the writer's rows of
+ * a session can be served exactly as the engine would serve them once
+ * stored. Verification proves these texts are the stored values' texts, row
+ * by row.
+ *
+ * Per column: 'same' where the canonical text is the printed text (strings,
+ * UUIDs, which DuckDB prints in lower case as PostgreSQL does, and integers,
+ * whose canonical text is their decimal digits); else the value a result
+ * chunk would hold, for the column's codec to print; null for a type whose
+ * value this does not rebuild.
  */
-export function canonicalReader(type: DuckDBType): ((text: string) => DuckDBValue) | null {
+export type CanonicalRenderer = 'same' | ((text: string) => DuckDBValue);
+
+export function canonicalRenderer(type: DuckDBType): CanonicalRenderer | null {
   switch (type.typeId) {
-    case DuckDBTypeId.BOOLEAN:
-      return (t) => t === 'true';
+    case DuckDBTypeId.VARCHAR:
+    case DuckDBTypeId.UUID:
     case DuckDBTypeId.TINYINT:
     case DuckDBTypeId.SMALLINT:
     case DuckDBTypeId.INTEGER:
-      return (t) => Number(t);
     case DuckDBTypeId.BIGINT:
-      return (t) => BigInt(t);
+      return 'same';
+    case DuckDBTypeId.BOOLEAN:
+      return (t) => t === 'true';
     case DuckDBTypeId.DOUBLE:
       return double;
-    case DuckDBTypeId.VARCHAR:
-    case DuckDBTypeId.UUID:
-      return (t) => t;
     case DuckDBTypeId.TIMESTAMP_TZ:
       return (t) => new DuckDBTimestampTZValue(BigInt(t));
     default:
