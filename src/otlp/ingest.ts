@@ -116,20 +116,36 @@ function resolve(drafts: readonly StepDraft[], byId: ReadonlyMap<string, OtlpSpa
   });
 }
 
+/** Nanoseconds in a millisecond, the resolution of many SDKs' start times. */
+const MILLISECOND = 1_000_000n;
+
 /**
- * The new steps in the order of their spans' start, cut into INSERTs so that a step's parent is appended by an
- * earlier statement than the step (parent_trace_id must name a step that exists). Spans that start at the same
- * instant (a clock's tick can hold an agent's run and its first call) go the longer first, as the one that
- * holds the other: otherwise their order would be the order they ended in, which is the exporter's.
+ * Which of two spans stamped with the same start came first. Many SDKs stamp a span's start in whole
+ * milliseconds and its end in nanoseconds, so a tie says only that both began within that millisecond. A span
+ * that holds the other (its parent, or one that outlasts it after the millisecond) began first; a span that
+ * ended within the millisecond ran before the other began, as a quick tool call before the model call that
+ * reads its result. Otherwise the longer one, which holds the other.
+ */
+function startTie(a: OtlpSpan, b: OtlpSpan): number {
+  if (b.parentSpanId === a.spanId && b.traceId === a.traceId) return -1;
+  if (a.parentSpanId === b.spanId && a.traceId === b.traceId) return 1;
+  const start = BigInt(a.startTimeUnixNano);
+  const aEnd = BigInt(a.endTimeUnixNano);
+  const bEnd = BigInt(b.endTimeUnixNano);
+  if (aEnd === bEnd) return 0;
+  const [earlier, sign] = aEnd < bEnd ? [aEnd, -1] : [bEnd, 1];
+  return earlier - start < MILLISECOND ? sign : -sign;
+}
+
+/**
+ * The new steps in the order of their spans' start (ties: startTie), cut into INSERTs so that a step's parent
+ * is appended by an earlier statement than the step (parent_trace_id must name a step that exists).
  */
 function statements(steps: readonly Step[]): Step[][] {
   const ordered = [...steps].sort((a, b) => {
     const x = BigInt(a.draft.span.startTimeUnixNano);
     const y = BigInt(b.draft.span.startTimeUnixNano);
-    if (x !== y) return x < y ? -1 : 1;
-    const xEnd = BigInt(a.draft.span.endTimeUnixNano);
-    const yEnd = BigInt(b.draft.span.endTimeUnixNano);
-    return xEnd > yEnd ? -1 : xEnd < yEnd ? 1 : 0;
+    return x !== y ? (x < y ? -1 : 1) : startTie(a.draft.span, b.draft.span);
   });
   const out: Step[][] = [];
   let current: Step[] = [];

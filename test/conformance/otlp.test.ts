@@ -28,7 +28,13 @@ function tracerWith(exporter: SpanExporter, processor: 'batch' | 'simple' = 'bat
 }
 
 /** An agent's turn as the GenAI conventions describe it: invoke_agent, a model call that asks for a tool, the tool, the answer. */
-function agentTurn(tracer: Tracer, conversation: string, t0: number, conversationOnEverySpan = false, firstCallAt = 10): void {
+function agentTurn(
+  tracer: Tracer,
+  conversation: string,
+  t0: number,
+  conversationOnEverySpan = false,
+  times: { readonly firstCall?: number; readonly tool?: readonly [number, number]; readonly secondCall?: number } = {},
+): void {
   const at = (ms: number): number => t0 + ms;
   const agent = tracer.startSpan('invoke_agent Support', {
     startTime: at(0),
@@ -45,7 +51,7 @@ function agentTurn(tracer: Tracer, conversation: string, t0: number, conversatio
   const chat1 = tracer.startSpan(
     'chat gpt-4o',
     {
-      startTime: at(firstCallAt),
+      startTime: at(times.firstCall ?? 10),
       attributes: {
         ...named,
         'gen_ai.operation.name': 'chat',
@@ -65,7 +71,7 @@ function agentTurn(tracer: Tracer, conversation: string, t0: number, conversatio
   const tool = tracer.startSpan(
     'execute_tool lookup_order',
     {
-      startTime: at(210),
+      startTime: at(times.tool?.[0] ?? 210),
       attributes: {
         ...named,
         'gen_ai.operation.name': 'execute_tool',
@@ -78,11 +84,11 @@ function agentTurn(tracer: Tracer, conversation: string, t0: number, conversatio
     },
     inside,
   );
-  tool.end(at(260));
+  tool.end(at(times.tool?.[1] ?? 260));
   const chat2 = tracer.startSpan(
     'chat gpt-4o',
     {
-      startTime: at(270),
+      startTime: at(times.secondCall ?? 270),
       attributes: {
         ...named,
         'gen_ai.operation.name': 'chat',
@@ -190,7 +196,7 @@ describe('OTLP/HTTP at /v1/traces', () => {
   it('puts the span that holds another first when both start at the same instant, whatever order they ended in', async () => {
     // A clock's tick can hold an agent's run and its first model call (the SDK stamps spans in milliseconds).
     const { tracer, provider } = tracerWith(new ProtoExporter({ url: url() }));
-    agentTurn(tracer, 'conv-tie', Date.now(), false, 0);
+    agentTurn(tracer, 'conv-tie', Date.now(), false, { firstCall: 0 });
     await provider.forceFlush();
     await provider.shutdown();
     const steps = await stepsOf('conv-tie');
@@ -198,6 +204,17 @@ describe('OTLP/HTTP at /v1/traces', () => {
     const [agent, chat1] = steps as [StepRow, StepRow];
     expect(chat1.parent_trace_id).toBe(agent.trace_id);
     expect(chainProblems(await chainOf(await s.as(), 'conv-tie'))).toEqual([]);
+  });
+
+  it('puts a tool call that ended within the millisecond it started before the model call stamped with the same start', async () => {
+    // The model call that reads the tool's result begins as the tool ends, within one tick of a millisecond clock.
+    const { tracer, provider } = tracerWith(new ProtoExporter({ url: url() }));
+    agentTurn(tracer, 'conv-tie-tool', Date.now(), false, { tool: [210, 210.06], secondCall: 210 });
+    await provider.forceFlush();
+    await provider.shutdown();
+    const steps = await stepsOf('conv-tie-tool');
+    expect(steps.map((r) => r.step_type)).toEqual(['FinalAnswer', 'Reasoning', 'ToolCall', 'Reasoning']);
+    expect(chainProblems(await chainOf(await s.as(), 'conv-tie-tool'))).toEqual([]);
   });
 
   it('lands the same turn sent by the OTLP JSON exporter', async () => {
