@@ -120,21 +120,23 @@ function resolve(drafts: readonly StepDraft[], byId: ReadonlyMap<string, OtlpSpa
 const MILLISECOND = 1_000_000n;
 
 /**
- * Which of two spans stamped with the same start came first. Many SDKs stamp a span's start in whole
- * milliseconds and its end in nanoseconds, so a tie says only that both began within that millisecond. A span
- * that holds the other (its parent, or one that outlasts it after the millisecond) began first; a span that
- * ended within the millisecond ran before the other began, as a quick tool call before the model call that
- * reads its result. Otherwise the longer one, which holds the other.
+ * Which of two spans stamped with the same start came first. OpenTelemetry's JavaScript SDK stamps a start
+ * with the wall clock's milliseconds and an end as that start plus the span's duration measured in
+ * nanoseconds, so a tie says only that both began within one millisecond, and their ends compare their
+ * durations, not when they ended. A parent began first. A span of under a millisecond may have run and
+ * ended before the other began (a quick tool call before the model call that reads its result); one that
+ * lasted longer cannot have, so it overlapped the other's start: of two such, the longer holds the other.
+ * Two quick ones keep the order the exporter sent them in, which is the order they ended in.
  */
 function startTie(a: OtlpSpan, b: OtlpSpan): number {
   if (b.parentSpanId === a.spanId && b.traceId === a.traceId) return -1;
   if (a.parentSpanId === b.spanId && a.traceId === b.traceId) return 1;
-  const start = BigInt(a.startTimeUnixNano);
-  const aEnd = BigInt(a.endTimeUnixNano);
-  const bEnd = BigInt(b.endTimeUnixNano);
-  if (aEnd === bEnd) return 0;
-  const [earlier, sign] = aEnd < bEnd ? [aEnd, -1] : [bEnd, 1];
-  return earlier - start < MILLISECOND ? sign : -sign;
+  const aLasted = BigInt(a.endTimeUnixNano) - BigInt(a.startTimeUnixNano);
+  const bLasted = BigInt(b.endTimeUnixNano) - BigInt(b.startTimeUnixNano);
+  const [aQuick, bQuick] = [aLasted < MILLISECOND, bLasted < MILLISECOND];
+  if (aQuick && bQuick) return 0;
+  if (aQuick !== bQuick) return aQuick ? -1 : 1;
+  return aLasted > bLasted ? -1 : aLasted < bLasted ? 1 : 0;
 }
 
 /**
