@@ -195,28 +195,6 @@ describe('the row store of _cot_steps', () => {
     }
   });
 
-  it('maps its file for random reads, so that a cold read does not bring in the disk readahead window around each page', async () => {
-    const db = database('random-reads');
-    const s = await boot(db);
-    try {
-      await append(await s.client(), 'mapped', 'a step');
-      await until('the row store to be ready', () => s.store.ready);
-      // /proc/self/smaps: each mapping's header names its file, and its VmFlags hold rr once MADV_RANDOM was given.
-      const mappings = readFileSync('/proc/self/smaps', 'utf8').split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
-      const store = mappings.filter((m) => (m.split('\n')[0] ?? '').endsWith(`${db}.steps`));
-      expect(store.length).toBeGreaterThan(0);
-      for (const m of store)
-        expect(
-          m
-            .match(/^VmFlags:(.*)$/m)?.[1]
-            ?.trim()
-            .split(' '),
-        ).toContain('rr');
-    } finally {
-      await s.stop();
-    }
-  });
-
   it('answers a trace_id the ledger does not hold with no rows, and a malformed one with the engine error', async () => {
     const db = database('absent');
     const s = await boot(db, { sessionCacheMB: 0 });

@@ -4,13 +4,6 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import type { TableRows } from '../ledger/applier.js';
 
-declare module 'lmdb' {
-  interface RootDatabaseOptions {
-    /** MDB_NORDAHEAD, which lmdb-js's open() reads but its types leave out: the map is advised MADV_RANDOM. */
-    noReadAhead?: boolean;
-  }
-}
-
 /**
  * `_cot_steps` as a row store beside DuckDB: each step's canonical texts
  * (the ones the writer hashed), keyed by (session, step_index), and each
@@ -140,11 +133,8 @@ export class StepStore {
   private static openFiles(options: StepStoreOptions): StepStore {
     watchLmdbRejections();
     // The map starts small and lmdb-js grows it as rows arrive: a terabyte reserved per server would
-    // run a process holding many of them out of address space. Its reads are random (a session's few
-    // pages, a trace_id's one): the kernel's read-around of a mapped file brings in the device's whole
-    // readahead window at each fault (8 MiB on a disk here), and a cold replay read 100+ MiB and evicted
-    // the pages other reads needed (docs/benchmarks.md).
-    const env = open({ path: options.path, noSubdir: true, noSync: true, noReadAhead: true, maxDbs: 8, ...STEP_STORE_ENCODING });
+    // run a process holding many of them out of address space.
+    const env = open({ path: options.path, noSubdir: true, noSync: true, maxDbs: 8, ...STEP_STORE_ENCODING });
     return new StepStore(
       env,
       env.openDB<StepTexts, RowKey>({ name: 'rows' }),
