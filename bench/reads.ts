@@ -119,12 +119,15 @@ async function main(): Promise<void> {
       const sessions = Math.max(1, Math.floor(size / SESSION_STEPS));
       let pick = 0;
       const fresh = (): string => `d${size}-${(pick++ * 7919) % sessions}`;
-      const ids = async (c: pg.Client): Promise<string[]> =>
-        (await c.query(`SELECT trace_id::text AS id FROM _cot_steps ORDER BY random() LIMIT ${(READS * RUNS + WARMUP_READS) * 2}`)).rows.map(
-          (x: { id: string }) => x.id,
-        );
+      const wanted = (READS * RUNS + WARMUP_READS) * 2;
+      const ids = async (c: pg.Client): Promise<string[]> => {
+        const got = (await c.query(`SELECT trace_id::text AS id FROM _cot_steps ORDER BY random() LIMIT ${wanted}`)).rows.map((x: { id: string }) => x.id);
+        if (got.length < wanted) throw new Error(`the step reads need ${wanted} steps, each read once; the ledger holds ${got.length}`);
+        return got;
+      };
       const traceIds = { cot: await ids(cot), pg: await ids(plain), anchor: await ids(anchor) };
-      let traced = 0;
+      // Each system reads each of its sampled steps once: a counter of its own, over enough of them for every round.
+      const traced: Record<System, number> = { cot: 0, pg: 0, anchor: 0 };
       const replay: Partial<Record<System, number[]>> = { cot: [], anchor: [] };
       const verify: Partial<Record<System, number[]>> = { cot: [], anchor: [] };
       const trace: Partial<Record<System, number[]>> = { cot: [], pg: [], anchor: [] };
@@ -161,12 +164,10 @@ async function main(): Promise<void> {
         for (const s of ['cot', 'pg', 'anchor'] as const) {
           const c = s === 'cot' ? cot : s === 'pg' ? plain : anchor;
           const sql = s === 'cot' ? 'SELECT * FROM cot_trace($1)' : 'SELECT * FROM _cot_steps WHERE trace_id = $1';
-          keep(trace[s], await p50(reads, () => c.query({ name: 'trace', text: sql, values: [traceIds[s][traced++ % traceIds[s].length]] })));
+          keep(trace[s], await p50(reads, () => c.query({ name: 'trace', text: sql, values: [traceIds[s][traced[s]++]] })));
           keep(
             point[s],
-            await p50(reads, () =>
-              c.query({ name: 'point', text: 'SELECT * FROM _cot_steps WHERE trace_id = $1', values: [traceIds[s][traced++ % traceIds[s].length]] }),
-            ),
+            await p50(reads, () => c.query({ name: 'point', text: 'SELECT * FROM _cot_steps WHERE trace_id = $1', values: [traceIds[s][traced[s]++]] })),
           );
         }
       };
