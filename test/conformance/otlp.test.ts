@@ -217,6 +217,22 @@ describe('OTLP/HTTP at /v1/traces', () => {
     expect(chainProblems(await chainOf(await s.as(), 'conv-tie-tool'))).toEqual([]);
   });
 
+  it('puts the longer of two unrelated spans of a millisecond or more first when they share a start', async () => {
+    // An SDK run traced with no context manager: the run and its first model call are roots of traces of their own.
+    const { tracer, provider } = tracerWith(new ProtoExporter({ url: url() }));
+    const t0 = Date.now();
+    const conversation = { 'gen_ai.conversation.id': 'conv-tie-flat' };
+    const run = tracer.startSpan('invoke_agent Support', { startTime: t0, attributes: { ...conversation, 'gen_ai.operation.name': 'invoke_agent' } });
+    const call = tracer.startSpan('chat gpt-4o', { startTime: t0, attributes: { ...conversation, 'gen_ai.operation.name': 'chat' } });
+    call.end(t0 + 6.8);
+    run.end(t0 + 10.7);
+    await provider.forceFlush();
+    await provider.shutdown();
+    const steps = await stepsOf('conv-tie-flat');
+    expect(steps.map((r) => r.step_type)).toEqual(['Action', 'Reasoning']);
+    expect(steps.map((r) => r.parent_trace_id)).toEqual([null, null]);
+  });
+
   it('lands the same turn sent by the OTLP JSON exporter', async () => {
     const { tracer, provider } = tracerWith(new JsonExporter({ url: url() }));
     agentTurn(tracer, 'conv-json', Date.now());
