@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { dataRowCells, RowTap } from '../../../src/engines/postgres/adapter/row-tap.js';
+import { RowTap } from '../../../src/engines/postgres/adapter/row-tap.js';
+import { dataRowCells } from '../../../src/protocol/encode.js';
 import { rng } from '../../fixtures/rng.js';
 
 function message(type: string, body: Buffer): Buffer {

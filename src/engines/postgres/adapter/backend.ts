@@ -8,7 +8,8 @@ import { BackendCode } from '../../../protocol/codes.js';
 import type { FrameSink } from '../../../protocol/frame-sink.js';
 import { bindMessage, bindOfValues } from './bind-message.js';
 import { engineError, KEEPALIVE_DELAY_MS, standbyReached } from './connection.js';
-import { dataRowCells, RowTap } from './row-tap.js';
+import { RowTap } from './row-tap.js';
+import { dataRowCells } from '../../../protocol/encode.js';
 
 /**
  * One client connection's own PostgreSQL backend, as the client role,

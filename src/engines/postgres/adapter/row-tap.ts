@@ -105,21 +105,3 @@ export class RowTap {
     else this.pass(frame);
   }
 }
-
-/** A DataRow frame's cells as text, for a caller that wants them parsed after all. */
-export function dataRowCells(frame: Uint8Array): Array<string | null> {
-  const b = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
-  const count = b.readInt16BE(HEADER);
-  const cells: Array<string | null> = [];
-  let pos = HEADER + 2;
-  for (let i = 0; i < count; i++) {
-    const len = b.readInt32BE(pos);
-    pos += 4;
-    if (len < 0) cells.push(null);
-    else {
-      cells.push(b.toString('utf8', pos, pos + len));
-      pos += len;
-    }
-  }
-  return cells;
-}
