@@ -25,4 +25,4 @@ EXPOSE 5433 4318
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
   CMD node -e "fetch('http://127.0.0.1:4318/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # node directly, not npm, so that SIGTERM reaches the server and it drains and checkpoints.
-CMD ["node", "dist/launch.cjs", "serve"]
+CMD ["node", "--max-semi-space-size=32", "dist/launch.cjs", "serve"]

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serverNodeFlags } from '../test/fixtures/node-flags.js';
 
 /** cotwire as its users run it: its own process (so that its memory can be measured), a file-backed database. */
 export interface CotwireProcess {
@@ -64,7 +65,20 @@ export async function startCotwire(root: string, args: readonly string[] = []): 
     new Promise((resolve, reject) => {
       const p = spawn(
         process.execPath,
-        [join(root, 'dist', 'launch.cjs'), 'serve', '--port', '0', '--http-port', '0', '--db', databasePath, '--log-level', 'info', ...args],
+        [
+          ...serverNodeFlags(),
+          join(root, 'dist', 'launch.cjs'),
+          'serve',
+          '--port',
+          '0',
+          '--http-port',
+          '0',
+          '--db',
+          databasePath,
+          '--log-level',
+          'info',
+          ...args,
+        ],
         {
           stdio: ['ignore', 'pipe', 'inherit'],
         },

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { anchorSchema, postgresSchema, STEP_COLUMNS, stepRow } from './dataset.js';
 import { startPostgres } from '../test/fixtures/postgres.js';
+import { serverNodeFlags } from '../test/fixtures/node-flags.js';
 
 const QUICK = process.argv.includes('--quick');
 const RUNS = QUICK ? 3 : 5;
@@ -60,6 +61,7 @@ async function startInstance(): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(
     process.execPath,
     [
+      ...serverNodeFlags(),
       join(import.meta.dirname, '../../dist/launch.cjs'),
       'serve',
       '--port',
