@@ -82,6 +82,11 @@ const logged = (s: Booted, fragment: string): boolean => s.lines.some((l) => l.i
 const REPLAY = 'SELECT * FROM cot_replay($1)';
 const TRACE = 'SELECT * FROM cot_trace($1)';
 const POINT = 'SELECT * FROM _cot_steps WHERE trace_id = $1';
+/** A session's rows read from the table, as an agent or an ORM writes it. */
+const SESSION_READS = [
+  'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index',
+  'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY ledger_seq ASC',
+];
 
 interface Answer {
   readonly rows: unknown[][];
@@ -177,6 +182,7 @@ describe('the row store of _cot_steps', () => {
           expect(replay.rows.map((r) => r[0])).toEqual(ids);
           const createdAt = replay.fields.findIndex((f) => f[0] === 'created_at');
           expect(String(replay.rows[0]?.[createdAt])).toMatch(zone === 'UTC' ? /\+00$/ : /\+05:30$/);
+          for (const read of SESSION_READS) expect(await bothWays(c, read, session)).toEqual(replay);
           for (const id of ids) {
             expect((await bothWays(c, TRACE, id)).rows.map((r) => r[0])).toEqual([id]);
             expect((await bothWays(c, POINT, id)).rows.map((r) => r[0])).toEqual([id]);
@@ -189,7 +195,12 @@ describe('the row store of _cot_steps', () => {
       const steps = [...sessions.values()].reduce((n, ids) => n + ids.length, 0);
       // Every read outside a block was the store's: one session read per replay, one step per step read.
       expect(s.store.stats.steps - before.steps).toBe(2 * 2 * steps);
-      expect(s.store.stats.sessions - before.sessions).toBe(2 * sessions.size + 1);
+      expect(s.store.stats.sessions - before.sessions).toBe(2 * sessions.size * (1 + SESSION_READS.length) + 1);
+      // Any other order is the engine's to answer.
+      const unordered = s.store.stats.sessions;
+      await ask(c, 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index DESC', 'alpha');
+      await ask(c, 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY created_at', 'alpha');
+      expect(s.store.stats.sessions).toBe(unordered);
     } finally {
       await s.stop();
     }

@@ -18,6 +18,7 @@ const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
  *   SELECT * FROM cot_replay(session)
  *   SELECT * FROM cot_trace(trace_id)
  *   SELECT * FROM _cot_steps WHERE trace_id = $1
+ *   SELECT * FROM _cot_steps WHERE session_id = $1 [ORDER BY step_index]
  *
  * A replay the cache cannot answer runs in the engine, and its rows fill
  * the cache on the way to the client. Only statements outside a transaction
@@ -40,11 +41,20 @@ export function recognizeStepsRead(tokens: readonly Token[]): StepsRead | null {
     const arg = readArg(t[5]);
     return arg === null ? null : { kind: name === 'cot_replay' ? 'replay' : 'trace', arg };
   }
-  if (name === '_cot_steps' && word(4) === 'where' && word(5) === 'trace_id' && t[6]?.text === '=' && t.length === 8) {
-    const arg = readArg(t[7]);
-    return arg === null ? null : { kind: 'trace', arg };
-  }
+  if (name !== '_cot_steps' || word(4) !== 'where' || t[6]?.text !== '=') return null;
+  const arg = readArg(t[7]);
+  if (arg === null) return null;
+  if (word(5) === 'trace_id') return t.length === 8 ? { kind: 'trace', arg } : null;
+  // A session's rows in any order but step order are the engine's to answer; without ORDER BY, step order is one the engine may give.
+  if (word(5) === 'session_id' && (t.length === 8 || inStepOrder(t.slice(8)))) return { kind: 'replay', arg };
   return null;
+}
+
+/** `ORDER BY step_index [ASC]` or `ORDER BY ledger_seq [ASC]`: within one session, both are step order. */
+function inStepOrder(t: readonly Token[]): boolean {
+  const word = (i: number): string | null => (t[i]?.kind === 'word' ? (t[i] as Token).text.toLowerCase() : null);
+  if (word(0) !== 'order' || word(1) !== 'by' || (word(2) !== 'step_index' && word(2) !== 'ledger_seq')) return false;
+  return t.length === 3 || (t.length === 4 && word(3) === 'asc');
 }
 
 export interface StepsReadSources {
