@@ -141,7 +141,11 @@ export class SessionCache {
 
   /** Rows as the cache keeps them, from the cells `SELECT *` renders (in the table's column order). */
   cachedRows(rows: readonly Cells[]): CachedRow[] {
-    const frames = dataRowFrames(rows);
+    return this.framedRows(rows, dataRowFrames(rows));
+  }
+
+  /** The same, for rows whose DataRow messages are made already. */
+  framedRows(rows: readonly Cells[], frames: readonly Buffer[]): CachedRow[] {
     return rows.map((cells, i) => ({ traceId: text(cells[this.column.traceId] ?? null), frame: frames[i] as Buffer }));
   }
 
