@@ -278,7 +278,8 @@ export class TimeZoneOffsets {
   }
 }
 
-function isUtc(name: string): boolean {
+/** Whether `name` is UTC under one of its names: timestamps print the same in all of them. */
+export function isUtc(name: string): boolean {
   const n = name.toUpperCase();
   return n === 'UTC' || n === 'ETC/UTC' || n === 'GMT' || n === 'ETC/GMT' || n === 'Z' || n === 'UCT' || n === 'ZULU';
 }

@@ -377,6 +377,16 @@ export function dataRowCells(frame: Uint8Array): Array<string | null> {
   return cells;
 }
 
+/** One cell of a DataRow message in text format, without decoding the others. */
+export function dataRowCell(frame: Uint8Array, index: number): string | null {
+  const view = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+  if (index >= view.readInt16BE(5)) return null;
+  let at = 7;
+  for (let i = 0; i < index; i++) at += 4 + Math.max(0, view.readInt32BE(at));
+  const n = view.readInt32BE(at);
+  return n < 0 ? null : view.toString('utf8', at + 4, at + 4 + n);
+}
+
 function codeOnly(code: number): Buffer {
   return Buffer.from([code, 0, 0, 0, 4]);
 }

@@ -8,6 +8,8 @@ import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startServer, type RunningServer } from '../../src/engines/duckdb/start.js';
 import { STEP_STORE_ENCODING, type StepStore } from '../../src/engines/duckdb/steps-store/store.js';
+import { storedFrame } from '../../src/engines/duckdb/steps-store/stored-row.js';
+import { dataRowCells, dataRowFrames } from '../../src/protocol/encode.js';
 import { createLogger } from '../../src/log/logger.js';
 import { sqlstate } from '../fixtures/errors.js';
 import { spawnServer } from '../fixtures/server.js';
@@ -261,17 +263,18 @@ describe('the row store of _cot_steps', () => {
       await first.stop();
     }
 
-    // Rewrite one stored row's content, in the store's own encoding, as someone with the files could.
+    // Rewrite one stored row's content, in the store's own format, as someone with the files could.
     const env = open({ path: `${db}.steps`, noSubdir: true, mapSize: 2 ** 40, maxDbs: 8, ...STEP_STORE_ENCODING });
     try {
-      const rows = env.openDB<Array<string | null>, [number, string, number]>({ name: 'rows' });
+      const rows = env.openDB<Buffer, [number, string, number]>({ name: 'rows', encoding: 'binary' });
       const key: [number, string, number] = [0, 'store-forged', 1];
-      const row = rows.get(key);
-      expect(row?.[0]).toBe(storeForged[1]);
-      expect(row?.[6]).toBe('true thought 1');
-      const forged = (row ?? []).slice();
-      forged[6] = 'forged in the store';
-      await rows.put(key, forged);
+      const stored = rows.get(key) as Buffer;
+      const frame = storedFrame(stored);
+      const cells = dataRowCells(frame);
+      expect(cells[0]).toBe(storeForged[1]);
+      expect(cells[6]).toBe('true thought 1');
+      cells[6] = 'forged in the store';
+      await rows.put(key, Buffer.concat([dataRowFrames([cells])[0] as Buffer, stored.subarray(frame.length)]));
     } finally {
       await env.close();
     }

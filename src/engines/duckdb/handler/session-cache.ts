@@ -1,6 +1,6 @@
 import type { TableRows } from '../ledger/applier.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
-import { dataRowFrames } from '../../../protocol/encode.js';
+import { dataRowCell, dataRowFrames } from '../../../protocol/encode.js';
 
 /**
  * Recently read sessions of `_cot_steps`, as the engine rendered their rows
@@ -141,12 +141,13 @@ export class SessionCache {
 
   /** Rows as the cache keeps them, from the cells `SELECT *` renders (in the table's column order). */
   cachedRows(rows: readonly Cells[]): CachedRow[] {
-    return this.framedRows(rows, dataRowFrames(rows));
+    const frames = dataRowFrames(rows);
+    return rows.map((cells, i) => ({ traceId: text(cells[this.column.traceId] ?? null), frame: frames[i] as Buffer }));
   }
 
-  /** The same, for rows whose DataRow messages are made already. */
-  framedRows(rows: readonly Cells[], frames: readonly Buffer[]): CachedRow[] {
-    return rows.map((cells, i) => ({ traceId: text(cells[this.column.traceId] ?? null), frame: frames[i] as Buffer }));
+  /** Rows as the cache keeps them, from their DataRow messages (in the table's column order). */
+  framedRows(frames: readonly Buffer[]): CachedRow[] {
+    return frames.map((frame) => ({ traceId: dataRowCell(frame, this.column.traceId) ?? '', frame }));
   }
 
   /** A read of the whole session from the engine begins: appends from now on are kept for it. */

@@ -6,7 +6,9 @@ import { readArg, type ReadArg } from '../../../sql/verify-call.js';
 import type { Cells, SessionCache } from './session-cache.js';
 import { dataRowCells, dataRowFrames } from '../../../protocol/encode.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
-import type { StepStore } from '../steps-store/store.js';
+import { isUtc } from '../../../engine/pg-format.js';
+import type { StepStore, StoredStep, StepTexts } from '../steps-store/store.js';
+import { storedFrame, storedMicros, zonedColumns } from '../steps-store/stored-row.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -70,8 +72,8 @@ export interface StepsReadSources {
   readonly autocommit: () => boolean;
 }
 
-/** The result columns' names and types, which cached rows must have been rendered for. */
-function layoutOf(columns: readonly ColumnInfo[] | null): string {
+/** The result columns' names and types, which cached and stored rows must have been rendered for. */
+export function layoutOf(columns: readonly ColumnInfo[] | null): string {
   return (columns ?? []).map((c) => `${c.name}:${c.typeOid}:${c.typeModifier}`).join(',');
 }
 
@@ -86,6 +88,8 @@ export class ServedStepsRead implements EngineStatement {
   /** The parameters the engine's statement was last bound to. */
   private innerParams: readonly WireParam[] | null = null;
   private readonly layout: string;
+  /** The positions of the timestamp with time zone columns, which the store keeps printed in UTC. */
+  private readonly zoned: readonly number[];
 
   constructor(
     private readonly inner: EngineStatement,
@@ -93,6 +97,7 @@ export class ServedStepsRead implements EngineStatement {
     private readonly sources: StepsReadSources,
   ) {
     this.layout = layoutOf(inner.columns);
+    this.zoned = zonedColumns(sources.steps);
     // A literal argument is known before any Bind.
     this.key = argumentText(read.arg, [], inner.paramTypes);
   }
@@ -190,8 +195,7 @@ export class ServedStepsRead implements EngineStatement {
     const found = store.step(key.toLowerCase());
     if (found === 'absent') return [];
     if (found === null) return null;
-    const cells = this.render([found], zone);
-    return cells === null ? null : dataRowFrames(cells);
+    return this.framesOf([found], zone);
   }
 
   /** A session from the store, when it holds exactly the steps the writer acknowledged; the cache keeps it. */
@@ -200,18 +204,57 @@ export class ServedStepsRead implements EngineStatement {
     if (store === null || !store.ready) return null;
     // Null: nothing was appended to `_cot_steps` since the start, so the complete store holds every step.
     const acknowledged = writer.chainLength(steps, key);
-    const texts = store.session(key);
-    if (texts === null || (acknowledged !== null && texts.length !== acknowledged)) return null;
-    const cells = this.render(texts, zone);
-    if (cells === null) return null;
-    const frames = dataRowFrames(cells);
+    const stored = store.session(key);
+    if (stored === null || (acknowledged !== null && stored.length !== acknowledged)) return null;
+    const frames = this.framesOf(stored, zone);
+    if (frames === null) return null;
     if (cache !== null) {
       // The cache takes the rows once this answer is on its way: its bookkeeping (a tenth of a cold
       // replay's time in the server) is not the reader's wait. Appends meanwhile are kept for it.
       cache.startLoad(key);
-      setImmediate(() => cache.finishLoad(key, zone, this.layout, cache.framedRows(cells, frames)));
+      setImmediate(() => cache.finishLoad(key, zone, this.layout, cache.framedRows(frames)));
     }
     return frames;
+  }
+
+  /**
+   * Steps from the store as DataRow messages in `zone`: as stored in UTC (stored-row.ts), with their
+   * timestamps printed again in another zone; steps not yet written, from their canonical texts.
+   */
+  private framesOf(stored: readonly StoredStep[], zone: string): Buffer[] | null {
+    const store = this.sources.store as StepStore;
+    // Printed for another statement's columns (the table changed since the store's start): the engine answers.
+    if (store.layout !== this.layout) return null;
+    const utc = isUtc(zone);
+    const out: Buffer[] = [];
+    const texts: StepTexts[] = [];
+    for (const step of stored) {
+      if (!Buffer.isBuffer(step)) texts.push(step as StepTexts);
+      else if (texts.length > 0) return null;
+      else if (utc) out.push(storedFrame(step));
+      else {
+        const frame = this.rezoned(step, zone);
+        if (frame === null) return null;
+        out.push(frame);
+      }
+    }
+    if (texts.length === 0) return out;
+    // The store holds its unwritten steps after the written ones.
+    const cells = this.render(texts, zone);
+    return cells === null ? null : out.concat(dataRowFrames(cells));
+  }
+
+  /** A stored step's message with its timestamps with time zone printed in `zone`. */
+  private rezoned(stored: Buffer, zone: string): Buffer | null {
+    const cells: Cells[number][] = dataRowCells(storedFrame(stored));
+    const texts: (string | null)[] = cells.map(() => null);
+    this.zoned.forEach((column, k) => {
+      if (cells[column] !== null) texts[column] = String(storedMicros(stored, k));
+    });
+    const [printed] = this.render([texts], zone) ?? [];
+    if (printed === undefined) return null;
+    for (const column of this.zoned) cells[column] = printed[column] ?? null;
+    return dataRowFrames([cells])[0] ?? null;
   }
 
   private render(texts: ReadonlyArray<ReadonlyArray<string | null>>, zone: string): Cells[] | null {

@@ -8,6 +8,10 @@ import type { LedgerWriter } from '../ledger/writer.js';
 import { statementRows } from '../handler/context.js';
 import { fillStepStore, ledgerStepsSql, storeMatchesLedger } from '../steps-store/fill.js';
 import { StepStore, stepStorePath, type StepTexts } from '../steps-store/store.js';
+import type { StepPrinter } from '../steps-store/stored-row.js';
+import { layoutOf } from '../handler/steps-reads.js';
+import { dataRowFrames } from '../../../protocol/encode.js';
+import { qualifiedName } from '../../../ledger/chain/schema.js';
 
 export interface OpenedStepStore {
   readonly store: StepStore;
@@ -33,7 +37,17 @@ export async function openStepStore(
 ): Promise<OpenedStepStore | null> {
   if (steps === undefined || !config.ledger.stepStore || config.database.path === ':memory:') return null;
   const conn = stack.use(await engine.connect(), (c) => c.close());
-  let store = await StepStore.open({ path: stepStorePath(config.database.path), steps });
+  // The rows are printed as a replay's statement prints them: `SELECT *` of the table, in UTC.
+  const shape = await conn.prepare(`SELECT * FROM ${qualifiedName(steps)} LIMIT 0`, []);
+  stack.defer(() => shape.close());
+  const printer: StepPrinter = {
+    layout: layoutOf(shape.columns),
+    print: (rows) => {
+      const cells = shape.renderCanonical?.(rows, { timeZone: 'UTC' }) ?? null;
+      return cells === null ? null : dataRowFrames(cells);
+    },
+  };
+  let store = await StepStore.open({ path: stepStorePath(config.database.path), steps, printer });
   const last = store.lastStep;
   // A store that goes further than the ledger's durable appends was not made from this ledger.
   const beyond = last !== null && last.seq > writer.durableSeq;

@@ -3,13 +3,15 @@ import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import type { TableRows } from '../ledger/applier.js';
+import { STORED_ROW_FORMAT, type StepPrinter, storedRow, zonedColumns } from './stored-row.js';
 
 /**
- * `_cot_steps` as a row store beside DuckDB: each step's canonical texts
- * (the ones the writer hashed), keyed by (session, step_index), and each
- * trace_id pointing at its (session, step_index). A cold replay is one
- * B-tree range read and a step one or two lookups, where DuckDB fetches a
- * session's scattered rows column by column (about 1 ms a row).
+ * `_cot_steps` as a row store beside DuckDB: each step as the engine would
+ * print it (stored-row.ts: its DataRow message, from the canonical texts
+ * the writer hashed), keyed by (session, step_index), and each trace_id
+ * pointing at its (session, step_index). A cold replay is one B-tree range
+ * read and a step one or two lookups, where DuckDB fetches a session's
+ * scattered rows column by column (about 1 ms a row).
  *
  * Why it can be simple: the ledger never updates a row. The writer puts
  * every durable append here before it acknowledges it (`appended`); a
@@ -28,6 +30,9 @@ import type { TableRows } from '../ledger/applier.js';
 /** A row's canonical texts, in the table's column order. */
 export type StepTexts = ReadonlyArray<string | null>;
 
+/** A step the store answers with: as stored (stored-row.ts), or, until LMDB has written it, its canonical texts. */
+export type StoredStep = Buffer | StepTexts;
+
 /** Meta keys: how far the store is filled, and how it was last closed. */
 const FILLED = 'filled';
 const CLEAN = 'clean';
@@ -37,9 +42,10 @@ const LAST = 'last';
 /** LMDB refuses keys over 1,978 bytes; a longer session id is keyed by its digest in a namespace of its own. */
 const LONG_KEY_BYTES = 1_000;
 /**
- * How the store's values are written: whoever opens its file reads them with these options.
- * Uncompressed: lmdb-js's LZ4 from 200 bytes took a third off the file, but doubled the time to
- * write a row and slowed a session's read by 6-13% (docs/benchmarks.md).
+ * How the store's keys and trace_id entries are written (its rows are bytes: stored-row.ts): whoever
+ * opens its file reads them with these options. Uncompressed: lmdb-js's LZ4 from 200 bytes took a
+ * third off the file, but doubled the time to write a row and slowed a session's read by 6-13%
+ * (docs/benchmarks.md).
  */
 export const STEP_STORE_ENCODING = { encoding: 'msgpack' } as const;
 /** How long appended rows wait to be written together. */
@@ -64,12 +70,15 @@ export interface StepStoreOptions {
   readonly path: string;
   /** `_cot_steps`, whose rows are kept. */
   readonly steps: LedgerTable;
+  /** How its rows are printed, once, as they are written. */
+  readonly printer: StepPrinter;
 }
 
 export class StepStore {
   /** Reads answered, for the tests and the metrics. */
   readonly stats = { sessions: 0, steps: 0, forgotten: 0 };
   private readonly column: { readonly session: number; readonly traceId: number; readonly stepIndex: number; readonly seq: number; readonly hash: number };
+  private readonly zoned: readonly number[];
   /** Whether every row up to `filled` is here: until the fill from the ledger is done, nothing is answered. */
   private complete = false;
   /** Steps queued for LMDB's write thread and not yet committed, by session (in step order) and by trace_id. */
@@ -88,13 +97,15 @@ export class StepStore {
 
   private constructor(
     private readonly env: RootDatabase,
-    private readonly rows: Database<StepTexts, RowKey>,
+    private readonly rows: Database<Buffer, RowKey>,
     private readonly traces: Database<RowKey, string>,
     private readonly forgotten: Database<1, SessionKey>,
     private readonly meta: Database<string | number | boolean, string>,
     readonly steps: LedgerTable,
     readonly path: string,
+    private readonly printer: StepPrinter,
   ) {
+    this.zoned = zonedColumns(steps);
     const stored = meta.get(LAST);
     const [seq, hash] = typeof stored === 'string' ? stored.split(' ') : [];
     this.last = seq === undefined ? null : { seq: BigInt(seq), hash: hash ?? '' };
@@ -114,7 +125,7 @@ export class StepStore {
    */
   static async open(options: StepStoreOptions): Promise<StepStore> {
     // The encoding is part of the layout: a store written otherwise is rebuilt, not misread.
-    const layout = `${options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',')};${STEP_STORE_ENCODING.encoding}`;
+    const layout = `${options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',')};${STEP_STORE_ENCODING.encoding};${STORED_ROW_FORMAT}`;
     let store = StepStore.openFiles(options);
     const unsafe = store.meta.get(CLEAN) !== true && store.meta.get(BOOT) !== undefined && store.meta.get(BOOT) !== bootId();
     if (unsafe || (store.meta.get(LAYOUT) !== undefined && store.meta.get(LAYOUT) !== layout)) {
@@ -137,12 +148,13 @@ export class StepStore {
     const env = open({ path: options.path, noSubdir: true, noSync: true, maxDbs: 8, ...STEP_STORE_ENCODING });
     return new StepStore(
       env,
-      env.openDB<StepTexts, RowKey>({ name: 'rows' }),
+      env.openDB<Buffer, RowKey>({ name: 'rows', encoding: 'binary' }),
       env.openDB<RowKey, string>({ name: 'traces' }),
       env.openDB<1, SessionKey>({ name: 'forgotten' }),
       env.openDB<string | number | boolean, string>({ name: 'meta' }),
       options.steps,
       options.path,
+      options.printer,
     );
   }
 
@@ -150,7 +162,7 @@ export class StepStore {
   async reset(): Promise<StepStore> {
     await this.env.close();
     removeStepStore(this.path);
-    return StepStore.open({ path: this.path, steps: this.steps });
+    return StepStore.open({ path: this.path, steps: this.steps, printer: this.printer });
   }
 
   /** The highest ledger_seq up to which the store holds every step (0 when empty). */
@@ -162,6 +174,11 @@ export class StepStore {
   /** The fill from the ledger reached the writer's first append of this run: every step is here. */
   markComplete(): void {
     this.complete = true;
+  }
+
+  /** The result columns its rows are printed for. */
+  get layout(): string {
+    return this.printer.layout;
   }
 
   get ready(): boolean {
@@ -208,8 +225,9 @@ export class StepStore {
     this.queued = { rows: [], mark: null };
     let written: Promise<unknown>;
     try {
+      const stored = this.stored(rows);
       written = this.env.batch(() => {
-        this.putRows(rows);
+        this.putRows(rows, stored);
         if (mark !== null) this.meta.put(FILLED, String(mark));
       });
     } catch (err) {
@@ -225,8 +243,9 @@ export class StepStore {
   /** Rows read from the ledger by the fill, all at or below `upTo`, committed before it resolves. */
   async filledFromLedger(rows: readonly StepTexts[], upTo: bigint): Promise<void> {
     try {
+      const stored = this.stored(rows);
       await this.env.batch(() => {
-        this.putRows(rows);
+        this.putRows(rows, stored);
         this.meta.put(FILLED, String(upTo));
       });
     } catch (err) {
@@ -235,12 +254,20 @@ export class StepStore {
     }
   }
 
+  /** The rows as the store keeps them; throws when the engine cannot print one (the store then stops answering). */
+  private stored(rows: readonly StepTexts[]): Buffer[] {
+    if (rows.length === 0) return [];
+    const frames = this.printer.print(rows);
+    if (frames === null) throw new Error('the engine cannot print the steps of _cot_steps from their canonical texts');
+    return rows.map((row, i) => storedRow(frames[i] as Buffer, row, this.zoned));
+  }
+
   /** Queues the rows' puts, inside a batch (LMDB commits a batch whole, in order). */
-  private putRows(rows: readonly StepTexts[]): void {
+  private putRows(rows: readonly StepTexts[], stored: readonly Buffer[]): void {
     let last: StepTexts | null = null;
-    for (const row of rows) {
+    for (const [i, row] of rows.entries()) {
       const key = rowKey(row[this.column.session] ?? '', Number(row[this.column.stepIndex]));
-      this.rows.put(key, row);
+      this.rows.put(key, stored[i] as Buffer);
       this.traces.put(String(row[this.column.traceId]), key);
       if (last === null || BigInt(row[this.column.seq] ?? 0) > BigInt(last[this.column.seq] ?? 0)) last = row;
     }
@@ -288,18 +315,16 @@ export class StepStore {
   }
 
   /** A session's steps in step order, or null when the store cannot answer for it. */
-  session(session: string): StepTexts[] | null {
+  session(session: string): StoredStep[] | null {
     if (!this.complete) return null;
     const key = sessionKey(session);
     if (this.forgotten.get(key) !== undefined) return null;
-    let out: StepTexts[] = [];
-    for (const { value } of this.rows.getRange({ start: [key[0], key[1]], end: [key[0], key[1], Number.MAX_SAFE_INTEGER] })) out.push(value);
     const unwritten = this.unwritten.sessions.get(sessionKeyText(session));
-    if (unwritten !== undefined && unwritten.length > 0) {
-      // The write thread may have committed some of them since: the held copies stand for those.
-      const first = Number(unwritten[0]?.[this.column.stepIndex]);
-      out = out.filter((r) => Number(r[this.column.stepIndex]) < first).concat(unwritten);
-    }
+    // The write thread may have committed some of the held steps since: the held copies stand for those.
+    const first = unwritten !== undefined && unwritten.length > 0 ? Number(unwritten[0]?.[this.column.stepIndex]) : Number.MAX_SAFE_INTEGER;
+    const out: StoredStep[] = [];
+    for (const { value } of this.rows.getRange({ start: [key[0], key[1]], end: [key[0], key[1], first] })) out.push(value);
+    if (unwritten !== undefined) for (const row of unwritten) out.push(row);
     this.stats.sessions++;
     return out;
   }
@@ -308,7 +333,7 @@ export class StepStore {
    * One step by its trace_id (lower-case text); 'absent' when the ledger has no such step (the store
    * holds every step); null when the store cannot answer for it.
    */
-  step(traceId: string): StepTexts | 'absent' | null {
+  step(traceId: string): StoredStep | 'absent' | null {
     if (!this.complete) return null;
     const unwritten = this.unwritten.traces.get(traceId);
     const key = unwritten === undefined ? this.traces.get(traceId) : rowKey(unwritten[this.column.session] ?? '', 0);
