@@ -50,6 +50,12 @@ export interface CachedSession {
   readonly rows: CachedRow[];
   readonly pending: Pending[];
   bytes: number;
+  /**
+   * Renders appends' texts as the session's last reader's statement does (its zone and columns), so
+   * that the cache renders them as they arrive, after their append is answered, not when the session
+   * is next read. Set by the reader; null until one has read the session.
+   */
+  render: ((texts: ReadonlyArray<ReadonlyArray<string | null>>) => Cells[] | null) | null;
 }
 
 /** A session being read from the engine: the appends reported meanwhile. */
@@ -72,6 +78,8 @@ export class SessionCache {
   private readonly traces = new Map<string, { readonly session: CachedSession; readonly row: number }>();
   private readonly column: { readonly session: number; readonly traceId: number; readonly seq: number; readonly stepIndex: number };
   private total = 0;
+  /** Held sessions with appends to render once the current callbacks (the append's answer among them) are done. */
+  private readonly unrendered = new Set<CachedSession>();
 
   constructor(
     /** `_cot_steps`, whose appends the cache follows. */
@@ -108,7 +116,7 @@ export class SessionCache {
         if (loading !== undefined) loading.pending.push(pending);
         let session = this.sessions.get(key);
         if (session === undefined && loading === undefined && row[this.column.stepIndex] === '0') {
-          session = { key, zone: '', layout: '', rows: [], pending: [], bytes: SESSION_BYTES };
+          session = { key, zone: '', layout: '', rows: [], pending: [], bytes: SESSION_BYTES, render: null };
           this.sessions.set(key, session);
           this.total += session.bytes;
         }
@@ -117,9 +125,30 @@ export class SessionCache {
         const bytes = pendingBytes(pending);
         session.bytes += bytes;
         this.total += bytes;
+        if (session.render !== null) this.renderSoon(session);
       }
     }
     this.evict();
+  }
+
+  /**
+   * An agent replays the session it appends to: its appends are rendered in the moment between their
+   * answer and its next read (rendering and encoding one step took 25-30 µs of the read's 100).
+   */
+  private renderSoon(session: CachedSession): void {
+    if (this.unrendered.size === 0) setImmediate(() => this.renderPending());
+    this.unrendered.add(session);
+  }
+
+  private renderPending(): void {
+    const sessions = [...this.unrendered];
+    this.unrendered.clear();
+    for (const session of sessions) {
+      // Evicted, or read (and its appends rendered by its reader) meanwhile.
+      if (this.sessions.get(session.key) !== session || session.pending.length === 0 || session.render === null) continue;
+      const cells = session.render(session.pending.map((p) => p.texts));
+      if (cells !== null) this.extend(session, this.cachedRows(cells));
+    }
   }
 
   /** The session, if held, marked as just used. */
@@ -167,7 +196,15 @@ export class SessionCache {
     this.drop(key);
     const read = new Set(rows.map((r) => r.traceId));
     const pending = loading.pending.filter((p) => !read.has(p.traceId));
-    const session: CachedSession = { key, zone, layout, rows: [], pending, bytes: SESSION_BYTES + pending.reduce((n, p) => n + pendingBytes(p), 0) };
+    const session: CachedSession = {
+      key,
+      zone,
+      layout,
+      rows: [],
+      pending,
+      bytes: SESSION_BYTES + pending.reduce((n, p) => n + pendingBytes(p), 0),
+      render: null,
+    };
     this.sessions.set(key, session);
     this.total += session.bytes;
     this.add(session, rows);

@@ -173,6 +173,8 @@ export class ServedStepsRead implements EngineStatement {
       (cache as SessionCache).stats.dropped++;
       return this.storedSession(key, zone);
     }
+    // This reader's statement renders the session's next appends as they arrive (SessionCache.renderSoon).
+    session.render ??= (texts) => this.render(texts, zone);
     // Every acknowledged append, rendered from the writer's texts by the engine's own codecs: it need
     // not have reached the engine yet.
     if (session.pending.length > 0) {
