@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { storedFrame, storedMicros, storedRow, zonedColumns } from '../../../src/engines/duckdb/steps-store/stored-row.js';
+import { printFingerprint, storedFrame, storedMicros, storedRow, zonedColumns } from '../../../src/engines/duckdb/steps-store/stored-row.js';
 import { dataRowCell, dataRowCells, dataRowFrames } from '../../../src/protocol/encode.js';
 
 describe('a step as the row store keeps it', () => {
@@ -28,5 +28,26 @@ describe('a step as the row store keeps it', () => {
     const frame = dataRowFrames([cells])[0] as Buffer;
     expect(cells.map((_, i) => dataRowCell(frame, i))).toEqual(dataRowCells(frame));
     expect(dataRowCell(frame, cells.length)).toBeNull();
+  });
+
+  it('fingerprints how the server prints: a codec that prints one sample otherwise gives another store layout', () => {
+    const columns = [
+      { name: 'confidence', type: 'DOUBLE', defaultSql: null, notNull: false },
+      { name: 'created_at', type: 'TIMESTAMP WITH TIME ZONE', defaultSql: null, notNull: true },
+    ];
+    const seen: Array<ReadonlyArray<string | null>> = [];
+    const print = (rows: ReadonlyArray<ReadonlyArray<string | null>>) => {
+      seen.push(...rows);
+      return dataRowFrames(rows.map((r) => r.map((t) => (t === null ? null : `printed ${t}`))));
+    };
+    const fingerprint = printFingerprint({ columns }, print);
+    // Every sample of each column went through the printer.
+    expect(new Set(seen.map((r) => r[0])).size).toBe(6);
+    expect(new Set(seen.map((r) => r[1])).size).toBe(6);
+    expect(printFingerprint({ columns }, print)).toBe(fingerprint);
+    const otherwise = (rows: ReadonlyArray<ReadonlyArray<string | null>>) =>
+      dataRowFrames(rows.map((r) => r.map((t) => (t === '1e-07' ? '1e-7' : t === null ? null : `printed ${t}`))));
+    expect(printFingerprint({ columns }, otherwise)).not.toBe(fingerprint);
+    expect(printFingerprint({ columns }, () => null)).toBe('unprintable');
   });
 });

@@ -8,7 +8,7 @@ import type { LedgerWriter } from '../ledger/writer.js';
 import { statementRows } from '../handler/context.js';
 import { fillStepStore, ledgerStepsSql, storeMatchesLedger } from '../steps-store/fill.js';
 import { StepStore, stepStorePath, type StepTexts } from '../steps-store/store.js';
-import type { StepPrinter } from '../steps-store/stored-row.js';
+import { printFingerprint, type StepPrinter } from '../steps-store/stored-row.js';
 import { layoutOf } from '../handler/steps-reads.js';
 import { dataRowFrames } from '../../../protocol/encode.js';
 import { qualifiedName } from '../../../ledger/chain/schema.js';
@@ -40,13 +40,11 @@ export async function openStepStore(
   // The rows are printed as a replay's statement prints them: `SELECT *` of the table, in UTC.
   const shape = await conn.prepare(`SELECT * FROM ${qualifiedName(steps)} LIMIT 0`, []);
   stack.defer(() => shape.close());
-  const printer: StepPrinter = {
-    layout: layoutOf(shape.columns),
-    print: (rows) => {
-      const cells = shape.renderCanonical?.(rows, { timeZone: 'UTC' }) ?? null;
-      return cells === null ? null : dataRowFrames(cells);
-    },
+  const print: StepPrinter['print'] = (rows) => {
+    const cells = shape.renderCanonical?.(rows, { timeZone: 'UTC' }) ?? null;
+    return cells === null ? null : dataRowFrames(cells);
   };
+  const printer: StepPrinter = { layout: layoutOf(shape.columns), fingerprint: printFingerprint(steps, print), print };
   let store = await StepStore.open({ path: stepStorePath(config.database.path), steps, printer });
   const last = store.lastStep;
   // A store that goes further than the ledger's durable appends was not made from this ledger.

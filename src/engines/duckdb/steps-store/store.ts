@@ -124,8 +124,9 @@ export class StepStore {
    * left by a machine that crashed, or hold another layout of `_cot_steps`.
    */
   static async open(options: StepStoreOptions): Promise<StepStore> {
-    // The encoding is part of the layout: a store written otherwise is rebuilt, not misread.
-    const layout = `${options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',')};${STEP_STORE_ENCODING.encoding};${STORED_ROW_FORMAT}`;
+    // The encoding and the printing are part of the layout: a store written otherwise is rebuilt, not misread.
+    const columns = options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',');
+    const layout = `${columns};${STEP_STORE_ENCODING.encoding};${STORED_ROW_FORMAT};${options.printer.layout};${options.printer.fingerprint}`;
     let store = StepStore.openFiles(options);
     const unsafe = store.meta.get(CLEAN) !== true && store.meta.get(BOOT) !== undefined && store.meta.get(BOOT) !== bootId();
     if (unsafe || (store.meta.get(LAYOUT) !== undefined && store.meta.get(LAYOUT) !== layout)) {

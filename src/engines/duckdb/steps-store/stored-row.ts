@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 
 /**
@@ -20,6 +21,11 @@ export const STORED_ROW_FORMAT = 'datarow-utc/1';
 export interface StepPrinter {
   /** The result columns the messages are printed for: names and types, as a served read compares them. */
   readonly layout: string;
+  /**
+   * How this server prints (a digest of sample rows printed): a store printed otherwise, by a server
+   * whose codecs have changed since, is rebuilt rather than served.
+   */
+  readonly fingerprint: string;
   /** Null when the engine cannot print one of the columns from its canonical text. */
   print(rows: ReadonlyArray<ReadonlyArray<string | null>>): Buffer[] | null;
 }
@@ -55,4 +61,21 @@ export function storedFrame(stored: Buffer): Buffer {
 /** The microseconds of the k-th timestamp with time zone column of a stored step. */
 export function storedMicros(stored: Buffer, k: number): bigint {
   return stored.readBigInt64BE(1 + stored.readInt32BE(1) + k * 8);
+}
+
+/** Canonical texts of each type that print in ways a codec could change: fractions, exponents, zones, eras. */
+const SAMPLES: Readonly<Record<string, readonly string[]>> = {
+  DOUBLE: ['0.1', '1e-07', '-0.0', '123456789012345680000', 'inf', 'nan'],
+  BOOLEAN: ['true', 'false', 'true', 'false', 'true', 'false'],
+  'TIMESTAMP WITH TIME ZONE': ['1764567367123456', '0', '-62135596800000001', '1764567367000000', '253402300799999999', '-1'],
+};
+
+/** A digest of sample rows as `print` prints them (the columns of other types print their text as it is). */
+export function printFingerprint(steps: Pick<LedgerTable, 'columns'>, print: StepPrinter['print']): string {
+  const rows = [0, 1, 2, 3, 4, 5].map((i) => steps.columns.map((c) => SAMPLES[c.type.toUpperCase()]?.[i] ?? null));
+  const printed = print(rows);
+  if (printed === null) return 'unprintable';
+  const digest = createHash('sha256');
+  for (const frame of printed) digest.update(frame);
+  return digest.digest('hex').slice(0, 16);
 }
