@@ -103,4 +103,29 @@ describe('SessionCache', () => {
     cache.finishLoad('s', 'UTC', 'layout', cache.cachedRows([row('s', 0)]));
     expect(cache.session('s')).toBeUndefined();
   });
+
+  it("renders a read session's appends once the current callbacks are done, and survives a renderer that throws", async () => {
+    const cache = new SessionCache(steps, 1024 * 1024);
+    load(cache, 'read', 2);
+    load(cache, 'broken', 2);
+    const read = cache.session('read');
+    const broken = cache.session('broken');
+    if (read === undefined || broken === undefined) throw new Error('both sessions are held');
+    read.render = (texts) => texts.map((t) => [...t]);
+    broken.render = () => {
+      throw new Error('cannot render');
+    };
+    const texts = (session: string): Array<string | null> => row(session, 2).map((c) => (typeof c === 'string' ? c : null));
+    cache.appended([{ table: steps, rows: [texts('read'), texts('broken')] }]);
+    // Not before the append's answer is written...
+    expect(read.pending).toHaveLength(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    // ...but before the next read: rendered and held, ready to be sent.
+    expect(read.pending).toHaveLength(0);
+    expect(cellsOf(read.rows[2]?.frame)).toEqual(row('read', 2));
+    expect(cache.stats.appendsRead).toBe(1);
+    // The failing one waits for its next reader, who renders it (and meets the error) as before.
+    expect(broken.pending).toHaveLength(1);
+    expect(broken.render).toBeNull();
+  });
 });

@@ -146,8 +146,13 @@ export class SessionCache {
     for (const session of sessions) {
       // Evicted, or read (and its appends rendered by its reader) meanwhile.
       if (this.sessions.get(session.key) !== session || session.pending.length === 0 || session.render === null) continue;
-      const cells = session.render(session.pending.map((p) => p.texts));
-      if (cells !== null) this.extend(session, this.cachedRows(cells));
+      try {
+        const cells = session.render(session.pending.map((p) => p.texts));
+        if (cells !== null) this.extend(session, this.cachedRows(cells));
+      } catch {
+        // Nobody waits on this: the session's next reader renders its appends, and meets the error itself.
+        session.render = null;
+      }
     }
   }
 

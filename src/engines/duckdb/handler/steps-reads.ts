@@ -231,14 +231,17 @@ export class ServedStepsRead implements EngineStatement {
     const out: Buffer[] = [];
     const texts: StepTexts[] = [];
     for (const step of stored) {
-      if (!Buffer.isBuffer(step)) texts.push(step as StepTexts);
-      else if (texts.length > 0) return null;
-      else if (utc) out.push(storedFrame(step));
-      else {
-        const frame = this.rezoned(step, zone);
-        if (frame === null) return null;
-        out.push(frame);
+      if (Array.isArray(step)) {
+        texts.push(step as StepTexts);
+        continue;
       }
+      if (texts.length > 0) return null;
+      // LMDB hands out copies, as Buffers; a plain Uint8Array is read the same way.
+      const bytes = step as Uint8Array;
+      const row = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const frame = utc ? storedFrame(row) : this.rezoned(row, zone);
+      if (frame === null) return null;
+      out.push(frame);
     }
     if (texts.length === 0) return out;
     // The store holds its unwritten steps after the written ones.
