@@ -62,16 +62,25 @@ describe('cot_replay', () => {
       const replay = (await reader.query("SELECT step_index, content FROM cot_replay('growing')")).rows;
       expect(replay).toHaveLength(i + 1);
       expect(replay.at(-1)).toEqual({ step_index: i, content: `step ${i}` });
+      // The session read from the table, as an ORM writes it, keeps up the same way.
+      const plain = await reader.query({ text: 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY ledger_seq', values: ['growing'], rowMode: 'array' });
+      expect(plain.rows).toHaveLength(i + 1);
+      expect(plain.rows.at(-1)?.[plain.fields.findIndex((f) => f.name === 'content')]).toBe(`step ${i}`);
     }
   });
 
   it('answers inside a transaction block as outside it', async () => {
     const c = await s.fresh();
+    const session = { text: 'SELECT * FROM _cot_steps WHERE session_id = $1 ORDER BY step_index', values: ['r1'], rowMode: 'array' as const, types: raw };
     const outside = (await c.query("SELECT trace_id, step_index FROM cot_replay('r1')")).rows;
+    const sessionOutside = (await c.query(session)).rows;
     await c.query('BEGIN');
     const inside = (await c.query("SELECT trace_id, step_index FROM cot_replay('r1')")).rows;
+    const sessionInside = (await c.query(session)).rows;
     await c.query('COMMIT');
     expect(inside).toEqual(outside);
+    expect(sessionOutside).toHaveLength(3);
+    expect(sessionInside).toEqual(sessionOutside);
   });
 });
 
