@@ -8,7 +8,7 @@ import { dataRowCells, dataRowFrames } from '../../../protocol/encode.js';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import { isUtc } from '../../../engine/pg-format.js';
 import type { StepStore, StoredStep, StepTexts } from '../steps-store/store.js';
-import { storedFrame, storedMicros, zonedColumns } from '../steps-store/stored-row.js';
+import { storedFrame, storedMicros } from '../steps-store/stored-row.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -88,8 +88,8 @@ export class ServedStepsRead implements EngineStatement {
   /** The parameters the engine's statement was last bound to. */
   private innerParams: readonly WireParam[] | null = null;
   private readonly layout: string;
-  /** The positions of the timestamp with time zone columns, which the store keeps printed in UTC. */
-  private readonly zoned: readonly number[];
+  /** The store, when its rows are printed for this statement's columns (else the table changed since its start, and the engine answers). */
+  private readonly store: StepStore | null;
 
   constructor(
     private readonly inner: EngineStatement,
@@ -97,7 +97,7 @@ export class ServedStepsRead implements EngineStatement {
     private readonly sources: StepsReadSources,
   ) {
     this.layout = layoutOf(inner.columns);
-    this.zoned = zonedColumns(sources.steps);
+    this.store = sources.store?.layout === this.layout ? sources.store : null;
     // A literal argument is known before any Bind.
     this.key = argumentText(read.arg, [], inner.paramTypes);
   }
@@ -192,7 +192,7 @@ export class ServedStepsRead implements EngineStatement {
 
   /** A step from the store: none when the store holds every step and not this one. */
   private storedStep(key: string, zone: string): Buffer[] | null {
-    const store = this.sources.store;
+    const store = this.store;
     if (store === null || !store.ready || !UUID.test(key)) return null;
     const found = store.step(key.toLowerCase());
     if (found === 'absent') return [];
@@ -202,7 +202,8 @@ export class ServedStepsRead implements EngineStatement {
 
   /** A session from the store, when it holds exactly the steps the writer acknowledged; the cache keeps it. */
   private storedSession(key: string, zone: string): Buffer[] | null {
-    const { store, cache, writer, steps } = this.sources;
+    const { cache, writer, steps } = this.sources;
+    const store = this.store;
     if (store === null || !store.ready) return null;
     // Null: nothing was appended to `_cot_steps` since the start, so the complete store holds every step.
     const acknowledged = writer.chainLength(steps, key);
@@ -224,9 +225,6 @@ export class ServedStepsRead implements EngineStatement {
    * timestamps printed again in another zone; steps not yet written, from their canonical texts.
    */
   private framesOf(stored: readonly StoredStep[], zone: string): Buffer[] | null {
-    const store = this.sources.store as StepStore;
-    // Printed for another statement's columns (the table changed since the store's start): the engine answers.
-    if (store.layout !== this.layout) return null;
     const utc = isUtc(zone);
     const out: Buffer[] = [];
     const texts: StepTexts[] = [];
@@ -253,12 +251,13 @@ export class ServedStepsRead implements EngineStatement {
   private rezoned(stored: Buffer, zone: string): Buffer | null {
     const cells: Cells[number][] = dataRowCells(storedFrame(stored));
     const texts: (string | null)[] = cells.map(() => null);
-    this.zoned.forEach((column, k) => {
+    const zoned = (this.store as StepStore).zoned;
+    zoned.forEach((column, k) => {
       if (cells[column] !== null) texts[column] = String(storedMicros(stored, k));
     });
     const [printed] = this.render([texts], zone) ?? [];
     if (printed === undefined) return null;
-    for (const column of this.zoned) cells[column] = printed[column] ?? null;
+    for (const column of zoned) cells[column] = printed[column] ?? null;
     return dataRowFrames([cells])[0] ?? null;
   }
 

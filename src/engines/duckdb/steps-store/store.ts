@@ -78,7 +78,8 @@ export class StepStore {
   /** Reads answered, for the tests and the metrics. */
   readonly stats = { sessions: 0, steps: 0, forgotten: 0 };
   private readonly column: { readonly session: number; readonly traceId: number; readonly stepIndex: number; readonly seq: number; readonly hash: number };
-  private readonly zoned: readonly number[];
+  /** The positions of the timestamp with time zone columns, whose microseconds follow each stored message. */
+  readonly zoned: readonly number[];
   /** Whether every row up to `filled` is here: until the fill from the ledger is done, nothing is answered. */
   private complete = false;
   /** Steps queued for LMDB's write thread and not yet committed, by session (in step order) and by trace_id. */
