@@ -18,7 +18,10 @@ npm prune --omit=dev >/dev/null
 
 # The run stage: the Dockerfile's CMD with its ENV (listening on loopback here: the
 # image's 0.0.0.0 requires configured users).
-grep -q '^CMD \["node", "dist/launch.cjs", "serve"\]' Dockerfile
+# The command is read from the Dockerfile, so a flag added there is the flag checked here.
+mapfile -t cmd < <(node -e "const m=/^CMD (\[.*\])$/m.exec(require('fs').readFileSync('Dockerfile','utf8'));if(!m)process.exit(1);for(const a of JSON.parse(m[1]))console.log(a)")
+test "${cmd[0]}" = "node"
+test "${cmd[-1]}" = "serve"
 port=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 mport=$(node -e "const s=require('net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 mkdir -p data
@@ -26,7 +29,7 @@ mkdir -p data
 verifier=$(printf 'pw\n' | node dist/launch.cjs passwd agent | sed -n 's/^    password: //p')
 users="[{\"name\": \"agent\", \"password\": \"$verifier\", \"role\": \"writer\"}]"
 NODE_ENV=production COTWIRE_HOST=127.0.0.1 COTWIRE_PORT="$port" COTWIRE_DB="$work/data/cotwire.duckdb" COTWIRE_HTTP_PORT="$mport" \
-  COTWIRE_USERS="$users" node dist/launch.cjs serve > server.log 2>&1 &
+  COTWIRE_USERS="$users" "${cmd[@]}" > server.log 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
   if node -e "fetch('http://127.0.0.1:$mport/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"; then break; fi
