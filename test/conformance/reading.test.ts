@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useConformanceServer } from '../fixtures/conformance.js';
+import { psql } from '../fixtures/server.js';
 
 /**
  * Reading reasoning back over SQL: cot_replay (a session in order),
@@ -81,6 +82,27 @@ describe('cot_replay', () => {
     expect(inside).toEqual(outside);
     expect(sessionOutside).toHaveLength(3);
     expect(sessionInside).toEqual(sessionOutside);
+  });
+});
+
+describe('COPY of a served read', () => {
+  it('copies a session and a step out as text lines, as COPY of the plain SELECT does, whatever the server holds of them', async () => {
+    const c = await s.as();
+    const id = traces[3] as string;
+    // Read first, so that a server answering from what it holds (its session cache, its row store) holds them.
+    for (let i = 0; i < 2; i++) {
+      await c.query("SELECT * FROM cot_replay('r1')");
+      await c.query("SELECT * FROM _cot_steps WHERE session_id = 'r1'");
+      await c.query(`SELECT * FROM cot_trace('${id}')`);
+    }
+    const copy = async (query: string): Promise<string[]> => (await psql(s.server.port, `COPY (${query}) TO STDOUT`)).stdout.trim().split('\n');
+    const session = await copy("SELECT * FROM _cot_steps WHERE session_id = 'r1' ORDER BY step_index, ledger_seq + 0");
+    expect(session).toHaveLength(3);
+    expect(session[2]).toContain('pin the dependency');
+    expect(await copy("SELECT * FROM cot_replay('r1')")).toEqual(session);
+    expect(await copy("SELECT * FROM _cot_steps WHERE session_id = 'r1' ORDER BY step_index")).toEqual(session);
+    expect(await copy(`SELECT * FROM cot_trace('${id}')`)).toEqual([session[2]]);
+    expect(await copy(`SELECT * FROM _cot_steps WHERE trace_id = '${id}'`)).toEqual([session[2]]);
   });
 });
 

@@ -126,8 +126,13 @@ export async function copyOut(host: StatementHost, run: EngineRun, plan: CopyOut
       ? (cells: readonly (string | null)[]) => formatCopyCsvRow(cells, copy.delimiter, copy.nullString, copy.quote, copy.escape)
       : (cells: readonly (string | null)[]) => formatCopyTextRow(cells, copy.delimiter, copy.nullString);
   let rows = 0;
+  // Not a spread of `sink`: its rowFrame would send a served read's stored DataRow messages into the COPY stream.
   const lines: ResultSink = {
-    ...sink,
+    notice: (notice) => sink.notice(notice),
+    flushIfFull: () => sink.flushIfFull(),
+    copyOutStart: (columns) => sink.copyOutStart(columns),
+    copyData: (data) => sink.copyData(data),
+    copyDone: () => sink.copyDone(),
     row: (cells) => {
       sink.copyData(line(cells.map((c) => (c === null || typeof c === 'string' ? c : Buffer.from(c).toString('utf8')))));
       rows++;
