@@ -1,5 +1,6 @@
 import type { PgError } from '../errors/pg-error.js';
 import type { FrameSink } from '../protocol/frame-sink.js';
+import type { DataRowWriter } from '../protocol/encode.js';
 import type { ParsedStatement } from '../sql/parsed.js';
 
 /**
@@ -73,6 +74,11 @@ export interface RowSink {
    * given the cells instead.
    */
   rowFrame?(frame: Uint8Array): void;
+  /**
+   * Where a producer may write rows cell by cell instead of calling row(),
+   * in the formats it was asked for. A sink that rewrites cells leaves it out.
+   */
+  readonly dataRows?: DataRowWriter;
   /** Called between batches; resolves when the consumer can take more. */
   flushIfFull(): Promise<void>;
 }

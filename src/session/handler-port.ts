@@ -1,6 +1,7 @@
 import type { PgError } from '../errors/pg-error.js';
 import type { TransactionStatus } from '../protocol/codes.js';
 import type { FrameSink } from '../protocol/frame-sink.js';
+import type { DataRowWriter } from '../protocol/encode.js';
 import type { FieldDescription } from '../protocol/messages.js';
 
 /** What the session knows about a connection once it is authenticated. */
@@ -23,6 +24,8 @@ export interface ResultSink {
   row(cells: readonly (string | Uint8Array | null)[]): void;
   /** A whole DataRow message, already encoded (a relayed backend's, sent on as it came). */
   rowFrame?(frame: Uint8Array): void;
+  /** Rows written cell by cell (the same DataRow messages as row() writes). */
+  readonly dataRows?: DataRowWriter;
   notice(notice: PgError): void;
   /**
    * Flushes the output when enough has accumulated, and waits while the

@@ -168,6 +168,7 @@ export class Session {
       rowFrame: (frame) => {
         this.out.frame(frame);
       },
+      dataRows: this.out,
       notice: (notice) => {
         this.out.noticeResponse(notice);
       },

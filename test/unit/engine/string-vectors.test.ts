@@ -4,11 +4,22 @@ import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringColumn } from '../../../src/engines/duckdb/adapter/string-vectors.js';
+import { BackendWriter, dataRowCells } from '../../../src/protocol/encode.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cotwire-strings-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Every chunk of a query, each string column read both ways: the bulk copies and the library's own getItem(). */
+/** The one-cell DataRow messages of `bytes`, one after another, as their cells. */
+function cellsOf(bytes: Buffer): Array<string | null> {
+  const cells: Array<string | null> = [];
+  for (let at = 0; at < bytes.length; at += 1 + bytes.readInt32BE(at + 1)) cells.push(...dataRowCells(bytes.subarray(at, at + 1 + bytes.readInt32BE(at + 1))));
+  return cells;
+}
+
+/**
+ * Every chunk of a query, each string column read three ways: the bulk copies' bytes, the same written as
+ * DataRow cells, and the library's own getItem().
+ */
 async function compare(conn: DuckDBConnection, sql: string): Promise<{ strings: number; bulk: number }> {
   const result = await conn.stream(sql);
   let strings = 0;
@@ -23,12 +34,17 @@ async function compare(conn: DuckDBConnection, sql: string): Promise<{ strings: 
       bulk++;
       const expected: Array<string | null> = [];
       const actual: Array<string | null> = [];
+      const rows = new BackendWriter();
       for (let r = 0; r < chunk.rowCount; r++) {
         expected.push(vector.getItem(r) as string | null);
-        const bytes = read(r);
+        const bytes = read.bytes(r);
         actual.push(bytes === null ? null : Buffer.from(bytes).toString('utf8'));
+        rows.beginDataRow(1);
+        read.write(r, rows);
+        rows.endDataRow();
       }
       expect(actual).toEqual(expected);
+      expect(cellsOf(rows.takeCopy())).toEqual(expected);
       strings += chunk.rowCount;
     }
   }

@@ -52,6 +52,35 @@ describe('DataRow encoding', () => {
     expect(new Set(frames.map((f) => f.buffer)).size).toBeGreaterThan(1);
   });
 
+  it('writes the same messages cell by cell, text or bytes from a range of a larger array, growing its buffer within a row', () => {
+    const rows = Array.from({ length: 300 }, (_, i) => generatedCells(5000 + i));
+    const whole = new BackendWriter();
+    const byCell = new BackendWriter();
+    for (const [i, row] of rows.entries()) {
+      whole.dataRow(row);
+      byCell.beginDataRow(row.length);
+      for (const [c, cell] of row.entries()) {
+        if (cell === null) byCell.nullCell();
+        else if ((i + c) % 2 === 0) byCell.textCell(cell);
+        else {
+          // The cell's bytes inside a larger array, as an engine's copy of many strings holds them.
+          const bytes = Buffer.from(cell, 'utf8');
+          const around = Buffer.concat([Buffer.from('<<<'), bytes, Buffer.from('>>>')]);
+          byCell.bytesCell(new Uint8Array(around.buffer, around.byteOffset, around.length), 3, 3 + bytes.length);
+        }
+      }
+      byCell.endDataRow();
+    }
+    byCell.beginDataRow(1);
+    byCell.textCell('x'.repeat(100_000));
+    byCell.endDataRow();
+    whole.dataRow(['x'.repeat(100_000)]);
+    const written = byCell.take();
+    expect(written.equals(whole.take())).toBe(true);
+    expect(parsedRows(written)).toEqual([...rows, ['x'.repeat(100_000)]]);
+    expect(() => byCell.beginDataRow(0x8000)).toThrow(RangeError);
+  });
+
   it('refuses a row of more columns than the message counts in its int16', () => {
     expect(() => new BackendWriter().dataRow(new Array<string>(0x8000).fill('x'))).toThrow(RangeError);
     expect(parsedRows(new BackendWriter().dataRow(new Array<string>(0x7fff).fill('x')).take())[0]).toHaveLength(0x7fff);

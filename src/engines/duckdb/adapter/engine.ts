@@ -22,6 +22,7 @@ import {
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ArrayOidOf, ElementOidOf, TypeOid } from '../../../protocol/type-oids.js';
+import type { DataRowWriter } from '../../../protocol/encode.js';
 import { replaceParams, type Token, tokenize } from '../../../sql/lexer.js';
 import { UNCONSTRAINED_NUMERIC } from '../../../sql/numeric.js';
 import { paramContext } from '../../../sql/param-context.js';
@@ -52,7 +53,7 @@ export { registerCatalogFunctions };
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
 import { bindParams } from './params.js';
-import { stringColumn } from './string-vectors.js';
+import { type StringColumn, stringColumn } from './string-vectors.js';
 import { uuidColumn } from './uuid-vectors.js';
 import { canonicalRenderer, type CanonicalRenderer } from './from-canonical.js';
 import { codecFor, isVerbatimText, UNRESOLVED_CODEC, type PgCodec, type RenderContext } from './pg-types.js';
@@ -854,6 +855,41 @@ class DuckDBStatement implements EngineStatement {
   }
 }
 
+type DuckDBVector = ReturnType<DuckDBDataChunk['getColumnVector']>;
+
+/** Writes one column's cell of a row into `out`: a string's bytes from the engine's copy, anything else through its codec. */
+function cellWriter(
+  vector: DuckDBVector,
+  text: StringColumn | null,
+  uuid: ((row: number) => string | null) | null,
+  codec: PgCodec,
+  binary: boolean,
+  ctx: RenderContext,
+  out: DataRowWriter,
+): (row: number) => void {
+  if (text !== null) return (r) => text.write(r, out);
+  if (uuid !== null)
+    return (r) => {
+      const t = uuid(r);
+      if (t === null) out.nullCell();
+      else out.textCell(t);
+    };
+  if (binary)
+    return (r) => {
+      const v: DuckDBValue = vector.getItem(r);
+      if (v === null) out.nullCell();
+      else {
+        const bytes = codec.binary(v, ctx);
+        out.bytesCell(bytes, 0, bytes.length);
+      }
+    };
+  return (r) => {
+    const v: DuckDBValue = vector.getItem(r);
+    if (v === null) out.nullCell();
+    else out.textCell(codec.text(v, ctx));
+  };
+}
+
 /** A codec that renders whatever the engine produced as text, for columns described as text. */
 function asText(actual: PgCodec): PgCodec {
   return {
@@ -939,26 +975,42 @@ class DuckDBCursor implements EngineCursor {
       const chunk = this.chunk;
       const vectors = Array.from({ length: ncols }, (_, c) => chunk.getColumnVector(c));
       // Text and JSON columns, in either format: their bytes go to the DataRow as DuckDB holds them; UUIDs in text, read from their bytes.
-      const verbatim = vectors.map((v, c) =>
-        isVerbatimText(this.codecs[c] as PgCodec) ? stringColumn(v, chunk.rowCount) : binary[c] ? null : uuidColumn(v, chunk.rowCount),
-      );
+      const strings = vectors.map((v, c) => (isVerbatimText(this.codecs[c] as PgCodec) ? stringColumn(v, chunk.rowCount) : null));
+      const uuids = vectors.map((v, c) => (strings[c] === null && !binary[c] ? uuidColumn(v, chunk.rowCount) : null));
       const end = maxRows === 0 ? chunk.rowCount : Math.min(chunk.rowCount, this.chunkRow + (maxRows - sent));
-      for (let r = this.chunkRow; r < end; r++) {
-        const cells: (string | Uint8Array | null)[] = new Array(ncols);
-        for (let c = 0; c < ncols; c++) {
-          const read = verbatim[c];
-          if (read !== null && read !== undefined) {
-            cells[c] = read(r);
-            continue;
-          }
-          const v: DuckDBValue = (vectors[c] as ReturnType<DuckDBDataChunk['getColumnVector']>).getItem(r);
-          if (v === null) cells[c] = null;
-          else {
-            const codec = this.codecs[c] as PgCodec;
-            cells[c] = binary[c] ? codec.binary(v, ctx) : codec.text(v, ctx);
-          }
+      const out = sink.dataRows;
+      if (out !== undefined) {
+        const cells = vectors.map((vector, c) =>
+          cellWriter(vector, strings[c] ?? null, uuids[c] ?? null, this.codecs[c] as PgCodec, binary[c] === true, ctx, out),
+        );
+        for (let r = this.chunkRow; r < end; r++) {
+          out.beginDataRow(ncols);
+          for (let c = 0; c < ncols; c++) (cells[c] as (row: number) => void)(r);
+          out.endDataRow();
         }
-        sink.row(cells);
+      } else {
+        for (let r = this.chunkRow; r < end; r++) {
+          const cells: (string | Uint8Array | null)[] = new Array(ncols);
+          for (let c = 0; c < ncols; c++) {
+            const text = strings[c];
+            if (text !== null && text !== undefined) {
+              cells[c] = text.bytes(r);
+              continue;
+            }
+            const uuid = uuids[c];
+            if (uuid !== null && uuid !== undefined) {
+              cells[c] = uuid(r);
+              continue;
+            }
+            const v: DuckDBValue = (vectors[c] as DuckDBVector).getItem(r);
+            if (v === null) cells[c] = null;
+            else {
+              const codec = this.codecs[c] as PgCodec;
+              cells[c] = binary[c] ? codec.binary(v, ctx) : codec.text(v, ctx);
+            }
+          }
+          sink.row(cells);
+        }
       }
       sent += end - this.chunkRow;
       this.chunkRow = end;

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { DuckDBVarCharVector } from '@duckdb/node-api';
+import type { DataRowWriter } from '../../../protocol/encode.js';
 
 /**
  * The bytes of a string vector's items, read a few native calls per chunk
@@ -39,12 +40,19 @@ const TWO_32 = 4294967296;
 /** Where the pointer of a copy lives: get_data_from_pointer reads the address from a buffer. */
 const address = new DataView(new ArrayBuffer(8));
 
+/** A string vector's items, read as bytes. */
+export interface StringColumn {
+  /** Item `row`'s UTF-8 bytes (a view of a copy, which outlives the chunk), or null. */
+  bytes(row: number): Uint8Array | null;
+  /** Item `row` as a DataRow cell, copied once, from the copy into the row. */
+  write(row: number, out: DataRowWriter): void;
+}
+
 /**
- * A reader of a string vector's first `rows` items as UTF-8 bytes (copies,
- * which outlive the chunk), or null when the vector is not the shape this
- * relies on, and the caller uses getItem() instead.
+ * A reader of a string vector's first `rows` items, or null when the vector
+ * is not the shape this relies on, and the caller uses getItem() instead.
  */
-export function stringColumn(vector: unknown, rows: number): ((row: number) => Uint8Array | null) | null {
+export function stringColumn(vector: unknown, rows: number): StringColumn | null {
   if (!(vector instanceof DuckDBVarCharVector)) return null;
   const raw = vector as unknown as Partial<VarCharInternals>;
   const { dataView, validity } = raw;
@@ -52,17 +60,21 @@ export function stringColumn(vector: unknown, rows: number): ((row: number) => U
   const runStart: number[] = [];
   const runEnd: number[] = [];
   const runOf = new Int8Array(rows).fill(-1);
-  const starts = new Float64Array(rows);
+  /** Where each item's bytes begin: in its run's copy, or (inlined, runOf -1) in the vector. */
+  const offsets = new Float64Array(rows);
   /** Each item's byte length, or -1 for NULL. */
   const lengths = new Int32Array(rows);
   let scattered = false;
   for (let r = 0; r < rows && !scattered; r++) {
     const length = validity.itemValid(r) ? dataView.getUint32(r * 16, true) : -1;
     lengths[r] = length;
-    if (length <= 12) continue;
+    if (length <= 12) {
+      offsets[r] = r * 16 + 4;
+      continue;
+    }
     const start = dataView.getUint32(r * 16 + 8, true) + dataView.getUint32(r * 16 + 12, true) * TWO_32;
     const end = start + length;
-    starts[r] = start;
+    offsets[r] = start;
     let run = -1;
     for (let k = 0; k < runStart.length; k++) {
       if (start < (runEnd[k] as number) + PAGE && end > (runStart[k] as number) - PAGE) {
@@ -89,12 +101,41 @@ export function stringColumn(vector: unknown, rows: number): ((row: number) => U
     address.setUint32(4, Math.floor(start / TWO_32), true);
     return bindings.get_data_from_pointer(address.buffer as ArrayBuffer, 0, (runEnd[k] as number) - start);
   });
-  return (row) => {
-    const length = lengths[row] as number;
+  for (let r = 0; r < rows; r++) {
+    const run = runOf[r] as number;
+    if (run !== -1) offsets[r] = (offsets[r] as number) - (runStart[run] as number);
+  }
+  return new CopiedStrings(new Uint8Array(dataView.buffer, dataView.byteOffset, rows * 16), copies, runOf, offsets, lengths);
+}
+
+class CopiedStrings implements StringColumn {
+  constructor(
+    /** The vector's own 16-byte items, where strings of up to 12 bytes lie inlined. */
+    private readonly inline: Uint8Array,
+    private readonly copies: readonly Uint8Array[],
+    private readonly runOf: Int8Array,
+    private readonly offsets: Float64Array,
+    private readonly lengths: Int32Array,
+  ) {}
+
+  private source(row: number): Uint8Array {
+    const run = this.runOf[row] as number;
+    return run === -1 ? this.inline : (this.copies[run] as Uint8Array);
+  }
+
+  bytes(row: number): Uint8Array | null {
+    const length = this.lengths[row] as number;
     if (length < 0) return null;
-    const run = runOf[row] as number;
-    if (run === -1) return new Uint8Array(dataView.buffer, dataView.byteOffset + row * 16 + 4, length);
-    const from = (starts[row] as number) - (runStart[run] as number);
-    return (copies[run] as Uint8Array).subarray(from, from + length);
-  };
+    const from = this.offsets[row] as number;
+    return this.source(row).subarray(from, from + length);
+  }
+
+  write(row: number, out: DataRowWriter): void {
+    const length = this.lengths[row] as number;
+    if (length < 0) out.nullCell();
+    else {
+      const from = this.offsets[row] as number;
+      out.bytesCell(this.source(row), from, from + length);
+    }
+  }
 }
