@@ -19,12 +19,16 @@ export interface DataRowWriter {
   /** The bytes `source[from, to)`, as they are. */
   bytesCell(source: Uint8Array, from: number, to: number): void;
   endDataRow(): void;
+  /** Takes back a row begun and not ended (a cell that could not be written), so no half message is sent; nothing otherwise. */
+  abandonDataRow(): void;
 }
 
 export class BackendWriter implements DataRowWriter {
   private buf: Buffer = Buffer.allocUnsafe(INITIAL_CAPACITY);
   private pos = 0;
   private start = 0;
+  /** A DataRow begun and not yet ended: abandonDataRow takes it back. */
+  private rowOpen = false;
 
   get length(): number {
     return this.pos;
@@ -255,6 +259,7 @@ export class BackendWriter implements DataRowWriter {
     this.buf[at + 5] = columns >>> 8;
     this.buf[at + 6] = columns;
     this.pos = at + 7;
+    this.rowOpen = true;
   }
 
   nullCell(): void {
@@ -284,6 +289,13 @@ export class BackendWriter implements DataRowWriter {
 
   endDataRow(): void {
     putInt32(this.buf, this.start + 1, this.pos - this.start - 1);
+    this.rowOpen = false;
+  }
+
+  abandonDataRow(): void {
+    if (!this.rowOpen) return;
+    this.pos = this.start;
+    this.rowOpen = false;
   }
 
   commandComplete(tag: string): this {

@@ -104,6 +104,27 @@ describe('extended query on the wire', () => {
     c.end();
   });
 
+  it('sends the rows before a value it cannot encode whole, then the error, and no part of the row that failed', async () => {
+    const c = await WireClient.startup(server.port);
+    // A ragged nested list has no binary array form: the row of i = 3 fails in the middle, after its first cell.
+    c.write(serialize.parse({ text: 'SELECT i, CASE WHEN i = 3 THEN [[1], [2, 3]] ELSE [[1], [2]] END AS b FROM range(5) t(i)', name: '' }));
+    c.write(serialize.bind({ statement: '', portal: '', binary: true }));
+    c.write(serialize.execute({ portal: '', rows: 0 }));
+    c.write(serialize.sync());
+    const msgs = await c.until('Z');
+    expect(msgs.map((m) => m.type)).toEqual(['1', '2', 'D', 'D', 'D', 'E', 'Z']);
+    // Each row whole: a column count of 2, then the int8 0, 1, 2 in binary.
+    for (const [i, m] of msgs.filter((x) => x.type === 'D').entries()) {
+      expect(m.body.readInt16BE(0)).toBe(2);
+      expect(m.body.readInt32BE(2)).toBe(8);
+      expect(m.body.readBigInt64BE(6)).toBe(BigInt(i));
+    }
+    expect(errorFields(msgs[5]?.body as Buffer).C).toBe('0A000');
+    c.write(serialize.query('SELECT 42'));
+    expect((await c.until('Z')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z']);
+    c.end();
+  });
+
   it('sends an ErrorResponse at once, without waiting for Sync (pg-cursor waits on Flush)', async () => {
     const c = await WireClient.startup(server.port);
     c.write(serialize.parse({ text: 'SELECT 1; SELECT 2', name: '' }));

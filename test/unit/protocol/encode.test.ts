@@ -81,6 +81,19 @@ describe('DataRow encoding', () => {
     expect(() => byCell.beginDataRow(0x8000)).toThrow(RangeError);
   });
 
+  it('takes back a row begun and not ended, and only such a row', () => {
+    const w = new BackendWriter();
+    w.beginDataRow(1);
+    w.textCell('kept');
+    w.endDataRow();
+    w.abandonDataRow();
+    w.beginDataRow(2);
+    w.textCell('half');
+    w.abandonDataRow();
+    w.dataRow(['after']);
+    expect(parsedRows(w.take())).toEqual([['kept'], ['after']]);
+  });
+
   it('refuses a row of more columns than the message counts in its int16', () => {
     expect(() => new BackendWriter().dataRow(new Array<string>(0x8000).fill('x'))).toThrow(RangeError);
     expect(parsedRows(new BackendWriter().dataRow(new Array<string>(0x7fff).fill('x')).take())[0]).toHaveLength(0x7fff);

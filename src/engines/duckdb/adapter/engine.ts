@@ -983,10 +983,16 @@ class DuckDBCursor implements EngineCursor {
         const cells = vectors.map((vector, c) =>
           cellWriter(vector, strings[c] ?? null, uuids[c] ?? null, this.codecs[c] as PgCodec, binary[c] === true, ctx, out),
         );
-        for (let r = this.chunkRow; r < end; r++) {
-          out.beginDataRow(ncols);
-          for (let c = 0; c < ncols; c++) (cells[c] as (row: number) => void)(r);
-          out.endDataRow();
+        try {
+          for (let r = this.chunkRow; r < end; r++) {
+            out.beginDataRow(ncols);
+            for (let c = 0; c < ncols; c++) (cells[c] as (row: number) => void)(r);
+            out.endDataRow();
+          }
+        } catch (err) {
+          // A value its codec refuses: the rows before it stand, the half-written one must not reach the client.
+          out.abandonDataRow();
+          throw err;
         }
       } else {
         for (let r = this.chunkRow; r < end; r++) {
