@@ -1,5 +1,7 @@
 import type { ExecuteOutcome } from '../../../session/handler-port.js';
 import { PgError } from '../../../errors/pg-error.js';
+import { SqlState } from '../../../errors/sqlstate.js';
+import { ledgerColumnTypeProblem } from '../ledger/column-types.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
 import { addSaltColumnSql, CHAIN_COLUMNS, HASH_VERSION_V3, qualifiedName, quoteIdent } from '../../../ledger/chain/schema.js';
 import type { Token } from '../../../sql/lexer.js';
@@ -50,6 +52,18 @@ export async function executeLedgerCreate(ctx: HandlerContext, portal: Connectio
   }
 }
 
+/** A column whose values the writer's texts cannot carry back into the table (ledger/column-types.ts): 0A000. */
+function refuseUnchainableColumns(name: string, columns: ReadonlyArray<ReadonlyArray<unknown>>): void {
+  for (const [, , column, type] of columns) {
+    const problem = ledgerColumnTypeProblem(String(type));
+    if (problem === null) continue;
+    throw new PgError(SqlState.FeatureNotSupported, `column "${String(column)}" of ledger "${name}" cannot be of type ${String(type)}`, {
+      detail: `Every ledger value is chained and stored as its text, and ${problem}.`,
+      hint: 'Use a type that holds the value as text or numbers: a duration as BIGINT microseconds or as text, nested strings as JSON or VARCHAR[].',
+    });
+  }
+}
+
 /**
  * After CREATE TABLE of a ledger name: the server adds the chain columns,
  * in the same transaction. A table that declares one of them itself is
@@ -59,10 +73,22 @@ async function completeLedger(ctx: HandlerContext, parts: readonly string[]): Pr
   const name = parts[parts.length - 1] as string;
   const schema = parts.length > 1 ? (parts[parts.length - 2] as string) : null;
   const rows = await ctx.engine.query(
-    `SELECT database_name, schema_name, column_name FROM system.main.duckdb_columns()
+    `SELECT database_name, schema_name, column_name, data_type FROM system.main.duckdb_columns()
      WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2))`,
     [name, schema],
   );
+  refuseUnchainableColumns(name, rows);
+  const generated = await ctx.engine.query(
+    `SELECT count(*) FROM system.main.duckdb_tables()
+     WHERE lower(table_name) = lower($1) AND ($2 IS NULL OR lower(schema_name) = lower($2)) AND sql ILIKE '%GENERATED ALWAYS AS%'`,
+    [name, schema],
+  );
+  if (Number(generated[0]?.[0] ?? 0) > 0) {
+    // The writer chains a value for every column it is given; the engine computes a generated one itself.
+    throw new PgError(SqlState.FeatureNotSupported, `a ledger cannot have generated columns: "${name}"`, {
+      hint: 'Compute the value in the INSERT, or in a view over the ledger.',
+    });
+  }
   // Column names compare without regard to case, as DuckDB compares them.
   const existing = new Set(rows.map((r) => String(r[2]).toLowerCase()));
   const chain = CHAIN_COLUMNS.map((c) => c.name);

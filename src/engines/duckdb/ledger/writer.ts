@@ -35,6 +35,7 @@ import { rowLeafHash } from '../../../ledger/log/leaf.js';
 import { absentSeqs, resumeLog } from '../log/log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
 import { Quarantine } from './quarantine.js';
+import { ledgerColumnTypeProblem } from './column-types.js';
 import { ChainHeadRecord, cutChains } from './head-record.js';
 import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
@@ -71,6 +72,30 @@ const JOURNAL_MAX_ROWS = 10_000;
 const MAX_FINGERPRINTS = 1_000_000;
 /** Journaled rows DuckDB may lag behind by before appends wait for it. */
 const MAX_BACKLOG = 100_000;
+
+const UNCHAINABLE = new WeakMap<Pick<LedgerTable, 'name' | 'columns'>, PgError | null>();
+
+/**
+ * A ledger created before such columns were refused (ledger-create.ts): an
+ * append to it is refused before it is journaled, since the applier could
+ * never store it and every later statement would wait behind it.
+ */
+export function unchainable(table: Pick<LedgerTable, 'name' | 'columns'>): PgError | null {
+  let known = UNCHAINABLE.get(table);
+  if (known === undefined) {
+    known = null;
+    for (const c of table.columns) {
+      const problem = ledgerColumnTypeProblem(c.type);
+      if (problem === null) continue;
+      known = new PgError(SqlState.FeatureNotSupported, `ledger "${table.name}" cannot take appends: its column "${c.name}" is of type ${c.type}`, {
+        detail: `Every ledger value is chained and stored as its text, and ${problem}.`,
+      });
+      break;
+    }
+    UNCHAINABLE.set(table, known);
+  }
+  return known;
+}
 
 export interface WriterOptions {
   /** The append journal's file; null keeps no journal (an in-memory database). */
@@ -369,6 +394,10 @@ export class LedgerWriter implements LedgerAppender {
 
   append(jobs: readonly AppendJob[], signal?: AbortSignal): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
+    for (const job of jobs) {
+      const refusal = unchainable(job.table);
+      if (refusal !== null && job.rows.length > 0) return Promise.reject(refusal);
+    }
     if (jobs.every((j) => j.rows.length === 0)) return Promise.resolve(jobs.map(() => ({ count: 0, firstSeq: 0n, lastSeq: -1n })));
     return new Promise((resolve, reject) => {
       const unit: AppendUnit = { jobs, resolve, reject, queued: performance.now() };
