@@ -73,7 +73,9 @@ describe('catalog rewrites', () => {
 
   it("maps PostgreSQL's own type names and strips their pg_catalog qualifier", () => {
     expect(rw('SELECT x::name, y::pg_catalog.int2[], z::pg_catalog.text, w::"char"')).toBe(`SELECT x::VARCHAR, y::int2[], ${P}.cot_text(z)::text, w::VARCHAR`);
-    expect(rw('SELECT x::integer, y::double precision')).toBe(`SELECT ${P}.cot_integer_text(x, 'integer')::integer, ${P}.cot_float_of(y)::double precision`);
+    expect(rw('SELECT x::integer, y::double precision')).toBe(
+      `SELECT ${P}.cot_integer_text(x, 'integer')::integer, ${P}.cot_float_of(y, 'double precision')::double precision`,
+    );
   });
 
   it('names the column of a scalar set function in FROM after its alias', () => {

@@ -45,10 +45,15 @@ const RULES: readonly Rule[] = [
   { type: 'Binder', code: '42000' },
   { type: 'Parser', code: SqlState.SyntaxError },
   { type: 'Syntax', code: SqlState.SyntaxError },
+  { type: 'Conversion', match: /^invalid (date|timestamp)\S* field format/i, code: SqlState.InvalidDatetimeFormat },
+  { type: 'Conversion', match: /^time field value out of range: "(?!\s*\d{1,2}:\d{2})/i, code: SqlState.InvalidDatetimeFormat },
+  { type: 'Conversion', match: /^Could not convert string '.*' to INTERVAL\b/i, code: SqlState.InvalidDatetimeFormat },
   { type: 'Conversion', match: /(date|time|timestamp)\S* field value out of range/i, code: SqlState.DatetimeFieldOverflow },
+  { type: 'Conversion', match: /^Could not convert string '\s*[+-]?\d+\s*' to U?INT(8|16|32|64)\b/i, code: SqlState.NumericValueOutOfRange },
   { type: 'Conversion', match: /out of range|overflow/i, code: SqlState.NumericValueOutOfRange },
   // A number with more digits than DECIMAL(38, s) holds: PostgreSQL's numeric field overflow.
   { type: 'Conversion', match: /Could not cast value \S+ to DECIMAL\(/i, code: SqlState.NumericValueOutOfRange },
+  { type: 'Conversion', match: /^Could not convert string "\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*" to DECIMAL\(/, code: SqlState.NumericValueOutOfRange },
   { type: 'Conversion', code: SqlState.InvalidTextRepresentation },
   { type: 'Constraint', match: /duplicate key|primary key|unique/i, code: SqlState.UniqueViolation },
   { type: 'Constraint', match: /NOT NULL/i, code: SqlState.NotNullViolation },
@@ -58,6 +63,7 @@ const RULES: readonly Rule[] = [
   { type: 'Out of Range', code: SqlState.NumericValueOutOfRange },
   { type: 'Invalid Input', match: /division by zero/i, code: SqlState.DivisionByZero },
   { type: 'Invalid Input', match: /^numeric (quotient|value) .* (past the|more digits than)/, code: SqlState.NumericValueOutOfRange },
+  { type: 'Invalid Input', match: /^(value )?".*" is out of range for type /, code: SqlState.NumericValueOutOfRange },
   { type: 'Invalid Input', match: /could not obtain lock/i, code: '55P03' },
   { type: 'Invalid Input', match: /Cannot prepare multiple statements/i, code: SqlState.SyntaxError },
   { type: 'Invalid Input', match: /configuration has been locked|Cannot change configuration/i, code: SqlState.InsufficientPrivilege },
@@ -162,6 +168,11 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
     message = 'cannot insert multiple commands into a prepared statement';
   }
   const fields: { hint?: string; position?: number; detail?: string; cause: unknown } = { cause: err };
+  const input = /^(conversion|invalid input)$/i.test(type) ? inputError(m?.[2]?.split('\n', 1)[0] ?? '') : null;
+  if (input !== null) {
+    message = input.message;
+    if (input.detail !== undefined) fields.detail = input.detail;
+  }
   if (hint !== undefined) fields.hint = hint;
   // CHECK (length(col) <= n), the rewrite's stand-in for varchar(n): PostgreSQL's error for a value too long.
   const tooLong = code === SqlState.CheckViolation ? /with expression CHECK\(\(length\((rtrim\()?[^()]*\)?\) <= (\d+)\)\)/.exec(message) : null;
@@ -192,6 +203,67 @@ export function fromDuckDBError(err: unknown, sql?: string, offset = 0): PgError
   }
   if (position !== undefined) fields.position = position + offset;
   return new PgError(code, message, fields);
+}
+
+/** PostgreSQL's names of the types DuckDB names in a conversion error. */
+const INPUT_TYPE_NAMES: Readonly<Record<string, string>> = {
+  INT8: 'smallint',
+  INT16: 'smallint',
+  INT32: 'integer',
+  INT64: 'bigint',
+  UINT8: 'smallint',
+  UINT16: 'integer',
+  UINT32: 'bigint',
+  UINT64: 'numeric',
+  // A UUID is an INT128 inside DuckDB, and no PostgreSQL type is a HUGEINT: text that fails as one was given for a uuid.
+  INT128: 'uuid',
+  DOUBLE: 'double precision',
+  FLOAT: 'real',
+  BOOL: 'boolean',
+  INTERVAL: 'interval',
+};
+
+/**
+ * A value's text that its type's input refuses, in PostgreSQL's words
+ * (`invalid input syntax for type integer: "abc"`): clients and people
+ * read these, and DuckDB's name the engine's types (INT32, INT128 for a
+ * uuid). The cast-checking macros raise PostgreSQL's words already; only
+ * DuckDB's "Invalid Input Error: " is taken off them.
+ */
+function inputError(body: string): { readonly message: string; readonly detail?: string } | null {
+  if (/^(invalid input syntax for type |(value )?".*" is out of range for type |malformed array literal)/.test(body)) return { message: body };
+  let m = /^Could not convert string (?:'(.*)'|"(.*)") to ([A-Z0-9]+|DECIMAL\(\d+,\d+\))$/.exec(body);
+  if (m !== null) {
+    const text = m[1] ?? m[2] ?? '';
+    const duck = m[3] as string;
+    const name = duck.startsWith('DECIMAL') ? 'numeric' : INPUT_TYPE_NAMES[duck];
+    if (name === undefined) return null;
+    if (/^U?INT(8|16|32|64)$/.test(duck) && /^\s*[+-]?\d+\s*$/.test(text)) return { message: `value "${text}" is out of range for type ${name}` };
+    const decimal = /^DECIMAL\((\d+),(\d+)\)$/.exec(duck);
+    if (decimal !== null && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(text)) {
+      const [p, sc] = [Number(decimal[1]), Number(decimal[2])];
+      return {
+        message: 'numeric field overflow',
+        detail:
+          p === 38 && sc === 9
+            ? 'cotwire holds numeric without a precision as DECIMAL(38,9): 29 digits before the point and 9 after.'
+            : `A field with precision ${p}, scale ${sc} must round to an absolute value less than ${p === sc ? '1' : `10^${p - sc}`}.`,
+      };
+    }
+    return { message: `invalid input syntax for type ${name}: "${text}"` };
+  }
+  m = /^invalid (date|timestamp) field format: "(.*)", expected format is/.exec(body);
+  if (m !== null) return { message: `invalid input syntax for type ${m[1]}: "${m[2]}"` };
+  m = /^(?:date|time|timestamp) field value out of range: "(.*?)"(?:, expected format is|$)/.exec(body);
+  if (m !== null) {
+    const text = m[1] as string;
+    if (body.startsWith('time ') && !/^\s*\d{1,2}:\d{2}/.test(text)) return { message: `invalid input syntax for type time: "${text}"` };
+    return { message: `date/time field value out of range: "${text}"` };
+  }
+  m = /^Type VARCHAR with value '(.*)' can't be cast to the destination type \w+\[\]$/.exec(body);
+  if (m !== null) return { message: `malformed array literal: "${m[1]}"`, detail: 'Array value must start with "{" or dimension information.' };
+  if (/^Malformed JSON/.test(body)) return { message: 'invalid input syntax for type json', detail: body };
+  return null;
 }
 
 /** `Duplicate key "a: 1, b: x" violates ...` as PostgreSQL's detail, `Key (a, b)=(1, x) already exists.` */

@@ -83,6 +83,14 @@ function fromText(text: string, target: DuckDBType | null, index: number): Typed
     case DuckDBTypeId.DECIMAL:
       exactNumeric(text, target as DuckDBDecimalType, index);
       return { value: text, type: VARCHAR };
+    case DuckDBTypeId.SMALLINT:
+    case DuckDBTypeId.INTEGER:
+    case DuckDBTypeId.BIGINT:
+      return { value: String(integerInput(text, target.typeId, index)), type: VARCHAR };
+    case DuckDBTypeId.FLOAT:
+      return { value: floatInput(text, 'real', index), type: FLOAT };
+    case DuckDBTypeId.DOUBLE:
+      return { value: floatInput(text, 'double precision', index), type: DOUBLE };
     default:
       // DuckDB casts VARCHAR to the parameter's type with PostgreSQL-compatible input syntax.
       return { value: text, type: VARCHAR };
@@ -101,6 +109,51 @@ function exactNumeric(text: string, target: DuckDBDecimalType, index: number): v
     detail: `cotwire holds numeric without a precision as DECIMAL(38,${target.scale}): ${38 - target.scale} digits before the point and ${target.scale} after, and would round ${text.length > 60 ? `${text.slice(0, 60)}...` : text}.`,
     hint: 'Declare the column or cast the parameter as numeric(p,s) with the scale it needs (p up to 38), or send it as float8.',
   });
+}
+
+const INTEGER_RANGES: Readonly<Partial<Record<DuckDBTypeId, readonly [string, bigint]>>> = {
+  [DuckDBTypeId.SMALLINT]: ['smallint', 1n << 15n],
+  [DuckDBTypeId.INTEGER]: ['integer', 1n << 31n],
+  [DuckDBTypeId.BIGINT]: ['bigint', 1n << 63n],
+};
+
+/**
+ * int2in, int4in, int8in (PostgreSQL 15): an optional sign and decimal
+ * digits, with spaces around. DuckDB's cast also reads '1.5' (rounded to 2),
+ * '1e5', '0x10' and '1_000', which PostgreSQL refuses.
+ */
+export function integerInput(text: string, typeId: DuckDBTypeId, index: number): bigint {
+  const [name, limit] = INTEGER_RANGES[typeId] ?? ['bigint', 1n << 63n];
+  if (!/^[ \t\n\r\v\f]*[+-]?\d+[ \t\n\r\v\f]*$/.test(text)) {
+    throw new PgError(SqlState.InvalidTextRepresentation, `invalid input syntax for type ${name}: "${text}"`, { detail: `in parameter $${index}` });
+  }
+  const value = BigInt(text.trim());
+  if (value >= limit || value < -limit) {
+    throw new PgError(SqlState.NumericValueOutOfRange, `value "${text}" is out of range for type ${name}`, { detail: `in parameter $${index}` });
+  }
+  return value;
+}
+
+/**
+ * float4in, float8in: what strtod reads (decimal, hexadecimal integers,
+ * NaN, Infinity, inf), with spaces around. A value too large or too small
+ * for the type is PostgreSQL's 22003; DuckDB's cast reads '1e400' as
+ * Infinity and '1_000' as 1000.
+ */
+export function floatInput(text: string, name: 'real' | 'double precision', index: number): number {
+  const s = text.replace(/^[ \t\n\r\v\f]+|[ \t\n\r\v\f]+$/g, '').toLowerCase();
+  const fail = (code: string, message: string): PgError => new PgError(code, message, { detail: `in parameter $${index}` });
+  const word = /^([+-]?)(nan|inf|infinity)$/.exec(s);
+  if (word !== null) return word[2] === 'nan' ? Number.NaN : word[1] === '-' ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  const hex = /^([+-]?)0x([0-9a-f]+)$/.exec(s);
+  let value: number;
+  if (hex !== null) value = (hex[1] === '-' ? -1 : 1) * Number.parseInt(hex[2] as string, 16);
+  else if (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(s)) value = Number(s);
+  else throw fail(SqlState.InvalidTextRepresentation, `invalid input syntax for type ${name}: "${text}"`);
+  const narrowed = name === 'real' ? Math.fround(value) : value;
+  const zeroText = /^[+-]?(0x)?[0.]*(e|$)/.test(s);
+  if (!Number.isFinite(narrowed) || (narrowed === 0 && !zeroText)) throw fail(SqlState.NumericValueOutOfRange, `"${text}" is out of range for type ${name}`);
+  return value;
 }
 
 const TRUE_WORDS = ['true', 'yes', 'on'];

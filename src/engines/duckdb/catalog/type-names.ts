@@ -224,6 +224,35 @@ export const TYPE_NAME_MACROS: readonly MacroDef[] = [
     ],
   ],
   // A numeric bound for a double: read from its text, as PostgreSQL does (DuckDB's cast of a DECIMAL is a digit off).
-  ['cot_float_of', [['x', `CASE WHEN typeof(x) LIKE 'DECIMAL%' THEN CAST(CAST(x AS VARCHAR) AS DOUBLE) ELSE CAST(x AS DOUBLE) END`]]],
+  // Text bound for a double or a real, as float8in and float4in read it: DuckDB's cast also reads '1_000', and
+  // reads '1e400' as Infinity and '1e-400' as 0, where PostgreSQL refuses both as out of range.
+  [
+    'cot_float_input',
+    [
+      [
+        's, name',
+        `CASE WHEN NOT regexp_matches(s, '^[ \\t\\n\\r\\f\\v]*[+-]?((\\d+\\.?\\d*|\\.\\d+)([eE][+-]?\\d+)?|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)[ \\t\\n\\r\\f\\v]*$')
+            THEN error('invalid input syntax for type ' || name || ': "' || s || '"')
+          WHEN regexp_matches(s, '[nN]') THEN CAST(s AS DOUBLE)
+          WHEN isinf(CAST(s AS DOUBLE))
+            OR (CAST(s AS DOUBLE) = 0 AND regexp_matches(regexp_replace(s, '[eE].*$', ''), '[1-9]'))
+            OR (name = 'real' AND (abs(CAST(s AS DOUBLE)) > 3.4028234663852886e38
+              OR (CAST(s AS DOUBLE) <> 0 AND abs(CAST(s AS DOUBLE)) <= 7.006492321624085e-46)))
+            THEN error('"' || s || '" is out of range for type ' || name)
+          ELSE CAST(s AS DOUBLE) END`,
+      ],
+    ],
+  ],
+  [
+    'cot_float_of',
+    [
+      ['x', `CASE WHEN typeof(x) LIKE 'DECIMAL%' THEN CAST(CAST(x AS VARCHAR) AS DOUBLE) ELSE CAST(x AS DOUBLE) END`],
+      [
+        'x, name',
+        `CASE WHEN typeof(x) LIKE 'DECIMAL%' THEN CAST(CAST(x AS VARCHAR) AS DOUBLE)
+          WHEN typeof(x) = 'VARCHAR' THEN ${P}.cot_float_input(CAST(x AS VARCHAR), name) ELSE CAST(x AS DOUBLE) END`,
+      ],
+    ],
+  ],
   ['pg_typeof', [['x', `CASE WHEN x IS NULL THEN ${P}.cot_pg_type_name(typeof(x)) ELSE ${P}.cot_pg_type_name(typeof(x)) END`]]],
 ];

@@ -170,9 +170,10 @@ export function checkedCast(w: Walker, node: Node): void {
     // A numeric zero has no sign: (-0.0)::float8 is 0 in PostgreSQL, where the text '-0.0' would read as -0.
     const text = literal === null ? '' : /^\s*-[0.]*(?:[eE][+-]?\d+)?\s*$/.test(literal.text) ? literal.text.replace('-', '') : literal.text;
     if (literal !== null && w.tokens[literal.to - 1]?.kind === 'number') w.replaceTokens(literal.from, literal.to, quoteLiteral(text));
-    if (integer === undefined || (constant.sval as { sval?: string } | undefined)?.sval === undefined) return;
+    if ((constant.sval as { sval?: string } | undefined)?.sval === undefined) return;
   }
-  wrapCastArgument(w, node, arg, integer === undefined ? 'cot_float_of(' : 'cot_integer_text(', integer === undefined ? ')' : `, '${integer}')`);
+  const typeText = integer ?? (name === 'float4' ? 'real' : 'double precision');
+  wrapCastArgument(w, node, arg, integer === undefined ? 'cot_float_of(' : 'cot_integer_text(', `, '${typeText}')`);
 }
 
 /** Whether an expression returns a set (generate_series, unnest): its rows are the statement's, and no macro may hold it. */
