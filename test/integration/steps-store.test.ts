@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
@@ -444,6 +444,50 @@ describe('the row store of _cot_steps', () => {
       await s.stop();
     }
   });
+  it('rebuilds a store whose file was cut short while the server was stopped, where LMDB would die of SIGBUS at every start', async () => {
+    const db = database('cut-short');
+    const ids: string[] = [];
+    const first = await boot(db);
+    try {
+      const c = await first.client();
+      for (let i = 0; i < 40; i++) ids.push(await append(c, 'cut', `thought ${i} ${'x'.repeat(2000)}`));
+    } finally {
+      await first.stop();
+    }
+    expect(statSync(`${db}.steps`).size).toBeGreaterThan(8192);
+    truncateSync(`${db}.steps`, 8192);
+
+    const s = await boot(db, { sessionCacheMB: 0 });
+    try {
+      await until('the fill from the ledger', () => logged(s, FILLED));
+      const c = await s.client();
+      expect((await bothWays(c, REPLAY, 'cut')).rows.map((r) => r[0])).toEqual(ids);
+      expect((await bothWays(c, TRACE, ids[7] as string)).rows.map((r) => r[0])).toEqual([ids[7]]);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('stops cleanly when its file was deleted while the server ran, and refills it at the next start', async () => {
+    const db = database('deleted-running');
+    const ids: string[] = [];
+    const first = await boot(db);
+    const c = await first.client();
+    for (let i = 0; i < 5; i++) ids.push(await append(c, 'gone', `thought ${i}`));
+    rmSync(`${db}.steps`);
+    ids.push(await append(c, 'gone', 'after the file went'));
+    expect((await bothWays(c, REPLAY, 'gone')).rows.map((r) => r[0])).toEqual(ids);
+    await first.stop();
+
+    const s = await boot(db, { sessionCacheMB: 0 });
+    try {
+      await until('the fill from the ledger', () => logged(s, FILLED));
+      expect((await bothWays(await s.client(), REPLAY, 'gone')).rows.map((r) => r[0])).toEqual(ids);
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('loses no acknowledged step when the server is killed before the store wrote its last appends', async () => {
     const db = database('killed');
     const server = await spawnServer(['--db', db]);
@@ -524,3 +568,25 @@ async function copiedStore(name: string, stepsA: number, stepsB: number): Promis
     await s.stop();
   }
 }
+
+describe('the derived files beside the database', () => {
+  it('rebuilds a deleted node file of the global log from the rows, and says so', async () => {
+    const db = database('merkle-gone');
+    const first = await boot(db);
+    try {
+      const c = await first.client();
+      for (let i = 0; i < 3; i++) await append(c, 'm', `thought ${i}`);
+    } finally {
+      await first.stop();
+    }
+    rmSync(`${db}.merkle`);
+    const s = await boot(db);
+    try {
+      expect(s.lines.some((l) => l.includes('"level":40') && /was missing: the tree was rebuilt from the ledgers' rows \(\d+ leaves\)/.test(l))).toBe(true);
+      const c = await s.client();
+      expect((await c.query('SELECT count(*)::int AS n FROM _cot_steps')).rows).toEqual([{ n: '3' }]);
+    } finally {
+      await s.stop();
+    }
+  });
+});

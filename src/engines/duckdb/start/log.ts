@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Config } from '../../../config/schema.js';
 import type { Engine } from '../../../engine/port.js';
 import type { LedgerCatalog } from '../../../ledger/chain/catalog.js';
@@ -38,6 +39,7 @@ export async function openLog(
   onLoss: 'refuse' | 'report' = 'refuse',
 ): Promise<Log> {
   const path = config.database.path;
+  const nodeFileFound = path === ':memory:' || existsSync(nodeFilePath(path));
   let merkle: MerkleLog;
   try {
     merkle =
@@ -109,6 +111,12 @@ export async function openLog(
     log.warn(
       { headRecord: ChainHeadRecord.pathFor(path) },
       `there is no record of the chains' heads (${ChainHeadRecord.pathFor(path)}): it is new with this version, or was deleted. Appends onto chains cut while the server was stopped are refused only from the heads recorded from now on`,
+    );
+  }
+  if (!nodeFileFound && merkle.size > 0) {
+    log.warn(
+      { nodeFile: nodeFilePath(path), leaves: merkle.size },
+      `the global log's node file ${nodeFilePath(path)} was missing: the tree was rebuilt from the ledgers' rows (${merkle.size} leaves)`,
     );
   }
   if (writer.logRebuiltFrom !== null) {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { LedgerTable } from '../../../ledger/chain/schema.js';
 import type { TableRows } from '../ledger/applier.js';
@@ -63,6 +63,40 @@ export function stepStorePath(databasePath: string): string {
 export function removeStepStore(path: string): void {
   rmSync(path, { force: true });
   rmSync(`${path}-lock`, { force: true });
+  rmSync(`${path}-size`, { force: true });
+}
+
+/**
+ * LMDB maps its file and trusts it: a file cut shorter than its pages
+ * (a copy stopped half way, a truncate) makes the first read of a missing
+ * page a SIGBUS, which kills the process before it can say anything, at
+ * every start. An LMDB file never shrinks, so the size it had at the last
+ * open or close (`-size`, beside it) is a floor: a file below it is thrown
+ * away and rebuilt. A missing record (a store an earlier version wrote)
+ * proves nothing either way.
+ */
+function cutShort(path: string): boolean {
+  let recorded: number;
+  try {
+    recorded = Number(readFileSync(`${path}-size`, 'utf8'));
+  } catch {
+    return false;
+  }
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return false;
+  }
+  return Number.isFinite(recorded) && size < recorded;
+}
+
+function recordSize(path: string): void {
+  try {
+    writeFileSync(`${path}-size`, String(statSync(path).size));
+  } catch {
+    // Without the record the next start opens the file as an earlier version did.
+  }
 }
 
 export interface StepStoreOptions {
@@ -128,6 +162,7 @@ export class StepStore {
     // The encoding and the printing are part of the layout: a store written otherwise is rebuilt, not misread.
     const columns = options.steps.columns.map((c) => `${c.name}:${c.type}`).join(',');
     const layout = `${columns};${STEP_STORE_ENCODING.encoding};${STORED_ROW_FORMAT};${options.printer.layout};${options.printer.fingerprint}`;
+    if (cutShort(options.path)) removeStepStore(options.path);
     let store = StepStore.openFiles(options);
     const unsafe = store.meta.get(CLEAN) !== true && store.meta.get(BOOT) !== undefined && store.meta.get(BOOT) !== bootId();
     if (unsafe || (store.meta.get(LAYOUT) !== undefined && store.meta.get(LAYOUT) !== layout)) {
@@ -140,6 +175,7 @@ export class StepStore {
       store.meta.putSync(BOOT, bootId());
       store.meta.putSync(CLEAN, false);
     });
+    recordSize(options.path);
     return store;
   }
 
@@ -384,9 +420,13 @@ export class StepStore {
         this.env.transactionSync(() => this.meta.putSync(CLEAN, true));
         syncFile(this.path);
       }
+    } catch (err) {
+      // Its file was deleted behind the server: there is nothing to mark, and the next start rebuilds it.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     } finally {
       // Whatever failed, the files are let go (a full disk's filesystem must be able to unmount).
       await this.env.close();
+      recordSize(this.path);
     }
   }
 }
