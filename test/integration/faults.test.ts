@@ -295,7 +295,11 @@ describe('a chain cut while the server was stopped', () => {
 function diskAppends(client: pg.Client, acknowledged: string[]): (content: string) => Promise<string | null> {
   return async (content) => {
     try {
-      await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('disk', 'Observation', $1)", [content]);
+      const r = await client.query("INSERT INTO _cot_steps (session_id, step_type, content) VALUES ('disk', 'Observation', $1) RETURNING content, ledger_seq", [
+        content,
+      ]);
+      // An acknowledged append answers its RETURNING row, even when the database cannot take it yet.
+      if (r.rows.length !== 1 || r.rows[0]?.content !== content) return `acknowledged with ${r.rows.length} RETURNING rows`;
       acknowledged.push(content);
       return null;
     } catch (err) {

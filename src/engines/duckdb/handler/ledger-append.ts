@@ -170,7 +170,17 @@ export class LedgerAppends {
       return { done: true, tag };
     }
     const [result] = await ctx.calls.wait((signal) => ctx.services.writer.append([job], signal));
-    if (plan.returning !== null && result !== undefined && result.count > 0) {
+    if (plan.returning !== null && result?.rows !== undefined && result.count > 0) {
+      // From the texts as chained and journaled: the table may not hold them yet, and on a full disk it
+      // cannot until space is freed, when an answer read from it would have had no rows.
+      await this.returnTexts(
+        plan,
+        plan.table.columns.map((c) => c.name),
+        result.rows,
+        portal,
+        sink,
+      );
+    } else if (plan.returning !== null && result !== undefined && result.count > 0) {
       await appendsVisible(ctx, result.lastSeq);
       const returning = await ctx.engine.prepare(
         `SELECT ${plan.returning} FROM ${qualifiedName(plan.table)} WHERE ledger_seq BETWEEN ${result.firstSeq} AND ${result.lastSeq} ORDER BY ledger_seq`,

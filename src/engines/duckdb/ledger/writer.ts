@@ -587,7 +587,8 @@ export class LedgerWriter implements LedgerAppender {
     this.checkDiskSpace();
     const batch = this.newBatch();
     const results: AppendResult[][] = [];
-    for (const unit of units) results.push(await this.chainJobs(batch, unit.jobs, false));
+    // The chained texts go back with each result (a reference, no copy): RETURNING answers from them.
+    for (const unit of units) results.push(await this.chainJobs(batch, unit.jobs, true));
     await this.persist(batch, units.length, units[0]?.queued ?? performance.now());
     return results;
   }
