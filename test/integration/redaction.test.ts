@@ -10,6 +10,7 @@ import { Journal } from '../../src/engines/duckdb/ledger/journal.js';
 import { writeKeyFile } from '../../src/ledger/log/signing-key.js';
 import { makeScramVerifier } from '../../src/session/scram.js';
 import { sqlstate } from '../fixtures/errors.js';
+import { until } from '../fixtures/poll.js';
 import { offline } from '../fixtures/stoppable.js';
 import { serveSigned, type SignedServer } from '../fixtures/signed-server.js';
 
@@ -197,5 +198,48 @@ describe('redaction', () => {
     const edited = spawnSync(process.execPath, [CLI, 'verify', '--db', db, '--json'], { encoding: 'utf8' });
     expect(edited.status).toBe(1);
     expect(JSON.parse(edited.stdout).broken).toEqual([expect.objectContaining({ chainKey: 's', firstBrokenIndex: 2, breakKind: 'edited' })]);
+  });
+});
+
+describe('a redaction cut short after the engine replaced the value', () => {
+  it('has already marked the database file for its rewrite, so that a crash there leaves no copy of the value behind', async () => {
+    const dir = join(root, 'interrupted');
+    const db = join(dir, 'ledger.duckdb');
+    const planted = `iban DE89-${Date.now()}-PLANTED`;
+    const s = await serve(db);
+    const writer = s.running.writer;
+    const scrub = writer.scrubJournal.bind(writer);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    try {
+      const [admin, agent] = await Promise.all([s.as('dpo'), s.as('agent')]);
+      const target = (await agent.query(STEP, ['cut', `the customer's ${planted}`, null])).rows[0].t as string;
+      await writer.visible();
+      // The steps after the engine's change are held here, where a kill -9 once left the file unmarked.
+      writer.scrubJournal = async () => {
+        await held;
+        await scrub();
+      };
+      const redacting = admin.query('SELECT cot_redact($1, $2, $3)', [target, 'content', 'interrupted']);
+      // Awaited below; if the test fails before, the stop ends it and nobody else waits for it.
+      redacting.catch(() => undefined);
+      const conn = await s.running.engine.connect();
+      try {
+        await until('the engine holds the marker', async () => {
+          const rows = (await conn.query("SELECT content FROM _cot_steps WHERE session_id = 'cut'")) as unknown[][];
+          return rows[0]?.[0] === '[redacted]';
+        });
+      } finally {
+        conn.close();
+      }
+      expect(existsSync(`${db}.erased`)).toBe(true);
+      release();
+      await redacting;
+    } finally {
+      release();
+      writer.scrubJournal = scrub;
+      await s.stop();
+    }
+    expect(holding(dir, planted)).toEqual([]);
   });
 });

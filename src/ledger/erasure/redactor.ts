@@ -22,6 +22,11 @@ export interface RedactorHooks {
   changed(table: LedgerTable, chainKey: string): void;
   /** Values left the ledgers: what else held them (a journal, a file to rewrite) is told. */
   erased(): void | Promise<void>;
+  /**
+   * Values are about to leave the ledgers: said before the engine's change, so that a crash between
+   * the change and `erased` still leaves a file to rewrite marked (the old bytes linger in freed blocks).
+   */
+  erasing?(): void | Promise<void>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -201,6 +206,7 @@ export class Redactor {
     // A vector computed from the value says something about it.
     const vectors = table.isSteps && traceId !== null ? await this.store.vectors() : null;
     if (vectors !== null) statements.push({ sql: `DELETE FROM ${vectors} WHERE trace_id = CAST($1 AS UUID)`, params: [traceId as string] });
+    await this.hooks.erasing?.();
     await this.store.change([table], statements);
     if (chainKey !== null) this.hooks.changed(table, chainKey);
     await this.hooks.erased();

@@ -24,6 +24,8 @@ export interface RetentionRun {
 export interface RetentionHooks {
   changed(table: LedgerTable, chainKey: string): void;
   erased(): void | Promise<void>;
+  /** Said before rows are removed (see RedactorHooks.erasing). */
+  erasing?(): void | Promise<void>;
 }
 
 /**
@@ -149,6 +151,7 @@ export class Retention {
     const key = quoteIdent(table.chainKey as string);
     const matched = `EXISTS (SELECT 1 FROM (VALUES ${bounds}) AS cot_r(k, s) WHERE cot_r.k = CAST(${target}.${key} AS VARCHAR) AND ${target}.ledger_seq <= cot_r.s)`;
     const vectors = table.isSteps ? await this.store.vectors() : null;
+    await this.hooks.erasing?.();
     await this.store.change(
       [table],
       [

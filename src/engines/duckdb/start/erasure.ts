@@ -50,6 +50,8 @@ export async function openErasure(
       copies.sessionCache?.invalidate(key);
       copies.stepStore?.forget(key);
     },
+    // Marked first: killed between the engine's change and `erased`, the next start still rewrites the file.
+    erasing: () => markErased(config.database.path),
     erased: async () => {
       await writer.scrubJournal();
       markErased(config.database.path);
