@@ -127,6 +127,8 @@ export class Session {
   private handler: ConnectionHandler | null = null;
   private readonly statements = new Map<string, StatementEntry>();
   private readonly portals = new Map<string, Portal>();
+  /** Portals without rows that ran to completion: PostgreSQL refuses to run one again (55000), where running it would repeat it. */
+  private readonly finishedPortals = new WeakSet<Portal>();
   private startupTimer: NodeJS.Timeout | null = null;
   /** idle_in_transaction_session_timeout, armed at ReadyForQuery inside a transaction. */
   private idleTimer: NodeJS.Timeout | null = null;
@@ -831,7 +833,9 @@ export class Session {
     const handler = this.requireHandler();
     const portal = this.portals.get(msg.portal);
     if (portal === undefined) throw new PgError(SqlState.InvalidCursorName, `portal "${msg.portal}" does not exist`);
+    if (this.finishedPortals.has(portal)) throw new PgError(SqlState.ObjectNotInPrerequisiteState, `portal "${msg.portal}" cannot be run`);
     const outcome = await this.executeTracked(handler, portal, msg.maxRows, this.portalSql.get(msg.portal) ?? '');
+    if (outcome.done !== false && portal.fields === null) this.finishedPortals.add(portal);
     if (outcome.done === 'copy-in') this.startCopy(outcome.copy, false);
     else if (outcome.done) this.completed(outcome);
     else this.out.frame(PORTAL_SUSPENDED);
