@@ -267,6 +267,22 @@ describe('session settings', () => {
     expect((await c.query('SHOW search_path')).rows).toEqual([{ search_path: 'analytics, public' }]);
   });
 
+  it("reads a dotted search_path entry as one schema's name, and never moves the connection to DuckDB's system catalog", async () => {
+    const c = await ctx.server.client();
+    await c.query('CREATE TABLE sp_home (x INTEGER)');
+    // PostgreSQL reads 'system.main' as a schema of that name; DuckDB took it as its catalog system, and even
+    // RESET and public then resolved in system.main: the connection lost its tables and its ledgers.
+    await c.query("SET search_path = 'system.main'");
+    await c.query('RESET search_path');
+    expect((await c.query('SELECT count(*)::int AS n FROM sp_home')).rows).toEqual([{ n: 0 }]);
+    expect((await c.query('SELECT count(*)::int AS n FROM _cot_steps')).rows).toEqual([{ n: expect.any(Number) }]);
+    await c.query('CREATE SCHEMA "dotted.name"');
+    await c.query('CREATE TABLE "dotted.name".inside (y INTEGER)');
+    await c.query('SET search_path = "dotted.name", public');
+    expect((await c.query('SELECT count(*)::int AS n FROM inside')).rows).toEqual([{ n: 0 }]);
+    expect((await c.query('SELECT count(*)::int AS n FROM sp_home')).rows).toEqual([{ n: 0 }]);
+  });
+
   it('applies settings from the startup packet and its options', async () => {
     const c = await ctx.server.client({ options: '-c statement_timeout=7s --search_path=analytics', application_name: 'startup-app' } as never);
     expect((await c.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '7s' }]);

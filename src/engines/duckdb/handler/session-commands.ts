@@ -316,9 +316,12 @@ export async function applySearchPath(ctx: HandlerContext): Promise<void> {
     .filter((s) => !ctx.access.isLedgerName(s.toLowerCase()));
   const usable: string[] = [];
   for (const s of schemas) {
+    // Each entry is one schema's name, quoted: PostgreSQL reads 'system.main' as a schema so named (none),
+    // where DuckDB would take it as the catalog system and make that the default, for good.
+    const quoted = `"${s.replaceAll('"', '""')}"`;
     try {
-      await ctx.engine.run(`SET search_path = '${s.replaceAll("'", "''")}'`);
-      usable.push(s);
+      await ctx.engine.run(`SET search_path = '${quoted.replaceAll("'", "''")}'`);
+      usable.push(quoted);
     } catch {
       // not a schema DuckDB knows
     }
