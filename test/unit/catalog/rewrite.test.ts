@@ -129,6 +129,29 @@ describe('PostgreSQL array literals', () => {
     const json = `INSERT INTO _cot_steps (metadata) VALUES ('{"k": 1}')`;
     expect(rewriter.insertTarget(new ParsedStatement(json, tokenize(json)))).toBeNull();
   });
+
+  it("check text written into an integer or float column as PostgreSQL's input reads it", () => {
+    const sql = "INSERT INTO t (n, f, s) VALUES ('1.5', '1e400', '2.5'), (' 42 ', 'NaN', 'x')";
+    const target = [
+      { name: 'n', list: false, numberInput: 'integer' as const },
+      { name: 'f', list: false, numberInput: 'double precision' as const },
+      { name: 's', list: false },
+    ];
+    expect(rewriter.rewrite(sql, tokenize(sql), target)).toBe(
+      `INSERT INTO t (n, f, s) VALUES (${P}.cot_integer_text('1.5', 'integer'), ${P}.cot_float_of('1e400', 'double precision'), '2.5'), (${P}.cot_integer_text(' 42 ', 'integer'), ${P}.cot_float_of('NaN', 'double precision'), 'x')`,
+    );
+    const update = "UPDATE t SET n = '0x10', s = '1.5' WHERE n = 1";
+    expect(rewriter.rewrite(update, tokenize(update), target)).toBe(`UPDATE t SET n = ${P}.cot_integer_text('0x10', 'integer'), s = '1.5' WHERE n = 1`);
+    // The columns are looked up only for a statement with text that DuckDB could read as a number PostgreSQL would not.
+    for (const [text, looked] of [
+      ["INSERT INTO t VALUES ('1.5')", true],
+      ["INSERT INTO t VALUES ('1_000')", true],
+      ["UPDATE t SET n = '1e5'", true],
+      ["INSERT INTO t VALUES ('42', 'abc')", false],
+    ] as const) {
+      expect(rewriter.insertTarget(new ParsedStatement(text, tokenize(text))) !== null, text).toBe(looked);
+    }
+  });
 });
 
 describe('renamed functions and vector columns', () => {

@@ -52,6 +52,8 @@ const CACHE_LIMIT = 10_000;
 
 /** A number literal with a non-zero digit past the ninth decimal (or an exponent, which may put one there). */
 const FINE_NUMBER = /^[0-9]*\.[0-9]{9}[0-9]*[1-9]|[eE]/;
+/** A string literal holding a number that is not a plain integer: a point, an exponent, a digit separator, hexadecimal. */
+const NUMBER_TEXT = /^'\s*[+-]?(0[xX][0-9a-fA-F_]+|(?=[\d_.]*[._eE])[\d_]*\.?[\d_]*([eE][+-]?\d+)?|inf|infinity|nan)\s*'$/i;
 
 /** Tokens of what reads a jsonb column as jsonb does (jsonbTables). */
 const JSONB_READS: ReadonlySet<string> = new Set(['||', '->', '->>', '#>', '#>>', '@>', '<@', 'text', 'varchar', 'concat', 'concat_ws']);
@@ -142,7 +144,14 @@ export class CompatRewriter {
     const first = wordOf(tokens[0]);
     // A number with a digit past the ninth decimal: bound for numeric without a precision, it would be rounded.
     const fine = (t: Token): boolean => t.kind === 'number' && FINE_NUMBER.test(t.text);
-    if (!((first === 'insert' && tokens.some((t) => arrayLike(t) || spaced(t) || fine(t))) || (first === 'update' && tokens.some((t) => spaced(t) || fine(t)))))
+    // Text that DuckDB's cast reads as a number and PostgreSQL's input may not ('1.5' for an integer, '1e400', '0x10').
+    const numberText = (t: Token): boolean => t.kind === 'string' && NUMBER_TEXT.test(t.text);
+    if (
+      !(
+        (first === 'insert' && tokens.some((t) => arrayLike(t) || spaced(t) || fine(t) || numberText(t))) ||
+        (first === 'update' && tokens.some((t) => spaced(t) || fine(t) || numberText(t)))
+      )
+    )
       return null;
     const stmt = statement.tree;
     const relation = ((stmt?.InsertStmt ?? stmt?.UpdateStmt) as Node | undefined)?.relation as Node | undefined;

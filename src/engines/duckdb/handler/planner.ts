@@ -38,6 +38,15 @@ import { recognizeStepsRead, ServedStepsRead } from './steps-reads.js';
 import { describeSources } from './result-sources.js';
 import { erasureFields, erasureParamTypes } from './erasure.js';
 import { type ErasureCall, ErasureCallError, erasureCall } from '../../../sql/erasure-call.js';
+
+/** DuckDB's integer and float types, by PostgreSQL's names: text written into such a column is checked as PostgreSQL reads it. */
+const NUMBER_INPUTS: Readonly<Record<string, NonNullable<TargetColumns[number]['numberInput']>>> = {
+  SMALLINT: 'smallint',
+  INTEGER: 'integer',
+  BIGINT: 'bigint',
+  FLOAT: 'real',
+  DOUBLE: 'double precision',
+};
 import { clientError, READ_KINDS, SAME_POSITION, Statement, type EngineText, LedgerReadCheck } from './plan.js';
 
 /** The erasure call a statement is; one that calls an erasure function in another shape is refused. */
@@ -1021,6 +1030,7 @@ export class Planner {
         list: String(r[3]).endsWith(']'),
         temporal: String(r[3]).startsWith('TIMESTAMP'),
         numeric9: r[3] === 'DECIMAL(38,9)',
+        ...(NUMBER_INPUTS[String(r[3])] === undefined ? {} : { numberInput: NUMBER_INPUTS[String(r[3])] }),
       }));
   }
 

@@ -98,6 +98,7 @@ export function insertValues(w: Walker, node: Node): void {
   const lists = new Set(w.target.filter((c) => c.list).map((c) => c.name.toLowerCase()));
   const temporal = new Set(w.target.filter((c) => c.temporal === true).map((c) => c.name.toLowerCase()));
   const numeric9 = new Set(w.target.filter((c) => c.numeric9 === true).map((c) => c.name.toLowerCase()));
+  const numbers = numberInputs(w);
   const order = named ?? w.target.map((c) => c.name.toLowerCase());
   const rows = ((node.selectStmt as Node | undefined)?.SelectStmt as Node | undefined)?.valuesLists;
   if (!Array.isArray(rows)) return;
@@ -109,6 +110,7 @@ export function insertValues(w: Walker, node: Node): void {
       if (column !== undefined && lists.has(column.toLowerCase())) arrayLiteral(w, (item as Node).A_Const as Node | undefined);
       if (column !== undefined && temporal.has(column.toLowerCase())) spacedOffset(w, (item as Node).A_Const as Node | undefined);
       if (column !== undefined && numeric9.has(column.toLowerCase())) fineNumeric(w, (item as Node).A_Const as Node | undefined);
+      if (column !== undefined) checkedText(w, (item as Node).A_Const as Node | undefined, numbers.get(column.toLowerCase()));
     });
   }
 }
@@ -118,11 +120,32 @@ export function updateValues(w: Walker, node: Node): void {
   if (w.target === null) return;
   const temporal = new Set(w.target.filter((c) => c.temporal === true).map((c) => c.name.toLowerCase()));
   const numeric9 = new Set(w.target.filter((c) => c.numeric9 === true).map((c) => c.name.toLowerCase()));
+  const numbers = numberInputs(w);
   for (const t of (node.targetList as Node[] | undefined) ?? []) {
     const res = t.ResTarget as Node | undefined;
+    if (typeof res?.name === 'string') checkedText(w, (res.val as Node | undefined)?.A_Const as Node | undefined, numbers.get(res.name.toLowerCase()));
     if (typeof res?.name === 'string' && temporal.has(res.name.toLowerCase())) spacedOffset(w, (res.val as Node | undefined)?.A_Const as Node | undefined);
     if (typeof res?.name === 'string' && numeric9.has(res.name.toLowerCase())) fineNumeric(w, (res.val as Node | undefined)?.A_Const as Node | undefined);
   }
+}
+
+function numberInputs(w: Walker): Map<string, string> {
+  return new Map((w.target ?? []).flatMap((c) => (c.numberInput === undefined ? [] : [[c.name.toLowerCase(), c.numberInput] as const])));
+}
+
+/**
+ * A string written into an integer or float column: DuckDB's cast reads
+ * '1.5' into an integer as 2, and '1e400' into a double as Infinity, where
+ * PostgreSQL refuses both. The text goes through the check a cast of text
+ * to the type makes (numeric.ts, checkedCast).
+ */
+function checkedText(w: Walker, constant: Node | undefined, type: string | undefined): void {
+  if (type === undefined || (constant?.sval as { sval?: string } | undefined)?.sval === undefined) return;
+  const at = w.index(constant?.location);
+  if (at === null || w.tokens[at]?.kind !== 'string') return;
+  const check = type === 'real' || type === 'double precision' ? 'cot_float_of' : 'cot_integer_text';
+  w.insertBefore(at, `${PG_SCHEMA}.${check}(`);
+  w.insertAfter(at, `, '${type}')`);
 }
 
 /**

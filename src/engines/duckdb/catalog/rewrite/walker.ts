@@ -37,6 +37,8 @@ export type TargetColumns = ReadonlyArray<{
   readonly temporal?: boolean;
   /** DECIMAL(38,9): numeric without a precision, which holds 9 digits after the point. */
   readonly numeric9?: boolean;
+  /** An integer or float column, by PostgreSQL's name of its type: text written into it is read as that type's input reads it. */
+  readonly numberInput?: 'smallint' | 'integer' | 'bigint' | 'real' | 'double precision';
 }>;
 
 /**
