@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
-import { startTestServer, type TestServer } from '../fixtures/server.js';
+import { onPostgres, startTestServer, type TestServer } from '../fixtures/server.js';
 import { dataRowCells, errorFields, WireClient } from '../fixtures/wire.js';
 
 let server: TestServer;
@@ -104,7 +104,8 @@ describe('extended query on the wire', () => {
     c.end();
   });
 
-  it('sends the rows before a value it cannot encode whole, then the error, and no part of the row that failed', async () => {
+  // DuckDB's encoding of its own vectors, cell by cell; the PostgreSQL engine relays PostgreSQL's rows, and has no ragged lists.
+  it.skipIf(onPostgres)('sends the rows before a value it cannot encode whole, then the error, and no part of the row that failed', async () => {
     const c = await WireClient.startup(server.port);
     // A ragged nested list has no binary array form: the row of i = 3 fails in the middle, after its first cell.
     c.write(serialize.parse({ text: 'SELECT i, CASE WHEN i = 3 THEN [[1], [2, 3]] ELSE [[1], [2]] END AS b FROM range(5) t(i)', name: '' }));
