@@ -1,7 +1,7 @@
 import type { ExecuteOutcome } from '../../../session/handler-port.js';
 import { PgError } from '../../../errors/pg-error.js';
 import { SqlState } from '../../../errors/sqlstate.js';
-import { ledgerColumnTypeProblem } from '../ledger/column-types.js';
+import { unchainableColumn } from '../ledger/column-types.js';
 import { recordHashVersionSql } from '../../../ledger/chain/hash-version.js';
 import { addSaltColumnSql, CHAIN_COLUMNS, HASH_VERSION_V3, qualifiedName, quoteIdent } from '../../../ledger/chain/schema.js';
 import type { Token } from '../../../sql/lexer.js';
@@ -54,14 +54,12 @@ export async function executeLedgerCreate(ctx: HandlerContext, portal: Connectio
 
 /** A column whose values the writer's texts cannot carry back into the table (ledger/column-types.ts): 0A000. */
 function refuseUnchainableColumns(name: string, columns: ReadonlyArray<ReadonlyArray<unknown>>): void {
-  for (const [, , column, type] of columns) {
-    const problem = ledgerColumnTypeProblem(String(type));
-    if (problem === null) continue;
-    throw new PgError(SqlState.FeatureNotSupported, `column "${String(column)}" of ledger "${name}" cannot be of type ${String(type)}`, {
-      detail: `Every ledger value is chained and stored as its text, and ${problem}.`,
-      hint: 'Use a type that holds the value as text or numbers: a duration as BIGINT microseconds or as text, nested strings as JSON or VARCHAR[].',
-    });
-  }
+  const bad = unchainableColumn(columns.map(([, , column, type]) => ({ name: String(column), type: String(type) })));
+  if (bad === null) return;
+  throw new PgError(SqlState.FeatureNotSupported, `column "${bad.name}" of ledger "${name}" cannot be of type ${bad.type}`, {
+    detail: bad.detail,
+    hint: 'Use a type that holds the value as text or numbers: a duration as BIGINT microseconds or as text, nested strings as JSON or VARCHAR[].',
+  });
 }
 
 /**

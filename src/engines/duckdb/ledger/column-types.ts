@@ -76,6 +76,17 @@ export function parseDuckType(text: string): DuckType {
 
 const STRING_LIKE = new Set(['VARCHAR', 'JSON', 'ENUM', 'BLOB']);
 
+/** The first of a ledger's columns it cannot have, and why (the detail of the refusal), or null. */
+export function unchainableColumn(
+  columns: Iterable<{ readonly name: string; readonly type: string }>,
+): { readonly name: string; readonly type: string; readonly detail: string } | null {
+  for (const c of columns) {
+    const problem = ledgerColumnTypeProblem(c.type);
+    if (problem !== null) return { name: c.name, type: c.type, detail: `Every ledger value is chained and stored as its text, and ${problem}.` };
+  }
+  return null;
+}
+
 /** Why a ledger cannot have a column of this DuckDB type, or null when it can. */
 export function ledgerColumnTypeProblem(dataType: string): string | null {
   return problem(parseDuckType(dataType), 0, false);

@@ -35,7 +35,7 @@ import { rowLeafHash } from '../../../ledger/log/leaf.js';
 import { absentSeqs, resumeLog } from '../log/log-resume.js';
 import { damagedLedgerError, type LedgerDamage } from '../../../ledger/chain/catalog.js';
 import { Quarantine } from './quarantine.js';
-import { ledgerColumnTypeProblem } from './column-types.js';
+import { unchainableColumn } from './column-types.js';
 import { ChainHeadRecord, cutChains } from './head-record.js';
 import { cutChainError, type CutChain } from '../../../ledger/chain/cut.js';
 import { addFingerprints, fingerprintOf, NO_ROWS, type Fingerprint } from './fingerprint.js';
@@ -83,15 +83,13 @@ const UNCHAINABLE = new WeakMap<Pick<LedgerTable, 'name' | 'columns'>, PgError |
 export function unchainable(table: Pick<LedgerTable, 'name' | 'columns'>): PgError | null {
   let known = UNCHAINABLE.get(table);
   if (known === undefined) {
-    known = null;
-    for (const c of table.columns) {
-      const problem = ledgerColumnTypeProblem(c.type);
-      if (problem === null) continue;
-      known = new PgError(SqlState.FeatureNotSupported, `ledger "${table.name}" cannot take appends: its column "${c.name}" is of type ${c.type}`, {
-        detail: `Every ledger value is chained and stored as its text, and ${problem}.`,
-      });
-      break;
-    }
+    const bad = unchainableColumn(table.columns);
+    known =
+      bad === null
+        ? null
+        : new PgError(SqlState.FeatureNotSupported, `ledger "${table.name}" cannot take appends: its column "${bad.name}" is of type ${bad.type}`, {
+            detail: bad.detail,
+          });
     UNCHAINABLE.set(table, known);
   }
   return known;
